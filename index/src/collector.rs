@@ -1,0 +1,301 @@
+//! Collectors. [`TopIds`] ranks documents by a sort order with ascending id as tie-break: each
+//! segment keeps its best `k` by a segment-local key (string sorts use the segment's term
+//! ordinals, which are in byte order), and only those survivors' strings are read to merge
+//! segments. [`StatsCollector`] computes ranges and distinct counts in one pass.
+
+use crate::query::SortOrder;
+use crate::schema::names;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::{DocId, Score, SegmentReader};
+
+/// Ranked ids (best first, at most `k`) and the number of matching documents.
+pub struct TopIds {
+    sort: SortOrder,
+    k: usize,
+}
+
+impl TopIds {
+    pub fn new(sort: SortOrder, k: usize) -> TopIds {
+        TopIds { sort, k }
+    }
+}
+
+/// A segment-local ranking key: smaller ranks first.
+type LocalKey = (u64, u64, u64);
+
+/// How a segment reads the key of one document.
+enum KeySource {
+    Score,
+    /// Ascending or (with `descending`) descending by a u64 column; missing values last.
+    Number { primary: Column<u64>, secondary: Option<Column<u64>>, descending: bool },
+    /// By a string column's term ordinal.
+    Text { column: StrColumn, descending: bool },
+}
+
+pub struct TopIdsSegment {
+    ids: Column<u64>,
+    source: KeySource,
+    k: usize,
+    heap: BinaryHeap<LocalKey>,
+    total: usize,
+}
+
+/// Merge key across segments.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GlobalKey {
+    Local(u64, u64),
+    Text(String),
+    TextReversed(Reverse<String>),
+}
+
+pub struct SegmentFruit {
+    ranked: Vec<(GlobalKey, u64)>,
+    total: usize,
+}
+
+impl Collector for TopIds {
+    type Fruit = (Vec<u64>, usize);
+    type Child = TopIdsSegment;
+
+    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
+        let fast = segment.fast_fields();
+        let number = |primary: &str, secondary: Option<&str>, descending| {
+            Ok::<_, tantivy::TantivyError>(KeySource::Number {
+                primary: fast.u64(primary)?,
+                secondary: secondary.map(|name| fast.u64(name)).transpose()?,
+                descending,
+            })
+        };
+        let text = |name: &str, descending| {
+            let column = fast.str(name)?.ok_or_else(|| {
+                tantivy::TantivyError::SchemaError(format!("{name} is not a string fast field"))
+            })?;
+            Ok::<_, tantivy::TantivyError>(KeySource::Text { column, descending })
+        };
+        let source = match self.sort {
+            SortOrder::Relevance => KeySource::Score,
+            SortOrder::NameAsc => text(names::NAME_SORT, false)?,
+            SortOrder::NameDesc => text(names::NAME_SORT, true)?,
+            SortOrder::ReferenceAsc => text(names::REF_SORT, false)?,
+            SortOrder::Newest => number(names::NEWEST, None, true)?,
+            SortOrder::ModelsDesc => number(names::MODEL_COUNT, None, true)?,
+            SortOrder::IdAsc => number(names::ID, None, false)?,
+            SortOrder::Lead => number(names::LISTING_COUNT, Some(names::NEWEST), true)?,
+        };
+        Ok(TopIdsSegment {
+            ids: fast.u64(names::ID)?,
+            source,
+            k: self.k,
+            heap: BinaryHeap::new(),
+            total: 0,
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        self.sort == SortOrder::Relevance
+    }
+
+    fn merge_fruits(&self, fruits: Vec<SegmentFruit>) -> tantivy::Result<(Vec<u64>, usize)> {
+        let total = fruits.iter().map(|f| f.total).sum();
+        let mut all: Vec<(GlobalKey, u64)> = fruits.into_iter().flat_map(|f| f.ranked).collect();
+        all.sort_unstable();
+        Ok((all.into_iter().take(self.k).map(|(_, id)| id).collect(), total))
+    }
+}
+
+fn ordered(value: Option<u64>, descending: bool) -> u64 {
+    match (value, descending) {
+        (Some(v), false) => v,
+        (Some(v), true) => !v,
+        (None, _) => u64::MAX,
+    }
+}
+
+impl SegmentCollector for TopIdsSegment {
+    type Fruit = SegmentFruit;
+
+    fn collect(&mut self, doc: DocId, score: Score) {
+        self.total += 1;
+        if self.k == 0 {
+            return;
+        }
+        let id = self.ids.first(doc).unwrap_or(u64::MAX);
+        let (primary, secondary) = match &self.source {
+            // Scores are non-negative, so their bit patterns order like the floats.
+            KeySource::Score => (!u64::from(score.max(0.0).to_bits()), 0),
+            KeySource::Number { primary, secondary, descending } => (
+                ordered(primary.first(doc), *descending),
+                secondary.as_ref().map_or(0, |s| ordered(s.first(doc), *descending)),
+            ),
+            KeySource::Text { column, descending } => {
+                (ordered(column.ords().first(doc), *descending), 0)
+            }
+        };
+        let key = (primary, secondary, id);
+        if self.heap.len() < self.k {
+            self.heap.push(key);
+        } else if self.heap.peek().is_some_and(|worst| key < *worst) {
+            self.heap.pop();
+            self.heap.push(key);
+        }
+    }
+
+    fn harvest(self) -> SegmentFruit {
+        let mut text = String::new();
+        let ranked = self
+            .heap
+            .into_iter()
+            .map(|(primary, secondary, id)| {
+                let key = match &self.source {
+                    KeySource::Text { column, descending } => {
+                        let ord = if *descending { !primary } else { primary };
+                        text.clear();
+                        // A missing ordinal (u64::MAX) resolves to nothing: sorts as "".
+                        let _ = column.ord_to_str(ord, &mut text);
+                        if *descending {
+                            GlobalKey::TextReversed(Reverse(text.clone()))
+                        } else {
+                            GlobalKey::Text(text.clone())
+                        }
+                    }
+                    _ => GlobalKey::Local(primary, secondary),
+                };
+                (key, id)
+            })
+            .collect();
+        SegmentFruit { ranked, total: self.total }
+    }
+}
+
+/// Figures over a set of models. Years and diameters are `None` when no model has one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CatalogueStats {
+    pub model_count: u64,
+    pub year_min: Option<u64>,
+    pub year_max: Option<u64>,
+    pub diameter_min: Option<f64>,
+    pub diameter_max: Option<f64>,
+    /// Distinct case materials, sorted.
+    pub case_materials: Vec<String>,
+    /// Distinct movements run by the models.
+    pub movement_count: u64,
+    pub listing_count: u64,
+}
+
+/// Computes [`CatalogueStats`] over the matching models.
+pub struct StatsCollector;
+
+pub struct StatsSegment {
+    years: Column<u64>,
+    diameters: Option<Column<f64>>,
+    materials: Option<StrColumn>,
+    calibers: Column<u64>,
+    listings: Column<u64>,
+    stats: CatalogueStats,
+    material_ords: HashSet<u64>,
+    caliber_ids: HashSet<u64>,
+}
+
+pub struct StatsFruit {
+    stats: CatalogueStats,
+    materials: HashSet<String>,
+    caliber_ids: HashSet<u64>,
+}
+
+fn widen<T: PartialOrd + Copy>(min: &mut Option<T>, max: &mut Option<T>, value: T) {
+    if min.is_none_or(|m| value < m) {
+        *min = Some(value);
+    }
+    if max.is_none_or(|m| value > m) {
+        *max = Some(value);
+    }
+}
+
+impl Collector for StatsCollector {
+    type Fruit = CatalogueStats;
+    type Child = StatsSegment;
+
+    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<StatsSegment> {
+        let fast = segment.fast_fields();
+        Ok(StatsSegment {
+            years: fast.u64(names::RELEASE_YEAR)?,
+            diameters: fast.column_opt(names::DIAMETER)?,
+            materials: fast.str(names::CASE_MATERIAL)?,
+            calibers: fast.u64(names::CALIBER_ID)?,
+            listings: fast.u64(names::LISTING_COUNT)?,
+            stats: CatalogueStats::default(),
+            material_ords: HashSet::new(),
+            caliber_ids: HashSet::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<StatsFruit>) -> tantivy::Result<CatalogueStats> {
+        let mut out = CatalogueStats::default();
+        let mut materials = HashSet::new();
+        let mut calibers = HashSet::new();
+        for fruit in fruits {
+            let s = fruit.stats;
+            out.model_count += s.model_count;
+            out.listing_count += s.listing_count;
+            for (min, max) in [(s.year_min, s.year_max)] {
+                min.into_iter().chain(max).for_each(|v| widen(&mut out.year_min, &mut out.year_max, v));
+            }
+            s.diameter_min
+                .into_iter()
+                .chain(s.diameter_max)
+                .for_each(|v| widen(&mut out.diameter_min, &mut out.diameter_max, v));
+            materials.extend(fruit.materials);
+            calibers.extend(fruit.caliber_ids);
+        }
+        out.case_materials = materials.into_iter().collect();
+        out.case_materials.sort();
+        out.movement_count = calibers.len() as u64;
+        Ok(out)
+    }
+}
+
+impl SegmentCollector for StatsSegment {
+    type Fruit = StatsFruit;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        let s = &mut self.stats;
+        s.model_count += 1;
+        s.listing_count += self.listings.first(doc).unwrap_or(0);
+        if let Some(year) = self.years.first(doc) {
+            widen(&mut s.year_min, &mut s.year_max, year);
+        }
+        if let Some(diameter) = self.diameters.as_ref().and_then(|c| c.first(doc)) {
+            widen(&mut s.diameter_min, &mut s.diameter_max, diameter);
+        }
+        if let Some(materials) = &self.materials {
+            self.material_ords.extend(materials.term_ords(doc));
+        }
+        if let Some(caliber) = self.calibers.first(doc) {
+            self.caliber_ids.insert(caliber);
+        }
+    }
+
+    fn harvest(self) -> StatsFruit {
+        let mut materials = HashSet::new();
+        if let Some(column) = &self.materials {
+            for ord in self.material_ords {
+                let mut text = String::new();
+                if column.ord_to_str(ord, &mut text).unwrap_or(false) {
+                    materials.insert(text);
+                }
+            }
+        }
+        StatsFruit {
+            stats: self.stats,
+            materials,
+            caliber_ids: self.caliber_ids,
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Search requests and their translation into tantivy queries. Free text is never parsed as
+//! query syntax (`126610-LN` is not an exclusion): words become term queries, and the whole
+//! text, normalised as a reference, is tried as an exact reference and as a reference prefix.
+
+use crate::schema::Fields;
+use crate::tokenizer::{folded_analyzer, MIN_REFERENCE_PREFIX};
+use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::Term;
+
+/// What a document is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocKind {
+    Brand = 1,
+    Series = 2,
+    Model = 3,
+}
+
+/// Orders a result list. Every order breaks ties by ascending id, so results are deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Best text match first.
+    Relevance,
+    NameAsc,
+    NameDesc,
+    /// Normalised primary reference, ascending.
+    ReferenceAsc,
+    /// Release year descending (unknown last), then most recently added.
+    Newest,
+    /// Most models first ("catalogue depth").
+    ModelsDesc,
+    IdAsc,
+    /// Most listings, then newest: how a brand's picture and a series' lead model are chosen.
+    Lead,
+}
+
+/// Exact-value filters; `None` means no constraint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    pub id: Option<u64>,
+    pub brand_id: Option<u64>,
+    pub series_id: Option<u64>,
+    pub caliber_id: Option<u64>,
+    /// Only models with a FRONT picture.
+    pub has_front_picture: bool,
+}
+
+/// Free text as the user typed it, with its normalised-reference form (computed by the caller's
+/// reference normalisation, so the index and the store agree on one key).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextQuery {
+    pub text: String,
+    pub normalized_reference: String,
+}
+
+/// One list request.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub kind: DocKind,
+    pub text: Option<TextQuery>,
+    pub filters: Filters,
+    pub sort: SortOrder,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+impl SearchRequest {
+    /// Every document of `kind` passing `filters`, by id.
+    pub fn filtered(kind: DocKind, filters: Filters) -> SearchRequest {
+        SearchRequest {
+            kind,
+            text: None,
+            filters,
+            sort: SortOrder::IdAsc,
+            offset: 0,
+            limit: usize::MAX / 2,
+        }
+    }
+}
+
+// Weights: an exact reference outranks anything textual, a reference prefix outranks a word
+// found only in a description.
+const EXACT_REFERENCE_BOOST: f32 = 200.0;
+const REFERENCE_PREFIX_BOOST: f32 = 20.0;
+const WORD_IS_REFERENCE_BOOST: f32 = 20.0;
+const WORD_IS_REFERENCE_PREFIX_BOOST: f32 = 5.0;
+
+pub fn build(fields: &Fields, request: &SearchRequest) -> Box<dyn Query> {
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
+        Occur::Must,
+        filter(term_u64(fields.kind, request.kind as u64)),
+    )];
+    let f = &request.filters;
+    let exact = [
+        (fields.id, f.id),
+        (fields.brand_id, f.brand_id),
+        (fields.series_id, f.series_id),
+        (fields.caliber_id, f.caliber_id),
+        (fields.has_front_picture, f.has_front_picture.then_some(1)),
+    ];
+    for (field, value) in exact {
+        if let Some(value) = value {
+            clauses.push((Occur::Must, filter(term_u64(field, value))));
+        }
+    }
+    if let Some(text) = &request.text {
+        clauses.push((Occur::Must, text_query(fields, text)));
+    }
+    Box::new(BooleanQuery::new(clauses))
+}
+
+fn filter(query: Box<dyn Query>) -> Box<dyn Query> {
+    Box::new(ConstScoreQuery::new(query, 0.0))
+}
+
+fn term_u64(field: Field, value: u64) -> Box<dyn Query> {
+    Box::new(TermQuery::new(
+        Term::from_field_u64(field, value),
+        IndexRecordOption::Basic,
+    ))
+}
+
+fn term_text(field: Field, text: &str, boost: f32) -> Box<dyn Query> {
+    let query = TermQuery::new(
+        Term::from_field_text(field, text),
+        IndexRecordOption::WithFreqs,
+    );
+    Box::new(BoostQuery::new(Box::new(query), boost))
+}
+
+/// A reference hit scores a constant: how often or in how long a list a reference occurs says
+/// nothing about relevance, and equal scores fall back to the id order.
+fn term_reference(field: Field, reference: &str, score: f32) -> Box<dyn Query> {
+    let query = TermQuery::new(
+        Term::from_field_text(field, reference),
+        IndexRecordOption::Basic,
+    );
+    Box::new(ConstScoreQuery::new(Box::new(query), score))
+}
+
+/// Either every word matches (as a word of a name or description, or as a reference or its
+/// prefix), or the whole text is a reference or a reference prefix.
+fn text_query(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
+    let words = words_of(&text.text);
+    let mut alternatives: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    if !words.is_empty() {
+        let every_word = words
+            .iter()
+            .map(|word| (Occur::Must, word_query(fields, word)))
+            .collect();
+        alternatives.push((Occur::Should, Box::new(BooleanQuery::new(every_word))));
+    }
+    let whole = text.normalized_reference.as_str();
+    if !whole.is_empty() {
+        alternatives.push((Occur::Should, term_reference(fields.ref_exact, whole, EXACT_REFERENCE_BOOST)));
+        if whole.chars().count() >= MIN_REFERENCE_PREFIX {
+            alternatives.push((Occur::Should, term_reference(fields.ref_prefix, whole, REFERENCE_PREFIX_BOOST)));
+        }
+    }
+    Box::new(BooleanQuery::new(alternatives))
+}
+
+fn word_query(fields: &Fields, word: &str) -> Box<dyn Query> {
+    let mut any: Vec<(Occur, Box<dyn Query>)> = [
+        (fields.name, 3.0),
+        (fields.aliases, 2.0),
+        (fields.brand_name, 1.5),
+        (fields.series_name, 1.5),
+        (fields.description, 0.5),
+    ]
+    .into_iter()
+    .map(|(field, boost)| (Occur::Should, term_text(field, word, boost)))
+    .collect();
+    any.push((Occur::Should, term_reference(fields.ref_exact, word, WORD_IS_REFERENCE_BOOST)));
+    if word.chars().count() >= MIN_REFERENCE_PREFIX {
+        any.push((Occur::Should, term_reference(fields.ref_prefix, word, WORD_IS_REFERENCE_PREFIX_BOOST)));
+    }
+    Box::new(BooleanQuery::new(any))
+}
+
+/// The words of `text` as the text fields index them (lowercased, accents folded).
+fn words_of(text: &str) -> Vec<String> {
+    let mut analyzer = folded_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut words = Vec::new();
+    while let Some(token) = stream.next() {
+        if !words.contains(&token.text) {
+            words.push(token.text.clone());
+        }
+    }
+    words
+}

@@ -1,0 +1,180 @@
+//! The schema: one index, a `kind` field telling brands, series and models apart. Text fields
+//! for search, raw fields for exact terms, fast fields for every filter, sort and stat.
+
+use crate::docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
+use crate::query::DocKind;
+use crate::tokenizer::{FOLDED, REFERENCE_PREFIX};
+use tantivy::schema::{
+    Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
+    INDEXED, STRING,
+};
+use tantivy::TantivyDocument;
+
+/// Fast-field names read by the collectors.
+pub mod names {
+    pub const ID: &str = "id";
+    pub const NAME_SORT: &str = "name_sort";
+    pub const REF_SORT: &str = "ref_sort";
+    pub const NEWEST: &str = "newest_key";
+    pub const LISTING_COUNT: &str = "listing_count";
+    pub const MODEL_COUNT: &str = "model_count";
+    pub const RELEASE_YEAR: &str = "release_year";
+    pub const DIAMETER: &str = "diameter";
+    pub const CASE_MATERIAL: &str = "case_material";
+    pub const CALIBER_ID: &str = "caliber_id";
+}
+
+/// Handles on every field.
+#[derive(Clone)]
+pub struct Fields {
+    pub kind: Field,
+    pub id: Field,
+    pub brand_id: Field,
+    pub series_id: Field,
+    pub caliber_id: Field,
+    pub has_front_picture: Field,
+    pub name: Field,
+    pub aliases: Field,
+    pub brand_name: Field,
+    pub series_name: Field,
+    pub description: Field,
+    pub name_sort: Field,
+    pub ref_sort: Field,
+    pub ref_exact: Field,
+    pub ref_prefix: Field,
+    pub newest_key: Field,
+    pub listing_count: Field,
+    pub model_count: Field,
+    pub release_year: Field,
+    pub diameter: Field,
+    pub case_material: Field,
+}
+
+pub fn build() -> (Schema, Fields) {
+    let mut s = Schema::builder();
+    let filter = NumericOptions::default().set_indexed().set_fast();
+    let text = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(FOLDED)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let prefixes = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(REFERENCE_PREFIX)
+            .set_index_option(IndexRecordOption::WithFreqs),
+    );
+    let fields = Fields {
+        kind: s.add_u64_field("kind", INDEXED),
+        id: s.add_u64_field(names::ID, filter.clone()),
+        brand_id: s.add_u64_field("brand_id", filter.clone()),
+        series_id: s.add_u64_field("series_id", filter.clone()),
+        caliber_id: s.add_u64_field(names::CALIBER_ID, filter.clone()),
+        has_front_picture: s.add_u64_field("has_front_picture", INDEXED),
+        name: s.add_text_field("name", text.clone()),
+        aliases: s.add_text_field("aliases", text.clone()),
+        brand_name: s.add_text_field("brand_name", text.clone()),
+        series_name: s.add_text_field("series_name", text.clone()),
+        description: s.add_text_field("description", text),
+        name_sort: s.add_text_field(names::NAME_SORT, STRING | FAST),
+        ref_sort: s.add_text_field(names::REF_SORT, STRING | FAST),
+        ref_exact: s.add_text_field("ref_exact", STRING),
+        ref_prefix: s.add_text_field("ref_prefix", prefixes),
+        newest_key: s.add_u64_field(names::NEWEST, FAST),
+        listing_count: s.add_u64_field(names::LISTING_COUNT, FAST),
+        model_count: s.add_u64_field(names::MODEL_COUNT, FAST),
+        release_year: s.add_u64_field(names::RELEASE_YEAR, FAST),
+        diameter: s.add_f64_field(names::DIAMETER, FAST),
+        case_material: s.add_text_field(names::CASE_MATERIAL, STRING | FAST),
+    };
+    (s.build(), fields)
+}
+
+/// Ids fit in 40 bits in `newest_key`; a catalogue has far fewer than 10^12 records.
+const ID_BITS: u32 = 40;
+
+/// Orders models newest first: release year descending (unknown last), then most recently
+/// added (highest id) first. Sorted descending.
+pub fn newest_key(release_year: Option<i32>, id: u64) -> u64 {
+    let year = release_year.map_or(0, |y| u64::from(y.clamp(0, 0xFFFF) as u16) + 1);
+    (year << ID_BITS) | (id & ((1 << ID_BITS) - 1))
+}
+
+/// How names sort: case-insensitively.
+pub fn sort_name(name: &str) -> String {
+    name.to_lowercase()
+}
+
+impl Fields {
+    pub fn document(&self, doc: &CatalogueDoc) -> TantivyDocument {
+        let mut out = TantivyDocument::new();
+        match doc {
+            CatalogueDoc::Brand(brand) => self.brand(&mut out, brand),
+            CatalogueDoc::Series(series) => self.series(&mut out, series),
+            CatalogueDoc::Model(model) => self.model(&mut out, model),
+        }
+        out
+    }
+
+    fn common(&self, out: &mut TantivyDocument, kind: DocKind, id: u64, name: &str) {
+        out.add_u64(self.kind, kind as u64);
+        out.add_u64(self.id, id);
+        out.add_text(self.name, name);
+        out.add_text(self.name_sort, sort_name(name));
+    }
+
+    fn brand(&self, out: &mut TantivyDocument, brand: &BrandDoc) {
+        self.common(out, DocKind::Brand, brand.id, &brand.name);
+        out.add_u64(self.brand_id, brand.id);
+        for alias in &brand.aliases {
+            out.add_text(self.aliases, alias);
+        }
+        if let Some(description) = &brand.description {
+            out.add_text(self.description, description);
+        }
+        out.add_u64(self.model_count, brand.model_count);
+    }
+
+    fn series(&self, out: &mut TantivyDocument, series: &SeriesDoc) {
+        self.common(out, DocKind::Series, series.id, &series.name);
+        out.add_u64(self.brand_id, series.brand_id);
+        if let Some(description) = &series.description {
+            out.add_text(self.description, description);
+        }
+        out.add_u64(self.model_count, series.model_count);
+    }
+
+    fn model(&self, out: &mut TantivyDocument, model: &ModelDoc) {
+        self.common(out, DocKind::Model, model.id, &model.name);
+        out.add_u64(self.brand_id, model.brand_id);
+        out.add_u64(self.series_id, model.series_id);
+        if let Some(caliber) = model.caliber_id {
+            out.add_u64(self.caliber_id, caliber);
+        }
+        out.add_u64(self.has_front_picture, u64::from(model.has_front_picture));
+        for name in &model.brand_names {
+            out.add_text(self.brand_name, name);
+        }
+        out.add_text(self.series_name, &model.series_name);
+        if let Some(description) = &model.description {
+            out.add_text(self.description, description);
+        }
+        if let Some(primary) = model.normalized_references.first() {
+            out.add_text(self.ref_sort, primary);
+        }
+        for reference in &model.normalized_references {
+            out.add_text(self.ref_exact, reference);
+            out.add_text(self.ref_prefix, reference);
+        }
+        out.add_u64(self.newest_key, newest_key(model.release_year, model.id));
+        out.add_u64(self.listing_count, model.listing_count);
+        if let Some(year) = model.release_year.and_then(|y| u64::try_from(y).ok()) {
+            out.add_u64(self.release_year, year);
+        }
+        if let Some(diameter) = model.diameter {
+            out.add_f64(self.diameter, diameter);
+        }
+        for material in &model.case_materials {
+            out.add_text(self.case_material, material);
+        }
+    }
+}

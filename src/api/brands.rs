@@ -1,0 +1,122 @@
+//! `GET /brands`, `/brands/highlighted`, `/brands/{slug}`, `/brands/{brandSlug}/series` and
+//! `/brands/{brandSlug}/series/{seriesSlug}`.
+
+use super::assemble::{self, Lookups};
+use super::error::ApiResult;
+use super::params::{parse_sort, parse_text, Page, Pagination, Params, SortParam};
+use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
+use super::AppState;
+use crate::domain::{normalize_reference, BrandId, SeriesId};
+use axum::extract::{Path, State};
+use axum::Json;
+use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+use serde::{Deserialize, Serialize};
+
+/// `sort` of the brand and series lists.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSort(SortOrder);
+
+impl SortParam for GroupSort {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("name_asc", GroupSort(SortOrder::NameAsc)),
+        ("name_desc", GroupSort(SortOrder::NameDesc)),
+        ("models_desc", GroupSort(SortOrder::ModelsDesc)),
+        ("relevance", GroupSort(SortOrder::Relevance)),
+    ];
+}
+
+/// Query of `GET /brands` and `GET /brands/{brandSlug}/series`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupListParams {
+    page: Option<String>,
+    page_size: Option<String>,
+    q: Option<String>,
+    sort: Option<String>,
+}
+
+/// The index request of a brand or series list: relevance when `q` is given, else by name.
+fn group_request(kind: DocKind, filters: Filters, params: &GroupListParams, pagination: Pagination) -> ApiResult<SearchRequest> {
+    let text = parse_text(params.q.as_deref())?;
+    let sort = parse_sort::<GroupSort>(params.sort.as_deref())?.map(|s| s.0);
+    Ok(SearchRequest {
+        kind,
+        sort: effective_sort(sort, text.is_some()),
+        text: text.map(|text| TextQuery { normalized_reference: normalize_reference(&text), text }),
+        filters,
+        offset: pagination.offset(),
+        limit: pagination.page_size,
+    })
+}
+
+/// `sort` wins; else relevance when searching, else name. Relevance without text is by name.
+pub fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrder {
+    match (requested, searching) {
+        (Some(SortOrder::Relevance), false) => SortOrder::NameAsc,
+        (Some(sort), _) => sort,
+        (None, true) => SortOrder::Relevance,
+        (None, false) => SortOrder::NameAsc,
+    }
+}
+
+pub async fn list_brands(State(app): State<AppState>, Params(params): Params<GroupListParams>) -> ApiResult<Json<Page<BrandItem>>> {
+    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
+    let hits = app.index.search(&request)?;
+    let mut data = Vec::with_capacity(hits.ids.len());
+    for id in hits.ids {
+        if let Some(brand) = app.store.brand(BrandId(id))? {
+            data.push(assemble::brand_item(&app, &brand)?);
+        }
+    }
+    Ok(Json(pagination.wrap(data, hits.total)))
+}
+
+/// `{data}` without paging.
+#[derive(Debug, Serialize)]
+pub struct DataOnly<T> {
+    data: Vec<T>,
+}
+
+pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<DataOnly<BrandItem>>> {
+    let data = app
+        .store
+        .highlighted_brands()?
+        .iter()
+        .map(|brand| assemble::brand_item(&app, brand))
+        .collect::<ApiResult<_>>()?;
+    Ok(Json(DataOnly { data }))
+}
+
+pub async fn get_brand(State(app): State<AppState>, Path(slug): Path<String>) -> ApiResult<Json<BrandDetail>> {
+    let brand = assemble::brand_by_slug(&app, &slug)?;
+    Ok(Json(assemble::brand_detail(&app, &brand)?))
+}
+
+pub async fn list_series(
+    State(app): State<AppState>,
+    Path(brand_slug): Path<String>,
+    Params(params): Params<GroupListParams>,
+) -> ApiResult<Json<Page<SeriesItem>>> {
+    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let filters = Filters { brand_id: Some(brand.id.0), ..Filters::default() };
+    let hits = app.index.search(&group_request(DocKind::Series, filters, &params, pagination)?)?;
+    let mut lookups = Lookups::default();
+    let mut data = Vec::with_capacity(hits.ids.len());
+    for id in hits.ids {
+        if let Some(series) = app.store.series(SeriesId(id))? {
+            data.push(assemble::series_item(&app, &series, &mut lookups)?);
+        }
+    }
+    Ok(Json(pagination.wrap(data, hits.total)))
+}
+
+pub async fn get_series(
+    State(app): State<AppState>,
+    Path((brand_slug, series_slug)): Path<(String, String)>,
+) -> ApiResult<Json<SeriesDetail>> {
+    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+    let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
+    Ok(Json(assemble::series_detail(&app, &brand, &series)?))
+}

@@ -1,0 +1,38 @@
+//! `GET /calibers/{brandSlug}/{ref}`: `ref` is the calibre's slug or any spelling of its
+//! reference (`3235`, `SW200-1`, `sw 200 1`).
+
+use super::assemble::{self, Lookups};
+use super::error::{ApiError, ApiResult};
+use super::views::CaliberDetail;
+use super::AppState;
+use crate::domain::{normalize_reference, Slug};
+use axum::extract::{Path, State};
+use axum::Json;
+use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
+
+pub async fn get_caliber(State(app): State<AppState>, Path((brand_slug, reference)): Path<(String, String)>) -> ApiResult<Json<CaliberDetail>> {
+    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+    let by_slug = match Slug::parse(&reference) {
+        Ok(slug) => app.store.caliber_by_slug(brand.id, &slug)?,
+        Err(_) => None,
+    };
+    let caliber = match by_slug {
+        Some(caliber) => Some(caliber),
+        None => app.store.caliber_by_reference(brand.id, &normalize_reference(&reference))?,
+    }
+    .ok_or_else(|| {
+        ApiError::not_found(
+            format!("brand `{}` has no calibre `{reference}`", brand.slug),
+            "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug",
+        )
+    })?;
+    let mut request = SearchRequest::filtered(DocKind::Model, Filters { caliber_id: Some(caliber.id.0), ..Filters::default() });
+    request.sort = SortOrder::NameAsc;
+    let hits = app.index.search(&request)?;
+    let mut lookups = Lookups::default();
+    Ok(Json(CaliberDetail {
+        caliber: assemble::caliber_view(&app, &caliber, &mut lookups)?,
+        model_count: hits.total,
+        models: assemble::model_items(&app, &hits.ids, &mut lookups)?,
+    }))
+}

@@ -1,0 +1,180 @@
+//! `GET /models` and `GET /models/{brandSlug}/{slug}`.
+
+use super::assemble::{self, Lookups};
+use super::brands::effective_sort;
+use super::error::{ApiError, ApiResult};
+use super::params::{parse_sort, parse_text, Page, Pagination, Params, SortParam};
+use super::views::{FullModel, ModelListItem};
+use super::AppState;
+use crate::app::App;
+use crate::domain::{normalize_reference, Brand, ModelId, Slug};
+use axum::extract::{Path, State};
+use axum::Json;
+use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+use serde::Deserialize;
+
+/// `sort` of `GET /models`.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelSort(SortOrder);
+
+impl SortParam for ModelSort {
+    const CHOICES: &'static [(&'static str, Self)] = &[
+        ("relevance", ModelSort(SortOrder::Relevance)),
+        ("newest", ModelSort(SortOrder::Newest)),
+        ("name_asc", ModelSort(SortOrder::NameAsc)),
+        ("name_desc", ModelSort(SortOrder::NameDesc)),
+        ("reference_asc", ModelSort(SortOrder::ReferenceAsc)),
+    ];
+}
+
+/// Query of `GET /models`. `brandSlug` is accepted as an alias of `brand`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelListParams {
+    page: Option<String>,
+    page_size: Option<String>,
+    q: Option<String>,
+    id: Option<String>,
+    brand: Option<String>,
+    brand_slug: Option<String>,
+    series: Option<String>,
+    caliber: Option<String>,
+    sort: Option<String>,
+}
+
+pub async fn list_models(State(app): State<AppState>, Params(params): Params<ModelListParams>) -> ApiResult<Json<Page<ModelListItem>>> {
+    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let text = parse_text(params.q.as_deref())?;
+    let sort = parse_sort::<ModelSort>(params.sort.as_deref())?.map(|s| s.0);
+    let Some(filters) = model_filters(&app, &params)? else {
+        return Ok(Json(pagination.wrap(Vec::new(), 0)));
+    };
+    let request = SearchRequest {
+        kind: DocKind::Model,
+        sort: effective_sort(sort, text.is_some()),
+        text: text.map(|text| TextQuery { normalized_reference: normalize_reference(&text), text }),
+        filters,
+        offset: pagination.offset(),
+        limit: pagination.page_size,
+    };
+    let hits = app.index.search(&request)?;
+    let data = assemble::model_items(&app, &hits.ids, &mut Lookups::default())?;
+    Ok(Json(pagination.wrap(data, hits.total)))
+}
+
+/// The index filters of the request; `None` when `id` names no model (an empty page).
+fn model_filters(app: &App, params: &ModelListParams) -> ApiResult<Option<Filters>> {
+    let mut filters = Filters::default();
+    if let Some(id) = &params.id {
+        match id.parse::<ModelId>() {
+            Ok(id) => filters.id = Some(id.0),
+            Err(_) => return Ok(None),
+        }
+    }
+    let brand = match params.brand.as_deref().or(params.brand_slug.as_deref()) {
+        Some(slug) => Some(assemble::brand_by_slug(app, slug)?),
+        None => None,
+    };
+    filters.brand_id = brand.as_ref().map(|b| b.id.0);
+    if let Some(value) = &params.series {
+        filters.series_id = Some(resolve_series(app, value, brand.as_ref())?);
+    }
+    if let Some(value) = &params.caliber {
+        filters.caliber_id = Some(resolve_caliber(app, value)?);
+    }
+    Ok(Some(filters))
+}
+
+/// A filter value naming an entity scoped by brand: `brandSlug/slug`, or a bare slug that
+/// must then name exactly one entity.
+struct Scoped<'a> {
+    parameter: &'static str,
+    what: &'static str,
+    list_hint: &'a str,
+}
+
+impl Scoped<'_> {
+    fn not_found(&self, value: &str) -> ApiError {
+        ApiError::not_found(format!("no {} `{value}`", self.what), self.list_hint.to_owned())
+    }
+
+    /// Resolves `value` given lookups by brand + slug and by bare slug (with candidate names).
+    fn resolve(
+        &self,
+        app: &App,
+        value: &str,
+        scope: Option<&Brand>,
+        by_brand: impl Fn(&Brand, &Slug) -> ApiResult<Option<u64>>,
+        by_slug: impl Fn(&Slug) -> ApiResult<Vec<(u64, String)>>,
+    ) -> ApiResult<u64> {
+        if let Some((brand_slug, slug)) = value.split_once('/') {
+            let brand = assemble::brand_by_slug(app, brand_slug)?;
+            let slug = Slug::parse(slug).map_err(|_| self.not_found(value))?;
+            return by_brand(&brand, &slug)?.ok_or_else(|| self.not_found(value));
+        }
+        let slug = Slug::parse(value).map_err(|_| self.not_found(value))?;
+        if let Some(brand) = scope {
+            return by_brand(brand, &slug)?.ok_or_else(|| self.not_found(value));
+        }
+        let mut candidates = by_slug(&slug)?;
+        match candidates.len() {
+            0 => Err(self.not_found(value)),
+            1 => Ok(candidates.remove(0).0),
+            _ => {
+                let names: Vec<String> = candidates.into_iter().map(|(_, name)| name).collect();
+                Err(ApiError::invalid(
+                    format!("{} `{value}` exists in several brands", self.what),
+                    format!("name one as {}=brandSlug/{value}: {}", self.parameter, names.join(", ")),
+                ))
+            }
+        }
+    }
+}
+
+fn brand_slug_of(app: &App, brand: crate::domain::BrandId) -> ApiResult<String> {
+    Ok(app.store.brand(brand)?.map(|b| b.slug.to_string()).unwrap_or_default())
+}
+
+fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u64> {
+    let scoped = Scoped { parameter: "series", what: "series", list_hint: "GET /v1/brands/{brandSlug}/series lists a brand's series and their slugs" };
+    scoped.resolve(
+        app,
+        value,
+        scope,
+        |brand, slug| Ok(app.store.series_by_slug(brand.id, slug)?.map(|s| s.id.0)),
+        |slug| {
+            app.store.series_with_slug(slug)?.into_iter().map(|s| Ok((s.id.0, format!("{}/{}", brand_slug_of(app, s.brand_id)?, s.slug)))).collect()
+        },
+    )
+}
+
+/// Calibres belong to their maker (ETA, Sellita...), not to the model's brand, so a bare
+/// calibre slug is not scoped by the `brand` filter.
+fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
+    let scoped = Scoped { parameter: "caliber", what: "calibre", list_hint: "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug" };
+    scoped.resolve(
+        app,
+        value,
+        None,
+        |brand, slug| Ok(app.store.caliber_by_slug(brand.id, slug)?.map(|c| c.id.0)),
+        |slug| {
+            app.store.calibers_with_slug(slug)?.into_iter().map(|c| Ok((c.id.0, format!("{}/{}", brand_slug_of(app, c.brand_id)?, c.slug)))).collect()
+        },
+    )
+}
+
+pub async fn get_model(State(app): State<AppState>, Path((brand_slug, slug)): Path<(String, String)>) -> ApiResult<Json<FullModel>> {
+    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+    let model = Slug::parse(&slug)
+        .ok()
+        .map(|slug| app.store.model_by_slug(brand.id, &slug))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("brand `{}` has no model with slug `{slug}`", brand.slug),
+                format!("GET /v1/models?brand={} lists its models and their slugs", brand.slug),
+            )
+        })?;
+    Ok(Json(assemble::full_model(&app, &model)?))
+}

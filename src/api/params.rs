@@ -1,0 +1,141 @@
+//! Query-string parameters: our own extractor (its rejection is an [`ApiError`]), pagination,
+//! sort names and free text, each validated once with a hint naming what is allowed.
+
+use super::error::ApiError;
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+/// Like axum's `Query`, answering our JSON error when the query string cannot be read.
+/// Parameters not named by `T` are ignored.
+pub struct Params<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Query(value)| Params(value))
+            .map_err(|e| ApiError::invalid(format!("the query string could not be read: {}", e.body_text()), "send parameters as name=value pairs, percent-encoded"))
+    }
+}
+
+/// Default `pageSize` of every list.
+pub const DEFAULT_PAGE_SIZE: usize = 24;
+/// Largest `pageSize` of every list but the sitemaps.
+pub const MAX_PAGE_SIZE: usize = 100;
+/// Largest `pageSize` of a sitemap list: the sitemap protocol's cap on URLs per file.
+pub const MAX_SITEMAP_PAGE_SIZE: usize = 50_000;
+/// Longest accepted `q`.
+pub const MAX_QUERY_CHARS: usize = 200;
+
+/// A validated `page` and `pageSize`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pagination {
+    pub page: usize,
+    pub page_size: usize,
+}
+
+/// A list page: `data` plus `page`, `pageSize`, `total`, `totalPages`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub page: usize,
+    pub page_size: usize,
+    pub total: usize,
+    pub total_pages: usize,
+}
+
+impl Pagination {
+    /// Parses `page` (from 1) and `pageSize` (1 to `max`, default `default`).
+    pub fn parse(page: Option<&str>, page_size: Option<&str>, default: usize, max: usize) -> Result<Pagination, ApiError> {
+        let page = positive("page", page, 1, usize::MAX / (max + 1), "page counts from 1")?;
+        let page_size = positive("pageSize", page_size, default, max, &format!("pageSize is an integer from 1 to {max} (default {default})"))?;
+        Ok(Pagination { page, page_size })
+    }
+
+    /// `page` and `pageSize` of an ordinary list.
+    pub fn list(page: Option<&str>, page_size: Option<&str>) -> Result<Pagination, ApiError> {
+        Self::parse(page, page_size, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    }
+
+    pub fn offset(&self) -> usize {
+        (self.page - 1) * self.page_size
+    }
+
+    /// Wraps one page of `data` out of `total` items.
+    pub fn wrap<T>(&self, data: Vec<T>, total: usize) -> Page<T> {
+        Page {
+            data,
+            page: self.page,
+            page_size: self.page_size,
+            total,
+            total_pages: total.div_ceil(self.page_size),
+        }
+    }
+
+    /// The page of an in-memory list.
+    pub fn slice<T>(&self, all: Vec<T>) -> Page<T> {
+        let total = all.len();
+        let data = all.into_iter().skip(self.offset()).take(self.page_size).collect();
+        self.wrap(data, total)
+    }
+}
+
+fn positive(name: &str, value: Option<&str>, default: usize, max: usize, hint: &str) -> Result<usize, ApiError> {
+    let Some(raw) = value else { return Ok(default) };
+    match raw.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::invalid(format!("`{name}` must be an integer from 1 to {max}, not `{raw}`"), hint)),
+    }
+}
+
+/// A `sort` value of one list: its names and what each means.
+pub trait SortParam: Sized + Copy + 'static {
+    const CHOICES: &'static [(&'static str, Self)];
+}
+
+/// Parses `sort`; `None` when absent.
+pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S>, ApiError> {
+    let Some(raw) = value else { return Ok(None) };
+    S::CHOICES
+        .iter()
+        .find(|(name, _)| *name == raw)
+        .map(|(_, sort)| Some(*sort))
+        .ok_or_else(|| {
+            let names: Vec<_> = S::CHOICES.iter().map(|(name, _)| *name).collect();
+            ApiError::invalid(format!("unknown sort `{raw}`"), format!("sort is one of: {}", names.join(", ")))
+        })
+}
+
+/// The free-text `q`, trimmed; `None` when absent or blank.
+pub fn parse_text(value: Option<&str>) -> Result<Option<String>, ApiError> {
+    let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
+    if text.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::invalid(
+            format!("`q` is longer than {MAX_QUERY_CHARS} characters"),
+            "search with a few words or a reference number",
+        ));
+    }
+    Ok(Some(text.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pagination_defaults_and_bounds() {
+        assert_eq!(Pagination::list(None, None), Ok(Pagination { page: 1, page_size: 24 }));
+        assert_eq!(Pagination::list(Some("3"), Some("100")), Ok(Pagination { page: 3, page_size: 100 }));
+        for (page, size) in [(Some("0"), None), (Some("abc"), None), (None, Some("101")), (None, Some("-1")), (None, Some("0")), (Some("1.5"), None)] {
+            assert!(Pagination::list(page, size).is_err(), "{page:?} {size:?}");
+        }
+        let p = Pagination { page: 2, page_size: 10 };
+        let page = p.wrap(vec![1], 11);
+        assert_eq!((page.total, page.total_pages), (11, 2));
+    }
+}

@@ -1,0 +1,255 @@
+//! Response bodies, with the spec's field names. Units: millimetres for diameter, thickness,
+//! lugWidth, bandWidth and calibre sizes; metres for waterResistance; vph; hours.
+
+use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
+use serde::Serialize;
+
+/// `{id, name, slug}` of a brand or series.
+#[derive(Debug, Clone, Serialize)]
+pub struct EntityRef {
+    pub id: String,
+    pub name: String,
+    pub slug: String,
+}
+
+impl From<&Brand> for EntityRef {
+    fn from(b: &Brand) -> Self {
+        EntityRef { id: b.id.to_string(), name: b.name.clone(), slug: b.slug.to_string() }
+    }
+}
+
+impl From<&Series> for EntityRef {
+    fn from(s: &Series) -> Self {
+        EntityRef { id: s.id.to_string(), name: s.name.clone(), slug: s.slug.to_string() }
+    }
+}
+
+/// Element of `GET /models`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelListItem {
+    pub id: String,
+    pub name: String,
+    pub reference_number: String,
+    pub slug: String,
+    pub thumbnail_url: Option<String>,
+    pub thumbnail_is_cropped: bool,
+    pub brand: EntityRef,
+    pub series: EntityRef,
+    pub listing_count: u64,
+}
+
+/// A model's picture.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PictureView {
+    pub id: String,
+    pub url: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub cropped_url: Option<String>,
+}
+
+impl From<&Picture> for PictureView {
+    fn from(p: &Picture) -> Self {
+        PictureView { id: p.id.to_string(), url: p.url.clone(), kind: p.kind.as_str(), cropped_url: p.cropped_url.clone() }
+    }
+}
+
+/// `GET /models/{brandSlug}/{slug}`: every field present, null or [] when empty.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FullModel {
+    pub id: String,
+    pub name: String,
+    pub reference_number: String,
+    pub alternate_references: Vec<String>,
+    pub slug: String,
+    pub description: Option<String>,
+    pub updated_at: String,
+    #[serde(flatten)]
+    pub spec: ModelSpec,
+    pub brand: EntityRef,
+    pub series: EntityRef,
+    pub caliber: Option<CaliberView>,
+    pub pictures: Vec<PictureView>,
+}
+
+/// A complication linked to a calibre.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComplicationView {
+    pub id: String,
+    pub slug: String,
+    pub name: String,
+}
+
+/// The calibre a calibre is built on.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParentCaliber {
+    pub id: String,
+    pub slug: String,
+    pub reference: String,
+    pub name: Option<String>,
+    pub brand: EntityRef,
+}
+
+/// A movement with its specification.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaliberView {
+    pub id: String,
+    pub slug: String,
+    pub reference: String,
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub brand: EntityRef,
+    pub diameter: Option<f64>,
+    pub height: Option<f64>,
+    pub jewels: Option<u32>,
+    pub frequency: Option<u32>,
+    pub power_reserve: Option<u32>,
+    pub complications: Vec<ComplicationView>,
+    pub parent: Option<ParentCaliber>,
+}
+
+impl ParentCaliber {
+    pub fn new(caliber: &Caliber, brand: &Brand) -> ParentCaliber {
+        ParentCaliber {
+            id: caliber.id.to_string(),
+            slug: caliber.slug.to_string(),
+            reference: caliber.reference.clone(),
+            name: caliber.name.clone(),
+            brand: brand.into(),
+        }
+    }
+}
+
+/// `GET /calibers/{brandSlug}/{ref}`: the movement and every model that runs it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaliberDetail {
+    #[serde(flatten)]
+    pub caliber: CaliberView,
+    pub model_count: usize,
+    pub models: Vec<ModelListItem>,
+}
+
+/// The representative picture of a brand.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandPicture {
+    pub url: String,
+    pub cropped_url: Option<String>,
+}
+
+/// Element of `GET /brands`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandItem {
+    pub id: String,
+    pub name: String,
+    pub slug: String,
+    pub series_count: usize,
+    pub model_count: usize,
+    pub picture: Option<BrandPicture>,
+}
+
+/// `GET /brands/{slug}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrandDetail {
+    #[serde(flatten)]
+    pub item: BrandItem,
+    pub aliases: Vec<String>,
+    pub description: Option<String>,
+    pub country: Option<String>,
+    pub founded: Option<i32>,
+    pub updated_at: String,
+    pub stats: StatsView,
+}
+
+/// Element of `GET /brands/{brandSlug}/series`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesItem {
+    pub id: String,
+    pub name: String,
+    pub slug: String,
+    pub model_count: usize,
+    pub lead_model: Option<ModelListItem>,
+}
+
+/// `GET /brands/{brandSlug}/series/{seriesSlug}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesDetail {
+    #[serde(flatten)]
+    pub item: SeriesItem,
+    pub description: Option<String>,
+    pub updated_at: String,
+    pub brand: EntityRef,
+    pub stats: StatsView,
+}
+
+/// `{min, max}`, both null when no model has a value.
+#[derive(Debug, Clone, Serialize)]
+pub struct Range<T> {
+    pub min: Option<T>,
+    pub max: Option<T>,
+}
+
+/// Figures over a brand's or a series' models.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsView {
+    pub year_range: Range<u64>,
+    pub diameter_range: Range<f64>,
+    pub case_materials: Vec<String>,
+    pub movement_count: u64,
+    /// ACTIVE listings matched to these models.
+    pub listing_count: u64,
+}
+
+impl From<catalogue_index::CatalogueStats> for StatsView {
+    fn from(s: catalogue_index::CatalogueStats) -> Self {
+        StatsView {
+            year_range: Range { min: s.year_min, max: s.year_max },
+            diameter_range: Range { min: s.diameter_min, max: s.diameter_max },
+            case_materials: s.case_materials,
+            movement_count: s.movement_count,
+            listing_count: s.listing_count,
+        }
+    }
+}
+
+/// `GET /sitemap/models` entry.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSitemapEntry {
+    pub id: String,
+    pub brand_slug: String,
+    pub slug: String,
+    pub last_modified: String,
+}
+
+/// `GET /sitemap/catalog` entry: a brand (`seriesSlug` null) or a series.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogSitemapEntry {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub brand_slug: String,
+    pub series_slug: Option<String>,
+    pub last_modified: String,
+}
+
+/// `GET /sitemap/calibers` entry.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CaliberSitemapEntry {
+    pub brand_slug: String,
+    pub slug: String,
+    pub reference: String,
+    pub last_modified: String,
+}

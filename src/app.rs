@@ -1,0 +1,102 @@
+//! The running service: a data dir opened (store + index), made ready (fixtures imported into
+//! an empty store, an index behind its store rebuilt), then served over HTTP.
+
+use crate::config::{DataDir, ServeConfig};
+use crate::fixtures::EmbeddedFixtures;
+use crate::jobs::{import, reindex};
+use crate::store::Store;
+use anyhow::Context;
+use catalogue_index::CatalogueIndex;
+use std::sync::Arc;
+
+/// Store and index of one data dir.
+pub struct App {
+    pub store: Store,
+    pub index: CatalogueIndex,
+}
+
+impl App {
+    /// Opens the data dir, creating it when absent.
+    pub fn open(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<App> {
+        std::fs::create_dir_all(data_dir.path())
+            .with_context(|| format!("creating data dir {}", data_dir.path().display()))?;
+        let store = Store::open(&data_dir.store(), cache_bytes).with_context(|| {
+            format!("opening the store in {} (is another process using this data dir?)", data_dir.store().display())
+        })?;
+        let index = CatalogueIndex::open(&data_dir.index())
+            .with_context(|| format!("opening the search index in {}", data_dir.index().display()))?;
+        Ok(App { store, index })
+    }
+
+    /// True when the index reflects the store's last write.
+    pub fn index_is_current(&self) -> anyhow::Result<bool> {
+        Ok(self.index.generation()? == Some(self.store.generation()?.0))
+    }
+
+    /// Seeds an empty store with the bundled fixtures (when `seed`), then rebuilds the index if
+    /// it is missing or behind the store. Runs before the port opens.
+    pub fn prepare(&self, seed: bool) -> anyhow::Result<()> {
+        if seed && self.store.is_empty()? {
+            tracing::info!("empty data dir: importing the bundled fixtures");
+            let report = import::import(&self.store, &EmbeddedFixtures).context("importing the bundled fixtures")?;
+            tracing::info!(generation = report.generation.0, "fixtures imported");
+        }
+        if !self.index_is_current()? {
+            tracing::info!(
+                store = self.store.generation()?.0,
+                index = ?self.index.generation()?,
+                "search index missing or behind the store: rebuilding"
+            );
+            let report = reindex::rebuild(&self.store, &self.index)?;
+            tracing::info!(documents = report.documents, generation = report.generation, "search index rebuilt");
+        }
+        Ok(())
+    }
+}
+
+/// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
+/// requests and flushing the store before returning.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    let app = tokio::task::spawn_blocking({
+        let config = config.clone();
+        move || -> anyhow::Result<App> {
+            let app = App::open(&config.data_dir, config.cache_bytes)?;
+            app.prepare(true)?;
+            Ok(app)
+        }
+    })
+    .await??;
+    let app = Arc::new(app);
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {}", config.addr))?;
+    let base = format!("http://{}/v1", listener.local_addr()?);
+    tracing::info!(data_dir = %config.data_dir.path().display(), %base, "serving the watch catalogue");
+    axum::serve(listener, crate::api::router(app.clone()))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    app.store.flush()?;
+    tracing::info!("stopped; store flushed");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,16 @@
+//! The catalogue's vocabulary: ids, slugs, references, timestamps and the stored records.
+//! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
+
+mod ids;
+mod records;
+mod reference;
+mod slug;
+mod timestamp;
+
+pub use ids::{IdError, BrandId, CaliberId, ComplicationId, ModelId, PictureId, ProviderId, SeriesId};
+pub use records::{
+    Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
+};
+pub use reference::normalize_reference;
+pub use slug::{Slug, SlugError};
+pub use timestamp::Timestamp;

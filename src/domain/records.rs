@@ -1,0 +1,174 @@
+//! The records kept in the store of record. Field names follow the spec where one is given;
+//! `ModelSpec` is the common specification every model is described to.
+
+use super::{BrandId, CaliberId, ComplicationId, ModelId, PictureId, ProviderId, SeriesId};
+use super::{Slug, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// A watch brand (or a movement maker, which owns calibres and may have no models).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Brand {
+    pub id: BrandId,
+    pub slug: Slug,
+    pub name: String,
+    /// Other names sellers use (`JLC`), for search and listing matching.
+    pub aliases: Vec<String>,
+    /// Position in the editorial row of `GET /brands/highlighted`; `None` keeps it out.
+    pub highlight_rank: Option<u32>,
+    pub description: Option<String>,
+    pub country: Option<String>,
+    pub founded: Option<i32>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A family of models within one brand.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub id: SeriesId,
+    pub brand_id: BrandId,
+    pub slug: Slug,
+    pub name: String,
+    pub description: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A complication, catalogued once and linked to calibres.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Complication {
+    pub id: ComplicationId,
+    pub slug: Slug,
+    pub name: String,
+}
+
+/// A movement. Sizes in millimetres, frequency in vph, power reserve in hours.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Caliber {
+    pub id: CaliberId,
+    pub brand_id: BrandId,
+    pub slug: Slug,
+    pub reference: String,
+    pub name: Option<String>,
+    /// `automatic`, `manual`, `quartz`, ... (`type` in the API).
+    pub kind: Option<String>,
+    /// The movement this one is built on (an ebauche finished by a watch brand).
+    pub parent_id: Option<CaliberId>,
+    pub diameter: Option<f64>,
+    pub height: Option<f64>,
+    pub jewels: Option<u32>,
+    pub frequency: Option<u32>,
+    pub power_reserve: Option<u32>,
+    pub complication_ids: Vec<ComplicationId>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// One picture of a model, re-hosted by the service.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Picture {
+    pub id: PictureId,
+    pub url: String,
+    pub kind: PictureType,
+    /// Produced by the image pipeline; `None` until it has run.
+    pub cropped_url: Option<String>,
+}
+
+/// What a picture shows. The spec names FRONT; the others are ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum PictureType {
+    Front,
+    Back,
+    Side,
+    Detail,
+    Lifestyle,
+}
+
+impl PictureType {
+    /// The API spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PictureType::Front => "FRONT",
+            PictureType::Back => "BACK",
+            PictureType::Side => "SIDE",
+            PictureType::Detail => "DETAIL",
+            PictureType::Lifestyle => "LIFESTYLE",
+        }
+    }
+}
+
+/// The common specification of a model: every model is comparable field by field.
+/// Millimetres for sizes, metres for water resistance. Empty means unknown, never guessed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModelSpec {
+    pub release_year: Option<i32>,
+    pub discontinuation_year: Option<i32>,
+    pub limited_amount: Option<u32>,
+    pub diameter: Option<f64>,
+    pub thickness: Option<f64>,
+    pub lug_width: Option<f64>,
+    pub water_resistance: Option<f64>,
+    pub case_materials: Vec<String>,
+    pub bezel: Option<String>,
+    pub bezel_materials: Vec<String>,
+    pub bezel_colors: Vec<String>,
+    pub coating: Option<String>,
+    pub shape: Option<String>,
+    pub glass: Option<String>,
+    pub back: Option<String>,
+    pub dial_nickname: Option<String>,
+    pub dial_finish: Option<String>,
+    pub dial_colors: Vec<String>,
+    pub dial_materials: Vec<String>,
+    pub indexes: Option<String>,
+    pub hands: Option<String>,
+    pub band_nickname: Option<String>,
+    pub band_colors: Vec<String>,
+    pub band_materials: Vec<String>,
+    pub band_clasp: Option<String>,
+    pub band_width: Option<f64>,
+}
+
+/// A catalogue model: unique within its brand by slug, never by reference alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub id: ModelId,
+    pub brand_id: BrandId,
+    pub series_id: SeriesId,
+    pub slug: Slug,
+    pub name: String,
+    pub reference_number: String,
+    pub alternate_references: Vec<String>,
+    pub caliber_id: Option<CaliberId>,
+    pub description: Option<String>,
+    pub spec: ModelSpec,
+    pub pictures: Vec<Picture>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Model {
+    /// The primary reference followed by the alternates, as written.
+    pub fn references(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.reference_number.as_str())
+            .chain(self.alternate_references.iter().map(String::as_str))
+    }
+
+    /// The FRONT picture, if the model has one.
+    pub fn front_picture(&self) -> Option<&Picture> {
+        self.pictures.iter().find(|p| p.kind == PictureType::Front)
+    }
+}
+
+/// A marketplace that publishes listings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provider {
+    pub id: ProviderId,
+    pub slug: Slug,
+    pub name: String,
+    pub url: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}

@@ -1,0 +1,30 @@
+//! The bundled catalogue in `fixtures/`, embedded in the binary so `serve` works from any
+//! directory on a fresh machine.
+
+use crate::jobs::import::DatasetSource;
+use std::io::BufRead;
+
+const FILES: &[(&str, &str)] = &[
+    ("brands.jsonl", include_str!("../fixtures/brands.jsonl")),
+    ("series.jsonl", include_str!("../fixtures/series.jsonl")),
+    ("complications.jsonl", include_str!("../fixtures/complications.jsonl")),
+    ("calibers.jsonl", include_str!("../fixtures/calibers.jsonl")),
+    ("models.jsonl", include_str!("../fixtures/models.jsonl")),
+    ("providers.jsonl", include_str!("../fixtures/providers.jsonl")),
+];
+
+/// The embedded fixtures as a dataset.
+pub struct EmbeddedFixtures;
+
+impl DatasetSource for EmbeddedFixtures {
+    fn describe(&self) -> String {
+        "the bundled fixtures".to_owned()
+    }
+
+    fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>> {
+        Ok(FILES
+            .iter()
+            .find(|(name, _)| *name == file)
+            .map(|(_, text)| Box::new(text.as_bytes()) as Box<dyn BufRead>))
+    }
+}

@@ -1,0 +1,627 @@
+//! `watch-catalogue import DIR`: reads a dataset directory (docs/dataset-format.md), checks
+//! every line and every parent slug, and upserts by slug in one atomic store write. Any problem
+//! rejects the whole import with file, line and field named, and nothing is written. Records
+//! equal to what the store holds are left alone, so importing twice changes nothing.
+
+mod parse;
+pub mod rows;
+
+use crate::domain::{
+    normalize_reference, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId,
+    Model, Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
+};
+use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
+use indicatif::{ProgressBar, ProgressStyle};
+use parse::read_rows;
+use rows::{BrandRow, CaliberRow, ComplicationRow, ModelRow, PictureRow, ProviderRow, SeriesRow};
+use std::collections::HashMap;
+use std::fmt;
+use std::io::BufRead;
+use std::path::PathBuf;
+
+/// Where dataset files come from: a directory, or the fixtures embedded in the binary.
+pub trait DatasetSource {
+    /// Human-readable origin, for logs.
+    fn describe(&self) -> String;
+    /// The file's lines, or `None` when the dataset has no such file.
+    fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>>;
+}
+
+/// A dataset directory on disk.
+pub struct DirectorySource(pub PathBuf);
+
+impl DatasetSource for DirectorySource {
+    fn describe(&self) -> String {
+        self.0.display().to_string()
+    }
+    fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>> {
+        match std::fs::File::open(self.0.join(file)) {
+            Ok(f) => Ok(Some(Box::new(std::io::BufReader::new(f)))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One thing wrong with one line of the dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: String,
+    pub line: usize,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: ", self.file, self.line)?;
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Most problems printed; the rest are counted.
+const PROBLEMS_SHOWN: usize = 50;
+
+/// Why an import wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    #[error("{} problem(s) in the dataset; nothing was imported:\n{}", .0.len(), list_problems(.0))]
+    Invalid(Vec<Problem>),
+    #[error("reading {file}: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ImportError {
+    fn io(file: &str, source: std::io::Error) -> ImportError {
+        ImportError::Io {
+            file: file.to_owned(),
+            source,
+        }
+    }
+}
+
+fn list_problems(problems: &[Problem]) -> String {
+    let mut out: Vec<String> = problems
+        .iter()
+        .take(PROBLEMS_SHOWN)
+        .map(|p| format!("  {p}"))
+        .collect();
+    if problems.len() > PROBLEMS_SHOWN {
+        out.push(format!("  ... and {} more", problems.len() - PROBLEMS_SHOWN));
+    }
+    out.join("\n")
+}
+
+/// What an import changed, per kind of record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImportReport {
+    pub generation: StoreGeneration,
+    pub kinds: Vec<(&'static str, KindCounts)>,
+}
+
+impl ImportReport {
+    /// True when the store already held every record exactly.
+    pub fn changed_nothing(&self) -> bool {
+        self.kinds.iter().all(|(_, c)| c.created == 0 && c.updated == 0)
+    }
+}
+
+impl Default for StoreGeneration {
+    fn default() -> Self {
+        StoreGeneration(0)
+    }
+}
+
+/// Records created, updated and left unchanged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KindCounts {
+    pub created: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+}
+
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (kind, c) in &self.kinds {
+            writeln!(
+                f,
+                "{kind:>13}: {} created, {} updated, {} unchanged",
+                c.created, c.updated, c.unchanged
+            )?;
+        }
+        write!(f, "store generation {}", self.generation.0)
+    }
+}
+
+/// Imports `source` into `store`: all of it, or nothing.
+pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport, ImportError> {
+    let mut problems = Vec::new();
+    let brands = read_rows::<BrandRow>(source, "brands.jsonl", &mut problems)?;
+    let series = read_rows::<SeriesRow>(source, "series.jsonl", &mut problems)?;
+    let complications = read_rows::<ComplicationRow>(source, "complications.jsonl", &mut problems)?;
+    let calibers = read_rows::<CaliberRow>(source, "calibers.jsonl", &mut problems)?;
+    let models = read_rows::<ModelRow>(source, "models.jsonl", &mut problems)?;
+    let providers = read_rows::<ProviderRow>(source, "providers.jsonl", &mut problems)?;
+
+    let total = brands.len() + series.len() + complications.len() + calibers.len();
+    let progress = progress_bar((total + models.len() + providers.len()) as u64);
+    let mut run = Run::new(store, problems)?;
+    let kinds = vec![
+        ("brands", run.brands(brands)?),
+        ("series", run.series(series)?),
+        ("complications", run.complications(complications)?),
+        ("calibers", run.calibers(calibers)?),
+    ];
+    progress.set_position(total as u64);
+    let mut kinds = kinds;
+    kinds.push(("models", run.models(models, &progress)?));
+    kinds.push(("providers", run.providers(providers)?));
+    progress.finish_and_clear();
+
+    if !run.problems.is_empty() {
+        return Err(ImportError::Invalid(run.problems));
+    }
+    let generation = store.commit(run.batch)?;
+    Ok(ImportReport { generation, kinds })
+}
+
+fn progress_bar(len: u64) -> ProgressBar {
+    // indicatif draws nothing when stderr is not a terminal.
+    let bar = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message("importing");
+    bar
+}
+
+/// State of one import: the pending batch, the slugs seen so far, the problems found.
+struct Run<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    problems: Vec<Problem>,
+    now: Timestamp,
+    file: &'static str,
+    line: usize,
+    brands: HashMap<Slug, BrandId>,
+    series: HashMap<(BrandId, Slug), SeriesId>,
+    complications: HashMap<Slug, ComplicationId>,
+    calibers: HashMap<(BrandId, Slug), CaliberId>,
+}
+
+type Rows<T> = Vec<(usize, T)>;
+type ImportResult<T> = Result<T, ImportError>;
+
+impl<'a> Run<'a> {
+    fn new(store: &'a Store, problems: Vec<Problem>) -> ImportResult<Run<'a>> {
+        Ok(Run {
+            store,
+            batch: store.batch()?,
+            problems,
+            now: Timestamp::now(),
+            file: "",
+            line: 0,
+            brands: HashMap::new(),
+            series: HashMap::new(),
+            complications: HashMap::new(),
+            calibers: HashMap::new(),
+        })
+    }
+
+    fn at(&mut self, file: &'static str, line: usize) {
+        self.file = file;
+        self.line = line;
+    }
+
+    fn problem(&mut self, field: &str, message: impl Into<String>) {
+        self.problems.push(Problem {
+            file: self.file.to_owned(),
+            line: self.line,
+            field: Some(field.to_owned()),
+            message: message.into(),
+        });
+    }
+
+    fn slug(&mut self, field: &str, value: &str) -> Option<Slug> {
+        Slug::parse(value)
+            .map_err(|e| self.problem(field, e.to_string()))
+            .ok()
+    }
+
+    fn required_text(&mut self, field: &str, value: &str) -> bool {
+        let ok = !value.trim().is_empty();
+        if !ok {
+            self.problem(field, "must not be empty");
+        }
+        ok
+    }
+
+    /// The first line that used `key` in this file, recording it if new.
+    fn first_use<K: std::hash::Hash + Eq>(seen: &mut HashMap<K, usize>, key: K, line: usize) -> Option<usize> {
+        match seen.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(line);
+                None
+            }
+        }
+    }
+
+    fn brand(&mut self, field: &str, value: &str) -> ImportResult<Option<BrandId>> {
+        let Some(slug) = self.slug(field, value) else { return Ok(None) };
+        if let Some(id) = self.brands.get(&slug) {
+            return Ok(Some(*id));
+        }
+        match self.store.brand_by_slug(&slug)? {
+            Some(brand) => Ok(Some(brand.id)),
+            None => {
+                self.problem(field, format!("no brand with slug `{slug}` in brands.jsonl or the store"));
+                Ok(None)
+            }
+        }
+    }
+
+    fn complication(&mut self, field: &str, value: &str) -> ImportResult<Option<ComplicationId>> {
+        let Some(slug) = self.slug(field, value) else { return Ok(None) };
+        if let Some(id) = self.complications.get(&slug) {
+            return Ok(Some(*id));
+        }
+        match self.store.complication_by_slug(&slug)? {
+            Some(complication) => Ok(Some(complication.id)),
+            None => {
+                self.problem(field, format!("no complication with slug `{slug}`"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Resolves a `"brandSlug/caliberSlug"` reference to a calibre.
+    fn caliber_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<CaliberId>> {
+        let Some((brand_slug, caliber_slug)) = value.split_once('/') else {
+            self.problem(field, format!("`{value}` is not of the form brandSlug/caliberSlug"));
+            return Ok(None);
+        };
+        let (Some(brand), Some(slug)) = (self.brand(field, brand_slug)?, self.slug(field, caliber_slug)) else {
+            return Ok(None);
+        };
+        if let Some(id) = self.calibers.get(&(brand, slug.clone())) {
+            return Ok(Some(*id));
+        }
+        match self.store.caliber_by_slug(brand, &slug)? {
+            Some(caliber) => Ok(Some(caliber.id)),
+            None => {
+                self.problem(field, format!("no calibre `{value}` (a parent must come earlier in calibers.jsonl)"));
+                Ok(None)
+            }
+        }
+    }
+
+    fn brands(&mut self, rows: Rows<BrandRow>) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            self.at("brands.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let named = self.required_text("name", &row.name);
+            let Some(slug) = slug.filter(|_| named) else { continue };
+            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
+                self.problem("slug", format!("duplicate brand slug `{slug}` (first on line {first})"));
+                continue;
+            }
+            let existing = self.store.brand_by_slug(&slug)?;
+            let id = self.id_for(existing.as_ref().map(|b| b.id.0), RecordKind::Brand)?;
+            let (created_at, updated_at) = self.times(existing.as_ref().map(|b| (b.created_at, b.updated_at)));
+            let record = Brand {
+                id: BrandId(id),
+                slug: slug.clone(),
+                name: row.name,
+                aliases: row.aliases,
+                highlight_rank: row.highlight_rank,
+                description: row.description,
+                country: row.country,
+                founded: row.founded,
+                created_at,
+                updated_at,
+            };
+            self.brands.insert(slug, record.id);
+            let (existing, record) = self.upsert(existing, record, &mut counts, |b, t| b.updated_at = t);
+            if let Some(record) = record {
+                self.batch.put_brand(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn series(&mut self, rows: Rows<SeriesRow>) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            self.at("series.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let brand = self.brand("brand", &row.brand)?;
+            let named = self.required_text("name", &row.name);
+            let (Some(slug), Some(brand), true) = (slug, brand, named) else { continue };
+            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
+                self.problem("slug", format!("duplicate series slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                continue;
+            }
+            let existing = self.store.series_by_slug(brand, &slug)?;
+            let id = self.id_for(existing.as_ref().map(|s| s.id.0), RecordKind::Series)?;
+            let (created_at, updated_at) = self.times(existing.as_ref().map(|s| (s.created_at, s.updated_at)));
+            let record = Series {
+                id: SeriesId(id),
+                brand_id: brand,
+                slug: slug.clone(),
+                name: row.name,
+                description: row.description,
+                created_at,
+                updated_at,
+            };
+            self.series.insert((brand, slug), record.id);
+            let (existing, record) = self.upsert(existing, record, &mut counts, |s, t| s.updated_at = t);
+            if let Some(record) = record {
+                self.batch.put_series(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn complications(&mut self, rows: Rows<ComplicationRow>) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            self.at("complications.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let named = self.required_text("name", &row.name);
+            let Some(slug) = slug.filter(|_| named) else { continue };
+            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
+                self.problem("slug", format!("duplicate complication slug `{slug}` (first on line {first})"));
+                continue;
+            }
+            let existing = self.store.complication_by_slug(&slug)?;
+            let id = self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Complication)?;
+            let record = Complication { id: ComplicationId(id), slug: slug.clone(), name: row.name };
+            self.complications.insert(slug, record.id);
+            let (existing, record) = self.upsert(existing, record, &mut counts, |_, _| {});
+            if let Some(record) = record {
+                self.batch.put_complication(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn calibers(&mut self, rows: Rows<CaliberRow>) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            self.at("calibers.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let brand = self.brand("brand", &row.brand)?;
+            let has_reference = self.required_text("reference", &row.reference)
+                && !normalize_reference(&row.reference).is_empty();
+            let parent = match &row.parent {
+                Some(parent) => self.caliber_ref("parent", parent)?.map(Some),
+                None => Some(None),
+            };
+            let mut complication_ids = Vec::new();
+            for slug in &row.complications {
+                if let Some(id) = self.complication("complications", slug)? {
+                    complication_ids.push(id);
+                }
+            }
+            let (Some(slug), Some(brand), Some(parent), true) = (slug, brand, parent, has_reference) else { continue };
+            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
+                self.problem("slug", format!("duplicate calibre slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                continue;
+            }
+            let existing = self.store.caliber_by_slug(brand, &slug)?;
+            let id = self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Caliber)?;
+            if parent == Some(CaliberId(id)) {
+                self.problem("parent", "a calibre cannot be its own parent");
+                continue;
+            }
+            let (created_at, updated_at) = self.times(existing.as_ref().map(|c| (c.created_at, c.updated_at)));
+            let record = Caliber {
+                id: CaliberId(id),
+                brand_id: brand,
+                slug: slug.clone(),
+                reference: row.reference,
+                name: row.name,
+                kind: row.kind,
+                parent_id: parent,
+                diameter: row.diameter,
+                height: row.height,
+                jewels: row.jewels,
+                frequency: row.frequency,
+                power_reserve: row.power_reserve,
+                complication_ids,
+                created_at,
+                updated_at,
+            };
+            self.calibers.insert((brand, slug), record.id);
+            let (existing, record) = self.upsert(existing, record, &mut counts, |c, t| c.updated_at = t);
+            if let Some(record) = record {
+                self.batch.put_caliber(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn models(&mut self, rows: Rows<ModelRow>, progress: &ProgressBar) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            progress.inc(1);
+            self.at("models.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let brand = self.brand("brand", &row.brand)?;
+            let series = match (brand, self.slug("series", &row.series)) {
+                (Some(brand), Some(series)) => self.series_of(brand, &row.brand, series)?,
+                _ => None,
+            };
+            let caliber = match &row.caliber {
+                Some(caliber) => self.caliber_ref("caliber", caliber)?.map(Some),
+                None => Some(None),
+            };
+            let named = self.required_text("name", &row.name);
+            let referenced = self.reference("referenceNumber", &row.reference_number);
+            let alternates_ok = row.alternate_references.iter().all(|r| self.reference("alternateReferences", r));
+            let (Some(slug), Some(brand), Some(series), Some(caliber), true, true, true) =
+                (slug, brand, series, caliber, named, referenced, alternates_ok)
+            else {
+                continue;
+            };
+            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
+                self.problem("slug", format!("duplicate model slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                continue;
+            }
+            let existing = self.store.model_by_slug(brand, &slug)?;
+            let Some(pictures) = self.pictures(row.pictures, existing.as_ref().map(|m| m.pictures.as_slice()))? else { continue };
+            let id = self.id_for(existing.as_ref().map(|m| m.id.0), RecordKind::Model)?;
+            let (created_at, updated_at) = self.times(existing.as_ref().map(|m| (m.created_at, m.updated_at)));
+            let record = Model {
+                id: crate::domain::ModelId(id),
+                brand_id: brand,
+                series_id: series,
+                slug,
+                name: row.name,
+                reference_number: row.reference_number,
+                alternate_references: row.alternate_references,
+                caliber_id: caliber,
+                description: row.description,
+                spec: row.spec,
+                pictures,
+                created_at,
+                updated_at,
+            };
+            let (existing, record) = self.upsert(existing, record, &mut counts, |m, t| m.updated_at = t);
+            if let Some(record) = record {
+                self.batch.put_model(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn providers(&mut self, rows: Rows<ProviderRow>) -> ImportResult<KindCounts> {
+        let mut counts = KindCounts::default();
+        let mut seen = HashMap::new();
+        for (line, row) in rows {
+            self.at("providers.jsonl", line);
+            let slug = self.slug("slug", &row.slug);
+            let named = self.required_text("name", &row.name);
+            let linked = self.required_text("url", &row.url);
+            let (Some(slug), true, true) = (slug, named, linked) else { continue };
+            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
+                self.problem("slug", format!("duplicate provider slug `{slug}` (first on line {first})"));
+                continue;
+            }
+            let existing = self.store.provider_by_slug(&slug)?;
+            let id = self.id_for(existing.as_ref().map(|p| p.id.0), RecordKind::Provider)?;
+            let (created_at, updated_at) = self.times(existing.as_ref().map(|p| (p.created_at, p.updated_at)));
+            let record = Provider {
+                id: crate::domain::ProviderId(id),
+                slug,
+                name: row.name,
+                url: row.url,
+                created_at,
+                updated_at,
+            };
+            let (existing, record) = self.upsert(existing, record, &mut counts, |p, t| p.updated_at = t);
+            if let Some(record) = record {
+                self.batch.put_provider(existing.as_ref(), &record);
+            }
+        }
+        Ok(counts)
+    }
+
+    fn series_of(&mut self, brand: BrandId, brand_slug: &str, slug: Slug) -> ImportResult<Option<SeriesId>> {
+        if let Some(id) = self.series.get(&(brand, slug.clone())) {
+            return Ok(Some(*id));
+        }
+        match self.store.series_by_slug(brand, &slug)? {
+            Some(series) => Ok(Some(series.id)),
+            None => {
+                self.problem("series", format!("no series `{slug}` in brand `{brand_slug}`"));
+                Ok(None)
+            }
+        }
+    }
+
+    fn reference(&mut self, field: &str, value: &str) -> bool {
+        let ok = !normalize_reference(value).is_empty();
+        if !ok {
+            self.problem(field, format!("`{value}` has no letters or digits"));
+        }
+        ok
+    }
+
+    /// The model's pictures, keeping the ids of pictures it already had (matched by URL).
+    fn pictures(&mut self, rows: Vec<PictureRow>, existing: Option<&[Picture]>) -> ImportResult<Option<Vec<Picture>>> {
+        let mut pictures = Vec::with_capacity(rows.len());
+        for row in rows {
+            let kind = match row.kind.as_str() {
+                "FRONT" => PictureType::Front,
+                "BACK" => PictureType::Back,
+                "SIDE" => PictureType::Side,
+                "DETAIL" => PictureType::Detail,
+                "LIFESTYLE" => PictureType::Lifestyle,
+                other => {
+                    self.problem("pictures", format!("unknown picture type `{other}`; use FRONT, BACK, SIDE, DETAIL or LIFESTYLE"));
+                    return Ok(None);
+                }
+            };
+            if !self.required_text("pictures", &row.url) {
+                return Ok(None);
+            }
+            let kept = existing.and_then(|old| old.iter().find(|p| p.url == row.url)).map(|p| p.id.0);
+            let id = self.id_for(kept, RecordKind::Picture)?;
+            pictures.push(Picture { id: PictureId(id), url: row.url, kind, cropped_url: row.cropped_url });
+        }
+        Ok(Some(pictures))
+    }
+
+    fn id_for(&mut self, existing: Option<u64>, kind: RecordKind) -> ImportResult<u64> {
+        match existing {
+            Some(id) => Ok(id),
+            None => Ok(self.batch.allocate_id(kind)?),
+        }
+    }
+
+    fn times(&self, existing: Option<(Timestamp, Timestamp)>) -> (Timestamp, Timestamp) {
+        existing.unwrap_or((self.now, self.now))
+    }
+
+    /// Counts `record` and returns it when it must be written (new, or different from the
+    /// stored version, with `touch` setting its update time).
+    fn upsert<T: PartialEq>(
+        &self,
+        existing: Option<T>,
+        mut record: T,
+        counts: &mut KindCounts,
+        touch: impl Fn(&mut T, Timestamp),
+    ) -> (Option<T>, Option<T>) {
+        match &existing {
+            None => counts.created += 1,
+            Some(old) if *old == record => {
+                counts.unchanged += 1;
+                return (existing, None);
+            }
+            Some(_) => {
+                counts.updated += 1;
+                touch(&mut record, self.now);
+            }
+        }
+        (existing, Some(record))
+    }
+}
+
+#[cfg(test)]
+mod tests;

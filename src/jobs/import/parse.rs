@@ -1,0 +1,101 @@
+//! Reading one dataset file into typed rows, with every problem tied to its file, line and
+//! field: malformed JSON, a field the file does not have, a missing or mistyped field.
+
+use super::rows::allowed_fields;
+use super::{DatasetSource, ImportError, Problem};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::io::BufRead;
+
+/// The rows of `file` with their 1-based line numbers; an absent file has none.
+pub fn read_rows<T: DeserializeOwned + Serialize + Default>(
+    source: &dyn DatasetSource,
+    file: &str,
+    problems: &mut Vec<Problem>,
+) -> Result<Vec<(usize, T)>, ImportError> {
+    let Some(reader) = source.open(file).map_err(|e| ImportError::io(file, e))? else {
+        return Ok(Vec::new());
+    };
+    let allowed = allowed_fields::<T>();
+    let mut rows = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| ImportError::io(file, e))?;
+        let number = index + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(&line, &allowed) {
+            Ok(row) => rows.push((number, row)),
+            Err(found) => problems.extend(found.into_iter().map(|(field, message)| Problem {
+                file: file.to_owned(),
+                line: number,
+                field,
+                message,
+            })),
+        }
+    }
+    Ok(rows)
+}
+
+type LineProblems = Vec<(Option<String>, String)>;
+
+fn parse_line<T: DeserializeOwned>(line: &str, allowed: &[String]) -> Result<T, LineProblems> {
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| vec![(None, format!("malformed JSON: {e}"))])?;
+    let Some(object) = value.as_object() else {
+        return Err(vec![(None, "expected a JSON object".to_owned())]);
+    };
+    let unknown: LineProblems = object
+        .keys()
+        .filter(|key| !allowed.contains(key))
+        .map(|key| {
+            let message = format!("unknown field; this file's fields are: {}", allowed.join(", "));
+            (Some(key.clone()), message)
+        })
+        .collect();
+    if !unknown.is_empty() {
+        return Err(unknown);
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        let field = if path == "." || path.is_empty() {
+            missing_field_name(&message)
+        } else {
+            Some(path)
+        };
+        vec![(field, message)]
+    })
+}
+
+/// serde names a missing field only in its message: "missing field `name`".
+fn missing_field_name(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("missing field `")?;
+    Some(rest.split('`').next()?.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::rows::BrandRow;
+    use super::*;
+
+    fn problems_of(line: &str) -> LineProblems {
+        match parse_line::<BrandRow>(line, &allowed_fields::<BrandRow>()) {
+            Ok(_) => Vec::new(),
+            Err(problems) => problems,
+        }
+    }
+
+    #[test]
+    fn every_problem_names_its_field() {
+        let unknown = problems_of(r#"{"slug":"a","name":"A","colour":"red"}"#);
+        assert_eq!(unknown[0].0.as_deref(), Some("colour"));
+        let missing = problems_of(r#"{"slug":"a"}"#);
+        assert_eq!(missing[0].0.as_deref(), Some("name"));
+        let mistyped = problems_of(r#"{"slug":"a","name":"A","founded":"1905"}"#);
+        assert_eq!(mistyped[0].0.as_deref(), Some("founded"));
+        let malformed = problems_of(r#"{"slug":"a","#);
+        assert!(malformed[0].1.starts_with("malformed JSON"));
+        assert!(problems_of(r#"{"slug":"a","name":"A"}"#).is_empty());
+    }
+}

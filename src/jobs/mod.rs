@@ -1,0 +1,5 @@
+//! Batch jobs that write the store and rebuild the index: `import` of a dataset directory and
+//! `reindex`. Each runs on a data dir no server holds (sled locks it).
+
+pub mod import;
+pub mod reindex;

@@ -1,0 +1,101 @@
+//! `watch-catalogue reindex`: rebuilds the whole search index from the store, building
+//! documents on all cores with rayon. The index commit records the store generation read.
+
+use crate::domain::{normalize_reference, Brand, BrandId, Model, Series, SeriesId};
+use crate::store::{Store, StoreError};
+use catalogue_index::{BrandDoc, CatalogueDoc, CatalogueIndex, IndexError, ModelDoc, SeriesDoc};
+use rayon::prelude::*;
+use std::collections::HashMap;
+
+/// Why a reindex failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReindexError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// What a reindex did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReindexReport {
+    pub documents: usize,
+    pub generation: u64,
+}
+
+/// Rebuilds `index` from `store`.
+pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, ReindexError> {
+    // Read the generation first: a write landing during the rebuild leaves the index marked
+    // behind, so it is caught up again rather than wrongly taken as current.
+    let generation = store.generation()?.0;
+    let brands: Vec<Brand> = store.brands().collect::<Result<_, _>>()?;
+    let series: Vec<Series> = store.all_series().collect::<Result<_, _>>()?;
+    let models: Vec<Model> = store.all_models().collect::<Result<_, _>>()?;
+    let listing_counts: Vec<u64> = models
+        .iter()
+        .map(|m| store.listing_count(m.id))
+        .collect::<Result<_, _>>()?;
+
+    let mut models_per_brand: HashMap<BrandId, u64> = HashMap::new();
+    let mut models_per_series: HashMap<SeriesId, u64> = HashMap::new();
+    for model in &models {
+        *models_per_brand.entry(model.brand_id).or_default() += 1;
+        *models_per_series.entry(model.series_id).or_default() += 1;
+    }
+    let brand_by_id: HashMap<BrandId, &Brand> = brands.iter().map(|b| (b.id, b)).collect();
+    let series_by_id: HashMap<SeriesId, &Series> = series.iter().map(|s| (s.id, s)).collect();
+
+    let brand_docs = brands.par_iter().map(|brand| {
+        CatalogueDoc::Brand(BrandDoc {
+            id: brand.id.0,
+            name: brand.name.clone(),
+            aliases: brand.aliases.clone(),
+            description: brand.description.clone(),
+            model_count: models_per_brand.get(&brand.id).copied().unwrap_or(0),
+        })
+    });
+    let series_docs = series.par_iter().map(|s| {
+        CatalogueDoc::Series(SeriesDoc {
+            id: s.id.0,
+            brand_id: s.brand_id.0,
+            name: s.name.clone(),
+            description: s.description.clone(),
+            model_count: models_per_series.get(&s.id).copied().unwrap_or(0),
+        })
+    });
+    let model_docs = models.par_iter().zip(listing_counts.par_iter()).map(|(model, listings)| {
+        CatalogueDoc::Model(model_doc(
+            model,
+            brand_by_id.get(&model.brand_id).copied(),
+            series_by_id.get(&model.series_id).copied(),
+            *listings,
+        ))
+    });
+    let documents = index.rebuild(brand_docs.chain(series_docs).chain(model_docs), generation)?;
+    Ok(ReindexReport {
+        documents,
+        generation,
+    })
+}
+
+/// The index document of `model`.
+pub fn model_doc(model: &Model, brand: Option<&Brand>, series: Option<&Series>, listing_count: u64) -> ModelDoc {
+    ModelDoc {
+        id: model.id.0,
+        brand_id: model.brand_id.0,
+        series_id: model.series_id.0,
+        caliber_id: model.caliber_id.map(|c| c.0),
+        name: model.name.clone(),
+        brand_names: brand
+            .map(|b| std::iter::once(&b.name).chain(&b.aliases).cloned().collect())
+            .unwrap_or_default(),
+        series_name: series.map(|s| s.name.clone()).unwrap_or_default(),
+        description: model.description.clone(),
+        normalized_references: model.references().map(normalize_reference).collect(),
+        release_year: model.spec.release_year,
+        diameter: model.spec.diameter,
+        case_materials: model.spec.case_materials.clone(),
+        listing_count,
+        has_front_picture: model.front_picture().is_some(),
+    }
+}

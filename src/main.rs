@@ -1,0 +1,80 @@
+//! `watch-catalogue`: serve the API, or run a batch job on a data dir no server holds.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use watch_catalogue::app::{self, App};
+use watch_catalogue::config::{DataDir, ServeConfig, DEFAULT_ADDR, DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR};
+use watch_catalogue::jobs::import::{self, DirectorySource};
+use watch_catalogue::jobs::reindex;
+
+#[derive(Parser)]
+#[command(name = "watch-catalogue", version, about = "Search-engine-backed catalogue service for wristwatches")]
+struct Cli {
+    /// Data directory (sled store in store/, search index in index/).
+    #[arg(long, global = true, env = "WATCH_CATALOGUE_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
+    data_dir: PathBuf,
+    /// sled page cache in bytes.
+    #[arg(long, global = true, env = "WATCH_CATALOGUE_CACHE_BYTES", default_value_t = DEFAULT_CACHE_BYTES)]
+    cache_bytes: u64,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the API; an empty data dir is first filled with the bundled fixtures.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, env = "WATCH_CATALOGUE_ADDR", default_value = DEFAULT_ADDR)]
+        addr: SocketAddr,
+    },
+    /// Import a dataset directory (docs/dataset-format.md): all of it, or nothing.
+    Import {
+        /// The dataset directory.
+        dir: PathBuf,
+    },
+    /// Rebuild the search index from the store.
+    Reindex,
+}
+
+fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let data_dir = DataDir::new(cli.data_dir);
+    match cli.command {
+        Command::Serve { addr } => {
+            let config = ServeConfig { data_dir, addr, cache_bytes: cli.cache_bytes };
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?
+                .block_on(app::serve(config))
+        }
+        Command::Import { dir } => {
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            let source = DirectorySource(dir);
+            let report = import::import(&app.store, &source)?;
+            println!("imported {}\n{report}", import::DatasetSource::describe(&source));
+            app.prepare(false)?;
+            Ok(())
+        }
+        Command::Reindex => {
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            let started = std::time::Instant::now();
+            let report = reindex::rebuild(&app.store, &app.index)?;
+            println!(
+                "indexed {} documents at store generation {} in {:.2?}",
+                report.documents, report.generation, started.elapsed()
+            );
+            Ok(())
+        }
+    }
+}

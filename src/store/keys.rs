@@ -1,0 +1,198 @@
+//! Key layout: one leading keyspace byte, then big-endian ids and slugs, so prefix scans
+//! return a parent's children in id order. Secondary keys end in the id they point at.
+
+use crate::domain::{BrandId, CaliberId, ModelId, SeriesId, Slug};
+
+/// The kinds of key in the store's single tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Keyspace {
+    Meta = 0,
+    Brand = 1,
+    BrandSlug = 2,
+    BrandHighlight = 3,
+    BrandAlias = 4,
+    Series = 10,
+    SeriesSlug = 11,
+    SeriesBareSlug = 12,
+    Complication = 20,
+    ComplicationSlug = 21,
+    Caliber = 30,
+    CaliberSlug = 31,
+    CaliberBareSlug = 32,
+    CaliberReference = 33,
+    Model = 40,
+    ModelSlug = 41,
+    ModelByCaliber = 42,
+    ModelReference = 43,
+    ModelListingCount = 44,
+    /// Holds no records: only the id counter of pictures.
+    Picture = 45,
+    Provider = 50,
+    ProviderSlug = 51,
+}
+
+impl Keyspace {
+    pub fn prefix(self) -> Vec<u8> {
+        vec![self as u8]
+    }
+
+    /// Key of a primary record.
+    pub fn id_key(self, id: u64) -> Vec<u8> {
+        KeyBuilder::new(self).id(id).done()
+    }
+}
+
+/// Named single values in the meta keyspace.
+#[derive(Debug, Clone, Copy)]
+pub enum MetaKey {
+    SchemaVersion,
+    Generation,
+    /// Next id to hand out for records of the given keyspace.
+    NextId(Keyspace),
+}
+
+impl MetaKey {
+    pub fn key(self) -> Vec<u8> {
+        let builder = KeyBuilder::new(Keyspace::Meta);
+        match self {
+            MetaKey::SchemaVersion => builder.text("schema_version"),
+            MetaKey::Generation => builder.text("generation"),
+            MetaKey::NextId(space) => builder.text("next_id").byte(space as u8),
+        }
+        .done()
+    }
+}
+
+struct KeyBuilder(Vec<u8>);
+
+impl KeyBuilder {
+    fn new(space: Keyspace) -> Self {
+        KeyBuilder(vec![space as u8])
+    }
+    fn id(mut self, id: u64) -> Self {
+        self.0.extend_from_slice(&id.to_be_bytes());
+        self
+    }
+    /// Text followed by a 0 terminator, so `ab` never prefixes `abc`'s entries.
+    fn text(mut self, text: &str) -> Self {
+        self.0.extend_from_slice(text.as_bytes());
+        self.0.push(0);
+        self
+    }
+    fn byte(mut self, b: u8) -> Self {
+        self.0.push(b);
+        self
+    }
+    fn done(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+/// The id in the last 8 bytes of a secondary key.
+pub fn trailing_id(key: &[u8]) -> Option<u64> {
+    let tail: [u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
+    Some(u64::from_be_bytes(tail))
+}
+
+pub fn brand_slug(slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::BrandSlug).text(slug.as_str()).done()
+}
+pub fn brand_highlight(rank: u32, brand: BrandId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::BrandHighlight)
+        .id(u64::from(rank))
+        .id(brand.0)
+        .done()
+}
+pub fn brand_alias_prefix(normalized: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::BrandAlias).text(normalized).done()
+}
+pub fn brand_alias(normalized: &str, brand: BrandId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::BrandAlias)
+        .text(normalized)
+        .id(brand.0)
+        .done()
+}
+pub fn series_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::SeriesSlug)
+        .id(brand.0)
+        .text(slug.as_str())
+        .done()
+}
+pub fn series_bare_slug_prefix(slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::SeriesBareSlug)
+        .text(slug.as_str())
+        .done()
+}
+pub fn series_bare_slug(slug: &Slug, series: SeriesId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::SeriesBareSlug)
+        .text(slug.as_str())
+        .id(series.0)
+        .done()
+}
+pub fn complication_slug(slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ComplicationSlug)
+        .text(slug.as_str())
+        .done()
+}
+pub fn caliber_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CaliberSlug)
+        .id(brand.0)
+        .text(slug.as_str())
+        .done()
+}
+pub fn caliber_bare_slug_prefix(slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CaliberBareSlug)
+        .text(slug.as_str())
+        .done()
+}
+pub fn caliber_bare_slug(slug: &Slug, caliber: CaliberId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CaliberBareSlug)
+        .text(slug.as_str())
+        .id(caliber.0)
+        .done()
+}
+pub fn caliber_reference(brand: BrandId, normalized: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CaliberReference)
+        .id(brand.0)
+        .text(normalized)
+        .done()
+}
+pub fn model_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelSlug)
+        .id(brand.0)
+        .text(slug.as_str())
+        .done()
+}
+pub fn model_by_caliber_prefix(caliber: CaliberId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelByCaliber)
+        .id(caliber.0)
+        .done()
+}
+pub fn model_by_caliber(caliber: CaliberId, model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelByCaliber)
+        .id(caliber.0)
+        .id(model.0)
+        .done()
+}
+pub fn model_reference_prefix(brand: BrandId, normalized: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelReference)
+        .id(brand.0)
+        .text(normalized)
+        .done()
+}
+pub fn model_reference(brand: BrandId, normalized: &str, model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelReference)
+        .id(brand.0)
+        .text(normalized)
+        .id(model.0)
+        .done()
+}
+pub fn model_listing_count(model: ModelId) -> Vec<u8> {
+    Keyspace::ModelListingCount.id_key(model.0)
+}
+pub fn provider_slug(slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ProviderSlug)
+        .text(slug.as_str())
+        .done()
+}

@@ -1,0 +1,348 @@
+//! The store of record, in sled: every record and every secondary key the API needs, so each
+//! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
+//! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
+
+mod codec;
+mod keys;
+mod write;
+
+pub use write::WriteBatch;
+
+use crate::domain::{
+    Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Model, ModelId, Provider,
+    ProviderId, Series, SeriesId, Slug,
+};
+use codec::{decode, decode_u64, encode_u64};
+use keys::{Keyspace, MetaKey};
+use std::path::Path;
+
+/// Version of the record encoding; a store written by another version is refused, not misread.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// Failures of the store layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store I/O: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("corrupt record under key {key:?}: {reason}")]
+    Corrupt { key: Vec<u8>, reason: String },
+    #[error("store schema version {found} is not the version {expected} this binary reads; re-import the dataset into a new data dir")]
+    SchemaMismatch { found: u64, expected: u64 },
+}
+
+/// Result alias of the store layer.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The counter bumped by each committed write; the index records the generation it reflects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoreGeneration(pub u64);
+
+/// Handle on the sled database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, checking the schema version.
+    pub fn open(dir: &Path, cache_bytes: u64) -> StoreResult<Store> {
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()?;
+        let store = Store { db };
+        match store.meta(MetaKey::SchemaVersion)? {
+            Some(found) if found != SCHEMA_VERSION => {
+                return Err(StoreError::SchemaMismatch {
+                    found,
+                    expected: SCHEMA_VERSION,
+                })
+            }
+            Some(_) => {}
+            None => {
+                store
+                    .db
+                    .insert(MetaKey::SchemaVersion.key(), &encode_u64(SCHEMA_VERSION))?;
+                store.db.flush()?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// The generation of the last committed write (0 for a new store).
+    pub fn generation(&self) -> StoreResult<StoreGeneration> {
+        Ok(StoreGeneration(
+            self.meta(MetaKey::Generation)?.unwrap_or(0),
+        ))
+    }
+
+    /// True when no brand has been written yet.
+    pub fn is_empty(&self) -> StoreResult<bool> {
+        Ok(self.db.scan_prefix(Keyspace::Brand.prefix()).next().is_none())
+    }
+
+    /// Starts a write; nothing is visible until [`Store::commit`].
+    pub fn batch(&self) -> StoreResult<WriteBatch> {
+        WriteBatch::new(self)
+    }
+
+    /// Applies `batch` atomically with a generation bump, and flushes it to disk before
+    /// returning: a write is acknowledged only once it is durable.
+    pub fn commit(&self, batch: WriteBatch) -> StoreResult<StoreGeneration> {
+        if batch.is_empty() {
+            return self.generation();
+        }
+        let generation = StoreGeneration(self.generation()?.0 + 1);
+        let mut sled_batch = batch.into_sled_batch();
+        sled_batch.insert(MetaKey::Generation.key(), &encode_u64(generation.0));
+        self.db.apply_batch(sled_batch)?;
+        self.db.flush()?;
+        Ok(generation)
+    }
+
+    /// Flushes every pending write to disk.
+    pub fn flush(&self) -> StoreResult<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    fn meta(&self, key: MetaKey) -> StoreResult<Option<u64>> {
+        let full_key = key.key();
+        self.db
+            .get(&full_key)?
+            .map(|v| decode_u64(&full_key, &v))
+            .transpose()
+    }
+
+    fn get<T: serde::de::DeserializeOwned>(&self, key: Vec<u8>) -> StoreResult<Option<T>> {
+        self.db
+            .get(&key)?
+            .map(|v| decode(&key, &v))
+            .transpose()
+    }
+
+    fn get_id(&self, key: Vec<u8>) -> StoreResult<Option<u64>> {
+        self.db
+            .get(&key)?
+            .map(|v| decode_u64(&key, &v))
+            .transpose()
+    }
+
+    /// Ids stored as the trailing 8 bytes of every key under `prefix`, in key order.
+    fn ids_under(&self, prefix: Vec<u8>) -> StoreResult<Vec<u64>> {
+        self.db
+            .scan_prefix(&prefix)
+            .keys()
+            .map(|key| {
+                let key = key?;
+                keys::trailing_id(&key).ok_or_else(|| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "secondary key without a trailing id".into(),
+                })
+            })
+            .collect()
+    }
+
+    fn all<T: serde::de::DeserializeOwned>(
+        &self,
+        space: Keyspace,
+    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
+        self.db.scan_prefix(space.prefix()).map(|entry| {
+            let (key, value) = entry?;
+            decode(&key, &value)
+        })
+    }
+
+    fn many<T: serde::de::DeserializeOwned>(
+        &self,
+        space: Keyspace,
+        ids: impl IntoIterator<Item = u64>,
+    ) -> StoreResult<Vec<T>> {
+        let mut found = Vec::new();
+        for id in ids {
+            if let Some(record) = self.get(space.id_key(id))? {
+                found.push(record);
+            }
+        }
+        Ok(found)
+    }
+
+    // --- brands -------------------------------------------------------------------------
+
+    pub fn brand(&self, id: BrandId) -> StoreResult<Option<Brand>> {
+        self.get(Keyspace::Brand.id_key(id.0))
+    }
+
+    pub fn brand_by_slug(&self, slug: &Slug) -> StoreResult<Option<Brand>> {
+        match self.get_id(keys::brand_slug(slug))? {
+            Some(id) => self.brand(BrandId(id)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn brands(&self) -> impl Iterator<Item = StoreResult<Brand>> + '_ {
+        self.all(Keyspace::Brand)
+    }
+
+    /// Brands of the editorial row, in `highlightRank` order.
+    pub fn highlighted_brands(&self) -> StoreResult<Vec<Brand>> {
+        let ids = self.ids_under(Keyspace::BrandHighlight.prefix())?;
+        self.many(Keyspace::Brand, ids)
+    }
+
+    /// Brand whose alias (folded like a reference) is `normalized`.
+    pub fn brand_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
+        Ok(self
+            .ids_under(keys::brand_alias_prefix(normalized))?
+            .into_iter()
+            .map(BrandId)
+            .collect())
+    }
+
+    // --- series -------------------------------------------------------------------------
+
+    pub fn series(&self, id: SeriesId) -> StoreResult<Option<Series>> {
+        self.get(Keyspace::Series.id_key(id.0))
+    }
+
+    pub fn series_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Series>> {
+        match self.get_id(keys::series_slug(brand, slug))? {
+            Some(id) => self.series(SeriesId(id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every brand that has a series with this slug.
+    pub fn series_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Series>> {
+        let ids = self.ids_under(keys::series_bare_slug_prefix(slug))?;
+        self.many(Keyspace::Series, ids)
+    }
+
+    pub fn all_series(&self) -> impl Iterator<Item = StoreResult<Series>> + '_ {
+        self.all(Keyspace::Series)
+    }
+
+    // --- complications ------------------------------------------------------------------
+
+    pub fn complication(&self, id: ComplicationId) -> StoreResult<Option<Complication>> {
+        self.get(Keyspace::Complication.id_key(id.0))
+    }
+
+    pub fn complication_by_slug(&self, slug: &Slug) -> StoreResult<Option<Complication>> {
+        match self.get_id(keys::complication_slug(slug))? {
+            Some(id) => self.complication(ComplicationId(id)),
+            None => Ok(None),
+        }
+    }
+
+    // --- calibers -----------------------------------------------------------------------
+
+    pub fn caliber(&self, id: CaliberId) -> StoreResult<Option<Caliber>> {
+        self.get(Keyspace::Caliber.id_key(id.0))
+    }
+
+    pub fn caliber_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Caliber>> {
+        match self.get_id(keys::caliber_slug(brand, slug))? {
+            Some(id) => self.caliber(CaliberId(id)),
+            None => Ok(None),
+        }
+    }
+
+    /// The brand's calibre whose normalised reference is `normalized`.
+    pub fn caliber_by_reference(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Option<Caliber>> {
+        match self.get_id(keys::caliber_reference(brand, normalized))? {
+            Some(id) => self.caliber(CaliberId(id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Every calibre, across brands, with this slug.
+    pub fn calibers_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Caliber>> {
+        let ids = self.ids_under(keys::caliber_bare_slug_prefix(slug))?;
+        self.many(Keyspace::Caliber, ids)
+    }
+
+    pub fn calibers(&self) -> impl Iterator<Item = StoreResult<Caliber>> + '_ {
+        self.all(Keyspace::Caliber)
+    }
+
+    // --- models -------------------------------------------------------------------------
+
+    pub fn model(&self, id: ModelId) -> StoreResult<Option<Model>> {
+        self.get(Keyspace::Model.id_key(id.0))
+    }
+
+    pub fn model_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Model>> {
+        match self.get_id(keys::model_slug(brand, slug))? {
+            Some(id) => self.model(ModelId(id)),
+            None => Ok(None),
+        }
+    }
+
+    /// Models in the order of `ids`; ids with no record (deleted since) are skipped.
+    pub fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
+        self.many(Keyspace::Model, ids.iter().map(|id| id.0))
+    }
+
+    /// Ids of every model that runs `caliber`, in id order.
+    pub fn model_ids_by_caliber(&self, caliber: CaliberId) -> StoreResult<Vec<ModelId>> {
+        Ok(self
+            .ids_under(keys::model_by_caliber_prefix(caliber))?
+            .into_iter()
+            .map(ModelId)
+            .collect())
+    }
+
+    /// Ids of the brand's models whose primary or alternate reference normalises to `normalized`.
+    pub fn model_ids_by_reference(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<ModelId>> {
+        Ok(self
+            .ids_under(keys::model_reference_prefix(brand, normalized))?
+            .into_iter()
+            .map(ModelId)
+            .collect())
+    }
+
+    pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
+        self.all(Keyspace::Model)
+    }
+
+    /// Active listings matched to the model (kept by the listings jobs; 0 until then).
+    pub fn listing_count(&self, model: ModelId) -> StoreResult<u64> {
+        Ok(self.get_id(keys::model_listing_count(model))?.unwrap_or(0))
+    }
+
+    // --- providers ----------------------------------------------------------------------
+
+    pub fn provider(&self, id: ProviderId) -> StoreResult<Option<Provider>> {
+        self.get(Keyspace::Provider.id_key(id.0))
+    }
+
+    pub fn provider_by_slug(&self, slug: &Slug) -> StoreResult<Option<Provider>> {
+        match self.get_id(keys::provider_slug(slug))? {
+            Some(id) => self.provider(ProviderId(id)),
+            None => Ok(None),
+        }
+    }
+
+    pub fn providers(&self) -> impl Iterator<Item = StoreResult<Provider>> + '_ {
+        self.all(Keyspace::Provider)
+    }
+
+    /// Number of records of each kind, by counting their keys (for tests and the admin view).
+    pub fn count(&self, space: Keyspace) -> usize {
+        self.db.scan_prefix(space.prefix()).count()
+    }
+}
+
+pub use keys::Keyspace as RecordKind;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+use super::*;
+use crate::domain::{BrandId, Timestamp};
+
+fn brand(id: u64, slug: &str, rank: Option<u32>) -> Brand {
+    Brand {
+        id: BrandId(id),
+        slug: Slug::parse(slug).expect("test slug"),
+        name: slug.to_uppercase(),
+        aliases: vec!["Alias Name".into()],
+        highlight_rank: rank,
+        description: None,
+        country: None,
+        founded: None,
+        created_at: Timestamp(0),
+        updated_at: Timestamp(0),
+    }
+}
+
+#[test]
+fn commit_is_atomic_bumps_generation_and_survives_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store = Store::open(dir.path(), 1 << 20).expect("open");
+        assert_eq!(store.generation().expect("gen"), StoreGeneration(0));
+        let mut batch = store.batch().expect("batch");
+        let id = batch.allocate_id(RecordKind::Brand).expect("id");
+        assert_eq!(id, 1);
+        batch.put_brand(None, &brand(id, "rolex", Some(2)));
+        batch.put_brand(None, &brand(2, "tudor", Some(1)));
+        assert_eq!(store.commit(batch).expect("commit"), StoreGeneration(1));
+        // A batch with nothing in it leaves the generation alone.
+        let empty = store.batch().expect("batch");
+        assert_eq!(store.commit(empty).expect("commit"), StoreGeneration(1));
+    }
+    let store = Store::open(dir.path(), 1 << 20).expect("reopen");
+    assert_eq!(store.generation().expect("gen"), StoreGeneration(1));
+    let rolex = Slug::parse("rolex").expect("slug");
+    assert_eq!(store.brand_by_slug(&rolex).expect("get").map(|b| b.id), Some(BrandId(1)));
+    let order: Vec<_> = store
+        .highlighted_brands()
+        .expect("highlighted")
+        .into_iter()
+        .map(|b| b.slug.to_string())
+        .collect();
+    assert_eq!(order, ["tudor", "rolex"]);
+    assert_eq!(store.brand_by_alias("aliasname").expect("alias").len(), 2);
+    // The id counter was persisted with the batch.
+    let mut batch = store.batch().expect("batch");
+    assert_eq!(batch.allocate_id(RecordKind::Brand).expect("id"), 2);
+}
+
+#[test]
+fn upsert_removes_secondary_keys_the_record_no_longer_has() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 20).expect("open");
+    let old = brand(1, "rolex", Some(1));
+    let mut batch = store.batch().expect("batch");
+    batch.put_brand(None, &old);
+    store.commit(batch).expect("commit");
+    let mut new = old.clone();
+    new.highlight_rank = None;
+    new.aliases.clear();
+    let mut batch = store.batch().expect("batch");
+    batch.put_brand(Some(&old), &new);
+    store.commit(batch).expect("commit");
+    assert!(store.highlighted_brands().expect("h").is_empty());
+    assert!(store.brand_by_alias("aliasname").expect("alias").is_empty());
+    assert_eq!(store.brand_by_alias("rolex").expect("alias"), vec![BrandId(1)]);
+}
+
+#[test]
+fn a_store_of_another_schema_version_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let store = Store::open(dir.path(), 1 << 20).expect("open");
+        store
+            .db
+            .insert(MetaKey::SchemaVersion.key(), &encode_u64(SCHEMA_VERSION + 1))
+            .expect("insert");
+        store.flush().expect("flush");
+    }
+    assert!(matches!(
+        Store::open(dir.path(), 1 << 20),
+        Err(StoreError::SchemaMismatch { .. })
+    ));
+}

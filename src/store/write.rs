@@ -1,0 +1,150 @@
+//! `WriteBatch`: the records of one write and all their secondary keys, applied atomically by
+//! [`Store::commit`](super::Store::commit). Upserts take the previous version of a record so
+//! that secondary keys it no longer has are removed in the same batch.
+
+use super::codec::{encode, encode_u64};
+use super::keys::{self, Keyspace, MetaKey};
+use super::{Store, StoreResult};
+use crate::domain::{normalize_reference, Brand, Caliber, Complication, Model, Provider, Series};
+use std::collections::HashMap;
+
+/// Pending writes; dropped without effect unless committed.
+pub struct WriteBatch {
+    batch: sled::Batch,
+    operations: usize,
+    next_ids: HashMap<Keyspace, u64>,
+    store: Store,
+}
+
+impl WriteBatch {
+    pub(super) fn new(store: &Store) -> StoreResult<WriteBatch> {
+        Ok(WriteBatch {
+            batch: sled::Batch::default(),
+            operations: 0,
+            next_ids: HashMap::new(),
+            store: store.clone(),
+        })
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.operations == 0
+    }
+
+    pub(super) fn into_sled_batch(mut self) -> sled::Batch {
+        for (space, next) in std::mem::take(&mut self.next_ids) {
+            let key = MetaKey::NextId(space).key();
+            self.batch.insert(key, &encode_u64(next));
+        }
+        self.batch
+    }
+
+    /// A fresh id for a record of `space`; ids start at 1 and are never reused.
+    pub fn allocate_id(&mut self, space: Keyspace) -> StoreResult<u64> {
+        let next = match self.next_ids.get(&space) {
+            Some(next) => *next,
+            None => self.store.meta(MetaKey::NextId(space))?.unwrap_or(1),
+        };
+        self.next_ids.insert(space, next + 1);
+        Ok(next)
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: &[u8]) {
+        self.batch.insert(key, value);
+        self.operations += 1;
+    }
+
+    fn remove(&mut self, key: Vec<u8>) {
+        self.batch.remove(key);
+        self.operations += 1;
+    }
+
+    /// Replaces the secondary keys `old` had with the ones `new` has.
+    fn reindex_keys(&mut self, old: Vec<(Vec<u8>, Vec<u8>)>, new: Vec<(Vec<u8>, Vec<u8>)>) {
+        for (key, _) in old {
+            self.remove(key);
+        }
+        for (key, value) in new {
+            self.put(key, &value);
+        }
+    }
+
+    pub fn put_brand(&mut self, old: Option<&Brand>, new: &Brand) {
+        self.reindex_keys(old.map(brand_keys).unwrap_or_default(), brand_keys(new));
+        self.put(Keyspace::Brand.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn put_series(&mut self, old: Option<&Series>, new: &Series) {
+        self.reindex_keys(old.map(series_keys).unwrap_or_default(), series_keys(new));
+        self.put(Keyspace::Series.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn put_complication(&mut self, old: Option<&Complication>, new: &Complication) {
+        let keys_of = |c: &Complication| vec![(keys::complication_slug(&c.slug), id_value(c.id.0))];
+        self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
+        self.put(Keyspace::Complication.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn put_caliber(&mut self, old: Option<&Caliber>, new: &Caliber) {
+        self.reindex_keys(old.map(caliber_keys).unwrap_or_default(), caliber_keys(new));
+        self.put(Keyspace::Caliber.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn put_model(&mut self, old: Option<&Model>, new: &Model) {
+        self.reindex_keys(old.map(model_keys).unwrap_or_default(), model_keys(new));
+        self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn put_provider(&mut self, old: Option<&Provider>, new: &Provider) {
+        let keys_of = |p: &Provider| vec![(keys::provider_slug(&p.slug), id_value(p.id.0))];
+        self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
+        self.put(Keyspace::Provider.id_key(new.id.0), &encode(new));
+    }
+}
+
+fn id_value(id: u64) -> Vec<u8> {
+    encode_u64(id).to_vec()
+}
+
+fn brand_keys(brand: &Brand) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = vec![(keys::brand_slug(&brand.slug), id_value(brand.id.0))];
+    if let Some(rank) = brand.highlight_rank {
+        out.push((keys::brand_highlight(rank, brand.id), Vec::new()));
+    }
+    let names = std::iter::once(&brand.name).chain(&brand.aliases);
+    for name in names.map(|n| normalize_reference(n)).filter(|n| !n.is_empty()) {
+        out.push((keys::brand_alias(&name, brand.id), Vec::new()));
+    }
+    out
+}
+
+fn series_keys(series: &Series) -> Vec<(Vec<u8>, Vec<u8>)> {
+    vec![
+        (keys::series_slug(series.brand_id, &series.slug), id_value(series.id.0)),
+        (keys::series_bare_slug(&series.slug, series.id), Vec::new()),
+    ]
+}
+
+fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let id = id_value(caliber.id.0);
+    vec![
+        (keys::caliber_slug(caliber.brand_id, &caliber.slug), id.clone()),
+        (keys::caliber_bare_slug(&caliber.slug, caliber.id), Vec::new()),
+        (
+            keys::caliber_reference(caliber.brand_id, &normalize_reference(&caliber.reference)),
+            id,
+        ),
+    ]
+}
+
+fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = vec![(keys::model_slug(model.brand_id, &model.slug), id_value(model.id.0))];
+    if let Some(caliber) = model.caliber_id {
+        out.push((keys::model_by_caliber(caliber, model.id), Vec::new()));
+    }
+    for reference in model.references().map(normalize_reference) {
+        if !reference.is_empty() {
+            out.push((keys::model_reference(model.brand_id, &reference, model.id), Vec::new()));
+        }
+    }
+    out
+}
