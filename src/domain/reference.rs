@@ -38,9 +38,11 @@ mod tests {
         }
 
         #[test]
-        fn output_is_lowercase_alphanumeric(s in "\\PC{0,40}") {
+        fn output_is_alphanumeric_and_already_lowercase(s in "\\PC{0,40}") {
             let key = normalize_reference(&s);
-            prop_assert!(key.chars().all(|c| c.is_alphanumeric() && !c.is_uppercase()));
+            // Some letters (`𝒢`) count as uppercase yet have no lowercase form: what matters
+            // is that folding again changes nothing.
+            prop_assert!(key.chars().all(|c| c.is_alphanumeric() && c.to_lowercase().eq([c])));
         }
     }
 }

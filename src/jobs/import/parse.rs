@@ -1,14 +1,12 @@
 //! Reading one dataset file into typed rows, with every problem tied to its file, line and
 //! field: malformed JSON, a field the file does not have, a missing or mistyped field.
 
-use super::rows::allowed_fields;
+use super::rows::{allowed_fields, Row};
 use super::{DatasetSource, ImportError, Problem};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::io::BufRead;
 
 /// The rows of `file` with their 1-based line numbers; an absent file has none.
-pub fn read_rows<T: DeserializeOwned + Serialize + Default>(
+pub fn read_rows<T: Row>(
     source: &dyn DatasetSource,
     file: &str,
     problems: &mut Vec<Problem>,
@@ -39,10 +37,10 @@ pub fn read_rows<T: DeserializeOwned + Serialize + Default>(
 
 type LineProblems = Vec<(Option<String>, String)>;
 
-fn parse_line<T: DeserializeOwned>(line: &str, allowed: &[String]) -> Result<T, LineProblems> {
+fn parse_line<T: Row>(line: &str, allowed: &[String]) -> Result<T, LineProblems> {
     let value: serde_json::Value =
         serde_json::from_str(line).map_err(|e| vec![(None, format!("malformed JSON: {e}"))])?;
-    let Some(object) = value.as_object() else {
+    let serde_json::Value::Object(object) = value else {
         return Err(vec![(None, "expected a JSON object".to_owned())]);
     };
     let unknown: LineProblems = object
@@ -56,22 +54,7 @@ fn parse_line<T: DeserializeOwned>(line: &str, allowed: &[String]) -> Result<T, 
     if !unknown.is_empty() {
         return Err(unknown);
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let message = e.inner().to_string();
-        let field = if path == "." || path.is_empty() {
-            missing_field_name(&message)
-        } else {
-            Some(path)
-        };
-        vec![(field, message)]
-    })
-}
-
-/// serde names a missing field only in its message: "missing field `name`".
-fn missing_field_name(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("missing field `")?;
-    Some(rest.split('`').next()?.to_owned())
+    T::from_object(object).map_err(|problem| vec![problem])
 }
 
 #[cfg(test)]
@@ -84,6 +67,17 @@ mod tests {
             Ok(_) => Vec::new(),
             Err(problems) => problems,
         }
+    }
+
+    #[test]
+    fn a_mistyped_model_spec_field_is_named() {
+        use super::super::rows::ModelRow;
+        let line = r#"{"slug":"a","brand":"b","series":"c","name":"N","referenceNumber":"1","diameter":"big"}"#;
+        let problems = parse_line::<ModelRow>(line, &allowed_fields::<ModelRow>()).err().unwrap_or_default();
+        assert_eq!(problems[0].0.as_deref(), Some("diameter"));
+        let ok = r#"{"slug":"a","brand":"b","series":"c","name":"N","referenceNumber":"1","diameter":40.5}"#;
+        let row = parse_line::<ModelRow>(ok, &allowed_fields::<ModelRow>()).ok().map(|r| r.spec.diameter);
+        assert_eq!(row, Some(Some(40.5)));
     }
 
     #[test]

@@ -2,7 +2,53 @@
 //! the files' camelCase; the set of allowed fields of each file is derived from these types.
 
 use crate::domain::ModelSpec;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A field named by a problem (when serde could tell which) and what is wrong with it.
+pub type FieldError = (Option<String>, String);
+
+/// A line type of a dataset file.
+pub trait Row: Default + Serialize + DeserializeOwned {
+    /// Reads one line's JSON object.
+    fn from_object(object: Map<String, Value>) -> Result<Self, FieldError> {
+        deserialize_naming_field(object)
+    }
+}
+
+impl Row for BrandRow {}
+impl Row for SeriesRow {}
+impl Row for ComplicationRow {}
+impl Row for CaliberRow {}
+impl Row for ProviderRow {}
+
+impl Row for ModelRow {
+    /// serde loses the field path inside `flatten`, so the spec's fields are read on their own.
+    fn from_object(object: Map<String, Value>) -> Result<Self, FieldError> {
+        let spec_fields = allowed_fields::<ModelSpec>();
+        let (spec, rest): (Map<String, Value>, Map<String, Value>) =
+            object.into_iter().partition(|(key, _)| spec_fields.contains(key));
+        let mut row: ModelRow = deserialize_naming_field(rest)?;
+        row.spec = deserialize_naming_field(spec)?;
+        Ok(row)
+    }
+}
+
+fn deserialize_naming_field<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T, FieldError> {
+    serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        let field = if path == "." || path.is_empty() { missing_field_name(&message) } else { Some(path) };
+        (field, message)
+    })
+}
+
+/// serde names a missing field only in its message: "missing field `name`".
+fn missing_field_name(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("missing field `")?;
+    Some(rest.split('`').next()?.to_owned())
+}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

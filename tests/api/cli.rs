@@ -1,0 +1,150 @@
+//! The real `watch-catalogue` binary: import (success, rejection, exit status), reindex, and
+//! `serve` on an empty data dir, which imports the bundled fixtures before the port opens.
+
+use crate::support::test_catalogue;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use watch_catalogue::config::DataDir;
+use watch_catalogue::store::Store;
+
+fn binary(data_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
+    command.arg("--data-dir").arg(data_dir).env("RUST_LOG", "warn");
+    command
+}
+
+fn run(command: &mut Command) -> (Output, String) {
+    let output = command.output().expect("run watch-catalogue");
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    (output, text)
+}
+
+fn copy_dataset(to: &Path) {
+    for entry in std::fs::read_dir(test_catalogue()).expect("dataset") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
+}
+
+fn generation(data_dir: &Path) -> u64 {
+    Store::open(&DataDir::new(data_dir).store(), 1 << 20).expect("store").generation().expect("generation").0
+}
+
+#[test]
+fn import_twice_then_reindex() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("models: 12 created, 0 updated, 0 unchanged"), "{text}");
+    let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("models: 0 created, 0 updated, 12 unchanged"), "{text}");
+    assert_eq!(generation(data.path()), 1, "a second identical import writes nothing");
+    let (output, text) = run(binary(data.path()).arg("reindex"));
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("indexed 27 documents at store generation 1"), "{text}");
+}
+
+#[test]
+fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
+    assert!(output.status.success(), "{text}");
+    let cases = [
+        ("brands.jsonl", "{\"slug\":\"breguet\",\"name\":\"Breguet\"\n", "brands.jsonl:6: malformed JSON"),
+        ("brands.jsonl", "{\"slug\":\"breguet\",\"name\":\"Breguet\",\"colour\":\"red\"}\n", "brands.jsonl:6: field `colour`: unknown field"),
+        ("series.jsonl", "{\"slug\":\"marine\",\"brand\":\"breguet\",\"name\":\"Marine\"}\n", "series.jsonl:11: field `brand`: no brand with slug `breguet`"),
+        ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"submariner\",\"name\":\"X\"}\n", "models.jsonl:13: field `referenceNumber`: missing field"),
+        ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"submariner\",\"name\":\"X\",\"referenceNumber\":\"1\",\"releaseYear\":\"2020\"}\n", "models.jsonl:13: field `releaseYear`"),
+        ("models.jsonl", "{\"slug\":\"sarb033\",\"brand\":\"seiko\",\"series\":\"classic\",\"name\":\"Again\",\"referenceNumber\":\"SARB033\"}\n", "models.jsonl:13: field `slug`: duplicate model slug `sarb033` in brand `seiko` (first on line 12)"),
+        ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"seamaster\",\"name\":\"X\",\"referenceNumber\":\"1\"}\n", "models.jsonl:13: field `series`: no series `seamaster` in brand `rolex`"),
+        ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"submariner\",\"name\":\"X\",\"referenceNumber\":\"1\",\"caliber\":\"eta/9999\"}\n", "models.jsonl:13: field `caliber`: no calibre `eta/9999`"),
+        ("calibers.jsonl", "{\"slug\":\"x1\",\"brand\":\"eta\",\"reference\":\"X1\",\"parent\":\"eta/x2\"}\n", "calibers.jsonl:10: field `parent`: no calibre `eta/x2`"),
+    ];
+    for (file, line, expected) in cases {
+        let dataset = tempfile::tempdir().expect("dataset");
+        copy_dataset(dataset.path());
+        // A good new brand first, so a rejected import would have had something to write.
+        let mut brands = std::fs::read_to_string(dataset.path().join("brands.jsonl")).expect("brands");
+        if file != "brands.jsonl" {
+            brands.push_str("{\"slug\":\"zenith\",\"name\":\"Zenith\"}\n");
+            std::fs::write(dataset.path().join("brands.jsonl"), brands).expect("write");
+        }
+        let path = dataset.path().join(file);
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.push_str(line);
+        std::fs::write(&path, text).expect("write");
+        let (output, text) = run(binary(data.path()).arg("import").arg(dataset.path()));
+        assert!(!output.status.success(), "{file}: {line} was accepted: {text}");
+        assert!(text.contains(expected), "expected {expected:?} in:\n{text}");
+        assert!(text.contains("nothing was imported"), "{text}");
+        assert_eq!(generation(data.path()), 1, "{expected}: the store changed");
+    }
+}
+
+#[test]
+fn import_of_a_missing_directory_fails() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(data.path().join("no-such-dir")));
+    // An absent directory has no files: nothing to import is a success with zero counts.
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("models: 0 created"), "{text}");
+}
+
+#[test]
+fn serve_on_an_empty_data_dir_imports_the_bundled_fixtures_and_answers() {
+    let data = tempfile::tempdir().expect("dir");
+    let mut child = binary(data.path())
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut log = String::new();
+    let base = loop {
+        let line = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let Ok(line) = line else {
+            let _ = child.kill();
+            panic!("serve did not start in time:\n{log}");
+        };
+        log.push_str(&line);
+        log.push('\n');
+        if let Some(start) = line.find("base=") {
+            break line[start + 5..].split_whitespace().next().expect("base").to_owned();
+        }
+    };
+    assert!(log.contains("importing the bundled fixtures"), "{log}");
+    assert!(log.contains(&data.path().display().to_string()), "the log names the data dir:\n{log}");
+    let body = http_get(&base, "/brands?pageSize=1");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(body["total"].as_u64().unwrap_or(0) >= 25, "{body}");
+}
+
+/// A one-shot HTTP/1.1 GET over std, so this test needs no async runtime.
+fn http_get(base: &str, path: &str) -> serde_json::Value {
+    let authority = base.trim_start_matches("http://").split('/').next().expect("authority");
+    let prefix = base.trim_start_matches("http://").trim_start_matches(authority);
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    write!(stream, "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n").expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).expect("JSON body")
+}

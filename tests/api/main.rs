@@ -1,0 +1,9 @@
+//! Integration tests over a real server on 127.0.0.1:0, one test binary for all of them.
+
+mod brands;
+mod calibers;
+mod cli;
+mod models;
+mod protocol;
+mod sitemap;
+mod support;

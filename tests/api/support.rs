@@ -1,0 +1,100 @@
+//! `TestApp`: the real router served on an ephemeral loopback port over a temporary data dir
+//! holding the test catalogue (tests/data/catalogue).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use watch_catalogue::app::App;
+use watch_catalogue::config::DataDir;
+use watch_catalogue::jobs::import::{import, DirectorySource};
+
+pub fn test_catalogue() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalogue")
+}
+
+pub struct TestApp {
+    pub base: String,
+    client: reqwest::Client,
+    _dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    /// A server over the test catalogue.
+    pub async fn start() -> TestApp {
+        Self::with_dataset(&test_catalogue()).await
+    }
+
+    pub async fn with_dataset(dataset: &Path) -> TestApp {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
+        import(&app.store, &DirectorySource(dataset.to_owned())).expect("import test catalogue");
+        app.prepare(false).expect("index");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let router = watch_catalogue::api::router(Arc::new(app));
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        TestApp {
+            base: format!("http://{addr}"),
+            client: reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client"),
+            _dir: dir,
+        }
+    }
+
+    /// GETs `path` (with its `/v1` prefix or not) and returns status and JSON body.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
+        let status = response.status().as_u16();
+        let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap_or("").to_owned());
+        let body: Value = response.json().await.unwrap_or_else(|e| panic!("{path}: body is not JSON: {e}"));
+        assert_eq!(content_type.as_deref(), Some("application/json"), "{path}");
+        (status, body)
+    }
+
+    /// GETs `path`, asserting 200, and returns the body.
+    pub async fn ok(&self, path: &str) -> Value {
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
+
+    /// The `slug` of each item of a list page's `data`.
+    pub async fn slugs(&self, path: &str) -> Vec<String> {
+        slugs_of(&self.ok(path).await["data"])
+    }
+}
+
+pub fn slugs_of(items: &Value) -> Vec<String> {
+    items
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|item| item["slug"].as_str().expect("slug").to_owned())
+        .collect()
+}
+
+/// Asserts an error body: status, code, and a hint mentioning `hint_has`.
+pub async fn assert_error(app: &TestApp, path: &str, status: u16, code: &str, hint_has: &str) {
+    let (got, body) = app.get(path).await;
+    assert_eq!(got, status, "{path}: {body}");
+    assert_eq!(body["error"], code, "{path}: {body}");
+    assert!(body["message"].is_string(), "{path}: {body}");
+    let hint = body["hint"].as_str().unwrap_or_else(|| panic!("{path}: no hint in {body}"));
+    assert!(hint.contains(hint_has), "{path}: hint {hint:?} lacks {hint_has:?}");
+}
+
+/// Asserts the list-page envelope and returns `data`'s length.
+pub fn assert_page(body: &Value, page: u64, page_size: u64, total: u64) -> usize {
+    assert_eq!(body["page"], page, "{body}");
+    assert_eq!(body["pageSize"], page_size, "{body}");
+    assert_eq!(body["total"], total, "{body}");
+    assert_eq!(body["totalPages"], total.div_ceil(page_size), "{body}");
+    body["data"].as_array().expect("data").len()
+}
+
+/// The keys of a JSON object, sorted.
+pub fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value.as_object().expect("object").keys().cloned().collect();
+    keys.sort();
+    keys
+}
