@@ -6,4 +6,5 @@ mod cli;
 mod models;
 mod protocol;
 mod sitemap;
+mod startup;
 mod support;

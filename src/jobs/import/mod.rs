@@ -62,6 +62,9 @@ impl fmt::Display for Problem {
     }
 }
 
+/// Brand slugs that would be shadowed by a fixed path under `/brands/`.
+const RESERVED_BRAND_SLUGS: [&str; 1] = ["highlighted"];
+
 /// Most problems printed; the rest are counted.
 const PROBLEMS_SHOWN: usize = 50;
 
@@ -312,6 +315,10 @@ impl<'a> Run<'a> {
             let slug = self.slug("slug", &row.slug);
             let named = self.required_text("name", &row.name);
             let Some(slug) = slug.filter(|_| named) else { continue };
+            if RESERVED_BRAND_SLUGS.contains(&slug.as_str()) {
+                self.problem("slug", format!("`{slug}` is reserved: GET /brands/{slug} is another endpoint"));
+                continue;
+            }
             if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
                 self.problem("slug", format!("duplicate brand slug `{slug}` (first on line {first})"));
                 continue;

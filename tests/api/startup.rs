@@ -1,0 +1,84 @@
+//! Start-up: an index missing or behind its store is rebuilt before the server answers, and
+//! the bundled fixtures hold the cases the service exists for.
+
+use crate::support::test_catalogue;
+use std::collections::{HashMap, HashSet};
+use watch_catalogue::app::App;
+use watch_catalogue::config::DataDir;
+use watch_catalogue::domain::normalize_reference;
+use watch_catalogue::fixtures::EmbeddedFixtures;
+use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::store::RecordKind;
+
+#[test]
+fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
+    let dir = tempfile::tempdir().expect("dir");
+    let data_dir = DataDir::new(dir.path());
+    {
+        let app = App::open(&data_dir, 1 << 20).expect("open");
+        import(&app.store, &DirectorySource(test_catalogue())).expect("import");
+        assert_eq!(app.index.generation().expect("generation"), None);
+        assert!(!app.index_is_current().expect("current"));
+        app.prepare(false).expect("prepare");
+        assert_eq!(app.index.generation().expect("generation"), Some(1));
+    }
+    std::fs::remove_dir_all(data_dir.index()).expect("delete the index");
+    let app = App::open(&data_dir, 1 << 20).expect("reopen");
+    assert!(!app.index_is_current().expect("current"));
+    app.prepare(true).expect("prepare");
+    assert!(app.index_is_current().expect("current"));
+    assert_eq!(app.index.count(catalogue_index::DocKind::Model, &Default::default()).expect("count"), 12);
+    // `prepare(true)` seeds only an empty store: the test catalogue is still all there is.
+    assert_eq!(app.store.count(RecordKind::Brand), 5);
+}
+
+#[test]
+fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
+    let dir = tempfile::tempdir().expect("dir");
+    let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
+    import(&app.store, &EmbeddedFixtures).expect("the bundled fixtures import cleanly");
+    let store = &app.store;
+    assert!(store.count(RecordKind::Brand) >= 25);
+    assert!(store.count(RecordKind::Series) >= 80);
+    assert!(store.count(RecordKind::Model) >= 400);
+    assert!(store.count(RecordKind::Caliber) >= 60);
+    assert!(!store.highlighted_brands().expect("highlighted").is_empty());
+
+    let models: Vec<_> = store.all_models().collect::<Result<_, _>>().expect("models");
+    let calibers: Vec<_> = store.calibers().collect::<Result<_, _>>().expect("calibers");
+    assert!(models.iter().any(|m| m.spec.limited_amount.is_some()), "a limited edition");
+    assert!(models.iter().any(|m| m.spec.discontinuation_year.is_some()), "a discontinued model");
+    assert!(models.iter().any(|m| !m.alternate_references.is_empty()), "alternate references");
+    assert!(models.iter().any(|m| m.pictures.is_empty()), "a model without pictures");
+    assert!(models.iter().any(|m| m.spec.thickness.is_none()), "an empty field left null");
+    assert!(calibers.iter().any(|c| c.parent_id.is_some()), "a calibre with a parent");
+
+    let mut brands_by_reference: HashMap<String, HashSet<u64>> = HashMap::new();
+    for model in &models {
+        brands_by_reference.entry(normalize_reference(&model.reference_number)).or_default().insert(model.brand_id.0);
+    }
+    assert!(brands_by_reference.values().any(|brands| brands.len() > 1), "a reference in two brands");
+
+    let mut brands_by_caliber: HashMap<u64, HashSet<u64>> = HashMap::new();
+    for model in &models {
+        if let Some(caliber) = model.caliber_id {
+            brands_by_caliber.entry(caliber.0).or_default().insert(model.brand_id.0);
+        }
+    }
+    let makers_shared: HashSet<String> = calibers
+        .iter()
+        .filter(|c| brands_by_caliber.get(&c.id.0).is_some_and(|b| b.len() > 1))
+        .map(|c| store.brand(c.brand_id).expect("brand").expect("brand exists").slug.to_string())
+        .filter(|slug| ["eta", "sellita", "miyota"].contains(&slug.as_str()))
+        .collect();
+    assert!(makers_shared.len() >= 2, "movement makers' calibres run by several brands: {makers_shared:?}");
+    let mut base_variants: HashMap<(u64, String), usize> = HashMap::new();
+    for model in &models {
+        let reference = normalize_reference(&model.reference_number);
+        let base: String = reference.chars().take_while(char::is_ascii_digit).collect();
+        if base.len() >= 4 && base.len() < reference.len() {
+            *base_variants.entry((model.brand_id.0, base)).or_default() += 1;
+        }
+    }
+    assert!(base_variants.values().any(|n| *n > 1), "base variants of one reference");
+}
