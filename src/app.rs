@@ -21,10 +21,14 @@ impl App {
         std::fs::create_dir_all(data_dir.path())
             .with_context(|| format!("creating data dir {}", data_dir.path().display()))?;
         let store = Store::open(&data_dir.store(), cache_bytes).with_context(|| {
-            format!("opening the store in {} (is another process using this data dir?)", data_dir.store().display())
+            format!(
+                "opening the store in {} (is another process using this data dir?)",
+                data_dir.store().display()
+            )
         })?;
-        let index = CatalogueIndex::open(&data_dir.index())
-            .with_context(|| format!("opening the search index in {}", data_dir.index().display()))?;
+        let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
+            format!("opening the search index in {}", data_dir.index().display())
+        })?;
         Ok(App { store, index })
     }
 
@@ -38,7 +42,8 @@ impl App {
     pub fn prepare(&self, seed: bool) -> anyhow::Result<()> {
         if seed && self.store.is_empty()? {
             tracing::info!("empty data dir: importing the bundled fixtures");
-            let report = import::import(&self.store, &EmbeddedFixtures).context("importing the bundled fixtures")?;
+            let report = import::import(&self.store, &EmbeddedFixtures)
+                .context("importing the bundled fixtures")?;
             tracing::info!(generation = report.generation.0, "fixtures imported");
         }
         if !self.index_is_current()? {
@@ -48,7 +53,11 @@ impl App {
                 "search index missing or behind the store: rebuilding"
             );
             let report = reindex::rebuild(&self.store, &self.index)?;
-            tracing::info!(documents = report.documents, generation = report.generation, "search index rebuilt");
+            tracing::info!(
+                documents = report.documents,
+                generation = report.generation,
+                "search index rebuilt"
+            );
         }
         Ok(())
     }

@@ -5,12 +5,18 @@ use clap::{Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use watch_catalogue::app::{self, App};
-use watch_catalogue::config::{DataDir, ServeConfig, DEFAULT_ADDR, DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR};
+use watch_catalogue::config::{
+    DataDir, ServeConfig, DEFAULT_ADDR, DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR,
+};
 use watch_catalogue::jobs::import::{self, DirectorySource};
 use watch_catalogue::jobs::reindex;
 
 #[derive(Parser)]
-#[command(name = "watch-catalogue", version, about = "Search-engine-backed catalogue service for wristwatches")]
+#[command(
+    name = "watch-catalogue",
+    version,
+    about = "Search-engine-backed catalogue service for wristwatches"
+)]
 struct Cli {
     /// Data directory (sled store in store/, search index in index/).
     #[arg(long, global = true, env = "WATCH_CATALOGUE_DATA_DIR", default_value = DEFAULT_DATA_DIR)]
@@ -51,7 +57,11 @@ fn main() -> anyhow::Result<()> {
     let data_dir = DataDir::new(cli.data_dir);
     match cli.command {
         Command::Serve { addr } => {
-            let config = ServeConfig { data_dir, addr, cache_bytes: cli.cache_bytes };
+            let config = ServeConfig {
+                data_dir,
+                addr,
+                cache_bytes: cli.cache_bytes,
+            };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -62,7 +72,10 @@ fn main() -> anyhow::Result<()> {
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let source = DirectorySource(dir);
             let report = import::import(&app.store, &source)?;
-            println!("imported {}\n{report}", import::DatasetSource::describe(&source));
+            println!(
+                "imported {}\n{report}",
+                import::DatasetSource::describe(&source)
+            );
             app.prepare(false)?;
             Ok(())
         }
@@ -72,7 +85,9 @@ fn main() -> anyhow::Result<()> {
             let report = reindex::rebuild(&app.store, &app.index)?;
             println!(
                 "indexed {} documents at store generation {} in {:.2?}",
-                report.documents, report.generation, started.elapsed()
+                report.documents,
+                report.generation,
+                started.elapsed()
             );
             Ok(())
         }

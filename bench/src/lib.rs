@@ -1,1 +1,316 @@
+//! `catalogue-bench`: a deterministic generator of realistic catalogues (long-tailed brand
+//! sizes, each brand's reference style, references repeated across brands, alternates, base
+//! variants), written in the dataset-directory format that `watch-catalogue import` reads.
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Shape of a generated catalogue.
+#[derive(Debug, Clone)]
+pub struct CatalogueShape {
+    pub models: usize,
+    pub seed: u64,
+}
+
+/// Counts of what was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Generated {
+    pub brands: usize,
+    pub series: usize,
+    pub calibers: usize,
+    pub models: usize,
+}
+
+const WORDS: &[&str] = &[
+    "aqua",
+    "terra",
+    "master",
+    "diver",
+    "chrono",
+    "pilot",
+    "field",
+    "ocean",
+    "classic",
+    "heritage",
+    "date",
+    "gmt",
+    "moon",
+    "phase",
+    "racing",
+    "marine",
+    "explorer",
+    "navigator",
+    "royal",
+    "sport",
+    "skeleton",
+    "tourbillon",
+    "reserve",
+    "automatic",
+    "regatta",
+    "polar",
+    "summit",
+    "legacy",
+    "vintage",
+    "titanium",
+    "bronze",
+    "carbon",
+    "steel",
+    "gold",
+];
+const MATERIALS: &[&str] = &[
+    "stainless steel",
+    "titanium",
+    "yellow gold",
+    "rose gold",
+    "white gold",
+    "bronze",
+    "ceramic",
+    "platinum",
+];
+const COLORS: &[&str] = &[
+    "black",
+    "blue",
+    "white",
+    "silver",
+    "green",
+    "grey",
+    "champagne",
+    "brown",
+];
+
+/// How a brand writes its references.
+#[derive(Clone, Copy)]
+enum ReferenceStyle {
+    /// `126610LN`: digits and a letter suffix.
+    DigitsSuffix,
+    /// `310.30.42.50.01.001`: dotted groups.
+    Dotted,
+    /// `SPB143J1`: letters, digits, a market code.
+    LettersDigits,
+    /// `5711/1A-010`: slash and dash.
+    Slashed,
+}
+
+fn reference(rng: &mut SmallRng, style: ReferenceStyle, base: u32) -> String {
+    match style {
+        ReferenceStyle::DigitsSuffix => {
+            let suffixes = ["LN", "LV", "BLRO", "BLNR", "N", "M", ""];
+            format!("{base}{}", suffixes[rng.random_range(0..suffixes.len())])
+        }
+        ReferenceStyle::Dotted => format!(
+            "{}.{}.{}.{}.{:02}.{:03}",
+            base % 1000,
+            rng.random_range(10..40),
+            rng.random_range(36..46),
+            rng.random_range(10..60),
+            rng.random_range(1..12),
+            rng.random_range(1..20)
+        ),
+        ReferenceStyle::LettersDigits => {
+            let letters: String = (0..3)
+                .map(|_| rng.random_range(b'A'..=b'Z') as char)
+                .collect();
+            format!("{letters}{}J1", base % 1000)
+        }
+        ReferenceStyle::Slashed => format!(
+            "{}/{}A-{:03}",
+            base % 10000,
+            rng.random_range(1..3),
+            rng.random_range(1..30)
+        ),
+    }
+}
+
+fn slug_of(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_owned()
+}
+
+fn title(rng: &mut SmallRng, words: usize) -> String {
+    (0..words)
+        .map(|_| {
+            let w = WORDS[rng.random_range(0..WORDS.len())];
+            format!("{}{}", w[..1].to_uppercase(), &w[1..])
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes a catalogue of `shape` into `dir` (created if needed).
+pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result<Generated> {
+    std::fs::create_dir_all(dir)?;
+    let mut rng = SmallRng::seed_from_u64(shape.seed);
+    // Brand count grows slowly with the catalogue; sizes follow a long tail (Zipf-like).
+    let brand_count = (shape.models / 400).clamp(5, 2_000);
+    let weights: Vec<f64> = (1..=brand_count).map(|rank| 1.0 / rank as f64).collect();
+    let total_weight: f64 = weights.iter().sum();
+    let mut sizes: Vec<usize> = weights
+        .iter()
+        .map(|w| ((w / total_weight) * shape.models as f64) as usize)
+        .collect();
+    let assigned: usize = sizes.iter().sum();
+    sizes[0] += shape.models - assigned;
+
+    let mut brands = BufWriter::new(File::create(dir.join("brands.jsonl"))?);
+    let mut series = BufWriter::new(File::create(dir.join("series.jsonl"))?);
+    let mut calibers = BufWriter::new(File::create(dir.join("calibers.jsonl"))?);
+    let mut models = BufWriter::new(File::create(dir.join("models.jsonl"))?);
+    std::fs::write(dir.join("complications.jsonl"), "{\"slug\":\"date\",\"name\":\"Date\"}\n{\"slug\":\"chronograph\",\"name\":\"Chronograph\"}\n")?;
+    std::fs::write(
+        dir.join("providers.jsonl"),
+        "{\"slug\":\"chrono24\",\"name\":\"Chrono24\",\"url\":\"https://www.chrono24.com\"}\n",
+    )?;
+
+    // Two movement makers whose calibres many brands run.
+    let makers = ["maker-eta", "maker-sellita"];
+    let mut generated = Generated {
+        brands: 0,
+        series: 0,
+        calibers: 0,
+        models: 0,
+    };
+    for (i, maker) in makers.iter().enumerate() {
+        writeln!(
+            brands,
+            "{}",
+            json!({"slug": maker, "name": format!("Maker {}", i + 1)})
+        )?;
+        for c in 0..20 {
+            writeln!(
+                calibers,
+                "{}",
+                json!({"slug": format!("m{c}"), "brand": maker, "reference": format!("M{c}-{}", i + 1), "type": "automatic", "frequency": 28800, "complications": ["date"]})
+            )?;
+            generated.calibers += 1;
+        }
+        generated.brands += 1;
+    }
+    // A pool of bases shared across brands, so the same reference appears in several brands.
+    let shared_bases: Vec<u32> = (0..200).map(|_| rng.random_range(10_000..99_999)).collect();
+    for (b, size) in sizes.iter().enumerate() {
+        let brand = format!("brand-{b}");
+        let style = [
+            ReferenceStyle::DigitsSuffix,
+            ReferenceStyle::Dotted,
+            ReferenceStyle::LettersDigits,
+            ReferenceStyle::Slashed,
+        ][b % 4];
+        let name = format!("{} {b}", title(&mut rng, 1));
+        let rank = (b < 6).then_some(b + 1);
+        writeln!(
+            brands,
+            "{}",
+            json!({"slug": brand, "name": name, "aliases": [format!("B{b}")], "highlightRank": rank, "description": format!("{} watches since {}.", name, 1800 + b % 200)})
+        )?;
+        generated.brands += 1;
+        let series_count = (size / 40).max(1);
+        for s in 0..series_count {
+            writeln!(
+                series,
+                "{}",
+                json!({"slug": format!("s{s}"), "brand": brand, "name": title(&mut rng, 2)})
+            )?;
+        }
+        generated.series += series_count;
+        let own_calibers = (size / 200).clamp(1, 50);
+        for c in 0..own_calibers {
+            let parent = (c % 3 == 0).then(|| format!("{}/m{}", makers[c % 2], c % 20));
+            writeln!(
+                calibers,
+                "{}",
+                json!({"slug": format!("c{c}"), "brand": brand, "reference": format!("C{c}"), "parent": parent, "type": "automatic", "powerReserve": 38 + c % 40})
+            )?;
+        }
+        generated.calibers += own_calibers;
+        let mut base = rng.random_range(10_000..99_999u32);
+        for m in 0..*size {
+            // Base variants: a few models in a row share a base with different suffixes.
+            if m % 3 == 0 {
+                base = if rng.random_bool(0.02) {
+                    shared_bases[rng.random_range(0..shared_bases.len())]
+                } else {
+                    rng.random_range(10_000..999_999)
+                };
+            }
+            let reference_number = reference(&mut rng, style, base);
+            let model_name = title(&mut rng, 2);
+            let caliber = match rng.random_range(0..10) {
+                0 => None,
+                1..=3 => Some(format!("{}/m{}", makers[m % 2], rng.random_range(0..20))),
+                _ => Some(format!("{brand}/c{}", rng.random_range(0..own_calibers))),
+            };
+            let alternates: Vec<String> = if rng.random_bool(0.1) {
+                vec![format!("{reference_number}-0001")]
+            } else {
+                vec![]
+            };
+            let water_resistance = [30, 50, 100, 200, 300][m % 5];
+            let picture = rng.random_bool(0.9).then(|| json!([{"url": format!("https://cdn.example/{brand}/{m}/front.jpg"), "type": "FRONT"}]));
+            writeln!(
+                models,
+                "{}",
+                json!({
+                    "slug": format!("{}-{}-{m}", slug_of(&model_name), slug_of(&reference_number)),
+                    "brand": brand,
+                    "series": format!("s{}", m % series_count),
+                    "name": model_name,
+                    "referenceNumber": reference_number,
+                    "alternateReferences": alternates,
+                    "caliber": caliber,
+                    "description": format!("{} with a {} dial.", title(&mut rng, 3), COLORS[m % COLORS.len()]),
+                    "releaseYear": rng.random_bool(0.85).then(|| rng.random_range(1950..2026)),
+                    "diameter": rng.random_bool(0.9).then(|| f64::from(rng.random_range(340..460u32)) / 10.0),
+                    "caseMaterials": [MATERIALS[rng.random_range(0..MATERIALS.len())]],
+                    "dialColors": [COLORS[rng.random_range(0..COLORS.len())]],
+                    "waterResistance": water_resistance,
+                    "pictures": picture.unwrap_or_else(|| json!([])),
+                })
+            )?;
+            generated.models += 1;
+        }
+    }
+    for mut writer in [brands, series, calibers, models] {
+        writer.flush()?;
+    }
+    Ok(generated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_deterministic_for_a_seed() {
+        let (a, b) = (
+            tempfile::tempdir().expect("dir"),
+            tempfile::tempdir().expect("dir"),
+        );
+        let shape = CatalogueShape {
+            models: 500,
+            seed: 7,
+        };
+        let counts = generate_catalogue(&shape, a.path()).expect("generate");
+        generate_catalogue(&shape, b.path()).expect("generate");
+        assert_eq!(counts.models, 500);
+        for file in [
+            "brands.jsonl",
+            "series.jsonl",
+            "calibers.jsonl",
+            "models.jsonl",
+        ] {
+            let read = |dir: &Path| std::fs::read(dir.join(file)).expect("read");
+            assert_eq!(read(a.path()), read(b.path()), "{file}");
+        }
+    }
+}

@@ -30,9 +30,16 @@ type LocalKey = (u64, u64, u64);
 enum KeySource {
     Score,
     /// Ascending or (with `descending`) descending by a u64 column; missing values last.
-    Number { primary: Column<u64>, secondary: Option<Column<u64>>, descending: bool },
+    Number {
+        primary: Column<u64>,
+        secondary: Option<Column<u64>>,
+        descending: bool,
+    },
     /// By a string column's term ordinal.
-    Text { column: StrColumn, descending: bool },
+    Text {
+        column: StrColumn,
+        descending: bool,
+    },
 }
 
 pub struct TopIdsSegment {
@@ -102,7 +109,10 @@ impl Collector for TopIds {
         let total = fruits.iter().map(|f| f.total).sum();
         let mut all: Vec<(GlobalKey, u64)> = fruits.into_iter().flat_map(|f| f.ranked).collect();
         all.sort_unstable();
-        Ok((all.into_iter().take(self.k).map(|(_, id)| id).collect(), total))
+        Ok((
+            all.into_iter().take(self.k).map(|(_, id)| id).collect(),
+            total,
+        ))
     }
 }
 
@@ -126,9 +136,15 @@ impl SegmentCollector for TopIdsSegment {
         let (primary, secondary) = match &self.source {
             // Scores are non-negative, so their bit patterns order like the floats.
             KeySource::Score => (!u64::from(score.max(0.0).to_bits()), 0),
-            KeySource::Number { primary, secondary, descending } => (
+            KeySource::Number {
+                primary,
+                secondary,
+                descending,
+            } => (
                 ordered(primary.first(doc), *descending),
-                secondary.as_ref().map_or(0, |s| ordered(s.first(doc), *descending)),
+                secondary
+                    .as_ref()
+                    .map_or(0, |s| ordered(s.first(doc), *descending)),
             ),
             KeySource::Text { column, descending } => {
                 (ordered(column.ords().first(doc), *descending), 0)
@@ -166,7 +182,10 @@ impl SegmentCollector for TopIdsSegment {
                 (key, id)
             })
             .collect();
-        SegmentFruit { ranked, total: self.total }
+        SegmentFruit {
+            ranked,
+            total: self.total,
+        }
     }
 }
 
@@ -244,9 +263,10 @@ impl Collector for StatsCollector {
             let s = fruit.stats;
             out.model_count += s.model_count;
             out.listing_count += s.listing_count;
-            for (min, max) in [(s.year_min, s.year_max)] {
-                min.into_iter().chain(max).for_each(|v| widen(&mut out.year_min, &mut out.year_max, v));
-            }
+            s.year_min
+                .into_iter()
+                .chain(s.year_max)
+                .for_each(|v| widen(&mut out.year_min, &mut out.year_max, v));
             s.diameter_min
                 .into_iter()
                 .chain(s.diameter_max)

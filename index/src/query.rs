@@ -152,9 +152,15 @@ fn text_query(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
     }
     let whole = text.normalized_reference.as_str();
     if !whole.is_empty() {
-        alternatives.push((Occur::Should, term_reference(fields.ref_exact, whole, EXACT_REFERENCE_BOOST)));
+        alternatives.push((
+            Occur::Should,
+            term_reference(fields.ref_exact, whole, EXACT_REFERENCE_BOOST),
+        ));
         if whole.chars().count() >= MIN_REFERENCE_PREFIX {
-            alternatives.push((Occur::Should, term_reference(fields.ref_prefix, whole, REFERENCE_PREFIX_BOOST)));
+            alternatives.push((
+                Occur::Should,
+                term_reference(fields.ref_prefix, whole, REFERENCE_PREFIX_BOOST),
+            ));
         }
     }
     Box::new(BooleanQuery::new(alternatives))
@@ -171,9 +177,15 @@ fn word_query(fields: &Fields, word: &str) -> Box<dyn Query> {
     .into_iter()
     .map(|(field, boost)| (Occur::Should, term_text(field, word, boost)))
     .collect();
-    any.push((Occur::Should, term_reference(fields.ref_exact, word, WORD_IS_REFERENCE_BOOST)));
+    any.push((
+        Occur::Should,
+        term_reference(fields.ref_exact, word, WORD_IS_REFERENCE_BOOST),
+    ));
     if word.chars().count() >= MIN_REFERENCE_PREFIX {
-        any.push((Occur::Should, term_reference(fields.ref_prefix, word, WORD_IS_REFERENCE_PREFIX_BOOST)));
+        any.push((
+            Occur::Should,
+            term_reference(fields.ref_prefix, word, WORD_IS_REFERENCE_PREFIX_BOOST),
+        ));
     }
     Box::new(BooleanQuery::new(any))
 }

@@ -22,12 +22,23 @@ fn model(id: u64, brand: u64, name: &str, refs: &[&str], year: Option<i32>) -> C
 fn fixture() -> CatalogueIndex {
     let index = CatalogueIndex::in_memory().expect("index");
     let docs = vec![
-        model(1, 1, "Submariner Date", &["126610ln", "126610ln0001"], Some(2020)),
+        model(
+            1,
+            1,
+            "Submariner Date",
+            &["126610ln", "126610ln0001"],
+            Some(2020),
+        ),
         model(2, 1, "Submariner Date", &["126610lv"], Some(2020)),
         model(3, 1, "Submariner", &["124060"], None),
         model(4, 2, "Black Bay", &["79230n"], Some(2016)),
         model(5, 2, "Pelagos", &["124060"], Some(2015)),
-        CatalogueDoc::Brand(BrandDoc { id: 1, name: "Rolex".into(), model_count: 3, ..Default::default() }),
+        CatalogueDoc::Brand(BrandDoc {
+            id: 1,
+            name: "Rolex".into(),
+            model_count: 3,
+            ..Default::default()
+        }),
         CatalogueDoc::Brand(BrandDoc {
             id: 2,
             name: "tudor".into(),
@@ -43,7 +54,10 @@ fn fixture() -> CatalogueIndex {
 
 fn search(index: &CatalogueIndex, q: &str, normalized: &str, sort: SortOrder) -> Vec<u64> {
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
-    request.text = Some(TextQuery { text: q.into(), normalized_reference: normalized.into() });
+    request.text = Some(TextQuery {
+        text: q.into(),
+        normalized_reference: normalized.into(),
+    });
     request.sort = sort;
     request.limit = 10;
     index.search(&request).expect("search").ids
@@ -52,35 +66,75 @@ fn search(index: &CatalogueIndex, q: &str, normalized: &str, sort: SortOrder) ->
 #[test]
 fn rebuild_records_the_generation() {
     assert_eq!(fixture().generation().expect("gen"), Some(7));
-    assert_eq!(CatalogueIndex::in_memory().expect("i").generation().expect("gen"), None);
+    assert_eq!(
+        CatalogueIndex::in_memory()
+            .expect("i")
+            .generation()
+            .expect("gen"),
+        None
+    );
 }
 
 #[test]
 fn an_exact_reference_comes_first_in_any_spelling() {
     let index = fixture();
-    assert_eq!(search(&index, "126610 ln", "126610ln", SortOrder::Relevance)[0], 1);
-    assert_eq!(search(&index, "126610LN-0001", "126610ln0001", SortOrder::Relevance), [1]);
+    assert_eq!(
+        search(&index, "126610 ln", "126610ln", SortOrder::Relevance)[0],
+        1
+    );
+    assert_eq!(
+        search(
+            &index,
+            "126610LN-0001",
+            "126610ln0001",
+            SortOrder::Relevance
+        ),
+        [1]
+    );
 }
 
 #[test]
 fn a_reference_prefix_finds_the_models_it_starts() {
     let index = fixture();
-    assert_eq!(search(&index, "12661", "12661", SortOrder::Relevance), [1, 2]);
+    assert_eq!(
+        search(&index, "12661", "12661", SortOrder::Relevance),
+        [1, 2]
+    );
     assert!(search(&index, "12", "12", SortOrder::Relevance).is_empty());
 }
 
 #[test]
 fn a_reference_in_two_brands_finds_both() {
     let index = fixture();
-    assert_eq!(search(&index, "124060", "124060", SortOrder::Relevance), [3, 5]);
+    assert_eq!(
+        search(&index, "124060", "124060", SortOrder::Relevance),
+        [3, 5]
+    );
 }
 
 #[test]
 fn words_must_all_match_across_fields() {
     let index = fixture();
-    assert_eq!(search(&index, "rolex submariner", "rolexsubmariner", SortOrder::NameAsc), [3, 1, 2]);
-    assert!(search(&index, "rolex pelagos", "rolexpelagos", SortOrder::Relevance).is_empty());
-    assert_eq!(search(&index, "tudor 79230", "tudor79230", SortOrder::Relevance), [4]);
+    assert_eq!(
+        search(
+            &index,
+            "rolex submariner",
+            "rolexsubmariner",
+            SortOrder::NameAsc
+        ),
+        [3, 1, 2]
+    );
+    assert!(search(
+        &index,
+        "rolex pelagos",
+        "rolexpelagos",
+        SortOrder::Relevance
+    )
+    .is_empty());
+    assert_eq!(
+        search(&index, "tudor 79230", "tudor79230", SortOrder::Relevance),
+        [4]
+    );
 }
 
 #[test]
@@ -107,9 +161,21 @@ fn pages_and_totals() {
     r.sort = SortOrder::IdAsc;
     r.offset = 3;
     r.limit = 10;
-    assert_eq!(index.search(&r).expect("s"), Hits { ids: vec![4, 5], total: 5 });
+    assert_eq!(
+        index.search(&r).expect("s"),
+        Hits {
+            ids: vec![4, 5],
+            total: 5
+        }
+    );
     r.offset = 50;
-    assert_eq!(index.search(&r).expect("s"), Hits { ids: vec![], total: 5 });
+    assert_eq!(
+        index.search(&r).expect("s"),
+        Hits {
+            ids: vec![],
+            total: 5
+        }
+    );
 }
 
 #[test]
@@ -121,26 +187,48 @@ fn brands_sort_by_name_case_insensitively_and_by_depth() {
     assert_eq!(index.search(&r).expect("s").ids, [2, 1]);
     r.sort = SortOrder::ModelsDesc;
     assert_eq!(index.search(&r).expect("s").ids, [1, 2]);
-    r.text = Some(TextQuery { text: "watch".into(), normalized_reference: "watch".into() });
+    r.text = Some(TextQuery {
+        text: "watch".into(),
+        normalized_reference: "watch".into(),
+    });
     assert_eq!(index.search(&r).expect("s").ids, [2]);
 }
 
 #[test]
 fn stats_and_lead_model_follow_filters() {
     let index = fixture();
-    let rolex = Filters { brand_id: Some(1), ..Default::default() };
+    let rolex = Filters {
+        brand_id: Some(1),
+        ..Default::default()
+    };
     let stats = index.model_stats(&rolex).expect("stats");
     assert_eq!(stats.model_count, 3);
     assert_eq!((stats.year_min, stats.year_max), (Some(2020), Some(2020)));
-    assert_eq!((stats.diameter_min, stats.diameter_max), (Some(41.0), Some(43.0)));
+    assert_eq!(
+        (stats.diameter_min, stats.diameter_max),
+        (Some(41.0), Some(43.0))
+    );
     assert_eq!(stats.case_materials, ["stainless steel"]);
     assert_eq!(stats.movement_count, 2);
     assert_eq!(stats.listing_count, 1 + 2);
     assert_eq!(index.lead_model(&rolex).expect("lead"), Some(2));
-    let tudor_with_picture = Filters { brand_id: Some(2), has_front_picture: true, ..Default::default() };
-    assert_eq!(index.lead_model(&tudor_with_picture).expect("lead"), Some(5));
-    let none = Filters { brand_id: Some(99), ..Default::default() };
-    assert_eq!(index.model_stats(&none).expect("stats"), CatalogueStats::default());
+    let tudor_with_picture = Filters {
+        brand_id: Some(2),
+        has_front_picture: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        index.lead_model(&tudor_with_picture).expect("lead"),
+        Some(5)
+    );
+    let none = Filters {
+        brand_id: Some(99),
+        ..Default::default()
+    };
+    assert_eq!(
+        index.model_stats(&none).expect("stats"),
+        CatalogueStats::default()
+    );
 }
 
 #[test]
@@ -149,7 +237,9 @@ fn open_recreates_an_index_and_keeps_generation_across_reopen() {
     {
         let index = CatalogueIndex::open(dir.path()).expect("open");
         use rayon::prelude::*;
-        index.rebuild(Vec::new().into_par_iter(), 3).expect("rebuild");
+        index
+            .rebuild(Vec::new().into_par_iter(), 3)
+            .expect("rebuild");
     }
     let index = CatalogueIndex::open(dir.path()).expect("reopen");
     assert_eq!(index.generation().expect("gen"), Some(3));

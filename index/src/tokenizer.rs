@@ -37,7 +37,11 @@ impl Tokenizer for ReferencePrefixTokenizer {
         for word in text.split_whitespace() {
             let start = text[offset..].find(word).map_or(offset, |i| offset + i);
             offset = start + word.len();
-            let ends = word.char_indices().map(|(i, _)| i).skip(1).chain([word.len()]);
+            let ends = word
+                .char_indices()
+                .map(|(i, _)| i)
+                .skip(1)
+                .chain([word.len()]);
             for (chars, end) in ends.enumerate().map(|(n, end)| (n + 1, end)) {
                 if chars < MIN_REFERENCE_PREFIX && end < word.len() {
                     continue;
@@ -109,7 +113,10 @@ mod tests {
 
     #[test]
     fn emits_prefixes_from_three_characters_and_the_whole_reference() {
-        assert_eq!(tokens("126610ln"), ["126", "1266", "12661", "126610", "126610l", "126610ln"]);
+        assert_eq!(
+            tokens("126610ln"),
+            ["126", "1266", "12661", "126610", "126610l", "126610ln"]
+        );
         assert_eq!(tokens("ab 5711"), ["ab", "571", "5711"]);
         assert!(tokens("").is_empty());
     }

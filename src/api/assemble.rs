@@ -18,20 +18,24 @@ pub struct Lookups {
 
 impl Lookups {
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
-        if !self.brands.contains_key(&id) {
-            let brand = app.store.brand(id)?;
-            self.brands.insert(id, brand);
-        }
-        Ok(self.brands.get(&id).and_then(Option::as_ref))
+        cached(&mut self.brands, id, || app.store.brand(id))
     }
 
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
-        if !self.series.contains_key(&id) {
-            let series = app.store.series(id)?;
-            self.series.insert(id, series);
-        }
-        Ok(self.series.get(&id).and_then(Option::as_ref))
+        cached(&mut self.series, id, || app.store.series(id))
     }
+}
+
+fn cached<K: std::hash::Hash + Eq, V>(
+    map: &mut HashMap<K, Option<V>>,
+    key: K,
+    load: impl FnOnce() -> crate::store::StoreResult<Option<V>>,
+) -> ApiResult<Option<&V>> {
+    let slot = match map.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(load()?),
+    };
+    Ok(slot.as_ref())
 }
 
 /// The brand with this slug, or 404.
@@ -41,7 +45,12 @@ pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
         .map(|slug| app.store.brand_by_slug(&slug))
         .transpose()?
         .flatten()
-        .ok_or_else(|| ApiError::not_found(format!("no brand with slug `{slug}`"), "GET /v1/brands lists the brands and their slugs"))
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("no brand with slug `{slug}`"),
+                "GET /v1/brands lists the brands and their slugs",
+            )
+        })
 }
 
 /// The brand's series with this slug, or 404.
@@ -54,7 +63,10 @@ pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series>
         .ok_or_else(|| {
             ApiError::not_found(
                 format!("brand `{}` has no series with slug `{slug}`", brand.slug),
-                format!("GET /v1/brands/{}/series lists its series and their slugs", brand.slug),
+                format!(
+                    "GET /v1/brands/{}/series lists its series and their slugs",
+                    brand.slug
+                ),
             )
         })
 }
@@ -63,14 +75,24 @@ pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series>
 pub fn model_items(app: &App, ids: &[u64], lookups: &mut Lookups) -> ApiResult<Vec<ModelListItem>> {
     let ids: Vec<ModelId> = ids.iter().map(|id| ModelId(*id)).collect();
     let models = app.store.models(&ids)?;
-    models.iter().map(|m| model_item(app, m, lookups)).collect::<ApiResult<Vec<_>>>().map(|items| items.into_iter().flatten().collect())
+    models
+        .iter()
+        .map(|m| model_item(app, m, lookups))
+        .collect::<ApiResult<Vec<_>>>()
+        .map(|items| items.into_iter().flatten().collect())
 }
 
 /// The list item of `model`; `None` if its brand or series vanished (never after a clean write).
-pub fn model_item(app: &App, model: &Model, lookups: &mut Lookups) -> ApiResult<Option<ModelListItem>> {
+pub fn model_item(
+    app: &App,
+    model: &Model,
+    lookups: &mut Lookups,
+) -> ApiResult<Option<ModelListItem>> {
     let brand = lookups.brand(app, model.brand_id)?.map(EntityRef::from);
     let series = lookups.series(app, model.series_id)?.map(EntityRef::from);
-    let (Some(brand), Some(series)) = (brand, series) else { return Ok(None) };
+    let (Some(brand), Some(series)) = (brand, series) else {
+        return Ok(None);
+    };
     let front = model.front_picture();
     let cropped = front.and_then(|p| p.cropped_url.clone());
     Ok(Some(ModelListItem {
@@ -87,20 +109,32 @@ pub fn model_item(app: &App, model: &Model, lookups: &mut Lookups) -> ApiResult<
 }
 
 fn brand_filter(brand: BrandId) -> Filters {
-    Filters { brand_id: Some(brand.0), ..Filters::default() }
+    Filters {
+        brand_id: Some(brand.0),
+        ..Filters::default()
+    }
 }
 
 fn series_filter(series: SeriesId) -> Filters {
-    Filters { series_id: Some(series.0), ..Filters::default() }
+    Filters {
+        series_id: Some(series.0),
+        ..Filters::default()
+    }
 }
 
 /// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest.
 pub fn brand_item(app: &App, brand: &Brand) -> ApiResult<BrandItem> {
     let filter = brand_filter(brand.id);
-    let with_picture = Filters { has_front_picture: true, ..filter.clone() };
+    let with_picture = Filters {
+        has_front_picture: true,
+        ..filter.clone()
+    };
     let picture = match app.index.lead_model(&with_picture)? {
         Some(id) => app.store.model(ModelId(id))?.and_then(|m| {
-            m.front_picture().map(|p| BrandPicture { url: p.url.clone(), cropped_url: p.cropped_url.clone() })
+            m.front_picture().map(|p| BrandPicture {
+                url: p.url.clone(),
+                cropped_url: p.cropped_url.clone(),
+            })
         }),
         None => None,
     };
@@ -155,15 +189,29 @@ pub fn series_detail(app: &App, brand: &Brand, series: &Series) -> ApiResult<Ser
 
 /// A calibre with its specification, complications and parent.
 pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiResult<CaliberView> {
-    let brand = lookups.brand(app, caliber.brand_id)?.map(EntityRef::from).ok_or(ApiError::Internal)?;
+    let brand = lookups
+        .brand(app, caliber.brand_id)?
+        .map(EntityRef::from)
+        .ok_or(ApiError::Internal)?;
     let mut complications = Vec::with_capacity(caliber.complication_ids.len());
     for id in &caliber.complication_ids {
         if let Some(c) = app.store.complication(*id)? {
-            complications.push(ComplicationView { id: c.id.to_string(), slug: c.slug.to_string(), name: c.name });
+            complications.push(ComplicationView {
+                id: c.id.to_string(),
+                slug: c.slug.to_string(),
+                name: c.name,
+            });
         }
     }
-    let parent = match caliber.parent_id.map(|id| app.store.caliber(id)).transpose()?.flatten() {
-        Some(parent) => lookups.brand(app, parent.brand_id)?.map(|b| ParentCaliber::new(&parent, b)),
+    let parent = match caliber
+        .parent_id
+        .map(|id| app.store.caliber(id))
+        .transpose()?
+        .flatten()
+    {
+        Some(parent) => lookups
+            .brand(app, parent.brand_id)?
+            .map(|b| ParentCaliber::new(&parent, b)),
         None => None,
     };
     Ok(CaliberView {
@@ -186,9 +234,20 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
 /// The full model.
 pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
     let mut lookups = Lookups::default();
-    let brand = lookups.brand(app, model.brand_id)?.map(EntityRef::from).ok_or(ApiError::Internal)?;
-    let series = lookups.series(app, model.series_id)?.map(EntityRef::from).ok_or(ApiError::Internal)?;
-    let caliber = match model.caliber_id.map(|id| app.store.caliber(id)).transpose()?.flatten() {
+    let brand = lookups
+        .brand(app, model.brand_id)?
+        .map(EntityRef::from)
+        .ok_or(ApiError::Internal)?;
+    let series = lookups
+        .series(app, model.series_id)?
+        .map(EntityRef::from)
+        .ok_or(ApiError::Internal)?;
+    let caliber = match model
+        .caliber_id
+        .map(|id| app.store.caliber(id))
+        .transpose()?
+        .flatten()
+    {
         Some(caliber) => Some(caliber_view(app, &caliber, &mut lookups)?),
         None => None,
     };

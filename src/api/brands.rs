@@ -36,13 +36,21 @@ pub struct GroupListParams {
 }
 
 /// The index request of a brand or series list: relevance when `q` is given, else by name.
-fn group_request(kind: DocKind, filters: Filters, params: &GroupListParams, pagination: Pagination) -> ApiResult<SearchRequest> {
+fn group_request(
+    kind: DocKind,
+    filters: Filters,
+    params: &GroupListParams,
+    pagination: Pagination,
+) -> ApiResult<SearchRequest> {
     let text = parse_text(params.q.as_deref())?;
     let sort = parse_sort::<GroupSort>(params.sort.as_deref())?.map(|s| s.0);
     Ok(SearchRequest {
         kind,
         sort: effective_sort(sort, text.is_some()),
-        text: text.map(|text| TextQuery { normalized_reference: normalize_reference(&text), text }),
+        text: text.map(|text| TextQuery {
+            normalized_reference: normalize_reference(&text),
+            text,
+        }),
         filters,
         offset: pagination.offset(),
         limit: pagination.page_size,
@@ -59,7 +67,10 @@ pub fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrde
     }
 }
 
-pub async fn list_brands(State(app): State<AppState>, Params(params): Params<GroupListParams>) -> ApiResult<Json<Page<BrandItem>>> {
+pub async fn list_brands(
+    State(app): State<AppState>,
+    Params(params): Params<GroupListParams>,
+) -> ApiResult<Json<Page<BrandItem>>> {
     let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
     let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
     let hits = app.index.search(&request)?;
@@ -78,7 +89,9 @@ pub struct DataOnly<T> {
     data: Vec<T>,
 }
 
-pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<DataOnly<BrandItem>>> {
+pub async fn highlighted_brands(
+    State(app): State<AppState>,
+) -> ApiResult<Json<DataOnly<BrandItem>>> {
     let data = app
         .store
         .highlighted_brands()?
@@ -88,7 +101,10 @@ pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<D
     Ok(Json(DataOnly { data }))
 }
 
-pub async fn get_brand(State(app): State<AppState>, Path(slug): Path<String>) -> ApiResult<Json<BrandDetail>> {
+pub async fn get_brand(
+    State(app): State<AppState>,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<BrandDetail>> {
     let brand = assemble::brand_by_slug(&app, &slug)?;
     Ok(Json(assemble::brand_detail(&app, &brand)?))
 }
@@ -100,8 +116,16 @@ pub async fn list_series(
 ) -> ApiResult<Json<Page<SeriesItem>>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
-    let filters = Filters { brand_id: Some(brand.id.0), ..Filters::default() };
-    let hits = app.index.search(&group_request(DocKind::Series, filters, &params, pagination)?)?;
+    let filters = Filters {
+        brand_id: Some(brand.id.0),
+        ..Filters::default()
+    };
+    let hits = app.index.search(&group_request(
+        DocKind::Series,
+        filters,
+        &params,
+        pagination,
+    )?)?;
     let mut lookups = Lookups::default();
     let mut data = Vec::with_capacity(hits.ids.len());
     for id in hits.ids {

@@ -10,7 +10,10 @@ use axum::extract::{Path, State};
 use axum::Json;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 
-pub async fn get_caliber(State(app): State<AppState>, Path((brand_slug, reference)): Path<(String, String)>) -> ApiResult<Json<CaliberDetail>> {
+pub async fn get_caliber(
+    State(app): State<AppState>,
+    Path((brand_slug, reference)): Path<(String, String)>,
+) -> ApiResult<Json<CaliberDetail>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let by_slug = match Slug::parse(&reference) {
         Ok(slug) => app.store.caliber_by_slug(brand.id, &slug)?,
@@ -18,7 +21,9 @@ pub async fn get_caliber(State(app): State<AppState>, Path((brand_slug, referenc
     };
     let caliber = match by_slug {
         Some(caliber) => Some(caliber),
-        None => app.store.caliber_by_reference(brand.id, &normalize_reference(&reference))?,
+        None => app
+            .store
+            .caliber_by_reference(brand.id, &normalize_reference(&reference))?,
     }
     .ok_or_else(|| {
         ApiError::not_found(
@@ -26,7 +31,13 @@ pub async fn get_caliber(State(app): State<AppState>, Path((brand_slug, referenc
             "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug",
         )
     })?;
-    let mut request = SearchRequest::filtered(DocKind::Model, Filters { caliber_id: Some(caliber.id.0), ..Filters::default() });
+    let mut request = SearchRequest::filtered(
+        DocKind::Model,
+        Filters {
+            caliber_id: Some(caliber.id.0),
+            ..Filters::default()
+        },
+    );
     request.sort = SortOrder::NameAsc;
     let hits = app.index.search(&request)?;
     let mut lookups = Lookups::default();

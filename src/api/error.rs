@@ -11,13 +11,19 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
     /// A parameter or the path shape was rejected (400).
-    InvalidRequest { message: String, hint: Option<String> },
+    InvalidRequest {
+        message: String,
+        hint: Option<String>,
+    },
     /// The endpoint needs a session the caller lacks (401).
     Unauthorized,
     /// The session may not do this (403).
     Forbidden,
     /// The resource does not exist (404).
-    NotFound { message: String, hint: Option<String> },
+    NotFound {
+        message: String,
+        hint: Option<String>,
+    },
     /// Over budget (429).
     RateLimited,
     /// A server fault (500); the detail is logged, not sent.

@@ -27,7 +27,10 @@ pub fn router(app: AppState) -> Router {
         .route("/brands/highlighted", get(brands::highlighted_brands))
         .route("/brands/{slug}", get(brands::get_brand))
         .route("/brands/{brandSlug}/series", get(brands::list_series))
-        .route("/brands/{brandSlug}/series/{seriesSlug}", get(brands::get_series))
+        .route(
+            "/brands/{brandSlug}/series/{seriesSlug}",
+            get(brands::get_series),
+        )
         // Models
         .route("/models", get(models::list_models))
         .route("/models/{brandSlug}/{slug}", get(models::get_model))
@@ -45,5 +48,8 @@ pub fn router(app: AppState) -> Router {
 }
 
 async fn unknown_path() -> ApiError {
-    ApiError::not_found("no such path", "paths start with /v1; see the API reference in the README")
+    ApiError::not_found(
+        "no such path",
+        "paths start with /v1; see the API reference in the README",
+    )
 }

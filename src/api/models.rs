@@ -42,7 +42,10 @@ pub struct ModelListParams {
     sort: Option<String>,
 }
 
-pub async fn list_models(State(app): State<AppState>, Params(params): Params<ModelListParams>) -> ApiResult<Json<Page<ModelListItem>>> {
+pub async fn list_models(
+    State(app): State<AppState>,
+    Params(params): Params<ModelListParams>,
+) -> ApiResult<Json<Page<ModelListItem>>> {
     let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
     let text = parse_text(params.q.as_deref())?;
     let sort = parse_sort::<ModelSort>(params.sort.as_deref())?.map(|s| s.0);
@@ -52,7 +55,10 @@ pub async fn list_models(State(app): State<AppState>, Params(params): Params<Mod
     let request = SearchRequest {
         kind: DocKind::Model,
         sort: effective_sort(sort, text.is_some()),
-        text: text.map(|text| TextQuery { normalized_reference: normalize_reference(&text), text }),
+        text: text.map(|text| TextQuery {
+            normalized_reference: normalize_reference(&text),
+            text,
+        }),
         filters,
         offset: pagination.offset(),
         limit: pagination.page_size,
@@ -95,7 +101,10 @@ struct Scoped<'a> {
 
 impl Scoped<'_> {
     fn not_found(&self, value: &str) -> ApiError {
-        ApiError::not_found(format!("no {} `{value}`", self.what), self.list_hint.to_owned())
+        ApiError::not_found(
+            format!("no {} `{value}`", self.what),
+            self.list_hint.to_owned(),
+        )
     }
 
     /// Resolves `value` given lookups by brand + slug and by bare slug (with candidate names).
@@ -124,7 +133,11 @@ impl Scoped<'_> {
                 let names: Vec<String> = candidates.into_iter().map(|(_, name)| name).collect();
                 Err(ApiError::invalid(
                     format!("{} `{value}` exists in several brands", self.what),
-                    format!("name one as {}=brandSlug/{value}: {}", self.parameter, names.join(", ")),
+                    format!(
+                        "name one as {}=brandSlug/{value}: {}",
+                        self.parameter,
+                        names.join(", ")
+                    ),
                 ))
             }
         }
@@ -132,18 +145,35 @@ impl Scoped<'_> {
 }
 
 fn brand_slug_of(app: &App, brand: crate::domain::BrandId) -> ApiResult<String> {
-    Ok(app.store.brand(brand)?.map(|b| b.slug.to_string()).unwrap_or_default())
+    Ok(app
+        .store
+        .brand(brand)?
+        .map(|b| b.slug.to_string())
+        .unwrap_or_default())
 }
 
 fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u64> {
-    let scoped = Scoped { parameter: "series", what: "series", list_hint: "GET /v1/brands/{brandSlug}/series lists a brand's series and their slugs" };
+    let scoped = Scoped {
+        parameter: "series",
+        what: "series",
+        list_hint: "GET /v1/brands/{brandSlug}/series lists a brand's series and their slugs",
+    };
     scoped.resolve(
         app,
         value,
         scope,
         |brand, slug| Ok(app.store.series_by_slug(brand.id, slug)?.map(|s| s.id.0)),
         |slug| {
-            app.store.series_with_slug(slug)?.into_iter().map(|s| Ok((s.id.0, format!("{}/{}", brand_slug_of(app, s.brand_id)?, s.slug)))).collect()
+            app.store
+                .series_with_slug(slug)?
+                .into_iter()
+                .map(|s| {
+                    Ok((
+                        s.id.0,
+                        format!("{}/{}", brand_slug_of(app, s.brand_id)?, s.slug),
+                    ))
+                })
+                .collect()
         },
     )
 }
@@ -151,19 +181,35 @@ fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u6
 /// Calibres belong to their maker (ETA, Sellita...), not to the model's brand, so a bare
 /// calibre slug is not scoped by the `brand` filter.
 fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
-    let scoped = Scoped { parameter: "caliber", what: "calibre", list_hint: "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug" };
+    let scoped = Scoped {
+        parameter: "caliber",
+        what: "calibre",
+        list_hint: "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug",
+    };
     scoped.resolve(
         app,
         value,
         None,
         |brand, slug| Ok(app.store.caliber_by_slug(brand.id, slug)?.map(|c| c.id.0)),
         |slug| {
-            app.store.calibers_with_slug(slug)?.into_iter().map(|c| Ok((c.id.0, format!("{}/{}", brand_slug_of(app, c.brand_id)?, c.slug)))).collect()
+            app.store
+                .calibers_with_slug(slug)?
+                .into_iter()
+                .map(|c| {
+                    Ok((
+                        c.id.0,
+                        format!("{}/{}", brand_slug_of(app, c.brand_id)?, c.slug),
+                    ))
+                })
+                .collect()
         },
     )
 }
 
-pub async fn get_model(State(app): State<AppState>, Path((brand_slug, slug)): Path<(String, String)>) -> ApiResult<Json<FullModel>> {
+pub async fn get_model(
+    State(app): State<AppState>,
+    Path((brand_slug, slug)): Path<(String, String)>,
+) -> ApiResult<Json<FullModel>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let model = Slug::parse(&slug)
         .ok()
@@ -173,7 +219,10 @@ pub async fn get_model(State(app): State<AppState>, Path((brand_slug, slug)): Pa
         .ok_or_else(|| {
             ApiError::not_found(
                 format!("brand `{}` has no model with slug `{slug}`", brand.slug),
-                format!("GET /v1/models?brand={} lists its models and their slugs", brand.slug),
+                format!(
+                    "GET /v1/models?brand={} lists its models and their slugs",
+                    brand.slug
+                ),
             )
         })?;
     Ok(Json(assemble::full_model(&app, &model)?))

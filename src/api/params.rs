@@ -18,7 +18,12 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
         Query::<T>::from_request_parts(parts, state)
             .await
             .map(|Query(value)| Params(value))
-            .map_err(|e| ApiError::invalid(format!("the query string could not be read: {}", e.body_text()), "send parameters as name=value pairs, percent-encoded"))
+            .map_err(|e| {
+                ApiError::invalid(
+                    format!("the query string could not be read: {}", e.body_text()),
+                    "send parameters as name=value pairs, percent-encoded",
+                )
+            })
     }
 }
 
@@ -51,9 +56,26 @@ pub struct Page<T> {
 
 impl Pagination {
     /// Parses `page` (from 1) and `pageSize` (1 to `max`, default `default`).
-    pub fn parse(page: Option<&str>, page_size: Option<&str>, default: usize, max: usize) -> Result<Pagination, ApiError> {
-        let page = positive("page", page, 1, usize::MAX / (max + 1), "page counts from 1")?;
-        let page_size = positive("pageSize", page_size, default, max, &format!("pageSize is an integer from 1 to {max} (default {default})"))?;
+    pub fn parse(
+        page: Option<&str>,
+        page_size: Option<&str>,
+        default: usize,
+        max: usize,
+    ) -> Result<Pagination, ApiError> {
+        let page = positive(
+            "page",
+            page,
+            1,
+            usize::MAX / (max + 1),
+            "page counts from 1",
+        )?;
+        let page_size = positive(
+            "pageSize",
+            page_size,
+            default,
+            max,
+            &format!("pageSize is an integer from 1 to {max} (default {default})"),
+        )?;
         Ok(Pagination { page, page_size })
     }
 
@@ -80,16 +102,29 @@ impl Pagination {
     /// The page of an in-memory list.
     pub fn slice<T>(&self, all: Vec<T>) -> Page<T> {
         let total = all.len();
-        let data = all.into_iter().skip(self.offset()).take(self.page_size).collect();
+        let data = all
+            .into_iter()
+            .skip(self.offset())
+            .take(self.page_size)
+            .collect();
         self.wrap(data, total)
     }
 }
 
-fn positive(name: &str, value: Option<&str>, default: usize, max: usize, hint: &str) -> Result<usize, ApiError> {
+fn positive(
+    name: &str,
+    value: Option<&str>,
+    default: usize,
+    max: usize,
+    hint: &str,
+) -> Result<usize, ApiError> {
     let Some(raw) = value else { return Ok(default) };
     match raw.parse::<usize>() {
         Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::invalid(format!("`{name}` must be an integer from 1 to {max}, not `{raw}`"), hint)),
+        _ => Err(ApiError::invalid(
+            format!("`{name}` must be an integer from 1 to {max}, not `{raw}`"),
+            hint,
+        )),
     }
 }
 
@@ -107,13 +142,18 @@ pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S>, ApiErr
         .map(|(_, sort)| Some(*sort))
         .ok_or_else(|| {
             let names: Vec<_> = S::CHOICES.iter().map(|(name, _)| *name).collect();
-            ApiError::invalid(format!("unknown sort `{raw}`"), format!("sort is one of: {}", names.join(", ")))
+            ApiError::invalid(
+                format!("unknown sort `{raw}`"),
+                format!("sort is one of: {}", names.join(", ")),
+            )
         })
 }
 
 /// The free-text `q`, trimmed; `None` when absent or blank.
 pub fn parse_text(value: Option<&str>) -> Result<Option<String>, ApiError> {
-    let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else { return Ok(None) };
+    let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
     if text.chars().count() > MAX_QUERY_CHARS {
         return Err(ApiError::invalid(
             format!("`q` is longer than {MAX_QUERY_CHARS} characters"),
@@ -129,12 +169,34 @@ mod tests {
 
     #[test]
     fn pagination_defaults_and_bounds() {
-        assert_eq!(Pagination::list(None, None), Ok(Pagination { page: 1, page_size: 24 }));
-        assert_eq!(Pagination::list(Some("3"), Some("100")), Ok(Pagination { page: 3, page_size: 100 }));
-        for (page, size) in [(Some("0"), None), (Some("abc"), None), (None, Some("101")), (None, Some("-1")), (None, Some("0")), (Some("1.5"), None)] {
+        assert_eq!(
+            Pagination::list(None, None),
+            Ok(Pagination {
+                page: 1,
+                page_size: 24
+            })
+        );
+        assert_eq!(
+            Pagination::list(Some("3"), Some("100")),
+            Ok(Pagination {
+                page: 3,
+                page_size: 100
+            })
+        );
+        for (page, size) in [
+            (Some("0"), None),
+            (Some("abc"), None),
+            (None, Some("101")),
+            (None, Some("-1")),
+            (None, Some("0")),
+            (Some("1.5"), None),
+        ] {
             assert!(Pagination::list(page, size).is_err(), "{page:?} {size:?}");
         }
-        let p = Pagination { page: 2, page_size: 10 };
+        let p = Pagination {
+            page: 2,
+            page_size: 10,
+        };
         let page = p.wrap(vec![1], 11);
         assert_eq!((page.total, page.total_pages), (11, 2));
     }

@@ -24,12 +24,20 @@ pub struct SitemapParams {
 
 impl SitemapParams {
     fn pagination(&self) -> ApiResult<Pagination> {
-        Pagination::parse(self.page.as_deref(), self.page_size.as_deref(), MAX_SITEMAP_PAGE_SIZE, MAX_SITEMAP_PAGE_SIZE)
+        Pagination::parse(
+            self.page.as_deref(),
+            self.page_size.as_deref(),
+            MAX_SITEMAP_PAGE_SIZE,
+            MAX_SITEMAP_PAGE_SIZE,
+        )
     }
 }
 
 /// Every model, in id order.
-pub async fn models(State(app): State<AppState>, Params(params): Params<SitemapParams>) -> ApiResult<Json<Page<ModelSitemapEntry>>> {
+pub async fn models(
+    State(app): State<AppState>,
+    Params(params): Params<SitemapParams>,
+) -> ApiResult<Json<Page<ModelSitemapEntry>>> {
     let pagination = params.pagination()?;
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
     request.offset = pagination.offset();
@@ -52,17 +60,29 @@ pub async fn models(State(app): State<AppState>, Params(params): Params<SitemapP
 }
 
 fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
-    Ok(app.store.brands().map(|b| b.map(|b| (b.id, b))).collect::<Result<_, _>>()?)
+    Ok(app
+        .store
+        .brands()
+        .map(|b| b.map(|b| (b.id, b)))
+        .collect::<Result<_, _>>()?)
 }
 
 /// Every brand, each followed by its series, by slug.
-pub async fn catalog(State(app): State<AppState>, Params(params): Params<SitemapParams>) -> ApiResult<Json<Page<CatalogSitemapEntry>>> {
+pub async fn catalog(
+    State(app): State<AppState>,
+    Params(params): Params<SitemapParams>,
+) -> ApiResult<Json<Page<CatalogSitemapEntry>>> {
     let pagination = params.pagination()?;
     let brands = brands_by_id(&app)?;
     let mut entries: Vec<((String, String), CatalogSitemapEntry)> = brands
         .values()
         .map(|b| {
-            let entry = CatalogSitemapEntry { kind: "brand", brand_slug: b.slug.to_string(), series_slug: None, last_modified: b.updated_at.to_rfc3339() };
+            let entry = CatalogSitemapEntry {
+                kind: "brand",
+                brand_slug: b.slug.to_string(),
+                series_slug: None,
+                last_modified: b.updated_at.to_rfc3339(),
+            };
             ((b.slug.to_string(), String::new()), entry)
         })
         .collect();
@@ -79,11 +99,16 @@ pub async fn catalog(State(app): State<AppState>, Params(params): Params<Sitemap
         }
     }
     entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Json(pagination.slice(entries.into_iter().map(|(_, e)| e).collect())))
+    Ok(Json(
+        pagination.slice(entries.into_iter().map(|(_, e)| e).collect()),
+    ))
 }
 
 /// Every calibre, by brand slug then slug.
-pub async fn calibers(State(app): State<AppState>, Params(params): Params<SitemapParams>) -> ApiResult<Json<Page<CaliberSitemapEntry>>> {
+pub async fn calibers(
+    State(app): State<AppState>,
+    Params(params): Params<SitemapParams>,
+) -> ApiResult<Json<Page<CaliberSitemapEntry>>> {
     let pagination = params.pagination()?;
     let brands = brands_by_id(&app)?;
     let mut entries = Vec::new();

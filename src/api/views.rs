@@ -14,13 +14,21 @@ pub struct EntityRef {
 
 impl From<&Brand> for EntityRef {
     fn from(b: &Brand) -> Self {
-        EntityRef { id: b.id.to_string(), name: b.name.clone(), slug: b.slug.to_string() }
+        EntityRef {
+            id: b.id.to_string(),
+            name: b.name.clone(),
+            slug: b.slug.to_string(),
+        }
     }
 }
 
 impl From<&Series> for EntityRef {
     fn from(s: &Series) -> Self {
-        EntityRef { id: s.id.to_string(), name: s.name.clone(), slug: s.slug.to_string() }
+        EntityRef {
+            id: s.id.to_string(),
+            name: s.name.clone(),
+            slug: s.slug.to_string(),
+        }
     }
 }
 
@@ -52,7 +60,12 @@ pub struct PictureView {
 
 impl From<&Picture> for PictureView {
     fn from(p: &Picture) -> Self {
-        PictureView { id: p.id.to_string(), url: p.url.clone(), kind: p.kind.as_str(), cropped_url: p.cropped_url.clone() }
+        PictureView {
+            id: p.id.to_string(),
+            url: p.url.clone(),
+            kind: p.kind.as_str(),
+            cropped_url: p.cropped_url.clone(),
+        }
     }
 }
 
@@ -214,8 +227,14 @@ pub struct StatsView {
 impl From<catalogue_index::CatalogueStats> for StatsView {
     fn from(s: catalogue_index::CatalogueStats) -> Self {
         StatsView {
-            year_range: Range { min: s.year_min, max: s.year_max },
-            diameter_range: Range { min: s.diameter_min, max: s.diameter_max },
+            year_range: Range {
+                min: s.year_min,
+                max: s.year_max,
+            },
+            diameter_range: Range {
+                min: s.diameter_min,
+                max: s.diameter_max,
+            },
             case_materials: s.case_materials,
             movement_count: s.movement_count,
             listing_count: s.listing_count,

@@ -7,7 +7,9 @@ mod reference;
 mod slug;
 mod timestamp;
 
-pub use ids::{IdError, BrandId, CaliberId, ComplicationId, ModelId, PictureId, ProviderId, SeriesId};
+pub use ids::{
+    BrandId, CaliberId, ComplicationId, IdError, ModelId, PictureId, ProviderId, SeriesId,
+};
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };

@@ -17,7 +17,13 @@ mod tests {
 
     #[test]
     fn spacing_case_and_punctuation_do_not_matter() {
-        for spelling in ["126610LN", "126610 ln", "126610-LN", " 126610.ln ", "126610/LN"] {
+        for spelling in [
+            "126610LN",
+            "126610 ln",
+            "126610-LN",
+            " 126610.ln ",
+            "126610/LN",
+        ] {
             assert_eq!(normalize_reference(spelling), "126610ln");
         }
         assert_eq!(normalize_reference("5711/1A-010"), "57111a010");

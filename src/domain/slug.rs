@@ -12,7 +12,9 @@ pub struct Slug(String);
 
 /// Why a string is not a slug.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{value}` is not a slug: {reason} (slugs are lowercase letters, digits and single hyphens)")]
+#[error(
+    "`{value}` is not a slug: {reason} (slugs are lowercase letters, digits and single hyphens)"
+)]
 pub struct SlugError {
     value: String,
     reason: &'static str,
@@ -63,14 +65,30 @@ mod tests {
 
     #[test]
     fn accepts_lowercase_words_joined_by_hyphens() {
-        for ok in ["rolex", "submariner-date-126610ln", "a-lange-sohne", "3235", "sw200-1"] {
+        for ok in [
+            "rolex",
+            "submariner-date-126610ln",
+            "a-lange-sohne",
+            "3235",
+            "sw200-1",
+        ] {
             assert_eq!(Slug::parse(ok).map(|s| s.to_string()), Ok(ok.to_string()));
         }
     }
 
     #[test]
     fn rejects_everything_else() {
-        for bad in ["", "Rolex", "a b", "-a", "a-", "a--b", "é", "a/b", &"a".repeat(121)] {
+        for bad in [
+            "",
+            "Rolex",
+            "a b",
+            "-a",
+            "a-",
+            "a--b",
+            "é",
+            "a/b",
+            &"a".repeat(121),
+        ] {
             assert!(Slug::parse(bad).is_err(), "{bad:?} should be rejected");
         }
     }

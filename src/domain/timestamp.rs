@@ -32,6 +32,9 @@ mod tests {
     #[test]
     fn formats_as_rfc3339_utc() {
         assert_eq!(Timestamp(0).to_rfc3339(), "1970-01-01T00:00:00Z");
-        assert_eq!(Timestamp(1_795_334_734_123).to_rfc3339(), "2026-11-22T08:05:34.123Z");
+        assert_eq!(
+            Timestamp(1_795_334_734_123).to_rfc3339(),
+            "2026-11-22T08:05:34.123Z"
+        );
     }
 }

@@ -30,15 +30,18 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     let generation = store.generation()?.0;
     let brands: Vec<Brand> = store.brands().collect::<Result<_, _>>()?;
     let series: Vec<Series> = store.all_series().collect::<Result<_, _>>()?;
-    let models: Vec<Model> = store.all_models().collect::<Result<_, _>>()?;
-    let listing_counts: Vec<u64> = models
-        .iter()
-        .map(|m| store.listing_count(m.id))
-        .collect::<Result<_, _>>()?;
+    let models: Vec<(Model, u64)> = store
+        .all_models_parallel()
+        .map(|model| {
+            let model = model?;
+            let listings = store.listing_count(model.id)?;
+            Ok((model, listings))
+        })
+        .collect::<Result<_, StoreError>>()?;
 
     let mut models_per_brand: HashMap<BrandId, u64> = HashMap::new();
     let mut models_per_series: HashMap<SeriesId, u64> = HashMap::new();
-    for model in &models {
+    for (model, _) in &models {
         *models_per_brand.entry(model.brand_id).or_default() += 1;
         *models_per_series.entry(model.series_id).or_default() += 1;
     }
@@ -63,7 +66,7 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
             model_count: models_per_series.get(&s.id).copied().unwrap_or(0),
         })
     });
-    let model_docs = models.par_iter().zip(listing_counts.par_iter()).map(|(model, listings)| {
+    let model_docs = models.par_iter().map(|(model, listings)| {
         CatalogueDoc::Model(model_doc(
             model,
             brand_by_id.get(&model.brand_id).copied(),
@@ -79,7 +82,12 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
 }
 
 /// The index document of `model`.
-pub fn model_doc(model: &Model, brand: Option<&Brand>, series: Option<&Series>, listing_count: u64) -> ModelDoc {
+pub fn model_doc(
+    model: &Model,
+    brand: Option<&Brand>,
+    series: Option<&Series>,
+    listing_count: u64,
+) -> ModelDoc {
     ModelDoc {
         id: model.id.0,
         brand_id: model.brand_id.0,
@@ -87,7 +95,12 @@ pub fn model_doc(model: &Model, brand: Option<&Brand>, series: Option<&Series>, 
         caliber_id: model.caliber_id.map(|c| c.0),
         name: model.name.clone(),
         brand_names: brand
-            .map(|b| std::iter::once(&b.name).chain(&b.aliases).cloned().collect())
+            .map(|b| {
+                std::iter::once(&b.name)
+                    .chain(&b.aliases)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default(),
         series_name: series.map(|s| s.name.clone()).unwrap_or_default(),
         description: model.description.clone(),

@@ -96,7 +96,9 @@ pub fn trailing_id(key: &[u8]) -> Option<u64> {
 }
 
 pub fn brand_slug(slug: &Slug) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::BrandSlug).text(slug.as_str()).done()
+    KeyBuilder::new(Keyspace::BrandSlug)
+        .text(slug.as_str())
+        .done()
 }
 pub fn brand_highlight(rank: u32, brand: BrandId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::BrandHighlight)
@@ -105,7 +107,9 @@ pub fn brand_highlight(rank: u32, brand: BrandId) -> Vec<u8> {
         .done()
 }
 pub fn brand_alias_prefix(normalized: &str) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::BrandAlias).text(normalized).done()
+    KeyBuilder::new(Keyspace::BrandAlias)
+        .text(normalized)
+        .done()
 }
 pub fn brand_alias(normalized: &str, brand: BrandId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::BrandAlias)

@@ -34,7 +34,7 @@ pub enum StoreError {
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The counter bumped by each committed write; the index records the generation it reflects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StoreGeneration(pub u64);
 
 /// Handle on the sled database; cheap to clone.
@@ -78,7 +78,11 @@ impl Store {
 
     /// True when no brand has been written yet.
     pub fn is_empty(&self) -> StoreResult<bool> {
-        Ok(self.db.scan_prefix(Keyspace::Brand.prefix()).next().is_none())
+        Ok(self
+            .db
+            .scan_prefix(Keyspace::Brand.prefix())
+            .next()
+            .is_none())
     }
 
     /// Starts a write; nothing is visible until [`Store::commit`].
@@ -115,17 +119,11 @@ impl Store {
     }
 
     fn get<T: serde::de::DeserializeOwned>(&self, key: Vec<u8>) -> StoreResult<Option<T>> {
-        self.db
-            .get(&key)?
-            .map(|v| decode(&key, &v))
-            .transpose()
+        self.db.get(&key)?.map(|v| decode(&key, &v)).transpose()
     }
 
     fn get_id(&self, key: Vec<u8>) -> StoreResult<Option<u64>> {
-        self.db
-            .get(&key)?
-            .map(|v| decode_u64(&key, &v))
-            .transpose()
+        self.db.get(&key)?.map(|v| decode_u64(&key, &v)).transpose()
     }
 
     /// Ids stored as the trailing 8 bytes of every key under `prefix`, in key order.
@@ -312,6 +310,20 @@ impl Store {
 
     pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
         self.all(Keyspace::Model)
+    }
+
+    /// Every model, decoded on rayon's threads while sled's iterator feeds them.
+    pub fn all_models_parallel(
+        &self,
+    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Model>> + '_ {
+        use rayon::iter::{ParallelBridge, ParallelIterator};
+        self.db
+            .scan_prefix(Keyspace::Model.prefix())
+            .par_bridge()
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode(&key, &value)
+            })
     }
 
     /// Active listings matched to the model (kept by the listings jobs; 0 until then).

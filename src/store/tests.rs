@@ -35,7 +35,10 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
     let store = Store::open(dir.path(), 1 << 20).expect("reopen");
     assert_eq!(store.generation().expect("gen"), StoreGeneration(1));
     let rolex = Slug::parse("rolex").expect("slug");
-    assert_eq!(store.brand_by_slug(&rolex).expect("get").map(|b| b.id), Some(BrandId(1)));
+    assert_eq!(
+        store.brand_by_slug(&rolex).expect("get").map(|b| b.id),
+        Some(BrandId(1))
+    );
     let order: Vec<_> = store
         .highlighted_brands()
         .expect("highlighted")
@@ -65,7 +68,10 @@ fn upsert_removes_secondary_keys_the_record_no_longer_has() {
     store.commit(batch).expect("commit");
     assert!(store.highlighted_brands().expect("h").is_empty());
     assert!(store.brand_by_alias("aliasname").expect("alias").is_empty());
-    assert_eq!(store.brand_by_alias("rolex").expect("alias"), vec![BrandId(1)]);
+    assert_eq!(
+        store.brand_by_alias("rolex").expect("alias"),
+        vec![BrandId(1)]
+    );
 }
 
 #[test]
@@ -75,7 +81,10 @@ fn a_store_of_another_schema_version_is_refused() {
         let store = Store::open(dir.path(), 1 << 20).expect("open");
         store
             .db
-            .insert(MetaKey::SchemaVersion.key(), &encode_u64(SCHEMA_VERSION + 1))
+            .insert(
+                MetaKey::SchemaVersion.key(),
+                &encode_u64(SCHEMA_VERSION + 1),
+            )
             .expect("insert");
         store.flush().expect("flush");
     }

@@ -111,7 +111,10 @@ fn brand_keys(brand: &Brand) -> Vec<(Vec<u8>, Vec<u8>)> {
         out.push((keys::brand_highlight(rank, brand.id), Vec::new()));
     }
     let names = std::iter::once(&brand.name).chain(&brand.aliases);
-    for name in names.map(|n| normalize_reference(n)).filter(|n| !n.is_empty()) {
+    for name in names
+        .map(|n| normalize_reference(n))
+        .filter(|n| !n.is_empty())
+    {
         out.push((keys::brand_alias(&name, brand.id), Vec::new()));
     }
     out
@@ -119,7 +122,10 @@ fn brand_keys(brand: &Brand) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 fn series_keys(series: &Series) -> Vec<(Vec<u8>, Vec<u8>)> {
     vec![
-        (keys::series_slug(series.brand_id, &series.slug), id_value(series.id.0)),
+        (
+            keys::series_slug(series.brand_id, &series.slug),
+            id_value(series.id.0),
+        ),
         (keys::series_bare_slug(&series.slug, series.id), Vec::new()),
     ]
 }
@@ -127,8 +133,14 @@ fn series_keys(series: &Series) -> Vec<(Vec<u8>, Vec<u8>)> {
 fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
     let id = id_value(caliber.id.0);
     vec![
-        (keys::caliber_slug(caliber.brand_id, &caliber.slug), id.clone()),
-        (keys::caliber_bare_slug(&caliber.slug, caliber.id), Vec::new()),
+        (
+            keys::caliber_slug(caliber.brand_id, &caliber.slug),
+            id.clone(),
+        ),
+        (
+            keys::caliber_bare_slug(&caliber.slug, caliber.id),
+            Vec::new(),
+        ),
         (
             keys::caliber_reference(caliber.brand_id, &normalize_reference(&caliber.reference)),
             id,
@@ -137,13 +149,19 @@ fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = vec![(keys::model_slug(model.brand_id, &model.slug), id_value(model.id.0))];
+    let mut out = vec![(
+        keys::model_slug(model.brand_id, &model.slug),
+        id_value(model.id.0),
+    )];
     if let Some(caliber) = model.caliber_id {
         out.push((keys::model_by_caliber(caliber, model.id), Vec::new()));
     }
     for reference in model.references().map(normalize_reference) {
         if !reference.is_empty() {
-            out.push((keys::model_reference(model.brand_id, &reference, model.id), Vec::new()));
+            out.push((
+                keys::model_reference(model.brand_id, &reference, model.id),
+                Vec::new(),
+            ));
         }
     }
     out

@@ -9,28 +9,60 @@ async fn brand_list_items_carry_counts_and_a_representative_picture() {
     let body = app.ok("/v1/brands").await;
     assert_eq!(assert_page(&body, 1, 24, 5), 5);
     let rolex = &body["data"][2];
-    assert_eq!(keys(rolex), ["id", "modelCount", "name", "picture", "seriesCount", "slug"]);
+    assert_eq!(
+        keys(rolex),
+        ["id", "modelCount", "name", "picture", "seriesCount", "slug"]
+    );
     assert_eq!(rolex["slug"], "rolex");
     assert!(rolex["id"].is_string());
-    assert_eq!((rolex["seriesCount"].as_u64(), rolex["modelCount"].as_u64()), (Some(3), Some(5)));
+    assert_eq!(
+        (rolex["seriesCount"].as_u64(), rolex["modelCount"].as_u64()),
+        (Some(3), Some(5))
+    );
     // No listings yet, so the newest model with a FRONT picture: 126610LV (2020, added last).
     assert_eq!(
         rolex["picture"],
         json!({"url": "https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg", "croppedUrl": null})
     );
     let eta = &body["data"][0];
-    assert_eq!((eta["slug"].as_str(), eta["modelCount"].as_u64(), eta["picture"].is_null()), (Some("eta"), Some(0), true));
+    assert_eq!(
+        (
+            eta["slug"].as_str(),
+            eta["modelCount"].as_u64(),
+            eta["picture"].is_null()
+        ),
+        (Some("eta"), Some(0), true)
+    );
 }
 
 #[tokio::test]
 async fn brands_sort_by_name_either_way_and_by_catalogue_depth() {
     let app = TestApp::start().await;
-    assert_eq!(app.slugs("/v1/brands").await, ["eta", "omega", "rolex", "seiko", "tudor"]);
-    assert_eq!(app.slugs("/v1/brands?sort=name_asc").await, ["eta", "omega", "rolex", "seiko", "tudor"]);
-    assert_eq!(app.slugs("/v1/brands?sort=name_desc").await, ["tudor", "seiko", "rolex", "omega", "eta"]);
+    assert_eq!(
+        app.slugs("/v1/brands").await,
+        ["eta", "omega", "rolex", "seiko", "tudor"]
+    );
+    assert_eq!(
+        app.slugs("/v1/brands?sort=name_asc").await,
+        ["eta", "omega", "rolex", "seiko", "tudor"]
+    );
+    assert_eq!(
+        app.slugs("/v1/brands?sort=name_desc").await,
+        ["tudor", "seiko", "rolex", "omega", "eta"]
+    );
     // Omega and Seiko both have two models: the tie goes to the lower id.
-    assert_eq!(app.slugs("/v1/brands?sort=models_desc").await, ["rolex", "tudor", "omega", "seiko", "eta"]);
-    assert_error(&app, "/v1/brands?sort=newest", 400, "invalid_request", "name_asc, name_desc, models_desc").await;
+    assert_eq!(
+        app.slugs("/v1/brands?sort=models_desc").await,
+        ["rolex", "tudor", "omega", "seiko", "eta"]
+    );
+    assert_error(
+        &app,
+        "/v1/brands?sort=newest",
+        400,
+        "invalid_request",
+        "name_asc, name_desc, models_desc",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -39,7 +71,10 @@ async fn brands_search_names_aliases_and_descriptions() {
     assert_eq!(app.slugs("/v1/brands?q=watch").await, ["tudor"]);
     assert_eq!(app.slugs("/v1/brands?q=geneva").await, ["rolex"]);
     assert_eq!(app.slugs("/v1/brands?q=ROLEX%20sa").await, ["rolex"]);
-    assert_eq!(app.slugs("/v1/brands?q=omega&sort=name_desc").await, ["omega"]);
+    assert_eq!(
+        app.slugs("/v1/brands?q=omega&sort=name_desc").await,
+        ["omega"]
+    );
     assert!(app.slugs("/v1/brands?q=breguet").await.is_empty());
 }
 
@@ -85,7 +120,14 @@ async fn one_brand_has_its_stats() {
         eta["stats"],
         json!({"yearRange": {"min": null, "max": null}, "diameterRange": {"min": null, "max": null}, "caseMaterials": [], "movementCount": 0, "listingCount": 0})
     );
-    assert_error(&app, "/v1/brands/patek-philippe", 404, "not_found", "/v1/brands").await;
+    assert_error(
+        &app,
+        "/v1/brands/patek-philippe",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
     assert_error(&app, "/v1/brands/Rolex", 404, "not_found", "/v1/brands").await;
 }
 
@@ -94,16 +136,36 @@ async fn series_lists_have_model_counts_and_lead_models() {
     let app = TestApp::start().await;
     let body = app.ok("/v1/brands/rolex/series").await;
     assert_eq!(assert_page(&body, 1, 24, 3), 3);
-    assert_eq!(slugs_of(&body["data"]), ["explorer", "gmt-master-ii", "submariner"]);
+    assert_eq!(
+        slugs_of(&body["data"]),
+        ["explorer", "gmt-master-ii", "submariner"]
+    );
     let submariner = &body["data"][2];
-    assert_eq!(keys(submariner), ["id", "leadModel", "modelCount", "name", "slug"]);
+    assert_eq!(
+        keys(submariner),
+        ["id", "leadModel", "modelCount", "name", "slug"]
+    );
     assert_eq!(submariner["modelCount"], 3);
     assert_eq!(submariner["leadModel"]["slug"], "submariner-date-126610lv");
     assert_eq!(submariner["leadModel"]["brand"]["slug"], "rolex");
-    assert_eq!(app.slugs("/v1/brands/rolex/series?q=dive").await, ["submariner"]);
-    assert_eq!(app.slugs("/v1/brands/rolex/series?sort=name_desc&pageSize=1").await, ["submariner"]);
+    assert_eq!(
+        app.slugs("/v1/brands/rolex/series?q=dive").await,
+        ["submariner"]
+    );
+    assert_eq!(
+        app.slugs("/v1/brands/rolex/series?sort=name_desc&pageSize=1")
+            .await,
+        ["submariner"]
+    );
     assert!(app.slugs("/v1/brands/eta/series").await.is_empty());
-    assert_error(&app, "/v1/brands/nope/series", 404, "not_found", "/v1/brands").await;
+    assert_error(
+        &app,
+        "/v1/brands/nope/series",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -112,11 +174,34 @@ async fn one_series_has_its_brand_lead_model_and_stats() {
     let series = app.ok("/v1/brands/rolex/series/submariner").await;
     assert_eq!(series["slug"], "submariner");
     assert_eq!(series["description"], "The dive watch of 1953.");
-    assert_eq!(series["brand"], json!({"id": series["brand"]["id"], "name": "Rolex", "slug": "rolex"}));
+    assert_eq!(
+        series["brand"],
+        json!({"id": series["brand"]["id"], "name": "Rolex", "slug": "rolex"})
+    );
     assert_eq!(series["leadModel"]["slug"], "submariner-date-126610lv");
-    assert_eq!(series["stats"]["yearRange"], json!({"min": 1988, "max": 2020}));
-    assert_eq!(series["stats"]["diameterRange"], json!({"min": 40.0, "max": 41.0}));
+    assert_eq!(
+        series["stats"]["yearRange"],
+        json!({"min": 1988, "max": 2020})
+    );
+    assert_eq!(
+        series["stats"]["diameterRange"],
+        json!({"min": 40.0, "max": 41.0})
+    );
     assert_eq!(series["stats"]["movementCount"], 2);
-    assert_error(&app, "/v1/brands/rolex/series/seamaster", 404, "not_found", "/v1/brands/rolex/series").await;
-    assert_error(&app, "/v1/brands/nope/series/submariner", 404, "not_found", "/v1/brands").await;
+    assert_error(
+        &app,
+        "/v1/brands/rolex/series/seamaster",
+        404,
+        "not_found",
+        "/v1/brands/rolex/series",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/brands/nope/series/submariner",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
 }

@@ -11,13 +11,20 @@ use watch_catalogue::store::Store;
 
 fn binary(data_dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
-    command.arg("--data-dir").arg(data_dir).env("RUST_LOG", "warn");
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "warn");
     command
 }
 
 fn run(command: &mut Command) -> (Output, String) {
     let output = command.output().expect("run watch-catalogue");
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
     (output, text)
 }
 
@@ -29,7 +36,11 @@ fn copy_dataset(to: &Path) {
 }
 
 fn generation(data_dir: &Path) -> u64 {
-    Store::open(&DataDir::new(data_dir).store(), 1 << 20).expect("store").generation().expect("generation").0
+    Store::open(&DataDir::new(data_dir).store(), 1 << 20)
+        .expect("store")
+        .generation()
+        .expect("generation")
+        .0
 }
 
 #[test]
@@ -37,14 +48,27 @@ fn import_twice_then_reindex() {
     let data = tempfile::tempdir().expect("dir");
     let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("models: 12 created, 0 updated, 0 unchanged"), "{text}");
+    assert!(
+        text.contains("models: 12 created, 0 updated, 0 unchanged"),
+        "{text}"
+    );
     let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("models: 0 created, 0 updated, 12 unchanged"), "{text}");
-    assert_eq!(generation(data.path()), 1, "a second identical import writes nothing");
+    assert!(
+        text.contains("models: 0 created, 0 updated, 12 unchanged"),
+        "{text}"
+    );
+    assert_eq!(
+        generation(data.path()),
+        1,
+        "a second identical import writes nothing"
+    );
     let (output, text) = run(binary(data.path()).arg("reindex"));
     assert!(output.status.success(), "{text}");
-    assert!(text.contains("indexed 27 documents at store generation 1"), "{text}");
+    assert!(
+        text.contains("indexed 27 documents at store generation 1"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -67,7 +91,8 @@ fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
         let dataset = tempfile::tempdir().expect("dataset");
         copy_dataset(dataset.path());
         // A good new brand first, so a rejected import would have had something to write.
-        let mut brands = std::fs::read_to_string(dataset.path().join("brands.jsonl")).expect("brands");
+        let mut brands =
+            std::fs::read_to_string(dataset.path().join("brands.jsonl")).expect("brands");
         if file != "brands.jsonl" {
             brands.push_str("{\"slug\":\"zenith\",\"name\":\"Zenith\"}\n");
             std::fs::write(dataset.path().join("brands.jsonl"), brands).expect("write");
@@ -77,7 +102,10 @@ fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
         text.push_str(line);
         std::fs::write(&path, text).expect("write");
         let (output, text) = run(binary(data.path()).arg("import").arg(dataset.path()));
-        assert!(!output.status.success(), "{file}: {line} was accepted: {text}");
+        assert!(
+            !output.status.success(),
+            "{file}: {line} was accepted: {text}"
+        );
         assert!(text.contains(expected), "expected {expected:?} in:\n{text}");
         assert!(text.contains("nothing was imported"), "{text}");
         assert_eq!(generation(data.path()), 1, "{expected}: the store changed");
@@ -87,7 +115,9 @@ fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
 #[test]
 fn import_of_a_missing_directory_fails() {
     let data = tempfile::tempdir().expect("dir");
-    let (output, text) = run(binary(data.path()).arg("import").arg(data.path().join("no-such-dir")));
+    let (output, text) = run(binary(data.path())
+        .arg("import")
+        .arg(data.path().join("no-such-dir")));
     // An absent directory has no files: nothing to import is a success with zero counts.
     assert!(output.status.success(), "{text}");
     assert!(text.contains("models: 0 created"), "{text}");
@@ -124,11 +154,18 @@ fn serve_on_an_empty_data_dir_imports_the_bundled_fixtures_and_answers() {
         log.push_str(&line);
         log.push('\n');
         if let Some(start) = line.find("base=") {
-            break line[start + 5..].split_whitespace().next().expect("base").to_owned();
+            break line[start + 5..]
+                .split_whitespace()
+                .next()
+                .expect("base")
+                .to_owned();
         }
     };
     assert!(log.contains("importing the bundled fixtures"), "{log}");
-    assert!(log.contains(&data.path().display().to_string()), "the log names the data dir:\n{log}");
+    assert!(
+        log.contains(&data.path().display().to_string()),
+        "the log names the data dir:\n{log}"
+    );
     let body = http_get(&base, "/brands?pageSize=1");
     let _ = child.kill();
     let _ = child.wait();
@@ -137,11 +174,23 @@ fn serve_on_an_empty_data_dir_imports_the_bundled_fixtures_and_answers() {
 
 /// A one-shot HTTP/1.1 GET over std, so this test needs no async runtime.
 fn http_get(base: &str, path: &str) -> serde_json::Value {
-    let authority = base.trim_start_matches("http://").split('/').next().expect("authority");
-    let prefix = base.trim_start_matches("http://").trim_start_matches(authority);
+    let authority = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("authority");
+    let prefix = base
+        .trim_start_matches("http://")
+        .trim_start_matches(authority);
     let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
-    write!(stream, "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n").expect("send");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");

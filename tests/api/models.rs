@@ -25,19 +25,50 @@ async fn model_list_items_have_the_spec_fields() {
     let item = &body["data"][0];
     assert_eq!(
         keys(item),
-        ["brand", "id", "listingCount", "name", "referenceNumber", "series", "slug", "thumbnailIsCropped", "thumbnailUrl"]
+        [
+            "brand",
+            "id",
+            "listingCount",
+            "name",
+            "referenceNumber",
+            "series",
+            "slug",
+            "thumbnailIsCropped",
+            "thumbnailUrl"
+        ]
     );
     assert!(item["id"].is_string());
     assert_eq!(item["referenceNumber"], "126610LN");
-    assert_eq!(item["thumbnailUrl"], "https://cdn.watchcatalogue.example/models/rolex/126610ln/front-cropped.jpg");
+    assert_eq!(
+        item["thumbnailUrl"],
+        "https://cdn.watchcatalogue.example/models/rolex/126610ln/front-cropped.jpg"
+    );
     assert_eq!(item["thumbnailIsCropped"], true);
-    assert_eq!(item["brand"], json!({"id": item["brand"]["id"], "name": "Rolex", "slug": "rolex"}));
+    assert_eq!(
+        item["brand"],
+        json!({"id": item["brand"]["id"], "name": "Rolex", "slug": "rolex"})
+    );
     assert_eq!(item["series"]["slug"], "submariner");
     assert_eq!(item["listingCount"], 0);
     let lv = &app.ok("/v1/models?q=126610lv").await["data"][0];
-    assert_eq!((lv["thumbnailUrl"].as_str(), lv["thumbnailIsCropped"].as_bool()), (Some("https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg"), Some(false)));
+    assert_eq!(
+        (
+            lv["thumbnailUrl"].as_str(),
+            lv["thumbnailIsCropped"].as_bool()
+        ),
+        (
+            Some("https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg"),
+            Some(false)
+        )
+    );
     let explorer = &app.ok("/v1/models?q=124270").await["data"][0];
-    assert_eq!((explorer["thumbnailUrl"].is_null(), explorer["thumbnailIsCropped"].as_bool()), (true, Some(false)));
+    assert_eq!(
+        (
+            explorer["thumbnailUrl"].is_null(),
+            explorer["thumbnailIsCropped"].as_bool()
+        ),
+        (true, Some(false))
+    );
 }
 
 #[tokio::test]
@@ -47,7 +78,14 @@ async fn models_sort_by_name_reference_and_newest() {
     assert_eq!(app.slugs("/v1/models?sort=name_asc").await, BY_NAME);
     // Equal names keep ascending ids in both directions.
     let mut desc: Vec<&str> = BY_NAME[..9].iter().rev().copied().collect();
-    desc.splice(0..0, ["submariner-date-126610ln", "submariner-date-126610lv", "submariner-date-16610"]);
+    desc.splice(
+        0..0,
+        [
+            "submariner-date-126610ln",
+            "submariner-date-126610lv",
+            "submariner-date-16610",
+        ],
+    );
     assert_eq!(app.slugs("/v1/models?sort=name_desc").await, desc);
     assert_eq!(
         app.slugs("/v1/models?sort=reference_asc").await,
@@ -89,24 +127,50 @@ async fn models_sort_by_name_reference_and_newest() {
 #[tokio::test]
 async fn a_reference_in_any_spelling_returns_its_model_first() {
     let app = TestApp::start().await;
-    for q in ["126610LN", "126610%20ln", "126610-LN", "126610.ln", "%20126610LN%20"] {
+    for q in [
+        "126610LN",
+        "126610%20ln",
+        "126610-LN",
+        "126610.ln",
+        "%20126610LN%20",
+    ] {
         let slugs = app.slugs(&format!("/v1/models?q={q}")).await;
-        assert_eq!(slugs.first().map(String::as_str), Some("submariner-date-126610ln"), "q={q}: {slugs:?}");
+        assert_eq!(
+            slugs.first().map(String::as_str),
+            Some("submariner-date-126610ln"),
+            "q={q}: {slugs:?}"
+        );
     }
     // Alternate references resolve too.
-    assert_eq!(app.slugs("/v1/models?q=126610LN-0001").await, ["submariner-date-126610ln"]);
-    assert_eq!(app.slugs("/v1/models?q=79030n").await, ["black-bay-fifty-eight-79030n"]);
+    assert_eq!(
+        app.slugs("/v1/models?q=126610LN-0001").await,
+        ["submariner-date-126610ln"]
+    );
+    assert_eq!(
+        app.slugs("/v1/models?q=79030n").await,
+        ["black-bay-fifty-eight-79030n"]
+    );
     // Words and a reference together.
-    assert_eq!(app.slugs("/v1/models?q=rolex%2016610").await, ["submariner-date-16610"]);
+    assert_eq!(
+        app.slugs("/v1/models?q=rolex%2016610").await,
+        ["submariner-date-16610"]
+    );
 }
 
 #[tokio::test]
 async fn a_reference_prefix_finds_the_models_it_starts() {
     let app = TestApp::start().await;
-    assert_eq!(app.slugs("/v1/models?q=12661").await, ["submariner-date-126610ln", "submariner-date-126610lv"]);
+    assert_eq!(
+        app.slugs("/v1/models?q=12661").await,
+        ["submariner-date-126610ln", "submariner-date-126610lv"]
+    );
     assert_eq!(
         app.slugs("/v1/models?q=126").await,
-        ["submariner-date-126610ln", "submariner-date-126610lv", "gmt-master-ii-126710blro"]
+        [
+            "submariner-date-126610ln",
+            "submariner-date-126610lv",
+            "gmt-master-ii-126710blro"
+        ]
     );
 }
 
@@ -127,14 +191,35 @@ async fn free_text_matches_every_word_and_sort_overrides_relevance() {
     let app = TestApp::start().await;
     let mut submariners = app.slugs("/v1/models?q=submariner").await;
     submariners.sort();
-    assert_eq!(submariners, ["submariner-date-126610ln", "submariner-date-126610lv", "submariner-date-16610"]);
     assert_eq!(
-        app.slugs("/v1/models?q=rolex%20submariner&sort=newest").await,
-        ["submariner-date-126610lv", "submariner-date-126610ln", "submariner-date-16610"]
+        submariners,
+        [
+            "submariner-date-126610ln",
+            "submariner-date-126610lv",
+            "submariner-date-16610"
+        ]
     );
-    assert_eq!(app.slugs("/v1/models?q=diver&sort=name_asc").await, ["prospex-diver-2254-50", "seamaster-diver-300m-2254-50"]);
-    assert_eq!(app.slugs("/v1/models?q=unknown%20purpose").await, ["explorer-124270"]);
-    assert!(app.slugs("/v1/models?q=submariner&brand=tudor").await.is_empty());
+    assert_eq!(
+        app.slugs("/v1/models?q=rolex%20submariner&sort=newest")
+            .await,
+        [
+            "submariner-date-126610lv",
+            "submariner-date-126610ln",
+            "submariner-date-16610"
+        ]
+    );
+    assert_eq!(
+        app.slugs("/v1/models?q=diver&sort=name_asc").await,
+        ["prospex-diver-2254-50", "seamaster-diver-300m-2254-50"]
+    );
+    assert_eq!(
+        app.slugs("/v1/models?q=unknown%20purpose").await,
+        ["explorer-124270"]
+    );
+    assert!(app
+        .slugs("/v1/models?q=submariner&brand=tudor")
+        .await
+        .is_empty());
     assert!(app.slugs("/v1/models?q=patek").await.is_empty());
     // Blank text is no search at all.
     assert_eq!(app.slugs("/v1/models?q=%20%20").await, BY_NAME);
@@ -143,22 +228,55 @@ async fn free_text_matches_every_word_and_sort_overrides_relevance() {
 #[tokio::test]
 async fn filters_by_brand_its_alias_parameter_series_caliber_and_id() {
     let app = TestApp::start().await;
-    let tudor = ["1926-91450", "black-bay-fifty-eight-79030n", "heritage-ranger-79910"];
+    let tudor = [
+        "1926-91450",
+        "black-bay-fifty-eight-79030n",
+        "heritage-ranger-79910",
+    ];
     assert_eq!(app.slugs("/v1/models?brand=tudor").await, tudor);
     assert_eq!(app.slugs("/v1/models?brandSlug=tudor").await, tudor);
-    let submariner = ["submariner-date-126610ln", "submariner-date-126610lv", "submariner-date-16610"];
+    let submariner = [
+        "submariner-date-126610ln",
+        "submariner-date-126610lv",
+        "submariner-date-16610",
+    ];
     assert_eq!(app.slugs("/v1/models?series=submariner").await, submariner);
-    assert_eq!(app.slugs("/v1/models?series=rolex/submariner").await, submariner);
-    assert_eq!(app.slugs("/v1/models?series=classic&brand=seiko").await, ["sarb033"]);
-    assert_eq!(app.slugs("/v1/models?series=seiko/classic").await, ["sarb033"]);
-    let eta = ["1926-91450", "heritage-ranger-79910", "prospex-diver-2254-50"];
+    assert_eq!(
+        app.slugs("/v1/models?series=rolex/submariner").await,
+        submariner
+    );
+    assert_eq!(
+        app.slugs("/v1/models?series=classic&brand=seiko").await,
+        ["sarb033"]
+    );
+    assert_eq!(
+        app.slugs("/v1/models?series=seiko/classic").await,
+        ["sarb033"]
+    );
+    let eta = [
+        "1926-91450",
+        "heritage-ranger-79910",
+        "prospex-diver-2254-50",
+    ];
     assert_eq!(app.slugs("/v1/models?caliber=2824-2").await, eta);
     assert_eq!(app.slugs("/v1/models?caliber=eta/2824-2").await, eta);
-    assert_eq!(app.slugs("/v1/models?caliber=eta/2824-2&brand=tudor").await, ["1926-91450", "heritage-ranger-79910"]);
-    assert_eq!(app.slugs("/v1/models?caliber=rolex/3135").await, ["submariner-date-16610"]);
+    assert_eq!(
+        app.slugs("/v1/models?caliber=eta/2824-2&brand=tudor").await,
+        ["1926-91450", "heritage-ranger-79910"]
+    );
+    assert_eq!(
+        app.slugs("/v1/models?caliber=rolex/3135").await,
+        ["submariner-date-16610"]
+    );
     assert!(app.slugs("/v1/models?caliber=tudor/3135").await.is_empty());
-    let id = app.ok("/v1/models?q=126610ln").await["data"][0]["id"].as_str().expect("id").to_owned();
-    assert_eq!(app.slugs(&format!("/v1/models?id={id}")).await, ["submariner-date-126610ln"]);
+    let id = app.ok("/v1/models?q=126610ln").await["data"][0]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(
+        app.slugs(&format!("/v1/models?id={id}")).await,
+        ["submariner-date-126610ln"]
+    );
     assert!(app.slugs("/v1/models?id=999999").await.is_empty());
     assert!(app.slugs("/v1/models?id=not-an-id").await.is_empty());
 }
@@ -166,16 +284,79 @@ async fn filters_by_brand_its_alias_parameter_series_caliber_and_id() {
 #[tokio::test]
 async fn unknown_or_ambiguous_filter_slugs_are_explained() {
     let app = TestApp::start().await;
-    assert_error(&app, "/v1/models?brand=nope", 404, "not_found", "/v1/brands").await;
-    assert_error(&app, "/v1/models?brandSlug=nope", 404, "not_found", "/v1/brands").await;
+    assert_error(
+        &app,
+        "/v1/models?brand=nope",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?brandSlug=nope",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
     assert_error(&app, "/v1/models?series=nope", 404, "not_found", "/series").await;
-    assert_error(&app, "/v1/models?series=submariner&brand=tudor", 404, "not_found", "/series").await;
-    assert_error(&app, "/v1/models?series=classic", 400, "invalid_request", "seiko/classic").await;
-    assert_error(&app, "/v1/models?series=classic", 400, "invalid_request", "tudor/classic").await;
-    assert_error(&app, "/v1/models?caliber=3135", 400, "invalid_request", "rolex/3135, tudor/3135").await;
-    assert_error(&app, "/v1/models?caliber=nope", 404, "not_found", "/v1/sitemap/calibers").await;
-    assert_error(&app, "/v1/models?caliber=nope/3135", 404, "not_found", "/v1/brands").await;
-    assert_error(&app, "/v1/models?sort=oldest", 400, "invalid_request", "newest, name_asc, name_desc, reference_asc").await;
+    assert_error(
+        &app,
+        "/v1/models?series=submariner&brand=tudor",
+        404,
+        "not_found",
+        "/series",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?series=classic",
+        400,
+        "invalid_request",
+        "seiko/classic",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?series=classic",
+        400,
+        "invalid_request",
+        "tudor/classic",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?caliber=3135",
+        400,
+        "invalid_request",
+        "rolex/3135, tudor/3135",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?caliber=nope",
+        404,
+        "not_found",
+        "/v1/sitemap/calibers",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?caliber=nope/3135",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models?sort=oldest",
+        400,
+        "invalid_request",
+        "newest, name_asc, name_desc, reference_asc",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -192,11 +373,43 @@ async fn model_pages_and_totals() {
 }
 
 const FULL_MODEL_FIELDS: [&str; 37] = [
-    "alternateReferences", "back", "bandClasp", "bandColors", "bandMaterials", "bandNickname", "bandWidth", "bezel",
-    "bezelColors", "bezelMaterials", "brand", "caliber", "caseMaterials", "coating", "description", "dialColors",
-    "dialFinish", "dialMaterials", "dialNickname", "diameter", "discontinuationYear", "glass", "hands", "id",
-    "indexes", "limitedAmount", "lugWidth", "name", "pictures", "referenceNumber", "releaseYear", "series", "shape",
-    "slug", "thickness", "updatedAt", "waterResistance",
+    "alternateReferences",
+    "back",
+    "bandClasp",
+    "bandColors",
+    "bandMaterials",
+    "bandNickname",
+    "bandWidth",
+    "bezel",
+    "bezelColors",
+    "bezelMaterials",
+    "brand",
+    "caliber",
+    "caseMaterials",
+    "coating",
+    "description",
+    "dialColors",
+    "dialFinish",
+    "dialMaterials",
+    "dialNickname",
+    "diameter",
+    "discontinuationYear",
+    "glass",
+    "hands",
+    "id",
+    "indexes",
+    "limitedAmount",
+    "lugWidth",
+    "name",
+    "pictures",
+    "referenceNumber",
+    "releaseYear",
+    "series",
+    "shape",
+    "slug",
+    "thickness",
+    "updatedAt",
+    "waterResistance",
 ];
 
 #[tokio::test]
@@ -205,19 +418,38 @@ async fn the_full_model_has_every_field_with_its_caliber() {
     let model = app.ok("/v1/models/rolex/submariner-date-126610ln").await;
     assert_eq!(keys(&model), FULL_MODEL_FIELDS);
     assert_eq!(model["alternateReferences"], json!(["126610LN-0001"]));
-    assert_eq!((model["diameter"].as_f64(), model["waterResistance"].as_f64()), (Some(41.0), Some(300.0)));
+    assert_eq!(
+        (
+            model["diameter"].as_f64(),
+            model["waterResistance"].as_f64()
+        ),
+        (Some(41.0), Some(300.0))
+    );
     assert_eq!(model["releaseYear"], 2020);
     assert_eq!(model["bezelMaterials"], json!(["ceramic"]));
     assert_eq!(model["coating"], json!(null));
     assert_eq!(model["dialMaterials"], json!([]));
-    assert!(model["updatedAt"].as_str().expect("updatedAt").ends_with('Z'));
+    assert!(model["updatedAt"]
+        .as_str()
+        .expect("updatedAt")
+        .ends_with('Z'));
     let pictures = model["pictures"].as_array().expect("pictures");
     assert_eq!(pictures.len(), 2);
     assert_eq!(keys(&pictures[0]), ["croppedUrl", "id", "type", "url"]);
-    assert_eq!((pictures[0]["type"].as_str(), pictures[1]["type"].as_str()), (Some("FRONT"), Some("SIDE")));
+    assert_eq!(
+        (pictures[0]["type"].as_str(), pictures[1]["type"].as_str()),
+        (Some("FRONT"), Some("SIDE"))
+    );
     assert!(pictures[1]["croppedUrl"].is_null());
     let caliber = &model["caliber"];
-    assert_eq!((caliber["slug"].as_str(), caliber["reference"].as_str(), caliber["powerReserve"].as_u64()), (Some("3235"), Some("3235"), Some(70)));
+    assert_eq!(
+        (
+            caliber["slug"].as_str(),
+            caliber["reference"].as_str(),
+            caliber["powerReserve"].as_u64()
+        ),
+        (Some("3235"), Some("3235"), Some(70))
+    );
     assert_eq!(caliber["complications"][0]["slug"], "date");
     assert!(caliber["parent"].is_null());
 }
@@ -231,11 +463,17 @@ async fn empty_fields_stay_empty_and_an_unknown_movement_is_null() {
     assert_eq!(explorer["pictures"], json!([]));
     assert_eq!(explorer["alternateReferences"], json!([]));
     assert!(explorer["thickness"].is_null() && explorer["limitedAmount"].is_null());
-    let snoopy = app.ok("/v1/models/omega/speedmaster-silver-snoopy-award").await;
+    let snoopy = app
+        .ok("/v1/models/omega/speedmaster-silver-snoopy-award")
+        .await;
     assert_eq!(snoopy["limitedAmount"], 1970);
-    let seamaster = app.ok("/v1/models/omega/seamaster-diver-300m-2254-50").await;
+    let seamaster = app
+        .ok("/v1/models/omega/seamaster-diver-300m-2254-50")
+        .await;
     assert_eq!(seamaster["discontinuationYear"], 2006);
-    let bb58 = app.ok("/v1/models/tudor/black-bay-fifty-eight-79030n").await;
+    let bb58 = app
+        .ok("/v1/models/tudor/black-bay-fifty-eight-79030n")
+        .await;
     assert_eq!(bb58["caliber"]["parent"]["slug"], "2824-2");
     assert_eq!(bb58["caliber"]["parent"]["brand"]["slug"], "eta");
 }
@@ -243,7 +481,28 @@ async fn empty_fields_stay_empty_and_an_unknown_movement_is_null() {
 #[tokio::test]
 async fn unknown_models_are_404_with_a_hint() {
     let app = TestApp::start().await;
-    assert_error(&app, "/v1/models/rolex/nope", 404, "not_found", "/v1/models?brand=rolex").await;
-    assert_error(&app, "/v1/models/omega/submariner-date-126610ln", 404, "not_found", "/v1/models?brand=omega").await;
-    assert_error(&app, "/v1/models/nope/submariner-date-126610ln", 404, "not_found", "/v1/brands").await;
+    assert_error(
+        &app,
+        "/v1/models/rolex/nope",
+        404,
+        "not_found",
+        "/v1/models?brand=rolex",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models/omega/submariner-date-126610ln",
+        404,
+        "not_found",
+        "/v1/models?brand=omega",
+    )
+    .await;
+    assert_error(
+        &app,
+        "/v1/models/nope/submariner-date-126610ln",
+        404,
+        "not_found",
+        "/v1/brands",
+    )
+    .await;
 }

@@ -15,7 +15,11 @@ const LISTS: [&str; 6] = [
 async fn bad_paging_values_are_rejected_on_every_list() {
     let app = TestApp::start().await;
     for list in LISTS {
-        let max = if list.contains("sitemap") { 50_000 } else { 100 };
+        let max = if list.contains("sitemap") {
+            50_000
+        } else {
+            100
+        };
         for (query, parameter) in [
             ("page=abc".to_owned(), "page"),
             ("page=0".to_owned(), "page"),
@@ -26,9 +30,18 @@ async fn bad_paging_values_are_rejected_on_every_list() {
             (format!("pageSize={}", max + 1), "pageSize"),
             ("pageSize=ten".to_owned(), "pageSize"),
         ] {
-            assert_error(&app, &format!("{list}?{query}"), 400, "invalid_request", parameter).await;
+            assert_error(
+                &app,
+                &format!("{list}?{query}"),
+                400,
+                "invalid_request",
+                parameter,
+            )
+            .await;
         }
-        let (status, body) = app.get(&format!("{list}?pageSize={max}&unknownParameter=1")).await;
+        let (status, body) = app
+            .get(&format!("{list}?pageSize={max}&unknownParameter=1"))
+            .await;
         assert_eq!(status, 200, "{list}: {body}");
     }
 }
@@ -37,7 +50,14 @@ async fn bad_paging_values_are_rejected_on_every_list() {
 async fn overlong_text_is_rejected() {
     let app = TestApp::start().await;
     let q = "a".repeat(201);
-    assert_error(&app, &format!("/v1/models?q={q}"), 400, "invalid_request", "reference").await;
+    assert_error(
+        &app,
+        &format!("/v1/models?q={q}"),
+        400,
+        "invalid_request",
+        "reference",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -58,15 +78,29 @@ async fn every_route_answers_the_same_without_the_version_prefix() {
         "/brands/nope",
         "/models?page=0",
     ] {
-        assert_eq!(app.get(&format!("/v1{path}")).await, app.get(path).await, "{path}");
+        assert_eq!(
+            app.get(&format!("/v1{path}")).await,
+            app.get(path).await,
+            "{path}"
+        );
     }
 }
 
 #[tokio::test]
 async fn unknown_paths_are_json_404s() {
     let app = TestApp::start().await;
-    for path in ["/v1/nope", "/nope", "/v1/models/rolex", "/v2/models", "/v1/brands/rolex/series/submariner/x"] {
+    for path in [
+        "/v1/nope",
+        "/nope",
+        "/v1/models/rolex",
+        "/v2/models",
+        "/v1/brands/rolex/series/submariner/x",
+    ] {
         let (status, body) = app.get(path).await;
-        assert_eq!((status, body["error"].as_str()), (404, Some("not_found")), "{path}");
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (404, Some("not_found")),
+            "{path}"
+        );
     }
 }

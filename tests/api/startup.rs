@@ -27,7 +27,12 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
     assert!(!app.index_is_current().expect("current"));
     app.prepare(true).expect("prepare");
     assert!(app.index_is_current().expect("current"));
-    assert_eq!(app.index.count(catalogue_index::DocKind::Model, &Default::default()).expect("count"), 12);
+    assert_eq!(
+        app.index
+            .count(catalogue_index::DocKind::Model, &Default::default())
+            .expect("count"),
+        12
+    );
     // `prepare(true)` seeds only an empty store: the test catalogue is still all there is.
     assert_eq!(app.store.count(RecordKind::Brand), 5);
 }
@@ -44,34 +49,77 @@ fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
     assert!(store.count(RecordKind::Caliber) >= 60);
     assert!(!store.highlighted_brands().expect("highlighted").is_empty());
 
-    let models: Vec<_> = store.all_models().collect::<Result<_, _>>().expect("models");
-    let calibers: Vec<_> = store.calibers().collect::<Result<_, _>>().expect("calibers");
-    assert!(models.iter().any(|m| m.spec.limited_amount.is_some()), "a limited edition");
-    assert!(models.iter().any(|m| m.spec.discontinuation_year.is_some()), "a discontinued model");
-    assert!(models.iter().any(|m| !m.alternate_references.is_empty()), "alternate references");
-    assert!(models.iter().any(|m| m.pictures.is_empty()), "a model without pictures");
-    assert!(models.iter().any(|m| m.spec.thickness.is_none()), "an empty field left null");
-    assert!(calibers.iter().any(|c| c.parent_id.is_some()), "a calibre with a parent");
+    let models: Vec<_> = store
+        .all_models()
+        .collect::<Result<_, _>>()
+        .expect("models");
+    let calibers: Vec<_> = store
+        .calibers()
+        .collect::<Result<_, _>>()
+        .expect("calibers");
+    assert!(
+        models.iter().any(|m| m.spec.limited_amount.is_some()),
+        "a limited edition"
+    );
+    assert!(
+        models.iter().any(|m| m.spec.discontinuation_year.is_some()),
+        "a discontinued model"
+    );
+    assert!(
+        models.iter().any(|m| !m.alternate_references.is_empty()),
+        "alternate references"
+    );
+    assert!(
+        models.iter().any(|m| m.pictures.is_empty()),
+        "a model without pictures"
+    );
+    assert!(
+        models.iter().any(|m| m.spec.thickness.is_none()),
+        "an empty field left null"
+    );
+    assert!(
+        calibers.iter().any(|c| c.parent_id.is_some()),
+        "a calibre with a parent"
+    );
 
     let mut brands_by_reference: HashMap<String, HashSet<u64>> = HashMap::new();
     for model in &models {
-        brands_by_reference.entry(normalize_reference(&model.reference_number)).or_default().insert(model.brand_id.0);
+        brands_by_reference
+            .entry(normalize_reference(&model.reference_number))
+            .or_default()
+            .insert(model.brand_id.0);
     }
-    assert!(brands_by_reference.values().any(|brands| brands.len() > 1), "a reference in two brands");
+    assert!(
+        brands_by_reference.values().any(|brands| brands.len() > 1),
+        "a reference in two brands"
+    );
 
     let mut brands_by_caliber: HashMap<u64, HashSet<u64>> = HashMap::new();
     for model in &models {
         if let Some(caliber) = model.caliber_id {
-            brands_by_caliber.entry(caliber.0).or_default().insert(model.brand_id.0);
+            brands_by_caliber
+                .entry(caliber.0)
+                .or_default()
+                .insert(model.brand_id.0);
         }
     }
     let makers_shared: HashSet<String> = calibers
         .iter()
         .filter(|c| brands_by_caliber.get(&c.id.0).is_some_and(|b| b.len() > 1))
-        .map(|c| store.brand(c.brand_id).expect("brand").expect("brand exists").slug.to_string())
+        .map(|c| {
+            store
+                .brand(c.brand_id)
+                .expect("brand")
+                .expect("brand exists")
+                .slug
+                .to_string()
+        })
         .filter(|slug| ["eta", "sellita", "miyota"].contains(&slug.as_str()))
         .collect();
-    assert!(makers_shared.len() >= 2, "movement makers' calibres run by several brands: {makers_shared:?}");
+    assert!(
+        makers_shared.len() >= 2,
+        "movement makers' calibres run by several brands: {makers_shared:?}"
+    );
     let mut base_variants: HashMap<(u64, String), usize> = HashMap::new();
     for model in &models {
         let reference = normalize_reference(&model.reference_number);
@@ -80,5 +128,8 @@ fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
             *base_variants.entry((model.brand_id.0, base)).or_default() += 1;
         }
     }
-    assert!(base_variants.values().any(|n| *n > 1), "base variants of one reference");
+    assert!(
+        base_variants.values().any(|n| *n > 1),
+        "base variants of one reference"
+    );
 }

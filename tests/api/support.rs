@@ -30,23 +30,39 @@ impl TestApp {
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
         import(&app.store, &DirectorySource(dataset.to_owned())).expect("import test catalogue");
         app.prepare(false).expect("index");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let router = watch_catalogue::api::router(Arc::new(app));
         tokio::spawn(async move { axum::serve(listener, router).await });
         TestApp {
             base: format!("http://{addr}"),
-            client: reqwest::Client::builder().timeout(Duration::from_secs(10)).build().expect("client"),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("client"),
             _dir: dir,
         }
     }
 
     /// GETs `path` (with its `/v1` prefix or not) and returns status and JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self.client.get(format!("{}{path}", self.base)).send().await.expect("request");
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request");
         let status = response.status().as_u16();
-        let content_type = response.headers().get("content-type").map(|v| v.to_str().unwrap_or("").to_owned());
-        let body: Value = response.json().await.unwrap_or_else(|e| panic!("{path}: body is not JSON: {e}"));
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap_or("").to_owned());
+        let body: Value = response
+            .json()
+            .await
+            .unwrap_or_else(|e| panic!("{path}: body is not JSON: {e}"));
         assert_eq!(content_type.as_deref(), Some("application/json"), "{path}");
         (status, body)
     }
@@ -79,8 +95,13 @@ pub async fn assert_error(app: &TestApp, path: &str, status: u16, code: &str, hi
     assert_eq!(got, status, "{path}: {body}");
     assert_eq!(body["error"], code, "{path}: {body}");
     assert!(body["message"].is_string(), "{path}: {body}");
-    let hint = body["hint"].as_str().unwrap_or_else(|| panic!("{path}: no hint in {body}"));
-    assert!(hint.contains(hint_has), "{path}: hint {hint:?} lacks {hint_has:?}");
+    let hint = body["hint"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{path}: no hint in {body}"));
+    assert!(
+        hint.contains(hint_has),
+        "{path}: hint {hint:?} lacks {hint_has:?}"
+    );
 }
 
 /// Asserts the list-page envelope and returns `data`'s length.

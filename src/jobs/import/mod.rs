@@ -7,8 +7,8 @@ mod parse;
 pub mod rows;
 
 use crate::domain::{
-    normalize_reference, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId,
-    Model, Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
+    normalize_reference, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Model,
+    Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -98,7 +98,10 @@ fn list_problems(problems: &[Problem]) -> String {
         .map(|p| format!("  {p}"))
         .collect();
     if problems.len() > PROBLEMS_SHOWN {
-        out.push(format!("  ... and {} more", problems.len() - PROBLEMS_SHOWN));
+        out.push(format!(
+            "  ... and {} more",
+            problems.len() - PROBLEMS_SHOWN
+        ));
     }
     out.join("\n")
 }
@@ -113,13 +116,9 @@ pub struct ImportReport {
 impl ImportReport {
     /// True when the store already held every record exactly.
     pub fn changed_nothing(&self) -> bool {
-        self.kinds.iter().all(|(_, c)| c.created == 0 && c.updated == 0)
-    }
-}
-
-impl Default for StoreGeneration {
-    fn default() -> Self {
-        StoreGeneration(0)
+        self.kinds
+            .iter()
+            .all(|(_, c)| c.created == 0 && c.updated == 0)
     }
 }
 
@@ -248,7 +247,11 @@ impl<'a> Run<'a> {
     }
 
     /// The first line that used `key` in this file, recording it if new.
-    fn first_use<K: std::hash::Hash + Eq>(seen: &mut HashMap<K, usize>, key: K, line: usize) -> Option<usize> {
+    fn first_use<K: std::hash::Hash + Eq>(
+        seen: &mut HashMap<K, usize>,
+        key: K,
+        line: usize,
+    ) -> Option<usize> {
         match seen.entry(key) {
             std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
             std::collections::hash_map::Entry::Vacant(e) => {
@@ -259,21 +262,28 @@ impl<'a> Run<'a> {
     }
 
     fn brand(&mut self, field: &str, value: &str) -> ImportResult<Option<BrandId>> {
-        let Some(slug) = self.slug(field, value) else { return Ok(None) };
+        let Some(slug) = self.slug(field, value) else {
+            return Ok(None);
+        };
         if let Some(id) = self.brands.get(&slug) {
             return Ok(Some(*id));
         }
         match self.store.brand_by_slug(&slug)? {
             Some(brand) => Ok(Some(brand.id)),
             None => {
-                self.problem(field, format!("no brand with slug `{slug}` in brands.jsonl or the store"));
+                self.problem(
+                    field,
+                    format!("no brand with slug `{slug}` in brands.jsonl or the store"),
+                );
                 Ok(None)
             }
         }
     }
 
     fn complication(&mut self, field: &str, value: &str) -> ImportResult<Option<ComplicationId>> {
-        let Some(slug) = self.slug(field, value) else { return Ok(None) };
+        let Some(slug) = self.slug(field, value) else {
+            return Ok(None);
+        };
         if let Some(id) = self.complications.get(&slug) {
             return Ok(Some(*id));
         }
@@ -289,10 +299,16 @@ impl<'a> Run<'a> {
     /// Resolves a `"brandSlug/caliberSlug"` reference to a calibre.
     fn caliber_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<CaliberId>> {
         let Some((brand_slug, caliber_slug)) = value.split_once('/') else {
-            self.problem(field, format!("`{value}` is not of the form brandSlug/caliberSlug"));
+            self.problem(
+                field,
+                format!("`{value}` is not of the form brandSlug/caliberSlug"),
+            );
             return Ok(None);
         };
-        let (Some(brand), Some(slug)) = (self.brand(field, brand_slug)?, self.slug(field, caliber_slug)) else {
+        let (Some(brand), Some(slug)) = (
+            self.brand(field, brand_slug)?,
+            self.slug(field, caliber_slug),
+        ) else {
             return Ok(None);
         };
         if let Some(id) = self.calibers.get(&(brand, slug.clone())) {
@@ -301,7 +317,10 @@ impl<'a> Run<'a> {
         match self.store.caliber_by_slug(brand, &slug)? {
             Some(caliber) => Ok(Some(caliber.id)),
             None => {
-                self.problem(field, format!("no calibre `{value}` (a parent must come earlier in calibers.jsonl)"));
+                self.problem(
+                    field,
+                    format!("no calibre `{value}` (a parent must come earlier in calibers.jsonl)"),
+                );
                 Ok(None)
             }
         }
@@ -314,18 +333,27 @@ impl<'a> Run<'a> {
             self.at("brands.jsonl", line);
             let slug = self.slug("slug", &row.slug);
             let named = self.required_text("name", &row.name);
-            let Some(slug) = slug.filter(|_| named) else { continue };
+            let Some(slug) = slug.filter(|_| named) else {
+                continue;
+            };
             if RESERVED_BRAND_SLUGS.contains(&slug.as_str()) {
-                self.problem("slug", format!("`{slug}` is reserved: GET /brands/{slug} is another endpoint"));
+                self.problem(
+                    "slug",
+                    format!("`{slug}` is reserved: GET /brands/{slug} is another endpoint"),
+                );
                 continue;
             }
             if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem("slug", format!("duplicate brand slug `{slug}` (first on line {first})"));
+                self.problem(
+                    "slug",
+                    format!("duplicate brand slug `{slug}` (first on line {first})"),
+                );
                 continue;
             }
             let existing = self.store.brand_by_slug(&slug)?;
             let id = self.id_for(existing.as_ref().map(|b| b.id.0), RecordKind::Brand)?;
-            let (created_at, updated_at) = self.times(existing.as_ref().map(|b| (b.created_at, b.updated_at)));
+            let (created_at, updated_at) =
+                self.times(existing.as_ref().map(|b| (b.created_at, b.updated_at)));
             let record = Brand {
                 id: BrandId(id),
                 slug: slug.clone(),
@@ -339,7 +367,8 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.brands.insert(slug, record.id);
-            let (existing, record) = self.upsert(existing, record, &mut counts, |b, t| b.updated_at = t);
+            let (existing, record) =
+                self.upsert(existing, record, &mut counts, |b, t| b.updated_at = t);
             if let Some(record) = record {
                 self.batch.put_brand(existing.as_ref(), &record);
             }
@@ -355,14 +384,23 @@ impl<'a> Run<'a> {
             let slug = self.slug("slug", &row.slug);
             let brand = self.brand("brand", &row.brand)?;
             let named = self.required_text("name", &row.name);
-            let (Some(slug), Some(brand), true) = (slug, brand, named) else { continue };
+            let (Some(slug), Some(brand), true) = (slug, brand, named) else {
+                continue;
+            };
             if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem("slug", format!("duplicate series slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                self.problem(
+                    "slug",
+                    format!(
+                        "duplicate series slug `{slug}` in brand `{}` (first on line {first})",
+                        row.brand
+                    ),
+                );
                 continue;
             }
             let existing = self.store.series_by_slug(brand, &slug)?;
             let id = self.id_for(existing.as_ref().map(|s| s.id.0), RecordKind::Series)?;
-            let (created_at, updated_at) = self.times(existing.as_ref().map(|s| (s.created_at, s.updated_at)));
+            let (created_at, updated_at) =
+                self.times(existing.as_ref().map(|s| (s.created_at, s.updated_at)));
             let record = Series {
                 id: SeriesId(id),
                 brand_id: brand,
@@ -373,7 +411,8 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.series.insert((brand, slug), record.id);
-            let (existing, record) = self.upsert(existing, record, &mut counts, |s, t| s.updated_at = t);
+            let (existing, record) =
+                self.upsert(existing, record, &mut counts, |s, t| s.updated_at = t);
             if let Some(record) = record {
                 self.batch.put_series(existing.as_ref(), &record);
             }
@@ -388,14 +427,23 @@ impl<'a> Run<'a> {
             self.at("complications.jsonl", line);
             let slug = self.slug("slug", &row.slug);
             let named = self.required_text("name", &row.name);
-            let Some(slug) = slug.filter(|_| named) else { continue };
+            let Some(slug) = slug.filter(|_| named) else {
+                continue;
+            };
             if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem("slug", format!("duplicate complication slug `{slug}` (first on line {first})"));
+                self.problem(
+                    "slug",
+                    format!("duplicate complication slug `{slug}` (first on line {first})"),
+                );
                 continue;
             }
             let existing = self.store.complication_by_slug(&slug)?;
             let id = self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Complication)?;
-            let record = Complication { id: ComplicationId(id), slug: slug.clone(), name: row.name };
+            let record = Complication {
+                id: ComplicationId(id),
+                slug: slug.clone(),
+                name: row.name,
+            };
             self.complications.insert(slug, record.id);
             let (existing, record) = self.upsert(existing, record, &mut counts, |_, _| {});
             if let Some(record) = record {
@@ -424,9 +472,19 @@ impl<'a> Run<'a> {
                     complication_ids.push(id);
                 }
             }
-            let (Some(slug), Some(brand), Some(parent), true) = (slug, brand, parent, has_reference) else { continue };
+            let (Some(slug), Some(brand), Some(parent), true) =
+                (slug, brand, parent, has_reference)
+            else {
+                continue;
+            };
             if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem("slug", format!("duplicate calibre slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                self.problem(
+                    "slug",
+                    format!(
+                        "duplicate calibre slug `{slug}` in brand `{}` (first on line {first})",
+                        row.brand
+                    ),
+                );
                 continue;
             }
             let existing = self.store.caliber_by_slug(brand, &slug)?;
@@ -435,7 +493,8 @@ impl<'a> Run<'a> {
                 self.problem("parent", "a calibre cannot be its own parent");
                 continue;
             }
-            let (created_at, updated_at) = self.times(existing.as_ref().map(|c| (c.created_at, c.updated_at)));
+            let (created_at, updated_at) =
+                self.times(existing.as_ref().map(|c| (c.created_at, c.updated_at)));
             let record = Caliber {
                 id: CaliberId(id),
                 brand_id: brand,
@@ -454,7 +513,8 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.calibers.insert((brand, slug), record.id);
-            let (existing, record) = self.upsert(existing, record, &mut counts, |c, t| c.updated_at = t);
+            let (existing, record) =
+                self.upsert(existing, record, &mut counts, |c, t| c.updated_at = t);
             if let Some(record) = record {
                 self.batch.put_caliber(existing.as_ref(), &record);
             }
@@ -480,20 +540,42 @@ impl<'a> Run<'a> {
             };
             let named = self.required_text("name", &row.name);
             let referenced = self.reference("referenceNumber", &row.reference_number);
-            let alternates_ok = row.alternate_references.iter().all(|r| self.reference("alternateReferences", r));
-            let (Some(slug), Some(brand), Some(series), Some(caliber), true, true, true) =
-                (slug, brand, series, caliber, named, referenced, alternates_ok)
-            else {
+            let alternates_ok = row
+                .alternate_references
+                .iter()
+                .all(|r| self.reference("alternateReferences", r));
+            let (Some(slug), Some(brand), Some(series), Some(caliber), true, true, true) = (
+                slug,
+                brand,
+                series,
+                caliber,
+                named,
+                referenced,
+                alternates_ok,
+            ) else {
                 continue;
             };
             if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem("slug", format!("duplicate model slug `{slug}` in brand `{}` (first on line {first})", row.brand));
+                self.problem(
+                    "slug",
+                    format!(
+                        "duplicate model slug `{slug}` in brand `{}` (first on line {first})",
+                        row.brand
+                    ),
+                );
                 continue;
             }
             let existing = self.store.model_by_slug(brand, &slug)?;
-            let Some(pictures) = self.pictures(row.pictures, existing.as_ref().map(|m| m.pictures.as_slice()))? else { continue };
+            let Some(pictures) = self.pictures(
+                row.pictures,
+                existing.as_ref().map(|m| m.pictures.as_slice()),
+            )?
+            else {
+                continue;
+            };
             let id = self.id_for(existing.as_ref().map(|m| m.id.0), RecordKind::Model)?;
-            let (created_at, updated_at) = self.times(existing.as_ref().map(|m| (m.created_at, m.updated_at)));
+            let (created_at, updated_at) =
+                self.times(existing.as_ref().map(|m| (m.created_at, m.updated_at)));
             let record = Model {
                 id: crate::domain::ModelId(id),
                 brand_id: brand,
@@ -509,7 +591,8 @@ impl<'a> Run<'a> {
                 created_at,
                 updated_at,
             };
-            let (existing, record) = self.upsert(existing, record, &mut counts, |m, t| m.updated_at = t);
+            let (existing, record) =
+                self.upsert(existing, record, &mut counts, |m, t| m.updated_at = t);
             if let Some(record) = record {
                 self.batch.put_model(existing.as_ref(), &record);
             }
@@ -525,14 +608,20 @@ impl<'a> Run<'a> {
             let slug = self.slug("slug", &row.slug);
             let named = self.required_text("name", &row.name);
             let linked = self.required_text("url", &row.url);
-            let (Some(slug), true, true) = (slug, named, linked) else { continue };
+            let (Some(slug), true, true) = (slug, named, linked) else {
+                continue;
+            };
             if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem("slug", format!("duplicate provider slug `{slug}` (first on line {first})"));
+                self.problem(
+                    "slug",
+                    format!("duplicate provider slug `{slug}` (first on line {first})"),
+                );
                 continue;
             }
             let existing = self.store.provider_by_slug(&slug)?;
             let id = self.id_for(existing.as_ref().map(|p| p.id.0), RecordKind::Provider)?;
-            let (created_at, updated_at) = self.times(existing.as_ref().map(|p| (p.created_at, p.updated_at)));
+            let (created_at, updated_at) =
+                self.times(existing.as_ref().map(|p| (p.created_at, p.updated_at)));
             let record = Provider {
                 id: crate::domain::ProviderId(id),
                 slug,
@@ -541,7 +630,8 @@ impl<'a> Run<'a> {
                 created_at,
                 updated_at,
             };
-            let (existing, record) = self.upsert(existing, record, &mut counts, |p, t| p.updated_at = t);
+            let (existing, record) =
+                self.upsert(existing, record, &mut counts, |p, t| p.updated_at = t);
             if let Some(record) = record {
                 self.batch.put_provider(existing.as_ref(), &record);
             }
@@ -549,14 +639,22 @@ impl<'a> Run<'a> {
         Ok(counts)
     }
 
-    fn series_of(&mut self, brand: BrandId, brand_slug: &str, slug: Slug) -> ImportResult<Option<SeriesId>> {
+    fn series_of(
+        &mut self,
+        brand: BrandId,
+        brand_slug: &str,
+        slug: Slug,
+    ) -> ImportResult<Option<SeriesId>> {
         if let Some(id) = self.series.get(&(brand, slug.clone())) {
             return Ok(Some(*id));
         }
         match self.store.series_by_slug(brand, &slug)? {
             Some(series) => Ok(Some(series.id)),
             None => {
-                self.problem("series", format!("no series `{slug}` in brand `{brand_slug}`"));
+                self.problem(
+                    "series",
+                    format!("no series `{slug}` in brand `{brand_slug}`"),
+                );
                 Ok(None)
             }
         }
@@ -571,7 +669,11 @@ impl<'a> Run<'a> {
     }
 
     /// The model's pictures, keeping the ids of pictures it already had (matched by URL).
-    fn pictures(&mut self, rows: Vec<PictureRow>, existing: Option<&[Picture]>) -> ImportResult<Option<Vec<Picture>>> {
+    fn pictures(
+        &mut self,
+        rows: Vec<PictureRow>,
+        existing: Option<&[Picture]>,
+    ) -> ImportResult<Option<Vec<Picture>>> {
         let mut pictures = Vec::with_capacity(rows.len());
         for row in rows {
             let kind = match row.kind.as_str() {
@@ -588,9 +690,16 @@ impl<'a> Run<'a> {
             if !self.required_text("pictures", &row.url) {
                 return Ok(None);
             }
-            let kept = existing.and_then(|old| old.iter().find(|p| p.url == row.url)).map(|p| p.id.0);
+            let kept = existing
+                .and_then(|old| old.iter().find(|p| p.url == row.url))
+                .map(|p| p.id.0);
             let id = self.id_for(kept, RecordKind::Picture)?;
-            pictures.push(Picture { id: PictureId(id), url: row.url, kind, cropped_url: row.cropped_url });
+            pictures.push(Picture {
+                id: PictureId(id),
+                url: row.url,
+                kind,
+                cropped_url: row.cropped_url,
+            });
         }
         Ok(Some(pictures))
     }

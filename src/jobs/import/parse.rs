@@ -47,7 +47,10 @@ fn parse_line<T: Row>(line: &str, allowed: &[String]) -> Result<T, LineProblems>
         .keys()
         .filter(|key| !allowed.contains(key))
         .map(|key| {
-            let message = format!("unknown field; this file's fields are: {}", allowed.join(", "));
+            let message = format!(
+                "unknown field; this file's fields are: {}",
+                allowed.join(", ")
+            );
             (Some(key.clone()), message)
         })
         .collect();
@@ -73,10 +76,14 @@ mod tests {
     fn a_mistyped_model_spec_field_is_named() {
         use super::super::rows::ModelRow;
         let line = r#"{"slug":"a","brand":"b","series":"c","name":"N","referenceNumber":"1","diameter":"big"}"#;
-        let problems = parse_line::<ModelRow>(line, &allowed_fields::<ModelRow>()).err().unwrap_or_default();
+        let problems = parse_line::<ModelRow>(line, &allowed_fields::<ModelRow>())
+            .err()
+            .unwrap_or_default();
         assert_eq!(problems[0].0.as_deref(), Some("diameter"));
         let ok = r#"{"slug":"a","brand":"b","series":"c","name":"N","referenceNumber":"1","diameter":40.5}"#;
-        let row = parse_line::<ModelRow>(ok, &allowed_fields::<ModelRow>()).ok().map(|r| r.spec.diameter);
+        let row = parse_line::<ModelRow>(ok, &allowed_fields::<ModelRow>())
+            .ok()
+            .map(|r| r.spec.diameter);
         assert_eq!(row, Some(Some(40.5)));
     }
 

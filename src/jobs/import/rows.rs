@@ -27,19 +27,26 @@ impl Row for ModelRow {
     /// serde loses the field path inside `flatten`, so the spec's fields are read on their own.
     fn from_object(object: Map<String, Value>) -> Result<Self, FieldError> {
         let spec_fields = allowed_fields::<ModelSpec>();
-        let (spec, rest): (Map<String, Value>, Map<String, Value>) =
-            object.into_iter().partition(|(key, _)| spec_fields.contains(key));
+        let (spec, rest): (Map<String, Value>, Map<String, Value>) = object
+            .into_iter()
+            .partition(|(key, _)| spec_fields.contains(key));
         let mut row: ModelRow = deserialize_naming_field(rest)?;
         row.spec = deserialize_naming_field(spec)?;
         Ok(row)
     }
 }
 
-fn deserialize_naming_field<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T, FieldError> {
+fn deserialize_naming_field<T: DeserializeOwned>(
+    object: Map<String, Value>,
+) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
         let path = e.path().to_string();
         let message = e.inner().to_string();
-        let field = if path == "." || path.is_empty() { missing_field_name(&message) } else { Some(path) };
+        let field = if path == "." || path.is_empty() {
+            missing_field_name(&message)
+        } else {
+            Some(path)
+        };
         (field, message)
     })
 }
@@ -149,10 +156,22 @@ mod tests {
     #[test]
     fn model_rows_accept_every_field_of_the_full_model_spec() {
         let fields = allowed_fields::<ModelRow>();
-        for name in ["referenceNumber", "releaseYear", "bandWidth", "dialNickname", "pictures"] {
-            assert!(fields.contains(&name.to_string()), "{name} missing from {fields:?}");
+        for name in [
+            "referenceNumber",
+            "releaseYear",
+            "bandWidth",
+            "dialNickname",
+            "pictures",
+        ] {
+            assert!(
+                fields.contains(&name.to_string()),
+                "{name} missing from {fields:?}"
+            );
         }
         assert!(!fields.contains(&"spec".to_string()));
-        assert_eq!(allowed_fields::<PictureRow>(), ["croppedUrl", "type", "url"]);
+        assert_eq!(
+            allowed_fields::<PictureRow>(),
+            ["croppedUrl", "type", "url"]
+        );
     }
 }
