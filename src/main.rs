@@ -2,7 +2,9 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
 use std::net::SocketAddr;
+use std::process::ExitCode;
 use std::path::PathBuf;
 use watch_catalogue::app::{self, App};
 use watch_catalogue::config::{
@@ -45,15 +47,26 @@ enum Command {
     Reindex,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One line of causes, outermost first; no backtrace for an operator's mistake.
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     let data_dir = DataDir::new(cli.data_dir);
     match cli.command {
         Command::Serve { addr } => {

@@ -291,6 +291,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_generated_catalogue_imports_and_indexes_cleanly() {
+        use watch_catalogue::app::App;
+        use watch_catalogue::config::DataDir;
+        use watch_catalogue::jobs::import::{import, DirectorySource};
+        let dir = tempfile::tempdir().expect("dir");
+        let counts = generate_catalogue(&CatalogueShape { models: 1_000, seed: 1 }, &dir.path().join("dataset")).expect("generate");
+        let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
+        let report = import(&app.store, &DirectorySource(dir.path().join("dataset"))).expect("the generated dataset is valid");
+        assert!(report.kinds.iter().any(|(kind, c)| *kind == "models" && c.created == counts.models));
+        app.prepare(false).expect("index");
+        assert!(app.index_is_current().expect("current"));
+    }
+
+    #[test]
     fn generation_is_deterministic_for_a_seed() {
         let (a, b) = (
             tempfile::tempdir().expect("dir"),

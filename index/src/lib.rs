@@ -26,11 +26,11 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument};
 /// Failures of the index layer.
 #[derive(Debug, thiserror::Error)]
 pub enum IndexError {
-    #[error("search index: {0}")]
+    #[error("search index")]
     Tantivy(#[from] tantivy::TantivyError),
-    #[error("search index directory: {0}")]
+    #[error("search index directory")]
     Directory(#[from] tantivy::directory::error::OpenDirectoryError),
-    #[error("search index I/O: {0}")]
+    #[error("search index I/O")]
     Io(#[from] std::io::Error),
 }
 

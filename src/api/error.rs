@@ -102,9 +102,16 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Logs a lower layer's failure and answers `internal_error`.
-fn internal(error: &dyn std::fmt::Display) -> ApiError {
-    tracing::error!(%error, "request failed");
+/// Logs a lower layer's failure, with its whole chain of causes, and answers `internal_error`.
+fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
+    let mut chain = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    tracing::error!(error = %chain, "request failed");
     ApiError::Internal
 }
 

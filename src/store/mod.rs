@@ -22,7 +22,7 @@ pub const SCHEMA_VERSION: u64 = 1;
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("store I/O: {0}")]
+    #[error("store I/O")]
     Sled(#[from] sled::Error),
     #[error("corrupt record under key {key:?}: {reason}")]
     Corrupt { key: Vec<u8>, reason: String },

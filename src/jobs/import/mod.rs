@@ -73,7 +73,7 @@ const PROBLEMS_SHOWN: usize = 50;
 pub enum ImportError {
     #[error("{} problem(s) in the dataset; nothing was imported:\n{}", .0.len(), list_problems(.0))]
     Invalid(Vec<Problem>),
-    #[error("reading {file}: {source}")]
+    #[error("reading {file}")]
     Io {
         file: String,
         source: std::io::Error,
