@@ -80,7 +80,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.addr))?;
     let base = format!("http://{}/v1", listener.local_addr()?);
-    let data_dir = std::fs::canonicalize(config.data_dir.path()).unwrap_or_else(|_| config.data_dir.path().to_owned());
+    let data_dir = std::fs::canonicalize(config.data_dir.path())
+        .unwrap_or_else(|_| config.data_dir.path().to_owned());
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
     axum::serve(listener, crate::api::router(app.clone()))
         .with_graceful_shutdown(shutdown_signal())

@@ -4,8 +4,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
-use std::process::ExitCode;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use watch_catalogue::app::{self, App};
 use watch_catalogue::config::{
     DataDir, ServeConfig, DEFAULT_ADDR, DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR,

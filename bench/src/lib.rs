@@ -296,10 +296,21 @@ mod tests {
         use watch_catalogue::config::DataDir;
         use watch_catalogue::jobs::import::{import, DirectorySource};
         let dir = tempfile::tempdir().expect("dir");
-        let counts = generate_catalogue(&CatalogueShape { models: 1_000, seed: 1 }, &dir.path().join("dataset")).expect("generate");
+        let counts = generate_catalogue(
+            &CatalogueShape {
+                models: 1_000,
+                seed: 1,
+            },
+            &dir.path().join("dataset"),
+        )
+        .expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
-        let report = import(&app.store, &DirectorySource(dir.path().join("dataset"))).expect("the generated dataset is valid");
-        assert!(report.kinds.iter().any(|(kind, c)| *kind == "models" && c.created == counts.models));
+        let report = import(&app.store, &DirectorySource(dir.path().join("dataset")))
+            .expect("the generated dataset is valid");
+        assert!(report
+            .kinds
+            .iter()
+            .any(|(kind, c)| *kind == "models" && c.created == counts.models));
         app.prepare(false).expect("index");
         assert!(app.index_is_current().expect("current"));
     }

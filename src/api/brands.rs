@@ -3,11 +3,11 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
-use super::params::{parse_sort, parse_text, Page, Pagination, Params, SortParam};
+use super::params::{parse_sort, parse_text, Page, Pagination, Params, PathParams, SortParam};
 use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
 use super::AppState;
 use crate::domain::{normalize_reference, BrandId, SeriesId};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use serde::{Deserialize, Serialize};
@@ -103,7 +103,7 @@ pub async fn highlighted_brands(
 
 pub async fn get_brand(
     State(app): State<AppState>,
-    Path(slug): Path<String>,
+    PathParams(slug): PathParams<String>,
 ) -> ApiResult<Json<BrandDetail>> {
     let brand = assemble::brand_by_slug(&app, &slug)?;
     Ok(Json(assemble::brand_detail(&app, &brand)?))
@@ -111,7 +111,7 @@ pub async fn get_brand(
 
 pub async fn list_series(
     State(app): State<AppState>,
-    Path(brand_slug): Path<String>,
+    PathParams(brand_slug): PathParams<String>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<SeriesItem>>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
@@ -138,7 +138,7 @@ pub async fn list_series(
 
 pub async fn get_series(
     State(app): State<AppState>,
-    Path((brand_slug, series_slug)): Path<(String, String)>,
+    PathParams((brand_slug, series_slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<SeriesDetail>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let series = assemble::series_by_slug(&app, &brand, &series_slug)?;

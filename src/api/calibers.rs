@@ -3,16 +3,17 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
+use super::params::PathParams;
 use super::views::CaliberDetail;
 use super::AppState;
 use crate::domain::{normalize_reference, Slug};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 
 pub async fn get_caliber(
     State(app): State<AppState>,
-    Path((brand_slug, reference)): Path<(String, String)>,
+    PathParams((brand_slug, reference)): PathParams<(String, String)>,
 ) -> ApiResult<Json<CaliberDetail>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let by_slug = match Slug::parse(&reference) {

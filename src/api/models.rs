@@ -3,12 +3,12 @@
 use super::assemble::{self, Lookups};
 use super::brands::effective_sort;
 use super::error::{ApiError, ApiResult};
-use super::params::{parse_sort, parse_text, Page, Pagination, Params, SortParam};
+use super::params::{parse_sort, parse_text, Page, Pagination, Params, PathParams, SortParam};
 use super::views::{FullModel, ModelListItem};
 use super::AppState;
 use crate::app::App;
 use crate::domain::{normalize_reference, Brand, ModelId, Slug};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::Json;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use serde::Deserialize;
@@ -208,7 +208,7 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
 
 pub async fn get_model(
     State(app): State<AppState>,
-    Path((brand_slug, slug)): Path<(String, String)>,
+    PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<FullModel>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let model = Slug::parse(&slug)

@@ -2,7 +2,7 @@
 //! sort names and free text, each validated once with a hint naming what is allowed.
 
 use super::error::ApiError;
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -22,6 +22,25 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Params<T> {
                 ApiError::invalid(
                     format!("the query string could not be read: {}", e.body_text()),
                     "send parameters as name=value pairs, percent-encoded",
+                )
+            })
+    }
+}
+
+/// Like axum's `Path`, answering our JSON error when a segment cannot be read (bad UTF-8).
+pub struct PathParams<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|Path(value)| PathParams(value))
+            .map_err(|e| {
+                ApiError::invalid(
+                    format!("the path could not be read: {}", e.body_text()),
+                    "path segments are slugs: lowercase letters, digits and hyphens",
                 )
             })
     }

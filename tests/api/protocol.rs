@@ -104,3 +104,21 @@ async fn unknown_paths_are_json_404s() {
         );
     }
 }
+
+#[tokio::test]
+async fn unreadable_path_segments_are_json_errors() {
+    let app = TestApp::start().await;
+    for path in [
+        "/v1/brands/%FF",
+        "/v1/models/rolex/%C3%28",
+        "/v1/calibers/%FF/x",
+        "/v1/brands/%FF/series/x",
+    ] {
+        let (status, body) = app.get(path).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_request")),
+            "{path}: {body}"
+        );
+    }
+}
