@@ -166,12 +166,14 @@ pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport,
     let mut kinds = kinds;
     kinds.push(("models", run.models(models, &progress)?));
     kinds.push(("providers", run.providers(providers)?));
-    progress.finish_and_clear();
 
     if !run.problems.is_empty() {
+        progress.finish_and_clear();
         return Err(ImportError::Invalid(run.problems));
     }
+    progress.set_message("writing");
     let generation = store.commit(run.batch)?;
+    progress.finish_and_clear();
     Ok(ImportReport { generation, kinds })
 }
 
@@ -181,7 +183,7 @@ fn progress_bar(len: u64) -> ProgressBar {
     if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})") {
         bar.set_style(style.progress_chars("=> "));
     }
-    bar.set_message("importing");
+    bar.set_message("checking");
     bar
 }
 
