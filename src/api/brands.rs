@@ -3,25 +3,24 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
-use super::params::{parse_sort, parse_text, Page, Pagination, Params, PathParams, SortParam};
+use super::params::{list_request, Page, Pagination, Params, PathParams, SortParam};
 use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
 use super::AppState;
-use crate::domain::{normalize_reference, BrandId, SeriesId};
+use crate::domain::{BrandId, SeriesId};
 use axum::extract::State;
 use axum::Json;
-use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 use serde::{Deserialize, Serialize};
 
 /// `sort` of the brand and series lists.
-#[derive(Debug, Clone, Copy)]
-pub struct GroupSort(SortOrder);
+pub struct GroupSorts;
 
-impl SortParam for GroupSort {
-    const CHOICES: &'static [(&'static str, Self)] = &[
-        ("name_asc", GroupSort(SortOrder::NameAsc)),
-        ("name_desc", GroupSort(SortOrder::NameDesc)),
-        ("models_desc", GroupSort(SortOrder::ModelsDesc)),
-        ("relevance", GroupSort(SortOrder::Relevance)),
+impl SortParam for GroupSorts {
+    const CHOICES: &'static [(&'static str, SortOrder)] = &[
+        ("name_asc", SortOrder::NameAsc),
+        ("name_desc", SortOrder::NameDesc),
+        ("models_desc", SortOrder::ModelsDesc),
+        ("relevance", SortOrder::Relevance),
     ];
 }
 
@@ -35,36 +34,19 @@ pub struct GroupListParams {
     sort: Option<String>,
 }
 
-/// The index request of a brand or series list: relevance when `q` is given, else by name.
 fn group_request(
     kind: DocKind,
     filters: Filters,
     params: &GroupListParams,
     pagination: Pagination,
 ) -> ApiResult<SearchRequest> {
-    let text = parse_text(params.q.as_deref())?;
-    let sort = parse_sort::<GroupSort>(params.sort.as_deref())?.map(|s| s.0);
-    Ok(SearchRequest {
+    list_request::<GroupSorts>(
         kind,
-        sort: effective_sort(sort, text.is_some()),
-        text: text.map(|text| TextQuery {
-            normalized_reference: normalize_reference(&text),
-            text,
-        }),
         filters,
-        offset: pagination.offset(),
-        limit: pagination.page_size,
-    })
-}
-
-/// `sort` wins; else relevance when searching, else name. Relevance without text is by name.
-pub fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrder {
-    match (requested, searching) {
-        (Some(SortOrder::Relevance), false) => SortOrder::NameAsc,
-        (Some(sort), _) => sort,
-        (None, true) => SortOrder::Relevance,
-        (None, false) => SortOrder::NameAsc,
-    }
+        params.q.as_deref(),
+        params.sort.as_deref(),
+        pagination,
+    )
 }
 
 pub async fn list_brands(

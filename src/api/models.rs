@@ -1,29 +1,27 @@
 //! `GET /models` and `GET /models/{brandSlug}/{slug}`.
 
 use super::assemble::{self, Lookups};
-use super::brands::effective_sort;
 use super::error::{ApiError, ApiResult};
-use super::params::{parse_sort, parse_text, Page, Pagination, Params, PathParams, SortParam};
+use super::params::{list_request, Page, Pagination, Params, PathParams, SortParam};
 use super::views::{FullModel, ModelListItem};
 use super::AppState;
 use crate::app::App;
-use crate::domain::{normalize_reference, Brand, ModelId, Slug};
+use crate::domain::{Brand, ModelId, Slug};
 use axum::extract::State;
 use axum::Json;
-use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+use catalogue_index::{DocKind, Filters, SortOrder};
 use serde::Deserialize;
 
 /// `sort` of `GET /models`.
-#[derive(Debug, Clone, Copy)]
-pub struct ModelSort(SortOrder);
+pub struct ModelSorts;
 
-impl SortParam for ModelSort {
-    const CHOICES: &'static [(&'static str, Self)] = &[
-        ("relevance", ModelSort(SortOrder::Relevance)),
-        ("newest", ModelSort(SortOrder::Newest)),
-        ("name_asc", ModelSort(SortOrder::NameAsc)),
-        ("name_desc", ModelSort(SortOrder::NameDesc)),
-        ("reference_asc", ModelSort(SortOrder::ReferenceAsc)),
+impl SortParam for ModelSorts {
+    const CHOICES: &'static [(&'static str, SortOrder)] = &[
+        ("relevance", SortOrder::Relevance),
+        ("newest", SortOrder::Newest),
+        ("name_asc", SortOrder::NameAsc),
+        ("name_desc", SortOrder::NameDesc),
+        ("reference_asc", SortOrder::ReferenceAsc),
     ];
 }
 
@@ -47,22 +45,16 @@ pub async fn list_models(
     Params(params): Params<ModelListParams>,
 ) -> ApiResult<Json<Page<ModelListItem>>> {
     let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
-    let text = parse_text(params.q.as_deref())?;
-    let sort = parse_sort::<ModelSort>(params.sort.as_deref())?.map(|s| s.0);
     let Some(filters) = model_filters(&app, &params)? else {
         return Ok(Json(pagination.wrap(Vec::new(), 0)));
     };
-    let request = SearchRequest {
-        kind: DocKind::Model,
-        sort: effective_sort(sort, text.is_some()),
-        text: text.map(|text| TextQuery {
-            normalized_reference: normalize_reference(&text),
-            text,
-        }),
+    let request = list_request::<ModelSorts>(
+        DocKind::Model,
         filters,
-        offset: pagination.offset(),
-        limit: pagination.page_size,
-    };
+        params.q.as_deref(),
+        params.sort.as_deref(),
+        pagination,
+    )?;
     let hits = app.index.search(&request)?;
     let data = assemble::model_items(&app, &hits.ids, &mut Lookups::default())?;
     Ok(Json(pagination.wrap(data, hits.total)))

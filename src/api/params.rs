@@ -2,8 +2,10 @@
 //! sort names and free text, each validated once with a hint naming what is allowed.
 
 use super::error::ApiError;
+use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
+use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -147,13 +149,13 @@ fn positive(
     }
 }
 
-/// A `sort` value of one list: its names and what each means.
-pub trait SortParam: Sized + Copy + 'static {
-    const CHOICES: &'static [(&'static str, Self)];
+/// The `sort` values of one list: each name and the order it means.
+pub trait SortParam {
+    const CHOICES: &'static [(&'static str, SortOrder)];
 }
 
 /// Parses `sort`; `None` when absent.
-pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S>, ApiError> {
+pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<SortOrder>, ApiError> {
     let Some(raw) = value else { return Ok(None) };
     S::CHOICES
         .iter()
@@ -166,6 +168,39 @@ pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S>, ApiErr
                 format!("sort is one of: {}", names.join(", ")),
             )
         })
+}
+
+/// `sort` wins; else relevance when searching, else by name. Relevance without text is by name.
+fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrder {
+    match (requested, searching) {
+        (Some(SortOrder::Relevance), false) => SortOrder::NameAsc,
+        (Some(sort), _) => sort,
+        (None, true) => SortOrder::Relevance,
+        (None, false) => SortOrder::NameAsc,
+    }
+}
+
+/// The index request of a searchable list from its `q`, `sort` (one of `S`) and paging.
+pub fn list_request<S: SortParam>(
+    kind: DocKind,
+    filters: Filters,
+    q: Option<&str>,
+    sort: Option<&str>,
+    pagination: Pagination,
+) -> Result<SearchRequest, ApiError> {
+    let text = parse_text(q)?;
+    let sort = parse_sort::<S>(sort)?;
+    Ok(SearchRequest {
+        kind,
+        sort: effective_sort(sort, text.is_some()),
+        text: text.map(|text| TextQuery {
+            normalized_reference: normalize_reference(&text),
+            text,
+        }),
+        filters,
+        offset: pagination.offset(),
+        limit: pagination.page_size,
+    })
 }
 
 /// The free-text `q`, trimmed; `None` when absent or blank.

@@ -122,6 +122,18 @@ impl Store {
         self.db.get(&key)?.map(|v| decode(&key, &v)).transpose()
     }
 
+    /// The record of `space` that the secondary key `index_key` points at.
+    fn get_via<T: serde::de::DeserializeOwned>(
+        &self,
+        index_key: Vec<u8>,
+        space: Keyspace,
+    ) -> StoreResult<Option<T>> {
+        match self.get_id(index_key)? {
+            Some(id) => self.get(space.id_key(id)),
+            None => Ok(None),
+        }
+    }
+
     fn get_id(&self, key: Vec<u8>) -> StoreResult<Option<u64>> {
         self.db.get(&key)?.map(|v| decode_u64(&key, &v)).transpose()
     }
@@ -172,10 +184,7 @@ impl Store {
     }
 
     pub fn brand_by_slug(&self, slug: &Slug) -> StoreResult<Option<Brand>> {
-        match self.get_id(keys::brand_slug(slug))? {
-            Some(id) => self.brand(BrandId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::brand_slug(slug), Keyspace::Brand)
     }
 
     pub fn brands(&self) -> impl Iterator<Item = StoreResult<Brand>> + '_ {
@@ -204,10 +213,7 @@ impl Store {
     }
 
     pub fn series_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Series>> {
-        match self.get_id(keys::series_slug(brand, slug))? {
-            Some(id) => self.series(SeriesId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::series_slug(brand, slug), Keyspace::Series)
     }
 
     /// Every brand that has a series with this slug.
@@ -227,10 +233,7 @@ impl Store {
     }
 
     pub fn complication_by_slug(&self, slug: &Slug) -> StoreResult<Option<Complication>> {
-        match self.get_id(keys::complication_slug(slug))? {
-            Some(id) => self.complication(ComplicationId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::complication_slug(slug), Keyspace::Complication)
     }
 
     // --- calibers -----------------------------------------------------------------------
@@ -240,10 +243,7 @@ impl Store {
     }
 
     pub fn caliber_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Caliber>> {
-        match self.get_id(keys::caliber_slug(brand, slug))? {
-            Some(id) => self.caliber(CaliberId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::caliber_slug(brand, slug), Keyspace::Caliber)
     }
 
     /// The brand's calibre whose normalised reference is `normalized`.
@@ -252,10 +252,10 @@ impl Store {
         brand: BrandId,
         normalized: &str,
     ) -> StoreResult<Option<Caliber>> {
-        match self.get_id(keys::caliber_reference(brand, normalized))? {
-            Some(id) => self.caliber(CaliberId(id)),
-            None => Ok(None),
-        }
+        self.get_via(
+            keys::caliber_reference(brand, normalized),
+            Keyspace::Caliber,
+        )
     }
 
     /// Every calibre, across brands, with this slug.
@@ -275,10 +275,7 @@ impl Store {
     }
 
     pub fn model_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Model>> {
-        match self.get_id(keys::model_slug(brand, slug))? {
-            Some(id) => self.model(ModelId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::model_slug(brand, slug), Keyspace::Model)
     }
 
     /// Models in the order of `ids`; ids with no record (deleted since) are skipped.
@@ -338,10 +335,7 @@ impl Store {
     }
 
     pub fn provider_by_slug(&self, slug: &Slug) -> StoreResult<Option<Provider>> {
-        match self.get_id(keys::provider_slug(slug))? {
-            Some(id) => self.provider(ProviderId(id)),
-            None => Ok(None),
-        }
+        self.get_via(keys::provider_slug(slug), Keyspace::Provider)
     }
 
     pub fn providers(&self) -> impl Iterator<Item = StoreResult<Provider>> + '_ {

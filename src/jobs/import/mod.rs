@@ -369,11 +369,13 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.brands.insert(slug, record.id);
-            let (existing, record) =
-                self.upsert(existing, record, &mut counts, |b, t| b.updated_at = t);
-            if let Some(record) = record {
-                self.batch.put_brand(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |b, t| b.updated_at = t,
+                WriteBatch::put_brand,
+            );
         }
         Ok(counts)
     }
@@ -413,11 +415,13 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.series.insert((brand, slug), record.id);
-            let (existing, record) =
-                self.upsert(existing, record, &mut counts, |s, t| s.updated_at = t);
-            if let Some(record) = record {
-                self.batch.put_series(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |s, t| s.updated_at = t,
+                WriteBatch::put_series,
+            );
         }
         Ok(counts)
     }
@@ -447,10 +451,13 @@ impl<'a> Run<'a> {
                 name: row.name,
             };
             self.complications.insert(slug, record.id);
-            let (existing, record) = self.upsert(existing, record, &mut counts, |_, _| {});
-            if let Some(record) = record {
-                self.batch.put_complication(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |_, _| {},
+                WriteBatch::put_complication,
+            );
         }
         Ok(counts)
     }
@@ -515,11 +522,13 @@ impl<'a> Run<'a> {
                 updated_at,
             };
             self.calibers.insert((brand, slug), record.id);
-            let (existing, record) =
-                self.upsert(existing, record, &mut counts, |c, t| c.updated_at = t);
-            if let Some(record) = record {
-                self.batch.put_caliber(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |c, t| c.updated_at = t,
+                WriteBatch::put_caliber,
+            );
         }
         Ok(counts)
     }
@@ -593,11 +602,13 @@ impl<'a> Run<'a> {
                 created_at,
                 updated_at,
             };
-            let (existing, record) =
-                self.upsert(existing, record, &mut counts, |m, t| m.updated_at = t);
-            if let Some(record) = record {
-                self.batch.put_model(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |m, t| m.updated_at = t,
+                WriteBatch::put_model,
+            );
         }
         Ok(counts)
     }
@@ -632,11 +643,13 @@ impl<'a> Run<'a> {
                 created_at,
                 updated_at,
             };
-            let (existing, record) =
-                self.upsert(existing, record, &mut counts, |p, t| p.updated_at = t);
-            if let Some(record) = record {
-                self.batch.put_provider(existing.as_ref(), &record);
-            }
+            self.upsert(
+                existing,
+                record,
+                &mut counts,
+                |p, t| p.updated_at = t,
+                WriteBatch::put_provider,
+            );
         }
         Ok(counts)
     }
@@ -717,27 +730,28 @@ impl<'a> Run<'a> {
         existing.unwrap_or((self.now, self.now))
     }
 
-    /// Counts `record` and returns it when it must be written (new, or different from the
-    /// stored version, with `touch` setting its update time).
+    /// Counts `record` and adds it to the batch when it is new or differs from the stored
+    /// version (`touch` then sets its update time).
     fn upsert<T: PartialEq>(
-        &self,
+        &mut self,
         existing: Option<T>,
         mut record: T,
         counts: &mut KindCounts,
         touch: impl Fn(&mut T, Timestamp),
-    ) -> (Option<T>, Option<T>) {
+        put: impl FnOnce(&mut WriteBatch, Option<&T>, &T),
+    ) {
         match &existing {
             None => counts.created += 1,
             Some(old) if *old == record => {
                 counts.unchanged += 1;
-                return (existing, None);
+                return;
             }
             Some(_) => {
                 counts.updated += 1;
                 touch(&mut record, self.now);
             }
         }
-        (existing, Some(record))
+        put(&mut self.batch, existing.as_ref(), &record);
     }
 }
 
