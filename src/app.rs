@@ -83,9 +83,13 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let data_dir = std::fs::canonicalize(config.data_dir.path())
         .unwrap_or_else(|_| config.data_dir.path().to_owned());
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
-    axum::serve(listener, crate::api::router(app.clone()))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let router = crate::api::router(app.clone(), &config.api);
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     app.store.flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())

@@ -36,4 +36,147 @@ pub struct ServeConfig {
     pub data_dir: DataDir,
     pub addr: SocketAddr,
     pub cache_bytes: u64,
+    pub api: ApiConfig,
+}
+
+/// Settings of the HTTP layers shared by every route.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    pub rate_limit: RateLimitConfig,
+    /// Set when the current version winds down.
+    pub deprecation: Option<Deprecation>,
+    /// Largest accepted request body, in bytes.
+    pub body_limit: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            rate_limit: RateLimitConfig::default(),
+            deprecation: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+/// Default largest request body: 1 MiB.
+pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
+
+/// Per-client-IP request budget in fixed windows.
+#[derive(Debug, Clone)]
+pub struct RateLimitConfig {
+    pub limit: u32,
+    pub window: std::time::Duration,
+    /// Proxies whose `X-Forwarded-For` is believed; the client is then the right-most
+    /// untrusted entry.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Most clients tracked at once; memory stays bounded under a flood of distinct IPs.
+    pub max_clients: usize,
+}
+
+/// The spec's budget: 600 requests per 60 seconds.
+pub const DEFAULT_RATE_LIMIT: u32 = 600;
+/// The spec's window, in seconds.
+pub const DEFAULT_RATE_WINDOW_SECS: u64 = 60;
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig {
+            limit: DEFAULT_RATE_LIMIT,
+            window: std::time::Duration::from_secs(DEFAULT_RATE_WINDOW_SECS),
+            trusted_proxies: Vec::new(),
+            max_clients: 100_000,
+        }
+    }
+}
+
+/// The current version is winding down: every response says when it stops and what replaces it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Deprecation {
+    pub sunset: std::time::SystemTime,
+    pub successor: String,
+}
+
+/// The shortest notice a sunset may give: six months (183 days).
+pub const MIN_SUNSET_NOTICE: std::time::Duration = std::time::Duration::from_secs(183 * 24 * 3600);
+
+/// Why a configuration is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("sunset `{0}` is neither a date (2027-06-30) nor an HTTP-date (Wed, 30 Jun 2027 00:00:00 GMT)")]
+    SunsetFormat(String),
+    #[error("sunset {0} is less than six months away; a version announces its end at least six months ahead")]
+    SunsetTooSoon(String),
+    #[error("a sunset needs a successor URL (--successor)")]
+    MissingSuccessor,
+}
+
+impl Deprecation {
+    /// Parses `sunset` (`YYYY-MM-DD`, midnight UTC, or an HTTP-date) and checks it is at least
+    /// six months after `now`.
+    pub fn new(
+        sunset: &str,
+        successor: &str,
+        now: std::time::SystemTime,
+    ) -> Result<Deprecation, ConfigError> {
+        let when = parse_day(sunset)
+            .or_else(|| httpdate::parse_http_date(sunset).ok())
+            .ok_or_else(|| ConfigError::SunsetFormat(sunset.to_owned()))?;
+        if when < now + MIN_SUNSET_NOTICE {
+            return Err(ConfigError::SunsetTooSoon(httpdate::fmt_http_date(when)));
+        }
+        if successor.trim().is_empty() {
+            return Err(ConfigError::MissingSuccessor);
+        }
+        Ok(Deprecation {
+            sunset: when,
+            successor: successor.to_owned(),
+        })
+    }
+}
+
+fn parse_day(text: &str) -> Option<std::time::SystemTime> {
+    let mut parts = text.splitn(3, '-');
+    let (year, month, day) = (
+        parts.next()?.parse().ok()?,
+        parts.next()?.parse::<u8>().ok()?,
+        parts.next()?.parse().ok()?,
+    );
+    let month = time::Month::try_from(month).ok()?;
+    let date = time::Date::from_calendar_date(year, month, day).ok()?;
+    let seconds = date.midnight().assume_utc().unix_timestamp();
+    Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(seconds).ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_sunset_is_a_date_or_http_date_at_least_six_months_out() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_795_334_400); // 2026-11-22
+        let ok = Deprecation::new("2027-06-30", "https://api.example/v2", now).expect("valid");
+        assert_eq!(
+            httpdate::fmt_http_date(ok.sunset),
+            "Wed, 30 Jun 2027 00:00:00 GMT"
+        );
+        assert!(Deprecation::new("Wed, 30 Jun 2027 00:00:00 GMT", "/v2", now).is_ok());
+        assert!(matches!(
+            Deprecation::new("2027-01-01", "/v2", now),
+            Err(ConfigError::SunsetTooSoon(_))
+        ));
+        assert!(matches!(
+            Deprecation::new("next year", "/v2", now),
+            Err(ConfigError::SunsetFormat(_))
+        ));
+        assert!(matches!(
+            Deprecation::new("2027-02-30", "/v2", now),
+            Err(ConfigError::SunsetFormat(_))
+        ));
+        assert_eq!(
+            Deprecation::new("2028-01-01", " ", now),
+            Err(ConfigError::MissingSuccessor)
+        );
+    }
 }

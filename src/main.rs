@@ -6,9 +6,11 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
 use watch_catalogue::app::{self, App};
 use watch_catalogue::config::{
-    DataDir, ServeConfig, DEFAULT_ADDR, DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR,
+    ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
+    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::jobs::import::{self, DirectorySource};
 use watch_catalogue::jobs::reindex;
@@ -37,6 +39,26 @@ enum Command {
         /// Address to listen on.
         #[arg(long, env = "WATCH_CATALOGUE_ADDR", default_value = DEFAULT_ADDR)]
         addr: SocketAddr,
+        /// Requests allowed per client IP and window.
+        #[arg(long, env = "WATCH_CATALOGUE_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
+        rate_limit: u32,
+        /// Length of a rate-limit window, in seconds.
+        #[arg(long, env = "WATCH_CATALOGUE_RATE_WINDOW_SECS", default_value_t = DEFAULT_RATE_WINDOW_SECS)]
+        rate_window_secs: u64,
+        /// A proxy (address or CIDR) whose X-Forwarded-For is believed; repeat or comma-separate.
+        #[arg(
+            long = "trusted-proxy",
+            env = "WATCH_CATALOGUE_TRUSTED_PROXIES",
+            value_delimiter = ','
+        )]
+        trusted_proxies: Vec<ipnet::IpNet>,
+        /// Mark v1 as winding down: the date it stops answering (2027-06-30 or an HTTP-date),
+        /// at least six months out. Needs --successor.
+        #[arg(long, env = "WATCH_CATALOGUE_SUNSET", requires = "successor")]
+        sunset: Option<String>,
+        /// URL of the version that replaces v1, for the `Link` header.
+        #[arg(long, env = "WATCH_CATALOGUE_SUCCESSOR")]
+        successor: Option<String>,
     },
     /// Import a dataset directory (docs/dataset-format.md): all of it, or nothing.
     Import {
@@ -45,6 +67,8 @@ enum Command {
     },
     /// Rebuild the search index from the store.
     Reindex,
+    /// Print the OpenAPI document of the API.
+    Openapi,
 }
 
 fn main() -> ExitCode {
@@ -69,11 +93,38 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let data_dir = DataDir::new(cli.data_dir);
     match cli.command {
-        Command::Serve { addr } => {
+        Command::Serve {
+            addr,
+            rate_limit,
+            rate_window_secs,
+            trusted_proxies,
+            sunset,
+            successor,
+        } => {
+            let deprecation = match sunset {
+                Some(sunset) => Some(Deprecation::new(
+                    &sunset,
+                    successor.as_deref().unwrap_or(""),
+                    SystemTime::now(),
+                )?),
+                None => None,
+            };
+            let rate_limit = RateLimitConfig {
+                limit: rate_limit,
+                window: Duration::from_secs(rate_window_secs.max(1)),
+                trusted_proxies,
+                ..RateLimitConfig::default()
+            };
+            let api = ApiConfig {
+                rate_limit,
+                deprecation,
+                ..ApiConfig::default()
+            };
             let config = ServeConfig {
                 data_dir,
                 addr,
                 cache_bytes: cli.cache_bytes,
+                api,
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -90,6 +141,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 import::DatasetSource::describe(&source)
             );
             app.prepare(false)?;
+            Ok(())
+        }
+        Command::Openapi => {
+            println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())
         }
         Command::Reindex => {

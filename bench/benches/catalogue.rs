@@ -54,7 +54,10 @@ fn setup() -> Setup {
         .expect("brand");
     let app = Arc::new(app);
     Setup {
-        router: watch_catalogue::api::router(app.clone()),
+        router: watch_catalogue::api::router(
+            app.clone(),
+            &watch_catalogue::config::ApiConfig::default(),
+        ),
         runtime: tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -3,7 +3,9 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
-use super::params::{list_request, Page, Pagination, Params, PathParams, SortParam};
+use super::params::{list_request, sort_schema, Page, Pagination, Params, PathParams, SortParam};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::params::{BrandPage, SeriesPage};
 use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
 use super::AppState;
 use crate::domain::{BrandId, SeriesId};
@@ -25,12 +27,20 @@ impl SortParam for GroupSorts {
 }
 
 /// Query of `GET /brands` and `GET /brands/{brandSlug}/series`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct GroupListParams {
+    /// Page number, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
     page: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
     page_size: Option<String>,
+    /// Free text over names, aliases and descriptions.
     q: Option<String>,
+    /// Order; `name_asc` by default, `relevance` by default when `q` is given.
+    #[param(schema_with = sort_schema::<GroupSorts>)]
     sort: Option<String>,
 }
 
@@ -49,6 +59,9 @@ fn group_request(
     )
 }
 
+/// Brands, each with series and model counts and one representative picture.
+#[utoipa::path(get, path = "/brands", operation_id = "list_brands", tag = "brands", params(GroupListParams),
+    responses((status = 200, description = "A page of brands", body = BrandPage)))]
 pub async fn list_brands(
     State(app): State<AppState>,
     Params(params): Params<GroupListParams>,
@@ -65,24 +78,29 @@ pub async fn list_brands(
     Ok(Json(pagination.wrap(data, hits.total)))
 }
 
-/// `{data}` without paging.
-#[derive(Debug, Serialize)]
-pub struct DataOnly<T> {
-    data: Vec<T>,
+/// The editorial row of brands, without paging.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HighlightedBrands {
+    data: Vec<BrandItem>,
 }
 
-pub async fn highlighted_brands(
-    State(app): State<AppState>,
-) -> ApiResult<Json<DataOnly<BrandItem>>> {
+/// Brands in fixed editorial order (a hand-picked row, not a ranking).
+#[utoipa::path(get, path = "/brands/highlighted", operation_id = "list_highlighted_brands", tag = "brands",
+    responses((status = 200, description = "The editorial row", body = HighlightedBrands)))]
+pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<HighlightedBrands>> {
     let data = app
         .store
         .highlighted_brands()?
         .iter()
         .map(|brand| assemble::brand_item(&app, brand))
         .collect::<ApiResult<_>>()?;
-    Ok(Json(DataOnly { data }))
+    Ok(Json(HighlightedBrands { data }))
 }
 
+/// One brand, including `stats`.
+#[utoipa::path(get, path = "/brands/{slug}", operation_id = "get_brand", tag = "brands",
+    params(("slug" = String, Path, description = "Brand slug")),
+    responses((status = 200, description = "The brand", body = BrandDetail)))]
 pub async fn get_brand(
     State(app): State<AppState>,
     PathParams(slug): PathParams<String>,
@@ -91,6 +109,10 @@ pub async fn get_brand(
     Ok(Json(assemble::brand_detail(&app, &brand)?))
 }
 
+/// A brand's series, each with its model count and lead model.
+#[utoipa::path(get, path = "/brands/{brandSlug}/series", operation_id = "list_series", tag = "brands",
+    params(("brandSlug" = String, Path, description = "Brand slug"), GroupListParams),
+    responses((status = 200, description = "A page of series", body = SeriesPage)))]
 pub async fn list_series(
     State(app): State<AppState>,
     PathParams(brand_slug): PathParams<String>,
@@ -118,6 +140,10 @@ pub async fn list_series(
     Ok(Json(pagination.wrap(data, hits.total)))
 }
 
+/// One series, including its parent brand, lead model and `stats`.
+#[utoipa::path(get, path = "/brands/{brandSlug}/series/{seriesSlug}", operation_id = "get_series", tag = "brands",
+    params(("brandSlug" = String, Path, description = "Brand slug"), ("seriesSlug" = String, Path, description = "Series slug")),
+    responses((status = 200, description = "The series", body = SeriesDetail)))]
 pub async fn get_series(
     State(app): State<AppState>,
     PathParams((brand_slug, series_slug)): PathParams<(String, String)>,

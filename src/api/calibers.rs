@@ -11,6 +11,10 @@ use axum::extract::State;
 use axum::Json;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 
+/// One movement with its specification and every model across the catalogue that runs it.
+#[utoipa::path(get, path = "/calibers/{brandSlug}/{ref}", operation_id = "get_caliber", tag = "calibers",
+    params(("brandSlug" = String, Path, description = "Slug of the calibre's brand (its maker)"), ("ref" = String, Path, description = "Calibre slug, or any spelling of its reference")),
+    responses((status = 200, description = "The calibre", body = CaliberDetail)))]
 pub async fn get_caliber(
     State(app): State<AppState>,
     PathParams((brand_slug, reference)): PathParams<(String, String)>,

@@ -1,8 +1,9 @@
 //! The API's one error type. Each variant is one row of the spec's code table: stable code,
 //! HTTP status, message and hint. Lower layers' errors map here once, and their detail goes to
-//! the log, never to the client.
+//! the log, never to the client. A handler's error travels in the response's extensions so the
+//! error layer can add the `docs` link of the route it came from.
 
-use axum::http::StatusCode;
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
@@ -15,6 +16,8 @@ pub enum ApiError {
         message: String,
         hint: Option<String>,
     },
+    /// The path exists but not with this method (405, still `invalid_request`).
+    MethodNotAllowed { allow: String },
     /// The endpoint needs a session the caller lacks (401).
     Unauthorized,
     /// The session may not do this (403).
@@ -24,20 +27,29 @@ pub enum ApiError {
         message: String,
         hint: Option<String>,
     },
-    /// Over budget (429).
-    RateLimited,
+    /// Over budget (429); retry after this many seconds.
+    RateLimited { retry_after: u64 },
     /// A server fault (500); the detail is logged, not sent.
     Internal,
+    /// The service cannot answer yet (503), e.g. its index is being rebuilt.
+    Unavailable { message: String },
 }
 
 /// The JSON body of every failure.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
+    /// Stable machine-readable code: invalid_request, unauthorized, forbidden, not_found,
+    /// rate_limited or internal_error.
     pub error: &'static str,
+    /// Prose; may be reworded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What to change about the request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// Where to read about the endpoint: its operation in the OpenAPI document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub docs: Option<String>,
 }
 
 impl ApiError {
@@ -58,52 +70,86 @@ impl ApiError {
     /// The stable machine-readable code.
     pub fn code(&self) -> &'static str {
         match self {
-            ApiError::InvalidRequest { .. } => "invalid_request",
+            ApiError::InvalidRequest { .. } | ApiError::MethodNotAllowed { .. } => {
+                "invalid_request"
+            }
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden => "forbidden",
             ApiError::NotFound { .. } => "not_found",
-            ApiError::RateLimited => "rate_limited",
-            ApiError::Internal => "internal_error",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Internal | ApiError::Unavailable { .. } => "internal_error",
         }
     }
 
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
-            ApiError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
-    fn body(&self) -> ErrorBody {
+    fn body(&self, docs: Option<String>) -> ErrorBody {
         let (message, hint) = match self {
             ApiError::InvalidRequest { message, hint } | ApiError::NotFound { message, hint } => {
                 (message.clone(), hint.clone())
             }
+            ApiError::MethodNotAllowed { allow } => (
+                "method not allowed on this path".into(),
+                Some(format!("this path answers {allow}")),
+            ),
             ApiError::Unauthorized => ("this endpoint needs an admin session".into(), None),
             ApiError::Forbidden => ("this session may not do this".into(), None),
-            ApiError::RateLimited => ("too many requests".into(), None),
+            ApiError::RateLimited { retry_after } => (
+                "too many requests".into(),
+                Some(format!("retry after {retry_after} seconds")),
+            ),
             ApiError::Internal => ("the server failed; retry with backoff".into(), None),
+            ApiError::Unavailable { message } => {
+                (message.clone(), Some("retry with backoff".into()))
+            }
         };
         ErrorBody {
             error: self.code(),
             message: Some(message),
             hint,
+            docs,
         }
+    }
+
+    /// The full response, with `docs` when the route is known.
+    pub fn to_response(&self, docs: Option<String>) -> Response {
+        let mut response = (self.status(), Json(self.body(docs))).into_response();
+        let headers = response.headers_mut();
+        match self {
+            ApiError::MethodNotAllowed { allow } => {
+                if let Ok(value) = HeaderValue::from_str(allow) {
+                    headers.insert(header::ALLOW, value);
+                }
+            }
+            ApiError::RateLimited { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
+        }
+        response.extensions_mut().insert(self.clone());
+        response
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), Json(self.body())).into_response()
+        self.to_response(None)
     }
 }
 
 /// Logs a lower layer's failure, with its whole chain of causes, and answers `internal_error`.
-fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
+pub fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
     let mut chain = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

@@ -5,46 +5,87 @@ mod assemble;
 mod brands;
 mod calibers;
 pub mod error;
+pub mod layers;
 mod models;
+pub mod openapi;
+mod ops;
 pub mod params;
 mod sitemap;
 pub mod views;
 
 use crate::app::App;
-use axum::routing::get;
+use crate::config::ApiConfig;
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::{from_fn, from_fn_with_state};
+use axum::routing::{get, MethodRouter};
 use axum::Router;
 use error::ApiError;
+use layers::metrics::Metrics;
+use layers::rate_limit::RateLimiter;
 use std::sync::Arc;
 
 /// Shared state of every handler.
 pub type AppState = Arc<App>;
 
-/// The whole API: the versioned routes under `/v1`, and the same routes unversioned.
-pub fn router(app: AppState) -> Router {
-    let v1 = Router::new()
+/// The whole service: the API under `/v1` and unversioned, the operations endpoints, and the
+/// shared layers around all of it.
+pub fn router(app: AppState, config: &ApiConfig) -> Router {
+    let metrics = Arc::new(Metrics::new());
+    let limiter = Arc::new(RateLimiter::new(&config.rate_limit));
+    let api = Router::new()
+        .nest("/v1", v1_routes(app.clone()))
+        .merge(v1_routes(app.clone()))
+        .fallback(unknown_path)
+        .layer(DefaultBodyLimit::max(config.body_limit))
+        .layer(from_fn_with_state(limiter, layers::rate_limit::limit_rate));
+    let ops = ops::router(ops::OpsState {
+        app,
+        metrics: metrics.clone(),
+    });
+    layers::shared(api.merge(ops), config, metrics)
+}
+
+/// Every v1 read, as the spec's tables list them: path and handler. One table builds the router
+/// and tells the OpenAPI coverage test what the router serves.
+fn v1_table() -> Vec<(&'static str, MethodRouter<AppState>)> {
+    vec![
         // Brands and series
-        .route("/brands", get(brands::list_brands))
-        .route("/brands/highlighted", get(brands::highlighted_brands))
-        .route("/brands/{slug}", get(brands::get_brand))
-        .route("/brands/{brandSlug}/series", get(brands::list_series))
-        .route(
+        ("/brands", get(brands::list_brands)),
+        ("/brands/highlighted", get(brands::highlighted_brands)),
+        ("/brands/{slug}", get(brands::get_brand)),
+        ("/brands/{brandSlug}/series", get(brands::list_series)),
+        (
             "/brands/{brandSlug}/series/{seriesSlug}",
             get(brands::get_series),
-        )
+        ),
         // Models
-        .route("/models", get(models::list_models))
-        .route("/models/{brandSlug}/{slug}", get(models::get_model))
+        ("/models", get(models::list_models)),
+        ("/models/{brandSlug}/{slug}", get(models::get_model)),
         // Calibers
-        .route("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber))
+        ("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
         // Sitemap
-        .route("/sitemap/models", get(sitemap::models))
-        .route("/sitemap/catalog", get(sitemap::catalog))
-        .route("/sitemap/calibers", get(sitemap::calibers))
-        .with_state(app);
-    Router::new()
-        .nest("/v1", v1.clone())
-        .merge(v1)
-        .fallback(unknown_path)
+        ("/sitemap/models", get(sitemap::models)),
+        ("/sitemap/catalog", get(sitemap::catalog)),
+        ("/sitemap/calibers", get(sitemap::calibers)),
+    ]
+}
+
+/// The paths of v1's operations (the OpenAPI document itself aside).
+pub fn v1_paths() -> Vec<&'static str> {
+    v1_table().into_iter().map(|(path, _)| path).collect()
+}
+
+fn v1_routes(app: AppState) -> Router {
+    v1_table()
+        .into_iter()
+        .fold(Router::new(), |router, (path, handler)| {
+            router.route(path, handler)
+        })
+        // Catalogue and sitemap reads carry ETag and Cache-Control.
+        .route_layer(from_fn(layers::caching::etag))
+        // The machine-readable description of all of the above.
+        .route("/openapi.json", get(openapi::document))
+        .with_state(app)
 }
 
 async fn unknown_path() -> ApiError {

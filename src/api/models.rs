@@ -2,7 +2,9 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
-use super::params::{list_request, Page, Pagination, Params, PathParams, SortParam};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::params::ModelPage;
+use super::params::{list_request, sort_schema, Page, Pagination, Params, PathParams, SortParam};
 use super::views::{FullModel, ModelListItem};
 use super::AppState;
 use crate::app::App;
@@ -26,20 +28,36 @@ impl SortParam for ModelSorts {
 }
 
 /// Query of `GET /models`. `brandSlug` is accepted as an alias of `brand`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ModelListParams {
+    /// Page number, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
     page: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
     page_size: Option<String>,
+    /// Free text; also resolves a reference number in any spelling, or a reference prefix.
     q: Option<String>,
+    /// Exact model id.
     id: Option<String>,
+    /// Brand slug.
     brand: Option<String>,
+    /// Alias of `brand`.
     brand_slug: Option<String>,
+    /// Series: `brandSlug/seriesSlug`, or a series slug within `brand` or unique across brands.
     series: Option<String>,
+    /// Calibre: `brandSlug/caliberSlug`, or a calibre slug only one brand has.
     caliber: Option<String>,
+    /// Order; `name_asc` by default, `relevance` by default when `q` is given.
+    #[param(schema_with = sort_schema::<ModelSorts>)]
     sort: Option<String>,
 }
 
+/// Models, searched by text or reference, filtered and sorted.
+#[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(ModelListParams),
+    responses((status = 200, description = "A page of models", body = ModelPage)))]
 pub async fn list_models(
     State(app): State<AppState>,
     Params(params): Params<ModelListParams>,
@@ -198,6 +216,10 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
     )
 }
 
+/// The full model: every field present, null or [] when empty.
+#[utoipa::path(get, path = "/models/{brandSlug}/{slug}", operation_id = "get_model", tag = "models",
+    params(("brandSlug" = String, Path, description = "Brand slug"), ("slug" = String, Path, description = "Model slug, unique within its brand")),
+    responses((status = 200, description = "The model", body = FullModel)))]
 pub async fn get_model(
     State(app): State<AppState>,
     PathParams((brand_slug, slug)): PathParams<(String, String)>,

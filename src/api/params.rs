@@ -48,6 +48,40 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathPar
     }
 }
 
+/// Like axum's `Json`, answering 400 `invalid_request` for a body that is malformed, of the
+/// wrong shape, not JSON, or larger than the body limit.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        use axum::extract::rejection::JsonRejection;
+        match axum::Json::<T>::from_request(request, state).await {
+            Ok(axum::Json(value)) => Ok(JsonBody(value)),
+            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::invalid(
+                "the body is not declared as JSON",
+                "send Content-Type: application/json",
+            )),
+            Err(JsonRejection::BytesRejection(e))
+                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                Err(ApiError::invalid(
+                    "the request body is too large",
+                    "send at most 1 MiB",
+                ))
+            }
+            Err(e) => Err(ApiError::invalid(
+                format!("the JSON body could not be read: {}", e.body_text()),
+                "send one JSON object with the documented fields",
+            )),
+        }
+    }
+}
+
 /// Default `pageSize` of every list.
 pub const DEFAULT_PAGE_SIZE: usize = 24;
 /// Largest `pageSize` of every list but the sitemaps.
@@ -65,7 +99,15 @@ pub struct Pagination {
 }
 
 /// A list page: `data` plus `page`, `pageSize`, `total`, `totalPages`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[aliases(
+    BrandPage = Page<super::views::BrandItem>,
+    SeriesPage = Page<super::views::SeriesItem>,
+    ModelPage = Page<super::views::ModelListItem>,
+    ModelSitemapPage = Page<super::views::ModelSitemapEntry>,
+    CatalogSitemapPage = Page<super::views::CatalogSitemapEntry>,
+    CaliberSitemapPage = Page<super::views::CaliberSitemapEntry>
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
     pub data: Vec<T>,
@@ -152,6 +194,14 @@ fn positive(
 /// The `sort` values of one list: each name and the order it means.
 pub trait SortParam {
     const CHOICES: &'static [(&'static str, SortOrder)];
+}
+
+/// The OpenAPI schema of a `sort` parameter: a string enum of `S`'s names.
+pub fn sort_schema<S: SortParam>() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::SchemaType::String)
+        .enum_values(Some(S::CHOICES.iter().map(|(name, _)| *name)))
+        .build()
 }
 
 /// Parses `sort`; `None` when absent.

@@ -4,6 +4,8 @@
 
 use super::assemble::Lookups;
 use super::error::ApiResult;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::params::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
 use super::params::{Page, Pagination, Params, MAX_SITEMAP_PAGE_SIZE};
 use super::views::{CaliberSitemapEntry, CatalogSitemapEntry, ModelSitemapEntry};
 use super::AppState;
@@ -15,10 +17,15 @@ use serde::Deserialize;
 use std::collections::HashMap;
 
 /// Query of the sitemap lists.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct SitemapParams {
+    /// Page number, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
     page: Option<String>,
+    /// Entries per page, 1 to 50,000 (the sitemap protocol's cap).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 50000, default = 50000)]
     page_size: Option<String>,
 }
 
@@ -33,7 +40,9 @@ impl SitemapParams {
     }
 }
 
-/// Every model, in id order.
+/// Every model's URL identity and last-modified date, in id order.
+#[utoipa::path(get, path = "/sitemap/models", operation_id = "list_sitemap_models", tag = "sitemap", params(SitemapParams),
+    responses((status = 200, description = "A page of model entries", body = ModelSitemapPage)))]
 pub async fn models(
     State(app): State<AppState>,
     Params(params): Params<SitemapParams>,
@@ -68,6 +77,8 @@ fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
 }
 
 /// Every brand, each followed by its series, by slug.
+#[utoipa::path(get, path = "/sitemap/catalog", operation_id = "list_sitemap_catalog", tag = "sitemap", params(SitemapParams),
+    responses((status = 200, description = "A page of brand and series entries", body = CatalogSitemapPage)))]
 pub async fn catalog(
     State(app): State<AppState>,
     Params(params): Params<SitemapParams>,
@@ -104,7 +115,9 @@ pub async fn catalog(
     ))
 }
 
-/// Every calibre, by brand slug then slug.
+/// Every movement, by brand slug then slug.
+#[utoipa::path(get, path = "/sitemap/calibers", operation_id = "list_sitemap_calibers", tag = "sitemap", params(SitemapParams),
+    responses((status = 200, description = "A page of calibre entries", body = CaliberSitemapPage)))]
 pub async fn calibers(
     State(app): State<AppState>,
     Params(params): Params<SitemapParams>,

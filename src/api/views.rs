@@ -5,7 +5,7 @@ use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
 use serde::Serialize;
 
 /// `{id, name, slug}` of a brand or series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct EntityRef {
     pub id: String,
     pub name: String,
@@ -33,7 +33,7 @@ impl From<&Series> for EntityRef {
 }
 
 /// Element of `GET /models`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelListItem {
     pub id: String,
@@ -48,12 +48,14 @@ pub struct ModelListItem {
 }
 
 /// A model's picture.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PictureView {
     pub id: String,
     pub url: String,
+    /// FRONT, BACK, SIDE, DETAIL or LIFESTYLE.
     #[serde(rename = "type")]
+    #[schema(value_type = String)]
     pub kind: &'static str,
     pub cropped_url: Option<String>,
 }
@@ -70,7 +72,7 @@ impl From<&Picture> for PictureView {
 }
 
 /// `GET /models/{brandSlug}/{slug}`: every field present, null or [] when empty.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FullModel {
     pub id: String,
@@ -89,7 +91,7 @@ pub struct FullModel {
 }
 
 /// A complication linked to a calibre.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ComplicationView {
     pub id: String,
     pub slug: String,
@@ -97,7 +99,7 @@ pub struct ComplicationView {
 }
 
 /// The calibre a calibre is built on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ParentCaliber {
     pub id: String,
     pub slug: String,
@@ -107,7 +109,7 @@ pub struct ParentCaliber {
 }
 
 /// A movement with its specification.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaliberView {
     pub id: String,
@@ -117,10 +119,14 @@ pub struct CaliberView {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub brand: EntityRef,
+    /// Millimetres.
     pub diameter: Option<f64>,
+    /// Millimetres.
     pub height: Option<f64>,
     pub jewels: Option<u32>,
+    /// Vibrations per hour (vph).
     pub frequency: Option<u32>,
+    /// Hours.
     pub power_reserve: Option<u32>,
     pub complications: Vec<ComplicationView>,
     pub parent: Option<ParentCaliber>,
@@ -139,7 +145,7 @@ impl ParentCaliber {
 }
 
 /// `GET /calibers/{brandSlug}/{ref}`: the movement and every model that runs it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaliberDetail {
     #[serde(flatten)]
@@ -149,7 +155,7 @@ pub struct CaliberDetail {
 }
 
 /// The representative picture of a brand.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrandPicture {
     pub url: String,
@@ -157,7 +163,7 @@ pub struct BrandPicture {
 }
 
 /// Element of `GET /brands`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrandItem {
     pub id: String,
@@ -169,7 +175,7 @@ pub struct BrandItem {
 }
 
 /// `GET /brands/{slug}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BrandDetail {
     #[serde(flatten)]
@@ -183,7 +189,7 @@ pub struct BrandDetail {
 }
 
 /// Element of `GET /brands/{brandSlug}/series`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeriesItem {
     pub id: String,
@@ -194,7 +200,7 @@ pub struct SeriesItem {
 }
 
 /// `GET /brands/{brandSlug}/series/{seriesSlug}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SeriesDetail {
     #[serde(flatten)]
@@ -205,19 +211,26 @@ pub struct SeriesDetail {
     pub stats: StatsView,
 }
 
-/// `{min, max}`, both null when no model has a value.
-#[derive(Debug, Clone, Serialize)]
-pub struct Range<T> {
-    pub min: Option<T>,
-    pub max: Option<T>,
+/// Earliest and latest release year; both null when no model has one.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct YearRange {
+    pub min: Option<u64>,
+    pub max: Option<u64>,
+}
+
+/// Smallest and largest case diameter in millimetres; both null when no model has one.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct DiameterRange {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
 }
 
 /// Figures over a brand's or a series' models.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StatsView {
-    pub year_range: Range<u64>,
-    pub diameter_range: Range<f64>,
+    pub year_range: YearRange,
+    pub diameter_range: DiameterRange,
     pub case_materials: Vec<String>,
     pub movement_count: u64,
     /// ACTIVE listings matched to these models.
@@ -227,11 +240,11 @@ pub struct StatsView {
 impl From<catalogue_index::CatalogueStats> for StatsView {
     fn from(s: catalogue_index::CatalogueStats) -> Self {
         StatsView {
-            year_range: Range {
+            year_range: YearRange {
                 min: s.year_min,
                 max: s.year_max,
             },
-            diameter_range: Range {
+            diameter_range: DiameterRange {
                 min: s.diameter_min,
                 max: s.diameter_max,
             },
@@ -243,7 +256,7 @@ impl From<catalogue_index::CatalogueStats> for StatsView {
 }
 
 /// `GET /sitemap/models` entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelSitemapEntry {
     pub id: String,
@@ -253,10 +266,12 @@ pub struct ModelSitemapEntry {
 }
 
 /// `GET /sitemap/catalog` entry: a brand (`seriesSlug` null) or a series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSitemapEntry {
+    /// `brand` or `series`.
     #[serde(rename = "type")]
+    #[schema(value_type = String)]
     pub kind: &'static str,
     pub brand_slug: String,
     pub series_slug: Option<String>,
@@ -264,7 +279,7 @@ pub struct CatalogSitemapEntry {
 }
 
 /// `GET /sitemap/calibers` entry.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CaliberSitemapEntry {
     pub brand_slug: String,

@@ -100,15 +100,20 @@ impl PictureType {
 
 /// The common specification of a model: every model is comparable field by field.
 /// Millimetres for sizes, metres for water resistance. Empty means unknown, never guessed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelSpec {
     pub release_year: Option<i32>,
     pub discontinuation_year: Option<i32>,
+    /// Pieces made, for a limited edition.
     pub limited_amount: Option<u32>,
+    /// Case diameter in millimetres.
     pub diameter: Option<f64>,
+    /// Case thickness in millimetres.
     pub thickness: Option<f64>,
+    /// Width between the lugs in millimetres.
     pub lug_width: Option<f64>,
+    /// Water resistance in metres.
     pub water_resistance: Option<f64>,
     pub case_materials: Vec<String>,
     pub bezel: Option<String>,
@@ -128,6 +133,7 @@ pub struct ModelSpec {
     pub band_colors: Vec<String>,
     pub band_materials: Vec<String>,
     pub band_clasp: Option<String>,
+    /// Band width in millimetres.
     pub band_width: Option<f64>,
 }
 

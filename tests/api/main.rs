@@ -3,6 +3,7 @@
 mod brands;
 mod calibers;
 mod cli;
+mod contract;
 mod models;
 mod protocol;
 mod sitemap;

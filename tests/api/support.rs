@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 
 pub fn test_catalogue() -> PathBuf {
@@ -26,16 +26,33 @@ impl TestApp {
     }
 
     pub async fn with_dataset(dataset: &Path) -> TestApp {
+        Self::with_config(dataset, ApiConfig::default()).await
+    }
+
+    /// A server over `dataset` with these layer settings.
+    pub async fn with_config(dataset: &Path, config: ApiConfig) -> TestApp {
+        Self::start_with(dataset, config, true).await
+    }
+
+    /// A server whose index was never built (not ready).
+    pub async fn without_index() -> TestApp {
+        Self::start_with(&test_catalogue(), ApiConfig::default(), false).await
+    }
+
+    async fn start_with(dataset: &Path, config: ApiConfig, build_index: bool) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
         import(&app.store, &DirectorySource(dataset.to_owned())).expect("import test catalogue");
-        app.prepare(false).expect("index");
+        if build_index {
+            app.prepare(false).expect("index");
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let router = watch_catalogue::api::router(Arc::new(app));
-        tokio::spawn(async move { axum::serve(listener, router).await });
+        let router = watch_catalogue::api::router(Arc::new(app), &config);
+        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
+        tokio::spawn(async move { axum::serve(listener, service).await });
         TestApp {
             base: format!("http://{addr}"),
             client: reqwest::Client::builder()
@@ -44,6 +61,16 @@ impl TestApp {
                 .expect("client"),
             _dir: dir,
         }
+    }
+
+    /// Sends `request` to this server.
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
+        request.send().await.expect("request")
+    }
+
+    /// A request builder for `method` on `path`.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{path}", self.base))
     }
 
     /// GETs `path` (with its `/v1` prefix or not) and returns status and JSON body.

@@ -1,0 +1,120 @@
+//! Every failure leaves as our JSON error: a handler's `ApiError` is rendered with the `docs`
+//! link of its route, and any other error response (axum's empty 405, a 413, a 404 from a
+//! layer) is replaced by the matching `ApiError`, keeping its headers (`Allow`).
+
+use crate::api::error::ApiError;
+use axum::extract::{MatchedPath, Request};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+
+pub async fn render_errors(request: Request, next: Next) -> Response {
+    let docs = docs_link(
+        request
+            .extensions()
+            .get::<MatchedPath>()
+            .map(MatchedPath::as_str),
+        request.method(),
+    );
+    let response = next.run(request).await;
+    if let Some(error) = response.extensions().get::<ApiError>().cloned() {
+        return keep_headers(response, error.to_response(docs));
+    }
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json(&response) {
+        return response;
+    }
+    let error = match status {
+        StatusCode::NOT_FOUND => ApiError::not_found(
+            "no such path",
+            "paths start with /v1; GET /v1/openapi.json lists them",
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed {
+            allow: allowed_methods(&response),
+        },
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::invalid("the request body is too large", "send at most 1 MiB")
+        }
+        status if status.is_server_error() => ApiError::Internal,
+        status => ApiError::invalid(
+            format!("the request was rejected ({status})"),
+            "see the endpoint's documentation",
+        ),
+    };
+    keep_headers(response, error.to_response(docs))
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+fn allowed_methods(response: &Response) -> String {
+    response
+        .headers()
+        .get(header::ALLOW)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("GET, HEAD")
+        .to_owned()
+}
+
+/// `replacement`, carrying the headers the original response set that it does not.
+fn keep_headers(original: Response, mut replacement: Response) -> Response {
+    for (name, value) in original.headers() {
+        if name != header::CONTENT_TYPE
+            && name != header::CONTENT_LENGTH
+            && !replacement.headers().contains_key(name)
+        {
+            replacement
+                .headers_mut()
+                .insert(name.clone(), value.clone());
+        }
+    }
+    replacement
+}
+
+/// The operation's address in the OpenAPI document, e.g.
+/// `/v1/openapi.json#/paths/~1models~1%7BbrandSlug%7D~1%7Bslug%7D/get`.
+pub fn docs_link(route: Option<&str>, method: &axum::http::Method) -> Option<String> {
+    let Some(route) = route else {
+        return Some("/v1/openapi.json".to_owned());
+    };
+    let path = route
+        .strip_prefix("/v1")
+        .filter(|p| !p.is_empty())
+        .unwrap_or(route);
+    let pointer = path
+        .replace('~', "~0")
+        .replace('/', "~1")
+        .replace('{', "%7B")
+        .replace('}', "%7D");
+    Some(format!(
+        "/v1/openapi.json#/paths/{pointer}/{}",
+        method.as_str().to_lowercase()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::Method;
+
+    #[test]
+    fn docs_links_point_at_the_operation() {
+        assert_eq!(
+            docs_link(Some("/v1/models/{brandSlug}/{slug}"), &Method::GET).as_deref(),
+            Some("/v1/openapi.json#/paths/~1models~1%7BbrandSlug%7D~1%7Bslug%7D/get")
+        );
+        assert_eq!(
+            docs_link(Some("/brands"), &Method::GET).as_deref(),
+            Some("/v1/openapi.json#/paths/~1brands/get")
+        );
+        assert_eq!(
+            docs_link(None, &Method::GET).as_deref(),
+            Some("/v1/openapi.json")
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! Operations endpoints, outside the versioned API: `GET /healthz` (the process answers),
+//! `GET /readyz` (store open and index current), `GET /metrics` (Prometheus text format).
+
+use super::error::{ApiError, ApiResult};
+use super::layers::metrics::Metrics;
+use crate::app::App;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Serialize;
+use std::sync::Arc;
+
+/// State of the operations endpoints.
+#[derive(Clone)]
+pub struct OpsState {
+    pub app: Arc<App>,
+    pub metrics: Arc<Metrics>,
+}
+
+pub fn router(state: OpsState) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(state)
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Health {
+    status: &'static str,
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Readiness {
+    status: &'static str,
+    store_generation: u64,
+    index_generation: Option<u64>,
+}
+
+async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
+    let store_generation = state.app.store.generation()?.0;
+    let index_generation = state.app.index.generation()?;
+    if index_generation != Some(store_generation) {
+        return Err(ApiError::Unavailable {
+            message: format!("the search index (generation {index_generation:?}) is behind the store (generation {store_generation})"),
+        });
+    }
+    Ok(Json(Readiness {
+        status: "ready",
+        store_generation,
+        index_generation,
+    }))
+}
+
+async fn metrics(State(state): State<OpsState>) -> ApiResult<impl IntoResponse> {
+    let text = state.metrics.render(
+        state.app.store.generation()?.0,
+        state.app.index.generation()?,
+    );
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    ))
+}
