@@ -133,6 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .block_on(app::serve(config))
         }
         Command::Import { dir } => {
+            anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let source = DirectorySource(dir);
             let report = import::import(&app.store, &source)?;

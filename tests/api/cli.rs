@@ -197,3 +197,37 @@ fn http_get(base: &str, path: &str) -> serde_json::Value {
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     serde_json::from_str(body).expect("JSON body")
 }
+
+#[test]
+fn serve_refuses_a_sunset_less_than_six_months_out() {
+    let data = tempfile::tempdir().expect("dir");
+    let soon =
+        httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30 * 24 * 3600));
+    let (output, text) = run(binary(data.path()).args([
+        "serve",
+        "--addr",
+        "127.0.0.1:0",
+        "--sunset",
+        &soon,
+        "--successor",
+        "https://api.example/v2",
+    ]));
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("less than six months away"), "{text}");
+    let (output, text) =
+        run(binary(data.path()).args(["serve", "--addr", "127.0.0.1:0", "--sunset", "2099-01-01"]));
+    assert!(
+        !output.status.success(),
+        "a sunset without a successor: {text}"
+    );
+    assert!(text.contains("--successor"), "{text}");
+}
+
+#[test]
+fn the_openapi_command_prints_the_document() {
+    let data = tempfile::tempdir().expect("dir");
+    let output = binary(data.path()).arg("openapi").output().expect("run");
+    assert!(output.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(doc["openapi"], "3.0.3");
+}

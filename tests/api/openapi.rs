@@ -1,0 +1,218 @@
+//! The OpenAPI document: a valid 3.0 document naming exactly the routes the router serves, and
+//! changed only additively against the snapshot committed in tests/api/openapi.snapshot.json.
+//! After an intended, additive change: `UPDATE_OPENAPI_SNAPSHOT=1 cargo test --test api openapi`.
+
+use crate::support::*;
+use serde_json::Value;
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+
+/// A real value for each path parameter, so every documented path can be requested.
+fn example_path(path: &str) -> String {
+    let concrete = match path {
+        "/brands/{slug}" => "/brands/rolex".to_owned(),
+        "/models/{brandSlug}/{slug}" => "/models/rolex/submariner-date-126610ln".to_owned(),
+        "/calibers/{brandSlug}/{ref}" => "/calibers/eta/2824-2".to_owned(),
+        other => other
+            .replace("{brandSlug}", "rolex")
+            .replace("{seriesSlug}", "submariner"),
+    };
+    format!("/v1{concrete}")
+}
+
+#[tokio::test]
+async fn the_document_is_openapi_3_0_and_names_exactly_the_routes_served() {
+    let app = TestApp::start().await;
+    let doc = app.ok("/v1/openapi.json").await;
+    assert_eq!(doc, app.ok("/openapi.json").await);
+    assert_eq!(doc["openapi"], "3.0.3");
+    assert_eq!(doc["info"]["version"], "1.0.0");
+    let parsed: openapiv3::OpenAPI =
+        serde_json::from_value(doc.clone()).expect("a valid OpenAPI 3.0 document");
+    assert_eq!(parsed.servers[0].url, "/v1");
+
+    let documented: BTreeSet<String> = doc["paths"]
+        .as_object()
+        .expect("paths")
+        .keys()
+        .cloned()
+        .collect();
+    let served: BTreeSet<String> = watch_catalogue::api::v1_paths()
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        documented, served,
+        "documented paths differ from the router's"
+    );
+    for path in &documented {
+        let (status, body) = app.get(&example_path(path)).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+
+    let mut operation_ids = HashSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("operations") {
+            let id = operation["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {path} has no operationId"));
+            assert!(
+                operation_ids.insert(id.to_owned()),
+                "operationId {id} is used twice"
+            );
+            for status in ["200", "400", "404", "405", "429", "500"] {
+                assert!(
+                    operation["responses"][status].is_object(),
+                    "{method} {path} lacks a {status} response"
+                );
+            }
+            assert_eq!(
+                operation["responses"]["404"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody"
+            );
+            let headers = &operation["responses"]["200"]["headers"];
+            for name in [
+                "X-API-Version",
+                "RateLimit-Limit",
+                "RateLimit-Remaining",
+                "RateLimit-Reset",
+                "RateLimit-Policy",
+                "ETag",
+            ] {
+                assert!(
+                    headers[name].is_object(),
+                    "{method} {path}: 200 lacks {name}"
+                );
+            }
+            assert!(operation["responses"]["429"]["headers"]["Retry-After"].is_object());
+        }
+    }
+    let scheme = &doc["components"]["securitySchemes"]["adminSession"];
+    assert_eq!(
+        (scheme["type"].as_str(), scheme["in"].as_str()),
+        (Some("apiKey"), Some("cookie"))
+    );
+    let full_model = &doc["components"]["schemas"]["FullModel"]["allOf"][1];
+    assert!(
+        full_model["required"]
+            .as_array()
+            .expect("required")
+            .contains(&Value::from("description")),
+        "nullable fields are present: required"
+    );
+    let sort = doc["paths"]["/models"]["get"]["parameters"]
+        .as_array()
+        .expect("parameters")
+        .iter()
+        .find(|p| p["name"] == "sort")
+        .cloned()
+        .expect("sort");
+    assert_eq!(
+        sort["schema"]["enum"],
+        serde_json::json!([
+            "relevance",
+            "newest",
+            "name_asc",
+            "name_desc",
+            "reference_asc"
+        ])
+    );
+}
+
+const PROSE: [&str; 3] = ["description", "summary", "example"];
+
+/// Fails when something in `old` is missing from `new` or has another value: a removed path,
+/// parameter, field, enum value or error code, or a changed type.
+fn assert_additive(old: &Value, new: &Value, at: &str, problems: &mut Vec<String>) {
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            for (key, value) in old {
+                if PROSE.contains(&key.as_str()) {
+                    continue;
+                }
+                match new.get(key) {
+                    Some(now) => assert_additive(value, now, &format!("{at}/{key}"), problems),
+                    None => problems.push(format!("{at}/{key} was removed")),
+                }
+            }
+        }
+        (Value::Array(old), Value::Array(new)) => {
+            for (index, value) in old.iter().enumerate() {
+                let same_name = |v: &&Value| {
+                    v.get("name").is_some()
+                        && v.get("name") == value.get("name")
+                        && v.get("in") == value.get("in")
+                };
+                match new
+                    .iter()
+                    .find(same_name)
+                    .or_else(|| new.iter().find(|v| *v == value))
+                {
+                    Some(now) => assert_additive(value, now, &format!("{at}[{index}]"), problems),
+                    None => problems.push(format!("{at}: {value} was removed")),
+                }
+            }
+        }
+        (old, new) if old != new => problems.push(format!("{at} changed from {old} to {new}")),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn changes_within_v1_are_additive_against_the_committed_snapshot() {
+    let current: Value =
+        serde_json::from_str(watch_catalogue::api::openapi::document_json()).expect("document");
+    let snapshot_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/api/openapi.snapshot.json");
+    if std::env::var_os("UPDATE_OPENAPI_SNAPSHOT").is_some() {
+        std::fs::write(
+            &snapshot_path,
+            watch_catalogue::api::openapi::document_json(),
+        )
+        .expect("write snapshot");
+    }
+    let snapshot: Value = serde_json::from_str(
+        &std::fs::read_to_string(&snapshot_path).expect("the committed snapshot"),
+    )
+    .expect("snapshot JSON");
+    let mut problems = Vec::new();
+    assert_additive(&snapshot, &current, "", &mut problems);
+    // A parameter that became required, or a new required one, breaks existing clients too.
+    for (path, item) in current["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("operations") {
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                if parameter["required"] == true && parameter["in"] != "path" {
+                    let before = &snapshot["paths"][path][method]["parameters"];
+                    let was_required = before
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|p| p["name"] == parameter["name"] && p["required"] == true);
+                    if !was_required {
+                        problems.push(format!(
+                            "{method} {path}: parameter {} is newly required",
+                            parameter["name"]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "breaking changes to the v1 contract:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_additive_check_catches_removals_and_retypes() {
+    let old = serde_json::json!({"paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}]}}}, "enum": ["x", "y"]});
+    let mut problems = Vec::new();
+    let same_plus = serde_json::json!({"paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "string"}}, {"name": "n", "in": "query"}]}}, "/b": {}}, "enum": ["x", "y", "z"]});
+    assert_additive(&old, &same_plus, "", &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
+    let retyped = serde_json::json!({"paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "integer"}}]}}}, "enum": ["x"]});
+    assert_additive(&old, &retyped, "", &mut problems);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+}
