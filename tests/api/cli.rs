@@ -118,9 +118,11 @@ fn import_of_a_missing_directory_fails() {
     let (output, text) = run(binary(data.path())
         .arg("import")
         .arg(data.path().join("no-such-dir")));
-    // An absent directory has no files: nothing to import is a success with zero counts.
-    assert!(output.status.success(), "{text}");
-    assert!(text.contains("models: 0 created"), "{text}");
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("no-such-dir is not a dataset directory"),
+        "{text}"
+    );
 }
 
 #[test]
