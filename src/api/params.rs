@@ -2,6 +2,11 @@
 //! sort names and free text, each validated once with a hint naming what is allowed.
 
 use super::error::ApiError;
+// The page aliases name their items by bare type name: that name is the schema's $ref.
+use super::views::{
+    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ModelListItem, ModelSitemapEntry,
+    SeriesItem,
+};
 use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
@@ -101,12 +106,12 @@ pub struct Pagination {
 /// A list page: `data` plus `page`, `pageSize`, `total`, `totalPages`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[aliases(
-    BrandPage = Page<super::views::BrandItem>,
-    SeriesPage = Page<super::views::SeriesItem>,
-    ModelPage = Page<super::views::ModelListItem>,
-    ModelSitemapPage = Page<super::views::ModelSitemapEntry>,
-    CatalogSitemapPage = Page<super::views::CatalogSitemapEntry>,
-    CaliberSitemapPage = Page<super::views::CaliberSitemapEntry>
+    BrandPage = Page<BrandItem>,
+    SeriesPage = Page<SeriesItem>,
+    ModelPage = Page<ModelListItem>,
+    ModelSitemapPage = Page<ModelSitemapEntry>,
+    CatalogSitemapPage = Page<CatalogSitemapEntry>,
+    CaliberSitemapPage = Page<CaliberSitemapEntry>
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {

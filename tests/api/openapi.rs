@@ -87,6 +87,18 @@ async fn the_document_is_openapi_3_0_and_names_exactly_the_routes_served() {
             assert!(operation["responses"]["429"]["headers"]["Retry-After"].is_object());
         }
     }
+    let mut references = Vec::new();
+    collect_references(&doc, &mut references);
+    assert!(references.len() > 20, "{references:?}");
+    for reference in references {
+        let pointer = reference
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("{reference} is not local"));
+        assert!(
+            doc.pointer(pointer).is_some(),
+            "{reference} resolves to nothing"
+        );
+    }
     let scheme = &doc["components"]["securitySchemes"]["adminSession"];
     assert_eq!(
         (scheme["type"].as_str(), scheme["in"].as_str()),
@@ -117,6 +129,19 @@ async fn the_document_is_openapi_3_0_and_names_exactly_the_routes_served() {
             "reference_asc"
         ])
     );
+}
+
+fn collect_references(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(reference)) = map.get("$ref") {
+                out.push(reference.clone());
+            }
+            map.values().for_each(|v| collect_references(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_references(v, out)),
+        _ => {}
+    }
 }
 
 const PROSE: [&str; 3] = ["description", "summary", "example"];

@@ -1,0 +1,62 @@
+//! The cost of the shared HTTP layers per request: a trivial route answered bare, and inside
+//! every layer the API puts around its routes (request id, compression negotiation, metrics,
+//! version headers, JSON errors, panic catching, rate limiting), in-process.
+//!
+//! Run: `cargo bench -p catalogue-bench --bench middleware`
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::middleware::from_fn_with_state;
+use axum::routing::get;
+use axum::Router;
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+use std::sync::Arc;
+use tower::ServiceExt;
+use watch_catalogue::api::layers::{self, metrics::Metrics, rate_limit};
+use watch_catalogue::config::{ApiConfig, RateLimitConfig};
+
+fn trivial() -> Router {
+    Router::new().route("/ping", get(|| async { "pong" }))
+}
+
+fn layered() -> Router {
+    // A budget no bench run exhausts, so every request takes the allowed path.
+    let config = ApiConfig {
+        rate_limit: RateLimitConfig {
+            limit: u32::MAX,
+            ..RateLimitConfig::default()
+        },
+        ..ApiConfig::default()
+    };
+    let limiter = Arc::new(rate_limit::RateLimiter::new(&config.rate_limit));
+    let routes = trivial().layer(from_fn_with_state(limiter, rate_limit::limit_rate));
+    layers::shared(routes, &config, Arc::new(Metrics::new()))
+}
+
+fn benches(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut group = c.benchmark_group("middleware");
+    for (name, router) in [("bare", trivial()), ("all_layers", layered())] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let request = Request::get("/ping")
+                    .header("accept-encoding", "gzip")
+                    .body(Body::empty())
+                    .expect("request");
+                let response = runtime
+                    .block_on(router.clone().oneshot(request))
+                    .expect("response");
+                assert_eq!(response.status(), StatusCode::OK);
+                black_box(response)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(middleware, benches);
+criterion_main!(middleware);
