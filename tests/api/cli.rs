@@ -169,9 +169,30 @@ fn serve_on_an_empty_data_dir_imports_the_bundled_fixtures_and_answers() {
         "the log names the data dir:\n{log}"
     );
     let body = http_get(&base, "/brands?pageSize=1");
-    let _ = child.kill();
-    let _ = child.wait();
     assert!(body["total"].as_u64().unwrap_or(0) >= 25, "{body}");
+
+    // SIGTERM: in-flight work finishes, the store is flushed, the process exits cleanly.
+    let terminated = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(terminated.success());
+    let stop_deadline = Instant::now() + Duration::from_secs(30);
+    while !log.contains("store flushed") {
+        match receiver.recv_timeout(stop_deadline.saturating_duration_since(Instant::now())) {
+            Ok(line) => {
+                log.push_str(&line);
+                log.push('\n');
+            }
+            Err(_) => break,
+        }
+    }
+    let status = child.wait().expect("wait");
+    assert!(
+        status.success(),
+        "exit status {status} after SIGTERM:\n{log}"
+    );
+    assert!(log.contains("stopped; store flushed"), "{log}");
 }
 
 /// A one-shot HTTP/1.1 GET over std, so this test needs no async runtime.

@@ -9,14 +9,15 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 pub async fn render_errors(request: Request, next: Next) -> Response {
-    let docs = docs_link(
-        request
-            .extensions()
-            .get::<MatchedPath>()
-            .map(MatchedPath::as_str),
-        request.method(),
-    );
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned());
+    let method = request.method().clone();
     let response = next.run(request).await;
+    // A 405 has no operation of its method: its link names the path's entry.
+    let operation = (response.status() != StatusCode::METHOD_NOT_ALLOWED).then_some(&method);
+    let docs = docs_link(route.as_deref(), operation);
     if let Some(error) = response.extensions().get::<ApiError>().cloned() {
         return keep_headers(response, error.to_response(docs));
     }
@@ -77,8 +78,9 @@ fn keep_headers(original: Response, mut replacement: Response) -> Response {
 }
 
 /// The operation's address in the OpenAPI document, e.g.
-/// `/v1/openapi.json#/paths/~1models~1%7BbrandSlug%7D~1%7Bslug%7D/get`.
-pub fn docs_link(route: Option<&str>, method: &axum::http::Method) -> Option<String> {
+/// `/v1/openapi.json#/paths/~1models~1%7BbrandSlug%7D~1%7Bslug%7D/get`; the path's entry when
+/// `method` is `None`; the whole document for a path outside the API.
+pub fn docs_link(route: Option<&str>, method: Option<&axum::http::Method>) -> Option<String> {
     let Some(route) = route else {
         return Some("/v1/openapi.json".to_owned());
     };
@@ -91,10 +93,10 @@ pub fn docs_link(route: Option<&str>, method: &axum::http::Method) -> Option<Str
         .replace('/', "~1")
         .replace('{', "%7B")
         .replace('}', "%7D");
-    Some(format!(
-        "/v1/openapi.json#/paths/{pointer}/{}",
-        method.as_str().to_lowercase()
-    ))
+    let operation = method
+        .map(|m| format!("/{}", m.as_str().to_lowercase()))
+        .unwrap_or_default();
+    Some(format!("/v1/openapi.json#/paths/{pointer}{operation}"))
 }
 
 #[cfg(test)]
@@ -105,15 +107,19 @@ mod tests {
     #[test]
     fn docs_links_point_at_the_operation() {
         assert_eq!(
-            docs_link(Some("/v1/models/{brandSlug}/{slug}"), &Method::GET).as_deref(),
+            docs_link(Some("/v1/models/{brandSlug}/{slug}"), Some(&Method::GET)).as_deref(),
             Some("/v1/openapi.json#/paths/~1models~1%7BbrandSlug%7D~1%7Bslug%7D/get")
         );
         assert_eq!(
-            docs_link(Some("/brands"), &Method::GET).as_deref(),
+            docs_link(Some("/brands"), Some(&Method::GET)).as_deref(),
             Some("/v1/openapi.json#/paths/~1brands/get")
         );
         assert_eq!(
-            docs_link(None, &Method::GET).as_deref(),
+            docs_link(Some("/v1/brands"), None).as_deref(),
+            Some("/v1/openapi.json#/paths/~1brands")
+        );
+        assert_eq!(
+            docs_link(None, Some(&Method::GET)).as_deref(),
             Some("/v1/openapi.json")
         );
     }
