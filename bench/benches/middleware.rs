@@ -4,6 +4,10 @@
 //!
 //! Run: `cargo bench -p catalogue-bench --bench middleware`
 
+/// The allocator the server ships with (see src/main.rs), so figures measure what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::middleware::from_fn_with_state;

@@ -2,6 +2,10 @@
 //! `catalogue-bench scale --models N` also imports and reindexes it, reporting wall time, CPU
 //! time (cores used) and peak memory of each step.
 
+/// The allocator the server ships with (see src/main.rs), so figures measure what runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use anyhow::Context;
 use catalogue_bench::{generate_catalogue, CatalogueShape};
 use clap::{Parser, Subcommand};

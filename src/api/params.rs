@@ -258,6 +258,30 @@ pub fn list_request<S: SortParam>(
     })
 }
 
+/// A boolean parameter: `true` or `false`; `None` when absent.
+pub fn parse_bool(name: &str, value: Option<&str>) -> Result<Option<bool>, ApiError> {
+    match value {
+        None => Ok(None),
+        Some("true") => Ok(Some(true)),
+        Some("false") => Ok(Some(false)),
+        Some(raw) => Err(ApiError::invalid(
+            format!("`{name}` must be true or false, not `{raw}`"),
+            format!("{name} is true or false"),
+        )),
+    }
+}
+
+/// A whole-number parameter such as a price bound (non-negative); `None` when absent.
+pub fn parse_whole(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    let Some(raw) = value else { return Ok(None) };
+    raw.parse::<u64>().map(Some).map_err(|_| {
+        ApiError::invalid(
+            format!("`{name}` must be a whole number, not `{raw}`"),
+            format!("{name} is an integer of 0 or more, in whole currency units"),
+        )
+    })
+}
+
 /// The free-text `q`, trimmed; `None` when absent or blank.
 pub fn parse_text(value: Option<&str>) -> Result<Option<String>, ApiError> {
     let Some(text) = value.map(str::trim).filter(|t| !t.is_empty()) else {
@@ -275,6 +299,20 @@ pub fn parse_text(value: Option<&str>) -> Result<Option<String>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn booleans_and_whole_numbers_are_strict() {
+        assert_eq!(parse_bool("unmatched", Some("true")), Ok(Some(true)));
+        assert_eq!(parse_bool("unmatched", None), Ok(None));
+        for bad in ["yes", "1", "TRUE", ""] {
+            assert!(parse_bool("unmatched", Some(bad)).is_err(), "{bad}");
+        }
+        assert_eq!(parse_whole("minPriceUSD", Some("1500")), Ok(Some(1500)));
+        for bad in ["1.5", "-3", "1e3", "abc", ""] {
+            let error = parse_whole("minPriceUSD", Some(bad)).expect_err(bad);
+            assert_eq!(error.code(), "invalid_request");
+        }
+    }
 
     #[test]
     fn pagination_defaults_and_bounds() {

@@ -39,10 +39,44 @@ async fn bad_paging_values_are_rejected_on_every_list() {
             )
             .await;
         }
+        let (_, body) = app.get(&format!("{list}?page=0")).await;
+        let docs = body["docs"].as_str().unwrap_or("");
+        assert!(
+            docs.starts_with("/v1/openapi.json#/paths/~1") && docs.ends_with("/get"),
+            "{list}: {body}"
+        );
+        assert_eq!(keys(&body), ["docs", "error", "hint", "message"], "{list}");
         let (status, body) = app
             .get(&format!("{list}?pageSize={max}&unknownParameter=1"))
             .await;
         assert_eq!(status, 200, "{list}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn unknown_sorts_are_rejected_on_every_sorted_list() {
+    let app = TestApp::start().await;
+    for (list, allowed) in [
+        ("/v1/brands", "name_asc, name_desc, models_desc, relevance"),
+        (
+            "/v1/brands/rolex/series",
+            "name_asc, name_desc, models_desc, relevance",
+        ),
+        (
+            "/v1/models",
+            "relevance, newest, name_asc, name_desc, reference_asc",
+        ),
+    ] {
+        for sort in ["price_asc", "NAME_ASC", "", "name_asc%20"] {
+            assert_error(
+                &app,
+                &format!("{list}?sort={sort}"),
+                400,
+                "invalid_request",
+                allowed,
+            )
+            .await;
+        }
     }
 }
 
