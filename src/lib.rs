@@ -13,4 +13,5 @@ pub mod config;
 pub mod domain;
 pub mod fixtures;
 pub mod jobs;
+pub mod rates;
 pub mod store;
