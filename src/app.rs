@@ -4,15 +4,19 @@
 use crate::config::{DataDir, ServeConfig};
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::{import, reindex};
-use crate::store::Store;
+use crate::rates::ConversionTable;
+use crate::store::{Store, StoreError, StoreGeneration, StoreResult};
 use anyhow::Context;
 use catalogue_index::CatalogueIndex;
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// Store and index of one data dir.
 pub struct App {
     pub store: Store,
     pub index: CatalogueIndex,
+    /// The conversion table and the store generation it was read at.
+    rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
 }
 
 impl App {
@@ -29,7 +33,37 @@ impl App {
         let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
             format!("opening the search index in {}", data_dir.index().display())
         })?;
-        Ok(App { store, index })
+        Ok(App {
+            store,
+            index,
+            rates: Mutex::new(None),
+        })
+    }
+
+    /// The conversion table of the ECB rates in force, read again after any write; `None`
+    /// before rates are loaded.
+    pub fn conversion_table(&self) -> StoreResult<Option<Arc<ConversionTable>>> {
+        let generation = self.store.generation()?;
+        let mut cached = self
+            .rates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((at, table)) = cached.as_ref() {
+            if *at == generation {
+                return Ok(table.clone());
+            }
+        }
+        let table = match self.store.rates()? {
+            Some(ecb) => Some(Arc::new(ConversionTable::from_ecb(&ecb).map_err(|e| {
+                StoreError::Corrupt {
+                    key: b"rates".to_vec(),
+                    reason: e.to_string(),
+                }
+            })?)),
+            None => None,
+        };
+        *cached = Some((generation, table.clone()));
+        Ok(table)
     }
 
     /// True when the index reflects the store's last write.

@@ -17,6 +17,7 @@ const FILES: &[(&str, &str)] = &[
         "providers.jsonl",
         include_str!("../fixtures/providers.jsonl"),
     ),
+    ("rates.xml", include_str!("../fixtures/rates.xml")),
 ];
 
 /// The embedded fixtures as a dataset.

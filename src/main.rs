@@ -71,6 +71,11 @@ enum Command {
         /// The dataset directory.
         dir: PathBuf,
     },
+    /// Load an ECB daily reference-rates file (eurofxref-daily.xml) as the rates in force.
+    Rates {
+        /// The ECB's XML file.
+        file: PathBuf,
+    },
     /// Rebuild the search index from the store.
     Reindex,
     /// Print the OpenAPI document of the API.
@@ -148,6 +153,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 import::DatasetSource::describe(&source)
             );
             app.prepare(false)?;
+            Ok(())
+        }
+        Command::Rates { file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            let rates = watch_catalogue::rates::parse_ecb_xml(&text)
+                .with_context(|| format!("{} is not an ECB rates file", file.display()))?;
+            let table = watch_catalogue::rates::ConversionTable::from_ecb(&rates)?;
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            let mut batch = app.store.batch()?;
+            batch.put_rates(&rates);
+            let generation = app.store.commit(batch)?;
+            app.prepare(false)?;
+            println!(
+                "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}",
+                rates.date,
+                rates.rates.len(),
+                table.currencies().count(),
+                generation.0
+            );
             Ok(())
         }
         Command::Openapi => {

@@ -49,19 +49,31 @@ pub fn parse_ecb_xml(xml: &str) -> Result<EcbRates, RatesError> {
     let mut date = None;
     let mut rates: Vec<(String, String)> = Vec::new();
     loop {
-        match reader.read_event().map_err(|e| RatesError::Xml(e.to_string()))? {
+        match reader
+            .read_event()
+            .map_err(|e| RatesError::Xml(e.to_string()))?
+        {
             Event::Eof => break,
-            Event::Start(element) | Event::Empty(element) if element.local_name().as_ref() == b"Cube" => {
+            Event::Start(element) | Event::Empty(element)
+                if element.local_name().as_ref() == b"Cube" =>
+            {
                 let mut attributes = BTreeMap::new();
                 for attribute in element.attributes() {
                     let attribute = attribute.map_err(|e| RatesError::Xml(e.to_string()))?;
-                    let value = attribute.normalized_value(quick_xml::XmlVersion::Implicit1_0).map_err(|e| RatesError::Xml(e.to_string()))?;
-                    attributes.insert(String::from_utf8_lossy(attribute.key.local_name().as_ref()).into_owned(), value.into_owned());
+                    let value = attribute
+                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .map_err(|e| RatesError::Xml(e.to_string()))?;
+                    attributes.insert(
+                        String::from_utf8_lossy(attribute.key.local_name().as_ref()).into_owned(),
+                        value.into_owned(),
+                    );
                 }
                 if let Some(time) = attributes.get("time") {
                     date = Some(check_date(time)?);
                 }
-                if let (Some(currency), Some(rate)) = (attributes.get("currency"), attributes.get("rate")) {
+                if let (Some(currency), Some(rate)) =
+                    (attributes.get("currency"), attributes.get("rate"))
+                {
                     let currency = check_currency(currency)?;
                     check_rate(&currency, rate)?;
                     if rates.iter().any(|(c, _)| *c == currency) {
@@ -83,7 +95,10 @@ pub fn parse_ecb_xml(xml: &str) -> Result<EcbRates, RatesError> {
 fn check_date(text: &str) -> Result<String, RatesError> {
     let bytes = text.as_bytes();
     let shape = bytes.len() == 10 && bytes[4] == b'-' && bytes[7] == b'-';
-    let digits = bytes.iter().enumerate().all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit());
+    let digits = bytes
+        .iter()
+        .enumerate()
+        .all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit());
     if shape && digits {
         Ok(text.to_owned())
     } else {
@@ -102,10 +117,15 @@ pub fn check_currency(text: &str) -> Result<String, RatesError> {
 
 /// A published rate: digits with at most one decimal point, greater than zero.
 fn check_rate(currency: &str, rate: &str) -> Result<Decimal, RatesError> {
-    let plain = !rate.is_empty() && rate.bytes().all(|b| b.is_ascii_digit() || b == b'.') && rate.matches('.').count() <= 1;
+    let plain = !rate.is_empty()
+        && rate.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && rate.matches('.').count() <= 1;
     match rate.parse::<Decimal>() {
         Ok(value) if plain && value > Decimal::ZERO => Ok(value),
-        _ => Err(RatesError::BadRate { currency: currency.to_owned(), rate: rate.to_owned() }),
+        _ => Err(RatesError::BadRate {
+            currency: currency.to_owned(),
+            rate: rate.to_owned(),
+        }),
     }
 }
 
@@ -128,11 +148,15 @@ impl ConversionTable {
         let usd_to = per_euro
             .into_iter()
             .map(|(currency, rate)| {
-                let derived = (rate / usd).round_dp_with_strategy(TABLE_SCALE, RoundingStrategy::MidpointNearestEven);
+                let derived = (rate / usd)
+                    .round_dp_with_strategy(TABLE_SCALE, RoundingStrategy::MidpointNearestEven);
                 (currency, derived.normalize())
             })
             .collect();
-        Ok(ConversionTable { date: ecb.date.clone(), usd_to })
+        Ok(ConversionTable {
+            date: ecb.date.clone(),
+            usd_to,
+        })
     }
 
     /// The table as decimal strings, by currency code.
@@ -164,7 +188,9 @@ impl ConversionTable {
 
 /// The one rounding rule of conversions: to whole units, half away from zero.
 fn whole(value: Decimal) -> Option<u64> {
-    value.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero).to_u64()
+    value
+        .round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
+        .to_u64()
 }
 
 #[cfg(test)]
@@ -185,8 +211,12 @@ mod tests {
         assert_eq!(ecb.rates.len(), 30);
         assert_eq!(ecb.rates[0], ("USD".to_owned(), "1.1252".to_owned()));
         // Trailing zeros as published, not as a number would print.
-        assert!(ecb.rates.contains(&("GBP".to_owned(), "0.84770".to_owned())));
-        assert!(ecb.rates.contains(&("SEK".to_owned(), "10.9200".to_owned())));
+        assert!(ecb
+            .rates
+            .contains(&("GBP".to_owned(), "0.84770".to_owned())));
+        assert!(ecb
+            .rates
+            .contains(&("SEK".to_owned(), "10.9200".to_owned())));
     }
 
     #[test]
@@ -233,7 +263,10 @@ mod tests {
         for (xml, expected) in cases {
             assert_eq!(parse_ecb_xml(xml), Err(expected), "{xml}");
         }
-        assert!(matches!(parse_ecb_xml("<Cube time='2025-05-09'><Cube currency='USD' rate='1'/></Bad>"), Err(RatesError::Xml(_))));
+        assert!(matches!(
+            parse_ecb_xml("<Cube time='2025-05-09'><Cube currency='USD' rate='1'/></Bad>"),
+            Err(RatesError::Xml(_))
+        ));
     }
 
     proptest! {

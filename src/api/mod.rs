@@ -10,6 +10,7 @@ mod models;
 pub mod openapi;
 mod ops;
 pub mod params;
+mod rates;
 mod sitemap;
 pub mod views;
 
@@ -63,6 +64,8 @@ fn v1_table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/models/{brandSlug}/{slug}", get(models::get_model)),
         // Calibers
         ("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
+        // Rates
+        ("/rates", get(rates::get_rates)),
         // Sitemap
         ("/sitemap/models", get(sitemap::models)),
         ("/sitemap/catalog", get(sitemap::catalog)),

@@ -5,7 +5,7 @@
 
 use super::error::ErrorBody;
 use super::views::*;
-use super::{brands, calibers, models, sitemap};
+use super::{brands, calibers, models, rates, sitemap};
 use crate::domain::ModelSpec;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -41,6 +41,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         models::list_models,
         models::get_model,
         calibers::get_caliber,
+        rates::get_rates,
         sitemap::models,
         sitemap::catalog,
         sitemap::calibers,
@@ -49,7 +50,10 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpec, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
-        brands::HighlightedBrands, super::params::BrandPage, super::params::SeriesPage, super::params::ModelPage,
+        brands::HighlightedBrands,
+        rates::RatesView,
+        rates::EcbTable,
+        rates::UsdTable, super::params::BrandPage, super::params::SeriesPage, super::params::ModelPage,
         super::params::ModelSitemapPage, super::params::CatalogSitemapPage, super::params::CaliberSitemapPage,
     )),
     modifiers(&SharedResponses),
@@ -57,6 +61,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         (name = "brands", description = "Brands and their series"),
         (name = "models", description = "Models: search, filters, the full record"),
         (name = "calibers", description = "Movements"),
+        (name = "rates", description = "ECB reference rates and the USD conversion table"),
         (name = "sitemap", description = "Every page, for crawlers"),
     )
 )]

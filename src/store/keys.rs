@@ -50,6 +50,8 @@ pub enum MetaKey {
     Generation,
     /// Next id to hand out for records of the given keyspace.
     NextId(Keyspace),
+    /// The ECB rates in force.
+    Rates,
 }
 
 impl MetaKey {
@@ -59,6 +61,7 @@ impl MetaKey {
             MetaKey::SchemaVersion => builder.text("schema_version"),
             MetaKey::Generation => builder.text("generation"),
             MetaKey::NextId(space) => builder.text("next_id").byte(space as u8),
+            MetaKey::Rates => builder.text("rates"),
         }
         .done()
     }

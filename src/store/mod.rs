@@ -342,6 +342,13 @@ impl Store {
         self.all(Keyspace::Provider)
     }
 
+    // --- rates --------------------------------------------------------------------------
+
+    /// The ECB rates in force, as published; `None` before any were loaded.
+    pub fn rates(&self) -> StoreResult<Option<crate::rates::EcbRates>> {
+        self.get(MetaKey::Rates.key())
+    }
+
     /// Number of records of each kind, by counting their keys (for tests and the admin view).
     pub fn count(&self, space: Keyspace) -> usize {
         self.db.scan_prefix(space.prefix()).count()

@@ -94,6 +94,11 @@ impl WriteBatch {
         self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
     }
 
+    /// Replaces the ECB rates in force.
+    pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
+        self.put(MetaKey::Rates.key(), &encode(rates));
+    }
+
     pub fn put_provider(&mut self, old: Option<&Provider>, new: &Provider) {
         let keys_of = |p: &Provider| vec![(keys::provider_slug(&p.slug), id_value(p.id.0))];
         self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));

@@ -8,6 +8,7 @@ mod fuzz;
 mod models;
 mod openapi;
 mod protocol;
+mod rates;
 mod sitemap;
 mod startup;
 mod support;

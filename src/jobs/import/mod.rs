@@ -16,7 +16,7 @@ use parse::read_rows;
 use rows::{BrandRow, CaliberRow, ComplicationRow, ModelRow, PictureRow, ProviderRow, SeriesRow};
 use std::collections::HashMap;
 use std::fmt;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::PathBuf;
 
 /// Where dataset files come from: a directory, or the fixtures embedded in the binary.
@@ -54,7 +54,11 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}: ", self.file, self.line)?;
+        // Line 0: a problem with the whole file (an XML file is not read line by line).
+        match self.line {
+            0 => write!(f, "{}: ", self.file)?,
+            line => write!(f, "{}:{line}: ", self.file)?,
+        }
         if let Some(field) = &self.field {
             write!(f, "field `{field}`: ")?;
         }
@@ -156,16 +160,16 @@ pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport,
     let total = brands.len() + series.len() + complications.len() + calibers.len();
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
     let mut run = Run::new(store, problems)?;
-    let kinds = vec![
+    let mut kinds = vec![
         ("brands", run.brands(brands)?),
         ("series", run.series(series)?),
         ("complications", run.complications(complications)?),
         ("calibers", run.calibers(calibers)?),
     ];
     progress.set_position(total as u64);
-    let mut kinds = kinds;
     kinds.push(("models", run.models(models, &progress)?));
     kinds.push(("providers", run.providers(providers)?));
+    kinds.push(("rates", run.rates(source)?));
 
     if !run.problems.is_empty() {
         progress.finish_and_clear();
@@ -651,6 +655,41 @@ impl<'a> Run<'a> {
                 WriteBatch::put_provider,
             );
         }
+        Ok(counts)
+    }
+
+    /// The ECB rates of `rates.xml`, when the dataset has one: written if they differ from
+    /// the rates in force.
+    fn rates(&mut self, source: &dyn DatasetSource) -> ImportResult<KindCounts> {
+        const FILE: &str = "rates.xml";
+        let mut counts = KindCounts::default();
+        let Some(mut reader) = source.open(FILE).map_err(|e| ImportError::io(FILE, e))? else {
+            return Ok(counts);
+        };
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(|e| ImportError::io(FILE, e))?;
+        let rates = match crate::rates::parse_ecb_xml(&text) {
+            Ok(rates) => rates,
+            Err(error) => {
+                self.problems.push(Problem {
+                    file: FILE.to_owned(),
+                    line: 0,
+                    field: None,
+                    message: error.to_string(),
+                });
+                return Ok(counts);
+            }
+        };
+        let existing = self.store.rates()?;
+        self.upsert(
+            existing,
+            rates,
+            &mut counts,
+            |_, _| {},
+            |batch, _, rates| batch.put_rates(rates),
+        );
         Ok(counts)
     }
 

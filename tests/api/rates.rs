@@ -1,0 +1,146 @@
+//! `GET /rates`, the `rates` command and rates in a dataset.
+
+use crate::support::*;
+use std::process::Command;
+use watch_catalogue::config::DataDir;
+use watch_catalogue::store::Store;
+
+#[tokio::test]
+async fn rates_publish_the_ecb_figures_unmodified_and_the_usd_table() {
+    let app = TestApp::start().await;
+    let body = app.ok("/v1/rates").await;
+    assert_eq!(keys(&body), ["date", "ecb", "source", "usd"]);
+    assert_eq!(body["date"], "2025-05-09");
+    assert_eq!(body["ecb"]["base"], "EUR");
+    assert_eq!(body["ecb"]["rates"]["USD"], "1.1252");
+    assert_eq!(
+        body["ecb"]["rates"]["GBP"], "0.84770",
+        "the published string, trailing zero kept"
+    );
+    assert_eq!(body["ecb"]["rates"].as_object().map(|m| m.len()), Some(30));
+    assert_eq!(body["usd"]["base"], "USD");
+    // By hand: 1 / 1.1252 = 0.888730892285..., 163.36 / 1.1252 = 145.183078563810...
+    assert_eq!(body["usd"]["rates"]["USD"], "1");
+    assert_eq!(body["usd"]["rates"]["EUR"], "0.8887308923");
+    assert_eq!(body["usd"]["rates"]["JPY"], "145.1830785638");
+    assert_eq!(body["usd"]["rates"].as_object().map(|m| m.len()), Some(31));
+    assert!(body["usd"]["rounding"]
+        .as_str()
+        .unwrap_or("")
+        .contains("half away from zero"));
+    assert_eq!(app.ok("/rates").await, body);
+}
+
+#[tokio::test]
+async fn without_rates_the_endpoint_says_how_to_load_them() {
+    let dataset = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dataset.path().join("brands.jsonl"),
+        "{\"slug\":\"rolex\",\"name\":\"Rolex\"}\n",
+    )
+    .expect("write");
+    let app = TestApp::with_dataset(dataset.path()).await;
+    assert_error(
+        &app,
+        "/v1/rates",
+        404,
+        "not_found",
+        "watch-catalogue rates FILE",
+    )
+    .await;
+}
+
+fn binary(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "warn");
+    command
+}
+
+fn generation(data_dir: &std::path::Path) -> u64 {
+    Store::open(&DataDir::new(data_dir).store(), 1 << 20)
+        .expect("store")
+        .generation()
+        .expect("generation")
+        .0
+}
+
+#[test]
+fn the_rates_command_loads_a_file_and_refuses_a_bad_one_without_writing() {
+    let data = tempfile::tempdir().expect("dir");
+    let file = test_catalogue().join("rates.xml");
+    let output = binary(data.path())
+        .arg("rates")
+        .arg(&file)
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "loaded the ECB rates of 2025-05-09: 30 currencies per euro, 31 in the USD table"
+        ),
+        "{text}"
+    );
+    assert_eq!(generation(data.path()), 1);
+    let bad = data.path().join("bad.xml");
+    std::fs::write(
+        &bad,
+        "<Cube time='2025-05-12'><Cube currency='USD' rate='one'/></Cube>",
+    )
+    .expect("write");
+    let output = binary(data.path())
+        .arg("rates")
+        .arg(&bad)
+        .output()
+        .expect("run");
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        errors.contains("rate `one` of USD is not a positive decimal number"),
+        "{errors}"
+    );
+    assert_eq!(generation(data.path()), 1, "a refused file writes nothing");
+    let stored = Store::open(&DataDir::new(data.path()).store(), 1 << 20)
+        .expect("store")
+        .rates()
+        .expect("read")
+        .expect("rates");
+    assert_eq!(stored.date, "2025-05-09");
+}
+
+#[test]
+fn a_dataset_carries_its_rates_and_importing_them_again_changes_nothing() {
+    let data = tempfile::tempdir().expect("dir");
+    let run = || {
+        binary(data.path())
+            .arg("import")
+            .arg(test_catalogue())
+            .output()
+            .expect("run")
+    };
+    let first = String::from_utf8_lossy(&run().stdout).into_owned();
+    assert!(first.contains("rates: 1 created"), "{first}");
+    let second = String::from_utf8_lossy(&run().stdout).into_owned();
+    assert!(
+        second.contains("rates: 0 created, 0 updated, 1 unchanged"),
+        "{second}"
+    );
+    assert_eq!(generation(data.path()), 1);
+    let dataset = tempfile::tempdir().expect("dataset");
+    std::fs::write(
+        dataset.path().join("rates.xml"),
+        "<Cube><Cube currency='USD' rate='1'/></Cube>",
+    )
+    .expect("write");
+    let output = binary(data.path())
+        .arg("import")
+        .arg(dataset.path())
+        .output()
+        .expect("run");
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(errors.contains("rates.xml: no rates day found"), "{errors}");
+}
