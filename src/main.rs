@@ -19,7 +19,7 @@ use watch_catalogue::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::jobs::import::{self, DirectorySource};
-use watch_catalogue::jobs::reindex;
+use watch_catalogue::jobs::{ingest, reindex};
 
 #[derive(Parser)]
 #[command(
@@ -70,6 +70,18 @@ enum Command {
     Import {
         /// The dataset directory.
         dir: PathBuf,
+    },
+    /// Ingest a provider's full current snapshot (one JSON object per line): create, refresh,
+    /// delist, reactivate, match.
+    Ingest {
+        /// The provider's slug.
+        #[arg(long)]
+        provider: String,
+        /// The snapshot file.
+        file: PathBuf,
+        /// Share of invalid lines above which the snapshot is refused whole.
+        #[arg(long, default_value_t = watch_catalogue::jobs::ingest::DEFAULT_MAX_INVALID)]
+        max_invalid: f64,
     },
     /// Load an ECB daily reference-rates file (eurofxref-daily.xml) as the rates in force.
     Rates {
@@ -151,6 +163,42 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "imported {}\n{report}",
                 import::DatasetSource::describe(&source)
+            );
+            app.prepare(false)?;
+            Ok(())
+        }
+        Command::Ingest {
+            provider,
+            file,
+            max_invalid,
+        } => {
+            let snapshot = std::fs::File::open(&file)
+                .with_context(|| format!("opening {}", file.display()))?;
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            let result = ingest::ingest(
+                &app.store,
+                &provider,
+                std::io::BufReader::new(snapshot),
+                max_invalid,
+            );
+            let report = match result {
+                Ok(report) => report,
+                Err(error) => {
+                    if let ingest::IngestError::EmptySnapshot { problems }
+                    | ingest::IngestError::MostlyInvalid { problems, .. } = &error
+                    {
+                        problems.iter().take(20).for_each(|p| eprintln!("  {p}"));
+                    }
+                    return Err(error.into());
+                }
+            };
+            for problem in &report.skipped {
+                eprintln!("skipped {problem}");
+            }
+            println!(
+                "ingested {}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
+                provider, report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
+                report.skipped.len(), report.generation.0
             );
             app.prepare(false)?;
             Ok(())

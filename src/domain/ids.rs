@@ -9,6 +9,7 @@ use std::str::FromStr;
 #[error("not an id: ids are decimal numbers without leading zeros")]
 pub struct IdError;
 
+/// Declares id newtypes: `u64` inside, canonical decimal strings outside.
 macro_rules! id_type {
     ($($(#[$doc:meta])* $name:ident),* $(,)?) => {$(
         $(#[$doc])*
@@ -49,6 +50,8 @@ id_type!(
     ProviderId,
     /// A picture's id.
     PictureId,
+    /// A listing's id, stable across revisits.
+    ListingId,
 );
 
 #[cfg(test)]

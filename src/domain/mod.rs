@@ -2,13 +2,19 @@
 //! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
 
 mod ids;
+mod listing;
 mod records;
 mod reference;
 mod slug;
 mod timestamp;
 
 pub use ids::{
-    BrandId, CaliberId, ComplicationId, IdError, ModelId, PictureId, ProviderId, SeriesId,
+    BrandId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId, ProviderId,
+    SeriesId,
+};
+pub use listing::{
+    Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, MatchOutcome,
+    StatusChange,
 };
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,

@@ -2,4 +2,6 @@
 //! `reindex`. Each runs on a data dir no server holds (sled locks it).
 
 pub mod import;
+pub mod ingest;
+pub mod matching;
 pub mod reindex;

@@ -1,7 +1,7 @@
 //! Key layout: one leading keyspace byte, then big-endian ids and slugs, so prefix scans
 //! return a parent's children in id order. Secondary keys end in the id they point at.
 
-use crate::domain::{BrandId, CaliberId, ModelId, SeriesId, Slug};
+use crate::domain::{BrandId, CaliberId, ListingId, ModelId, ProviderId, SeriesId, Slug};
 
 /// The kinds of key in the store's single tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,6 +30,11 @@ pub enum Keyspace {
     Picture = 45,
     Provider = 50,
     ProviderSlug = 51,
+    Listing = 60,
+    /// Provider id + the provider's own listing id: the listing's stable identity.
+    ListingSource = 61,
+    ListingByProvider = 62,
+    ListingByModel = 63,
 }
 
 impl Keyspace {
@@ -201,5 +206,28 @@ pub fn model_listing_count(model: ModelId) -> Vec<u8> {
 pub fn provider_slug(slug: &Slug) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ProviderSlug)
         .text(slug.as_str())
+        .done()
+}
+pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingSource)
+        .id(provider.0)
+        .text(code)
+        .done()
+}
+pub fn listing_by_provider_prefix(provider: ProviderId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingByProvider)
+        .id(provider.0)
+        .done()
+}
+pub fn listing_by_provider(provider: ProviderId, listing: ListingId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingByProvider)
+        .id(provider.0)
+        .id(listing.0)
+        .done()
+}
+pub fn listing_by_model(model: ModelId, listing: ListingId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingByModel)
+        .id(model.0)
+        .id(listing.0)
         .done()
 }

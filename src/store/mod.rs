@@ -9,8 +9,8 @@ mod write;
 pub use write::WriteBatch;
 
 use crate::domain::{
-    Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Model, ModelId, Provider,
-    ProviderId, Series, SeriesId, Slug,
+    Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing, ListingId, Model,
+    ModelId, Provider, ProviderId, Series, SeriesId, Slug,
 };
 use codec::{decode, decode_u64, encode_u64};
 use keys::{Keyspace, MetaKey};
@@ -340,6 +340,30 @@ impl Store {
 
     pub fn providers(&self) -> impl Iterator<Item = StoreResult<Provider>> + '_ {
         self.all(Keyspace::Provider)
+    }
+
+    // --- listings -----------------------------------------------------------------------
+
+    pub fn listing(&self, id: ListingId) -> StoreResult<Option<Listing>> {
+        self.get(Keyspace::Listing.id_key(id.0))
+    }
+
+    /// The provider's listing with the provider's own id `code`.
+    pub fn listing_by_source(
+        &self,
+        provider: ProviderId,
+        code: &str,
+    ) -> StoreResult<Option<Listing>> {
+        self.get_via(keys::listing_source(provider, code), Keyspace::Listing)
+    }
+
+    /// Ids of every listing the provider ever published, delisted ones included.
+    pub fn listing_ids_of_provider(&self, provider: ProviderId) -> StoreResult<Vec<ListingId>> {
+        Ok(self
+            .ids_under(keys::listing_by_provider_prefix(provider))?
+            .into_iter()
+            .map(ListingId)
+            .collect())
     }
 
     // --- rates --------------------------------------------------------------------------

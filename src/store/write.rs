@@ -5,7 +5,9 @@
 use super::codec::{encode, encode_u64};
 use super::keys::{self, Keyspace, MetaKey};
 use super::{Store, StoreResult};
-use crate::domain::{normalize_reference, Brand, Caliber, Complication, Model, Provider, Series};
+use crate::domain::{
+    normalize_reference, Brand, Caliber, Complication, Listing, Model, Provider, Series,
+};
 use std::collections::HashMap;
 
 /// Pending writes; dropped without effect unless committed.
@@ -94,6 +96,17 @@ impl WriteBatch {
         self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
     }
 
+    /// Writes `new`, moving its secondary keys from `old`'s.
+    pub fn put_listing(&mut self, old: Option<&Listing>, new: &Listing) {
+        self.reindex_keys(old.map(listing_keys).unwrap_or_default(), listing_keys(new));
+        self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
+    }
+
+    /// Sets the number of ACTIVE listings matched to `model`.
+    pub fn set_listing_count(&mut self, model: crate::domain::ModelId, count: u64) {
+        self.put(keys::model_listing_count(model), &encode_u64(count));
+    }
+
     /// Replaces the ECB rates in force.
     pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
         self.put(MetaKey::Rates.key(), &encode(rates));
@@ -168,6 +181,23 @@ fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
                 Vec::new(),
             ));
         }
+    }
+    out
+}
+
+fn listing_keys(listing: &Listing) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = vec![
+        (
+            keys::listing_source(listing.provider_id, &listing.provider_code),
+            id_value(listing.id.0),
+        ),
+        (
+            keys::listing_by_provider(listing.provider_id, listing.id),
+            Vec::new(),
+        ),
+    ];
+    if let Some(model) = listing.model_id {
+        out.push((keys::listing_by_model(model, listing.id), Vec::new()));
     }
     out
 }

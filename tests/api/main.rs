@@ -5,6 +5,7 @@ mod calibers;
 mod cli;
 mod contract;
 mod fuzz;
+mod ingest;
 mod models;
 mod openapi;
 mod protocol;

@@ -46,6 +46,11 @@ impl TestApp {
         if build_index {
             app.prepare(false).expect("index");
         }
+        Self::serving(app, dir, config).await
+    }
+
+    /// Serves an opened, prepared app (the test keeps `dir` alive through the returned value).
+    pub async fn serving(app: App, dir: tempfile::TempDir, config: ApiConfig) -> TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

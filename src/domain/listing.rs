@@ -1,0 +1,314 @@
+//! Marketplace listings: what a provider publishes about one watch for sale, kept attributed to
+//! that provider, with its lifecycle (`status`) separate from the seller's stock state
+//! (`availability`), and its history of status changes.
+
+use super::{ListingId, ModelId, PictureId, ProviderId, Timestamp};
+use serde::{Deserialize, Serialize};
+
+/// The marketplace lifecycle of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ListingStatus {
+    Active,
+    Reserved,
+    Delisted,
+}
+
+impl ListingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListingStatus::Active => "ACTIVE",
+            ListingStatus::Reserved => "RESERVED",
+            ListingStatus::Delisted => "DELISTED",
+        }
+    }
+}
+
+/// The seller's stock state, independent of the lifecycle: a SOLD listing still at its source
+/// stays ACTIVE until it disappears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Availability {
+    InStock,
+    OnRequest,
+    Sold,
+}
+
+impl Availability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Availability::InStock => "IN_STOCK",
+            Availability::OnRequest => "ON_REQUEST",
+            Availability::Sold => "SOLD",
+        }
+    }
+
+    /// Maps a seller's phrasing ("In stock", "available", "on request", "sold"); `None` when
+    /// it cannot be read.
+    pub fn from_seller(text: &str) -> Option<Availability> {
+        let key = fold(text);
+        match key.as_str() {
+            "instock" | "available" | "availablenow" | "ready" | "readytoship" => {
+                Some(Availability::InStock)
+            }
+            "onrequest" | "priceonrequest" | "availableonrequest" | "order" | "toorder" => {
+                Some(Availability::OnRequest)
+            }
+            "sold" | "soldout" | "outofstock" => Some(Availability::Sold),
+            _ => None,
+        }
+    }
+}
+
+/// The condition of the watch, on the scale sellers use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Condition {
+    New,
+    Unworn,
+    VeryGood,
+    Good,
+    Fair,
+    Poor,
+}
+
+impl Condition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Condition::New => "NEW",
+            Condition::Unworn => "UNWORN",
+            Condition::VeryGood => "VERY_GOOD",
+            Condition::Good => "GOOD",
+            Condition::Fair => "FAIR",
+            Condition::Poor => "POOR",
+        }
+    }
+
+    /// Maps common phrasings ("Unworn", "Used (Very good)", "brand new", "Pre-owned - Good")
+    /// onto the scale; `None` when the text says nothing we can map, never a guess.
+    pub fn from_seller(text: &str) -> Option<Condition> {
+        let key = fold(text);
+        // Most specific first: "very good" contains "good", "unworn" is not "new".
+        const PHRASES: [(&str, Condition); 12] = [
+            ("unworn", Condition::Unworn),
+            ("likenew", Condition::Unworn),
+            ("mint", Condition::Unworn),
+            ("brandnew", Condition::New),
+            ("new", Condition::New),
+            ("verygood", Condition::VeryGood),
+            ("excellent", Condition::VeryGood),
+            ("good", Condition::Good),
+            ("fair", Condition::Fair),
+            ("acceptable", Condition::Fair),
+            ("poor", Condition::Poor),
+            ("forparts", Condition::Poor),
+        ];
+        PHRASES
+            .iter()
+            .find(|(phrase, _)| key.contains(phrase))
+            .map(|(_, condition)| *condition)
+    }
+}
+
+/// Lowercase letters and digits only, so "Used (Very good)" reads as "usedverygood".
+fn fold(text: &str) -> String {
+    text.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// One change of a listing's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusChange {
+    pub status: ListingStatus,
+    pub at: Timestamp,
+}
+
+/// A listing's picture: re-hosted under the service's media URL, the source kept for the
+/// image worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListingPicture {
+    pub id: PictureId,
+    pub source_url: String,
+}
+
+/// What a provider says about a listing, as read from its snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListingDetails {
+    pub url: String,
+    /// The seller's text, verbatim.
+    pub title: Option<String>,
+    pub scraped_brand: Option<String>,
+    pub scraped_reference: Option<String>,
+    /// Whole units of `currency`.
+    pub price: Option<u64>,
+    pub currency: Option<String>,
+    pub year: Option<i32>,
+    pub condition: Option<Condition>,
+    pub availability: Option<Availability>,
+    pub reserved: bool,
+    pub country_code: Option<String>,
+    pub country: Option<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub box_available: Option<bool>,
+    pub papers_available: Option<bool>,
+}
+
+/// How matching ended for a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MatchOutcome {
+    /// Brand and reference hit exactly one model; `from_title` when the reference was found in
+    /// the title because the seller gave none.
+    Matched { from_title: bool },
+    /// The seller's brand is no brand, slug or alias of the catalogue.
+    UnknownBrand,
+    /// No model of that brand has the reference (or none was found).
+    UnknownReference,
+    /// The reference hits several models of the brand: a person decides.
+    Ambiguous,
+}
+
+impl MatchOutcome {
+    /// The reason a listing is unmatched, for the reconciliation queue.
+    pub fn reason(self) -> Option<&'static str> {
+        match self {
+            MatchOutcome::Matched { .. } => None,
+            MatchOutcome::UnknownBrand => Some("unknown_brand"),
+            MatchOutcome::UnknownReference => Some("unknown_reference"),
+            MatchOutcome::Ambiguous => Some("ambiguous"),
+        }
+    }
+}
+
+/// A listing as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Listing {
+    pub id: ListingId,
+    pub provider_id: ProviderId,
+    /// The provider's own id of the listing.
+    pub provider_code: String,
+    pub details: ListingDetails,
+    pub pictures: Vec<ListingPicture>,
+    pub status: ListingStatus,
+    pub history: Vec<StatusChange>,
+    /// The catalogue model it is matched to; `None` while unmatched.
+    pub model_id: Option<ModelId>,
+    pub matching: MatchOutcome,
+    pub last_seen_at: Timestamp,
+    pub delisted_at: Option<Timestamp>,
+    pub reserved_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Listing {
+    /// Moves to `status` at `at`, recording the change; no-op when already there.
+    pub fn set_status(&mut self, status: ListingStatus, at: Timestamp) {
+        if self.status == status {
+            return;
+        }
+        self.status = status;
+        self.history.push(StatusChange { status, at });
+        match status {
+            ListingStatus::Delisted => self.delisted_at = Some(at),
+            ListingStatus::Reserved => {
+                self.delisted_at = None;
+                self.reserved_at.get_or_insert(at);
+            }
+            ListingStatus::Active => {
+                self.delisted_at = None;
+                self.reserved_at = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seller_phrasings_map_onto_the_condition_scale_or_stay_unknown() {
+        for (text, expected) in [
+            ("Unworn", Some(Condition::Unworn)),
+            ("Used (Very good)", Some(Condition::VeryGood)),
+            ("Pre-owned - Good", Some(Condition::Good)),
+            ("Brand new", Some(Condition::New)),
+            ("New", Some(Condition::New)),
+            ("Used (Fair)", Some(Condition::Fair)),
+            ("Used (Poor)", Some(Condition::Poor)),
+            ("Like new", Some(Condition::Unworn)),
+            ("Used", None),
+            ("", None),
+        ] {
+            assert_eq!(Condition::from_seller(text), expected, "{text}");
+        }
+        assert_eq!(
+            Availability::from_seller("In stock"),
+            Some(Availability::InStock)
+        );
+        assert_eq!(
+            Availability::from_seller("Price on request"),
+            Some(Availability::OnRequest)
+        );
+        assert_eq!(Availability::from_seller("sold"), Some(Availability::Sold));
+        assert_eq!(Availability::from_seller("maybe"), None);
+    }
+
+    #[test]
+    fn status_changes_keep_history_and_timestamps() {
+        let details = ListingDetails {
+            url: "https://x".into(),
+            title: None,
+            scraped_brand: None,
+            scraped_reference: None,
+            price: None,
+            currency: None,
+            year: None,
+            condition: None,
+            availability: None,
+            reserved: false,
+            country_code: None,
+            country: None,
+            city: None,
+            state: None,
+            box_available: None,
+            papers_available: None,
+        };
+        let t = Timestamp;
+        let mut listing = Listing {
+            id: ListingId(1),
+            provider_id: ProviderId(1),
+            provider_code: "a".into(),
+            details,
+            pictures: vec![],
+            status: ListingStatus::Active,
+            history: vec![StatusChange {
+                status: ListingStatus::Active,
+                at: t(1),
+            }],
+            model_id: None,
+            matching: MatchOutcome::UnknownBrand,
+            last_seen_at: t(1),
+            delisted_at: None,
+            reserved_at: None,
+            created_at: t(1),
+            updated_at: t(1),
+        };
+        listing.set_status(ListingStatus::Delisted, t(2));
+        assert_eq!(listing.delisted_at, Some(t(2)));
+        listing.set_status(ListingStatus::Delisted, t(3));
+        listing.set_status(ListingStatus::Active, t(4));
+        assert_eq!(listing.delisted_at, None);
+        let statuses: Vec<_> = listing.history.iter().map(|c| (c.status, c.at)).collect();
+        assert_eq!(
+            statuses,
+            [
+                (ListingStatus::Active, t(1)),
+                (ListingStatus::Delisted, t(2)),
+                (ListingStatus::Active, t(4))
+            ]
+        );
+        listing.set_status(ListingStatus::Reserved, t(5));
+        assert_eq!(listing.reserved_at, Some(t(5)));
+    }
+}

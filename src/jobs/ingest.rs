@@ -1,0 +1,363 @@
+//! `watch-catalogue ingest --provider SLUG FILE`: FILE is the provider's full current snapshot
+//! (one JSON object per line). Listings in it are created or refreshed, listings of the provider
+//! missing from it become DELISTED (record and history kept), DELISTED ones that reappear are
+//! reactivated. New and changed listings are matched. Bad lines are reported and skipped; a
+//! snapshot that is empty or mostly invalid is refused whole, so a broken feed never delists a
+//! provider's stock. Everything is one atomic store write, listing counts included.
+
+use super::import::Problem;
+use super::matching::match_listing;
+use crate::domain::{
+    Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
+    ModelId, PictureId, Provider, Slug, StatusChange, Timestamp,
+};
+use crate::rates::check_currency;
+use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
+use serde::Deserialize;
+use std::collections::{HashMap, HashSet};
+use std::io::BufRead;
+
+/// Share of bad lines above which a snapshot is refused (and nothing is delisted).
+pub const DEFAULT_MAX_INVALID: f64 = 0.5;
+
+/// One line of a provider snapshot.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FeedRow {
+    source_id: String,
+    url: String,
+    title: Option<String>,
+    brand: Option<String>,
+    reference: Option<String>,
+    price: Option<u64>,
+    currency: Option<String>,
+    year: Option<i32>,
+    condition: Option<String>,
+    availability: Option<String>,
+    status: Option<String>,
+    country_code: Option<String>,
+    country: Option<String>,
+    city: Option<String>,
+    state: Option<String>,
+    box_available: Option<bool>,
+    papers_available: Option<bool>,
+    #[serde(default)]
+    pictures: Vec<String>,
+}
+
+/// Why an ingest wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("no provider with slug `{0}` (providers come from a dataset's providers.jsonl)")]
+    UnknownProvider(String),
+    #[error("the snapshot has no valid listing; refusing it rather than delisting the provider's whole stock")]
+    EmptySnapshot { problems: Vec<Problem> },
+    #[error("{invalid} of {total} lines are invalid, over the {max:.0}% allowed; refusing the snapshot rather than delisting listings it lost")]
+    MostlyInvalid {
+        invalid: usize,
+        total: usize,
+        max: f64,
+        problems: Vec<Problem>,
+    },
+    #[error("reading the snapshot")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    pub created: usize,
+    pub refreshed: usize,
+    pub reactivated: usize,
+    pub delisted: usize,
+    pub matched: usize,
+    pub unmatched: usize,
+    /// Lines reported and skipped.
+    pub skipped: Vec<Problem>,
+    pub generation: StoreGeneration,
+}
+
+/// Ingests `snapshot` as the full current stock of the provider `provider_slug`.
+pub fn ingest(
+    store: &Store,
+    provider_slug: &str,
+    snapshot: impl BufRead,
+    max_invalid: f64,
+) -> Result<IngestReport, IngestError> {
+    let provider = Slug::parse(provider_slug)
+        .ok()
+        .map(|slug| store.provider_by_slug(&slug))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| IngestError::UnknownProvider(provider_slug.to_owned()))?;
+    let (rows, problems, total) = read_snapshot(snapshot)?;
+    if rows.is_empty() {
+        return Err(IngestError::EmptySnapshot { problems });
+    }
+    if problems.len() as f64 > total as f64 * max_invalid {
+        return Err(IngestError::MostlyInvalid {
+            invalid: problems.len(),
+            total,
+            max: max_invalid * 100.0,
+            problems,
+        });
+    }
+    let mut run = Run {
+        store,
+        provider,
+        batch: store.batch()?,
+        now: Timestamp::now(),
+        report: IngestReport::default(),
+        counts: HashMap::new(),
+    };
+    let mut seen = HashSet::new();
+    for row in rows {
+        seen.insert(row.source_id.clone());
+        run.upsert(row)?;
+    }
+    run.delist_missing(&seen)?;
+    run.report.skipped = problems;
+    run.write_counts()?;
+    let Run {
+        batch, mut report, ..
+    } = run;
+    report.generation = store.commit(batch)?;
+    Ok(report)
+}
+
+/// The valid rows, the problems of the others, and the number of non-blank lines.
+fn read_snapshot(
+    snapshot: impl BufRead,
+) -> Result<(Vec<FeedRow>, Vec<Problem>, usize), IngestError> {
+    let (mut rows, mut problems, mut total) = (Vec::new(), Vec::new(), 0);
+    let mut ids = HashMap::new();
+    for (index, line) in snapshot.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        total += 1;
+        let number = index + 1;
+        let problem = |field: Option<&str>, message: String| Problem {
+            file: "snapshot".into(),
+            line: number,
+            field: field.map(str::to_owned),
+            message,
+        };
+        let row: FeedRow = match serde_path_to_error::deserialize(
+            &mut serde_json::Deserializer::from_str(&line),
+        ) {
+            Ok(row) => row,
+            Err(e) => {
+                let path = e.path().to_string();
+                problems.push(problem(
+                    (path != ".").then_some(path.as_str()),
+                    e.inner().to_string(),
+                ));
+                continue;
+            }
+        };
+        let invalid = if row.source_id.trim().is_empty() {
+            Some(("sourceId", "must not be empty".to_owned()))
+        } else if row.url.trim().is_empty() {
+            Some(("url", "must not be empty".to_owned()))
+        } else if let Some(Err(e)) = row.currency.as_deref().map(check_currency) {
+            Some(("currency", e.to_string()))
+        } else if !matches!(
+            row.status.as_deref(),
+            None | Some("ACTIVE") | Some("RESERVED")
+        ) {
+            Some(("status", "is ACTIVE or RESERVED when given".to_owned()))
+        } else if let Some(first) = ids.insert(row.source_id.clone(), number) {
+            Some((
+                "sourceId",
+                format!("`{}` appears twice (first on line {first})", row.source_id),
+            ))
+        } else {
+            None
+        };
+        match invalid {
+            Some((field, message)) => problems.push(problem(Some(field), message)),
+            None => rows.push(row),
+        }
+    }
+    Ok((rows, problems, total))
+}
+
+struct Run<'a> {
+    store: &'a Store,
+    provider: Provider,
+    batch: WriteBatch,
+    now: Timestamp,
+    report: IngestReport,
+    /// Change of each model's ACTIVE listing count in this write.
+    counts: HashMap<ModelId, i64>,
+}
+
+fn counts_for(listing: &Listing) -> Option<ModelId> {
+    listing
+        .model_id
+        .filter(|_| listing.status == ListingStatus::Active)
+}
+
+impl Run<'_> {
+    fn upsert(&mut self, row: FeedRow) -> Result<(), IngestError> {
+        let target = if row.status.as_deref() == Some("RESERVED") {
+            ListingStatus::Reserved
+        } else {
+            ListingStatus::Active
+        };
+        let sources = row.pictures.clone();
+        let code = row.source_id.clone();
+        let details = details_of(row);
+        let existing = self.store.listing_by_source(self.provider.id, &code)?;
+        let mut listing = match &existing {
+            Some(old) => {
+                let mut listing = old.clone();
+                if listing.details != details {
+                    listing.details = details;
+                    listing.updated_at = self.now;
+                    self.rematch(&mut listing)?;
+                }
+                if old.status == ListingStatus::Delisted {
+                    self.report.reactivated += 1;
+                    listing.updated_at = self.now;
+                } else {
+                    self.report.refreshed += 1;
+                }
+                if old.status != target {
+                    listing.updated_at = self.now;
+                }
+                listing.set_status(target, self.now);
+                listing
+            }
+            None => {
+                self.report.created += 1;
+                let mut listing = Listing {
+                    id: ListingId(self.batch.allocate_id(RecordKind::Listing)?),
+                    provider_id: self.provider.id,
+                    provider_code: code,
+                    details,
+                    pictures: Vec::new(),
+                    status: target,
+                    history: vec![StatusChange {
+                        status: target,
+                        at: self.now,
+                    }],
+                    model_id: None,
+                    matching: crate::domain::MatchOutcome::UnknownBrand,
+                    last_seen_at: self.now,
+                    delisted_at: None,
+                    reserved_at: (target == ListingStatus::Reserved).then_some(self.now),
+                    created_at: self.now,
+                    updated_at: self.now,
+                };
+                self.rematch(&mut listing)?;
+                listing
+            }
+        };
+        listing.last_seen_at = self.now;
+        listing.pictures = self.pictures(&sources, existing.as_ref())?;
+        self.write(existing.as_ref(), &listing);
+        Ok(())
+    }
+
+    fn rematch(&mut self, listing: &mut Listing) -> Result<(), IngestError> {
+        let (model, outcome) = match_listing(self.store, &listing.details)?;
+        listing.model_id = model;
+        listing.matching = outcome;
+        match model {
+            Some(_) => self.report.matched += 1,
+            None => self.report.unmatched += 1,
+        }
+        Ok(())
+    }
+
+    /// Pictures in the snapshot's order, keeping the ids of those already known by source URL.
+    fn pictures(
+        &mut self,
+        sources: &[String],
+        existing: Option<&Listing>,
+    ) -> Result<Vec<ListingPicture>, IngestError> {
+        let mut pictures = Vec::with_capacity(sources.len());
+        for source in sources.iter().filter(|s| !s.trim().is_empty()) {
+            let known = existing
+                .and_then(|l| l.pictures.iter().find(|p| &p.source_url == source))
+                .map(|p| p.id);
+            let id = match known {
+                Some(id) => id,
+                None => PictureId(self.batch.allocate_id(RecordKind::Picture)?),
+            };
+            pictures.push(ListingPicture {
+                id,
+                source_url: source.clone(),
+            });
+        }
+        Ok(pictures)
+    }
+
+    fn delist_missing(&mut self, seen: &HashSet<String>) -> Result<(), IngestError> {
+        for id in self.store.listing_ids_of_provider(self.provider.id)? {
+            let Some(old) = self.store.listing(id)? else {
+                continue;
+            };
+            if seen.contains(&old.provider_code) || old.status == ListingStatus::Delisted {
+                continue;
+            }
+            let mut listing = old.clone();
+            listing.set_status(ListingStatus::Delisted, self.now);
+            listing.updated_at = self.now;
+            self.report.delisted += 1;
+            self.write(Some(&old), &listing);
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, old: Option<&Listing>, new: &Listing) {
+        if let Some(model) = old.and_then(counts_for) {
+            *self.counts.entry(model).or_default() -= 1;
+        }
+        if let Some(model) = counts_for(new) {
+            *self.counts.entry(model).or_default() += 1;
+        }
+        self.batch.put_listing(old, new);
+    }
+
+    fn write_counts(&mut self) -> Result<(), IngestError> {
+        for (model, delta) in std::mem::take(&mut self.counts) {
+            if delta != 0 {
+                let count = (self.store.listing_count(model)? as i64 + delta).max(0) as u64;
+                self.batch.set_listing_count(model, count);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The seller's fields, verbatim where they are text; condition and availability mapped onto
+/// our scales, or null when they cannot be.
+fn details_of(row: FeedRow) -> ListingDetails {
+    ListingDetails {
+        url: row.url,
+        title: row.title,
+        scraped_brand: row.brand,
+        scraped_reference: row.reference,
+        price: row.price,
+        currency: row.currency,
+        year: row.year,
+        condition: row.condition.as_deref().and_then(Condition::from_seller),
+        availability: row
+            .availability
+            .as_deref()
+            .and_then(Availability::from_seller),
+        reserved: row.status.as_deref() == Some("RESERVED"),
+        country_code: row.country_code,
+        country: row.country,
+        city: row.city,
+        state: row.state,
+        box_available: row.box_available,
+        papers_available: row.papers_available,
+    }
+}

@@ -1,0 +1,117 @@
+//! Matching a listing to a catalogue model: the seller's brand resolves through brand names,
+//! slugs and aliases (compared like references: letters and digits, case-folded); the seller's
+//! reference must hit exactly one model of that brand, by primary or alternate reference. With
+//! no reference given, a run of title words that is a reference of the brand is used instead.
+
+use crate::domain::{normalize_reference, BrandId, ListingDetails, MatchOutcome, ModelId};
+use crate::store::{Store, StoreResult};
+use std::collections::BTreeSet;
+
+/// Longest run of title words tried as a brand or a reference ("Jaeger Le Coultre", "126610 LN").
+const MAX_RUN: usize = 3;
+
+/// The model a listing is of, if brand and reference say so unambiguously, and how it ended.
+pub fn match_listing(
+    store: &Store,
+    details: &ListingDetails,
+) -> StoreResult<(Option<ModelId>, MatchOutcome)> {
+    let Some(brand) = resolve_brand(store, details)? else {
+        return Ok((None, MatchOutcome::UnknownBrand));
+    };
+    let given = details
+        .scraped_reference
+        .as_deref()
+        .map(normalize_reference)
+        .filter(|r| !r.is_empty());
+    let (candidates, from_title) = match given {
+        Some(reference) => (
+            store
+                .model_ids_by_reference(brand, &reference)?
+                .into_iter()
+                .collect(),
+            false,
+        ),
+        None => (
+            title_references(store, brand, details.title.as_deref().unwrap_or(""))?,
+            true,
+        ),
+    };
+    Ok(match candidates.len() {
+        0 => (None, MatchOutcome::UnknownReference),
+        1 => (
+            candidates.into_iter().next(),
+            MatchOutcome::Matched { from_title },
+        ),
+        _ => (None, MatchOutcome::Ambiguous),
+    })
+}
+
+/// The brand the seller named, or else the one brand the title names.
+fn resolve_brand(store: &Store, details: &ListingDetails) -> StoreResult<Option<BrandId>> {
+    if let Some(named) = details
+        .scraped_brand
+        .as_deref()
+        .map(normalize_reference)
+        .filter(|b| !b.is_empty())
+    {
+        let brands = store.brand_by_alias(&named)?;
+        return Ok(if brands.len() == 1 {
+            brands.first().copied()
+        } else {
+            None
+        });
+    }
+    let mut found = BTreeSet::new();
+    for run in word_runs(details.title.as_deref().unwrap_or("")) {
+        found.extend(store.brand_by_alias(&run)?);
+    }
+    Ok(if found.len() == 1 {
+        found.into_iter().next()
+    } else {
+        None
+    })
+}
+
+/// Models of `brand` whose reference is a run of title words.
+fn title_references(store: &Store, brand: BrandId, title: &str) -> StoreResult<BTreeSet<ModelId>> {
+    let mut found = BTreeSet::new();
+    for run in word_runs(title) {
+        found.extend(store.model_ids_by_reference(brand, &run)?);
+    }
+    Ok(found)
+}
+
+/// Every run of 1 to `MAX_RUN` consecutive words, normalised and joined.
+fn word_runs(title: &str) -> Vec<String> {
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let mut runs = Vec::new();
+    for start in 0..words.len() {
+        for end in start + 1..=(start + MAX_RUN).min(words.len()) {
+            let run = normalize_reference(&words[start..end].concat());
+            if !run.is_empty() && !runs.contains(&run) {
+                runs.push(run);
+            }
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_runs_cover_split_references_and_brand_names() {
+        let runs = word_runs("Jaeger Le Coultre 126610 LN");
+        for expected in ["jaeger", "jaegerlecoultre", "126610ln", "126610"] {
+            assert!(
+                runs.contains(&expected.to_owned()),
+                "{expected} in {runs:?}"
+            );
+        }
+        assert!(
+            !runs.contains(&"jaegerlecoultre126610".to_owned()),
+            "runs stop at three words"
+        );
+    }
+}

@@ -1,0 +1,306 @@
+//! Provider snapshots: the revisit lifecycle over successive snapshots (create, delist,
+//! reactivate, id and history kept), each matching outcome, the guards against empty or mostly
+//! invalid snapshots, and listing counts in the catalogue.
+
+use crate::support::*;
+use watch_catalogue::app::App;
+use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::domain::{Condition, ListingStatus, MatchOutcome, ModelId, Slug};
+use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::ingest::{ingest, IngestError, IngestReport, DEFAULT_MAX_INVALID};
+
+const A1: &str = r#"{"sourceId":"a1","url":"https://c24.example/a1","title":"Rolex Submariner Date","brand":"Rolex","reference":"126610 LN","price":12500,"currency":"EUR","condition":"Unworn","availability":"In stock"}"#;
+const A2: &str = r#"{"sourceId":"a2","url":"https://c24.example/a2","title":"Rolex Submariner Date 16610 full set","brand":"ROLEX SA"}"#;
+const A3: &str = r#"{"sourceId":"a3","url":"https://c24.example/a3","title":"Nautilus","brand":"Patek Philippe","reference":"5711/1A"}"#;
+const A4: &str =
+    r#"{"sourceId":"a4","url":"https://c24.example/a4","brand":"Rolex","reference":"999999"}"#;
+const A5: &str = r#"{"sourceId":"a5","url":"https://c24.example/a5","brand":"Tudor","reference":"79030N","status":"RESERVED","price":3500,"currency":"GBP","condition":"Used (Very good)","pictures":["https://c24.example/a5.jpg"]}"#;
+const A6_BAD: &str = r#"{"sourceId":"a6"}"#;
+const A7: &str = r#"{"sourceId":"a7","url":"https://c24.example/a7","title":"Tudor 79030N or 91450?","brand":"Tudor"}"#;
+
+struct Catalogue {
+    app: App,
+    dir: tempfile::TempDir,
+}
+
+fn catalogue() -> Catalogue {
+    let dir = tempfile::tempdir().expect("dir");
+    let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
+    import(&app.store, &DirectorySource(test_catalogue())).expect("import");
+    Catalogue { app, dir }
+}
+
+impl Catalogue {
+    fn ingest(&self, lines: &[&str]) -> Result<IngestReport, IngestError> {
+        ingest(
+            &self.app.store,
+            "chrono24",
+            lines.join("\n").as_bytes(),
+            DEFAULT_MAX_INVALID,
+        )
+    }
+
+    fn listing(&self, code: &str) -> watch_catalogue::domain::Listing {
+        let provider = self
+            .app
+            .store
+            .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
+            .expect("read")
+            .expect("provider");
+        self.app
+            .store
+            .listing_by_source(provider.id, code)
+            .expect("read")
+            .expect("listing")
+    }
+
+    fn model(&self, brand: &str, slug: &str) -> ModelId {
+        let brand = self
+            .app
+            .store
+            .brand_by_slug(&Slug::parse(brand).expect("slug"))
+            .expect("read")
+            .expect("brand");
+        self.app
+            .store
+            .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
+            .expect("read")
+            .expect("model")
+            .id
+    }
+
+    fn active_count(&self, brand: &str, slug: &str) -> u64 {
+        self.app
+            .store
+            .listing_count(self.model(brand, slug))
+            .expect("count")
+    }
+}
+
+#[test]
+fn snapshots_create_delist_and_reactivate_keeping_ids_and_history() {
+    let c = catalogue();
+    let first = c
+        .ingest(&[A1, A2, A3, A4, A5, A6_BAD, A7])
+        .expect("first snapshot");
+    assert_eq!(
+        (
+            first.created,
+            first.refreshed,
+            first.delisted,
+            first.reactivated
+        ),
+        (6, 0, 0, 0)
+    );
+    assert_eq!((first.matched, first.unmatched), (3, 3));
+    assert_eq!(first.skipped.len(), 1);
+    assert_eq!(
+        (first.skipped[0].line, first.skipped[0].field.as_deref()),
+        (6, None),
+        "{:?}",
+        first.skipped
+    );
+    assert!(first.skipped[0].message.contains("missing field `url`"));
+    let a2_id = c.listing("a2").id;
+    assert_eq!(c.active_count("rolex", "submariner-date-16610"), 1);
+    assert_eq!(
+        c.active_count("tudor", "black-bay-fifty-eight-79030n"),
+        0,
+        "RESERVED is not ACTIVE"
+    );
+
+    let changed_a1 = A1.replace("12500", "12000");
+    let a5_active = A5.replace(r#","status":"RESERVED""#, "");
+    let second = c
+        .ingest(&[&changed_a1, A3, &a5_active])
+        .expect("second snapshot");
+    assert_eq!(
+        (
+            second.created,
+            second.refreshed,
+            second.delisted,
+            second.reactivated
+        ),
+        (0, 3, 3, 0)
+    );
+    let a2 = c.listing("a2");
+    assert_eq!(a2.status, ListingStatus::Delisted);
+    assert!(a2.delisted_at.is_some());
+    assert_eq!(c.listing("a1").details.price, Some(12000));
+    assert_eq!(c.active_count("rolex", "submariner-date-16610"), 0);
+    assert_eq!(c.active_count("tudor", "black-bay-fifty-eight-79030n"), 1);
+
+    let third = c
+        .ingest(&[&changed_a1, A2, A3, &a5_active])
+        .expect("third snapshot");
+    assert_eq!(
+        (
+            third.created,
+            third.refreshed,
+            third.delisted,
+            third.reactivated
+        ),
+        (0, 3, 0, 1)
+    );
+    let a2 = c.listing("a2");
+    assert_eq!(a2.id, a2_id, "a listing that comes back keeps its id");
+    assert_eq!(a2.status, ListingStatus::Active);
+    assert_eq!(a2.delisted_at, None);
+    let history: Vec<ListingStatus> = a2.history.iter().map(|change| change.status).collect();
+    assert_eq!(
+        history,
+        [
+            ListingStatus::Active,
+            ListingStatus::Delisted,
+            ListingStatus::Active
+        ]
+    );
+    assert_eq!(
+        c.listing("a4").status,
+        ListingStatus::Delisted,
+        "still gone"
+    );
+    assert_eq!(c.active_count("rolex", "submariner-date-16610"), 1);
+}
+
+#[test]
+fn each_matching_outcome_is_recorded() {
+    let c = catalogue();
+    c.ingest(&[A1, A2, A3, A4, A5, A7]).expect("snapshot");
+    let a1 = c.listing("a1");
+    assert_eq!(
+        a1.model_id,
+        Some(c.model("rolex", "submariner-date-126610ln"))
+    );
+    assert_eq!(a1.matching, MatchOutcome::Matched { from_title: false });
+    assert_eq!(
+        a1.details.scraped_reference.as_deref(),
+        Some("126610 LN"),
+        "seller text kept verbatim"
+    );
+    assert_eq!(a1.details.condition, Some(Condition::Unworn));
+    let a2 = c.listing("a2");
+    assert_eq!(
+        (a2.model_id, a2.matching),
+        (
+            Some(c.model("rolex", "submariner-date-16610")),
+            MatchOutcome::Matched { from_title: true }
+        )
+    );
+    assert_eq!(c.listing("a3").matching, MatchOutcome::UnknownBrand);
+    assert_eq!(c.listing("a4").matching, MatchOutcome::UnknownReference);
+    let a5 = c.listing("a5");
+    assert_eq!(
+        a5.model_id,
+        Some(c.model("tudor", "black-bay-fifty-eight-79030n")),
+        "an alternate reference matches"
+    );
+    assert_eq!(
+        (a5.status, a5.reserved_at.is_some()),
+        (ListingStatus::Reserved, true)
+    );
+    assert_eq!(a5.details.condition, Some(Condition::VeryGood));
+    assert_eq!(a5.pictures.len(), 1);
+    let a7 = c.listing("a7");
+    assert_eq!((a7.model_id, a7.matching), (None, MatchOutcome::Ambiguous));
+}
+
+#[test]
+fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
+    let c = catalogue();
+    c.ingest(&[A1, A2]).expect("snapshot");
+    let generation = c.app.store.generation().expect("generation");
+    assert!(matches!(
+        c.ingest(&[]),
+        Err(IngestError::EmptySnapshot { .. })
+    ));
+    assert!(matches!(
+        c.ingest(&["", "not json", A6_BAD]),
+        Err(IngestError::EmptySnapshot { .. })
+    ));
+    assert!(matches!(
+        c.ingest(&[A1, "not json", A6_BAD, "{}"]),
+        Err(IngestError::MostlyInvalid {
+            invalid: 3,
+            total: 4,
+            ..
+        })
+    ));
+    assert_eq!(c.app.store.generation().expect("generation"), generation);
+    assert_eq!(
+        c.listing("a2").status,
+        ListingStatus::Active,
+        "nothing was delisted"
+    );
+    assert!(matches!(
+        ingest(&c.app.store, "nope", A1.as_bytes(), 0.5),
+        Err(IngestError::UnknownProvider(_))
+    ));
+}
+
+#[tokio::test]
+async fn listing_counts_reach_the_catalogue() {
+    let c = catalogue();
+    c.ingest(&[A1, A2, A5]).expect("snapshot");
+    c.app.prepare(false).expect("reindex");
+    let Catalogue { app, dir } = c;
+    let server = TestApp::serving(app, dir, ApiConfig::default()).await;
+    let item = &server.ok("/v1/models?q=126610ln").await["data"][0];
+    assert_eq!(item["listingCount"], 1);
+    let rolex = server.ok("/v1/brands/rolex").await;
+    assert_eq!(rolex["stats"]["listingCount"], 2);
+    let series = server.ok("/v1/brands/rolex/series/submariner").await;
+    assert_eq!(series["stats"]["listingCount"], 2);
+}
+
+#[test]
+fn the_ingest_command_reports_and_refuses_through_the_binary() {
+    let data = tempfile::tempdir().expect("dir");
+    let binary = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
+        command
+            .arg("--data-dir")
+            .arg(data.path())
+            .env("RUST_LOG", "warn");
+        command
+    };
+    assert!(binary()
+        .arg("import")
+        .arg(test_catalogue())
+        .output()
+        .expect("run")
+        .status
+        .success());
+    let snapshot = data.path().join("chrono24.jsonl");
+    std::fs::write(&snapshot, [A1, A2, A6_BAD].join("\n")).expect("write");
+    let output = binary()
+        .args(["ingest", "--provider", "chrono24"])
+        .arg(&snapshot)
+        .output()
+        .expect("run");
+    let (out, err) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{out}{err}");
+    assert!(out.contains("ingested chrono24: 2 created, 0 refreshed, 0 reactivated, 0 delisted; 2 matched, 0 unmatched; 1 lines skipped"), "{out}");
+    assert!(
+        err.contains("skipped snapshot:3: missing field `url`"),
+        "{err}"
+    );
+    let output = binary()
+        .args(["ingest", "--provider", "nope"])
+        .arg(&snapshot)
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no provider with slug `nope`"));
+    std::fs::write(&snapshot, "").expect("write");
+    let output = binary()
+        .args(["ingest", "--provider", "chrono24"])
+        .arg(&snapshot)
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("rather than delisting"));
+}
