@@ -83,6 +83,8 @@ enum Command {
         #[arg(long, default_value_t = watch_catalogue::jobs::ingest::DEFAULT_MAX_INVALID)]
         max_invalid: f64,
     },
+    /// Try every unmatched listing again (after an import added models).
+    Match,
     /// Load an ECB daily reference-rates file (eurofxref-daily.xml) as the rates in force.
     Rates {
         /// The ECB's XML file.
@@ -199,6 +201,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "ingested {}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
                 provider, report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
                 report.skipped.len(), report.generation.0
+            );
+            app.prepare(false)?;
+            Ok(())
+        }
+        Command::Match => {
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            let report = watch_catalogue::jobs::matching::rematch_unmatched(&app.store)?;
+            println!(
+                "matched {} of {} unmatched listings; store generation {}",
+                report.matched, report.tried, report.generation.0
             );
             app.prepare(false)?;
             Ok(())

@@ -6,13 +6,14 @@
 //! provider's stock. Everything is one atomic store write, listing counts included.
 
 use super::import::Problem;
+use super::listing_writes::ListingWrites;
 use super::matching::match_listing;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
-    ModelId, PictureId, Provider, Slug, StatusChange, Timestamp,
+    PictureId, Provider, Slug, StatusChange, Timestamp,
 };
 use crate::rates::check_currency;
-use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
+use crate::store::{RecordKind, Store, StoreError, StoreGeneration};
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
@@ -107,10 +108,9 @@ pub fn ingest(
     let mut run = Run {
         store,
         provider,
-        batch: store.batch()?,
+        writes: ListingWrites::new(store)?,
         now: Timestamp::now(),
         report: IngestReport::default(),
-        counts: HashMap::new(),
     };
     let mut seen = HashSet::new();
     for row in rows {
@@ -119,11 +119,10 @@ pub fn ingest(
     }
     run.delist_missing(&seen)?;
     run.report.skipped = problems;
-    run.write_counts()?;
     let Run {
-        batch, mut report, ..
+        writes, mut report, ..
     } = run;
-    report.generation = store.commit(batch)?;
+    report.generation = writes.commit()?;
     Ok(report)
 }
 
@@ -189,17 +188,9 @@ fn read_snapshot(
 struct Run<'a> {
     store: &'a Store,
     provider: Provider,
-    batch: WriteBatch,
+    writes: ListingWrites<'a>,
     now: Timestamp,
     report: IngestReport,
-    /// Change of each model's ACTIVE listing count in this write.
-    counts: HashMap<ModelId, i64>,
-}
-
-fn counts_for(listing: &Listing) -> Option<ModelId> {
-    listing
-        .model_id
-        .filter(|_| listing.status == ListingStatus::Active)
 }
 
 impl Run<'_> {
@@ -236,7 +227,7 @@ impl Run<'_> {
             None => {
                 self.report.created += 1;
                 let mut listing = Listing {
-                    id: ListingId(self.batch.allocate_id(RecordKind::Listing)?),
+                    id: ListingId(self.writes.batch.allocate_id(RecordKind::Listing)?),
                     provider_id: self.provider.id,
                     provider_code: code,
                     details,
@@ -288,7 +279,7 @@ impl Run<'_> {
                 .map(|p| p.id);
             let id = match known {
                 Some(id) => id,
-                None => PictureId(self.batch.allocate_id(RecordKind::Picture)?),
+                None => PictureId(self.writes.batch.allocate_id(RecordKind::Picture)?),
             };
             pictures.push(ListingPicture {
                 id,
@@ -316,23 +307,7 @@ impl Run<'_> {
     }
 
     fn write(&mut self, old: Option<&Listing>, new: &Listing) {
-        if let Some(model) = old.and_then(counts_for) {
-            *self.counts.entry(model).or_default() -= 1;
-        }
-        if let Some(model) = counts_for(new) {
-            *self.counts.entry(model).or_default() += 1;
-        }
-        self.batch.put_listing(old, new);
-    }
-
-    fn write_counts(&mut self) -> Result<(), IngestError> {
-        for (model, delta) in std::mem::take(&mut self.counts) {
-            if delta != 0 {
-                let count = (self.store.listing_count(model)? as i64 + delta).max(0) as u64;
-                self.batch.set_listing_count(model, count);
-            }
-        }
-        Ok(())
+        self.writes.put(old, new);
     }
 }
 

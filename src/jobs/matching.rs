@@ -96,6 +96,42 @@ fn word_runs(title: &str) -> Vec<String> {
     runs
 }
 
+/// What a re-match did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RematchReport {
+    /// Unmatched listings tried.
+    pub tried: usize,
+    /// Of those, now matched.
+    pub matched: usize,
+    pub generation: crate::store::StoreGeneration,
+}
+
+/// `watch-catalogue match`: tries every unmatched listing again (after an import added models),
+/// in one write with the listing counts it changes.
+pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
+    let mut writes = super::listing_writes::ListingWrites::new(store)?;
+    let mut report = RematchReport::default();
+    for listing in store.all_listings() {
+        let old = listing?;
+        if old.model_id.is_some() {
+            continue;
+        }
+        report.tried += 1;
+        let (model, outcome) = match_listing(store, &old.details)?;
+        if (model, outcome) == (old.model_id, old.matching) {
+            continue;
+        }
+        let mut new = old.clone();
+        new.model_id = model;
+        new.matching = outcome;
+        new.updated_at = crate::domain::Timestamp::now();
+        report.matched += usize::from(model.is_some());
+        writes.put(Some(&old), &new);
+    }
+    report.generation = writes.commit()?;
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

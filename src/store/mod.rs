@@ -357,6 +357,11 @@ impl Store {
         self.get_via(keys::listing_source(provider, code), Keyspace::Listing)
     }
 
+    /// Every listing, in id order (for batch jobs; the API never scans).
+    pub fn all_listings(&self) -> impl Iterator<Item = StoreResult<Listing>> + '_ {
+        self.all(Keyspace::Listing)
+    }
+
     /// Ids of every listing the provider ever published, delisted ones included.
     pub fn listing_ids_of_provider(&self, provider: ProviderId) -> StoreResult<Vec<ListingId>> {
         Ok(self

@@ -288,6 +288,12 @@ fn the_ingest_command_reports_and_refuses_through_the_binary() {
         err.contains("skipped snapshot:3: missing field `url`"),
         "{err}"
     );
+    let output = binary().arg("match").output().expect("run");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && out.contains("matched 0 of 0 unmatched listings"),
+        "{out}"
+    );
     let output = binary()
         .args(["ingest", "--provider", "nope"])
         .arg(&snapshot)
@@ -303,4 +309,33 @@ fn the_ingest_command_reports_and_refuses_through_the_binary() {
         .expect("run");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("rather than delisting"));
+}
+
+#[test]
+fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
+    let c = catalogue();
+    c.ingest(&[A1, A4]).expect("snapshot");
+    assert_eq!(c.listing("a4").matching, MatchOutcome::UnknownReference);
+    let nothing =
+        watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store).expect("rematch");
+    assert_eq!((nothing.tried, nothing.matched), (1, 0));
+    let dataset = tempfile::tempdir().expect("dataset");
+    std::fs::write(
+        dataset.path().join("models.jsonl"),
+        r#"{"slug":"test-999999","brand":"rolex","series":"submariner","name":"Test","referenceNumber":"999999"}"#,
+    )
+    .expect("write");
+    import(&c.app.store, &DirectorySource(dataset.path().to_owned()))
+        .expect("import the new model");
+    let report = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store).expect("rematch");
+    assert_eq!((report.tried, report.matched), (1, 1));
+    let a4 = c.listing("a4");
+    assert_eq!(
+        (a4.model_id, a4.matching),
+        (
+            Some(c.model("rolex", "test-999999")),
+            MatchOutcome::Matched { from_title: false }
+        )
+    );
+    assert_eq!(c.active_count("rolex", "test-999999"), 1);
 }

@@ -1,0 +1,53 @@
+//! Listing writes together with the change they make to each model's count of ACTIVE listings,
+//! committed in one atomic batch so counts never disagree with listings.
+
+use crate::domain::{Listing, ListingStatus, ModelId};
+use crate::store::{Store, StoreGeneration, StoreResult, WriteBatch};
+use std::collections::HashMap;
+
+/// A pending write of listings.
+pub struct ListingWrites<'a> {
+    store: &'a Store,
+    pub batch: WriteBatch,
+    /// Change of each model's ACTIVE listing count.
+    counts: HashMap<ModelId, i64>,
+}
+
+/// The model whose count `listing` adds to: its model, while ACTIVE.
+fn counted_for(listing: &Listing) -> Option<ModelId> {
+    listing
+        .model_id
+        .filter(|_| listing.status == ListingStatus::Active)
+}
+
+impl<'a> ListingWrites<'a> {
+    pub fn new(store: &'a Store) -> StoreResult<ListingWrites<'a>> {
+        Ok(ListingWrites {
+            store,
+            batch: store.batch()?,
+            counts: HashMap::new(),
+        })
+    }
+
+    /// Writes `new` over `old`, adjusting the counts of the models either is counted for.
+    pub fn put(&mut self, old: Option<&Listing>, new: &Listing) {
+        if let Some(model) = old.and_then(counted_for) {
+            *self.counts.entry(model).or_default() -= 1;
+        }
+        if let Some(model) = counted_for(new) {
+            *self.counts.entry(model).or_default() += 1;
+        }
+        self.batch.put_listing(old, new);
+    }
+
+    /// Adds the new counts to the batch and commits it.
+    pub fn commit(mut self) -> StoreResult<StoreGeneration> {
+        for (model, delta) in std::mem::take(&mut self.counts) {
+            if delta != 0 {
+                let count = (self.store.listing_count(model)? as i64 + delta).max(0) as u64;
+                self.batch.set_listing_count(model, count);
+            }
+        }
+        self.store.commit(self.batch)
+    }
+}
