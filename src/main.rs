@@ -174,6 +174,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             file,
             max_invalid,
         } => {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&max_invalid),
+                "--max-invalid is a share between 0 and 1, not {max_invalid}"
+            );
             let snapshot = std::fs::File::open(&file)
                 .with_context(|| format!("opening {}", file.display()))?;
             let app = App::open(&data_dir, cli.cache_bytes)?;

@@ -93,3 +93,22 @@ fn a_store_of_another_schema_version_is_refused() {
         Err(StoreError::SchemaMismatch { .. })
     ));
 }
+
+#[test]
+fn a_brand_resolves_by_name_alias_or_slug() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 20).expect("open");
+    let mut lange = brand(7, "a-lange-sohne", None);
+    lange.name = "A. Lange & Söhne".into();
+    lange.aliases = vec!["ALS".into()];
+    let mut batch = store.batch().expect("batch");
+    batch.put_brand(None, &lange);
+    store.commit(batch).expect("commit");
+    for key in ["alangesöhne", "als", "alangesohne"] {
+        assert_eq!(
+            store.brand_by_alias(key).expect("alias"),
+            vec![BrandId(7)],
+            "{key}"
+        );
+    }
+}

@@ -128,7 +128,12 @@ fn brand_keys(brand: &Brand) -> Vec<(Vec<u8>, Vec<u8>)> {
     if let Some(rank) = brand.highlight_rank {
         out.push((keys::brand_highlight(rank, brand.id), Vec::new()));
     }
-    let names = std::iter::once(&brand.name).chain(&brand.aliases);
+    // Sellers write a brand by its name, an alias or its slug ("a-lange-sohne" for
+    // "A. Lange & Söhne"): all three resolve.
+    let slug = brand.slug.to_string();
+    let names = std::iter::once(&brand.name)
+        .chain(&brand.aliases)
+        .chain(std::iter::once(&slug));
     for name in names
         .map(|n| normalize_reference(n))
         .filter(|n| !n.is_empty())

@@ -288,6 +288,14 @@ fn the_ingest_command_reports_and_refuses_through_the_binary() {
         err.contains("skipped snapshot:3: missing field `url`"),
         "{err}"
     );
+    let output = binary()
+        .args(["ingest", "--provider", "chrono24", "--max-invalid", "2"])
+        .arg(&snapshot)
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr)
+        .contains("--max-invalid is a share between 0 and 1"));
     let output = binary().arg("match").output().expect("run");
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(
