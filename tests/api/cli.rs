@@ -1,22 +1,11 @@
 //! The real `watch-catalogue` binary: import (success, rejection, exit status), reindex, and
 //! `serve` on an empty data dir, which imports the bundled fixtures before the port opens.
 
-use crate::support::test_catalogue;
+use crate::support::{binary, generation, test_catalogue};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use watch_catalogue::config::DataDir;
-use watch_catalogue::store::Store;
-
-fn binary(data_dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env("RUST_LOG", "warn");
-    command
-}
 
 fn run(command: &mut Command) -> (Output, String) {
     let output = command.output().expect("run watch-catalogue");
@@ -33,14 +22,6 @@ fn copy_dataset(to: &Path) {
         let entry = entry.expect("entry");
         std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
     }
-}
-
-fn generation(data_dir: &Path) -> u64 {
-    Store::open(&DataDir::new(data_dir).store(), 1 << 20)
-        .expect("store")
-        .generation()
-        .expect("generation")
-        .0
 }
 
 #[test]

@@ -256,14 +256,7 @@ async fn listing_counts_reach_the_catalogue() {
 #[test]
 fn the_ingest_command_reports_and_refuses_through_the_binary() {
     let data = tempfile::tempdir().expect("dir");
-    let binary = || {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
-        command
-            .arg("--data-dir")
-            .arg(data.path())
-            .env("RUST_LOG", "warn");
-        command
-    };
+    let binary = || binary(data.path());
     assert!(binary()
         .arg("import")
         .arg(test_catalogue())

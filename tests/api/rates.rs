@@ -1,7 +1,6 @@
 //! `GET /rates`, the `rates` command and rates in a dataset.
 
 use crate::support::*;
-use std::process::Command;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::store::Store;
 
@@ -48,23 +47,6 @@ async fn without_rates_the_endpoint_says_how_to_load_them() {
         "watch-catalogue rates FILE",
     )
     .await;
-}
-
-fn binary(data_dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
-    command
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env("RUST_LOG", "warn");
-    command
-}
-
-fn generation(data_dir: &std::path::Path) -> u64 {
-    Store::open(&DataDir::new(data_dir).store(), 1 << 20)
-        .expect("store")
-        .generation()
-        .expect("generation")
-        .0
 }
 
 #[test]

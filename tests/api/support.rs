@@ -151,3 +151,22 @@ pub fn keys(value: &Value) -> Vec<String> {
     keys.sort();
     keys
 }
+
+/// The real `watch-catalogue` binary on `data_dir`, quiet unless something goes wrong.
+pub fn binary(data_dir: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_watch-catalogue"));
+    command
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// The store generation of `data_dir` (the binary must have released it).
+pub fn generation(data_dir: &Path) -> u64 {
+    watch_catalogue::store::Store::open(&DataDir::new(data_dir).store(), 1 << 20)
+        .expect("store")
+        .generation()
+        .expect("generation")
+        .0
+}
