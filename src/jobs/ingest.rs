@@ -251,7 +251,7 @@ impl Run<'_> {
         };
         listing.last_seen_at = self.now;
         listing.pictures = self.pictures(&sources, existing.as_ref())?;
-        self.write(existing.as_ref(), &listing);
+        self.writes.put(existing.as_ref(), &listing);
         Ok(())
     }
 
@@ -301,13 +301,9 @@ impl Run<'_> {
             listing.set_status(ListingStatus::Delisted, self.now);
             listing.updated_at = self.now;
             self.report.delisted += 1;
-            self.write(Some(&old), &listing);
+            self.writes.put(Some(&old), &listing);
         }
         Ok(())
-    }
-
-    fn write(&mut self, old: Option<&Listing>, new: &Listing) {
-        self.writes.put(old, new);
     }
 }
 
