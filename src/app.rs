@@ -3,18 +3,20 @@
 
 use crate::config::{DataDir, ServeConfig};
 use crate::fixtures::EmbeddedFixtures;
-use crate::jobs::{import, reindex};
+use crate::jobs::listing_writes::WrittenListings;
+use crate::jobs::{import, ingest, reindex};
 use crate::rates::ConversionTable;
-use crate::store::{Store, StoreError, StoreGeneration, StoreResult};
+use crate::store::{Store, StoreGeneration, StoreResult};
 use anyhow::Context;
-use catalogue_index::CatalogueIndex;
+use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
 use std::sync::Mutex;
 
-/// Store and index of one data dir.
+/// Store and indexes of one data dir.
 pub struct App {
     pub store: Store,
     pub index: CatalogueIndex,
+    pub listings: ListingIndex,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
 }
@@ -33,9 +35,16 @@ impl App {
         let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
             format!("opening the search index in {}", data_dir.index().display())
         })?;
+        let listings = ListingIndex::open(&data_dir.listings_index()).with_context(|| {
+            format!(
+                "opening the listings index in {}",
+                data_dir.listings_index().display()
+            )
+        })?;
         Ok(App {
             store,
             index,
+            listings,
             rates: Mutex::new(None),
         })
     }
@@ -53,22 +62,37 @@ impl App {
                 return Ok(table.clone());
             }
         }
-        let table = match self.store.rates()? {
-            Some(ecb) => Some(Arc::new(ConversionTable::from_ecb(&ecb).map_err(|e| {
-                StoreError::Corrupt {
-                    key: b"rates".to_vec(),
-                    reason: e.to_string(),
-                }
-            })?)),
-            None => None,
-        };
+        let table = crate::rates::table_in_force(&self.store)?.map(Arc::new);
         *cached = Some((generation, table.clone()));
         Ok(table)
     }
 
-    /// True when the index reflects the store's last write.
+    /// True when both indexes reflect the store's last write.
     pub fn index_is_current(&self) -> anyhow::Result<bool> {
-        Ok(self.index.generation()? == Some(self.store.generation()?.0))
+        Ok(self.index.generation()? == Some(self.store.generation()?.0)
+            && self.listings_index_is_current()?)
+    }
+
+    fn listings_index_is_current(&self) -> anyhow::Result<bool> {
+        let needed = self.store.listings_generation()?.0;
+        Ok(self.listings.generation()?.is_some_and(|g| g >= needed))
+    }
+
+    /// Brings the indexes up to a committed listings write: the listings index takes the
+    /// written listings (or is rebuilt when it was behind before), the catalogue index its new
+    /// listing counts.
+    pub fn index_listings_write(
+        &self,
+        written: &WrittenListings,
+        listings_generation_before: StoreGeneration,
+    ) -> anyhow::Result<()> {
+        reindex::index_written_listings(
+            &self.store,
+            &self.listings,
+            written,
+            listings_generation_before,
+        )?;
+        self.prepare(false)
     }
 
     /// Seeds an empty store with the bundled fixtures (when `seed`), then rebuilds the index if
@@ -79,8 +103,17 @@ impl App {
             let report = import::import(&self.store, &EmbeddedFixtures)
                 .context("importing the bundled fixtures")?;
             tracing::info!(generation = report.generation.0, "fixtures imported");
+            let feeds = ingest::ingest_dataset_feeds(
+                &self.store,
+                &EmbeddedFixtures,
+                ingest::DEFAULT_MAX_INVALID,
+            )
+            .context("ingesting the bundled provider feeds")?;
+            for (provider, report) in feeds {
+                tracing::info!(%provider, created = report.created, matched = report.matched, "fixture feed ingested");
+            }
         }
-        if !self.index_is_current()? {
+        if self.index.generation()? != Some(self.store.generation()?.0) {
             tracing::info!(
                 store = self.store.generation()?.0,
                 index = ?self.index.generation()?,
@@ -91,6 +124,19 @@ impl App {
                 documents = report.documents,
                 generation = report.generation,
                 "search index rebuilt"
+            );
+        }
+        if !self.listings_index_is_current()? {
+            tracing::info!(
+                listings = self.store.listings_generation()?.0,
+                index = ?self.listings.generation()?,
+                "listings index missing or behind the store: rebuilding"
+            );
+            let report = reindex::rebuild_listings(&self.store, &self.listings)?;
+            tracing::info!(
+                documents = report.documents,
+                generation = report.generation,
+                "listings index rebuilt"
             );
         }
         Ok(())

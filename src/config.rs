@@ -25,8 +25,13 @@ impl DataDir {
     pub fn store(&self) -> PathBuf {
         self.0.join("store")
     }
+    /// The catalogue index.
     pub fn index(&self) -> PathBuf {
         self.0.join("index")
+    }
+    /// The listings index.
+    pub fn listings_index(&self) -> PathBuf {
+        self.0.join("listings-index")
     }
 }
 

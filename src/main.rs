@@ -166,6 +166,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "imported {}\n{report}",
                 import::DatasetSource::describe(&source)
             );
+            let feeds =
+                ingest::ingest_dataset_feeds(&app.store, &source, ingest::DEFAULT_MAX_INVALID)?;
+            for (provider, report) in &feeds {
+                print_ingest(provider, report);
+            }
             app.prepare(false)?;
             Ok(())
         }
@@ -181,9 +186,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let snapshot = std::fs::File::open(&file)
                 .with_context(|| format!("opening {}", file.display()))?;
             let app = App::open(&data_dir, cli.cache_bytes)?;
+            let before = app.store.listings_generation()?;
             let result = ingest::ingest(
                 &app.store,
                 &provider,
+                &file.display().to_string(),
                 std::io::BufReader::new(snapshot),
                 max_invalid,
             );
@@ -198,25 +205,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     return Err(error.into());
                 }
             };
-            for problem in &report.skipped {
-                eprintln!("skipped {problem}");
-            }
-            println!(
-                "ingested {}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
-                provider, report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
-                report.skipped.len(), report.generation.0
-            );
-            app.prepare(false)?;
+            print_ingest(&provider, &report);
+            app.index_listings_write(&report.written, before)?;
             Ok(())
         }
         Command::Match => {
             let app = App::open(&data_dir, cli.cache_bytes)?;
+            let before = app.store.listings_generation()?;
             let report = watch_catalogue::jobs::matching::rematch_unmatched(&app.store)?;
             println!(
                 "matched {} of {} unmatched listings; store generation {}",
-                report.matched, report.tried, report.generation.0
+                report.matched, report.tried, report.written.generation.0
             );
-            app.prepare(false)?;
+            app.index_listings_write(&report.written, before)?;
             Ok(())
         }
         Command::Rates { file } => {
@@ -248,7 +249,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let started = std::time::Instant::now();
             let report = reindex::rebuild(&app.store, &app.index)?;
             println!(
-                "indexed {} documents at store generation {} in {:.2?}",
+                "indexed {} catalogue documents at store generation {} in {:.2?}",
+                report.documents,
+                report.generation,
+                started.elapsed()
+            );
+            let started = std::time::Instant::now();
+            let report = reindex::rebuild_listings(&app.store, &app.listings)?;
+            println!(
+                "indexed {} listings at store generation {} in {:.2?}",
                 report.documents,
                 report.generation,
                 started.elapsed()
@@ -256,4 +265,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// One line per skipped snapshot line, then what the ingest did.
+fn print_ingest(provider: &str, report: &ingest::IngestReport) {
+    for problem in &report.skipped {
+        eprintln!("skipped {problem}");
+    }
+    println!(
+        "ingested {provider}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
+        report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
+        report.skipped.len(), report.written.generation.0
+    );
 }

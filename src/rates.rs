@@ -179,11 +179,32 @@ impl ConversionTable {
         whole(Decimal::from(amount) / rate)
     }
 
+    /// A listing's asking price in whole US dollars; `None` when it has no price, or one in a
+    /// currency the table lacks.
+    pub fn usd_price(&self, price: Option<u64>, currency: Option<&str>) -> Option<u64> {
+        self.to_usd(price?, currency?)
+    }
+
     /// `usd` whole US dollars in whole units of `currency`; `None` for a currency the table lacks.
     pub fn from_usd(&self, usd: u64, currency: &str) -> Option<u64> {
         let rate = self.usd_to.get(currency)?;
         whole(Decimal::from(usd) * rate)
     }
+}
+
+/// The conversion table of the rates in force; `None` before any are loaded.
+pub fn table_in_force(
+    store: &crate::store::Store,
+) -> crate::store::StoreResult<Option<ConversionTable>> {
+    store
+        .rates()?
+        .map(|ecb| {
+            ConversionTable::from_ecb(&ecb).map_err(|e| crate::store::StoreError::Corrupt {
+                key: b"rates".to_vec(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()
 }
 
 /// The one rounding rule of conversions: to whole units, half away from zero.

@@ -13,13 +13,54 @@ use tantivy::{DocId, Score, SegmentReader};
 
 /// Ranked ids (best first, at most `k`) and the number of matching documents.
 pub struct TopIds {
-    sort: SortOrder,
+    key: SortKey,
     k: usize,
 }
 
 impl TopIds {
-    pub fn new(sort: SortOrder, k: usize) -> TopIds {
-        TopIds { sort, k }
+    pub fn new(key: SortKey, k: usize) -> TopIds {
+        TopIds { key, k }
+    }
+}
+
+/// What a sort order ranks by, in fast-field terms; every order then breaks ties by ascending id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// Best score first.
+    Score,
+    /// By a u64 column, then optionally a second one in the same direction; missing values
+    /// last in either direction.
+    Number {
+        primary: &'static str,
+        secondary: Option<&'static str>,
+        descending: bool,
+    },
+    /// By a string column, byte order.
+    Text {
+        field: &'static str,
+        descending: bool,
+    },
+}
+
+impl SortOrder {
+    /// The fast fields this catalogue order ranks by.
+    pub fn key(self) -> SortKey {
+        let number = |primary, secondary, descending| SortKey::Number {
+            primary,
+            secondary,
+            descending,
+        };
+        let text = |field, descending| SortKey::Text { field, descending };
+        match self {
+            SortOrder::Relevance => SortKey::Score,
+            SortOrder::NameAsc => text(names::NAME_SORT, false),
+            SortOrder::NameDesc => text(names::NAME_SORT, true),
+            SortOrder::ReferenceAsc => text(names::REF_SORT, false),
+            SortOrder::Newest => number(names::NEWEST, None, true),
+            SortOrder::ModelsDesc => number(names::MODEL_COUNT, None, true),
+            SortOrder::IdAsc => number(names::ID, None, false),
+            SortOrder::Lead => number(names::LISTING_COUNT, Some(names::NEWEST), true),
+        }
     }
 }
 
@@ -69,28 +110,25 @@ impl Collector for TopIds {
 
     fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<TopIdsSegment> {
         let fast = segment.fast_fields();
-        let number = |primary: &str, secondary: Option<&str>, descending| {
-            Ok::<_, tantivy::TantivyError>(KeySource::Number {
+        let source = match self.key {
+            SortKey::Score => KeySource::Score,
+            SortKey::Number {
+                primary,
+                secondary,
+                descending,
+            } => KeySource::Number {
                 primary: fast.u64(primary)?,
                 secondary: secondary.map(|name| fast.u64(name)).transpose()?,
                 descending,
-            })
-        };
-        let text = |name: &str, descending| {
-            let column = fast.str(name)?.ok_or_else(|| {
-                tantivy::TantivyError::SchemaError(format!("{name} is not a string fast field"))
-            })?;
-            Ok::<_, tantivy::TantivyError>(KeySource::Text { column, descending })
-        };
-        let source = match self.sort {
-            SortOrder::Relevance => KeySource::Score,
-            SortOrder::NameAsc => text(names::NAME_SORT, false)?,
-            SortOrder::NameDesc => text(names::NAME_SORT, true)?,
-            SortOrder::ReferenceAsc => text(names::REF_SORT, false)?,
-            SortOrder::Newest => number(names::NEWEST, None, true)?,
-            SortOrder::ModelsDesc => number(names::MODEL_COUNT, None, true)?,
-            SortOrder::IdAsc => number(names::ID, None, false)?,
-            SortOrder::Lead => number(names::LISTING_COUNT, Some(names::NEWEST), true)?,
+            },
+            SortKey::Text { field, descending } => KeySource::Text {
+                column: fast.str(field)?.ok_or_else(|| {
+                    tantivy::TantivyError::SchemaError(format!(
+                        "{field} is not a string fast field"
+                    ))
+                })?,
+                descending,
+            },
         };
         Ok(TopIdsSegment {
             ids: fast.u64(names::ID)?,
@@ -102,7 +140,7 @@ impl Collector for TopIds {
     }
 
     fn requires_scoring(&self) -> bool {
-        self.sort == SortOrder::Relevance
+        self.key == SortKey::Score
     }
 
     fn merge_fruits(&self, fruits: Vec<SegmentFruit>) -> tantivy::Result<(Vec<u64>, usize)> {

@@ -104,16 +104,16 @@ pub fn build(fields: &Fields, request: &SearchRequest) -> Box<dyn Query> {
         }
     }
     if let Some(text) = &request.text {
-        clauses.push((Occur::Must, text_query(fields, text)));
+        clauses.push((Occur::Must, text_query(&fields.text_fields(), text)));
     }
     Box::new(BooleanQuery::new(clauses))
 }
 
-fn filter(query: Box<dyn Query>) -> Box<dyn Query> {
+pub(crate) fn filter(query: Box<dyn Query>) -> Box<dyn Query> {
     Box::new(ConstScoreQuery::new(query, 0.0))
 }
 
-fn term_u64(field: Field, value: u64) -> Box<dyn Query> {
+pub(crate) fn term_u64(field: Field, value: u64) -> Box<dyn Query> {
     Box::new(TermQuery::new(
         Term::from_field_u64(field, value),
         IndexRecordOption::Basic,
@@ -138,9 +138,17 @@ fn term_reference(field: Field, reference: &str, score: f32) -> Box<dyn Query> {
     Box::new(ConstScoreQuery::new(Box::new(query), score))
 }
 
-/// Either every word matches (as a word of a name or description, or as a reference or its
-/// prefix), or the whole text is a reference or a reference prefix.
-fn text_query(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
+/// Where free text is looked for: word fields with their weights, and the fields holding
+/// normalised references whole and as prefixes.
+pub(crate) struct TextFields {
+    pub words: Vec<(Field, f32)>,
+    pub ref_exact: Field,
+    pub ref_prefix: Field,
+}
+
+/// Either every word matches (as a word of a text field, or as a reference or its prefix), or
+/// the whole text is a reference or a reference prefix.
+pub(crate) fn text_query(fields: &TextFields, text: &TextQuery) -> Box<dyn Query> {
     let words = words_of(&text.text);
     let mut alternatives: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     if !words.is_empty() {
@@ -166,17 +174,12 @@ fn text_query(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(alternatives))
 }
 
-fn word_query(fields: &Fields, word: &str) -> Box<dyn Query> {
-    let mut any: Vec<(Occur, Box<dyn Query>)> = [
-        (fields.name, 3.0),
-        (fields.aliases, 2.0),
-        (fields.brand_name, 1.5),
-        (fields.series_name, 1.5),
-        (fields.description, 0.5),
-    ]
-    .into_iter()
-    .map(|(field, boost)| (Occur::Should, term_text(field, word, boost)))
-    .collect();
+fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
+    let mut any: Vec<(Occur, Box<dyn Query>)> = fields
+        .words
+        .iter()
+        .map(|&(field, boost)| (Occur::Should, term_text(field, word, boost)))
+        .collect();
     any.push((
         Occur::Should,
         term_reference(fields.ref_exact, word, WORD_IS_REFERENCE_BOOST),

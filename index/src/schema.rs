@@ -2,7 +2,7 @@
 //! for search, raw fields for exact terms, fast fields for every filter, sort and stat.
 
 use crate::docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
-use crate::query::DocKind;
+use crate::query::{DocKind, TextFields};
 use crate::tokenizer::{FOLDED, REFERENCE_PREFIX};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
@@ -50,19 +50,34 @@ pub struct Fields {
     pub case_material: Field,
 }
 
-pub fn build() -> (Schema, Fields) {
-    let mut s = Schema::builder();
-    let filter = NumericOptions::default().set_indexed().set_fast();
-    let text = TextOptions::default().set_indexing_options(
+/// A u64 that is filtered on (indexed) and read by collectors (fast).
+pub(crate) fn filter_options() -> NumericOptions {
+    NumericOptions::default().set_indexed().set_fast()
+}
+
+/// Searchable words: lowercased, accents folded.
+pub(crate) fn text_options() -> TextOptions {
+    TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(FOLDED)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-    );
-    let prefixes = TextOptions::default().set_indexing_options(
+    )
+}
+
+/// Normalised references, indexed with their prefixes.
+pub(crate) fn prefix_options() -> TextOptions {
+    TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(REFERENCE_PREFIX)
             .set_index_option(IndexRecordOption::WithFreqs),
-    );
+    )
+}
+
+pub fn build() -> (Schema, Fields) {
+    let mut s = Schema::builder();
+    let filter = filter_options();
+    let text = text_options();
+    let prefixes = prefix_options();
     let fields = Fields {
         kind: s.add_u64_field("kind", INDEXED),
         id: s.add_u64_field(names::ID, filter.clone()),
@@ -105,6 +120,21 @@ pub fn sort_name(name: &str) -> String {
 }
 
 impl Fields {
+    /// Where `q` looks in the catalogue.
+    pub(crate) fn text_fields(&self) -> TextFields {
+        TextFields {
+            words: vec![
+                (self.name, 3.0),
+                (self.aliases, 2.0),
+                (self.brand_name, 1.5),
+                (self.series_name, 1.5),
+                (self.description, 0.5),
+            ],
+            ref_exact: self.ref_exact,
+            ref_prefix: self.ref_prefix,
+        }
+    }
+
     pub fn document(&self, doc: &CatalogueDoc) -> TantivyDocument {
         let mut out = TantivyDocument::new();
         match doc {

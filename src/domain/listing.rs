@@ -2,7 +2,7 @@
 //! that provider, with its lifecycle (`status`) separate from the seller's stock state
 //! (`availability`), and its history of status changes.
 
-use super::{ListingId, ModelId, PictureId, ProviderId, Timestamp};
+use super::{BrandId, ListingId, ModelId, PictureId, ProviderId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The marketplace lifecycle of a listing.
@@ -190,6 +190,8 @@ pub struct Listing {
     pub pictures: Vec<ListingPicture>,
     pub status: ListingStatus,
     pub history: Vec<StatusChange>,
+    /// The brand the seller's text resolved to, matched to a model or not.
+    pub brand_id: Option<BrandId>,
     /// The catalogue model it is matched to; `None` while unmatched.
     pub model_id: Option<ModelId>,
     pub matching: MatchOutcome,
@@ -200,7 +202,31 @@ pub struct Listing {
     pub updated_at: Timestamp,
 }
 
+/// What matching found for a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match {
+    pub brand_id: Option<BrandId>,
+    pub model_id: Option<ModelId>,
+    pub outcome: MatchOutcome,
+}
+
 impl Listing {
+    /// What matching last found for this listing.
+    pub fn current_match(&self) -> Match {
+        Match {
+            brand_id: self.brand_id,
+            model_id: self.model_id,
+            outcome: self.matching,
+        }
+    }
+
+    /// Records what matching found.
+    pub fn apply_match(&mut self, found: Match) {
+        self.brand_id = found.brand_id;
+        self.model_id = found.model_id;
+        self.matching = found.outcome;
+    }
+
     /// Moves to `status` at `at`, recording the change; no-op when already there.
     pub fn set_status(&mut self, status: ListingStatus, at: Timestamp) {
         if self.status == status {
@@ -286,6 +312,7 @@ mod tests {
                 status: ListingStatus::Active,
                 at: t(1),
             }],
+            brand_id: None,
             model_id: None,
             matching: MatchOutcome::UnknownBrand,
             last_seen_at: t(1),

@@ -13,8 +13,8 @@ pub use ids::{
     SeriesId,
 };
 pub use listing::{
-    Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, MatchOutcome,
-    StatusChange,
+    Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
+    MatchOutcome, StatusChange,
 };
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,

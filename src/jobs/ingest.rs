@@ -5,15 +5,16 @@
 //! snapshot that is empty or mostly invalid is refused whole, so a broken feed never delists a
 //! provider's stock. Everything is one atomic store write, listing counts included.
 
-use super::import::Problem;
-use super::listing_writes::ListingWrites;
+use super::import::{DatasetSource, Problem};
+use super::listing_writes::{ListingWrites, WrittenListings};
 use super::matching::match_listing;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
-    PictureId, Provider, Slug, StatusChange, Timestamp,
+    Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
 use crate::rates::check_currency;
-use crate::store::{RecordKind, Store, StoreError, StoreGeneration};
+use crate::store::{RecordKind, Store, StoreError};
+use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;
@@ -60,6 +61,11 @@ pub enum IngestError {
         max: f64,
         problems: Vec<Problem>,
     },
+    #[error("{file}: {error}")]
+    Feed {
+        file: String,
+        error: Box<IngestError>,
+    },
     #[error("reading the snapshot")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -67,7 +73,6 @@ pub enum IngestError {
 }
 
 /// What an ingest did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IngestReport {
     pub created: usize,
     pub refreshed: usize,
@@ -77,13 +82,27 @@ pub struct IngestReport {
     pub unmatched: usize,
     /// Lines reported and skipped.
     pub skipped: Vec<Problem>,
-    pub generation: StoreGeneration,
+    /// Every listing created or changed, as written.
+    pub written: WrittenListings,
 }
 
-/// Ingests `snapshot` as the full current stock of the provider `provider_slug`.
+/// Counts of what an ingest did, gathered before the write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Tally {
+    created: usize,
+    refreshed: usize,
+    reactivated: usize,
+    delisted: usize,
+    matched: usize,
+    unmatched: usize,
+}
+
+/// Ingests `snapshot` (named `name` in problem reports) as the full current stock of the
+/// provider `provider_slug`.
 pub fn ingest(
     store: &Store,
     provider_slug: &str,
+    name: &str,
     snapshot: impl BufRead,
     max_invalid: f64,
 ) -> Result<IngestReport, IngestError> {
@@ -93,7 +112,7 @@ pub fn ingest(
         .transpose()?
         .flatten()
         .ok_or_else(|| IngestError::UnknownProvider(provider_slug.to_owned()))?;
-    let (rows, problems, total) = read_snapshot(snapshot)?;
+    let (rows, problems, total) = read_snapshot(name, snapshot)?;
     if rows.is_empty() {
         return Err(IngestError::EmptySnapshot { problems });
     }
@@ -105,29 +124,105 @@ pub fn ingest(
             problems,
         });
     }
+    let seen: HashSet<String> = rows.iter().map(|row| row.source_id.clone()).collect();
+    let provider_id = provider.id;
+    // Reading what is known and matching what changed are independent per line: all cores.
+    let prepared: Vec<Prepared> = rows
+        .into_par_iter()
+        .map(|row| Prepared::read(store, provider_id, row))
+        .collect::<Result<_, StoreError>>()?;
     let mut run = Run {
         store,
         provider,
         writes: ListingWrites::new(store)?,
         now: Timestamp::now(),
-        report: IngestReport::default(),
+        tally: Tally::default(),
     };
-    let mut seen = HashSet::new();
-    for row in rows {
-        seen.insert(row.source_id.clone());
-        run.upsert(row)?;
+    for line in prepared {
+        run.upsert(line)?;
     }
     run.delist_missing(&seen)?;
-    run.report.skipped = problems;
-    let Run {
-        writes, mut report, ..
-    } = run;
-    report.generation = writes.commit()?;
-    Ok(report)
+    let Run { writes, tally, .. } = run;
+    Ok(IngestReport {
+        created: tally.created,
+        refreshed: tally.refreshed,
+        reactivated: tally.reactivated,
+        delisted: tally.delisted,
+        matched: tally.matched,
+        unmatched: tally.unmatched,
+        skipped: problems,
+        written: writes.commit()?,
+    })
+}
+
+/// One snapshot line with what the store knows of it and, when new or changed, its match.
+struct Prepared {
+    code: String,
+    target: ListingStatus,
+    sources: Vec<String>,
+    details: ListingDetails,
+    existing: Option<Listing>,
+    /// `None` when the details are unchanged: the listing keeps its match.
+    found: Option<Match>,
+}
+
+impl Prepared {
+    fn read(store: &Store, provider: ProviderId, row: FeedRow) -> Result<Prepared, StoreError> {
+        let target = if row.status.as_deref() == Some("RESERVED") {
+            ListingStatus::Reserved
+        } else {
+            ListingStatus::Active
+        };
+        let sources = row.pictures.clone();
+        let code = row.source_id.clone();
+        let details = details_of(row);
+        let existing = store.listing_by_source(provider, &code)?;
+        let changed = existing.as_ref().is_none_or(|old| old.details != details);
+        let found = changed
+            .then(|| match_listing(store, &details))
+            .transpose()?;
+        Ok(Prepared {
+            code,
+            target,
+            sources,
+            details,
+            existing,
+            found,
+        })
+    }
+}
+
+/// Ingests the snapshots a dataset carries (`listings/SLUG.jsonl`, one per provider), each as
+/// its own write, in provider slug order. Returns what each did, by provider slug.
+pub fn ingest_dataset_feeds(
+    store: &Store,
+    source: &dyn DatasetSource,
+    max_invalid: f64,
+) -> Result<Vec<(String, IngestReport)>, IngestError> {
+    let mut slugs: Vec<String> = store
+        .providers()
+        .map(|p| p.map(|p| p.slug.to_string()))
+        .collect::<Result<_, _>>()?;
+    slugs.sort();
+    let mut reports = Vec::new();
+    for slug in slugs {
+        let file = format!("listings/{slug}.jsonl");
+        if let Some(snapshot) = source.open(&file)? {
+            let report = ingest(store, &slug, &file, snapshot, max_invalid).map_err(|error| {
+                IngestError::Feed {
+                    file,
+                    error: Box::new(error),
+                }
+            })?;
+            reports.push((slug, report));
+        }
+    }
+    Ok(reports)
 }
 
 /// The valid rows, the problems of the others, and the number of non-blank lines.
 fn read_snapshot(
+    name: &str,
     snapshot: impl BufRead,
 ) -> Result<(Vec<FeedRow>, Vec<Problem>, usize), IngestError> {
     let (mut rows, mut problems, mut total) = (Vec::new(), Vec::new(), 0);
@@ -140,7 +235,7 @@ fn read_snapshot(
         total += 1;
         let number = index + 1;
         let problem = |field: Option<&str>, message: String| Problem {
-            file: "snapshot".into(),
+            file: name.to_owned(),
             line: number,
             field: field.map(str::to_owned),
             message,
@@ -190,33 +285,30 @@ struct Run<'a> {
     provider: Provider,
     writes: ListingWrites<'a>,
     now: Timestamp,
-    report: IngestReport,
+    tally: Tally,
 }
 
 impl Run<'_> {
-    fn upsert(&mut self, row: FeedRow) -> Result<(), IngestError> {
-        let target = if row.status.as_deref() == Some("RESERVED") {
-            ListingStatus::Reserved
-        } else {
-            ListingStatus::Active
-        };
-        let sources = row.pictures.clone();
-        let code = row.source_id.clone();
-        let details = details_of(row);
-        let existing = self.store.listing_by_source(self.provider.id, &code)?;
+    fn upsert(&mut self, line: Prepared) -> Result<(), IngestError> {
+        let Prepared {
+            code,
+            target,
+            sources,
+            details,
+            existing,
+            found,
+        } = line;
         let mut listing = match &existing {
             Some(old) => {
                 let mut listing = old.clone();
                 if listing.details != details {
                     listing.details = details;
                     listing.updated_at = self.now;
-                    self.rematch(&mut listing)?;
                 }
                 if old.status == ListingStatus::Delisted {
-                    self.report.reactivated += 1;
-                    listing.updated_at = self.now;
+                    self.tally.reactivated += 1;
                 } else {
-                    self.report.refreshed += 1;
+                    self.tally.refreshed += 1;
                 }
                 if old.status != target {
                     listing.updated_at = self.now;
@@ -225,8 +317,8 @@ impl Run<'_> {
                 listing
             }
             None => {
-                self.report.created += 1;
-                let mut listing = Listing {
+                self.tally.created += 1;
+                Listing {
                     id: ListingId(self.writes.batch.allocate_id(RecordKind::Listing)?),
                     provider_id: self.provider.id,
                     provider_code: code,
@@ -237,6 +329,7 @@ impl Run<'_> {
                         status: target,
                         at: self.now,
                     }],
+                    brand_id: None,
                     model_id: None,
                     matching: crate::domain::MatchOutcome::UnknownBrand,
                     last_seen_at: self.now,
@@ -244,25 +337,19 @@ impl Run<'_> {
                     reserved_at: (target == ListingStatus::Reserved).then_some(self.now),
                     created_at: self.now,
                     updated_at: self.now,
-                };
-                self.rematch(&mut listing)?;
-                listing
+                }
             }
         };
+        if let Some(found) = found {
+            listing.apply_match(found);
+            match found.model_id {
+                Some(_) => self.tally.matched += 1,
+                None => self.tally.unmatched += 1,
+            }
+        }
         listing.last_seen_at = self.now;
         listing.pictures = self.pictures(&sources, existing.as_ref())?;
-        self.writes.put(existing.as_ref(), &listing);
-        Ok(())
-    }
-
-    fn rematch(&mut self, listing: &mut Listing) -> Result<(), IngestError> {
-        let (model, outcome) = match_listing(self.store, &listing.details)?;
-        listing.model_id = model;
-        listing.matching = outcome;
-        match model {
-            Some(_) => self.report.matched += 1,
-            None => self.report.unmatched += 1,
-        }
+        self.writes.put(existing.as_ref(), listing);
         Ok(())
     }
 
@@ -300,8 +387,8 @@ impl Run<'_> {
             let mut listing = old.clone();
             listing.set_status(ListingStatus::Delisted, self.now);
             listing.updated_at = self.now;
-            self.report.delisted += 1;
-            self.writes.put(Some(&old), &listing);
+            self.tally.delisted += 1;
+            self.writes.put(Some(&old), listing);
         }
         Ok(())
     }

@@ -3,20 +3,25 @@
 //! reference must hit exactly one model of that brand, by primary or alternate reference. With
 //! no reference given, a run of title words that is a reference of the brand is used instead.
 
-use crate::domain::{normalize_reference, BrandId, ListingDetails, MatchOutcome, ModelId};
+use super::listing_writes::{ListingWrites, WrittenListings};
+use crate::domain::{
+    normalize_reference, BrandId, Listing, ListingDetails, Match, MatchOutcome, ModelId, Timestamp,
+};
 use crate::store::{Store, StoreResult};
+use rayon::prelude::*;
 use std::collections::BTreeSet;
 
 /// Longest run of title words tried as a brand or a reference ("Jaeger Le Coultre", "126610 LN").
 const MAX_RUN: usize = 3;
 
-/// The model a listing is of, if brand and reference say so unambiguously, and how it ended.
-pub fn match_listing(
-    store: &Store,
-    details: &ListingDetails,
-) -> StoreResult<(Option<ModelId>, MatchOutcome)> {
+/// The brand and model a listing is of, if its text says so unambiguously, and how it ended.
+pub fn match_listing(store: &Store, details: &ListingDetails) -> StoreResult<Match> {
     let Some(brand) = resolve_brand(store, details)? else {
-        return Ok((None, MatchOutcome::UnknownBrand));
+        return Ok(Match {
+            brand_id: None,
+            model_id: None,
+            outcome: MatchOutcome::UnknownBrand,
+        });
     };
     let given = details
         .scraped_reference
@@ -36,13 +41,18 @@ pub fn match_listing(
             true,
         ),
     };
-    Ok(match candidates.len() {
+    let (model_id, outcome) = match candidates.len() {
         0 => (None, MatchOutcome::UnknownReference),
         1 => (
             candidates.into_iter().next(),
             MatchOutcome::Matched { from_title },
         ),
         _ => (None, MatchOutcome::Ambiguous),
+    };
+    Ok(Match {
+        brand_id: Some(brand),
+        model_id,
+        outcome,
     })
 }
 
@@ -97,39 +107,49 @@ fn word_runs(title: &str) -> Vec<String> {
 }
 
 /// What a re-match did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RematchReport {
     /// Unmatched listings tried.
     pub tried: usize,
     /// Of those, now matched.
     pub matched: usize,
-    pub generation: crate::store::StoreGeneration,
+    /// The listings whose match changed, as written.
+    pub written: WrittenListings,
 }
 
 /// `watch-catalogue match`: tries every unmatched listing again (after an import added models),
-/// in one write with the listing counts it changes.
+/// on all cores, in one write with the listing counts it changes.
 pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
-    let mut writes = super::listing_writes::ListingWrites::new(store)?;
-    let mut report = RematchReport::default();
-    for listing in store.all_listings() {
-        let old = listing?;
-        if old.model_id.is_some() {
-            continue;
-        }
-        report.tried += 1;
-        let (model, outcome) = match_listing(store, &old.details)?;
-        if (model, outcome) == (old.model_id, old.matching) {
-            continue;
-        }
+    let unmatched: Vec<Listing> = store
+        .all_listings_parallel()
+        .filter(|listing| listing.as_ref().map_or(true, |l| l.model_id.is_none()))
+        .collect::<StoreResult<_>>()?;
+    let tried = unmatched.len();
+    let changed: Vec<(Listing, Match)> = unmatched
+        .into_par_iter()
+        .map(|old| -> StoreResult<(Match, Listing)> {
+            Ok((match_listing(store, &old.details)?, old))
+        })
+        .filter_map(|found| match found {
+            Ok((found, old)) if found == old.current_match() => None,
+            Ok((found, old)) => Some(Ok((old, found))),
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<StoreResult<_>>()?;
+    let mut writes = ListingWrites::new(store)?;
+    let now = Timestamp::now();
+    let mut matched = 0;
+    for (old, found) in changed {
         let mut new = old.clone();
-        new.model_id = model;
-        new.matching = outcome;
-        new.updated_at = crate::domain::Timestamp::now();
-        report.matched += usize::from(model.is_some());
-        writes.put(Some(&old), &new);
+        new.apply_match(found);
+        new.updated_at = now;
+        matched += usize::from(found.model_id.is_some());
+        writes.put(Some(&old), new);
     }
-    report.generation = writes.commit()?;
-    Ok(report)
+    Ok(RematchReport {
+        tried,
+        matched,
+        written: writes.commit()?,
+    })
 }
 
 #[cfg(test)]

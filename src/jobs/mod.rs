@@ -3,6 +3,6 @@
 
 pub mod import;
 pub mod ingest;
-mod listing_writes;
+pub mod listing_writes;
 pub mod matching;
 pub mod reindex;

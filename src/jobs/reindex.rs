@@ -1,9 +1,15 @@
-//! `watch-catalogue reindex`: rebuilds the whole search index from the store, building
-//! documents on all cores with rayon. The index commit records the store generation read.
+//! `watch-catalogue reindex`: rebuilds the search indexes (catalogue, listings) from the store,
+//! building documents on all cores with rayon. Each index commit records the store generation
+//! read. A listings write is taken into the listings index incrementally.
 
-use crate::domain::{normalize_reference, Brand, BrandId, Model, Series, SeriesId};
-use crate::store::{Store, StoreError};
-use catalogue_index::{BrandDoc, CatalogueDoc, CatalogueIndex, IndexError, ModelDoc, SeriesDoc};
+use super::listing_writes::WrittenListings;
+use crate::domain::{normalize_reference, Brand, BrandId, Listing, Model, Series, SeriesId};
+use crate::rates::{table_in_force, ConversionTable};
+use crate::store::{Store, StoreError, StoreGeneration};
+use catalogue_index::{
+    BrandDoc, CatalogueDoc, CatalogueIndex, IndexError, ListingDoc, ListingIndex, ModelDoc,
+    SeriesDoc,
+};
 use rayon::prelude::*;
 use std::collections::HashMap;
 
@@ -110,5 +116,76 @@ pub fn model_doc(
         case_materials: model.spec.case_materials.clone(),
         listing_count,
         has_front_picture: model.front_picture().is_some(),
+    }
+}
+
+/// Rebuilds the listings index from the store, on all cores, pricing listings through the
+/// rates in force.
+pub fn rebuild_listings(
+    store: &Store,
+    index: &ListingIndex,
+) -> Result<ReindexReport, ReindexError> {
+    let generation = store.generation()?.0;
+    let table = table_in_force(store)?;
+    let documents = index.rebuild(
+        store
+            .all_listings_parallel()
+            .map(|listing| Ok::<_, ReindexError>(listing_doc(&listing?, table.as_ref()))),
+        generation,
+    )?;
+    Ok(ReindexReport {
+        documents,
+        generation,
+    })
+}
+
+/// Takes the listings of a committed write into the listings index: only those listings when
+/// the index was current before the write, else a whole rebuild.
+pub fn index_written_listings(
+    store: &Store,
+    index: &ListingIndex,
+    written: &WrittenListings,
+    listings_generation_before: StoreGeneration,
+) -> Result<ReindexReport, ReindexError> {
+    let current_before = index
+        .generation()?
+        .is_some_and(|g| g >= listings_generation_before.0);
+    if !current_before {
+        return rebuild_listings(store, index);
+    }
+    let table = table_in_force(store)?;
+    let docs: Vec<ListingDoc> = written
+        .listings
+        .par_iter()
+        .map(|listing| listing_doc(listing, table.as_ref()))
+        .collect();
+    index.upsert(&docs, written.generation.0)?;
+    Ok(ReindexReport {
+        documents: docs.len(),
+        generation: written.generation.0,
+    })
+}
+
+/// The index document of `listing`, its US dollar price through `table`.
+pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> ListingDoc {
+    let details = &listing.details;
+    ListingDoc {
+        id: listing.id.0,
+        provider_id: listing.provider_id.0,
+        model_id: listing.model_id.map(|m| m.0),
+        brand_id: listing.brand_id.map(|b| b.0),
+        status: listing.status as u64,
+        condition: details.condition.map(|c| c as u64),
+        availability: details.availability.map(|a| a as u64),
+        price: details.price,
+        currency: details.currency.clone(),
+        price_usd: table.and_then(|t| t.usd_price(details.price, details.currency.as_deref())),
+        title: details.title.clone(),
+        scraped_brand: details.scraped_brand.clone(),
+        scraped_reference: details.scraped_reference.clone(),
+        normalized_reference: details
+            .scraped_reference
+            .as_deref()
+            .map(normalize_reference),
     }
 }

@@ -57,6 +57,9 @@ pub enum MetaKey {
     NextId(Keyspace),
     /// The ECB rates in force.
     Rates,
+    /// The generation of the last write that changed what the listings index holds
+    /// (listings, or the rates their US dollar prices come from).
+    ListingsGeneration,
 }
 
 impl MetaKey {
@@ -67,6 +70,7 @@ impl MetaKey {
             MetaKey::Generation => builder.text("generation"),
             MetaKey::NextId(space) => builder.text("next_id").byte(space as u8),
             MetaKey::Rates => builder.text("rates"),
+            MetaKey::ListingsGeneration => builder.text("listings_generation"),
         }
         .done()
     }

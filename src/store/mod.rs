@@ -17,7 +17,7 @@ use keys::{Keyspace, MetaKey};
 use std::path::Path;
 
 /// Version of the record encoding; a store written by another version is refused, not misread.
-pub const SCHEMA_VERSION: u64 = 1;
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +76,14 @@ impl Store {
         ))
     }
 
+    /// The generation of the last write that changed listings or the rates in force: the
+    /// listings index is current when it reflects at least this generation.
+    pub fn listings_generation(&self) -> StoreResult<StoreGeneration> {
+        Ok(StoreGeneration(
+            self.meta(MetaKey::ListingsGeneration)?.unwrap_or(0),
+        ))
+    }
+
     /// True when no brand has been written yet.
     pub fn is_empty(&self) -> StoreResult<bool> {
         Ok(self
@@ -97,8 +105,12 @@ impl Store {
             return self.generation();
         }
         let generation = StoreGeneration(self.generation()?.0 + 1);
+        let touches_listings = batch.touches_listings();
         let mut sled_batch = batch.into_sled_batch();
         sled_batch.insert(MetaKey::Generation.key(), &encode_u64(generation.0));
+        if touches_listings {
+            sled_batch.insert(MetaKey::ListingsGeneration.key(), &encode_u64(generation.0));
+        }
         self.db.apply_batch(sled_batch)?;
         self.db.flush()?;
         Ok(generation)
@@ -313,9 +325,23 @@ impl Store {
     pub fn all_models_parallel(
         &self,
     ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Model>> + '_ {
+        self.all_parallel(Keyspace::Model)
+    }
+
+    /// Every listing, decoded on rayon's threads.
+    pub fn all_listings_parallel(
+        &self,
+    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Listing>> + '_ {
+        self.all_parallel(Keyspace::Listing)
+    }
+
+    fn all_parallel<T: serde::de::DeserializeOwned + Send>(
+        &self,
+        space: Keyspace,
+    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<T>> + '_ {
         use rayon::iter::{ParallelBridge, ParallelIterator};
         self.db
-            .scan_prefix(Keyspace::Model.prefix())
+            .scan_prefix(space.prefix())
             .par_bridge()
             .map(|entry| {
                 let (key, value) = entry?;

@@ -15,6 +15,8 @@ pub struct WriteBatch {
     batch: sled::Batch,
     operations: usize,
     next_ids: HashMap<Keyspace, u64>,
+    /// True when the write changes what the listings index holds.
+    touches_listings: bool,
     store: Store,
 }
 
@@ -24,12 +26,17 @@ impl WriteBatch {
             batch: sled::Batch::default(),
             operations: 0,
             next_ids: HashMap::new(),
+            touches_listings: false,
             store: store.clone(),
         })
     }
 
     pub(super) fn is_empty(&self) -> bool {
         self.operations == 0
+    }
+
+    pub(super) fn touches_listings(&self) -> bool {
+        self.touches_listings
     }
 
     pub(super) fn into_sled_batch(mut self) -> sled::Batch {
@@ -98,6 +105,7 @@ impl WriteBatch {
 
     /// Writes `new`, moving its secondary keys from `old`'s.
     pub fn put_listing(&mut self, old: Option<&Listing>, new: &Listing) {
+        self.touches_listings = true;
         self.reindex_keys(old.map(listing_keys).unwrap_or_default(), listing_keys(new));
         self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
     }
@@ -109,6 +117,7 @@ impl WriteBatch {
 
     /// Replaces the ECB rates in force.
     pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
+        self.touches_listings = true;
         self.put(MetaKey::Rates.key(), &encode(rates));
     }
 

@@ -47,7 +47,8 @@ fn import_twice_then_reindex() {
     let (output, text) = run(binary(data.path()).arg("reindex"));
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains("indexed 27 documents at store generation 1"),
+        text.contains("indexed 27 catalogue documents at store generation 1")
+            && text.contains("indexed 0 listings at store generation 1"),
         "{text}"
     );
 }

@@ -35,6 +35,7 @@ impl Catalogue {
         ingest(
             &self.app.store,
             "chrono24",
+            "snapshot",
             lines.join("\n").as_bytes(),
             DEFAULT_MAX_INVALID,
         )
@@ -233,7 +234,7 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
         "nothing was delisted"
     );
     assert!(matches!(
-        ingest(&c.app.store, "nope", A1.as_bytes(), 0.5),
+        ingest(&c.app.store, "nope", "snapshot", A1.as_bytes(), 0.5),
         Err(IngestError::UnknownProvider(_))
     ));
 }
@@ -278,7 +279,10 @@ fn the_ingest_command_reports_and_refuses_through_the_binary() {
     assert!(output.status.success(), "{out}{err}");
     assert!(out.contains("ingested chrono24: 2 created, 0 refreshed, 0 reactivated, 0 delisted; 2 matched, 0 unmatched; 1 lines skipped"), "{out}");
     assert!(
-        err.contains("skipped snapshot:3: missing field `url`"),
+        err.contains(&format!(
+            "skipped {}:3: missing field `url`",
+            snapshot.display()
+        )),
         "{err}"
     );
     let output = binary()

@@ -1,0 +1,114 @@
+//! What every index of this crate shares: it is derived data, opened (or recreated when its
+//! schema changed), read through a manually reloaded reader, and committed with the store
+//! generation it reflects as payload.
+
+use crate::tokenizer;
+use crate::{IndexError, IndexResult};
+use rayon::prelude::*;
+use std::path::Path;
+use tantivy::directory::MmapDirectory;
+use tantivy::schema::Schema;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
+
+/// Indexing memory per writer thread; tantivy needs at least 15 MB.
+const WRITER_BYTES_PER_THREAD: usize = 128 << 20;
+/// Writer memory of an incremental update, which touches few documents.
+const UPDATE_WRITER_BYTES: usize = 64 << 20;
+
+/// A tantivy index and its reader.
+pub struct Derived {
+    pub index: Index,
+    pub reader: IndexReader,
+}
+
+impl Derived {
+    /// Opens the index in `dir`, creating it, or recreating it when it was written with another
+    /// schema or cannot be read: it is derived data. A recreated index has no generation.
+    pub fn open(dir: &Path, schema: Schema) -> IndexResult<Derived> {
+        std::fs::create_dir_all(dir)?;
+        let exists = Index::exists(&MmapDirectory::open(dir)?).unwrap_or(false);
+        let index = match exists.then(|| Index::open_in_dir(dir)) {
+            None => Index::create_in_dir(dir, schema)?,
+            Some(Ok(index)) if index.schema() == schema => index,
+            Some(_) => {
+                tracing::warn!(dir = %dir.display(), "search index unreadable or of another schema; recreating it");
+                std::fs::remove_dir_all(dir)?;
+                std::fs::create_dir_all(dir)?;
+                Index::create_in_dir(dir, schema)?
+            }
+        };
+        Self::from_index(index)
+    }
+
+    /// An index in memory, for tests and benchmarks.
+    pub fn in_memory(schema: Schema) -> IndexResult<Derived> {
+        Self::from_index(Index::create_in_ram(schema))
+    }
+
+    fn from_index(index: Index) -> IndexResult<Derived> {
+        tokenizer::register(&index);
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        Ok(Derived { index, reader })
+    }
+
+    /// The store generation the last commit reflects; `None` for an index never built.
+    pub fn generation(&self) -> IndexResult<Option<u64>> {
+        let metas = self.index.load_metas()?;
+        Ok(metas.payload.and_then(|p| p.parse().ok()))
+    }
+
+    /// Replaces every document with `docs`, indexed on all cores, and commits with
+    /// `generation`. Returns the number of documents indexed. The first failure of `docs` stops
+    /// the rebuild before its commit: the index keeps its previous contents.
+    pub fn rebuild<E: From<IndexError> + Send>(
+        &self,
+        docs: impl ParallelIterator<Item = Result<TantivyDocument, E>>,
+        generation: u64,
+    ) -> Result<usize, E> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let writer: IndexWriter<TantivyDocument> = self
+            .index
+            .writer_with_num_threads(threads, threads * WRITER_BYTES_PER_THREAD)
+            .map_err(IndexError::from)?;
+        writer.delete_all_documents().map_err(IndexError::from)?;
+        let count = docs
+            .map(|doc| -> Result<usize, E> {
+                writer
+                    .add_document(doc?)
+                    .map_err(|e| E::from(IndexError::from(e)))?;
+                Ok(1)
+            })
+            .try_reduce(|| 0, |a, b| Ok(a + b))?;
+        self.commit(writer, generation)?;
+        Ok(count)
+    }
+
+    /// Replaces the documents whose `key` term is given with the new documents (a key with no
+    /// document deletes), and commits with `generation`.
+    pub fn replace(
+        &self,
+        changes: impl IntoIterator<Item = (Term, Option<TantivyDocument>)>,
+        generation: u64,
+    ) -> IndexResult<()> {
+        let writer: IndexWriter<TantivyDocument> = self.index.writer(UPDATE_WRITER_BYTES)?;
+        for (key, doc) in changes {
+            writer.delete_term(key);
+            if let Some(doc) = doc {
+                writer.add_document(doc)?;
+            }
+        }
+        self.commit(writer, generation)
+    }
+
+    fn commit(&self, mut writer: IndexWriter<TantivyDocument>, generation: u64) -> IndexResult<()> {
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        Ok(())
+    }
+}

@@ -1,0 +1,539 @@
+//! The listings index, apart from the catalogue's so that ingesting a provider's snapshot
+//! updates only the listings it touched. Fast fields answer every filter and sort of
+//! `GET /listings` and the asking prices of `GET /listings/stats`; the seller's text is
+//! searchable.
+
+use crate::collector::{SortKey, TopIds};
+use crate::derived::Derived;
+use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
+use crate::schema::{filter_options, prefix_options, text_options};
+use crate::{Hits, IndexError, IndexResult};
+use rayon::prelude::*;
+use std::ops::Bound;
+use std::path::Path;
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Column, StrColumn};
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
+use tantivy::schema::{Field, Schema, FAST, INDEXED, STRING};
+use tantivy::{DocId, Score, SegmentReader, TantivyDocument, Term};
+
+/// Fast-field names.
+mod names {
+    pub const ID: &str = "id";
+    pub const PRICE_USD: &str = "price_usd";
+    pub const PRICE: &str = "price";
+    pub const CURRENCY: &str = "currency";
+}
+
+/// One listing as the index sees it. Enumerations (status, condition, availability) are the
+/// caller's codes: the index only compares them.
+#[derive(Debug, Clone, Default)]
+pub struct ListingDoc {
+    pub id: u64,
+    pub provider_id: u64,
+    pub model_id: Option<u64>,
+    /// The brand matching resolved, matched or not.
+    pub brand_id: Option<u64>,
+    pub status: u64,
+    pub condition: Option<u64>,
+    pub availability: Option<u64>,
+    pub price: Option<u64>,
+    pub currency: Option<String>,
+    /// The price in whole US dollars through the rates in force; `None` when unpriced or in a
+    /// currency the rates lack.
+    pub price_usd: Option<u64>,
+    pub title: Option<String>,
+    pub scraped_brand: Option<String>,
+    pub scraped_reference: Option<String>,
+    /// `scraped_reference`, normalised by the caller.
+    pub normalized_reference: Option<String>,
+}
+
+/// Exact-value and range filters; `None` or empty means no constraint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListingFilters {
+    pub model_id: Option<u64>,
+    pub brand_id: Option<u64>,
+    pub provider_id: Option<u64>,
+    pub condition: Option<u64>,
+    pub availability: Option<u64>,
+    /// Any of these statuses.
+    pub statuses: Vec<u64>,
+    /// Inclusive bounds on the price in US dollars; unpriced listings fail any bound.
+    pub min_price_usd: Option<u64>,
+    pub max_price_usd: Option<u64>,
+    /// Only listings matched to no model.
+    pub unmatched: bool,
+}
+
+/// Orders of a listing list; ties go to the lower id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingSort {
+    /// Best text match first.
+    Relevance,
+    /// First seen most recently first. Ids are allocated as listings are first seen, so this
+    /// is descending id.
+    Newest,
+    Oldest,
+    /// By price in US dollars; unpriced listings last.
+    PriceAsc,
+    PriceDesc,
+}
+
+impl ListingSort {
+    fn key(self) -> SortKey {
+        let number = |primary, descending| SortKey::Number {
+            primary,
+            secondary: None,
+            descending,
+        };
+        match self {
+            ListingSort::Relevance => SortKey::Score,
+            ListingSort::Newest => number(names::ID, true),
+            ListingSort::Oldest => number(names::ID, false),
+            ListingSort::PriceAsc => number(names::PRICE_USD, false),
+            ListingSort::PriceDesc => number(names::PRICE_USD, true),
+        }
+    }
+}
+
+/// One page of a listing list.
+#[derive(Debug, Clone)]
+pub struct ListingQuery {
+    pub text: Option<TextQuery>,
+    pub filters: ListingFilters,
+    pub sort: ListingSort,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// One priced listing, for price statistics: its US dollar price, and its own price when it
+/// is in the currency the figures are asked in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PricePoint {
+    pub usd: Option<u64>,
+    pub own: Option<u64>,
+}
+
+/// The listings a filter selects, and the prices of those with one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PricedListings {
+    pub count: usize,
+    pub priced: Vec<PricePoint>,
+}
+
+#[derive(Clone)]
+struct Fields {
+    id: Field,
+    provider_id: Field,
+    model_id: Field,
+    brand_id: Field,
+    matched: Field,
+    status: Field,
+    condition: Field,
+    availability: Field,
+    price: Field,
+    currency: Field,
+    price_usd: Field,
+    title: Field,
+    scraped_brand: Field,
+    scraped_reference: Field,
+    ref_exact: Field,
+    ref_prefix: Field,
+}
+
+fn build_schema() -> (Schema, Fields) {
+    let mut s = Schema::builder();
+    let fields = Fields {
+        id: s.add_u64_field(names::ID, filter_options()),
+        provider_id: s.add_u64_field("provider_id", INDEXED),
+        model_id: s.add_u64_field("model_id", INDEXED),
+        brand_id: s.add_u64_field("brand_id", INDEXED),
+        matched: s.add_u64_field("matched", INDEXED),
+        status: s.add_u64_field("status", INDEXED),
+        condition: s.add_u64_field("condition", INDEXED),
+        availability: s.add_u64_field("availability", INDEXED),
+        price: s.add_u64_field(names::PRICE, FAST),
+        currency: s.add_text_field(names::CURRENCY, STRING | FAST),
+        price_usd: s.add_u64_field(names::PRICE_USD, filter_options()),
+        title: s.add_text_field("title", text_options()),
+        scraped_brand: s.add_text_field("scraped_brand", text_options()),
+        scraped_reference: s.add_text_field("scraped_reference", text_options()),
+        ref_exact: s.add_text_field("ref_exact", STRING),
+        ref_prefix: s.add_text_field("ref_prefix", prefix_options()),
+    };
+    (s.build(), fields)
+}
+
+impl Fields {
+    fn document(&self, doc: &ListingDoc) -> TantivyDocument {
+        let mut out = TantivyDocument::new();
+        out.add_u64(self.id, doc.id);
+        out.add_u64(self.provider_id, doc.provider_id);
+        out.add_u64(self.matched, u64::from(doc.model_id.is_some()));
+        out.add_u64(self.status, doc.status);
+        let optional = [
+            (self.model_id, doc.model_id),
+            (self.brand_id, doc.brand_id),
+            (self.condition, doc.condition),
+            (self.availability, doc.availability),
+            (self.price, doc.price),
+            (self.price_usd, doc.price_usd),
+        ];
+        for (field, value) in optional {
+            if let Some(value) = value {
+                out.add_u64(field, value);
+            }
+        }
+        let texts = [
+            (self.currency, &doc.currency),
+            (self.title, &doc.title),
+            (self.scraped_brand, &doc.scraped_brand),
+            (self.scraped_reference, &doc.scraped_reference),
+            (self.ref_exact, &doc.normalized_reference),
+            (self.ref_prefix, &doc.normalized_reference),
+        ];
+        for (field, value) in texts {
+            if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+                out.add_text(field, value);
+            }
+        }
+        out
+    }
+
+    fn text_fields(&self) -> TextFields {
+        TextFields {
+            words: vec![
+                (self.title, 1.0),
+                (self.scraped_brand, 1.0),
+                (self.scraped_reference, 2.0),
+            ],
+            ref_exact: self.ref_exact,
+            ref_prefix: self.ref_prefix,
+        }
+    }
+
+    fn query(&self, filters: &ListingFilters, text: Option<&TextQuery>) -> Box<dyn Query> {
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        let exact = [
+            (self.model_id, filters.model_id),
+            (self.brand_id, filters.brand_id),
+            (self.provider_id, filters.provider_id),
+            (self.condition, filters.condition),
+            (self.availability, filters.availability),
+            (self.matched, filters.unmatched.then_some(0)),
+        ];
+        for (field, value) in exact {
+            if let Some(value) = value {
+                clauses.push((Occur::Must, filter(term_u64(field, value))));
+            }
+        }
+        if !filters.statuses.is_empty() {
+            let any = filters
+                .statuses
+                .iter()
+                .map(|&status| (Occur::Should, term_u64(self.status, status)))
+                .collect();
+            clauses.push((Occur::Must, filter(Box::new(BooleanQuery::new(any)))));
+        }
+        if filters.min_price_usd.is_some() || filters.max_price_usd.is_some() {
+            let bound = |value: Option<u64>| match value {
+                Some(v) => Bound::Included(Term::from_field_u64(self.price_usd, v)),
+                None => Bound::Unbounded,
+            };
+            let range = RangeQuery::new(bound(filters.min_price_usd), bound(filters.max_price_usd));
+            clauses.push((Occur::Must, filter(Box::new(range))));
+        }
+        if let Some(text) = text {
+            clauses.push((Occur::Must, text_query(&self.text_fields(), text)));
+        }
+        if clauses.is_empty() {
+            return Box::new(tantivy::query::AllQuery);
+        }
+        Box::new(BooleanQuery::new(clauses))
+    }
+}
+
+/// The listings index: open once, share between threads.
+pub struct ListingIndex {
+    derived: Derived,
+    fields: Fields,
+}
+
+impl ListingIndex {
+    /// Opens the index in `dir`, creating or recreating it as needed.
+    pub fn open(dir: &Path) -> IndexResult<ListingIndex> {
+        let (schema, fields) = build_schema();
+        Ok(ListingIndex {
+            derived: Derived::open(dir, schema)?,
+            fields,
+        })
+    }
+
+    /// An index in memory, for tests and benchmarks.
+    pub fn in_memory() -> IndexResult<ListingIndex> {
+        let (schema, fields) = build_schema();
+        Ok(ListingIndex {
+            derived: Derived::in_memory(schema)?,
+            fields,
+        })
+    }
+
+    /// The store generation the last commit reflects; `None` for an index never built.
+    pub fn generation(&self) -> IndexResult<Option<u64>> {
+        self.derived.generation()
+    }
+
+    /// Replaces every document with `docs` and commits with `generation`; the first failure of
+    /// `docs` leaves the index as it was.
+    pub fn rebuild<E: From<IndexError> + Send>(
+        &self,
+        docs: impl ParallelIterator<Item = Result<ListingDoc, E>>,
+        generation: u64,
+    ) -> Result<usize, E> {
+        self.derived.rebuild(
+            docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
+            generation,
+        )
+    }
+
+    /// Writes `docs` over the documents with their ids, and commits with `generation`.
+    pub fn upsert(&self, docs: &[ListingDoc], generation: u64) -> IndexResult<()> {
+        self.derived.replace(
+            docs.iter().map(|doc| {
+                (
+                    Term::from_field_u64(self.fields.id, doc.id),
+                    Some(self.fields.document(doc)),
+                )
+            }),
+            generation,
+        )
+    }
+
+    /// Ids of one page of `query`, and the total number of matches.
+    pub fn search(&self, query: &ListingQuery) -> IndexResult<Hits> {
+        let searcher = self.derived.reader.searcher();
+        let tantivy_query = self.fields.query(&query.filters, query.text.as_ref());
+        let collector = TopIds::new(query.sort.key(), query.offset + query.limit);
+        let (ranked, total) = searcher.search(&*tantivy_query, &collector)?;
+        let ids = ranked
+            .into_iter()
+            .skip(query.offset)
+            .take(query.limit)
+            .collect();
+        Ok(Hits { ids, total })
+    }
+
+    /// How many listings `filters` selects, and the prices of the priced ones; `own` prices
+    /// are given for listings priced in `currency`.
+    pub fn prices(&self, filters: &ListingFilters, currency: &str) -> IndexResult<PricedListings> {
+        let searcher = self.derived.reader.searcher();
+        let query = self.fields.query(filters, None);
+        Ok(searcher.search(
+            &*query,
+            &PriceCollector {
+                currency: currency.to_owned(),
+            },
+        )?)
+    }
+}
+
+/// Collects [`PricedListings`].
+struct PriceCollector {
+    currency: String,
+}
+
+struct PriceSegment {
+    price: Column<u64>,
+    price_usd: Column<u64>,
+    /// Ordinal of the wanted currency in this segment, if it occurs.
+    wanted: Option<u64>,
+    currency: Option<StrColumn>,
+    out: PricedListings,
+}
+
+impl Collector for PriceCollector {
+    type Fruit = PricedListings;
+    type Child = PriceSegment;
+
+    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
+        let fast = segment.fast_fields();
+        let currency = fast.str(names::CURRENCY)?;
+        let wanted = match &currency {
+            Some(column) => column.dictionary().term_ord(self.currency.as_bytes())?,
+            None => None,
+        };
+        Ok(PriceSegment {
+            price: fast.u64(names::PRICE)?,
+            price_usd: fast.u64(names::PRICE_USD)?,
+            wanted,
+            currency,
+            out: PricedListings::default(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<PricedListings>) -> tantivy::Result<PricedListings> {
+        let mut out = PricedListings::default();
+        for fruit in fruits {
+            out.count += fruit.count;
+            out.priced.extend(fruit.priced);
+        }
+        Ok(out)
+    }
+}
+
+impl SegmentCollector for PriceSegment {
+    type Fruit = PricedListings;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        self.out.count += 1;
+        let Some(price) = self.price.first(doc) else {
+            return;
+        };
+        let in_wanted = match (&self.currency, self.wanted) {
+            (Some(column), Some(wanted)) => column.ords().first(doc) == Some(wanted),
+            _ => false,
+        };
+        self.out.priced.push(PricePoint {
+            usd: self.price_usd.first(doc),
+            own: in_wanted.then_some(price),
+        });
+    }
+
+    fn harvest(self) -> PricedListings {
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(id: u64, price_usd: Option<u64>, status: u64) -> ListingDoc {
+        ListingDoc {
+            id,
+            provider_id: 1,
+            model_id: (id % 2 == 0).then_some(7),
+            brand_id: Some(3),
+            status,
+            price: price_usd,
+            currency: price_usd.map(|_| if id % 3 == 0 { "EUR" } else { "USD" }.to_owned()),
+            price_usd,
+            title: Some(format!("Rolex Submariner {id}")),
+            normalized_reference: Some("126610ln".to_owned()),
+            ..ListingDoc::default()
+        }
+    }
+
+    fn index() -> ListingIndex {
+        let index = ListingIndex::in_memory().expect("index");
+        let docs = vec![
+            doc(1, Some(9000), 0),
+            doc(2, None, 0),
+            doc(3, Some(12000), 1),
+            doc(4, Some(10000), 0),
+            doc(5, Some(8000), 2),
+        ];
+        index
+            .rebuild(docs.into_par_iter().map(Ok::<_, IndexError>), 1)
+            .expect("rebuild");
+        index
+    }
+
+    fn ids(index: &ListingIndex, filters: ListingFilters, sort: ListingSort) -> Vec<u64> {
+        let query = ListingQuery {
+            text: None,
+            filters,
+            sort,
+            offset: 0,
+            limit: 10,
+        };
+        index.search(&query).expect("search").ids
+    }
+
+    #[test]
+    fn sorts_put_unpriced_listings_last_both_ways() {
+        let index = index();
+        let all = ListingFilters::default();
+        assert_eq!(
+            ids(&index, all.clone(), ListingSort::Newest),
+            [5, 4, 3, 2, 1]
+        );
+        assert_eq!(
+            ids(&index, all.clone(), ListingSort::Oldest),
+            [1, 2, 3, 4, 5]
+        );
+        assert_eq!(
+            ids(&index, all.clone(), ListingSort::PriceAsc),
+            [5, 1, 4, 3, 2]
+        );
+        assert_eq!(ids(&index, all, ListingSort::PriceDesc), [3, 4, 1, 5, 2]);
+    }
+
+    #[test]
+    fn filters_combine() {
+        let index = index();
+        let priced = ListingFilters {
+            min_price_usd: Some(9000),
+            max_price_usd: Some(10000),
+            ..ListingFilters::default()
+        };
+        assert_eq!(ids(&index, priced, ListingSort::Oldest), [1, 4]);
+        let visible = ListingFilters {
+            statuses: vec![0, 1],
+            unmatched: true,
+            ..ListingFilters::default()
+        };
+        assert_eq!(ids(&index, visible, ListingSort::Oldest), [1, 3]);
+        let of_model = ListingFilters {
+            model_id: Some(7),
+            statuses: vec![0],
+            ..ListingFilters::default()
+        };
+        assert_eq!(ids(&index, of_model, ListingSort::Oldest), [2, 4]);
+    }
+
+    #[test]
+    fn upsert_replaces_by_id_and_prices_report_own_currency() {
+        let index = index();
+        index.upsert(&[doc(2, Some(20000), 0)], 2).expect("upsert");
+        assert_eq!(index.generation().expect("generation"), Some(2));
+        let all = ListingFilters::default();
+        assert_eq!(ids(&index, all.clone(), ListingSort::PriceDesc)[0], 2);
+        let prices = index.prices(&all, "EUR").expect("prices");
+        assert_eq!(prices.count, 5);
+        assert_eq!(prices.priced.len(), 5);
+        let own: Vec<u64> = prices.priced.iter().filter_map(|p| p.own).collect();
+        assert_eq!(own, [12000], "only listing 3 is priced in EUR");
+    }
+
+    #[test]
+    fn seller_text_and_references_are_searchable() {
+        let index = index();
+        let search = |text: &str| {
+            let query = ListingQuery {
+                text: Some(TextQuery {
+                    text: text.to_owned(),
+                    normalized_reference: text
+                        .chars()
+                        .filter(|c| c.is_alphanumeric())
+                        .flat_map(char::to_lowercase)
+                        .collect(),
+                }),
+                filters: ListingFilters::default(),
+                sort: ListingSort::Oldest,
+                offset: 0,
+                limit: 10,
+            };
+            index.search(&query).expect("search").total
+        };
+        assert_eq!(search("submariner"), 5);
+        assert_eq!(search("126610-LN"), 5);
+        assert_eq!(search("12661"), 5);
+        assert_eq!(search("daytona"), 0);
+    }
+}
