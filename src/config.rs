@@ -52,6 +52,8 @@ pub struct ApiConfig {
     pub deprecation: Option<Deprecation>,
     /// Largest accepted request body, in bytes.
     pub body_limit: usize,
+    /// Base URL of re-hosted listing pictures (`{base}/pictures/{id}`).
+    pub media_base_url: String,
 }
 
 impl Default for ApiConfig {
@@ -60,9 +62,13 @@ impl Default for ApiConfig {
             rate_limit: RateLimitConfig::default(),
             deprecation: None,
             body_limit: DEFAULT_BODY_LIMIT,
+            media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
         }
     }
 }
+
+/// Default base of media URLs: this server's own `/media`, relative to its origin.
+pub const DEFAULT_MEDIA_BASE_URL: &str = "/media";
 
 /// Default largest request body: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;

@@ -1,4 +1,4 @@
-//! The bundled catalogue in `fixtures/`, embedded in the binary so `serve` works from any
+//! The bundled catalogue and provider feeds in `fixtures/`, embedded in the binary so `serve` works from any
 //! directory on a fresh machine.
 
 use crate::jobs::import::DatasetSource;
@@ -18,6 +18,18 @@ const FILES: &[(&str, &str)] = &[
         include_str!("../fixtures/providers.jsonl"),
     ),
     ("rates.xml", include_str!("../fixtures/rates.xml")),
+    (
+        "listings/chrono24.jsonl",
+        include_str!("../fixtures/listings/chrono24.jsonl"),
+    ),
+    (
+        "listings/ebay.jsonl",
+        include_str!("../fixtures/listings/ebay.jsonl"),
+    ),
+    (
+        "listings/watchbox.jsonl",
+        include_str!("../fixtures/listings/watchbox.jsonl"),
+    ),
 ];
 
 /// The embedded fixtures as a dataset.

@@ -16,7 +16,8 @@ use std::time::{Duration, SystemTime};
 use watch_catalogue::app::{self, App};
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
-    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS,
+    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
+    DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::jobs::import::{self, DirectorySource};
 use watch_catalogue::jobs::{ingest, reindex};
@@ -65,6 +66,9 @@ enum Command {
         /// URL of the version that replaces v1, for the `Link` header.
         #[arg(long, env = "WATCH_CATALOGUE_SUCCESSOR")]
         successor: Option<String>,
+        /// Base URL of re-hosted listing pictures (a CDN in production).
+        #[arg(long, env = "WATCH_CATALOGUE_MEDIA_BASE_URL", default_value = DEFAULT_MEDIA_BASE_URL)]
+        media_base_url: String,
     },
     /// Import a dataset directory (docs/dataset-format.md): all of it, or nothing.
     Import {
@@ -125,6 +129,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             trusted_proxies,
             sunset,
             successor,
+            media_base_url,
         } => {
             let deprecation = match sunset {
                 Some(sunset) => Some(Deprecation::new(
@@ -143,6 +148,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let api = ApiConfig {
                 rate_limit,
                 deprecation,
+                media_base_url,
                 ..ApiConfig::default()
             };
             let config = ServeConfig {

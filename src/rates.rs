@@ -192,6 +192,30 @@ impl ConversionTable {
     }
 }
 
+/// An asking price shown in `target`: the price itself when already in `target`, else its US
+/// dollar price through `table` converted into `target` (USD converts as the identity). `None`
+/// when unpriced or when the table cannot convert it.
+pub fn display_price(
+    table: Option<&ConversionTable>,
+    price: Option<u64>,
+    currency: Option<&str>,
+    target: &str,
+) -> Option<u64> {
+    let (price, currency) = (price?, currency?);
+    if currency == target {
+        return Some(price);
+    }
+    usd_to_display(table, table?.to_usd(price, currency)?, target)
+}
+
+/// `usd` whole US dollars in `target`; USD converts as the identity, with or without a table.
+pub fn usd_to_display(table: Option<&ConversionTable>, usd: u64, target: &str) -> Option<u64> {
+    match target {
+        "USD" => Some(usd),
+        _ => table?.from_usd(usd, target),
+    }
+}
+
 /// The conversion table of the rates in force; `None` before any are loaded.
 pub fn table_in_force(
     store: &crate::store::Store,
@@ -265,6 +289,31 @@ mod tests {
         assert_eq!(table.to_usd(1000, "XXX"), None);
         assert_eq!(whole(Decimal::new(25, 1)), Some(3));
         assert_eq!(whole(Decimal::new(24999, 4)), Some(2));
+    }
+
+    #[test]
+    fn display_prices_keep_a_price_already_in_the_currency_and_convert_through_usd() {
+        let table = table();
+        let t = Some(&table);
+        assert_eq!(
+            display_price(t, Some(10_000), Some("EUR"), "EUR"),
+            Some(10_000)
+        );
+        // 10,000 EUR = 11,252 USD (10000 / 0.8887308923 = 11251.99...); 11252 * 0.7533771774
+        // = 8476.999... GBP.
+        assert_eq!(
+            display_price(t, Some(10_000), Some("EUR"), "USD"),
+            Some(11_252)
+        );
+        assert_eq!(
+            display_price(t, Some(10_000), Some("EUR"), "GBP"),
+            Some(8_477)
+        );
+        assert_eq!(display_price(t, Some(500), Some("AED"), "USD"), None);
+        assert_eq!(display_price(t, Some(500), Some("AED"), "AED"), Some(500));
+        assert_eq!(display_price(t, None, Some("EUR"), "USD"), None);
+        assert_eq!(display_price(None, Some(10), Some("USD"), "USD"), Some(10));
+        assert_eq!(display_price(None, Some(10), Some("EUR"), "USD"), None);
     }
 
     #[test]

@@ -47,6 +47,9 @@ pub struct ListingDoc {
     pub scraped_reference: Option<String>,
     /// `scraped_reference`, normalised by the caller.
     pub normalized_reference: Option<String>,
+    /// Runs of title words that read as a reference, normalised ("126610 LN" -> `126610ln`),
+    /// so a reference written only in the title is found exactly.
+    pub title_references: Vec<String>,
 }
 
 /// Exact-value and range filters; `None` or empty means no constraint.
@@ -197,6 +200,9 @@ impl Fields {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
                 out.add_text(field, value);
             }
+        }
+        for reference in &doc.title_references {
+            out.add_text(self.ref_exact, reference);
         }
         out
     }

@@ -1,11 +1,15 @@
 //! Building response bodies from records: model list items, brand and series items with their
-//! counts, pictures and lead models, calibre views and stats. Handlers call these; nothing else
+//! counts, pictures and lead models, calibre views and stats, listings. Handlers call these; nothing else
 //! builds a view, so every endpoint shows an entity the same way.
 
 use super::error::{ApiError, ApiResult};
 use super::views::*;
 use crate::app::App;
-use crate::domain::{Brand, BrandId, Caliber, Model, ModelId, Series, SeriesId, Slug};
+use crate::domain::{
+    Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId,
+    PictureId, Series, SeriesId, Slug, Timestamp,
+};
+use crate::rates::{display_price, ConversionTable};
 use catalogue_index::{DocKind, Filters};
 use std::collections::HashMap;
 
@@ -265,4 +269,104 @@ pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
         caliber,
         pictures: model.pictures.iter().map(PictureView::from).collect(),
     })
+}
+
+/// How listings are shown in one response: the display currency asked for, if any, and the
+/// base URL of re-hosted pictures.
+pub struct ListingContext<'a> {
+    pub display: Option<&'a DisplayCurrency>,
+    pub media_base: &'a str,
+}
+
+/// A requested display currency and the table converting into it.
+pub struct DisplayCurrency {
+    pub code: String,
+    pub table: Option<std::sync::Arc<ConversionTable>>,
+}
+
+/// Views of the listings with these ids, in this order.
+pub fn listing_views(
+    app: &App,
+    ids: &[u64],
+    context: &ListingContext<'_>,
+) -> ApiResult<Vec<ListingView>> {
+    let table = app.conversion_table()?;
+    let mut providers = HashMap::new();
+    let mut views = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let Some(listing) = app.store.listing(ListingId(id))? else {
+            continue;
+        };
+        let provider = cached(&mut providers, listing.provider_id, || {
+            app.store.provider(listing.provider_id)
+        })?
+        .map(EntityRef::from);
+        if let Some(provider) = provider {
+            views.push(listing_view(&listing, provider, table.as_deref(), context));
+        }
+    }
+    Ok(views)
+}
+
+fn listing_view(
+    listing: &Listing,
+    provider: EntityRef,
+    table: Option<&ConversionTable>,
+    context: &ListingContext<'_>,
+) -> ListingView {
+    let d = &listing.details;
+    let price_usd = table.and_then(|t| t.usd_price(d.price, d.currency.as_deref()));
+    let converted = context.display.map(|display| {
+        let price = display_price(
+            display.table.as_deref(),
+            d.price,
+            d.currency.as_deref(),
+            &display.code,
+        );
+        (price, display.code.clone())
+    });
+    let time = |t: Timestamp| t.to_rfc3339();
+    ListingView {
+        id: listing.id.to_string(),
+        model_id: listing.model_id.map(|m| m.to_string()),
+        price: d.price,
+        currency: d.currency.clone(),
+        price_usd,
+        converted_price: converted.as_ref().map(|(price, _)| *price),
+        converted_currency: converted.map(|(_, code)| code),
+        url: d.url.clone(),
+        provider_code: Some(listing.provider_code.clone()),
+        year: d.year,
+        condition: d.condition.map(Condition::as_str),
+        availability: d.availability.map(Availability::as_str),
+        status: listing.status.as_str(),
+        title: d.title.clone(),
+        scraped_brand: d.scraped_brand.clone(),
+        scraped_reference: d.scraped_reference.clone(),
+        country_code: d.country_code.clone(),
+        country: d.country.clone(),
+        city: d.city.clone(),
+        state: d.state.clone(),
+        box_available: d.box_available,
+        papers_available: d.papers_available,
+        last_seen_at: time(listing.last_seen_at),
+        delisted_at: listing.delisted_at.map(time),
+        reserved_at: listing.reserved_at.map(time),
+        created_at: time(listing.created_at),
+        updated_at: time(listing.updated_at),
+        provider,
+        pictures: listing
+            .pictures
+            .iter()
+            .map(|p| ListingPictureView {
+                id: p.id.to_string(),
+                url: media_url(context.media_base, p.id),
+            })
+            .collect(),
+    }
+}
+
+/// Where the service re-hosts a listing picture.
+pub fn media_url(base: &str, picture: PictureId) -> String {
+    format!("{}/pictures/{picture}", base.trim_end_matches('/'))
 }

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub struct GroupSorts;
 
 impl SortParam for GroupSorts {
+    type Order = SortOrder;
     const CHOICES: &'static [(&'static str, SortOrder)] = &[
         ("name_asc", SortOrder::NameAsc),
         ("name_desc", SortOrder::NameDesc),

@@ -6,6 +6,7 @@ mod brands;
 mod calibers;
 pub mod error;
 pub mod layers;
+mod listings;
 mod models;
 pub mod openapi;
 mod ops;
@@ -19,7 +20,7 @@ use crate::config::ApiConfig;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, MethodRouter};
-use axum::Router;
+use axum::{Extension, Router};
 use error::ApiError;
 use layers::metrics::Metrics;
 use layers::rate_limit::RateLimiter;
@@ -36,7 +37,11 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let api = Router::new()
         .nest("/v1", v1_routes(app.clone()))
         .merge(v1_routes(app.clone()))
+        .route("/media/pictures/{id}", get(listings::media_not_fetched))
         .fallback(unknown_path)
+        .layer(Extension(listings::MediaBase(
+            config.media_base_url.as_str().into(),
+        )))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(from_fn_with_state(limiter, layers::rate_limit::limit_rate));
     let ops = ops::router(ops::OpsState {
@@ -64,6 +69,10 @@ fn v1_table() -> Vec<(&'static str, MethodRouter<AppState>)> {
         ("/models/{brandSlug}/{slug}", get(models::get_model)),
         // Calibers
         ("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
+        // Listings
+        ("/listings", get(listings::list_listings)),
+        ("/listings/stats", get(listings::listing_stats)),
+        ("/listings/{id}", get(listings::get_listing)),
         // Rates
         ("/rates", get(rates::get_rates)),
         // Sitemap
@@ -74,8 +83,9 @@ fn v1_table() -> Vec<(&'static str, MethodRouter<AppState>)> {
 }
 
 /// The paths of v1's operations (the OpenAPI document itself aside).
-pub fn v1_paths() -> Vec<&'static str> {
-    v1_table().into_iter().map(|(path, _)| path).collect()
+pub fn v1_paths() -> &'static [&'static str] {
+    static PATHS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    PATHS.get_or_init(|| v1_table().into_iter().map(|(path, _)| path).collect())
 }
 
 fn v1_routes(app: AppState) -> Router {

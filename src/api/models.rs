@@ -18,6 +18,7 @@ use serde::Deserialize;
 pub struct ModelSorts;
 
 impl SortParam for ModelSorts {
+    type Order = SortOrder;
     const CHOICES: &'static [(&'static str, SortOrder)] = &[
         ("relevance", SortOrder::Relevance),
         ("newest", SortOrder::Newest),

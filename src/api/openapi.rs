@@ -5,7 +5,7 @@
 
 use super::error::ErrorBody;
 use super::views::*;
-use super::{brands, calibers, models, rates, sitemap};
+use super::{brands, calibers, listings, models, rates, sitemap};
 use crate::domain::ModelSpec;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -41,6 +41,9 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         models::list_models,
         models::get_model,
         calibers::get_caliber,
+        listings::list_listings,
+        listings::listing_stats,
+        listings::get_listing,
         rates::get_rates,
         sitemap::models,
         sitemap::catalog,
@@ -50,6 +53,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpec, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
+        ListingView, ListingPictureView, ListingDetail, ListingStats, super::params::ListingPage,
         brands::HighlightedBrands,
         rates::RatesView,
         rates::EcbTable,
@@ -61,6 +65,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         (name = "brands", description = "Brands and their series"),
         (name = "models", description = "Models: search, filters, the full record"),
         (name = "calibers", description = "Movements"),
+        (name = "listings", description = "Marketplace listings matched to the catalogue, and their asking prices"),
         (name = "rates", description = "ECB reference rates and the USD conversion table"),
         (name = "sitemap", description = "Every page, for crawlers"),
     )
@@ -199,11 +204,20 @@ impl Modify for SharedResponses {
     }
 }
 
-/// Response bodies carry every field, null or [] when empty: each property is required.
+/// The properties a response carries only on request: a listing's conversion into `currency`.
+const OPTIONAL_PROPERTIES: [&str; 2] = ["convertedPrice", "convertedCurrency"];
+
+/// Response bodies carry every field, null or [] when empty: each property is required, but
+/// for [`OPTIONAL_PROPERTIES`].
 fn require_every_property(schema: &mut RefOr<Schema>) {
     match schema {
         RefOr::T(Schema::Object(object)) => {
-            object.required = object.properties.keys().cloned().collect()
+            object.required = object
+                .properties
+                .keys()
+                .filter(|name| !OPTIONAL_PROPERTIES.contains(&name.as_str()))
+                .cloned()
+                .collect()
         }
         RefOr::T(Schema::AllOf(all)) => all.items.iter_mut().for_each(require_every_property),
         _ => {}

@@ -43,20 +43,27 @@ struct Readiness {
     status: &'static str,
     store_generation: u64,
     index_generation: Option<u64>,
+    listings_index_generation: Option<u64>,
 }
 
 async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
     let store_generation = state.app.store.generation()?.0;
     let index_generation = state.app.index.generation()?;
-    if index_generation != Some(store_generation) {
+    let listings_index_generation = state.app.listings.generation()?;
+    if !state
+        .app
+        .index_is_current()
+        .map_err(|_| ApiError::Internal)?
+    {
         return Err(ApiError::Unavailable {
-            message: format!("the search index (generation {index_generation:?}) is behind the store (generation {store_generation})"),
+            message: format!("a search index is behind the store (generation {store_generation}): catalogue index at {index_generation:?}, listings index at {listings_index_generation:?}"),
         });
     }
     Ok(Json(Readiness {
         status: "ready",
         store_generation,
         index_generation,
+        listings_index_generation,
     }))
 }
 

@@ -4,8 +4,8 @@
 use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 use super::views::{
-    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ModelListItem, ModelSitemapEntry,
-    SeriesItem,
+    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
+    ModelSitemapEntry, SeriesItem,
 };
 use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
@@ -111,7 +111,8 @@ pub struct Pagination {
     ModelPage = Page<ModelListItem>,
     ModelSitemapPage = Page<ModelSitemapEntry>,
     CatalogSitemapPage = Page<CatalogSitemapEntry>,
-    CaliberSitemapPage = Page<CaliberSitemapEntry>
+    CaliberSitemapPage = Page<CaliberSitemapEntry>,
+    ListingPage = Page<ListingView>
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
@@ -198,7 +199,8 @@ fn positive(
 
 /// The `sort` values of one list: each name and the order it means.
 pub trait SortParam {
-    const CHOICES: &'static [(&'static str, SortOrder)];
+    type Order: Copy + 'static;
+    const CHOICES: &'static [(&'static str, Self::Order)];
 }
 
 /// The OpenAPI schema of a `sort` parameter: a string enum of `S`'s names.
@@ -210,17 +212,26 @@ pub fn sort_schema<S: SortParam>() -> utoipa::openapi::Object {
 }
 
 /// Parses `sort`; `None` when absent.
-pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<SortOrder>, ApiError> {
+pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S::Order>, ApiError> {
+    parse_choice("sort", value, S::CHOICES)
+}
+
+/// A parameter taking one of a fixed set of names; `None` when absent.
+pub fn parse_choice<T: Copy>(
+    name: &str,
+    value: Option<&str>,
+    choices: &[(&str, T)],
+) -> Result<Option<T>, ApiError> {
     let Some(raw) = value else { return Ok(None) };
-    S::CHOICES
+    choices
         .iter()
-        .find(|(name, _)| *name == raw)
-        .map(|(_, sort)| Some(*sort))
+        .find(|(choice, _)| *choice == raw)
+        .map(|(_, value)| Some(*value))
         .ok_or_else(|| {
-            let names: Vec<_> = S::CHOICES.iter().map(|(name, _)| *name).collect();
+            let names: Vec<_> = choices.iter().map(|(choice, _)| *choice).collect();
             ApiError::invalid(
-                format!("unknown sort `{raw}`"),
-                format!("sort is one of: {}", names.join(", ")),
+                format!("unknown {name} `{raw}`"),
+                format!("{name} is one of: {}", names.join(", ")),
             )
         })
 }
@@ -236,22 +247,19 @@ fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrder {
 }
 
 /// The index request of a searchable list from its `q`, `sort` (one of `S`) and paging.
-pub fn list_request<S: SortParam>(
+pub fn list_request<S: SortParam<Order = SortOrder>>(
     kind: DocKind,
     filters: Filters,
     q: Option<&str>,
     sort: Option<&str>,
     pagination: Pagination,
 ) -> Result<SearchRequest, ApiError> {
-    let text = parse_text(q)?;
+    let text = parse_text_query(q)?;
     let sort = parse_sort::<S>(sort)?;
     Ok(SearchRequest {
         kind,
         sort: effective_sort(sort, text.is_some()),
-        text: text.map(|text| TextQuery {
-            normalized_reference: normalize_reference(&text),
-            text,
-        }),
+        text,
         filters,
         offset: pagination.offset(),
         limit: pagination.page_size,
@@ -280,6 +288,14 @@ pub fn parse_whole(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiEr
             format!("{name} is an integer of 0 or more, in whole currency units"),
         )
     })
+}
+
+/// `q` as the index takes it: the text and its normalised-reference form.
+pub fn parse_text_query(value: Option<&str>) -> Result<Option<TextQuery>, ApiError> {
+    Ok(parse_text(value)?.map(|text| TextQuery {
+        normalized_reference: normalize_reference(&text),
+        text,
+    }))
 }
 
 /// The free-text `q`, trimmed; `None` when absent or blank.

@@ -287,3 +287,96 @@ pub struct CaliberSitemapEntry {
     pub reference: String,
     pub last_modified: String,
 }
+
+impl From<&crate::domain::Provider> for EntityRef {
+    fn from(p: &crate::domain::Provider) -> Self {
+        EntityRef {
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            slug: p.slug.to_string(),
+        }
+    }
+}
+
+/// A listing's picture, under the service's own media URL.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ListingPictureView {
+    pub id: String,
+    pub url: String,
+}
+
+/// Element of `GET /listings`: what the provider published, attributed to it. Prices are whole
+/// units; timestamps RFC 3339 in UTC.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListingView {
+    pub id: String,
+    /// null while unmatched.
+    pub model_id: Option<String>,
+    /// In the listing's own currency.
+    pub price: Option<u64>,
+    pub currency: Option<String>,
+    /// Through the USD table of `GET /rates`; null when unpriced or in a currency it lacks.
+    #[serde(rename = "priceUSD")]
+    pub price_usd: Option<u64>,
+    /// Only with `currency`: the price in that currency (null when it cannot be converted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<u64>)]
+    pub converted_price: Option<Option<u64>>,
+    /// Only with `currency`: the requested code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = String)]
+    pub converted_currency: Option<String>,
+    /// The listing at its source.
+    pub url: String,
+    /// The provider's own id of the listing.
+    pub provider_code: Option<String>,
+    pub year: Option<i32>,
+    /// NEW, UNWORN, VERY_GOOD, GOOD, FAIR or POOR; null when the seller's wording maps to none.
+    pub condition: Option<&'static str>,
+    /// The seller's stock state: IN_STOCK, ON_REQUEST or SOLD.
+    pub availability: Option<&'static str>,
+    /// Marketplace lifecycle: ACTIVE, RESERVED or DELISTED.
+    pub status: &'static str,
+    /// The seller's words, verbatim.
+    pub title: Option<String>,
+    pub scraped_brand: Option<String>,
+    pub scraped_reference: Option<String>,
+    pub country_code: Option<String>,
+    pub country: Option<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub box_available: Option<bool>,
+    pub papers_available: Option<bool>,
+    pub last_seen_at: String,
+    pub delisted_at: Option<String>,
+    pub reserved_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub provider: EntityRef,
+    pub pictures: Vec<ListingPictureView>,
+}
+
+/// `GET /listings/{id}`: the listing and the model it is matched to, or null.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct ListingDetail {
+    #[serde(flatten)]
+    pub listing: ListingView,
+    pub model: Option<ModelListItem>,
+}
+
+/// `GET /listings/stats`: asking prices of a model's ACTIVE listings.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListingStats {
+    /// ACTIVE listings matched to the model.
+    pub count: usize,
+    /// Of those, the ones with a price.
+    pub priced_count: usize,
+    /// The currency of `low`, `median` and `high`.
+    pub currency: String,
+    pub low: Option<u64>,
+    /// For an even number of prices, the mean of the two middle ones, rounded half up.
+    pub median: Option<u64>,
+    pub high: Option<u64>,
+}

@@ -14,6 +14,12 @@ pub enum ListingStatus {
 }
 
 impl ListingStatus {
+    pub const ALL: [ListingStatus; 3] = [
+        ListingStatus::Active,
+        ListingStatus::Reserved,
+        ListingStatus::Delisted,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ListingStatus::Active => "ACTIVE",
@@ -33,6 +39,12 @@ pub enum Availability {
 }
 
 impl Availability {
+    pub const ALL: [Availability; 3] = [
+        Availability::InStock,
+        Availability::OnRequest,
+        Availability::Sold,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Availability::InStock => "IN_STOCK",
@@ -70,6 +82,15 @@ pub enum Condition {
 }
 
 impl Condition {
+    pub const ALL: [Condition; 6] = [
+        Condition::New,
+        Condition::Unworn,
+        Condition::VeryGood,
+        Condition::Good,
+        Condition::Fair,
+        Condition::Poor,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Condition::New => "NEW",

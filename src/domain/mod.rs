@@ -3,6 +3,7 @@
 
 mod ids;
 mod listing;
+mod price_stats;
 mod records;
 mod reference;
 mod slug;
@@ -16,6 +17,7 @@ pub use listing::{
     Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
     MatchOutcome, StatusChange,
 };
+pub use price_stats::price_figures;
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };

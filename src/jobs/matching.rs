@@ -92,7 +92,7 @@ fn title_references(store: &Store, brand: BrandId, title: &str) -> StoreResult<B
 }
 
 /// Every run of 1 to `MAX_RUN` consecutive words, normalised and joined.
-fn word_runs(title: &str) -> Vec<String> {
+pub fn word_runs(title: &str) -> Vec<String> {
     let words: Vec<&str> = title.split_whitespace().collect();
     let mut runs = Vec::new();
     for start in 0..words.len() {

@@ -3,6 +3,7 @@
 //! read. A listings write is taken into the listings index incrementally.
 
 use super::listing_writes::WrittenListings;
+use super::matching::word_runs;
 use crate::domain::{normalize_reference, Brand, BrandId, Listing, Model, Series, SeriesId};
 use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Store, StoreError, StoreGeneration};
@@ -187,5 +188,13 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
             .scraped_reference
             .as_deref()
             .map(normalize_reference),
+        title_references: details
+            .title
+            .as_deref()
+            .map(word_runs)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|run| run.chars().any(|c| c.is_ascii_digit()))
+            .collect(),
     }
 }

@@ -19,10 +19,11 @@ async fn brand_list_items_carry_counts_and_a_representative_picture() {
         (rolex["seriesCount"].as_u64(), rolex["modelCount"].as_u64()),
         (Some(3), Some(5))
     );
-    // No listings yet, so the newest model with a FRONT picture: 126610LV (2020, added last).
+    // The model with most ACTIVE listings (126610LN: e1, e2, e4, e5 of the test feed) wins over
+    // the newest one (126610LV, 2020, no listings).
     assert_eq!(
         rolex["picture"],
-        json!({"url": "https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg", "croppedUrl": null})
+        json!({"url": "https://cdn.watchcatalogue.example/models/rolex/126610ln/front.jpg", "croppedUrl": "https://cdn.watchcatalogue.example/models/rolex/126610ln/front-cropped.jpg"})
     );
     let eta = &body["data"][0];
     assert_eq!(
@@ -112,7 +113,7 @@ async fn one_brand_has_its_stats() {
             "diameterRange": {"min": 36.0, "max": 41.0},
             "caseMaterials": ["oystersteel", "stainless steel"],
             "movementCount": 3,
-            "listingCount": 0
+            "listingCount": 5
         })
     );
     let eta = app.ok("/v1/brands/eta").await;
@@ -146,7 +147,8 @@ async fn series_lists_have_model_counts_and_lead_models() {
         ["id", "leadModel", "modelCount", "name", "slug"]
     );
     assert_eq!(submariner["modelCount"], 3);
-    assert_eq!(submariner["leadModel"]["slug"], "submariner-date-126610lv");
+    // Most listings first (126610LN has four ACTIVE ones), then newest.
+    assert_eq!(submariner["leadModel"]["slug"], "submariner-date-126610ln");
     assert_eq!(submariner["leadModel"]["brand"]["slug"], "rolex");
     assert_eq!(
         app.slugs("/v1/brands/rolex/series?q=dive").await,
@@ -178,7 +180,7 @@ async fn one_series_has_its_brand_lead_model_and_stats() {
         series["brand"],
         json!({"id": series["brand"]["id"], "name": "Rolex", "slug": "rolex"})
     );
-    assert_eq!(series["leadModel"]["slug"], "submariner-date-126610lv");
+    assert_eq!(series["leadModel"]["slug"], "submariner-date-126610ln");
     assert_eq!(
         series["stats"]["yearRange"],
         json!({"min": 1988, "max": 2020})

@@ -316,7 +316,7 @@ async fn operations_endpoints_report_health_readiness_and_metrics() {
     );
     assert_eq!(
         app.ok("/readyz").await,
-        serde_json::json!({"status": "ready", "storeGeneration": 1, "indexGeneration": 1})
+        serde_json::json!({"status": "ready", "storeGeneration": 2, "indexGeneration": 2, "listingsIndexGeneration": 2})
     );
     app.ok("/v1/brands").await;
     app.get("/v1/brands/nope").await;
@@ -327,8 +327,8 @@ async fn operations_endpoints_report_health_readiness_and_metrics() {
         "http_requests_total{route=\"/v1/brands\",method=\"GET\",status=\"200\"} 1",
         "http_requests_total{route=\"/v1/brands/{slug}\",method=\"GET\",status=\"404\"} 1",
         "http_request_duration_seconds_bucket{le=",
-        "index_generation 1",
-        "store_generation 1",
+        "index_generation 2",
+        "store_generation 2",
     ] {
         assert!(text.contains(line), "{line:?} not in:\n{text}");
     }

@@ -6,6 +6,7 @@ mod cli;
 mod contract;
 mod fuzz;
 mod ingest;
+mod listings;
 mod models;
 mod openapi;
 mod protocol;

@@ -8,9 +8,16 @@ use std::time::Duration;
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
 
 pub fn test_catalogue() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalogue")
+}
+
+/// Provider snapshots for the test catalogue (`listings/SLUG.jsonl`), ingested by every
+/// [`TestApp`] after its import.
+pub fn test_feeds() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/feeds")
 }
 
 pub struct TestApp {
@@ -42,7 +49,14 @@ impl TestApp {
     async fn start_with(dataset: &Path, config: ApiConfig, build_index: bool) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
-        import(&app.store, &DirectorySource(dataset.to_owned())).expect("import test catalogue");
+        let source = DirectorySource(dataset.to_owned());
+        import(&app.store, &source).expect("import test catalogue");
+        ingest_dataset_feeds(
+            &app.store,
+            &DirectorySource(test_feeds()),
+            DEFAULT_MAX_INVALID,
+        )
+        .expect("ingest the test feeds");
         if build_index {
             app.prepare(false).expect("index");
         }

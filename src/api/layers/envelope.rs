@@ -88,6 +88,10 @@ pub fn docs_link(route: Option<&str>, method: Option<&axum::http::Method>) -> Op
         .strip_prefix("/v1")
         .filter(|p| !p.is_empty())
         .unwrap_or(route);
+    if !crate::api::v1_paths().contains(&path) {
+        // Operations endpoints and media URLs are not operations of the document.
+        return Some("/v1/openapi.json".to_owned());
+    }
     let pointer = path
         .replace('~', "~0")
         .replace('/', "~1")
@@ -120,6 +124,10 @@ mod tests {
         );
         assert_eq!(
             docs_link(None, Some(&Method::GET)).as_deref(),
+            Some("/v1/openapi.json")
+        );
+        assert_eq!(
+            docs_link(Some("/media/pictures/{id}"), Some(&Method::GET)).as_deref(),
             Some("/v1/openapi.json")
         );
     }

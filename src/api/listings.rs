@@ -1,0 +1,407 @@
+//! `GET /listings`, `GET /listings/{id}` and `GET /listings/stats`: marketplace listings from
+//! the listings index, read back from the store, priced in any currency of `GET /rates`.
+
+use super::assemble::{self, DisplayCurrency, ListingContext, Lookups};
+use super::error::{ApiError, ApiResult};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::params::ListingPage;
+use super::params::{
+    parse_bool, parse_choice, parse_sort, parse_text_query, parse_whole, sort_schema, Page,
+    Pagination, Params, PathParams, SortParam,
+};
+use super::views::{ListingDetail, ListingStats, ListingView};
+use super::AppState;
+use crate::app::App;
+use crate::domain::{
+    price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
+};
+use crate::rates::{check_currency, usd_to_display};
+use axum::extract::State;
+use axum::{Extension, Json};
+use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
+use serde::Deserialize;
+use std::sync::Arc;
+
+/// Base URL under which listing pictures are re-hosted.
+#[derive(Debug, Clone)]
+pub struct MediaBase(pub Arc<str>);
+
+/// `sort` of `GET /listings`.
+pub struct ListingSorts;
+
+impl SortParam for ListingSorts {
+    type Order = ListingSort;
+    const CHOICES: &'static [(&'static str, ListingSort)] = &[
+        ("newest", ListingSort::Newest),
+        ("oldest", ListingSort::Oldest),
+        ("price_asc", ListingSort::PriceAsc),
+        ("price_desc", ListingSort::PriceDesc),
+        ("relevance", ListingSort::Relevance),
+    ];
+}
+
+/// Query of `GET /listings`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct ListingListParams {
+    /// Page number, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    page: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
+    page_size: Option<String>,
+    /// Model slug; needs `brand`, since model slugs are unique within a brand.
+    model: Option<String>,
+    /// Exact model id.
+    model_id: Option<String>,
+    /// Brand slug: listings whose text resolved to that brand, matched or not.
+    brand: Option<String>,
+    /// Provider slug.
+    provider: Option<String>,
+    /// NEW, UNWORN, VERY_GOOD, GOOD, FAIR or POOR.
+    #[param(value_type = Option<String>)]
+    condition: Option<String>,
+    /// The seller's stock state: IN_STOCK, ON_REQUEST or SOLD.
+    #[param(value_type = Option<String>)]
+    availability: Option<String>,
+    /// ACTIVE, RESERVED or DELISTED (DELISTED needs `includeDelisted=true`).
+    #[param(value_type = Option<String>)]
+    status: Option<String>,
+    /// Lowest price in whole US dollars, inclusive; unpriced listings are left out.
+    #[param(value_type = Option<u64>, rename = "minPriceUSD")]
+    #[serde(rename = "minPriceUSD")]
+    min_price_usd: Option<String>,
+    /// Highest price in whole US dollars, inclusive; unpriced listings are left out.
+    #[param(value_type = Option<u64>, rename = "maxPriceUSD")]
+    #[serde(rename = "maxPriceUSD")]
+    max_price_usd: Option<String>,
+    /// `true`: only listings matched to no model.
+    #[param(value_type = Option<bool>)]
+    unmatched: Option<String>,
+    /// `true`: DELISTED listings too (hidden by default).
+    #[param(value_type = Option<bool>)]
+    include_delisted: Option<String>,
+    /// Free text over the seller's title, brand and reference; a reference in any spelling.
+    q: Option<String>,
+    /// Order; `newest` (first seen) by default, `relevance` by default when `q` is given.
+    /// Price orders go by `priceUSD`, unpriced listings last.
+    #[param(schema_with = sort_schema::<ListingSorts>)]
+    sort: Option<String>,
+    /// A currency of `GET /rates` (USD, EUR, GBP…): adds `convertedPrice` and
+    /// `convertedCurrency` to each listing.
+    currency: Option<String>,
+}
+
+/// Listings, filtered and sorted, optionally priced in a display currency.
+#[utoipa::path(get, path = "/listings", operation_id = "list_listings", tag = "listings", params(ListingListParams),
+    responses((status = 200, description = "A page of listings", body = ListingPage)))]
+pub async fn list_listings(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Params(params): Params<ListingListParams>,
+) -> ApiResult<Json<Page<ListingView>>> {
+    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let filters = listing_filters(&app, &params)?;
+    let text = parse_text_query(params.q.as_deref())?;
+    let sort = parse_sort::<ListingSorts>(params.sort.as_deref())?;
+    let display = display_currency(&app, params.currency.as_deref())?;
+    let query = ListingQuery {
+        sort: match (sort, text.is_some()) {
+            (Some(ListingSort::Relevance), false) | (None, false) => ListingSort::Newest,
+            (Some(sort), _) => sort,
+            (None, true) => ListingSort::Relevance,
+        },
+        text,
+        filters,
+        offset: pagination.offset(),
+        limit: pagination.page_size,
+    };
+    let hits = app.listings.search(&query)?;
+    let context = ListingContext {
+        display: display.as_ref(),
+        media_base: &media.0,
+    };
+    let data = assemble::listing_views(&app, &hits.ids, &context)?;
+    Ok(Json(pagination.wrap(data, hits.total)))
+}
+
+/// The index filters of a `GET /listings` request.
+fn listing_filters(app: &App, params: &ListingListParams) -> ApiResult<ListingFilters> {
+    let brand = params
+        .brand
+        .as_deref()
+        .map(|slug| assemble::brand_by_slug(app, slug))
+        .transpose()?;
+    let by_slug = match (&params.model, &brand) {
+        (Some(_), None) => {
+            return Err(ApiError::invalid(
+                "`model` needs `brand`: model slugs are unique only within a brand",
+                "add brand=brandSlug, or scope by modelId",
+            ))
+        }
+        (Some(slug), Some(brand)) => Some(model_by_slug(app, brand, slug)?.id),
+        (None, _) => None,
+    };
+    let by_id = params
+        .model_id
+        .as_deref()
+        .map(|id| model_by_id(app, id))
+        .transpose()?
+        .map(|m| m.id);
+    let model_id = match (by_slug, by_id) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(ApiError::invalid(
+                "`model` and `modelId` name different models",
+                "scope by one of them",
+            ))
+        }
+        (a, b) => a.or(b),
+    };
+    let unmatched = parse_bool("unmatched", params.unmatched.as_deref())?.unwrap_or(false);
+    if unmatched && model_id.is_some() {
+        return Err(ApiError::invalid(
+            "`unmatched=true` lists listings matched to no model, so it cannot be scoped to one",
+            "drop model/modelId, or drop unmatched",
+        ));
+    }
+    let min_price_usd = parse_whole("minPriceUSD", params.min_price_usd.as_deref())?;
+    let max_price_usd = parse_whole("maxPriceUSD", params.max_price_usd.as_deref())?;
+    if let (Some(min), Some(max)) = (min_price_usd, max_price_usd) {
+        if min > max {
+            return Err(ApiError::invalid(
+                format!("minPriceUSD ({min}) is above maxPriceUSD ({max})"),
+                "give a lower bound at most the upper bound",
+            ));
+        }
+    }
+    Ok(ListingFilters {
+        model_id: model_id.map(|m| m.0),
+        brand_id: brand.map(|b| b.id.0),
+        provider_id: params
+            .provider
+            .as_deref()
+            .map(|slug| provider_id(app, slug))
+            .transpose()?,
+        condition: parse_choice(
+            "condition",
+            params.condition.as_deref(),
+            &choices(&Condition::ALL, Condition::as_str),
+        )?
+        .map(|c| c as u64),
+        availability: parse_choice(
+            "availability",
+            params.availability.as_deref(),
+            &choices(&Availability::ALL, Availability::as_str),
+        )?
+        .map(|a| a as u64),
+        statuses: statuses(params)?,
+        min_price_usd,
+        max_price_usd,
+        unmatched,
+    })
+}
+
+/// `(name, value)` pairs of an enumeration, for [`parse_choice`].
+fn choices<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str, T)> {
+    all.iter().map(|&value| (name(value), value)).collect()
+}
+
+/// The statuses shown: the one asked for, else all but DELISTED unless `includeDelisted`.
+fn statuses(params: &ListingListParams) -> ApiResult<Vec<u64>> {
+    let include_delisted =
+        parse_bool("includeDelisted", params.include_delisted.as_deref())?.unwrap_or(false);
+    let status = parse_choice(
+        "status",
+        params.status.as_deref(),
+        &choices(&ListingStatus::ALL, ListingStatus::as_str),
+    )?;
+    Ok(match status {
+        Some(ListingStatus::Delisted) if !include_delisted => {
+            return Err(ApiError::invalid(
+                "DELISTED listings are hidden unless includeDelisted=true",
+                "add includeDelisted=true to list DELISTED listings",
+            ))
+        }
+        Some(status) => vec![status as u64],
+        None if include_delisted => Vec::new(),
+        None => vec![ListingStatus::Active as u64, ListingStatus::Reserved as u64],
+    })
+}
+
+fn model_by_slug(app: &App, brand: &crate::domain::Brand, slug: &str) -> ApiResult<Model> {
+    Slug::parse(slug)
+        .ok()
+        .map(|slug| app.store.model_by_slug(brand.id, &slug))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("brand `{}` has no model with slug `{slug}`", brand.slug),
+                format!(
+                    "GET /v1/models?brand={} lists its models and their slugs",
+                    brand.slug
+                ),
+            )
+        })
+}
+
+fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
+    let not_found = || {
+        ApiError::not_found(
+            format!("no model with id `{id}`"),
+            "GET /v1/models lists models and their ids",
+        )
+    };
+    let id = id.parse::<ModelId>().map_err(|_| not_found())?;
+    app.store.model(id)?.ok_or_else(not_found)
+}
+
+fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
+    if let Some(provider) = Slug::parse(slug)
+        .ok()
+        .map(|slug| app.store.provider_by_slug(&slug))
+        .transpose()?
+        .flatten()
+    {
+        return Ok(provider.id.0);
+    }
+    let mut known: Vec<String> = app
+        .store
+        .providers()
+        .map(|p| p.map(|p| p.slug.to_string()))
+        .collect::<Result<_, _>>()?;
+    known.sort();
+    Err(ApiError::not_found(
+        format!("no provider with slug `{slug}`"),
+        format!("provider is one of: {}", known.join(", ")),
+    ))
+}
+
+/// The display currency `currency` asks for; 400 for a code the rates cannot convert into.
+fn display_currency(app: &App, value: Option<&str>) -> ApiResult<Option<DisplayCurrency>> {
+    let Some(raw) = value else { return Ok(None) };
+    let table = app.conversion_table()?;
+    let code = check_currency(&raw.to_ascii_uppercase()).ok();
+    let supported =
+        |code: &str| code == "USD" || table.as_deref().is_some_and(|table| table.supports(code));
+    match code {
+        Some(code) if supported(&code) => Ok(Some(DisplayCurrency { code, table })),
+        _ => {
+            let codes: Vec<&str> = match table.as_deref() {
+                Some(table) => table.currencies().collect(),
+                None => vec!["USD"],
+            };
+            Err(ApiError::invalid(
+                format!("unknown currency `{raw}`"),
+                format!("currency is one of: {}", codes.join(", ")),
+            ))
+        }
+    }
+}
+
+/// Query of `GET /listings/{id}`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ListingParams {
+    /// A currency of `GET /rates`: adds `convertedPrice` and `convertedCurrency`.
+    currency: Option<String>,
+}
+
+/// One listing, with the model it is matched to (null while unmatched).
+#[utoipa::path(get, path = "/listings/{id}", operation_id = "get_listing", tag = "listings",
+    params(("id" = String, Path, description = "Listing id"), ListingParams),
+    responses((status = 200, description = "The listing", body = ListingDetail)))]
+pub async fn get_listing(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    PathParams(id): PathParams<String>,
+    Params(params): Params<ListingParams>,
+) -> ApiResult<Json<ListingDetail>> {
+    let display = display_currency(&app, params.currency.as_deref())?;
+    let not_found = || {
+        ApiError::not_found(
+            format!("no listing with id `{id}`"),
+            "GET /v1/listings lists listings and their ids",
+        )
+    };
+    let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
+    let context = ListingContext {
+        display: display.as_ref(),
+        media_base: &media.0,
+    };
+    let listing = assemble::listing_views(&app, &[listing_id.0], &context)?
+        .pop()
+        .ok_or_else(not_found)?;
+    let model = match listing.model_id.as_deref().map(str::parse::<ModelId>) {
+        Some(Ok(model)) => assemble::model_items(&app, &[model.0], &mut Lookups::default())?.pop(),
+        _ => None,
+    };
+    Ok(Json(ListingDetail { listing, model }))
+}
+
+/// Query of `GET /listings/stats`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StatsParams {
+    /// Brand slug.
+    #[param(required = true)]
+    brand: Option<String>,
+    /// Model slug within the brand.
+    #[param(required = true)]
+    model: Option<String>,
+    /// Currency of the figures; USD by default.
+    currency: Option<String>,
+}
+
+/// Asking prices of a model's ACTIVE listings: count, how many are priced, low, median, high.
+#[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(StatsParams),
+    responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
+pub async fn listing_stats(
+    State(app): State<AppState>,
+    Params(params): Params<StatsParams>,
+) -> ApiResult<Json<ListingStats>> {
+    let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
+        return Err(ApiError::invalid(
+            "`brand` and `model` are required",
+            "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
+        ));
+    };
+    let brand = assemble::brand_by_slug(&app, brand)?;
+    let model = model_by_slug(&app, &brand, model)?;
+    let display = display_currency(&app, Some(params.currency.as_deref().unwrap_or("USD")))?
+        .ok_or(ApiError::Internal)?;
+    let filters = ListingFilters {
+        model_id: Some(model.id.0),
+        statuses: vec![ListingStatus::Active as u64],
+        ..ListingFilters::default()
+    };
+    let listings = app.listings.prices(&filters, &display.code)?;
+    let in_display: Vec<u64> = listings
+        .priced
+        .iter()
+        .filter_map(|point| {
+            point
+                .own
+                .or_else(|| usd_to_display(display.table.as_deref(), point.usd?, &display.code))
+        })
+        .collect();
+    let figures = price_figures(in_display);
+    Ok(Json(ListingStats {
+        count: listings.count,
+        priced_count: listings.priced.len(),
+        currency: display.code,
+        low: figures.map(|f| f.0),
+        median: figures.map(|f| f.1),
+        high: figures.map(|f| f.2),
+    }))
+}
+
+/// `GET /media/pictures/{id}`: pictures are re-hosted by the image worker of the back office;
+/// until it has fetched one, its media URL answers this 404.
+pub async fn media_not_fetched() -> ApiError {
+    ApiError::not_found(
+        "this picture has not been fetched yet",
+        "listing pictures are re-hosted by the image worker; the source is never hotlinked",
+    )
+}
