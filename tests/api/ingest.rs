@@ -344,3 +344,63 @@ fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
     );
     assert_eq!(c.active_count("rolex", "test-999999"), 1);
 }
+
+/// fixtures/revisits/README.md, replayed through the binary: the import ingests the three
+/// bundled feeds, the second chrono24 snapshot delists six listings, the third brings one back
+/// with its id and history.
+#[test]
+fn the_fixture_revisits_replay_as_documented() {
+    let data = tempfile::tempdir().expect("dir");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let run = |args: &[&str]| {
+        let output = binary(data.path()).args(args).output().expect("run");
+        let out = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{args:?}: {out}");
+        out
+    };
+    let fixtures_dir = fixtures.to_str().expect("utf-8 path");
+    let imported = run(&["import", fixtures_dir]);
+    for line in [
+        "ingested chrono24: 180 created, 0 refreshed, 0 reactivated, 0 delisted; 145 matched, 35 unmatched",
+        "ingested ebay: 160 created, 0 refreshed, 0 reactivated, 0 delisted; 129 matched, 31 unmatched",
+        "ingested watchbox: 140 created, 0 refreshed, 0 reactivated, 0 delisted; 115 matched, 25 unmatched",
+    ] {
+        assert!(imported.contains(line), "{line} in {imported}");
+    }
+    let revisit = |n: u8| {
+        let file = fixtures.join(format!("revisits/chrono24-{n}.jsonl"));
+        run(&["ingest", "--provider", "chrono24", file.to_str().expect("utf-8 path")])
+    };
+    assert!(revisit(2).contains(
+        "ingested chrono24: 2 created, 174 refreshed, 0 reactivated, 6 delisted; 5 matched, 0 unmatched"
+    ));
+    assert!(revisit(3).contains(
+        "ingested chrono24: 0 created, 176 refreshed, 1 reactivated, 0 delisted; 0 matched, 0 unmatched"
+    ));
+
+    let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("open");
+    let chrono24 = app
+        .store
+        .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
+        .expect("read")
+        .expect("provider");
+    let back = app
+        .store
+        .listing_by_source(chrono24.id, "CH24-66590249")
+        .expect("read")
+        .expect("listing");
+    let statuses: Vec<ListingStatus> = back.history.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        [ListingStatus::Active, ListingStatus::Delisted, ListingStatus::Active]
+    );
+    assert_eq!((back.status, back.delisted_at), (ListingStatus::Active, None));
+    let gone = app
+        .store
+        .listing_by_source(chrono24.id, "CH24-96334741")
+        .expect("read")
+        .expect("kept after delisting");
+    assert_eq!(gone.status, ListingStatus::Delisted);
+    assert!(gone.delisted_at.is_some());
+    assert!(app.index_is_current().expect("current"), "the indexes followed every write");
+}
