@@ -369,7 +369,12 @@ fn the_fixture_revisits_replay_as_documented() {
     }
     let revisit = |n: u8| {
         let file = fixtures.join(format!("revisits/chrono24-{n}.jsonl"));
-        run(&["ingest", "--provider", "chrono24", file.to_str().expect("utf-8 path")])
+        run(&[
+            "ingest",
+            "--provider",
+            "chrono24",
+            file.to_str().expect("utf-8 path"),
+        ])
     };
     assert!(revisit(2).contains(
         "ingested chrono24: 2 created, 174 refreshed, 0 reactivated, 6 delisted; 5 matched, 0 unmatched"
@@ -392,9 +397,16 @@ fn the_fixture_revisits_replay_as_documented() {
     let statuses: Vec<ListingStatus> = back.history.iter().map(|c| c.status).collect();
     assert_eq!(
         statuses,
-        [ListingStatus::Active, ListingStatus::Delisted, ListingStatus::Active]
+        [
+            ListingStatus::Active,
+            ListingStatus::Delisted,
+            ListingStatus::Active
+        ]
     );
-    assert_eq!((back.status, back.delisted_at), (ListingStatus::Active, None));
+    assert_eq!(
+        (back.status, back.delisted_at),
+        (ListingStatus::Active, None)
+    );
     let gone = app
         .store
         .listing_by_source(chrono24.id, "CH24-96334741")
@@ -402,5 +414,8 @@ fn the_fixture_revisits_replay_as_documented() {
         .expect("kept after delisting");
     assert_eq!(gone.status, ListingStatus::Delisted);
     assert!(gone.delisted_at.is_some());
-    assert!(app.index_is_current().expect("current"), "the indexes followed every write");
+    assert!(
+        app.index_is_current().expect("current"),
+        "the indexes followed every write"
+    );
 }

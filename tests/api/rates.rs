@@ -126,3 +126,54 @@ fn a_dataset_carries_its_rates_and_importing_them_again_changes_nothing() {
     assert!(!output.status.success());
     assert!(errors.contains("rates.xml: no rates day found"), "{errors}");
 }
+
+/// New rates reprice every listing: `priceUSD` is derived from the rates in force, so loading a
+/// day of rates brings the listings index up to date before anything is served.
+#[tokio::test]
+async fn loading_rates_reprices_listings() {
+    let data = tempfile::tempdir().expect("dir");
+    let run = |args: &[&std::ffi::OsStr]| {
+        let output = binary(data.path()).args(args).output().expect("run");
+        assert!(output.status.success(), "{args:?}: {output:?}");
+    };
+    run(&["import".as_ref(), test_catalogue().as_os_str()]);
+    let feed = test_feeds().join("listings/ebay.jsonl");
+    run(&[
+        "ingest".as_ref(),
+        "--provider".as_ref(),
+        "ebay".as_ref(),
+        feed.as_os_str(),
+    ]);
+    // The EUR listing e2 (9000 EUR) at 1.1252 USD per EUR: 10127 USD. At 1.25: 11250 USD.
+    let rates = data.path().join("rates.xml");
+    std::fs::write(
+        &rates,
+        "<Cube><Cube time='2025-06-02'><Cube currency='USD' rate='1.25'/></Cube></Cube>",
+    )
+    .expect("write");
+    run(&["rates".as_ref(), rates.as_os_str()]);
+    let app = watch_catalogue::app::App::open(
+        &watch_catalogue::config::DataDir::new(data.path()),
+        16 << 20,
+    )
+    .expect("open");
+    assert!(app.index_is_current().expect("current"));
+    let listings = app
+        .listings
+        .search(&catalogue_index::ListingQuery {
+            text: None,
+            filters: catalogue_index::ListingFilters {
+                min_price_usd: Some(11250),
+                max_price_usd: Some(11250),
+                ..Default::default()
+            },
+            sort: catalogue_index::ListingSort::Oldest,
+            offset: 0,
+            limit: 10,
+        })
+        .expect("search");
+    assert_eq!(listings.ids, [2], "e2 is indexed at its new USD price");
+    let app = TestApp::serving(app, data, watch_catalogue::config::ApiConfig::default()).await;
+    let e2 = app.ok("/v1/listings/2").await;
+    assert_eq!(e2["priceUSD"], 11250);
+}
