@@ -57,6 +57,24 @@ pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
         })
 }
 
+/// The brand's model with this slug, or 404.
+pub fn model_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Model> {
+    Slug::parse(slug)
+        .ok()
+        .map(|slug| app.store.model_by_slug(brand.id, &slug))
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("brand `{}` has no model with slug `{slug}`", brand.slug),
+                format!(
+                    "GET /v1/models?brand={} lists its models and their slugs",
+                    brand.slug
+                ),
+            )
+        })
+}
+
 /// The brand's series with this slug, or 404.
 pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series> {
     Slug::parse(slug)

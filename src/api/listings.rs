@@ -140,7 +140,7 @@ fn listing_filters(app: &App, params: &ListingListParams) -> ApiResult<ListingFi
                 "add brand=brandSlug, or scope by modelId",
             ))
         }
-        (Some(slug), Some(brand)) => Some(model_by_slug(app, brand, slug)?.id),
+        (Some(slug), Some(brand)) => Some(assemble::model_by_slug(app, brand, slug)?.id),
         (None, _) => None,
     };
     let by_id = params
@@ -227,23 +227,6 @@ fn statuses(params: &ListingListParams) -> ApiResult<Vec<u64>> {
         None if include_delisted => Vec::new(),
         None => vec![ListingStatus::Active as u64, ListingStatus::Reserved as u64],
     })
-}
-
-fn model_by_slug(app: &App, brand: &crate::domain::Brand, slug: &str) -> ApiResult<Model> {
-    Slug::parse(slug)
-        .ok()
-        .map(|slug| app.store.model_by_slug(brand.id, &slug))
-        .transpose()?
-        .flatten()
-        .ok_or_else(|| {
-            ApiError::not_found(
-                format!("brand `{}` has no model with slug `{slug}`", brand.slug),
-                format!(
-                    "GET /v1/models?brand={} lists its models and their slugs",
-                    brand.slug
-                ),
-            )
-        })
 }
 
 fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
@@ -368,7 +351,7 @@ pub async fn listing_stats(
         ));
     };
     let brand = assemble::brand_by_slug(&app, brand)?;
-    let model = model_by_slug(&app, &brand, model)?;
+    let model = assemble::model_by_slug(&app, &brand, model)?;
     let display = display_currency(&app, Some(params.currency.as_deref().unwrap_or("USD")))?
         .ok_or(ApiError::Internal)?;
     let filters = ListingFilters {

@@ -226,19 +226,6 @@ pub async fn get_model(
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<FullModel>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let model = Slug::parse(&slug)
-        .ok()
-        .map(|slug| app.store.model_by_slug(brand.id, &slug))
-        .transpose()?
-        .flatten()
-        .ok_or_else(|| {
-            ApiError::not_found(
-                format!("brand `{}` has no model with slug `{slug}`", brand.slug),
-                format!(
-                    "GET /v1/models?brand={} lists its models and their slugs",
-                    brand.slug
-                ),
-            )
-        })?;
+    let model = assemble::model_by_slug(&app, &brand, &slug)?;
     Ok(Json(assemble::full_model(&app, &model)?))
 }
