@@ -79,8 +79,8 @@ impl App {
     }
 
     /// Brings the indexes up to a committed listings write: the listings index takes the
-    /// written listings (or is rebuilt when it was behind before), the catalogue index its new
-    /// listing counts.
+    /// written listings, the catalogue index the models whose listing counts changed; either is
+    /// rebuilt instead when it was behind before the write.
     pub fn index_listings_write(
         &self,
         written: &WrittenListings,
@@ -92,6 +92,7 @@ impl App {
             written,
             listings_generation_before,
         )?;
+        reindex::recount_models(&self.store, &self.index, written)?;
         self.prepare(false)
     }
 

@@ -91,6 +91,21 @@ impl CatalogueIndex {
         )
     }
 
+    /// Writes `models` over the model documents with their ids (a model's listing count
+    /// changed, say), and commits with `generation`.
+    pub fn update_models(&self, models: &[ModelDoc], generation: u64) -> IndexResult<()> {
+        self.derived.replace(
+            models.iter().map(|model| {
+                let key = schema::doc_key(DocKind::Model, model.id);
+                (
+                    tantivy::Term::from_field_u64(self.fields.doc_key, key),
+                    Some(self.fields.model_document(model)),
+                )
+            }),
+            generation,
+        )
+    }
+
     /// Ids of one page of `request`, and the total number of matches.
     pub fn search(&self, request: &SearchRequest) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();

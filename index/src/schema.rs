@@ -28,6 +28,8 @@ pub mod names {
 #[derive(Clone)]
 pub struct Fields {
     pub kind: Field,
+    /// Kind and id in one term, unique across kinds: what an update deletes by.
+    pub doc_key: Field,
     pub id: Field,
     pub brand_id: Field,
     pub series_id: Field,
@@ -80,6 +82,7 @@ pub fn build() -> (Schema, Fields) {
     let prefixes = prefix_options();
     let fields = Fields {
         kind: s.add_u64_field("kind", INDEXED),
+        doc_key: s.add_u64_field("doc_key", INDEXED),
         id: s.add_u64_field(names::ID, filter.clone()),
         brand_id: s.add_u64_field("brand_id", filter.clone()),
         series_id: s.add_u64_field("series_id", filter.clone()),
@@ -114,6 +117,11 @@ pub fn newest_key(release_year: Option<i32>, id: u64) -> u64 {
     (year << ID_BITS) | (id & ((1 << ID_BITS) - 1))
 }
 
+/// The `doc_key` of a document: ids fit in 56 bits, the kind takes the top byte.
+pub fn doc_key(kind: DocKind, id: u64) -> u64 {
+    ((kind as u64) << 56) | (id & ((1 << 56) - 1))
+}
+
 /// How names sort: case-insensitively.
 pub fn sort_name(name: &str) -> String {
     name.to_lowercase()
@@ -135,6 +143,12 @@ impl Fields {
         }
     }
 
+    pub fn model_document(&self, model: &ModelDoc) -> TantivyDocument {
+        let mut out = TantivyDocument::new();
+        self.model(&mut out, model);
+        out
+    }
+
     pub fn document(&self, doc: &CatalogueDoc) -> TantivyDocument {
         let mut out = TantivyDocument::new();
         match doc {
@@ -147,6 +161,7 @@ impl Fields {
 
     fn common(&self, out: &mut TantivyDocument, kind: DocKind, id: u64, name: &str) {
         out.add_u64(self.kind, kind as u64);
+        out.add_u64(self.doc_key, doc_key(kind, id));
         out.add_u64(self.id, id);
         out.add_text(self.name, name);
         out.add_text(self.name_sort, sort_name(name));

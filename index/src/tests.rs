@@ -244,3 +244,48 @@ fn open_recreates_an_index_and_keeps_generation_across_reopen() {
     let index = CatalogueIndex::open(dir.path()).expect("reopen");
     assert_eq!(index.generation().expect("gen"), Some(3));
 }
+
+#[test]
+fn update_models_replaces_only_those_models() {
+    let index = CatalogueIndex::in_memory().expect("index");
+    let model = |id: u64, listing_count: u64| ModelDoc {
+        id,
+        brand_id: 1,
+        series_id: 1,
+        name: format!("Model {id}"),
+        listing_count,
+        ..ModelDoc::default()
+    };
+    let brand = CatalogueDoc::Brand(BrandDoc {
+        id: 1,
+        name: "Brand".into(),
+        ..BrandDoc::default()
+    });
+    let docs = vec![
+        brand,
+        CatalogueDoc::Model(model(1, 0)),
+        CatalogueDoc::Model(model(2, 5)),
+    ];
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    let lead = Filters {
+        brand_id: Some(1),
+        ..Filters::default()
+    };
+    assert_eq!(index.lead_model(&lead).expect("lead"), Some(2));
+    // Brand 1 and model 1 share an id: the update replaces the model document only.
+    index.update_models(&[model(1, 9)], 2).expect("update");
+    assert_eq!(index.generation().expect("generation"), Some(2));
+    assert_eq!(index.lead_model(&lead).expect("lead"), Some(1));
+    assert_eq!(
+        index
+            .count(DocKind::Model, &Filters::default())
+            .expect("count"),
+        2
+    );
+    assert_eq!(
+        index
+            .count(DocKind::Brand, &Filters::default())
+            .expect("count"),
+        1
+    );
+}

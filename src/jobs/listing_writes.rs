@@ -20,6 +20,8 @@ pub struct WrittenListings {
     pub generation: StoreGeneration,
     /// The new version of every listing written.
     pub listings: Vec<Listing>,
+    /// The models whose count of ACTIVE listings changed.
+    pub recounted: Vec<ModelId>,
 }
 
 /// The model whose count `listing` adds to: its model, while ACTIVE.
@@ -53,15 +55,19 @@ impl<'a> ListingWrites<'a> {
 
     /// Adds the new counts to the batch and commits it.
     pub fn commit(mut self) -> StoreResult<WrittenListings> {
+        let mut recounted = Vec::new();
         for (model, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {
                 let count = (self.store.listing_count(model)? as i64 + delta).max(0) as u64;
                 self.batch.set_listing_count(model, count);
+                recounted.push(model);
             }
         }
+        recounted.sort_unstable();
         Ok(WrittenListings {
             generation: self.store.commit(self.batch)?,
             listings: self.written,
+            recounted,
         })
     }
 }

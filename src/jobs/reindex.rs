@@ -167,6 +167,33 @@ pub fn index_written_listings(
     })
 }
 
+/// Takes the new listing counts of a committed listings write into the catalogue index, when it
+/// was current just before the write; returns false when it was not (a rebuild is needed).
+pub fn recount_models(
+    store: &Store,
+    index: &CatalogueIndex,
+    written: &WrittenListings,
+) -> Result<bool, ReindexError> {
+    let generation = written.generation.0;
+    match index.generation()? {
+        Some(at) if at == generation => return Ok(true),
+        Some(at) if at + 1 == generation => {}
+        _ => return Ok(false),
+    }
+    let mut docs = Vec::with_capacity(written.recounted.len());
+    for &id in &written.recounted {
+        let Some(model) = store.model(id)? else {
+            continue;
+        };
+        let brand = store.brand(model.brand_id)?;
+        let series = store.series(model.series_id)?;
+        let count = store.listing_count(id)?;
+        docs.push(model_doc(&model, brand.as_ref(), series.as_ref(), count));
+    }
+    index.update_models(&docs, generation)?;
+    Ok(true)
+}
+
 /// The index document of `listing`, its US dollar price through `table`.
 pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> ListingDoc {
     let details = &listing.details;
