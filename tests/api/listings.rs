@@ -14,6 +14,7 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::reindex::{index_written_listings, recount_models};
 
 /// The provider codes of a page, in order.
 fn codes(page: &Value) -> Vec<String> {
@@ -374,8 +375,12 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
     )
     .expect("ingest");
     assert_eq!((report.delisted, report.refreshed), (1, 10));
-    app.index_listings_write(&report.written, before)
-        .expect("index the write");
+    // Incrementally: the written listings, and the models whose counts changed; no rebuild.
+    index_written_listings(&app.store, &app.listings, &report.written, before).expect("listings");
+    assert!(
+        recount_models(&app.store, &app.index, &report.written).expect("recount"),
+        "the catalogue index was current before the write"
+    );
     assert!(
         app.index_is_current().expect("current"),
         "both indexes caught up"
