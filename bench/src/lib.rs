@@ -1,6 +1,11 @@
 //! `catalogue-bench`: a deterministic generator of realistic catalogues (long-tailed brand
 //! sizes, each brand's reference style, references repeated across brands, alternates, base
-//! variants), written in the dataset-directory format that `watch-catalogue import` reads.
+//! variants), written in the dataset-directory format that `watch-catalogue import` reads, and
+//! optionally provider snapshots of marketplace listings over it (see [`listings`]).
+
+pub mod listings;
+
+pub use listings::{generate_listings, HotModel, ListingShape, ListingsGenerated};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -84,7 +89,7 @@ const COLORS: &[&str] = &[
 
 /// How a brand writes its references.
 #[derive(Clone, Copy)]
-enum ReferenceStyle {
+pub(crate) enum ReferenceStyle {
     /// `126610LN`: digits and a letter suffix.
     DigitsSuffix,
     /// `310.30.42.50.01.001`: dotted groups.
@@ -95,7 +100,17 @@ enum ReferenceStyle {
     Slashed,
 }
 
-fn reference(rng: &mut SmallRng, style: ReferenceStyle, base: u32) -> String {
+/// The reference style of the brand generated `b`-th.
+pub(crate) fn style_of(b: usize) -> ReferenceStyle {
+    [
+        ReferenceStyle::DigitsSuffix,
+        ReferenceStyle::Dotted,
+        ReferenceStyle::LettersDigits,
+        ReferenceStyle::Slashed,
+    ][b % 4]
+}
+
+pub(crate) fn reference(rng: &mut SmallRng, style: ReferenceStyle, base: u32) -> String {
     match style {
         ReferenceStyle::DigitsSuffix => {
             let suffixes = ["LN", "LV", "BLRO", "BLNR", "N", "M", ""];
@@ -137,7 +152,7 @@ fn slug_of(text: &str) -> String {
     out.trim_end_matches('-').to_owned()
 }
 
-fn title(rng: &mut SmallRng, words: usize) -> String {
+pub(crate) fn title(rng: &mut SmallRng, words: usize) -> String {
     (0..words)
         .map(|_| {
             let w = WORDS[rng.random_range(0..WORDS.len())];
@@ -147,9 +162,79 @@ fn title(rng: &mut SmallRng, words: usize) -> String {
         .join(" ")
 }
 
+/// A generated brand, as listings name it.
+#[derive(Debug, Clone)]
+pub struct BrandInfo {
+    pub slug: String,
+    pub name: String,
+    pub alias: String,
+}
+
+/// A generated model, as listings name it.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    /// Index into [`CatalogueInfo::brands`].
+    pub brand: usize,
+    pub slug: String,
+    pub name: String,
+    pub reference: String,
+    pub alternates: Vec<String>,
+}
+
+/// What was generated, for generating listings over it.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogueInfo {
+    /// The brands that have models (not the movement makers), in generation order.
+    pub brands: Vec<BrandInfo>,
+    pub models: Vec<ModelInfo>,
+}
+
 /// Writes a catalogue of `shape` into `dir` (created if needed).
 pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result<Generated> {
+    write_catalogue(shape, dir).map(|(generated, _)| generated)
+}
+
+/// Writes a catalogue of `shape` and `listings.listings` listings over it (in
+/// `listings/provider-N.jsonl`, see [`generate_listings`]) into `dir`.
+pub fn generate_dataset(
+    shape: &CatalogueShape,
+    listings: &ListingShape,
+    dir: &Path,
+) -> std::io::Result<(Generated, ListingsGenerated)> {
+    let (generated, info) = write_catalogue(shape, dir)?;
+    let listed = generate_listings(&info, listings, shape.seed, dir)?;
+    Ok((generated, listed))
+}
+
+/// The ECB reference rates of 2025-05-09 (the bundled fixture's), so listing prices convert.
+const RATES_XML: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<gesmes:Envelope xmlns:gesmes="http://www.gesmes.org/xml/2002-08-01" xmlns="http://www.ecb.int/vocabulary/2002-08-01/eurofxref">
+	<gesmes:subject>Reference rates</gesmes:subject>
+	<gesmes:Sender>
+		<gesmes:name>European Central Bank</gesmes:name>
+	</gesmes:Sender>
+	<Cube>
+		<Cube time='2025-05-09'>
+			<Cube currency='USD' rate='1.1252'/>
+			<Cube currency='JPY' rate='163.36'/>
+			<Cube currency='GBP' rate='0.84770'/>
+			<Cube currency='CHF' rate='0.9353'/>
+			<Cube currency='HKD' rate='8.7519'/>
+			<Cube currency='SEK' rate='10.9200'/>
+			<Cube currency='AUD' rate='1.7572'/>
+			<Cube currency='CAD' rate='1.5658'/>
+			<Cube currency='SGD' rate='1.4600'/>
+		</Cube>
+	</Cube>
+</gesmes:Envelope>
+"#;
+
+fn write_catalogue(
+    shape: &CatalogueShape,
+    dir: &Path,
+) -> std::io::Result<(Generated, CatalogueInfo)> {
     std::fs::create_dir_all(dir)?;
+    let mut info = CatalogueInfo::default();
     let mut rng = SmallRng::seed_from_u64(shape.seed);
     // Brand count grows slowly with the catalogue; sizes follow a long tail (Zipf-like).
     let brand_count = (shape.models / 400).clamp(5, 2_000);
@@ -167,10 +252,17 @@ pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result
     let mut calibers = BufWriter::new(File::create(dir.join("calibers.jsonl"))?);
     let mut models = BufWriter::new(File::create(dir.join("models.jsonl"))?);
     std::fs::write(dir.join("complications.jsonl"), "{\"slug\":\"date\",\"name\":\"Date\"}\n{\"slug\":\"chronograph\",\"name\":\"Chronograph\"}\n")?;
-    std::fs::write(
-        dir.join("providers.jsonl"),
-        "{\"slug\":\"chrono24\",\"name\":\"Chrono24\",\"url\":\"https://www.chrono24.com\"}\n",
-    )?;
+    let providers: String = listings::PROVIDERS
+        .iter()
+        .map(|p| {
+            format!(
+                "{}\n",
+                json!({"slug": p.slug, "name": p.name, "url": format!("https://{}.example", p.slug)})
+            )
+        })
+        .collect();
+    std::fs::write(dir.join("providers.jsonl"), providers)?;
+    std::fs::write(dir.join("rates.xml"), RATES_XML)?;
 
     // Two movement makers whose calibres many brands run.
     let makers = ["maker-eta", "maker-sellita"];
@@ -200,13 +292,13 @@ pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result
     let shared_bases: Vec<u32> = (0..200).map(|_| rng.random_range(10_000..99_999)).collect();
     for (b, size) in sizes.iter().enumerate() {
         let brand = format!("brand-{b}");
-        let style = [
-            ReferenceStyle::DigitsSuffix,
-            ReferenceStyle::Dotted,
-            ReferenceStyle::LettersDigits,
-            ReferenceStyle::Slashed,
-        ][b % 4];
+        let style = style_of(b);
         let name = format!("{} {b}", title(&mut rng, 1));
+        info.brands.push(BrandInfo {
+            slug: brand.clone(),
+            name: name.clone(),
+            alias: format!("B{b}"),
+        });
         let rank = (b < 6).then_some(b + 1);
         writeln!(
             brands,
@@ -257,11 +349,23 @@ pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result
             };
             let water_resistance = [30, 50, 100, 200, 300][m % 5];
             let picture = rng.random_bool(0.9).then(|| json!([{"url": format!("https://cdn.example/{brand}/{m}/front.jpg"), "type": "FRONT"}]));
+            let slug = format!(
+                "{}-{}-{m}",
+                slug_of(&model_name),
+                slug_of(&reference_number)
+            );
+            info.models.push(ModelInfo {
+                brand: b,
+                slug: slug.clone(),
+                name: model_name.clone(),
+                reference: reference_number.clone(),
+                alternates: alternates.clone(),
+            });
             writeln!(
                 models,
                 "{}",
                 json!({
-                    "slug": format!("{}-{}-{m}", slug_of(&model_name), slug_of(&reference_number)),
+                    "slug": slug,
                     "brand": brand,
                     "series": format!("s{}", m % series_count),
                     "name": model_name,
@@ -283,7 +387,7 @@ pub fn generate_catalogue(shape: &CatalogueShape, dir: &Path) -> std::io::Result
     for mut writer in [brands, series, calibers, models] {
         writer.flush()?;
     }
-    Ok(generated)
+    Ok((generated, info))
 }
 
 #[cfg(test)]

@@ -1,19 +1,25 @@
-//! `catalogue-bench generate --models N --out DIR` writes a generated dataset directory;
-//! `catalogue-bench scale --models N` also imports and reindexes it, reporting wall time, CPU
-//! time (cores used) and peak memory of each step.
+//! `catalogue-bench generate --models N [--listings M] --out DIR` writes a generated dataset
+//! directory (with provider snapshots of M listings in `listings/`);
+//! `catalogue-bench scale --models N [--listings M]` also imports it, ingests and matches its
+//! listings, and reindexes both indexes, reporting wall time, CPU time (cores used) and peak
+//! memory of each step.
 
 /// The allocator the server ships with (see src/main.rs), so figures measure what runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use anyhow::Context;
-use catalogue_bench::{generate_catalogue, CatalogueShape};
+use catalogue_bench::{generate_dataset, CatalogueShape, ListingShape};
 use clap::{Parser, Subcommand};
+use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
+use watch_catalogue::domain::MatchOutcome;
 use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::matching::match_listing;
 use watch_catalogue::jobs::reindex;
 
 #[derive(Parser)]
@@ -33,17 +39,41 @@ enum Command {
         out: PathBuf,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        #[command(flatten)]
+        listings: ListingArgs,
     },
-    /// Generate, import and reindex, timing each step.
+    /// Generate, import, ingest and match the listings, and reindex, timing each step.
     Scale {
         #[arg(long)]
         models: usize,
         #[arg(long, default_value_t = 42)]
         seed: u64,
+        #[command(flatten)]
+        listings: ListingArgs,
         /// Where to keep the dataset and the data dir (a temporary directory when absent).
         #[arg(long)]
         work_dir: Option<PathBuf>,
     },
+}
+
+#[derive(clap::Args)]
+struct ListingArgs {
+    /// Listings to generate, as provider snapshots in `listings/` (none by default).
+    #[arg(long, default_value_t = 0)]
+    listings: usize,
+    /// Share of the listings given to one hot model (the first of the biggest brand), so one
+    /// model has many: 0.012 gives ~11,600 ACTIVE listings of 1M.
+    #[arg(long, default_value_t = 0.012)]
+    hot_share: f64,
+}
+
+impl ListingArgs {
+    fn shape(&self) -> ListingShape {
+        ListingShape {
+            listings: self.listings,
+            hot_share: self.hot_share,
+        }
+    }
 }
 
 /// User + system CPU seconds of this process so far (Linux `/proc`, 100 ticks a second).
@@ -64,7 +94,12 @@ fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-/// Peak resident memory in MiB (Linux `/proc`).
+/// Resets the peak resident memory, so each step reports its own (Linux: `clear_refs` 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Peak resident memory in MiB since the last reset (Linux `/proc`).
 fn peak_rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -75,13 +110,23 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
-fn timed<T>(step: &str, work: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+/// Runs one step, printing a table row: wall and CPU time, cores used, the step's peak RSS,
+/// and, when `items` is given, the rate (items per wall second).
+fn timed<T>(
+    step: &str,
+    items: Option<usize>,
+    work: impl FnOnce() -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    reset_peak_rss();
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let out = work()?;
     let wall = wall.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu;
+    let rate = items.map_or(String::new(), |n| {
+        format!("{:.0}/s", n as f64 / wall.max(1e-9))
+    });
     println!(
-        "| {step:<9} | {wall:>8.2} s | {cpu:>8.2} s | {:>5.2} | {:>8.0} MiB |",
+        "| {step:<16} | {wall:>8.2} s | {cpu:>8.2} s | {:>5.2} | {:>9.0} MiB | {rate:>11} |",
         cpu / wall.max(1e-9),
         peak_rss_mib()
     );
@@ -108,45 +153,173 @@ fn dir_size_mib(path: &std::path::Path) -> f64 {
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
-        Command::Generate { models, out, seed } => {
-            let generated = generate_catalogue(&CatalogueShape { models, seed }, &out)?;
+        Command::Generate {
+            models,
+            out,
+            seed,
+            listings,
+        } => {
+            let (generated, listed) =
+                generate_dataset(&CatalogueShape { models, seed }, &listings.shape(), &out)?;
             println!("wrote {generated:?} to {}", out.display());
+            if listed.listings > 0 {
+                println!("listings: {}", serde_json::to_string_pretty(&listed)?);
+            }
         }
         Command::Scale {
             models,
             seed,
+            listings,
             work_dir,
-        } => {
-            let temp = tempfile::tempdir()?;
-            let work = work_dir.unwrap_or_else(|| temp.path().to_owned());
-            let (dataset, data) = (work.join("dataset"), DataDir::new(work.join("data")));
-            println!("| step      |     wall |      cpu | cores |  peak RSS |");
-            println!("|-----------|----------|----------|-------|-----------|");
-            timed("generate", || {
-                Ok(generate_catalogue(
-                    &CatalogueShape { models, seed },
-                    &dataset,
-                )?)
-            })?;
-            let app = App::open(&data, 256 << 20)?;
-            timed("import", || {
-                Ok(import(&app.store, &DirectorySource(dataset.clone()))?)
-            })?;
-            let report = timed("reindex", || Ok(reindex::rebuild(&app.store, &app.index)?))?;
-            println!(
-                "\n{} documents; dataset {:.0} MiB, store {:.0} MiB, index {:.0} MiB",
-                report.documents,
-                dir_size_mib(&dataset),
-                dir_size_mib(&data.store()),
-                dir_size_mib(&data.index())
-            );
-            drop(app);
-            let reopened = timed("reopen", || App::open(&data, 256 << 20).context("reopen"))?;
-            anyhow::ensure!(
-                reopened.index_is_current()?,
-                "the index should be current after reindex"
-            );
-        }
+        } => scale(models, seed, &listings.shape(), work_dir)?,
+    }
+    Ok(())
+}
+
+fn scale(
+    models: usize,
+    seed: u64,
+    listings: &ListingShape,
+    work_dir: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let temp = tempfile::tempdir()?;
+    let work = work_dir.unwrap_or_else(|| temp.path().to_owned());
+    let (dataset, data) = (work.join("dataset"), DataDir::new(work.join("data")));
+    println!(
+        "| step             |       wall |        cpu | cores |      peak RSS |        rate |"
+    );
+    println!(
+        "|------------------|------------|------------|-------|---------------|-------------|"
+    );
+    let (_, listed) = timed("generate", None, || {
+        Ok(generate_dataset(
+            &CatalogueShape { models, seed },
+            listings,
+            &dataset,
+        )?)
+    })?;
+    let app = App::open(&data, 256 << 20)?;
+    timed("import", Some(models), || {
+        Ok(import(&app.store, &DirectorySource(dataset.clone()))?)
+    })?;
+    let with_listings = listed.listings > 0;
+    let feeds: Vec<String> = if with_listings {
+        let reports = timed("ingest + match", Some(listed.listings), || {
+            Ok(ingest_dataset_feeds(
+                &app.store,
+                &DirectorySource(dataset.clone()),
+                DEFAULT_MAX_INVALID,
+            )?)
+        })?;
+        // Summaries only: the reports hold every listing written, which would count in the
+        // peak memory of the steps after.
+        reports
+            .into_iter()
+            .map(|(provider, feed)| {
+                format!(
+                    "{provider}: {} created, {} matched, {} unmatched, {} lines skipped",
+                    feed.created,
+                    feed.matched,
+                    feed.unmatched,
+                    feed.skipped.len()
+                )
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let stored = if with_listings {
+        timed("match only", Some(listed.listings), || {
+            // Every stored listing matched again, read-only: matching's own cost.
+            app.store
+                .all_listings_parallel()
+                .map(|listing| Ok(match_listing(&app.store, &listing?.details)?.outcome))
+                .collect::<anyhow::Result<Vec<MatchOutcome>>>()
+        })?
+    } else {
+        Vec::new()
+    };
+    let report = timed("reindex", None, || {
+        Ok(reindex::rebuild(&app.store, &app.index)?)
+    })?;
+    let listings_report = timed(
+        "reindex listings",
+        with_listings.then_some(listed.listings),
+        || Ok(reindex::rebuild_listings(&app.store, &app.listings)?),
+    )?;
+    let sizes = (
+        dir_size_mib(&dataset),
+        dir_size_mib(&dataset.join("listings")),
+        dir_size_mib(&data.store()),
+        dir_size_mib(&data.index()),
+        dir_size_mib(&data.listings_index()),
+    );
+    if with_listings {
+        // A provider's next snapshot, unchanged: every listing refreshed (nothing to match),
+        // then taken into the listings index incrementally, as `watch-catalogue ingest` does.
+        let before = app.store.listings_generation()?;
+        let again = timed("re-ingest same", Some(listed.listings), || {
+            Ok(ingest_dataset_feeds(
+                &app.store,
+                &DirectorySource(dataset.clone()),
+                DEFAULT_MAX_INVALID,
+            )?)
+        })?;
+        let refreshed: usize = again.iter().map(|(_, feed)| feed.refreshed).sum();
+        anyhow::ensure!(
+            refreshed == listed.listings,
+            "an unchanged snapshot refreshes every listing ({refreshed} of {})",
+            listed.listings
+        );
+        timed("index re-ingest", Some(listed.listings), || {
+            for (_, feed) in &again {
+                reindex::index_written_listings(&app.store, &app.listings, &feed.written, before)?;
+            }
+            app.prepare(false)
+        })?;
+    }
+    drop(app);
+    let reopened = timed("reopen", None, || {
+        App::open(&data, 256 << 20).context("reopen")
+    })?;
+    anyhow::ensure!(
+        reopened.index_is_current()?,
+        "the indexes should be current after reindex"
+    );
+    println!(
+        "\n{} documents, {} listing documents; dataset {:.0} MiB (listings {:.0} MiB), store {:.0} MiB, index {:.0} MiB, listings index {:.0} MiB",
+        report.documents,
+        listings_report.documents,
+        sizes.0,
+        sizes.1,
+        sizes.2,
+        sizes.3,
+        sizes.4,
+    );
+    for feed in &feeds {
+        println!("{feed}");
+    }
+    if with_listings {
+        let count = |wanted: fn(&MatchOutcome) -> bool| stored.iter().filter(|o| wanted(o)).count();
+        println!(
+            "generated: {} named, {} title only, {} unknown brand, {} unknown reference, {} ambiguous, {} unpriced, {} reserved; hot model {:?}",
+            listed.named,
+            listed.title_only,
+            listed.unknown_brand,
+            listed.unknown_reference,
+            listed.ambiguous,
+            listed.unpriced,
+            listed.reserved,
+            listed.hot,
+        );
+        println!(
+            "matched: {} by reference, {} from the title; unmatched: {} unknown brand, {} unknown reference, {} ambiguous",
+            count(|o| *o == MatchOutcome::Matched { from_title: false }),
+            count(|o| *o == MatchOutcome::Matched { from_title: true }),
+            count(|o| *o == MatchOutcome::UnknownBrand),
+            count(|o| *o == MatchOutcome::UnknownReference),
+            count(|o| *o == MatchOutcome::Ambiguous),
+        );
     }
     Ok(())
 }
