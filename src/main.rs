@@ -172,10 +172,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "imported {}\n{report}",
                 import::DatasetSource::describe(&source)
             );
+            // Each report (with every listing it wrote) is dropped once printed.
             let feeds =
                 ingest::ingest_dataset_feeds(&app.store, &source, ingest::DEFAULT_MAX_INVALID)?;
-            for (provider, report) in &feeds {
-                print_ingest(provider, report);
+            for (provider, report) in feeds {
+                print_ingest(&provider, &report);
             }
             app.prepare(false)?;
             Ok(())

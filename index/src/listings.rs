@@ -62,6 +62,9 @@ pub struct ListingFilters {
     pub availability: Option<u64>,
     /// Any of these statuses.
     pub statuses: Vec<u64>,
+    /// None of these statuses. Hiding a rare status is much cheaper than asking for all the
+    /// common ones: a union of terms that match most documents costs milliseconds at 1M.
+    pub hidden_statuses: Vec<u64>,
     /// Inclusive bounds on the price in US dollars; unpriced listings fail any bound.
     pub min_price_usd: Option<u64>,
     pub max_price_usd: Option<u64>,
@@ -242,6 +245,11 @@ impl Fields {
                 .collect();
             clauses.push((Occur::Must, filter(Box::new(BooleanQuery::new(any)))));
         }
+        let hidden = filters
+            .hidden_statuses
+            .iter()
+            .map(|&status| (Occur::MustNot, term_u64(self.status, status)));
+        clauses.extend(hidden);
         if filters.min_price_usd.is_some() || filters.max_price_usd.is_some() {
             let bound = |value: Option<u64>| match value {
                 Some(v) => Bound::Included(Term::from_field_u64(self.price_usd, v)),
@@ -253,8 +261,9 @@ impl Fields {
         if let Some(text) = text {
             clauses.push((Occur::Must, text_query(&self.text_fields(), text)));
         }
-        if clauses.is_empty() {
-            return Box::new(tantivy::query::AllQuery);
+        // Exclusions alone match nothing in tantivy: they need something to exclude from.
+        if clauses.iter().all(|(occur, _)| *occur == Occur::MustNot) {
+            clauses.push((Occur::Must, Box::new(tantivy::query::AllQuery)));
         }
         Box::new(BooleanQuery::new(clauses))
     }
@@ -314,6 +323,15 @@ impl ListingIndex {
             }),
             generation,
         )
+    }
+
+    /// Number of listings indexed.
+    pub fn len(&self) -> u64 {
+        self.derived.reader.searcher().num_docs()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Ids of one page of `query`, and the total number of matches.
@@ -495,6 +513,20 @@ mod tests {
             ..ListingFilters::default()
         };
         assert_eq!(ids(&index, visible, ListingSort::Oldest), [1, 3]);
+        let not_delisted = ListingFilters {
+            hidden_statuses: vec![2],
+            ..ListingFilters::default()
+        };
+        assert_eq!(ids(&index, not_delisted, ListingSort::Oldest), [1, 2, 3, 4]);
+        let not_delisted_and_cheap = ListingFilters {
+            hidden_statuses: vec![2],
+            max_price_usd: Some(9000),
+            ..ListingFilters::default()
+        };
+        assert_eq!(
+            ids(&index, not_delisted_and_cheap, ListingSort::Oldest),
+            [1]
+        );
         let of_model = ListingFilters {
             model_id: Some(7),
             statuses: vec![0],

@@ -195,10 +195,10 @@ fn listing_filters(app: &App, params: &ListingListParams) -> ApiResult<ListingFi
             &choices(&Availability::ALL, Availability::as_str),
         )?
         .map(|a| a as u64),
-        statuses: statuses(params)?,
         min_price_usd,
         max_price_usd,
         unmatched,
+        ..status_filters(params)?
     })
 }
 
@@ -208,7 +208,7 @@ fn choices<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str
 }
 
 /// The statuses shown: the one asked for, else all but DELISTED unless `includeDelisted`.
-fn statuses(params: &ListingListParams) -> ApiResult<Vec<u64>> {
+fn status_filters(params: &ListingListParams) -> ApiResult<ListingFilters> {
     let include_delisted =
         parse_bool("includeDelisted", params.include_delisted.as_deref())?.unwrap_or(false);
     let status = parse_choice(
@@ -216,16 +216,21 @@ fn statuses(params: &ListingListParams) -> ApiResult<Vec<u64>> {
         params.status.as_deref(),
         &choices(&ListingStatus::ALL, ListingStatus::as_str),
     )?;
-    Ok(match status {
+    let (statuses, hidden_statuses) = match status {
         Some(ListingStatus::Delisted) if !include_delisted => {
             return Err(ApiError::invalid(
                 "DELISTED listings are hidden unless includeDelisted=true",
                 "add includeDelisted=true to list DELISTED listings",
             ))
         }
-        Some(status) => vec![status as u64],
-        None if include_delisted => Vec::new(),
-        None => vec![ListingStatus::Active as u64, ListingStatus::Reserved as u64],
+        Some(status) => (vec![status as u64], Vec::new()),
+        None if include_delisted => (Vec::new(), Vec::new()),
+        None => (Vec::new(), vec![ListingStatus::Delisted as u64]),
+    };
+    Ok(ListingFilters {
+        statuses,
+        hidden_statuses,
+        ..ListingFilters::default()
     })
 }
 

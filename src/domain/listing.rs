@@ -105,25 +105,31 @@ impl Condition {
     /// Maps common phrasings ("Unworn", "Used (Very good)", "brand new", "Pre-owned - Good")
     /// onto the scale; `None` when the text says nothing we can map, never a guess.
     pub fn from_seller(text: &str) -> Option<Condition> {
-        let key = fold(text);
-        // Most specific first: "very good" contains "good", "unworn" is not "new".
-        const PHRASES: [(&str, Condition); 12] = [
-            ("unworn", Condition::Unworn),
-            ("likenew", Condition::Unworn),
-            ("mint", Condition::Unworn),
-            ("brandnew", Condition::New),
-            ("new", Condition::New),
-            ("verygood", Condition::VeryGood),
-            ("excellent", Condition::VeryGood),
-            ("good", Condition::Good),
-            ("fair", Condition::Fair),
-            ("acceptable", Condition::Fair),
-            ("poor", Condition::Poor),
-            ("forparts", Condition::Poor),
+        // Whole words, most specific first: "very good" before "good", "like new" before
+        // "new"; "Newly serviced" or "Renewed" say nothing about the condition.
+        const PHRASES: [(&[&str], Condition); 13] = [
+            (&["unworn"], Condition::Unworn),
+            (&["like", "new"], Condition::Unworn),
+            (&["as", "new"], Condition::Unworn),
+            (&["mint"], Condition::Unworn),
+            (&["brand", "new"], Condition::New),
+            (&["new"], Condition::New),
+            (&["very", "good"], Condition::VeryGood),
+            (&["excellent"], Condition::VeryGood),
+            (&["good"], Condition::Good),
+            (&["fair"], Condition::Fair),
+            (&["acceptable"], Condition::Fair),
+            (&["poor"], Condition::Poor),
+            (&["for", "parts"], Condition::Poor),
         ];
+        let words: Vec<String> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
         PHRASES
             .iter()
-            .find(|(phrase, _)| key.contains(phrase))
+            .find(|(phrase, _)| words.windows(phrase.len()).any(|run| run == *phrase))
             .map(|(_, condition)| *condition)
     }
 }
@@ -286,6 +292,12 @@ mod tests {
             ("Like new", Some(Condition::Unworn)),
             ("Used", None),
             ("", None),
+            ("Newly serviced", None),
+            ("Renewed", None),
+            ("Good as new", Some(Condition::Unworn)),
+            ("NEW OLD STOCK", Some(Condition::New)),
+            ("Used (Very Good)", Some(Condition::VeryGood)),
+            ("Pre-owned - for parts", Some(Condition::Poor)),
         ] {
             assert_eq!(Condition::from_seller(text), expected, "{text}");
         }

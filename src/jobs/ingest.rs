@@ -377,11 +377,15 @@ impl Run<'_> {
     }
 
     fn delist_missing(&mut self, seen: &HashSet<String>) -> Result<(), IngestError> {
-        for id in self.store.listing_ids_of_provider(self.provider.id)? {
+        // Only listings missing from the snapshot are read: their codes say which.
+        for (code, id) in self.store.listing_codes_of_provider(self.provider.id)? {
+            if seen.contains(&code) {
+                continue;
+            }
             let Some(old) = self.store.listing(id)? else {
                 continue;
             };
-            if seen.contains(&old.provider_code) || old.status == ListingStatus::Delisted {
+            if old.status == ListingStatus::Delisted {
                 continue;
             }
             let mut listing = old.clone();

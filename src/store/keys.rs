@@ -33,7 +33,7 @@ pub enum Keyspace {
     Listing = 60,
     /// Provider id + the provider's own listing id: the listing's stable identity.
     ListingSource = 61,
-    ListingByProvider = 62,
+    /// Model id + listing id: the listings to relink when a duplicate model is merged away.
     ListingByModel = 63,
 }
 
@@ -218,15 +218,9 @@ pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
         .text(code)
         .done()
 }
-pub fn listing_by_provider_prefix(provider: ProviderId) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::ListingByProvider)
+pub fn listing_source_prefix(provider: ProviderId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingSource)
         .id(provider.0)
-        .done()
-}
-pub fn listing_by_provider(provider: ProviderId, listing: ListingId) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::ListingByProvider)
-        .id(provider.0)
-        .id(listing.0)
         .done()
 }
 pub fn listing_by_model(model: ModelId, listing: ListingId) -> Vec<u8> {

@@ -389,12 +389,29 @@ impl Store {
     }
 
     /// Ids of every listing the provider ever published, delisted ones included.
-    pub fn listing_ids_of_provider(&self, provider: ProviderId) -> StoreResult<Vec<ListingId>> {
-        Ok(self
-            .ids_under(keys::listing_by_provider_prefix(provider))?
-            .into_iter()
-            .map(ListingId)
-            .collect())
+    /// Every listing of `provider` as (the provider's own id, our id), read from the source keys
+    /// alone: no listing is decoded.
+    pub fn listing_codes_of_provider(
+        &self,
+        provider: ProviderId,
+    ) -> StoreResult<Vec<(String, ListingId)>> {
+        let prefix = keys::listing_source_prefix(provider);
+        self.db
+            .scan_prefix(&prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                let corrupt = |reason: &str| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: reason.to_owned(),
+                };
+                // The code sits between the prefix and its 0 terminator.
+                let code = key
+                    .get(prefix.len()..key.len().saturating_sub(1))
+                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
+                    .ok_or_else(|| corrupt("listing source key without a code"))?;
+                Ok((code.to_owned(), ListingId(decode_u64(&key, &value)?)))
+            })
+            .collect()
     }
 
     // --- rates --------------------------------------------------------------------------

@@ -200,16 +200,10 @@ fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn listing_keys(listing: &Listing) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = vec![
-        (
-            keys::listing_source(listing.provider_id, &listing.provider_code),
-            id_value(listing.id.0),
-        ),
-        (
-            keys::listing_by_provider(listing.provider_id, listing.id),
-            Vec::new(),
-        ),
-    ];
+    let mut out = vec![(
+        keys::listing_source(listing.provider_id, &listing.provider_code),
+        id_value(listing.id.0),
+    )];
     if let Some(model) = listing.model_id {
         out.push((keys::listing_by_model(model, listing.id), Vec::new()));
     }
