@@ -153,9 +153,15 @@ pub fn index_written_listings(
     written: &WrittenListings,
     listings_generation_before: StoreGeneration,
 ) -> Result<ReindexReport, ReindexError> {
-    let current_before = index
-        .generation()?
-        .is_some_and(|g| g >= listings_generation_before.0);
+    let at = index.generation()?;
+    if at.is_some_and(|g| g >= written.generation.0) {
+        // A rebuild since the write already read it.
+        return Ok(ReindexReport {
+            documents: 0,
+            generation: written.generation.0,
+        });
+    }
+    let current_before = at.is_some_and(|g| g >= listings_generation_before.0);
     let large = written.listings.len() as f64 > index.len() as f64 * REBUILD_ABOVE_SHARE;
     if !current_before || (large && written.listings.len() > 1000) {
         return rebuild_listings(store, index);
