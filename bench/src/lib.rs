@@ -4,6 +4,7 @@
 //! optionally provider snapshots of marketplace listings over it (see [`listings`]).
 
 pub mod listings;
+pub mod load;
 
 pub use listings::{generate_listings, HotModel, ListingShape, ListingsGenerated};
 

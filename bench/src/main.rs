@@ -2,14 +2,16 @@
 //! directory (with provider snapshots of M listings in `listings/`);
 //! `catalogue-bench scale --models N [--listings M]` also imports it, ingests and matches its
 //! listings, and reindexes both indexes, reporting wall time, CPU time (cores used) and peak
-//! memory of each step.
+//! memory of each step;
+//! `catalogue-bench load --base http://127.0.0.1:8080 --concurrency 32 --duration 10s` drives a
+//! running service over HTTP with a mix of realistic requests (see [`catalogue_bench::load`]).
 
 /// The allocator the server ships with (see src/main.rs), so figures measure what runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use anyhow::Context;
-use catalogue_bench::{generate_dataset, CatalogueShape, ListingShape};
+use catalogue_bench::{generate_dataset, load, CatalogueShape, ListingShape};
 use clap::{Parser, Subcommand};
 use rayon::prelude::*;
 use std::path::PathBuf;
@@ -53,6 +55,40 @@ enum Command {
         /// Where to keep the dataset and the data dir (a temporary directory when absent).
         #[arg(long)]
         work_dir: Option<PathBuf>,
+    },
+    /// Drive a running service over HTTP with a mix of requests learnt from it, reporting
+    /// latency per kind. Start the server with `--rate-limit 1000000000`: its default per-IP
+    /// budget (600 requests per 60 s) otherwise answers most requests with 429.
+    Load {
+        /// The service, without `/v1`.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        base: String,
+        /// Clients, each with one request in flight on a keep-alive connection.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Measured time (10s, 500ms, 2m).
+        #[arg(long, default_value = "10s", value_parser = load::parse_duration)]
+        duration: std::time::Duration,
+        /// Time run first and left out of the figures.
+        #[arg(long, default_value = "0s", value_parser = load::parse_duration)]
+        warmup: std::time::Duration,
+        /// `default`, or `kind=weight,…` (kinds: model_by_slugs, reference_search,
+        /// text_search_1w, text_search_2w, text_search_3w, models_filtered, listings_filtered,
+        /// listing_stats, listing_by_id).
+        #[arg(long, default_value = "default")]
+        mix: load::Mix,
+        /// One kind alone (overrides --mix).
+        #[arg(long)]
+        only: Option<load::Kind>,
+        /// Fixes the requests sent (and the sample learnt at start).
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Models read in full at start, for references and search words.
+        #[arg(long, default_value_t = 64)]
+        sample_models: usize,
+        /// Also write the figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
 }
 
@@ -172,6 +208,67 @@ fn main() -> anyhow::Result<()> {
             listings,
             work_dir,
         } => scale(models, seed, &listings.shape(), work_dir)?,
+        Command::Load {
+            base,
+            concurrency,
+            duration,
+            warmup,
+            mix,
+            only,
+            seed,
+            sample_models,
+            json,
+        } => {
+            let config = load::LoadConfig {
+                concurrency,
+                duration,
+                warmup,
+                seed,
+                mix: only.map_or(mix, load::Mix::only),
+                sample_models,
+                ..load::LoadConfig::new(base)
+            };
+            run_load(&config, json)?;
+        }
+    }
+    Ok(())
+}
+
+fn run_load(config: &load::LoadConfig, json: Option<PathBuf>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    eprintln!(
+        "load: {} at concurrency {}, mix {}, warm-up {:?}, {:?} measured, seed {}",
+        config.base,
+        config.concurrency,
+        config.mix.name,
+        config.warmup,
+        config.duration,
+        config.seed
+    );
+    let report = runtime.block_on(load::run(config))?;
+    println!("{}", report.markdown());
+    println!(
+        "{:.3} s measured, concurrency {}, mix {}, seed {}",
+        report.measured_secs, report.concurrency, report.mix, report.seed
+    );
+    for kind in report.kinds.iter().filter(|k| k.errors > 0) {
+        println!(
+            "{}: errors {:?}; first: {}",
+            kind.kind,
+            kind.errors_by_status,
+            kind.first_error.as_deref().unwrap_or("")
+        );
+    }
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if let Some(path) = json {
+        std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(())
 }
