@@ -1,6 +1,7 @@
 //! Criterion benches over a generated catalogue (100,000 models by default; set
 //! `CATALOGUE_BENCH_MODELS` to change it): a model by its slugs and `q` searches, both through
-//! the real router in-process and at the store/index layer beneath it.
+//! the real router in-process and at the store/index layer beneath it; `GET /v1/models`
+//! filtered and sorted; reference normalisation; and the error path (404 and 400 JSON).
 //!
 //! Run: `cargo bench -p catalogue-bench --bench catalogue`
 
@@ -13,6 +14,7 @@ use axum::http::{Request, StatusCode};
 use catalogue_bench::{generate_catalogue, CatalogueShape};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use criterion::{criterion_group, criterion_main, Criterion};
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use tower::ServiceExt;
@@ -28,7 +30,22 @@ struct Setup {
     brand_slug: String,
     model_slug: String,
     reference: String,
+    /// The slug of the brand with the most models.
+    big_brand: String,
+    /// The slug of that brand's series with the most models.
+    big_series: String,
+    /// `makerSlug/caliberSlug` of the calibre the most models run.
+    busy_caliber: String,
     _dir: tempfile::TempDir,
+}
+
+/// The key with the largest count, the smallest key on a tie (so the pick is deterministic).
+fn most<K: Copy + Ord>(counts: &HashMap<K, usize>) -> K {
+    let (key, _) = counts
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .expect("a count");
+    *key
 }
 
 /// The bench sends everything from one client: lift the per-IP budget, as the docs say to.
@@ -68,6 +85,37 @@ fn setup() -> Setup {
         .brand(model.brand_id)
         .expect("read")
         .expect("brand");
+    // Real slugs for the list filters: one pass over the models, counting.
+    let (mut by_brand, mut by_series, mut by_caliber) =
+        (HashMap::new(), HashMap::new(), HashMap::new());
+    for model in app.store.all_models() {
+        let model = model.expect("decoded");
+        *by_brand.entry(model.brand_id).or_insert(0) += 1;
+        *by_series
+            .entry((model.brand_id, model.series_id))
+            .or_insert(0) += 1;
+        if let Some(caliber) = model.caliber_id {
+            *by_caliber.entry(caliber).or_insert(0) += 1;
+        }
+    }
+    let big_brand = app
+        .store
+        .brand(most(&by_brand))
+        .expect("read")
+        .expect("brand");
+    by_series.retain(|(brand, _), _| *brand == big_brand.id);
+    let (_, series) = most(&by_series);
+    let big_series = app.store.series(series).expect("read").expect("series");
+    let caliber = app
+        .store
+        .caliber(most(&by_caliber))
+        .expect("read")
+        .expect("caliber");
+    let maker = app
+        .store
+        .brand(caliber.brand_id)
+        .expect("read")
+        .expect("maker");
     let app = Arc::new(app);
     Setup {
         router: watch_catalogue::api::router(app.clone(), &unlimited()),
@@ -78,24 +126,50 @@ fn setup() -> Setup {
         brand_slug: brand.slug.to_string(),
         model_slug: model.slug.to_string(),
         reference: model.reference_number.clone(),
+        big_brand: big_brand.slug.to_string(),
+        big_series: big_series.slug.to_string(),
+        busy_caliber: format!("{}/{}", maker.slug, caliber.slug),
         app,
         _dir: dir,
     }
 }
 
 impl Setup {
+    /// `GET uri` through the router; panics unless it answers `status`. The body's length.
+    fn get_status(&self, uri: &str, status: StatusCode) -> usize {
+        self.get_body(uri, status).len()
+    }
+
     fn get(&self, uri: &str) -> usize {
+        self.get_status(uri, StatusCode::OK)
+    }
+
+    fn get_body(&self, uri: &str, status: StatusCode) -> axum::body::Bytes {
         let request = Request::get(uri).body(Body::empty()).expect("request");
         let response = self
             .runtime
             .block_on(self.router.clone().oneshot(request))
             .expect("response");
-        assert_eq!(response.status(), StatusCode::OK, "{uri}");
-        let body = self
-            .runtime
+        assert_eq!(response.status(), status, "{uri}");
+        self.runtime
             .block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
-            .expect("body");
-        body.len()
+            .expect("body")
+    }
+
+    /// `GET uri` once before measuring it: it must answer `status` with a JSON body, a page
+    /// with items for 200 and an `error` code otherwise. What it answered, for the report.
+    fn check(&self, uri: &str, status: StatusCode) -> String {
+        let body: serde_json::Value =
+            serde_json::from_slice(&self.get_body(uri, status)).expect("a JSON body");
+        if status == StatusCode::OK {
+            let items = body["data"].as_array().map_or(0, Vec::len);
+            assert!(items > 0, "{uri}: an empty page");
+            format!("{} of total {}", items, body["total"])
+        } else {
+            let code = body["error"].as_str().expect("an error code");
+            assert!(!code.is_empty(), "{uri}: no error code");
+            format!("error {code}")
+        }
     }
 }
 
@@ -166,6 +240,70 @@ fn benches(c: &mut Criterion) {
                 assert!(hits.total > 0, "{q} found nothing");
                 black_box(hits)
             })
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("models_list");
+    for (name, query) in [
+        ("brand_newest", format!("brand={}&sort=newest", s.big_brand)),
+        (
+            "brand_series_name_asc",
+            format!(
+                "brand={}&series={}&sort=name_asc",
+                s.big_brand, s.big_series
+            ),
+        ),
+        (
+            "caliber",
+            format!("caliber={}", s.busy_caliber.replace('/', "%2F")),
+        ),
+        (
+            "reference_asc_page5",
+            "sort=reference_asc&page=5".to_owned(),
+        ),
+    ] {
+        let uri = format!("/v1/models?{query}");
+        eprintln!("{uri}: {}", s.check(&uri, StatusCode::OK));
+        group.bench_function(format!("http_in_process/{name}"), |b| {
+            b.iter(|| black_box(s.get(&uri)))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("normalize_reference");
+    for (name, reference) in [
+        ("digits_suffix", "126610 LN"),
+        ("slashed", "5711/1A-010"),
+        ("dotted", "310.30.42.50.01.001"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| normalize_reference(black_box(reference)))
+        });
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("error_path");
+    for (name, uri, status) in [
+        (
+            "unknown_brand_404",
+            "/v1/models/rolex/nope".to_owned(),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "unknown_model_404",
+            format!("/v1/models/{}/nope", s.big_brand),
+            StatusCode::NOT_FOUND,
+        ),
+        (
+            "bad_page_size_400",
+            "/v1/models?pageSize=abc".to_owned(),
+            StatusCode::BAD_REQUEST,
+        ),
+    ] {
+        eprintln!("{uri}: {}", s.check(&uri, status));
+        group.bench_function(format!("http_in_process/{name}"), |b| {
+            b.iter(|| black_box(s.get_status(&uri, status)))
         });
     }
     group.finish();
