@@ -6,7 +6,7 @@
 use crate::query::SortOrder;
 use crate::schema::names;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::{DocId, Score, SegmentReader};
@@ -198,24 +198,35 @@ impl SegmentCollector for TopIdsSegment {
     }
 
     fn harvest(self) -> SegmentFruit {
-        let mut text = String::new();
+        let KeySource::Text { column, descending } = &self.source else {
+            let ranked = self
+                .heap
+                .into_iter()
+                .map(|(primary, secondary, id)| (GlobalKey::Local(primary, secondary), id))
+                .collect();
+            return SegmentFruit {
+                ranked,
+                total: self.total,
+            };
+        };
+        let descending = *descending;
+        let ord_of = |primary: u64| if descending { !primary } else { primary };
+        let ords: Vec<u64> = self
+            .heap
+            .iter()
+            .map(|&(primary, _, _)| ord_of(primary))
+            .collect();
+        let texts = terms_of(column, ords);
         let ranked = self
             .heap
             .into_iter()
-            .map(|(primary, secondary, id)| {
-                let key = match &self.source {
-                    KeySource::Text { column, descending } => {
-                        let ord = if *descending { !primary } else { primary };
-                        text.clear();
-                        // A missing ordinal (u64::MAX) resolves to nothing: sorts as "".
-                        let _ = column.ord_to_str(ord, &mut text);
-                        if *descending {
-                            GlobalKey::TextReversed(Reverse(text.clone()))
-                        } else {
-                            GlobalKey::Text(text.clone())
-                        }
-                    }
-                    _ => GlobalKey::Local(primary, secondary),
+            .map(|(primary, _, id)| {
+                // A missing ordinal (u64::MAX) resolves to nothing: sorts as "".
+                let text = texts.get(&ord_of(primary)).cloned().unwrap_or_default();
+                let key = if descending {
+                    GlobalKey::TextReversed(Reverse(text))
+                } else {
+                    GlobalKey::Text(text)
                 };
                 (key, id)
             })
@@ -225,6 +236,21 @@ impl SegmentCollector for TopIdsSegment {
             total: self.total,
         }
     }
+}
+
+/// The texts of term ordinals, read in one ordered pass over the dictionary: `ord_to_str`
+/// decompresses the ordinal's dictionary block again on every call, which made a page of a
+/// name-sorted list cost milliseconds (bench/RESULTS.md).
+fn terms_of(column: &StrColumn, mut ords: Vec<u64>) -> HashMap<u64, String> {
+    ords.retain(|&ord| ord < column.num_terms() as u64);
+    ords.sort_unstable();
+    ords.dedup();
+    let mut texts = Vec::with_capacity(ords.len());
+    // A failed read leaves the rest unresolved: they sort as "", as a missing value does.
+    let _ = column.dictionary().sorted_ords_to_term_cb(&ords, |bytes| {
+        texts.push(String::from_utf8_lossy(bytes).into_owned())
+    });
+    ords.into_iter().zip(texts).collect()
 }
 
 /// Figures over a set of models. Years and diameters are `None` when no model has one.
@@ -341,15 +367,12 @@ impl SegmentCollector for StatsSegment {
     }
 
     fn harvest(self) -> StatsFruit {
-        let mut materials = HashSet::new();
-        if let Some(column) = &self.materials {
-            for ord in self.material_ords {
-                let mut text = String::new();
-                if column.ord_to_str(ord, &mut text).unwrap_or(false) {
-                    materials.insert(text);
-                }
-            }
-        }
+        let materials = match &self.materials {
+            Some(column) => terms_of(column, self.material_ords.into_iter().collect())
+                .into_values()
+                .collect(),
+            None => HashSet::new(),
+        };
         StatsFruit {
             stats: self.stats,
             materials,
