@@ -48,18 +48,6 @@ fn most<K: Copy + Ord>(counts: &HashMap<K, usize>) -> K {
     *key
 }
 
-/// The bench sends everything from one client: lift the per-IP budget, as the docs say to.
-fn unlimited() -> watch_catalogue::config::ApiConfig {
-    let rate_limit = watch_catalogue::config::RateLimitConfig {
-        limit: u32::MAX,
-        ..Default::default()
-    };
-    watch_catalogue::config::ApiConfig {
-        rate_limit,
-        ..Default::default()
-    }
-}
-
 fn setup() -> Setup {
     let models = std::env::var("CATALOGUE_BENCH_MODELS")
         .ok()
@@ -118,7 +106,7 @@ fn setup() -> Setup {
         .expect("maker");
     let app = Arc::new(app);
     Setup {
-        router: watch_catalogue::api::router(app.clone(), &unlimited()),
+        router: watch_catalogue::api::router(app.clone(), &catalogue_bench::unlimited_api()),
         runtime: tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

@@ -43,18 +43,6 @@ struct Setup {
     hot: HotModel,
 }
 
-/// The bench sends everything from one client: lift the per-IP budget, as the docs say to.
-fn unlimited() -> watch_catalogue::config::ApiConfig {
-    let rate_limit = watch_catalogue::config::RateLimitConfig {
-        limit: u32::MAX,
-        ..Default::default()
-    };
-    watch_catalogue::config::ApiConfig {
-        rate_limit,
-        ..Default::default()
-    }
-}
-
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -161,7 +149,7 @@ fn setup() -> Setup {
     eprintln!("setup: data dir opened in {}", seconds_since(start));
     let app = Arc::new(app);
     Setup {
-        router: watch_catalogue::api::router(app.clone(), &unlimited()),
+        router: watch_catalogue::api::router(app.clone(), &catalogue_bench::unlimited_api()),
         runtime: tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

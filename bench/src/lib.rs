@@ -391,6 +391,19 @@ fn write_catalogue(
     Ok((generated, info))
 }
 
+/// API settings for benchmarks, which send everything from one client: the per-IP rate limit
+/// lifted, as docs/operations.md says to.
+pub fn unlimited_api() -> watch_catalogue::config::ApiConfig {
+    let rate_limit = watch_catalogue::config::RateLimitConfig {
+        limit: u32::MAX,
+        ..Default::default()
+    };
+    watch_catalogue::config::ApiConfig {
+        rate_limit,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir, RateLimitConfig};
+use watch_catalogue::config::DataDir;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
 
@@ -28,14 +28,7 @@ async fn serve(dir: &Path) -> String {
     )
     .expect("ingest the test feeds");
     app.prepare(false).expect("index");
-    let config = ApiConfig {
-        rate_limit: RateLimitConfig {
-            limit: u32::MAX,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
-    let router = watch_catalogue::api::router(Arc::new(app), &config);
+    let router = watch_catalogue::api::router(Arc::new(app), &catalogue_bench::unlimited_api());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
