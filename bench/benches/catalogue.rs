@@ -9,15 +9,13 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use catalogue_bench::{generate_catalogue, CatalogueShape};
+use axum::http::StatusCode;
+use catalogue_bench::{generate_catalogue, query_value, CatalogueShape, InProcess};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
-use tower::ServiceExt;
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::domain::{normalize_reference, Slug};
@@ -25,8 +23,7 @@ use watch_catalogue::jobs::import::{import, DirectorySource};
 
 struct Setup {
     app: Arc<App>,
-    router: axum::Router,
-    runtime: tokio::runtime::Runtime,
+    http: InProcess,
     brand_slug: String,
     model_slug: String,
     reference: String,
@@ -106,11 +103,7 @@ fn setup() -> Setup {
         .expect("maker");
     let app = Arc::new(app);
     Setup {
-        router: watch_catalogue::api::router(app.clone(), &catalogue_bench::unlimited_api()),
-        runtime: tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime"),
+        http: InProcess::new(app.clone()),
         brand_slug: brand.slug.to_string(),
         model_slug: model.slug.to_string(),
         reference: model.reference_number.clone(),
@@ -133,15 +126,7 @@ impl Setup {
     }
 
     fn get_body(&self, uri: &str, status: StatusCode) -> axum::body::Bytes {
-        let request = Request::get(uri).body(Body::empty()).expect("request");
-        let response = self
-            .runtime
-            .block_on(self.router.clone().oneshot(request))
-            .expect("response");
-        assert_eq!(response.status(), status, "{uri}");
-        self.runtime
-            .block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
-            .expect("body")
+        self.http.get(uri, status)
     }
 
     /// `GET uri` once before measuring it: it must answer `status` with a JSON body, a page
@@ -202,7 +187,7 @@ fn benches(c: &mut Criterion) {
     group.finish();
 
     let mut group = c.benchmark_group("q_search_top24");
-    let exact = s.reference.replace(' ', "%20").replace('/', "%2F");
+    let exact = query_value(&s.reference);
     let prefix: String = normalize_reference(&s.reference).chars().take(4).collect();
     for (name, q) in [
         ("one_word", "diver"),
@@ -244,7 +229,7 @@ fn benches(c: &mut Criterion) {
         ),
         (
             "caliber",
-            format!("caliber={}", s.busy_caliber.replace('/', "%2F")),
+            format!("caliber={}", query_value(&s.busy_caliber)),
         ),
         (
             "reference_asc_page5",

@@ -14,9 +14,10 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
-use catalogue_bench::{generate_dataset, CatalogueShape, HotModel, ListingShape};
+use axum::http::StatusCode;
+use catalogue_bench::{
+    generate_dataset, query_value, CatalogueShape, HotModel, InProcess, ListingShape,
+};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::Value;
@@ -24,7 +25,6 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
-use tower::ServiceExt;
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::domain::{Condition, ListingDetails, ListingStatus, Slug};
@@ -38,8 +38,7 @@ const SEED: u64 = 42;
 
 struct Setup {
     app: Arc<App>,
-    router: axum::Router,
-    runtime: tokio::runtime::Runtime,
+    http: InProcess,
     hot: HotModel,
 }
 
@@ -149,11 +148,7 @@ fn setup() -> Setup {
     eprintln!("setup: data dir opened in {}", seconds_since(start));
     let app = Arc::new(app);
     Setup {
-        router: watch_catalogue::api::router(app.clone(), &catalogue_bench::unlimited_api()),
-        runtime: tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime"),
+        http: InProcess::new(app.clone()),
         app,
         hot,
     }
@@ -161,15 +156,7 @@ fn setup() -> Setup {
 
 impl Setup {
     fn response(&self, uri: &str) -> axum::body::Bytes {
-        let request = Request::get(uri).body(Body::empty()).expect("request");
-        let response = self
-            .runtime
-            .block_on(self.router.clone().oneshot(request))
-            .expect("response");
-        assert_eq!(response.status(), StatusCode::OK, "{uri}");
-        self.runtime
-            .block_on(axum::body::to_bytes(response.into_body(), usize::MAX))
-            .expect("body")
+        self.http.get(uri, StatusCode::OK)
     }
 
     fn get(&self, uri: &str) -> usize {
@@ -183,19 +170,6 @@ impl Setup {
 
 fn text<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
     value.get(key).and_then(Value::as_str)
-}
-
-/// Percent-encodes what a reference may hold for a query string.
-fn encode(text: &str) -> String {
-    text.chars()
-        .map(|c| match c {
-            ' ' => "%20".to_owned(),
-            '/' => "%2F".to_owned(),
-            '&' => "%26".to_owned(),
-            '+' => "%2B".to_owned(),
-            c => c.to_string(),
-        })
-        .collect()
 }
 
 fn details(brand: Option<&str>, reference: Option<&str>, title: &str) -> ListingDetails {
@@ -278,11 +252,11 @@ fn benches(c: &mut Criterion) {
         ),
         (
             "q_reference/hot",
-            format!("/v1/listings?q={}", encode(&hot.reference)),
+            format!("/v1/listings?q={}", query_value(&hot.reference)),
         ),
         (
             "q_reference/tail",
-            format!("/v1/listings?q={}", encode(&tail_reference)),
+            format!("/v1/listings?q={}", query_value(&tail_reference)),
         ),
     ];
     for (name, uri) in &uris {

@@ -3,9 +3,11 @@
 //! variants), written in the dataset-directory format that `watch-catalogue import` reads, and
 //! optionally provider snapshots of marketplace listings over it (see [`listings`]).
 
+mod in_process;
 pub mod listings;
 pub mod load;
 
+pub use in_process::InProcess;
 pub use listings::{generate_listings, HotModel, ListingShape, ListingsGenerated};
 
 use rand::rngs::SmallRng;
@@ -402,6 +404,20 @@ pub fn unlimited_api() -> watch_catalogue::config::ApiConfig {
         rate_limit,
         ..Default::default()
     }
+}
+
+/// A query-string value, percent-encoded (everything but unreserved characters).
+pub fn query_value(value: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            let _ = write!(out, "%{byte:02X}");
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //! `watch-catalogue serve --rate-limit 1000000000` to measure it, or the driver mostly measures
 //! `429 rate_limited` answers (it warns when it sees any).
 
+use crate::query_value;
 use anyhow::{bail, Context};
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
@@ -325,19 +326,6 @@ pub fn client(concurrency: usize, timeout: Duration) -> anyhow::Result<reqwest::
         .build()?)
 }
 
-/// A query value, percent-encoded.
-fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for byte in value.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            out.push(byte as char);
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
-
 async fn get_json(client: &reqwest::Client, base: &str, path: &str) -> anyhow::Result<Value> {
     let url = format!("{base}{path}");
     let response = client
@@ -490,7 +478,8 @@ pub async fn discover(
             listed_models.push(((*b).to_owned(), (*s).to_owned()));
         } else if asked < 32 {
             asked += 1;
-            let page = get_json(client, base, &format!("/v1/models?id={}", encode(id))).await?;
+            let page =
+                get_json(client, base, &format!("/v1/models?id={}", query_value(id))).await?;
             if let Some(m) = data(&page).first() {
                 if let (Some(b), Some(s)) = (text(&m["brand"]["slug"]), text(&m["slug"])) {
                     listed_models.push((b, s));
@@ -509,7 +498,7 @@ pub async fn discover(
         let m = get_json(
             client,
             base,
-            &format!("/v1/models/{}/{}", encode(brand), encode(slug)),
+            &format!("/v1/models/{}/{}", query_value(brand), query_value(slug)),
         )
         .await?;
         if let Some(reference) = m["referenceNumber"].as_str() {
@@ -535,14 +524,14 @@ pub async fn discover(
     for (_, brand, slug) in &models {
         add(
             Kind::ModelBySlugs,
-            format!("/v1/models/{}/{}", encode(brand), encode(slug)),
+            format!("/v1/models/{}/{}", query_value(brand), query_value(slug)),
         )?;
     }
     for reference in &references {
         for spelling in [respell_dashed(reference), respell_compact(reference)] {
             add(
                 Kind::ReferenceSearch,
-                format!("/v1/models?q={}", encode(&spelling)),
+                format!("/v1/models?q={}", query_value(&spelling)),
             )?;
         }
     }
@@ -557,14 +546,14 @@ pub async fn discover(
                     .into_iter()
                     .map(|i| words[i].as_str())
                     .collect();
-                add(kind, format!("/v1/models?q={}", encode(&q.join(" "))))?;
+                add(kind, format!("/v1/models?q={}", query_value(&q.join(" "))))?;
             }
         }
     }
     for brand in &brands {
         add(
             Kind::ModelsFiltered,
-            format!("/v1/models?brand={}&sort=newest", encode(brand)),
+            format!("/v1/models?brand={}&sort=newest", query_value(brand)),
         )?;
     }
     // Listings by the brands that have listings (all brands when none is known).
@@ -577,7 +566,7 @@ pub async fn discover(
     for brand in &listing_brands {
         add(
             Kind::ListingsFiltered,
-            format!("/v1/listings?brand={}&sort=price_asc", encode(brand)),
+            format!("/v1/listings?brand={}&sort=price_asc", query_value(brand)),
         )?;
     }
     let mut prices: Vec<u64> = listings.iter().filter_map(|(_, _, p)| *p).collect();
@@ -614,13 +603,16 @@ pub async fn discover(
             Kind::ListingStats,
             format!(
                 "/v1/listings/stats?brand={}&model={}",
-                encode(brand),
-                encode(slug)
+                query_value(brand),
+                query_value(slug)
             ),
         )?;
     }
     for (id, _, _) in &listings {
-        add(Kind::ListingById, format!("/v1/listings/{}", encode(id)))?;
+        add(
+            Kind::ListingById,
+            format!("/v1/listings/{}", query_value(id)),
+        )?;
     }
     Ok(Targets { pools })
 }

@@ -299,15 +299,17 @@ fn scale(
     timed("import", Some(models), || {
         Ok(import(&app.store, &DirectorySource(dataset.clone()))?)
     })?;
+    // The dataset's provider snapshots, as `watch-catalogue import` ingests them.
+    let ingest_all = || {
+        Ok(ingest_dataset_feeds(
+            &app.store,
+            &DirectorySource(dataset.clone()),
+            DEFAULT_MAX_INVALID,
+        )?)
+    };
     let with_listings = listed.listings > 0;
     let feeds: Vec<String> = if with_listings {
-        let reports = timed("ingest + match", Some(listed.listings), || {
-            Ok(ingest_dataset_feeds(
-                &app.store,
-                &DirectorySource(dataset.clone()),
-                DEFAULT_MAX_INVALID,
-            )?)
-        })?;
+        let reports = timed("ingest + match", Some(listed.listings), ingest_all)?;
         // Summaries only: the reports hold every listing written, which would count in the
         // peak memory of the steps after.
         reports
@@ -355,13 +357,7 @@ fn scale(
         // A provider's next snapshot, unchanged: every listing refreshed (nothing to match),
         // then taken into the listings index incrementally, as `watch-catalogue ingest` does.
         let before = app.store.listings_generation()?;
-        let again = timed("re-ingest same", Some(listed.listings), || {
-            Ok(ingest_dataset_feeds(
-                &app.store,
-                &DirectorySource(dataset.clone()),
-                DEFAULT_MAX_INVALID,
-            )?)
-        })?;
+        let again = timed("re-ingest same", Some(listed.listings), ingest_all)?;
         let refreshed: usize = again.iter().map(|(_, feed)| feed.refreshed).sum();
         anyhow::ensure!(
             refreshed == listed.listings,

@@ -7,11 +7,12 @@ use super::views::*;
 use crate::app::App;
 use crate::domain::{
     Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId,
-    PictureId, Series, SeriesId, Slug, Timestamp,
+    PictureId, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::rates::{display_price, ConversionTable};
 use catalogue_index::{DocKind, Filters};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Brands and series read while building one response, each read once.
 #[derive(Default)]
@@ -289,17 +290,12 @@ pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
     })
 }
 
-/// How listings are shown in one response: the display currency asked for, if any, and the
-/// base URL of re-hosted pictures.
+/// How listings are shown in one response: the conversion table in force (read once per
+/// request), the display currency asked for, if any, and the base URL of re-hosted pictures.
 pub struct ListingContext<'a> {
-    pub display: Option<&'a DisplayCurrency>,
+    pub table: Option<Arc<ConversionTable>>,
+    pub display: Option<String>,
     pub media_base: &'a str,
-}
-
-/// A requested display currency and the table converting into it.
-pub struct DisplayCurrency {
-    pub code: String,
-    pub table: Option<std::sync::Arc<ConversionTable>>,
 }
 
 /// Views of the listings with these ids, in this order.
@@ -308,43 +304,61 @@ pub fn listing_views(
     ids: &[u64],
     context: &ListingContext<'_>,
 ) -> ApiResult<Vec<ListingView>> {
-    let table = app.conversion_table()?;
     let mut providers = HashMap::new();
     let mut views = Vec::with_capacity(ids.len());
     for &id in ids {
-        let Some(listing) = app.store.listing(ListingId(id))? else {
-            continue;
-        };
-        let provider = cached(&mut providers, listing.provider_id, || {
-            app.store.provider(listing.provider_id)
-        })?
-        .map(EntityRef::from);
-        if let Some(provider) = provider {
-            views.push(listing_view(&listing, provider, table.as_deref(), context));
+        if let Some(listing) = app.store.listing(ListingId(id))? {
+            views.extend(listing_view(app, &listing, &mut providers, context)?);
         }
     }
     Ok(views)
 }
 
-fn listing_view(
-    listing: &Listing,
-    provider: EntityRef,
-    table: Option<&ConversionTable>,
+/// One listing and the list item of the model it is matched to (null while unmatched); `None`
+/// for an unknown id.
+pub fn listing_detail(
+    app: &App,
+    id: ListingId,
     context: &ListingContext<'_>,
-) -> ListingView {
+) -> ApiResult<Option<ListingDetail>> {
+    let Some(listing) = app.store.listing(id)? else {
+        return Ok(None);
+    };
+    let Some(view) = listing_view(app, &listing, &mut HashMap::new(), context)? else {
+        return Ok(None);
+    };
+    let model = match listing.model_id {
+        Some(model) => model_items(app, &[model.0], &mut Lookups::default())?.pop(),
+        None => None,
+    };
+    Ok(Some(ListingDetail {
+        listing: view,
+        model,
+    }))
+}
+
+/// The view of `listing`; `None` if its provider vanished (never after a clean write).
+fn listing_view(
+    app: &App,
+    listing: &Listing,
+    providers: &mut HashMap<ProviderId, Option<Provider>>,
+    context: &ListingContext<'_>,
+) -> ApiResult<Option<ListingView>> {
+    let Some(provider) = cached(providers, listing.provider_id, || {
+        app.store.provider(listing.provider_id)
+    })?
+    .map(EntityRef::from) else {
+        return Ok(None);
+    };
+    let table = context.table.as_deref();
     let d = &listing.details;
     let price_usd = table.and_then(|t| t.usd_price(d.price, d.currency.as_deref()));
-    let converted = context.display.map(|display| {
-        let price = display_price(
-            display.table.as_deref(),
-            d.price,
-            d.currency.as_deref(),
-            &display.code,
-        );
-        (price, display.code.clone())
+    let converted = context.display.as_ref().map(|code| {
+        let price = display_price(table, d.price, d.currency.as_deref(), code);
+        (price, code.clone())
     });
     let time = |t: Timestamp| t.to_rfc3339();
-    ListingView {
+    Ok(Some(ListingView {
         id: listing.id.to_string(),
         model_id: listing.model_id.map(|m| m.to_string()),
         price: d.price,
@@ -381,7 +395,7 @@ fn listing_view(
                 url: media_url(context.media_base, p.id),
             })
             .collect(),
-    }
+    }))
 }
 
 /// Where the service re-hosts a listing picture.

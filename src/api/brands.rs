@@ -19,6 +19,8 @@ pub struct GroupSorts;
 
 impl SortParam for GroupSorts {
     type Order = SortOrder;
+    const DEFAULT: SortOrder = SortOrder::NameAsc;
+    const RELEVANCE: SortOrder = SortOrder::Relevance;
     const CHOICES: &'static [(&'static str, SortOrder)] = &[
         ("name_asc", SortOrder::NameAsc),
         ("name_desc", SortOrder::NameDesc),

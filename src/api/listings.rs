@@ -1,12 +1,12 @@
 //! `GET /listings`, `GET /listings/{id}` and `GET /listings/stats`: marketplace listings from
 //! the listings index, read back from the store, priced in any currency of `GET /rates`.
 
-use super::assemble::{self, DisplayCurrency, ListingContext, Lookups};
+use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ListingPage;
 use super::params::{
-    parse_bool, parse_choice, parse_sort, parse_text_query, parse_whole, sort_schema, Page,
+    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, Page,
     Pagination, Params, PathParams, SortParam,
 };
 use super::views::{ListingDetail, ListingStats, ListingView};
@@ -15,7 +15,7 @@ use crate::app::App;
 use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
-use crate::rates::{check_currency, usd_to_display};
+use crate::rates::{check_currency, usd_to_display, ConversionTable};
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
@@ -31,6 +31,8 @@ pub struct ListingSorts;
 
 impl SortParam for ListingSorts {
     type Order = ListingSort;
+    const DEFAULT: ListingSort = ListingSort::Newest;
+    const RELEVANCE: ListingSort = ListingSort::Relevance;
     const CHOICES: &'static [(&'static str, ListingSort)] = &[
         ("newest", ListingSort::Newest),
         ("oldest", ListingSort::Oldest),
@@ -104,24 +106,16 @@ pub async fn list_listings(
     let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
     let filters = listing_filters(&app, &params)?;
     let text = parse_text_query(params.q.as_deref())?;
-    let sort = parse_sort::<ListingSorts>(params.sort.as_deref())?;
-    let display = display_currency(&app, params.currency.as_deref())?;
+    let sort = resolve_sort::<ListingSorts>(params.sort.as_deref(), text.is_some())?;
+    let context = listing_context(&app, params.currency.as_deref(), &media)?;
     let query = ListingQuery {
-        sort: match (sort, text.is_some()) {
-            (Some(ListingSort::Relevance), false) | (None, false) => ListingSort::Newest,
-            (Some(sort), _) => sort,
-            (None, true) => ListingSort::Relevance,
-        },
+        sort,
         text,
         filters,
         offset: pagination.offset(),
         limit: pagination.page_size,
     };
     let hits = app.listings.search(&query)?;
-    let context = ListingContext {
-        display: display.as_ref(),
-        media_base: &media.0,
-    };
     let data = assemble::listing_views(&app, &hits.ids, &context)?;
     Ok(Json(pagination.wrap(data, hits.total)))
 }
@@ -266,17 +260,31 @@ fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     ))
 }
 
-/// The display currency `currency` asks for; 400 for a code the rates cannot convert into.
-fn display_currency(app: &App, value: Option<&str>) -> ApiResult<Option<DisplayCurrency>> {
-    let Some(raw) = value else { return Ok(None) };
+/// How a listings response shows listings: the rates in force, read once, and the display
+/// currency `currency` asks for.
+fn listing_context<'a>(
+    app: &App,
+    currency: Option<&str>,
+    media: &'a MediaBase,
+) -> ApiResult<ListingContext<'a>> {
     let table = app.conversion_table()?;
-    let code = check_currency(&raw.to_ascii_uppercase()).ok();
-    let supported =
-        |code: &str| code == "USD" || table.as_deref().is_some_and(|table| table.supports(code));
-    match code {
-        Some(code) if supported(&code) => Ok(Some(DisplayCurrency { code, table })),
+    let display = currency
+        .map(|raw| display_code(table.as_deref(), raw))
+        .transpose()?;
+    Ok(ListingContext {
+        table,
+        display,
+        media_base: &media.0,
+    })
+}
+
+/// The currency code `raw` names, in upper case; 400 for a code the rates cannot convert into.
+fn display_code(table: Option<&ConversionTable>, raw: &str) -> ApiResult<String> {
+    let supported = |code: &str| code == "USD" || table.is_some_and(|t| t.supports(code));
+    match check_currency(&raw.to_ascii_uppercase()) {
+        Ok(code) if supported(&code) => Ok(code),
         _ => {
-            let codes: Vec<&str> = match table.as_deref() {
+            let codes: Vec<&str> = match table {
                 Some(table) => table.currencies().collect(),
                 None => vec!["USD"],
             };
@@ -306,7 +314,7 @@ pub async fn get_listing(
     PathParams(id): PathParams<String>,
     Params(params): Params<ListingParams>,
 ) -> ApiResult<Json<ListingDetail>> {
-    let display = display_currency(&app, params.currency.as_deref())?;
+    let context = listing_context(&app, params.currency.as_deref(), &media)?;
     let not_found = || {
         ApiError::not_found(
             format!("no listing with id `{id}`"),
@@ -314,18 +322,8 @@ pub async fn get_listing(
         )
     };
     let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
-    let context = ListingContext {
-        display: display.as_ref(),
-        media_base: &media.0,
-    };
-    let listing = assemble::listing_views(&app, &[listing_id.0], &context)?
-        .pop()
-        .ok_or_else(not_found)?;
-    let model = match listing.model_id.as_deref().map(str::parse::<ModelId>) {
-        Some(Ok(model)) => assemble::model_items(&app, &[model.0], &mut Lookups::default())?.pop(),
-        _ => None,
-    };
-    Ok(Json(ListingDetail { listing, model }))
+    let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
+    Ok(Json(detail))
 }
 
 /// Query of `GET /listings/stats`.
@@ -357,28 +355,31 @@ pub async fn listing_stats(
     };
     let brand = assemble::brand_by_slug(&app, brand)?;
     let model = assemble::model_by_slug(&app, &brand, model)?;
-    let display = display_currency(&app, Some(params.currency.as_deref().unwrap_or("USD")))?
-        .ok_or(ApiError::Internal)?;
+    let table = app.conversion_table()?;
+    let code = display_code(
+        table.as_deref(),
+        params.currency.as_deref().unwrap_or("USD"),
+    )?;
     let filters = ListingFilters {
         model_id: Some(model.id.0),
         statuses: vec![ListingStatus::Active as u64],
         ..ListingFilters::default()
     };
-    let listings = app.listings.prices(&filters, &display.code)?;
+    let listings = app.listings.prices(&filters, &code)?;
     let in_display: Vec<u64> = listings
         .priced
         .iter()
         .filter_map(|point| {
             point
                 .own
-                .or_else(|| usd_to_display(display.table.as_deref(), point.usd?, &display.code))
+                .or_else(|| usd_to_display(table.as_deref(), point.usd?, &code))
         })
         .collect();
     let figures = price_figures(in_display);
     Ok(Json(ListingStats {
         count: listings.count,
         priced_count: listings.priced.len(),
-        currency: display.code,
+        currency: code,
         low: figures.map(|f| f.0),
         median: figures.map(|f| f.1),
         high: figures.map(|f| f.2),

@@ -19,6 +19,8 @@ pub struct ModelSorts;
 
 impl SortParam for ModelSorts {
     type Order = SortOrder;
+    const DEFAULT: SortOrder = SortOrder::NameAsc;
+    const RELEVANCE: SortOrder = SortOrder::Relevance;
     const CHOICES: &'static [(&'static str, SortOrder)] = &[
         ("relevance", SortOrder::Relevance),
         ("newest", SortOrder::Newest),

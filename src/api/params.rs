@@ -197,10 +197,13 @@ fn positive(
     }
 }
 
-/// The `sort` values of one list: each name and the order it means.
+/// The `sort` values of one list: each name and the order it means, the order without `sort`,
+/// and the relevance order (the default when searching; without text it means the default).
 pub trait SortParam {
-    type Order: Copy + 'static;
+    type Order: Copy + PartialEq + 'static;
     const CHOICES: &'static [(&'static str, Self::Order)];
+    const DEFAULT: Self::Order;
+    const RELEVANCE: Self::Order;
 }
 
 /// The OpenAPI schema of a `sort` parameter: a string enum of `S`'s names.
@@ -211,9 +214,18 @@ pub fn sort_schema<S: SortParam>() -> utoipa::openapi::Object {
         .build()
 }
 
-/// Parses `sort`; `None` when absent.
-pub fn parse_sort<S: SortParam>(value: Option<&str>) -> Result<Option<S::Order>, ApiError> {
-    parse_choice("sort", value, S::CHOICES)
+/// The order a list is sorted by: `sort` when given, else relevance when searching, else the
+/// list's default; relevance without text falls back to the default.
+pub fn resolve_sort<S: SortParam>(
+    value: Option<&str>,
+    searching: bool,
+) -> Result<S::Order, ApiError> {
+    Ok(match parse_choice("sort", value, S::CHOICES)? {
+        Some(sort) if sort == S::RELEVANCE && !searching => S::DEFAULT,
+        Some(sort) => sort,
+        None if searching => S::RELEVANCE,
+        None => S::DEFAULT,
+    })
 }
 
 /// A parameter taking one of a fixed set of names; `None` when absent.
@@ -236,16 +248,6 @@ pub fn parse_choice<T: Copy>(
         })
 }
 
-/// `sort` wins; else relevance when searching, else by name. Relevance without text is by name.
-fn effective_sort(requested: Option<SortOrder>, searching: bool) -> SortOrder {
-    match (requested, searching) {
-        (Some(SortOrder::Relevance), false) => SortOrder::NameAsc,
-        (Some(sort), _) => sort,
-        (None, true) => SortOrder::Relevance,
-        (None, false) => SortOrder::NameAsc,
-    }
-}
-
 /// The index request of a searchable list from its `q`, `sort` (one of `S`) and paging.
 pub fn list_request<S: SortParam<Order = SortOrder>>(
     kind: DocKind,
@@ -255,10 +257,9 @@ pub fn list_request<S: SortParam<Order = SortOrder>>(
     pagination: Pagination,
 ) -> Result<SearchRequest, ApiError> {
     let text = parse_text_query(q)?;
-    let sort = parse_sort::<S>(sort)?;
     Ok(SearchRequest {
         kind,
-        sort: effective_sort(sort, text.is_some()),
+        sort: resolve_sort::<S>(sort, text.is_some())?,
         text,
         filters,
         offset: pagination.offset(),

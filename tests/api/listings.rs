@@ -116,6 +116,22 @@ async fn a_listing_has_every_field_of_the_spec() {
         );
     }
 
+    // The media base is the operator's (a CDN in production); a trailing slash is not doubled.
+    let config = ApiConfig {
+        media_base_url: "https://media.example/m/".to_owned(),
+        ..ApiConfig::default()
+    };
+    let cdn = TestApp::with_config(&test_catalogue(), config).await;
+    let e1 = cdn.ok("/v1/listings/1").await;
+    let first = &e1["pictures"][0];
+    assert_eq!(
+        first["url"],
+        format!(
+            "https://media.example/m/pictures/{}",
+            first["id"].as_str().expect("id")
+        )
+    );
+
     // The seller's text stays verbatim; what cannot be mapped stays null.
     let e5 = app.ok("/v1/listings/5").await;
     assert_eq!(e5["scrapedReference"], "126610 LN");
@@ -209,6 +225,8 @@ async fn sorts_order_by_first_seen_or_by_usd_price_with_unpriced_last() {
     let cases = [
         ("", "e11 e10 e9 e8 e7 e6 e5 e4 e3 e2 e1"),
         ("sort=newest", "e11 e10 e9 e8 e7 e6 e5 e4 e3 e2 e1"),
+        // Relevance needs text: without `q` it is the default order.
+        ("sort=relevance", "e11 e10 e9 e8 e7 e6 e5 e4 e3 e2 e1"),
         ("sort=oldest", "e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11"),
         // 90, 2000, 3000, 4211 (CHF), 7000, 8000, 10000, 10127 (EUR), 15928 (GBP); then the
         // unpriced e4 and the AED-priced e5, by id.
