@@ -2,8 +2,10 @@
 //! (one JSON object per line). Listings in it are created or refreshed, listings of the provider
 //! missing from it become DELISTED (record and history kept), DELISTED ones that reappear are
 //! reactivated. New and changed listings are matched. Bad lines are reported and skipped; a
-//! snapshot that is empty or mostly invalid is refused whole, so a broken feed never delists a
-//! provider's stock. Everything is one atomic store write, listing counts included.
+//! snapshot that is empty or mostly invalid is refused whole, before anything is written, so a
+//! broken feed never delists a provider's stock. The write is committed in chunks, each atomic
+//! with its listing counts, and delisting comes last: a crash part-way leaves no listing wrongly
+//! delisted, and running the same snapshot again completes it (docs/decisions.md).
 
 use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
@@ -106,6 +108,19 @@ pub fn ingest(
     snapshot: impl BufRead,
     max_invalid: f64,
 ) -> Result<IngestReport, IngestError> {
+    let writes = ListingWrites::new(store)?;
+    ingest_with(writes, provider_slug, name, snapshot, max_invalid)
+}
+
+/// [`ingest`] through `writes`, which sets the chunk size.
+fn ingest_with(
+    writes: ListingWrites<'_>,
+    provider_slug: &str,
+    name: &str,
+    snapshot: impl BufRead,
+    max_invalid: f64,
+) -> Result<IngestReport, IngestError> {
+    let store = writes.store();
     let provider = Slug::parse(provider_slug)
         .ok()
         .map(|slug| store.provider_by_slug(&slug))
@@ -127,19 +142,30 @@ pub fn ingest(
     let seen: HashSet<String> = rows.iter().map(|row| row.source_id.clone()).collect();
     let provider_id = provider.id;
     // Reading what is known and matching what changed are independent per line: all cores.
-    let prepared: Vec<Prepared> = rows
-        .into_par_iter()
-        .map(|row| Prepared::read(store, provider_id, row))
-        .collect::<Result<_, StoreError>>()?;
+    // The next chunk is read and matched while the previous one commits.
+    let prepare = |chunk: Vec<FeedRow>| -> Result<Vec<Prepared>, StoreError> {
+        chunk
+            .into_par_iter()
+            .map(|row| Prepared::read(store, provider_id, row))
+            .collect()
+    };
+    let mut rows = rows.into_iter();
+    let chunk = writes.chunk();
+    let mut next_chunk = || -> Vec<FeedRow> { rows.by_ref().take(chunk).collect() };
     let mut run = Run {
         store,
         provider,
-        writes: ListingWrites::new(store)?,
+        writes,
         now: Timestamp::now(),
         tally: Tally::default(),
     };
-    for line in prepared {
-        run.upsert(line)?;
+    let mut prepared = prepare(next_chunk())?;
+    while !prepared.is_empty() {
+        for line in prepared {
+            run.upsert(line)?;
+        }
+        let chunk = next_chunk();
+        prepared = run.writes.commit_chunk_while(|| prepare(chunk))??;
     }
     run.delist_missing(&seen)?;
     let Run { writes, tally, .. } = run;
@@ -319,7 +345,7 @@ impl Run<'_> {
             None => {
                 self.tally.created += 1;
                 Listing {
-                    id: ListingId(self.writes.batch.allocate_id(RecordKind::Listing)?),
+                    id: ListingId(self.writes.batch().allocate_id(RecordKind::Listing)?),
                     provider_id: self.provider.id,
                     provider_code: code,
                     details,
@@ -366,7 +392,7 @@ impl Run<'_> {
                 .map(|p| p.id);
             let id = match known {
                 Some(id) => id,
-                None => PictureId(self.writes.batch.allocate_id(RecordKind::Picture)?),
+                None => PictureId(self.writes.batch().allocate_id(RecordKind::Picture)?),
             };
             pictures.push(ListingPicture {
                 id,
@@ -393,6 +419,7 @@ impl Run<'_> {
             listing.updated_at = self.now;
             self.tally.delisted += 1;
             self.writes.put(Some(&old), listing);
+            self.writes.commit_if_full()?;
         }
         Ok(())
     }
@@ -421,5 +448,98 @@ fn details_of(row: FeedRow) -> ListingDetails {
         state: row.state,
         box_available: row.box_available,
         papers_available: row.papers_available,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ModelId;
+    use crate::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::{import, DatasetSource};
+    use std::io::Read;
+
+    fn fixture_store(dir: &std::path::Path) -> Store {
+        let store = Store::open(dir, 1 << 22).expect("store");
+        import(&store, &EmbeddedFixtures).expect("fixtures");
+        store
+    }
+
+    fn snapshot(file: &str) -> String {
+        let mut text = String::new();
+        EmbeddedFixtures
+            .open(file)
+            .expect("read")
+            .expect("bundled")
+            .read_to_string(&mut text)
+            .expect("text");
+        text
+    }
+
+    /// Listings without their timestamps (each run has its own clock), and every model's count.
+    fn contents(store: &Store) -> (Vec<String>, Vec<(ModelId, u64)>) {
+        let mut listings: Vec<String> = store
+            .all_listings()
+            .map(|l| {
+                let l = l.expect("listing");
+                format!(
+                    "{} {} {:?} {:?} {:?} {:?} {:?}",
+                    l.id.0,
+                    l.provider_code,
+                    l.status,
+                    l.model_id,
+                    l.matching,
+                    l.pictures.iter().map(|p| p.id.0).collect::<Vec<_>>(),
+                    l.history.iter().map(|h| h.status).collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        listings.sort();
+        let mut counts: Vec<(ModelId, u64)> = store
+            .all_listings()
+            .filter_map(|l| l.expect("listing").model_id)
+            .map(|m| (m, store.listing_count(m).expect("count")))
+            .collect();
+        counts.sort();
+        counts.dedup();
+        (listings, counts)
+    }
+
+    #[test]
+    fn a_snapshot_in_small_chunks_writes_what_one_chunk_writes() {
+        let feed = snapshot("listings/chrono24.jsonl");
+        let revisit = feed.lines().skip(10).collect::<Vec<_>>().join("\n");
+        let run = |chunk: usize| {
+            let dir = tempfile::tempdir().expect("dir");
+            let store = fixture_store(dir.path());
+            let before = store.generation().expect("generation").0;
+            let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
+            let first = ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5)
+                .expect("ingest");
+            let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
+            let second = ingest_with(writes, "chrono24", "revisit", revisit.as_bytes(), 0.5)
+                .expect("revisit");
+            (before, first, second, contents(&store))
+        };
+        let (before, whole, _, expected) = run(usize::MAX);
+        assert_eq!(whole.written.commits, 1);
+        let (_, chunked, revisit, got) = run(7);
+        assert_eq!(got, expected, "same listings, ids, history and counts");
+
+        let rows = whole.created;
+        assert!(rows > 7 * 3, "the fixture feed spans several chunks");
+        let written = &chunked.written;
+        assert_eq!(written.commits as usize, rows.div_ceil(7));
+        assert_eq!(written.first_generation.0, before + 1);
+        assert!(written.is_contiguous());
+        assert_eq!(written.ids.len(), rows);
+        assert_eq!(written.recounted, whole.written.recounted);
+        // Delisting the ten missing listings comes after the refreshed ones, in chunks too.
+        assert_eq!(revisit.delisted, 10);
+        assert_eq!(revisit.written.ids.len(), rows);
+        assert_eq!(
+            revisit.written.commits as usize,
+            (rows - 10).div_ceil(7) + 10usize.div_ceil(7)
+        );
     }
 }

@@ -10,6 +10,7 @@ use crate::domain::{
 use crate::store::{Store, StoreResult};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Longest run of title words tried as a brand or a reference ("Jaeger Le Coultre", "126610 LN").
 const MAX_RUN: usize = 3;
@@ -117,22 +118,24 @@ pub struct RematchReport {
 }
 
 /// `watch-catalogue match`: tries every unmatched listing again (after an import added models),
-/// on all cores, in one write with the listing counts it changes.
+/// on all cores, writing those whose match changed with the listing counts they change. Only
+/// the changed listings are held in memory.
 pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
-    let unmatched: Vec<Listing> = store
+    let tried = AtomicUsize::new(0);
+    let changed: Vec<(Listing, Match)> = store
         .all_listings_parallel()
-        .filter(|listing| listing.as_ref().map_or(true, |l| l.model_id.is_none()))
-        .collect::<StoreResult<_>>()?;
-    let tried = unmatched.len();
-    let changed: Vec<(Listing, Match)> = unmatched
-        .into_par_iter()
-        .map(|old| -> StoreResult<(Match, Listing)> {
-            Ok((match_listing(store, &old.details)?, old))
-        })
-        .filter_map(|found| match found {
-            Ok((found, old)) if found == old.current_match() => None,
-            Ok((found, old)) => Some(Ok((old, found))),
-            Err(e) => Some(Err(e)),
+        .filter_map(|listing| {
+            let old = match listing {
+                Ok(old) if old.model_id.is_some() => return None,
+                Ok(old) => old,
+                Err(e) => return Some(Err(e)),
+            };
+            tried.fetch_add(1, Ordering::Relaxed);
+            match match_listing(store, &old.details) {
+                Ok(found) if found == old.current_match() => None,
+                Ok(found) => Some(Ok((old, found))),
+                Err(e) => Some(Err(e)),
+            }
         })
         .collect::<StoreResult<_>>()?;
     let mut writes = ListingWrites::new(store)?;
@@ -144,9 +147,10 @@ pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
         new.updated_at = now;
         matched += usize::from(found.model_id.is_some());
         writes.put(Some(&old), new);
+        writes.commit_if_full()?;
     }
     Ok(RematchReport {
-        tried,
+        tried: tried.into_inner(),
         matched,
         written: writes.commit()?,
     })

@@ -162,16 +162,19 @@ pub fn index_written_listings(
         });
     }
     let current_before = at.is_some_and(|g| g >= listings_generation_before.0);
-    let large = written.listings.len() as f64 > index.len() as f64 * REBUILD_ABOVE_SHARE;
-    if !current_before || (large && written.listings.len() > 1000) {
+    let written_count = written.ids.len();
+    let large = written_count as f64 > index.len() as f64 * REBUILD_ABOVE_SHARE;
+    if !current_before || !written.is_contiguous() || (large && written_count > 1000) {
         return rebuild_listings(store, index);
     }
     let table = table_in_force(store)?;
+    // Read back from the store: the newest version of each, which is what the index must hold.
     let docs: Vec<ListingDoc> = written
-        .listings
+        .ids
         .par_iter()
-        .map(|listing| listing_doc(listing, table.as_ref()))
-        .collect();
+        .filter_map(|&id| store.listing(id).transpose())
+        .map(|listing| Ok(listing_doc(&listing?, table.as_ref())))
+        .collect::<Result<_, StoreError>>()?;
     index.upsert(&docs, written.generation.0)?;
     Ok(ReindexReport {
         documents: docs.len(),
@@ -189,7 +192,7 @@ pub fn recount_models(
     let generation = written.generation.0;
     match index.generation()? {
         Some(at) if at == generation => return Ok(true),
-        Some(at) if at + 1 == generation => {}
+        Some(at) if at + 1 == written.first_generation.0 && written.is_contiguous() => {}
         _ => return Ok(false),
     }
     let mut docs = Vec::with_capacity(written.recounted.len());
