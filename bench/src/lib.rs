@@ -1,7 +1,8 @@
 //! `catalogue-bench`: a deterministic generator of realistic catalogues (long-tailed brand
 //! sizes, each brand's reference style, references repeated across brands, alternates, base
-//! variants), written in the dataset-directory format that `watch-catalogue import` reads, and
-//! optionally provider snapshots of marketplace listings over it (see [`listings`]).
+//! variants, near-duplicate models at a known rate), written in the dataset-directory format
+//! that `watch-catalogue import` reads, and optionally provider snapshots of marketplace
+//! listings over it (see [`listings`]).
 
 mod in_process;
 pub mod listings;
@@ -31,7 +32,14 @@ pub struct Generated {
     pub series: usize,
     pub calibers: usize,
     pub models: usize,
+    /// Of the models, near-duplicates of the model written just before them.
+    pub duplicates: usize,
 }
+
+/// Share of models entered twice: a second entry right after the first, in the same brand and
+/// series, its reference respelled (same normalised reference) and its name slightly changed,
+/// as when two sources describe one watch. What the back office's duplicate finder must find.
+pub const DUPLICATE_RATE: f64 = 0.01;
 
 const WORDS: &[&str] = &[
     "aqua",
@@ -274,6 +282,7 @@ fn write_catalogue(
         series: 0,
         calibers: 0,
         models: 0,
+        duplicates: 0,
     };
     for (i, maker) in makers.iter().enumerate() {
         writeln!(
@@ -329,7 +338,19 @@ fn write_catalogue(
         }
         generated.calibers += own_calibers;
         let mut base = rng.random_range(10_000..99_999u32);
+        let mut previous: Option<(serde_json::Value, ModelInfo)> = None;
         for m in 0..*size {
+            if let Some((original, original_info)) = previous.take() {
+                if rng.random_bool(DUPLICATE_RATE) {
+                    let (duplicate, duplicate_info) =
+                        near_duplicate(&mut rng, &original, &original_info, m);
+                    writeln!(models, "{duplicate}")?;
+                    info.models.push(duplicate_info);
+                    generated.models += 1;
+                    generated.duplicates += 1;
+                    continue;
+                }
+            }
             // Base variants: a few models in a row share a base with different suffixes.
             if m % 3 == 0 {
                 base = if rng.random_bool(0.02) {
@@ -357,17 +378,14 @@ fn write_catalogue(
                 slug_of(&model_name),
                 slug_of(&reference_number)
             );
-            info.models.push(ModelInfo {
+            let model_info = ModelInfo {
                 brand: b,
                 slug: slug.clone(),
                 name: model_name.clone(),
                 reference: reference_number.clone(),
                 alternates: alternates.clone(),
-            });
-            writeln!(
-                models,
-                "{}",
-                json!({
+            };
+            let model = json!({
                     "slug": slug,
                     "brand": brand,
                     "series": format!("s{}", m % series_count),
@@ -382,15 +400,54 @@ fn write_catalogue(
                     "dialColors": [COLORS[rng.random_range(0..COLORS.len())]],
                     "waterResistance": water_resistance,
                     "pictures": picture.unwrap_or_else(|| json!([])),
-                })
-            )?;
+            });
+            writeln!(models, "{model}")?;
+            info.models.push(model_info.clone());
             generated.models += 1;
+            previous = Some((model, model_info));
         }
     }
     for mut writer in [brands, series, calibers, models] {
         writer.flush()?;
     }
     Ok((generated, info))
+}
+
+/// A second entry of `original` (the `m`-th model of its brand): the same watch with its
+/// reference respelled (separators and case), its name changed by one letter or the case of a
+/// word, its own slug and no pictures.
+fn near_duplicate(
+    rng: &mut SmallRng,
+    original: &serde_json::Value,
+    info: &ModelInfo,
+    m: usize,
+) -> (serde_json::Value, ModelInfo) {
+    let reference = if rng.random_bool(0.5) {
+        load::respell_dashed(&info.reference).to_uppercase()
+    } else {
+        load::respell_compact(&info.reference)
+    };
+    let name = if rng.random_bool(0.5) {
+        info.name.to_uppercase()
+    } else {
+        let mut chars: Vec<char> = info.name.chars().collect();
+        let at = rng.random_range(1..chars.len());
+        chars.remove(at);
+        chars.into_iter().collect()
+    };
+    let slug = format!("{}-{}-{m}", slug_of(&name), slug_of(&reference));
+    let mut duplicate = original.clone();
+    duplicate["slug"] = json!(slug);
+    duplicate["name"] = json!(name);
+    duplicate["referenceNumber"] = json!(reference);
+    duplicate["pictures"] = json!([]);
+    let duplicate_info = ModelInfo {
+        slug,
+        name,
+        reference,
+        ..info.clone()
+    };
+    (duplicate, duplicate_info)
 }
 
 /// API settings for benchmarks, which send everything from one client: the per-IP rate limit
@@ -447,6 +504,49 @@ mod tests {
             .any(|(kind, c)| *kind == "models" && c.created == counts.models));
         app.prepare(false).expect("index");
         assert!(app.index_is_current().expect("current"));
+    }
+
+    #[test]
+    fn near_duplicates_come_at_the_known_rate_right_after_their_original() {
+        use watch_catalogue::domain::normalize_reference;
+        let dir = tempfile::tempdir().expect("dir");
+        let shape = CatalogueShape {
+            models: 20_000,
+            seed: 3,
+        };
+        let (counts, info) = write_catalogue(&shape, dir.path()).expect("generate");
+        let rate = counts.duplicates as f64 / counts.models as f64;
+        assert!(
+            (rate - DUPLICATE_RATE).abs() < DUPLICATE_RATE * 0.25,
+            "{} duplicates of {} models",
+            counts.duplicates,
+            counts.models
+        );
+        let lines = std::fs::read_to_string(dir.path().join("models.jsonl")).expect("read");
+        let models: Vec<serde_json::Value> = lines
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        let mut found = 0;
+        for (pair, infos) in models.windows(2).zip(info.models.windows(2)) {
+            let (first, second) = (&pair[0], &pair[1]);
+            let same_reference = normalize_reference(first["referenceNumber"].as_str().unwrap())
+                == normalize_reference(second["referenceNumber"].as_str().unwrap());
+            if same_reference
+                && first["brand"] == second["brand"]
+                && first["series"] == second["series"]
+                && first["description"] == second["description"]
+                && first["name"] != second["name"]
+            {
+                found += 1;
+                assert_ne!(first["slug"], second["slug"]);
+                assert_eq!(infos[1].reference, second["referenceNumber"]);
+            }
+        }
+        assert_eq!(
+            found, counts.duplicates,
+            "each duplicate follows its original"
+        );
     }
 
     #[test]

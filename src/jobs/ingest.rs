@@ -514,8 +514,8 @@ mod tests {
             let store = fixture_store(dir.path());
             let before = store.generation().expect("generation").0;
             let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
-            let first = ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5)
-                .expect("ingest");
+            let first =
+                ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5).expect("ingest");
             let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
             let second = ingest_with(writes, "chrono24", "revisit", revisit.as_bytes(), 0.5)
                 .expect("revisit");

@@ -71,7 +71,8 @@ impl WrittenListings {
         self.generation = later.generation;
         self.commits += later.commits;
         self.ids.extend(later.ids);
-        let recounted: BTreeSet<ModelId> = self.recounted.drain(..).chain(later.recounted).collect();
+        let recounted: BTreeSet<ModelId> =
+            self.recounted.drain(..).chain(later.recounted).collect();
         self.recounted = recounted.into_iter().collect();
     }
 }
