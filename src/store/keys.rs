@@ -1,7 +1,7 @@
 //! Key layout: one leading keyspace byte, then big-endian ids and slugs, so prefix scans
 //! return a parent's children in id order. Secondary keys end in the id they point at.
 
-use crate::domain::{BrandId, CaliberId, ListingId, ModelId, ProviderId, SeriesId, Slug};
+use crate::domain::{BrandId, CaliberId, ModelId, ProviderId, SeriesId, Slug};
 
 /// The kinds of key in the store's single tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -33,8 +33,8 @@ pub enum Keyspace {
     Listing = 60,
     /// Provider id + the provider's own listing id: the listing's stable identity.
     ListingSource = 61,
-    /// Model id + listing id: the listings to relink when a duplicate model is merged away.
-    ListingByModel = 63,
+    // 62 and 63 are retired (a per-provider and a per-model listing key nobody read): each
+    // secondary key is one more sled insert per listing, a third of a 10M-listing ingest.
 }
 
 impl Keyspace {
@@ -221,11 +221,5 @@ pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
 pub fn listing_source_prefix(provider: ProviderId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ListingSource)
         .id(provider.0)
-        .done()
-}
-pub fn listing_by_model(model: ModelId, listing: ListingId) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::ListingByModel)
-        .id(model.0)
-        .id(listing.0)
         .done()
 }

@@ -67,13 +67,18 @@ impl WriteBatch {
         self.operations += 1;
     }
 
-    /// Replaces the secondary keys `old` had with the ones `new` has.
+    /// Replaces the secondary keys `old` had with the ones `new` has. Keys both have, with the
+    /// same value, are left alone: a refreshed listing costs one sled write, not three.
     fn reindex_keys(&mut self, old: Vec<(Vec<u8>, Vec<u8>)>, new: Vec<(Vec<u8>, Vec<u8>)>) {
-        for (key, _) in old {
-            self.remove(key);
+        for (key, _) in &old {
+            if !new.iter().any(|(k, _)| k == key) {
+                self.remove(key.clone());
+            }
         }
-        for (key, value) in new {
-            self.put(key, &value);
+        for pair in new {
+            if !old.contains(&pair) {
+                self.put(pair.0, &pair.1);
+            }
         }
     }
 
@@ -200,12 +205,8 @@ fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
 }
 
 fn listing_keys(listing: &Listing) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = vec![(
+    vec![(
         keys::listing_source(listing.provider_id, &listing.provider_code),
         id_value(listing.id.0),
-    )];
-    if let Some(model) = listing.model_id {
-        out.push((keys::listing_by_model(model, listing.id), Vec::new()));
-    }
-    out
+    )]
 }
