@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The scale run of bench/RESULTS.md: generate a dataset, time every batch step of the real binary
+# (wall, CPU, cores, peak RSS, sizes on disk), restart the server and time it to ready, drive it
+# over HTTP with the load driver (each kind alone, then the default mix, then once with the
+# default rate limiter), and run the same requests against PostgreSQL and SQLite (bench/peers/).
+#
+#   bench/run-scale.sh [--models N] [--listings M] [--work-dir DIR] [--duration 10s]
+#                      [--concurrency 32] [--latency-concurrency 4] [--port 18431] [--no-peers]
+#
+# Defaults: 1,000,000 models, 10,000,000 listings, /tmp/watch-scale. Needs ~35 GB of disk at the
+# defaults. Everything listens on 127.0.0.1 only; every server started is stopped on exit.
+# The figures land in WORK_DIR/results.md (markdown) and WORK_DIR/*.json.
+set -euo pipefail
+
+MODELS=1000000
+LISTINGS=10000000
+WORK=/tmp/watch-scale
+DURATION=10s
+CONCURRENCY=32
+LATENCY_CONCURRENCY=4
+PEERS=1
+PORT=18431
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --models) MODELS=$2; shift 2 ;;
+    --listings) LISTINGS=$2; shift 2 ;;
+    --work-dir) WORK=$2; shift 2 ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --concurrency) CONCURRENCY=$2; shift 2 ;;
+    --latency-concurrency) LATENCY_CONCURRENCY=$2; shift 2 ;;
+    --no-peers) PEERS=0; shift ;;
+    --port) PORT=$2; shift 2 ;;
+    *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
+  esac
+done
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$ROOT/target/release/watch-catalogue
+BENCH=$ROOT/target/release/catalogue-bench
+DATASET=$WORK/dataset
+FEEDS=$WORK/feeds
+DATA=$WORK/data
+RESULTS=$WORK/results.md
+BASE=http://127.0.0.1:$PORT
+SERVER_PID=
+
+command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time; }
+
+stop_server() {
+  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID"
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  SERVER_PID=
+}
+trap stop_server EXIT
+
+say() { echo "$@" | tee -a "$RESULTS"; }
+
+# Runs a command under /usr/bin/time and adds a table row: wall, CPU, cores, peak RSS.
+STEP_ROWS=()
+timed() {
+  local name=$1; shift
+  local log=$WORK/step-${name// /-}.time
+  echo ">> $name: $*" >&2
+  /usr/bin/time -f '%e %U %S %M' -o "$log" "$@" > "$WORK/step-${name// /-}.out" 2>&1 || {
+    echo "step '$name' failed; see $WORK/step-${name// /-}.out" >&2; tail -20 "$WORK/step-${name// /-}.out" >&2; exit 1; }
+  read -r wall user sys rss_kib < <(tail -1 "$log")
+  STEP_ROWS+=("$(awk -v n="$name" -v w="$wall" -v u="$user" -v s="$sys" -v r="$rss_kib" \
+    'BEGIN { printf "| %s | %.1f s | %.1f s | %.2f | %d MiB |", n, w, u + s, (u + s) / w, r / 1024 }')")
+}
+
+mib() { du -sm "$1" | cut -f1; }
+
+# Starts the server with the given options and waits for /readyz; READY_SECS says how long.
+READY_SECS=
+start_server() {
+  local limiter=("$@")
+  local started
+  started=$(date +%s.%N)
+  if curl -fs -o /dev/null "$BASE/readyz"; then
+    echo "something already answers on $BASE; stop it first" >&2; exit 1
+  fi
+  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" "${limiter[@]}" > "$WORK/server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 6000); do
+    if curl -fs -o /dev/null "$BASE/readyz"; then
+      READY_SECS=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+      return
+    fi
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server died; see $WORK/server.log" >&2; exit 1; }
+    sleep 0.02
+  done
+  echo "server not ready after 120 s" >&2; exit 1
+}
+
+server_rss() { awk '/VmHWM|VmRSS/ { printf "%s %d MiB  ", $1, $2 / 1024 }' "/proc/$SERVER_PID/status"; }
+
+rm -rf "$WORK"; mkdir -p "$WORK"
+: > "$RESULTS"
+(cd "$ROOT" && cargo build --release -q -p watch-catalogue -p catalogue-bench)
+
+say "# Scale run: $MODELS models, $LISTINGS listings"
+say ""
+say "$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(uname -sr), $(date -u +%Y-%m-%d); \`bench/run-scale.sh --models $MODELS --listings $LISTINGS\`"
+say ""
+
+# --- Batch steps, each a separate process of the real binary ---------------------------------
+timed "generate" "$BENCH" generate --models "$MODELS" --listings "$LISTINGS" --out "$DATASET"
+# The catalogue alone first, then each provider's snapshot through `ingest`.
+mv "$DATASET/listings" "$FEEDS"
+timed "import (catalogue)" "$BIN" --data-dir "$DATA" import "$DATASET"
+for feed in "$FEEDS"/*.jsonl; do
+  provider=$(basename "$feed" .jsonl)
+  timed "ingest $provider" "$BIN" --data-dir "$DATA" ingest --provider "$provider" "$feed"
+done
+timed "match" "$BIN" --data-dir "$DATA" match
+timed "reindex (both indexes)" "$BIN" --data-dir "$DATA" reindex
+timed "re-ingest provider-4 (a revisit)" "$BIN" --data-dir "$DATA" ingest --provider provider-4 "$FEEDS/provider-4.jsonl"
+
+say "| step | wall | CPU | cores | peak RSS |"
+say "|---|--:|--:|--:|--:|"
+for row in "${STEP_ROWS[@]}"; do say "$row"; done
+say ""
+for out in "$WORK"/step-ingest-*.out "$WORK/step-match.out" "$WORK"/step-reindex*.out; do
+  say "    $(basename "$out" .out): $(grep -v '^\s*$' "$out" | tail -1)"
+done
+say ""
+raw=$(( $(mib "$DATASET") + $(mib "$FEEDS") ))
+store=$(mib "$DATA/store"); index=$(mib "$DATA/index"); listings_index=$(mib "$DATA/listings-index")
+say "Raw dataset ${raw} MiB (listings $(mib "$FEEDS") MiB); store ${store} MiB, catalogue index ${index} MiB, listings index ${listings_index} MiB: $(awk -v a=$((store + index + listings_index)) -v b="$raw" 'BEGIN { printf "%.2f", a / b }')x the raw dataset (target < 2.5x)."
+say ""
+
+# --- Ready after a restart -------------------------------------------------------------------
+ready=()
+for _ in 1 2 3; do
+  start_server --rate-limit 1000000000
+  ready+=("$READY_SECS s")
+  stop_server
+done
+say "Ready after a restart (process start to the first 200 from /readyz): ${ready[*]} (target < 2 s)."
+say ""
+
+# --- HTTP load, rate limit lifted --------------------------------------------------------------
+start_server --rate-limit 1000000000
+"$BENCH" load --base "$BASE" --dump-requests "$WORK/requests.jsonl" --dump-only > /dev/null
+run_load() { # name, then load options
+  local name=$1; shift
+  "$BENCH" load --base "$BASE" --duration "$DURATION" --warmup 2s --json "$WORK/load-$name.json" "$@" \
+    > "$WORK/load-$name.md"
+}
+for concurrency in "$LATENCY_CONCURRENCY" "$CONCURRENCY"; do
+  say "### Each kind alone, concurrency $concurrency"
+  say ""
+  first=1
+  for kind in model_by_slugs reference_search text_search_1w text_search_2w text_search_3w \
+      models_filtered listings_filtered listing_stats listing_by_id; do
+    run_load "$kind-c$concurrency" --only "$kind" --concurrency "$concurrency"
+    if [[ $first == 1 ]]; then head -2 "$WORK/load-$kind-c$concurrency.md" | tee -a "$RESULTS"; first=0; fi
+    sed -n 3p "$WORK/load-$kind-c$concurrency.md" | tee -a "$RESULTS"
+  done
+  say ""
+done
+say "### Default mix, concurrency $CONCURRENCY"
+say ""
+run_load "mix-c$CONCURRENCY" --concurrency "$CONCURRENCY"
+tee -a "$RESULTS" < "$WORK/load-mix-c$CONCURRENCY.md"
+say ""
+say "Server memory after the load: $(server_rss)(target: RSS < 3 GiB)"
+say ""
+stop_server
+
+# --- Once with the default limiter -------------------------------------------------------------
+start_server
+say "### Default mix with the default rate limiter (600 requests / 60 s per IP)"
+say ""
+"$BENCH" load --base "$BASE" --duration 5s --concurrency "$CONCURRENCY" --json "$WORK/load-limited.json" \
+  > "$WORK/load-limited.md" 2>&1 || true
+tee -a "$RESULTS" < "$WORK/load-limited.md"
+say ""
+stop_server
+
+# --- Peers -------------------------------------------------------------------------------------
+if [[ $PEERS == 1 ]]; then
+  "$BENCH" export-peers --data-dir "$DATA" --out "$WORK/peers-export"
+  bash "$ROOT/bench/peers/run-peers.sh" "$WORK/peers-export" "$WORK/requests.jsonl" "$WORK/peers" \
+    --concurrency "$LATENCY_CONCURRENCY" --duration "${DURATION%s}"
+  say "### Peers, concurrency $LATENCY_CONCURRENCY"
+  say ""
+  python3 "$ROOT/bench/peers/peers.py" compare --ours "$WORK" --concurrency "$LATENCY_CONCURRENCY" \
+    "$WORK/peers"/*.json | tee -a "$RESULTS"
+fi
+
+echo "figures in $RESULTS"
