@@ -617,6 +617,24 @@ pub async fn discover(
     Ok(Targets { pools })
 }
 
+/// Every kind's request pool as JSON lines, `{"kind": "…", "url": "/v1/…"}` (the path and
+/// query, without the base), kinds in [`Kind::ALL`] order and each pool in its own order: what
+/// the peers of bench/peers/ translate into SQL, so they run the requests this driver sends.
+pub fn request_lines(targets: &Targets) -> String {
+    let mut out = String::new();
+    for (kind, pool) in &targets.pools {
+        for url in pool {
+            let path = match url.query() {
+                Some(query) => format!("{}?{query}", url.path()),
+                None => url.path().to_owned(),
+            };
+            let line = serde_json::json!({"kind": kind.name(), "url": path});
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
 /// 64-bit mix of `seed` and `n` (splitmix64), to seed one request's or one deck's choices.
 fn mix64(seed: u64, n: u64) -> u64 {
     let mut z = seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -964,6 +982,26 @@ mod tests {
             |p: &Plan| -> Vec<String> { (0..300).map(|n| p.request(n).1.to_string()).collect() };
         assert_eq!(seq(&plan), seq(&again));
         assert_ne!(seq(&plan), seq(&other));
+    }
+
+    #[test]
+    fn request_lines_are_json_with_path_and_query() {
+        let base = Url::parse("http://127.0.0.1:1/").expect("url");
+        let mut pools = BTreeMap::new();
+        pools.insert(
+            Kind::TextSearch1w,
+            vec![base.join("/v1/models?q=speedmaster").expect("url")],
+        );
+        pools.insert(
+            Kind::ModelBySlugs,
+            vec![base.join("/v1/models/rolex/sub").expect("url")],
+        );
+        let lines = request_lines(&Targets { pools });
+        assert_eq!(
+            lines,
+            "{\"kind\":\"model_by_slugs\",\"url\":\"/v1/models/rolex/sub\"}\n\
+             {\"kind\":\"text_search_1w\",\"url\":\"/v1/models?q=speedmaster\"}\n"
+        );
     }
 
     #[test]

@@ -4,7 +4,12 @@
 //! listings, and reindexes both indexes, reporting wall time, CPU time (cores used) and peak
 //! memory of each step;
 //! `catalogue-bench load --base http://127.0.0.1:8080 --concurrency 32 --duration 10s` drives a
-//! running service over HTTP with a mix of realistic requests (see [`catalogue_bench::load`]).
+//! running service over HTTP with a mix of realistic requests (see [`catalogue_bench::load`]);
+//! `--dump-requests FILE` also writes the requests it learnt, for the peers of bench/peers/;
+//! `catalogue-bench export-peers --data-dir DIR --out OUT` writes a data dir's store as
+//! tab-separated files for those peers (see [`export`]).
+
+mod export;
 
 /// The allocator the server ships with (see src/main.rs), so figures measure what runs.
 #[global_allocator]
@@ -89,6 +94,27 @@ enum Command {
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Write every kind's request pool here, as JSON lines `{"kind", "url"}`, once learnt
+        /// (what bench/peers/ translates into SQL).
+        #[arg(long)]
+        dump_requests: Option<PathBuf>,
+        /// With `--dump-requests`: stop once they are written, without running the load.
+        #[arg(long, requires = "dump_requests")]
+        dump_only: bool,
+    },
+    /// Write a data dir's store as tab-separated files (PostgreSQL COPY text format) for the
+    /// peers of bench/peers/: brands, series, providers, calibers, rates, models, listings.
+    /// Stop the server on that data dir first (sled locks it).
+    ExportPeers {
+        /// The service's data dir (holding `store/`).
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Directory for the files and `manifest.json`.
+        #[arg(long)]
+        out: PathBuf,
+        /// Gzip each file (`NAME.tsv.gz`).
+        #[arg(long)]
+        gzip: bool,
     },
 }
 
@@ -218,6 +244,8 @@ fn main() -> anyhow::Result<()> {
             seed,
             sample_models,
             json,
+            dump_requests,
+            dump_only,
         } => {
             let config = load::LoadConfig {
                 concurrency,
@@ -228,9 +256,57 @@ fn main() -> anyhow::Result<()> {
                 sample_models,
                 ..load::LoadConfig::new(base)
             };
+            if let Some(path) = dump_requests {
+                write_requests(&config, &path)?;
+                if dump_only {
+                    return Ok(());
+                }
+            }
             run_load(&config, json)?;
         }
+        Command::ExportPeers {
+            data_dir,
+            out,
+            gzip,
+        } => {
+            let started = Instant::now();
+            let report = export::export_peers(&data_dir, &out, gzip)?;
+            println!("{}", serde_json::to_string_pretty(&report.manifest)?);
+            eprintln!(
+                "exported {} to {} in {:.1} s",
+                data_dir.display(),
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
+    Ok(())
+}
+
+/// Learns the requests as a load run would (same seed, same sample) and writes them as JSON
+/// lines to `path`.
+fn write_requests(config: &load::LoadConfig, path: &std::path::Path) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let base = config.base.trim_end_matches('/');
+    let targets = runtime.block_on(async {
+        let client = load::client(config.concurrency, config.timeout)?;
+        load::discover(&client, base, config.seed, config.sample_models).await
+    })?;
+    std::fs::write(path, load::request_lines(&targets))
+        .with_context(|| format!("writing {}", path.display()))?;
+    let counts: Vec<String> = targets
+        .pools
+        .iter()
+        .map(|(kind, pool)| format!("{kind} {}", pool.len()))
+        .collect();
+    eprintln!(
+        "wrote the requests to {}: {}",
+        path.display(),
+        counts.join(", ")
+    );
     Ok(())
 }
 
