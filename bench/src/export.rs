@@ -12,6 +12,11 @@
 //! and carriage return escaped as `\\`, `\t`, `\n`, `\r` (PostgreSQL's `COPY … FROM` text
 //! format). `--gzip` writes `NAME.tsv.gz` instead of `NAME.tsv`. `manifest.json` lists the
 //! tables, their columns and row counts.
+//!
+//! `catalogue-bench replay --data-dir DIR --requests FILE` is the other half of the Rust side of
+//! the peers: the requests `load --dump-requests` wrote, sent to the service's router
+//! in-process (every layer and the JSON rendering, no socket), each kind alone, so ours can be
+//! set beside SQLite, which the peers also run in-process (see [`replay`]).
 
 use anyhow::Context;
 use serde_json::{json, Value};
@@ -512,6 +517,244 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     Ok(ExportReport { manifest })
 }
 
+// --- in-process replay ------------------------------------------------------------------------
+
+/// Settings of `catalogue-bench replay`.
+pub struct ReplayConfig {
+    pub data_dir: PathBuf,
+    /// JSON lines `{"kind", "url"}` (`catalogue-bench load --dump-requests`).
+    pub requests: PathBuf,
+    /// Kinds run (all in the file when empty), each alone, in the file's order.
+    pub kinds: Vec<String>,
+    pub concurrency: usize,
+    pub duration: std::time::Duration,
+    pub warmup: std::time::Duration,
+    pub seed: u64,
+    /// Requests kept per kind, evenly spread (0: the whole pool). The peers keep 128 (pgbench's
+    /// limit of scripts).
+    pub max_per_kind: usize,
+    /// Worker threads of the runtime (the server's default: one per core).
+    pub workers: usize,
+}
+
+/// The request pools of a `--dump-requests` file, by kind, in the file's order.
+pub fn read_requests(path: &Path) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut pools: Vec<(String, Vec<String>)> = Vec::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let value: Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not JSON", path.display(), n + 1))?;
+        let (Some(kind), Some(url)) = (value["kind"].as_str(), value["url"].as_str()) else {
+            anyhow::bail!("{}:{}: no kind or url", path.display(), n + 1);
+        };
+        match pools.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, urls)) => urls.push(url.to_owned()),
+            None => pools.push((kind.to_owned(), vec![url.to_owned()])),
+        }
+    }
+    Ok(pools)
+}
+
+/// At most `count` items of `pool` evenly spread, in order: the peers' choice (bench/peers).
+fn spread(pool: Vec<String>, count: usize) -> Vec<String> {
+    if count == 0 || pool.len() <= count {
+        return pool;
+    }
+    (0..count)
+        .map(|i| pool[i * pool.len() / count].clone())
+        .collect()
+}
+
+/// What one in-process client measured.
+#[derive(Default)]
+struct Measured {
+    latencies_us: Vec<u32>,
+    bytes: u64,
+    errors: std::collections::BTreeMap<String, u64>,
+    first_error: Option<String>,
+}
+
+async fn replay_client(
+    router: axum::Router,
+    urls: std::sync::Arc<Vec<String>>,
+    seed: u64,
+    measure_from: tokio::time::Instant,
+    stop_at: tokio::time::Instant,
+    queue: bool,
+) -> Measured {
+    use axum::body::Body;
+    use axum::http::Request;
+    use rand::{Rng, SeedableRng};
+    use tower::ServiceExt;
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
+    let mut out = Measured::default();
+    loop {
+        let sent = tokio::time::Instant::now();
+        if sent >= stop_at {
+            break;
+        }
+        if queue {
+            // Into the back of the run queue, as a request arriving at a busy server waits for
+            // a worker: a task whose handler never waits would otherwise keep its worker, and
+            // the other clients starve rather than queue.
+            tokio::task::yield_now().await;
+        }
+        let url = &urls[rng.random_range(0..urls.len())];
+        let outcome = match Request::get(url.as_str()).body(Body::empty()) {
+            Ok(request) => match router.clone().oneshot(request).await {
+                Ok(response) => {
+                    let status = response.status().as_u16();
+                    axum::body::to_bytes(response.into_body(), usize::MAX)
+                        .await
+                        .map(|body| (status, body))
+                        .map_err(|e| format!("{url}: body: {e}"))
+                }
+                Err(e) => Err(format!("{url}: {e}")),
+            },
+            Err(e) => Err(format!("{url}: {e}")),
+        };
+        let done = tokio::time::Instant::now();
+        if sent < measure_from {
+            continue;
+        }
+        match outcome {
+            Ok((status, body)) if (200..300).contains(&status) => {
+                let us = done.duration_since(sent).as_micros();
+                out.latencies_us.push(u32::try_from(us).unwrap_or(u32::MAX));
+                out.bytes += body.len() as u64;
+            }
+            Ok((status, body)) => {
+                *out.errors.entry(status.to_string()).or_default() += 1;
+                out.first_error.get_or_insert_with(|| {
+                    format!(
+                        "{url}: {status}: {}",
+                        String::from_utf8_lossy(&body[..body.len().min(200)])
+                    )
+                });
+            }
+            Err(e) => {
+                *out.errors.entry("transport".to_owned()).or_default() += 1;
+                out.first_error.get_or_insert(e);
+            }
+        }
+    }
+    out
+}
+
+/// Sends each kind's requests to the router in-process, `concurrency` clients (tasks on a
+/// runtime of `workers` threads, as the server runs) for the duration, one kind after the
+/// other. With more clients than workers, a request's latency runs from before it queues for a
+/// worker to its whole body.
+/// Figures as `catalogue-bench load` reports them, `base` `in-process:DATA_DIR`.
+pub fn replay(config: &ReplayConfig) -> anyhow::Result<catalogue_bench::load::LoadReport> {
+    use catalogue_bench::load::{kind_report, KindReport, LoadReport};
+    anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
+    let pools = read_requests(&config.requests)?;
+    let data = DataDir::new(&config.data_dir);
+    let app = watch_catalogue::app::App::open(&data, watch_catalogue::config::DEFAULT_CACHE_BYTES)?;
+    anyhow::ensure!(
+        app.index_is_current()?,
+        "the indexes of {} are behind its store: serve or reindex it once first",
+        config.data_dir.display()
+    );
+    let router =
+        watch_catalogue::api::router(std::sync::Arc::new(app), &catalogue_bench::unlimited_api());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.workers.max(1))
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let mut kinds: Vec<KindReport> = Vec::new();
+    let mut all = Measured::default();
+    let mut total_secs = 0.0;
+    for (kind, urls) in pools {
+        if !config.kinds.is_empty() && !config.kinds.contains(&kind) {
+            continue;
+        }
+        let pool = urls.len();
+        let urls = std::sync::Arc::new(spread(urls, config.max_per_kind));
+        let (measured, secs) = runtime.block_on(async {
+            let start = tokio::time::Instant::now();
+            let measure_from = start + config.warmup;
+            let stop_at = measure_from + config.duration;
+            let tasks: Vec<_> = (0..config.concurrency)
+                .map(|c| {
+                    let seed = config.seed ^ ((c as u64) << 32) ^ kind.len() as u64;
+                    tokio::spawn(replay_client(
+                        router.clone(),
+                        urls.clone(),
+                        seed,
+                        measure_from,
+                        stop_at,
+                        config.concurrency > config.workers,
+                    ))
+                })
+                .collect();
+            let mut merged = Measured::default();
+            for task in tasks {
+                let m = task.await.context("a client task failed")?;
+                merged.latencies_us.extend(m.latencies_us);
+                merged.bytes += m.bytes;
+                for (status, n) in m.errors {
+                    *merged.errors.entry(status).or_default() += n;
+                }
+                if merged.first_error.is_none() {
+                    merged.first_error = m.first_error;
+                }
+            }
+            let secs = measure_from.elapsed().as_secs_f64().max(0.001);
+            anyhow::Ok((merged, secs))
+        })?;
+        all.latencies_us.extend(&measured.latencies_us);
+        all.bytes += measured.bytes;
+        for (status, n) in &measured.errors {
+            *all.errors.entry(status.clone()).or_default() += n;
+        }
+        total_secs += secs;
+        let report = kind_report(
+            &kind,
+            pool,
+            measured.latencies_us,
+            measured.bytes,
+            measured.errors,
+            measured.first_error,
+            secs,
+        );
+        eprintln!(
+            "in-process {kind}: {} requests, p50 {:.2} ms",
+            report.count,
+            report.p50_us as f64 / 1000.0
+        );
+        kinds.push(report);
+    }
+    let overall = kind_report(
+        "all",
+        kinds.iter().map(|k| k.pool).sum(),
+        all.latencies_us,
+        all.bytes,
+        all.errors,
+        None,
+        total_secs,
+    );
+    Ok(LoadReport {
+        base: format!("in-process:{}", config.data_dir.display()),
+        mix: "each kind alone, in-process".to_owned(),
+        concurrency: config.concurrency,
+        seed: config.seed,
+        warmup_secs: config.warmup.as_secs_f64(),
+        duration_secs: config.duration.as_secs_f64(),
+        measured_secs: (total_secs * 1000.0).round() / 1000.0,
+        overall,
+        kinds,
+        warnings: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -529,5 +772,13 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, b"7\t\\N\ta\\tb\\\\c\\nd\\re\tt\n".to_vec());
+    }
+
+    #[test]
+    fn spread_keeps_an_even_sample_in_order() {
+        let pool: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        assert_eq!(spread(pool.clone(), 0), pool);
+        assert_eq!(spread(pool.clone(), 20), pool);
+        assert_eq!(spread(pool, 4), vec!["0", "2", "5", "7"]);
     }
 }

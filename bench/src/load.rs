@@ -841,6 +841,29 @@ fn summarize(kind: String, weight: u32, pool: usize, tally: &mut Tally, secs: f6
     }
 }
 
+/// The figures of one kind measured by another driver (`catalogue-bench replay`, in-process):
+/// the latencies (µs) and body bytes of the successful requests, the errors by status, over
+/// `secs` measured seconds.
+pub fn kind_report(
+    kind: &str,
+    pool: usize,
+    latencies_us: Vec<u32>,
+    bytes: u64,
+    errors: BTreeMap<String, u64>,
+    first_error: Option<String>,
+    secs: f64,
+) -> KindReport {
+    let count = latencies_us.len() as u64 + errors.values().sum::<u64>();
+    let mut tally = Tally {
+        latencies_us,
+        bytes,
+        count,
+        errors,
+        first_error,
+    };
+    summarize(kind.to_owned(), 1, pool, &mut tally, secs)
+}
+
 /// Learns the dataset, then runs the load and returns its figures.
 pub async fn run(config: &LoadConfig) -> anyhow::Result<LoadReport> {
     if config.concurrency == 0 {

@@ -7,7 +7,9 @@
 //! running service over HTTP with a mix of realistic requests (see [`catalogue_bench::load`]);
 //! `--dump-requests FILE` also writes the requests it learnt, for the peers of bench/peers/;
 //! `catalogue-bench export-peers --data-dir DIR --out OUT` writes a data dir's store as
-//! tab-separated files for those peers (see [`export`]).
+//! tab-separated files for those peers (see [`export`]);
+//! `catalogue-bench replay --data-dir DIR --requests FILE` sends those requests to the router
+//! in-process, each kind alone, for the in-process side of the comparison.
 
 mod export;
 
@@ -115,6 +117,40 @@ enum Command {
         /// Gzip each file (`NAME.tsv.gz`).
         #[arg(long)]
         gzip: bool,
+    },
+    /// Send the requests of a `load --dump-requests` file to the service's router in-process
+    /// (every layer and the JSON, no socket), each kind alone, reporting as `load` does. Stop
+    /// the server on that data dir first (sled locks it).
+    Replay {
+        /// The service's data dir, its indexes current.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// JSON lines `{"kind", "url"}`.
+        #[arg(long)]
+        requests: PathBuf,
+        /// Comma-separated kinds (all in the file by default).
+        #[arg(long, value_delimiter = ',')]
+        kinds: Vec<String>,
+        /// Clients, each a task with one request in flight.
+        #[arg(long, default_value_t = 32)]
+        concurrency: usize,
+        /// Measured time per kind.
+        #[arg(long, default_value = "10s", value_parser = load::parse_duration)]
+        duration: std::time::Duration,
+        /// Time run first per kind and left out of the figures.
+        #[arg(long, default_value = "2s", value_parser = load::parse_duration)]
+        warmup: std::time::Duration,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Requests kept per kind, evenly spread; 0 keeps the whole pool. The peers keep 128.
+        #[arg(long, default_value_t = 128)]
+        max_per_kind: usize,
+        /// Runtime worker threads (one per core, as the server).
+        #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, usize::from))]
+        workers: usize,
+        /// Also write the figures as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
     },
 }
 
@@ -278,6 +314,44 @@ fn main() -> anyhow::Result<()> {
                 out.display(),
                 started.elapsed().as_secs_f64()
             );
+        }
+        Command::Replay {
+            data_dir,
+            requests,
+            kinds,
+            concurrency,
+            duration,
+            warmup,
+            seed,
+            max_per_kind,
+            workers,
+            json,
+        } => {
+            let report = export::replay(&export::ReplayConfig {
+                data_dir,
+                requests,
+                kinds,
+                concurrency,
+                duration,
+                warmup,
+                seed,
+                max_per_kind,
+                workers,
+            })?;
+            println!("{}", report.markdown());
+            for kind in report.kinds.iter().filter(|k| k.errors > 0) {
+                println!(
+                    "{}: errors {:?}; first: {}",
+                    kind.kind,
+                    kind.errors_by_status,
+                    kind.first_error.as_deref().unwrap_or("")
+                );
+            }
+            if let Some(path) = json {
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+                    .with_context(|| format!("writing {}", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
         }
     }
     Ok(())
