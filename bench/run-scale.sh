@@ -4,7 +4,7 @@
 # over HTTP with the load driver (each kind alone, then the default mix, then once with the
 # default rate limiter), and run the same requests against PostgreSQL and SQLite (bench/peers/).
 #
-#   bench/run-scale.sh [--models N] [--listings M] [--work-dir DIR] [--duration 10s]
+#   bench/run-scale.sh [--models N] [--listings M] [--work-dir DIR] [--duration 8s]
 #                      [--concurrency 32] [--latency-concurrency 4] [--port 18431] [--no-peers]
 #
 # Defaults: 1,000,000 models, 10,000,000 listings, /tmp/watch-scale. Needs ~35 GB of disk at the
@@ -15,7 +15,7 @@ set -euo pipefail
 MODELS=1000000
 LISTINGS=10000000
 WORK=/tmp/watch-scale
-DURATION=10s
+DURATION=8s
 CONCURRENCY=32
 LATENCY_CONCURRENCY=4
 PEERS=1
@@ -144,27 +144,38 @@ say ""
 # --- HTTP load, rate limit lifted --------------------------------------------------------------
 start_server --rate-limit 1000000000
 "$BENCH" load --base "$BASE" --dump-requests "$WORK/requests.jsonl" --dump-only > /dev/null
-run_load() { # name, then load options
-  local name=$1; shift
-  "$BENCH" load --base "$BASE" --duration "$DURATION" --warmup 2s --json "$WORK/load-$name.json" "$@" \
-    > "$WORK/load-$name.md"
-}
-for concurrency in "$LATENCY_CONCURRENCY" "$CONCURRENCY"; do
-  say "### Each kind alone, concurrency $concurrency"
-  say ""
-  first=1
-  for kind in model_by_slugs reference_search text_search_1w text_search_2w text_search_3w \
-      models_filtered listings_filtered listing_stats listing_by_id; do
-    run_load "$kind-c$concurrency" --only "$kind" --concurrency "$concurrency"
-    if [[ $first == 1 ]]; then head -2 "$WORK/load-$kind-c$concurrency.md" | tee -a "$RESULTS"; first=0; fi
-    sed -n 3p "$WORK/load-$kind-c$concurrency.md" | tee -a "$RESULTS"
-  done
-  say ""
-done
-say "### Default mix, concurrency $CONCURRENCY"
+# Each kind alone: one client (latency alone), LATENCY_CONCURRENCY (the targets' latency under
+# load) and CONCURRENCY (capacity).
+bash "$ROOT/bench/peers/run-ours.sh" "$BASE" "$WORK/requests.jsonl" "$WORK/ours" \
+  --concurrency "1,$LATENCY_CONCURRENCY,$CONCURRENCY" --duration "${DURATION%s}" > "$WORK/ours.log"
+say "### Each kind alone over HTTP (ms)"
 say ""
-run_load "mix-c$CONCURRENCY" --concurrency "$CONCURRENCY"
-tee -a "$RESULTS" < "$WORK/load-mix-c$CONCURRENCY.md"
+python3 - "$WORK/ours" "1,$LATENCY_CONCURRENCY,$CONCURRENCY" <<'PY' | tee -a "$RESULTS"
+import json, sys, glob, os
+out, levels = sys.argv[1], sys.argv[2].split(",")
+print("| kind | clients | req/s | p50 | p90 | p99 | max | errors |")
+print("|---|--:|--:|--:|--:|--:|--:|--:|")
+kinds = []
+for path in sorted(glob.glob(os.path.join(out, "ours-c*-*.json"))):
+    k = json.load(open(path))["kinds"][0]["kind"]
+    if k not in kinds:
+        kinds.append(k)
+for kind in kinds:
+    for c in levels:
+        path = os.path.join(out, f"ours-c{c}-{kind}.json")
+        if not os.path.exists(path):
+            continue
+        k = json.load(open(path))["overall"]
+        ms = lambda us: f"{us / 1000:.2f}"
+        print(f"| {kind} | {c} | {k['ok_rps']:.0f} | {ms(k['p50_us'])} | {ms(k['p90_us'])} | "
+              f"{ms(k['p99_us'])} | {ms(k['max_us'])} | {k['errors']} |")
+PY
+say ""
+say "### Default mix over HTTP, concurrency $CONCURRENCY"
+say ""
+"$BENCH" load --base "$BASE" --duration "$DURATION" --warmup 2s --concurrency "$CONCURRENCY" \
+  --json "$WORK/load-mix.json" > "$WORK/load-mix.md"
+tee -a "$RESULTS" < "$WORK/load-mix.md"
 say ""
 say "Server memory after the load: $(server_rss)(target: RSS < 3 GiB)"
 say ""
@@ -172,23 +183,35 @@ stop_server
 
 # --- Once with the default limiter -------------------------------------------------------------
 start_server
-say "### Default mix with the default rate limiter (600 requests / 60 s per IP)"
+say "### Default mix with the default rate limiter (600 requests / 60 s per IP), concurrency $CONCURRENCY"
 say ""
 "$BENCH" load --base "$BASE" --duration 5s --concurrency "$CONCURRENCY" --json "$WORK/load-limited.json" \
   > "$WORK/load-limited.md" 2>&1 || true
-tee -a "$RESULTS" < "$WORK/load-limited.md"
+grep -E '^\|' "$WORK/load-limited.md" | tee -a "$RESULTS"
 say ""
 stop_server
 
 # --- Peers -------------------------------------------------------------------------------------
 if [[ $PEERS == 1 ]]; then
-  "$BENCH" export-peers --data-dir "$DATA" --out "$WORK/peers-export"
-  bash "$ROOT/bench/peers/run-peers.sh" "$WORK/peers-export" "$WORK/requests.jsonl" "$WORK/peers" \
-    --concurrency "$LATENCY_CONCURRENCY" --duration "${DURATION%s}"
-  say "### Peers, concurrency $LATENCY_CONCURRENCY"
+  timed "export for the peers" "$BENCH" export-peers --data-dir "$DATA" --out "$WORK/peers-export" --gzip
+  say "Export for the peers (catalogue-bench export-peers --gzip): ${STEP_ROWS[-1]}"
   say ""
-  python3 "$ROOT/bench/peers/peers.py" compare --ours "$WORK" --concurrency "$LATENCY_CONCURRENCY" \
-    "$WORK/peers"/*.json | tee -a "$RESULTS"
+  for c in 1 "$CONCURRENCY"; do
+    "$BENCH" replay --data-dir "$DATA" --requests "$WORK/requests.jsonl" --concurrency "$c" \
+      --duration "$DURATION" --json "$WORK/ours/inprocess-c$c.json" > /dev/null
+  done
+  # The server is up again only so that the peers' answers are checked against ours.
+  start_server --rate-limit 1000000000
+  bash "$ROOT/bench/peers/run-peers.sh" "$WORK/peers-export" "$WORK/requests.jsonl" "$WORK/peers" \
+    --concurrency "1,$CONCURRENCY" --duration "${DURATION%s}" --base "$BASE" > "$WORK/peers.log" 2>&1
+  stop_server
+  say "### Peers"
+  say ""
+  say "$(cat "$WORK/peers/load.txt")"
+  say ""
+  python3 "$ROOT/bench/peers/compare.py" "$WORK"/ours/*.json "$WORK"/peers/postgresql-c*.json \
+    "$WORK"/peers/sqlite-c*.json --out "$WORK/compare.md" > /dev/null
+  tee -a "$RESULTS" < "$WORK/compare.md"
 fi
 
 echo "figures in $RESULTS"

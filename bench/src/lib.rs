@@ -530,8 +530,10 @@ mod tests {
         let mut found = 0;
         for (pair, infos) in models.windows(2).zip(info.models.windows(2)) {
             let (first, second) = (&pair[0], &pair[1]);
-            let same_reference = normalize_reference(first["referenceNumber"].as_str().unwrap())
-                == normalize_reference(second["referenceNumber"].as_str().unwrap());
+            let reference = |m: &serde_json::Value| {
+                normalize_reference(m["referenceNumber"].as_str().expect("reference"))
+            };
+            let same_reference = reference(first) == reference(second);
             if same_reference
                 && first["brand"] == second["brand"]
                 && first["series"] == second["series"]
