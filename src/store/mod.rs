@@ -37,6 +37,9 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StoreGeneration(pub u64);
 
+/// Keys one sled batch writes at most; see [`Store::commit`].
+pub const ATOMIC_OPERATIONS: usize = 200_000;
+
 /// Handle on the sled database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -98,21 +101,37 @@ impl Store {
         WriteBatch::new(self)
     }
 
-    /// Applies `batch` atomically with a generation bump, and flushes it to disk before
-    /// returning: a write is acknowledged only once it is durable.
+    /// Applies `batch` with a generation bump, and flushes it to disk before returning: a
+    /// write is acknowledged only once it is durable. A write of up to [`ATOMIC_OPERATIONS`]
+    /// keys is atomic. A larger one (an import of a million models) is applied in chunks of
+    /// that size, in order, the generation bump and id counters first: sled holds a whole
+    /// batch in memory many times over while applying it (23 GB for a million models in one).
+    /// A crash part-way then leaves it partly written, with the indexes marked behind; the
+    /// batch jobs that write so much are idempotent, and running them again completes it.
     pub fn commit(&self, batch: WriteBatch) -> StoreResult<StoreGeneration> {
         if batch.is_empty() {
             return self.generation();
         }
         let generation = StoreGeneration(self.generation()?.0 + 1);
-        let touches_listings = batch.touches_listings();
-        let mut sled_batch = batch.into_sled_batch();
-        sled_batch.insert(MetaKey::Generation.key(), &encode_u64(generation.0));
-        if touches_listings {
-            sled_batch.insert(MetaKey::ListingsGeneration.key(), &encode_u64(generation.0));
+        let bump = Some(encode_u64(generation.0).to_vec());
+        let mut operations = vec![(MetaKey::Generation.key(), bump.clone())];
+        if batch.touches_listings() {
+            operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
-        self.db.apply_batch(sled_batch)?;
-        self.db.flush()?;
+        operations.extend(batch.into_operations());
+        let mut operations = operations.into_iter().peekable();
+        while operations.peek().is_some() {
+            let mut sled_batch = sled::Batch::default();
+            for (key, value) in operations.by_ref().take(ATOMIC_OPERATIONS) {
+                match value {
+                    Some(value) => sled_batch.insert(key, value),
+                    None => sled_batch.remove(key),
+                }
+            }
+            self.db.apply_batch(sled_batch)?;
+            // Flushed chunk by chunk: sled evicts only pages already on disk.
+            self.db.flush()?;
+        }
         Ok(generation)
     }
 

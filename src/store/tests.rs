@@ -112,3 +112,27 @@ fn a_brand_resolves_by_name_alias_or_slug() {
         );
     }
 }
+
+#[test]
+fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation() {
+    use crate::domain::ModelId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 22).expect("open");
+    let mut batch = store.batch().expect("batch");
+    let id = batch.allocate_id(RecordKind::Brand).expect("id");
+    batch.put_brand(None, &brand(id, "rolex", None));
+    let models = ATOMIC_OPERATIONS as u64 + 10;
+    for model in 0..models {
+        batch.set_listing_count(ModelId(model), 1);
+    }
+    // Later writes of a key win, also across chunks.
+    batch.set_listing_count(ModelId(0), 7);
+    assert_eq!(store.commit(batch).expect("commit"), StoreGeneration(1));
+    assert_eq!(store.listing_count(ModelId(0)).expect("count"), 7);
+    assert_eq!(store.listing_count(ModelId(models - 1)).expect("count"), 1);
+    let rolex = Slug::parse("rolex").expect("slug");
+    assert!(store.brand_by_slug(&rolex).expect("get").is_some());
+    // The id counter moved with the write: the next brand gets a fresh id.
+    let mut next = store.batch().expect("batch");
+    assert_eq!(next.allocate_id(RecordKind::Brand).expect("id"), 2);
+}

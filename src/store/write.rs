@@ -10,9 +10,12 @@ use crate::domain::{
 };
 use std::collections::HashMap;
 
-/// Pending writes; dropped without effect unless committed.
+/// A key written with its value, or removed (`None`).
+pub(super) type Operation = (Vec<u8>, Option<Vec<u8>>);
+
+/// Pending writes, in order; dropped without effect unless committed.
 pub struct WriteBatch {
-    batch: sled::Batch,
+    operations_in_order: Vec<Operation>,
     operations: usize,
     next_ids: HashMap<Keyspace, u64>,
     /// True when the write changes what the listings index holds.
@@ -23,7 +26,7 @@ pub struct WriteBatch {
 impl WriteBatch {
     pub(super) fn new(store: &Store) -> StoreResult<WriteBatch> {
         Ok(WriteBatch {
-            batch: sled::Batch::default(),
+            operations_in_order: Vec::new(),
             operations: 0,
             next_ids: HashMap::new(),
             touches_listings: false,
@@ -39,12 +42,16 @@ impl WriteBatch {
         self.touches_listings
     }
 
-    pub(super) fn into_sled_batch(mut self) -> sled::Batch {
-        for (space, next) in std::mem::take(&mut self.next_ids) {
-            let key = MetaKey::NextId(space).key();
-            self.batch.insert(key, &encode_u64(next));
-        }
-        self.batch
+    /// The writes in order, after the id counters they moved: a write applied in several
+    /// chunks never leaves an id it used free for reuse.
+    pub(super) fn into_operations(self) -> Vec<Operation> {
+        let counters = self.next_ids.into_iter().map(|(space, next)| {
+            (
+                MetaKey::NextId(space).key(),
+                Some(encode_u64(next).to_vec()),
+            )
+        });
+        counters.chain(self.operations_in_order).collect()
     }
 
     /// A fresh id for a record of `space`; ids start at 1 and are never reused.
@@ -58,12 +65,12 @@ impl WriteBatch {
     }
 
     fn put(&mut self, key: Vec<u8>, value: &[u8]) {
-        self.batch.insert(key, value);
+        self.operations_in_order.push((key, Some(value.to_vec())));
         self.operations += 1;
     }
 
     fn remove(&mut self, key: Vec<u8>) {
-        self.batch.remove(key);
+        self.operations_in_order.push((key, None));
         self.operations += 1;
     }
 
