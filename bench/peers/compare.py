@@ -24,18 +24,9 @@ import argparse
 import json
 import sys
 
-TEXT_KINDS = {"text_search_1w", "text_search_2w", "text_search_3w"}
-ORDER = [
-    "model_by_slugs",
-    "reference_search",
-    "text_search_1w",
-    "text_search_2w",
-    "text_search_3w",
-    "models_filtered",
-    "listings_filtered",
-    "listing_stats",
-    "listing_by_id",
-]
+# The kinds and their order are peers.py's (this script's directory is on sys.path).
+from peers import KINDS as ORDER, TEXT_KINDS  # noqa: E402
+
 HTTP, IN_PROCESS = "over HTTP", "in-process"
 
 
