@@ -12,7 +12,7 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use watch_catalogue::app::{self, App};
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
@@ -20,7 +20,9 @@ use watch_catalogue::config::{
     DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::jobs::import::{self, DirectorySource};
+use watch_catalogue::jobs::listing_writes::WrittenListings;
 use watch_catalogue::jobs::{ingest, reindex};
+use watch_catalogue::store::StoreGeneration;
 
 #[derive(Parser)]
 #[command(
@@ -194,6 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .with_context(|| format!("opening {}", file.display()))?;
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let before = app.store.listings_generation()?;
+            let started = Instant::now();
             let result = ingest::ingest(
                 &app.store,
                 &provider,
@@ -213,19 +216,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             };
             print_ingest(&provider, &report);
-            app.index_listings_write(&report.written, before)?;
-            Ok(())
+            index_listings_write(&app, &report.written, before, started)
         }
         Command::Match => {
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let before = app.store.listings_generation()?;
+            let started = Instant::now();
             let report = watch_catalogue::jobs::matching::rematch_unmatched(&app.store)?;
             println!(
                 "matched {} of {} unmatched listings; store generation {}",
                 report.matched, report.tried, report.written.generation.0
             );
-            app.index_listings_write(&report.written, before)?;
-            Ok(())
+            index_listings_write(&app, &report.written, before, started)
         }
         Command::Rates { file } => {
             let text = std::fs::read_to_string(&file)
@@ -275,6 +277,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// One line per skipped snapshot line, then what the ingest did.
+/// Brings the indexes up to a listings write begun at `started`, and says how long the write
+/// and the indexes took: on millions of listings either can dominate.
+fn index_listings_write(
+    app: &App,
+    written: &WrittenListings,
+    before: StoreGeneration,
+    started: Instant,
+) -> anyhow::Result<()> {
+    let write_time = started.elapsed();
+    app.index_listings_write(written, before)?;
+    println!(
+        "{} listings written in {:.1} s in {} commits; indexes up to date after {:.1} s more",
+        written.ids.len(),
+        write_time.as_secs_f64(),
+        written.commits,
+        (started.elapsed() - write_time).as_secs_f64()
+    );
+    Ok(())
+}
+
 fn print_ingest(provider: &str, report: &ingest::IngestReport) {
     for problem in &report.skipped {
         eprintln!("skipped {problem}");
