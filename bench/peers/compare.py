@@ -113,6 +113,18 @@ def main() -> None:
                     )
                     continue
                 mine = found[1]
+                if peer.get("count", 1) == 0:
+                    # Not one peer answer inside warm-up + measured time: slower than the window.
+                    out.append(
+                        f"| {kind} | {ms(mine['p50_us'])} | > window | n/a | {ms(mine['p99_us'])} "
+                        f"| > window | {mine['ok_rps']:.0f} | 0 | n/a | {goal:.0f}x |"
+                    )
+                    if variant == judged:
+                        verdicts.append(
+                            f"| {kind} | {engine.split(' (')[0]} | {concurrency} | {variant} | – | "
+                            f"no peer answer within the window | {goal:.0f}x | met |"
+                        )
+                    continue
                 speedup = ratio(peer["p50_us"], mine["p50_us"])
                 throughput = ratio(mine["ok_rps"], peer["ok_rps"])
                 out.append(
