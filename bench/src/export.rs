@@ -520,20 +520,34 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
 // --- in-process replay ------------------------------------------------------------------------
 
 /// Settings of `catalogue-bench replay`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ReplayConfig {
+    /// The service's data dir, its indexes current.
+    #[arg(long)]
     pub data_dir: PathBuf,
     /// JSON lines `{"kind", "url"}` (`catalogue-bench load --dump-requests`).
+    #[arg(long)]
     pub requests: PathBuf,
-    /// Kinds run (all in the file when empty), each alone, in the file's order.
+    /// Comma-separated kinds (all in the file by default), each run alone, in the file's order.
+    #[arg(long, value_delimiter = ',')]
     pub kinds: Vec<String>,
+    /// Clients, each a task with one request in flight.
+    #[arg(long, default_value_t = 32)]
     pub concurrency: usize,
+    /// Measured time per kind.
+    #[arg(long, default_value = "10s", value_parser = crate::load::parse_duration)]
     pub duration: std::time::Duration,
+    /// Time run first per kind and left out of the figures.
+    #[arg(long, default_value = "2s", value_parser = crate::load::parse_duration)]
     pub warmup: std::time::Duration,
+    #[arg(long, default_value_t = 42)]
     pub seed: u64,
-    /// Requests kept per kind, evenly spread (0: the whole pool). The peers keep 128 (pgbench's
-    /// limit of scripts).
+    /// Requests kept per kind, evenly spread; 0 keeps the whole pool. The peers keep 128
+    /// (pgbench's limit of scripts).
+    #[arg(long, default_value_t = 128)]
     pub max_per_kind: usize,
-    /// Worker threads of the runtime (the server's default: one per core).
+    /// Runtime worker threads (one per core, as the server).
+    #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, usize::from))]
     pub workers: usize,
 }
 

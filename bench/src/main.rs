@@ -122,32 +122,8 @@ enum Command {
     /// (every layer and the JSON, no socket), each kind alone, reporting as `load` does. Stop
     /// the server on that data dir first (sled locks it).
     Replay {
-        /// The service's data dir, its indexes current.
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// JSON lines `{"kind", "url"}`.
-        #[arg(long)]
-        requests: PathBuf,
-        /// Comma-separated kinds (all in the file by default).
-        #[arg(long, value_delimiter = ',')]
-        kinds: Vec<String>,
-        /// Clients, each a task with one request in flight.
-        #[arg(long, default_value_t = 32)]
-        concurrency: usize,
-        /// Measured time per kind.
-        #[arg(long, default_value = "10s", value_parser = load::parse_duration)]
-        duration: std::time::Duration,
-        /// Time run first per kind and left out of the figures.
-        #[arg(long, default_value = "2s", value_parser = load::parse_duration)]
-        warmup: std::time::Duration,
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Requests kept per kind, evenly spread; 0 keeps the whole pool. The peers keep 128.
-        #[arg(long, default_value_t = 128)]
-        max_per_kind: usize,
-        /// Runtime worker threads (one per core, as the server).
-        #[arg(long, default_value_t = std::thread::available_parallelism().map_or(2, usize::from))]
-        workers: usize,
+        #[command(flatten)]
+        config: export::ReplayConfig,
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -315,29 +291,8 @@ fn main() -> anyhow::Result<()> {
                 started.elapsed().as_secs_f64()
             );
         }
-        Command::Replay {
-            data_dir,
-            requests,
-            kinds,
-            concurrency,
-            duration,
-            warmup,
-            seed,
-            max_per_kind,
-            workers,
-            json,
-        } => {
-            let report = export::replay(&export::ReplayConfig {
-                data_dir,
-                requests,
-                kinds,
-                concurrency,
-                duration,
-                warmup,
-                seed,
-                max_per_kind,
-                workers,
-            })?;
+        Command::Replay { config, json } => {
+            let report = export::replay(&config)?;
             println!("{}", report.markdown());
             for kind in report.kinds.iter().filter(|k| k.errors > 0) {
                 println!(

@@ -1,6 +1,7 @@
 //! The load driver against the real service, in-process on a loopback port over the small test
 //! catalogue of the root crate (tests/data): every kind of the default mix is asked, nothing
-//! fails, and the report's JSON round-trips. About one second of load.
+//! fails, and the report's JSON round-trips. About one second of load. Then the peers' side
+//! through the real binary: `export-peers` and `replay` of the requests the driver learnt.
 
 use catalogue_bench::load::{self, Kind, LoadConfig, LoadReport};
 use std::path::{Path, PathBuf};
@@ -88,4 +89,100 @@ async fn the_default_mix_runs_against_the_real_service() {
     let back: LoadReport = serde_json::from_str(&json).expect("from JSON");
     assert_eq!(back, report);
     assert!(report.markdown().contains("| listing_by_id |"));
+}
+
+/// The peers' side of the scale run through the real binary: `export-peers` writes every table
+/// with one row per record, and `replay` runs the requests the driver learnt (from a server
+/// over another copy of the same data: sled locks a data dir) with no error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_and_replay_run_through_the_binary() {
+    let served = tempfile::tempdir().expect("temp dir");
+    let base = serve(served.path()).await;
+    let client = load::client(2, Duration::from_secs(10)).expect("client");
+    let targets = load::discover(&client, &base, 42, 16)
+        .await
+        .expect("discover");
+    let work = tempfile::tempdir().expect("temp dir");
+    let requests = work.path().join("requests.jsonl");
+    std::fs::write(&requests, load::request_lines(&targets)).expect("write requests");
+
+    let data = work.path().join("data");
+    {
+        let app = App::open(&DataDir::new(&data), 16 << 20).expect("open data dir");
+        import(&app.store, &DirectorySource(test_data("catalogue"))).expect("import");
+        ingest_dataset_feeds(
+            &app.store,
+            &DirectorySource(test_data("feeds")),
+            DEFAULT_MAX_INVALID,
+        )
+        .expect("ingest");
+        app.prepare(false).expect("index");
+    }
+    let bench = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_catalogue-bench"))
+            .args(args)
+            .output()
+            .expect("run catalogue-bench");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let data_arg = data.to_str().expect("utf-8 path");
+    let export = work.path().join("export");
+    let manifest = bench(&[
+        "export-peers",
+        "--data-dir",
+        data_arg,
+        "--out",
+        export.to_str().expect("utf-8 path"),
+    ]);
+    let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("manifest JSON");
+    let store = watch_catalogue::store::Store::open(&data.join("store"), 1 << 20).expect("store");
+    let listings = store.all_listings().count() as u64;
+    let models = store.all_models().count() as u64;
+    drop(store);
+    let rows = |table: &str| {
+        let tables = manifest["tables"].as_array().expect("tables");
+        let entry = tables.iter().find(|t| t["name"] == table).expect(table);
+        let file = export.join(entry["file"].as_str().expect("file"));
+        let lines = std::fs::read_to_string(file)
+            .expect("table file")
+            .lines()
+            .count() as u64;
+        assert_eq!(entry["rows"].as_u64(), Some(lines), "{table}");
+        lines
+    };
+    assert_eq!(rows("listings"), listings);
+    assert_eq!(rows("models"), models);
+
+    let json = work.path().join("replay.json");
+    bench(&[
+        "replay",
+        "--data-dir",
+        data_arg,
+        "--requests",
+        requests.to_str().expect("utf-8 path"),
+        "--concurrency",
+        "2",
+        "--duration",
+        "200ms",
+        "--warmup",
+        "0s",
+        "--json",
+        json.to_str().expect("utf-8 path"),
+    ]);
+    let report: LoadReport =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("read JSON")).expect("JSON");
+    assert_eq!(report.kinds.len(), Kind::ALL.len(), "{}", report.markdown());
+    for figures in &report.kinds {
+        assert!(figures.count > 0, "{}: no request", figures.kind);
+        assert_eq!(
+            figures.errors, 0,
+            "{}: {:?}",
+            figures.kind, figures.first_error
+        );
+    }
 }
