@@ -216,7 +216,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 }
             };
             print_ingest(&provider, &report);
-            index_listings_write(&app, &report.written, before, started)
+            index_and_report(&app, &report.written, before, started)
         }
         Command::Match => {
             let app = App::open(&data_dir, cli.cache_bytes)?;
@@ -227,7 +227,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 "matched {} of {} unmatched listings; store generation {}",
                 report.matched, report.tried, report.written.generation.0
             );
-            index_listings_write(&app, &report.written, before, started)
+            index_and_report(&app, &report.written, before, started)
         }
         Command::Rates { file } => {
             let text = std::fs::read_to_string(&file)
@@ -279,7 +279,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// One line per skipped snapshot line, then what the ingest did.
 /// Brings the indexes up to a listings write begun at `started`, and says how long the write
 /// and the indexes took: on millions of listings either can dominate.
-fn index_listings_write(
+fn index_and_report(
     app: &App,
     written: &WrittenListings,
     before: StoreGeneration,

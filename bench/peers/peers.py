@@ -81,6 +81,19 @@ def lit(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def page_with_total(
+    table: str, alias: str, cond: str, order: str, size: int, offset: int, columns: str, joins: str
+) -> str:
+    """One page of `table` (as `alias`) in `order`, its rows joined for `columns`, and the
+    number of rows matching `cond` in every row, as a list endpoint answers."""
+    return (
+        f"WITH top AS (SELECT {alias}.id FROM {table} WHERE {cond} ORDER BY {order} "
+        f"LIMIT {size} OFFSET {offset}) "
+        f"SELECT {columns}, (SELECT count(*) FROM {table} WHERE {cond}) AS total "
+        f"FROM top JOIN {table} ON {alias}.id = top.id {joins} ORDER BY {order}"
+    )
+
+
 def whole(name: str, value: str) -> int:
     if not re.fullmatch(r"\d{1,18}", value.strip()):
         raise Unsupported(f"{name}={value!r} is not a whole number")
@@ -211,12 +224,7 @@ class Sql:
             raise Unsupported(f"models sort {sort!r}")
         order = orders[sort]
         cond = " AND ".join(where) or "TRUE"
-        return (
-            f"WITH top AS (SELECT m.id FROM models m WHERE {cond} ORDER BY {order} "
-            f"LIMIT {size} OFFSET {offset}) "
-            f"SELECT {ITEM}, (SELECT count(*) FROM models m WHERE {cond}) AS total "
-            f"FROM top JOIN models m ON m.id = top.id {ITEM_JOINS} ORDER BY {order}"
-        )
+        return page_with_total("models m", "m", cond, order, size, offset, ITEM, ITEM_JOINS)
 
     def model_id_of(self, brand: str, slug: str) -> str:
         return (
@@ -269,12 +277,8 @@ class Sql:
         cond = " AND ".join(where) or "TRUE"
         converted = self.display(params.get("currency"), "l.price", "l.currency", "l.price_usd")
         columns = LISTING.format(converted=converted)
-        return (
-            f"WITH top AS (SELECT l.id FROM listings l WHERE {cond} ORDER BY {order} "
-            f"LIMIT {size} OFFSET {offset}) "
-            f"SELECT {columns}, (SELECT count(*) FROM listings l WHERE {cond}) AS total "
-            f"FROM top JOIN listings l ON l.id = top.id JOIN providers p ON p.id = l.provider_id "
-            f"ORDER BY {order}"
+        return page_with_total(
+            "listings l", "l", cond, order, size, offset, columns, "JOIN providers p ON p.id = l.provider_id"
         )
 
     # GET /v1/listings/stats?brand=…&model=…[&currency=…]: the model's ACTIVE listings.

@@ -292,21 +292,7 @@ fn main() -> anyhow::Result<()> {
             );
         }
         Command::Replay { config, json } => {
-            let report = export::replay(&config)?;
-            println!("{}", report.markdown());
-            for kind in report.kinds.iter().filter(|k| k.errors > 0) {
-                println!(
-                    "{}: errors {:?}; first: {}",
-                    kind.kind,
-                    kind.errors_by_status,
-                    kind.first_error.as_deref().unwrap_or("")
-                );
-            }
-            if let Some(path) = json {
-                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
-                    .with_context(|| format!("writing {}", path.display()))?;
-                eprintln!("wrote {}", path.display());
-            }
+            print_report(&export::replay(&config)?, json)?;
         }
     }
     Ok(())
@@ -354,6 +340,11 @@ fn run_load(config: &load::LoadConfig, json: Option<PathBuf>) -> anyhow::Result<
         config.seed
     );
     let report = runtime.block_on(load::run(config))?;
+    print_report(&report, json)
+}
+
+/// The figures as a table, errors and warnings, and as JSON in `json` when given.
+fn print_report(report: &load::LoadReport, json: Option<PathBuf>) -> anyhow::Result<()> {
     println!("{}", report.markdown());
     println!(
         "{:.3} s measured, concurrency {}, mix {}, seed {}",
@@ -371,7 +362,7 @@ fn run_load(config: &load::LoadConfig, json: Option<PathBuf>) -> anyhow::Result<
         eprintln!("warning: {warning}");
     }
     if let Some(path) = json {
-        std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+        std::fs::write(&path, serde_json::to_string_pretty(report)?)
             .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }

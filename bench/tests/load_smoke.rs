@@ -18,8 +18,8 @@ fn test_data(dir: &str) -> PathBuf {
         .join(dir)
 }
 
-/// The router over the test catalogue and feeds, rate limit lifted, on 127.0.0.1:0.
-async fn serve(dir: &Path) -> String {
+/// A data dir in `dir` holding the test catalogue and feeds, indexed.
+fn test_app(dir: &Path) -> App {
     let app = App::open(&DataDir::new(dir), 16 << 20).expect("open data dir");
     import(&app.store, &DirectorySource(test_data("catalogue"))).expect("import");
     ingest_dataset_feeds(
@@ -29,6 +29,12 @@ async fn serve(dir: &Path) -> String {
     )
     .expect("ingest the test feeds");
     app.prepare(false).expect("index");
+    app
+}
+
+/// The router over the test catalogue and feeds, rate limit lifted, on 127.0.0.1:0.
+async fn serve(dir: &Path) -> String {
+    let app = test_app(dir);
     let router = watch_catalogue::api::router(Arc::new(app), &catalogue_bench::unlimited_api());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -107,17 +113,7 @@ async fn export_and_replay_run_through_the_binary() {
     std::fs::write(&requests, load::request_lines(&targets)).expect("write requests");
 
     let data = work.path().join("data");
-    {
-        let app = App::open(&DataDir::new(&data), 16 << 20).expect("open data dir");
-        import(&app.store, &DirectorySource(test_data("catalogue"))).expect("import");
-        ingest_dataset_feeds(
-            &app.store,
-            &DirectorySource(test_data("feeds")),
-            DEFAULT_MAX_INVALID,
-        )
-        .expect("ingest");
-        app.prepare(false).expect("index");
-    }
+    drop(test_app(&data));
     let bench = |args: &[&str]| {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_catalogue-bench"))
             .args(args)
