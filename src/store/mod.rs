@@ -113,15 +113,22 @@ impl Store {
             return self.generation();
         }
         let generation = StoreGeneration(self.generation()?.0 + 1);
-        let touches_listings = batch.touches_listings();
-        let mut chunks = batch.into_sled_batches();
-        let bump = encode_u64(generation.0);
-        chunks[0].insert(MetaKey::Generation.key(), &bump);
-        if touches_listings {
-            chunks[0].insert(MetaKey::ListingsGeneration.key(), &bump);
+        let bump = Some(encode_u64(generation.0).to_vec());
+        let mut operations = vec![(MetaKey::Generation.key(), bump.clone())];
+        if batch.touches_listings() {
+            operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
-        for chunk in chunks {
-            self.db.apply_batch(chunk)?;
+        operations.extend(batch.into_operations());
+        let mut operations = operations.into_iter().peekable();
+        while operations.peek().is_some() {
+            let mut sled_batch = sled::Batch::default();
+            for (key, value) in operations.by_ref().take(ATOMIC_OPERATIONS) {
+                match value {
+                    Some(value) => sled_batch.insert(key, value),
+                    None => sled_batch.remove(key),
+                }
+            }
+            self.db.apply_batch(sled_batch)?;
         }
         self.db.flush()?;
         Ok(generation)
