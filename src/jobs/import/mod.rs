@@ -3,11 +3,12 @@
 //! rejects the whole import with file, line and field named, and nothing is written. Records
 //! equal to what the store holds are left alone, so importing twice changes nothing.
 
+mod calibers;
 mod parse;
 pub mod rows;
 
 use crate::domain::{
-    normalize_reference, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Model,
+    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model,
     Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
@@ -325,7 +326,7 @@ impl<'a> Run<'a> {
             None => {
                 self.problem(
                     field,
-                    format!("no calibre `{value}` (a parent must come earlier in calibers.jsonl)"),
+                    format!("no calibre `{value}` in calibers.jsonl or the store"),
                 );
                 Ok(None)
             }
@@ -461,77 +462,6 @@ impl<'a> Run<'a> {
                 &mut counts,
                 |_, _| {},
                 WriteBatch::put_complication,
-            );
-        }
-        Ok(counts)
-    }
-
-    fn calibers(&mut self, rows: Rows<CaliberRow>) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at("calibers.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let brand = self.brand("brand", &row.brand)?;
-            let has_reference = self.required_text("reference", &row.reference)
-                && !normalize_reference(&row.reference).is_empty();
-            let parent = match &row.parent {
-                Some(parent) => self.caliber_ref("parent", parent)?.map(Some),
-                None => Some(None),
-            };
-            let mut complication_ids = Vec::new();
-            for slug in &row.complications {
-                if let Some(id) = self.complication("complications", slug)? {
-                    complication_ids.push(id);
-                }
-            }
-            let (Some(slug), Some(brand), Some(parent), true) =
-                (slug, brand, parent, has_reference)
-            else {
-                continue;
-            };
-            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem(
-                    "slug",
-                    format!(
-                        "duplicate calibre slug `{slug}` in brand `{}` (first on line {first})",
-                        row.brand
-                    ),
-                );
-                continue;
-            }
-            let existing = self.store.caliber_by_slug(brand, &slug)?;
-            let id = self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Caliber)?;
-            if parent == Some(CaliberId(id)) {
-                self.problem("parent", "a calibre cannot be its own parent");
-                continue;
-            }
-            let (created_at, updated_at) =
-                self.times(existing.as_ref().map(|c| (c.created_at, c.updated_at)));
-            let record = Caliber {
-                id: CaliberId(id),
-                brand_id: brand,
-                slug: slug.clone(),
-                reference: row.reference,
-                name: row.name,
-                kind: row.kind,
-                parent_id: parent,
-                diameter: row.diameter,
-                height: row.height,
-                jewels: row.jewels,
-                frequency: row.frequency,
-                power_reserve: row.power_reserve,
-                complication_ids,
-                created_at,
-                updated_at,
-            };
-            self.calibers.insert((brand, slug), record.id);
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |c, t| c.updated_at = t,
-                WriteBatch::put_caliber,
             );
         }
         Ok(counts)

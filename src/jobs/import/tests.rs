@@ -168,3 +168,112 @@ fn problems_are_all_reported_and_nothing_is_written() {
     assert!(store.is_empty().expect("empty"));
     assert_eq!(store.generation().expect("generation"), StoreGeneration(0));
 }
+
+const ETA: &str = r#"{"slug":"eta","name":"ETA"}"#;
+
+fn calibre(slug: &str, parent: Option<&str>) -> String {
+    match parent {
+        Some(parent) => format!(
+            r#"{{"slug":"{slug}","brand":"eta","reference":"{slug}","parent":"eta/{parent}"}}"#
+        ),
+        None => format!(r#"{{"slug":"{slug}","brand":"eta","reference":"{slug}"}}"#),
+    }
+}
+
+fn import_calibres(store: &Store, lines: &[String]) -> Result<ImportReport, ImportError> {
+    let calibres = lines.join("\n");
+    let dataset = Dataset::new(&[("brands.jsonl", ETA), ("calibers.jsonl", &calibres)]);
+    import(store, &dataset.source())
+}
+
+fn rejected_with(store: &Store, lines: &[String]) -> Vec<String> {
+    match import_calibres(store, lines) {
+        Err(ImportError::Invalid(problems)) => problems.iter().map(ToString::to_string).collect(),
+        other => panic!("the import should be rejected, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_parent_may_come_after_its_children() {
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    let lines = [
+        calibre("2892-a2-dd", Some("2892-a2")),
+        calibre("2892-a2", Some("2892")),
+        calibre("2892", None),
+    ];
+    let report = import_calibres(&store, &lines).expect("import");
+    assert_eq!(counts(&report, "calibers").created, 3);
+    let slug = |s: &str| Slug::parse(s).expect("slug");
+    let brand = store.brand_by_slug(&slug("eta")).expect("read").expect("eta");
+    let by_slug = |s: &str| {
+        store
+            .caliber_by_slug(brand.id, &slug(s))
+            .expect("read")
+            .expect("calibre")
+    };
+    assert_eq!(by_slug("2892-a2-dd").parent_id, Some(by_slug("2892-a2").id));
+    assert_eq!(by_slug("2892-a2").parent_id, Some(by_slug("2892").id));
+    assert_eq!(by_slug("2892").parent_id, None);
+    // The same file again changes nothing: ids resolve to what the store holds.
+    let again = import_calibres(&store, &lines).expect("import");
+    assert!(again.changed_nothing(), "{again}");
+}
+
+#[test]
+fn a_parent_that_exists_nowhere_is_named_with_file_line_and_field() {
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    let shown = rejected_with(&store, &[calibre("2892", None), calibre("2824-2", Some("2824"))]);
+    assert_eq!(
+        shown,
+        ["calibers.jsonl:2: field `parent`: no calibre `eta/2824` in calibers.jsonl or the store"]
+    );
+    assert!(store.is_empty().expect("empty"));
+}
+
+#[test]
+fn a_two_calibre_cycle_is_refused_naming_the_whole_cycle() {
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    let shown = rejected_with(
+        &store,
+        &[
+            calibre("base", None),
+            calibre("a", Some("b")),
+            calibre("b", Some("a")),
+            calibre("c", Some("a")),
+        ],
+    );
+    assert_eq!(
+        shown,
+        ["calibers.jsonl:2: field `parent`: parent cycle: eta/a -> eta/b -> eta/a"]
+    );
+    assert!(store.is_empty().expect("empty"));
+}
+
+#[test]
+fn a_calibre_that_is_its_own_parent_is_refused() {
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    let shown = rejected_with(&store, &[calibre("a", Some("a"))]);
+    assert_eq!(
+        shown,
+        ["calibers.jsonl:1: field `parent`: a calibre cannot be its own parent: eta/a -> eta/a"]
+    );
+}
+
+#[test]
+fn a_cycle_through_a_stored_calibre_is_refused() {
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    import_calibres(&store, &[calibre("a", None), calibre("b", Some("a"))]).expect("import");
+    let generation = store.generation().expect("generation");
+    // Re-parenting `a` onto its own child `b`, which this file does not mention.
+    let shown = rejected_with(&store, &[calibre("a", Some("b"))]);
+    assert_eq!(
+        shown,
+        ["calibers.jsonl:1: field `parent`: parent cycle: eta/a -> eta/b -> eta/a"]
+    );
+    assert_eq!(store.generation().expect("generation"), generation);
+}
