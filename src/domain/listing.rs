@@ -158,7 +158,7 @@ pub struct ListingPicture {
 }
 
 /// What a provider says about a listing, as read from its snapshot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListingDetails {
     pub url: String,
     /// The seller's text, verbatim.

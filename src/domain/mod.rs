@@ -6,6 +6,7 @@ mod listing;
 mod price_stats;
 mod records;
 mod reference;
+mod seller_text;
 mod slug;
 mod timestamp;
 
@@ -22,5 +23,6 @@ pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };
 pub use reference::normalize_reference;
+pub use seller_text::{text_runs, TextRun};
 pub use slug::{Slug, SlugError};
 pub use timestamp::Timestamp;

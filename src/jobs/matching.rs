@@ -1,110 +1,211 @@
 //! Matching a listing to a catalogue model: the seller's brand resolves through brand names,
 //! slugs and aliases (compared like references: letters and digits, case-folded); the seller's
-//! reference must hit exactly one model of that brand, by primary or alternate reference. With
-//! no reference given, a run of title words that is a reference of the brand is used instead.
+//! reference must hit exactly one model of that brand, by primary or alternate reference. A
+//! reference field that is no reference, or no field at all, is searched for runs of tokens
+//! that are references of the brand (`domain::text_runs`); the longest hit wins and two
+//! different hits leave the listing unmatched as ambiguous: a wrong model is worse than none.
 
 use super::listing_writes::{ListingWrites, WrittenListings};
 use crate::domain::{
-    normalize_reference, BrandId, Listing, ListingDetails, Match, MatchOutcome, ModelId, Timestamp,
+    normalize_reference, text_runs, BrandId, Listing, ListingDetails, Match, MatchOutcome, Model,
+    ModelId, TextRun, Timestamp,
 };
 use crate::store::{Store, StoreResult};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Longest run of title words tried as a brand or a reference ("Jaeger Le Coultre", "126610 LN").
-const MAX_RUN: usize = 3;
-
 /// The brand and model a listing is of, if its text says so unambiguously, and how it ended.
 pub fn match_listing(store: &Store, details: &ListingDetails) -> StoreResult<Match> {
-    let Some(brand) = resolve_brand(store, details)? else {
-        return Ok(Match {
-            brand_id: None,
-            model_id: None,
-            outcome: MatchOutcome::UnknownBrand,
-        });
+    let title = text_runs(details.title.as_deref().unwrap_or(""));
+    let brand = match resolve_brand(store, details.scraped_brand.as_deref(), &title)? {
+        Resolved::One(brand) => brand,
+        Resolved::None => return Ok(unmatched(None, MatchOutcome::UnknownBrand)),
+        Resolved::Several => return Ok(unmatched(None, MatchOutcome::Ambiguous)),
     };
-    let given = details
+    let field = details
         .scraped_reference
         .as_deref()
-        .map(normalize_reference)
-        .filter(|r| !r.is_empty());
-    let (candidates, from_title) = match given {
-        Some(reference) => (
-            store
-                .model_ids_by_reference(brand, &reference)?
-                .into_iter()
-                .collect(),
-            false,
-        ),
-        None => (
-            title_references(store, brand, details.title.as_deref().unwrap_or(""))?,
-            true,
-        ),
+        .filter(|r| !normalize_reference(r).is_empty());
+    let field_runs = field.map(text_runs).unwrap_or_default();
+    let (hits, from_title) = match field {
+        Some(field) => (reference_field_hits(store, brand, field, &field_runs)?, false),
+        None => (reference_hits(store, brand, &title)?, true),
     };
-    let (model_id, outcome) = match candidates.len() {
-        0 => (None, MatchOutcome::UnknownReference),
-        1 => (
-            candidates.into_iter().next(),
-            MatchOutcome::Matched { from_title },
-        ),
-        _ => (None, MatchOutcome::Ambiguous),
+    let seller_text = [title.as_slice(), field_runs.as_slice()];
+    let found = match Resolved::of(&hits.found) {
+        Resolved::One(model) if names_a_variant(store, brand, model, &hits.keys, &seller_text)? => {
+            Resolved::Several
+        }
+        resolved => resolved,
     };
-    Ok(Match {
-        brand_id: Some(brand),
-        model_id,
+    Ok(match found {
+        Resolved::One(model) => Match {
+            brand_id: Some(brand),
+            model_id: Some(model),
+            outcome: MatchOutcome::Matched { from_title },
+        },
+        Resolved::None => unmatched(Some(brand), MatchOutcome::UnknownReference),
+        Resolved::Several => unmatched(Some(brand), MatchOutcome::Ambiguous),
+    })
+}
+
+fn unmatched(brand_id: Option<BrandId>, outcome: MatchOutcome) -> Match {
+    Match {
+        brand_id,
+        model_id: None,
         outcome,
-    })
+    }
 }
 
-/// The brand the seller named, or else the one brand the title names.
-fn resolve_brand(store: &Store, details: &ListingDetails) -> StoreResult<Option<BrandId>> {
-    if let Some(named) = details
-        .scraped_brand
-        .as_deref()
-        .map(normalize_reference)
-        .filter(|b| !b.is_empty())
-    {
-        let brands = store.brand_by_alias(&named)?;
-        return Ok(if brands.len() == 1 {
-            brands.first().copied()
-        } else {
-            None
-        });
-    }
-    let mut found = BTreeSet::new();
-    for run in word_runs(details.title.as_deref().unwrap_or("")) {
-        found.extend(store.brand_by_alias(&run)?);
-    }
-    Ok(if found.len() == 1 {
-        found.into_iter().next()
-    } else {
-        None
-    })
+/// What a search of seller text found: nothing, exactly one thing, or more than one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved<T> {
+    None,
+    One(T),
+    Several,
 }
 
-/// Models of `brand` whose reference is a run of title words.
-fn title_references(store: &Store, brand: BrandId, title: &str) -> StoreResult<BTreeSet<ModelId>> {
-    let mut found = BTreeSet::new();
-    for run in word_runs(title) {
-        found.extend(store.model_ids_by_reference(brand, &run)?);
-    }
-    Ok(found)
-}
-
-/// Every run of 1 to `MAX_RUN` consecutive words, normalised and joined.
-pub fn word_runs(title: &str) -> Vec<String> {
-    let words: Vec<&str> = title.split_whitespace().collect();
-    let mut runs = Vec::new();
-    for start in 0..words.len() {
-        for end in start + 1..=(start + MAX_RUN).min(words.len()) {
-            let run = normalize_reference(&words[start..end].concat());
-            if !run.is_empty() && !runs.contains(&run) {
-                runs.push(run);
-            }
+impl<T: Copy> Resolved<T> {
+    fn of(found: &BTreeSet<T>) -> Resolved<T> {
+        let mut all = found.iter();
+        match (all.next(), all.next()) {
+            (None, _) => Resolved::None,
+            (Some(one), None) => Resolved::One(*one),
+            (Some(_), Some(_)) => Resolved::Several,
         }
     }
-    runs
+}
+
+/// What the runs of seller text that hit name, and the keys that hit.
+struct Hits<T> {
+    found: BTreeSet<T>,
+    keys: Vec<String>,
+}
+
+/// The brand the seller named, or else the one brand the title names (`Grand Seiko` covers the
+/// `Seiko` inside it; `Rolex Tudor` names two).
+fn resolve_brand(
+    store: &Store,
+    named: Option<&str>,
+    title: &[TextRun],
+) -> StoreResult<Resolved<BrandId>> {
+    if let Some(named) = named.map(normalize_reference).filter(|b| !b.is_empty()) {
+        let brands: BTreeSet<BrandId> = store.brand_by_alias(&named)?.into_iter().collect();
+        return Ok(Resolved::of(&brands));
+    }
+    let hits = outermost_hits(title, |key| store.brand_by_alias(key))?;
+    Ok(Resolved::of(&hits.found))
+}
+
+/// The models of `brand` the reference field names: the whole field when it is a reference,
+/// else the references among its tokens (`XL WSSA0037`, `W51008Q3 2300`).
+fn reference_field_hits(
+    store: &Store,
+    brand: BrandId,
+    field: &str,
+    runs: &[TextRun],
+) -> StoreResult<Hits<ModelId>> {
+    let key = normalize_reference(field);
+    let whole: BTreeSet<ModelId> = store
+        .model_ids_by_reference(brand, &key)?
+        .into_iter()
+        .collect();
+    if whole.is_empty() {
+        reference_hits(store, brand, runs)
+    } else {
+        Ok(Hits {
+            found: whole,
+            keys: vec![key],
+        })
+    }
+}
+
+/// The models of `brand` whose references are runs of the text.
+fn reference_hits(store: &Store, brand: BrandId, runs: &[TextRun]) -> StoreResult<Hits<ModelId>> {
+    outermost_hits(runs, |key| store.model_ids_by_reference(brand, key))
+}
+
+/// Everything the runs that hit name, leaving out a hit inside a longer hit (`16610 LV` is the
+/// 16610LV, not the 16610 as well).
+fn outermost_hits<T: Ord>(
+    runs: &[TextRun],
+    mut lookup: impl FnMut(&str) -> StoreResult<Vec<T>>,
+) -> StoreResult<Hits<T>> {
+    let mut hits: Vec<(&TextRun, Vec<T>)> = Vec::new();
+    for run in runs {
+        let found = lookup(&run.key)?;
+        if !found.is_empty() {
+            hits.push((run, found));
+        }
+    }
+    let covered = |run: &TextRun| hits.iter().any(|(other, _)| other.covers(run));
+    let outermost: Vec<bool> = hits.iter().map(|(run, _)| !covered(run)).collect();
+    let mut result = Hits {
+        found: BTreeSet::new(),
+        keys: Vec::new(),
+    };
+    for ((run, found), keep) in hits.into_iter().zip(outermost) {
+        if keep {
+            result.found.extend(found);
+            result.keys.push(run.key.clone());
+        }
+    }
+    Ok(result)
+}
+
+/// True when the seller's text names what sets a variant apart from `model`, the model its
+/// reference `keys` hit: the letters a variant's reference adds (`LV` in "LV Ref-16610"), or
+/// the variant's dial nickname or a bezel or dial colour that `model` lacks ("16610 Kermit",
+/// "16610 Green"). A Kermit's case says 16610, and a wrong model is worse than none.
+fn names_a_variant(
+    store: &Store,
+    brand: BrandId,
+    model: ModelId,
+    keys: &[String],
+    text: &[&[TextRun]],
+) -> StoreResult<bool> {
+    let said = |word: &str| text.iter().any(|runs| runs.iter().any(|r| r.key == word));
+    let mut variants = BTreeSet::new();
+    for key in keys {
+        for (added, other) in store.model_references_extending(brand, key)? {
+            if other == model || !added.chars().all(char::is_alphabetic) {
+                continue;
+            }
+            if said(&added) {
+                return Ok(true);
+            }
+            variants.insert(other);
+        }
+    }
+    if variants.is_empty() {
+        return Ok(false);
+    }
+    let own = store
+        .model(model)?
+        .map(|m| distinguishing_words(&m))
+        .unwrap_or_default();
+    for variant in store.models(&variants.into_iter().collect::<Vec<_>>())? {
+        if distinguishing_words(&variant)
+            .difference(&own)
+            .any(|word| said(word))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// A model's dial nickname and its bezel and dial colours, normalised like text runs.
+fn distinguishing_words(model: &Model) -> BTreeSet<String> {
+    let spec = &model.spec;
+    spec.dial_nickname
+        .iter()
+        .chain(&spec.bezel_colors)
+        .chain(&spec.dial_colors)
+        .map(|word| normalize_reference(word))
+        .filter(|word| !word.is_empty())
+        .collect()
 }
 
 /// What a re-match did.
@@ -159,19 +260,214 @@ pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::import::{import, DirectorySource};
+
+    const BRANDS: &str = r#"{"slug":"rolex","name":"Rolex"}
+{"slug":"tudor","name":"Tudor"}
+{"slug":"seiko","name":"Seiko"}
+{"slug":"grand-seiko","name":"Grand Seiko"}
+{"slug":"cartier","name":"Cartier"}"#;
+
+    const SERIES: &str = r#"{"slug":"submariner","brand":"rolex","name":"Submariner"}
+{"slug":"santos","brand":"cartier","name":"Santos"}
+{"slug":"heritage","brand":"grand-seiko","name":"Heritage"}
+{"slug":"presage","brand":"seiko","name":"Presage"}"#;
+
+    /// Rolex, Cartier and Seiko models (brand, slug, reference, alternates); the two 5513s
+    /// make one reference that hits two models.
+    const MODELS: [(&str, &str, &str, &[&str]); 11] = [
+        ("rolex", "sub-16610", "16610", &["16610T"]),
+        ("rolex", "sub-16610lv", "16610LV", &["16610T LV"]),
+        ("rolex", "sub-116610ln", "116610LN", &[]),
+        ("rolex", "sub-16613", "16613", &[]),
+        ("rolex", "sub-16800", "16800", &[]),
+        ("rolex", "sub-5513", "5513", &[]),
+        ("rolex", "sub-5513-explorer", "5513-E", &["5513"]),
+        ("cartier", "santos-wssa0037", "WSSA0037", &[]),
+        ("cartier", "pasha-w6701004", "W6701004", &[]),
+        ("cartier", "santos-w51008q3", "W51008Q3", &[]),
+        ("grand-seiko", "sbga211", "SBGA211", &[]),
+    ];
+
+    struct Catalogue {
+        store: Store,
+        _dirs: [tempfile::TempDir; 2],
+    }
+
+    fn catalogue() -> Catalogue {
+        let dataset = tempfile::tempdir().expect("dir");
+        let models: Vec<String> = MODELS
+            .iter()
+            .map(|(brand, slug, reference, alternates)| {
+                let series = match *brand {
+                    "rolex" => "submariner",
+                    "cartier" => "santos",
+                    _ => "heritage",
+                };
+                let mut model = serde_json::json!({"slug": slug, "brand": brand,
+                    "series": series, "name": slug, "referenceNumber": reference,
+                    "alternateReferences": alternates});
+                // The Kermit: a 16610 case with a green bezel.
+                match *slug {
+                    "sub-16610" => model["bezelColors"] = serde_json::json!(["black"]),
+                    "sub-16610lv" => {
+                        model["bezelColors"] = serde_json::json!(["green"]);
+                        model["dialNickname"] = serde_json::json!("Kermit");
+                    }
+                    _ => {}
+                }
+                model.to_string()
+            })
+            .collect();
+        for (file, text) in [
+            ("brands.jsonl", BRANDS.to_owned()),
+            ("series.jsonl", SERIES.to_owned()),
+            ("models.jsonl", models.join("\n")),
+        ] {
+            std::fs::write(dataset.path().join(file), text).expect("write");
+        }
+        let data = tempfile::tempdir().expect("dir");
+        let store = Store::open(data.path(), 1 << 20).expect("store");
+        import(&store, &DirectorySource(dataset.path().to_owned())).expect("import");
+        Catalogue {
+            store,
+            _dirs: [dataset, data],
+        }
+    }
+
+    impl Catalogue {
+        fn slug_of(&self, found: Match) -> Option<String> {
+            let id = found.model_id?;
+            let model = self.store.model(id).expect("read").expect("model");
+            Some(model.slug.to_string())
+        }
+
+        fn title(&self, title: &str) -> Match {
+            self.listing(None, None, title)
+        }
+
+        fn listing(&self, brand: Option<&str>, reference: Option<&str>, title: &str) -> Match {
+            let details = ListingDetails {
+                url: "https://example.com/1".to_owned(),
+                title: Some(title.to_owned()),
+                scraped_brand: brand.map(str::to_owned),
+                scraped_reference: reference.map(str::to_owned),
+                ..ListingDetails::default()
+            };
+            match_listing(&self.store, &details).expect("match")
+        }
+    }
 
     #[test]
-    fn title_runs_cover_split_references_and_brand_names() {
-        let runs = word_runs("Jaeger Le Coultre 126610 LN");
-        for expected in ["jaeger", "jaegerlecoultre", "126610ln", "126610"] {
-            assert!(
-                runs.contains(&expected.to_owned()),
-                "{expected} in {runs:?}"
-            );
+    fn references_glued_to_words_and_punctuation_in_titles_match() {
+        let c = catalogue();
+        for (title, slug) in [
+            ("Rolex Submariner Date Ref.16800 Matte Dial", "sub-16800"),
+            ("Rolex Submariner ref.16613 Blue", "sub-16613"),
+            ("Rolex Submariner (No Date)16610 full set", "sub-16610"),
+            ("Rolex Submariner REF:16610 Box", "sub-16610"),
+            ("Rolex Submariner 16610-LV Kermit", "sub-16610lv"),
+            ("Rolex Submariner Ref 116610LN, full set", "sub-116610ln"),
+            ("Rolex Submariner Ref116610LN", "sub-116610ln"),
+            ("Rolex Submariner Date16613 Steel &amp; Gold", "sub-16613"),
+            ("Rolex Submariner 16610 V-Serie", "sub-16610"),
+            ("Rolex Submariner Ref:16610T von 2005", "sub-16610"),
+            ("Rolex Submariner LV Ref.16610 T LV Bj.2006", "sub-16610lv"),
+            ("Rolex Submariner No Date 40MM Y-Serial Y116610LN 2003", "sub-116610ln"),
+        ] {
+            let found = c.title(title);
+            assert_eq!(c.slug_of(found).as_deref(), Some(slug), "{title}");
+            assert_eq!(found.outcome, MatchOutcome::Matched { from_title: true });
         }
-        assert!(
-            !runs.contains(&"jaegerlecoultre126610".to_owned()),
-            "runs stop at three words"
+    }
+
+    #[test]
+    fn the_longest_run_that_is_a_reference_wins() {
+        let c = catalogue();
+        let found = c.title("Rolex Submariner 16610 LV 50th Anniversary");
+        assert_eq!(c.slug_of(found).as_deref(), Some("sub-16610lv"));
+    }
+
+    #[test]
+    fn two_references_or_one_that_hits_two_models_are_ambiguous() {
+        let c = catalogue();
+        for title in [
+            "Rolex Submariner 16610 16610lv Fat Four",
+            "Rolex Submariner 16610 Kermit Box/Papers V 16610LV",
+            "Rolex Submariner 5513 Meters First",
+        ] {
+            let found = c.title(title);
+            assert_eq!(found.model_id, None, "{title}");
+            assert_eq!(found.outcome, MatchOutcome::Ambiguous, "{title}");
+            assert!(found.brand_id.is_some(), "{title}");
+        }
+    }
+
+    #[test]
+    fn a_base_reference_beside_what_sets_a_variant_apart_is_ambiguous() {
+        let c = catalogue();
+        for title in [
+            "Rolex Submariner LV Fat Four Ref-16610 Stainless Steel",
+            "Rolex Submariner 16610T Kermit 07/2005",
+            "Rolex Submariner 16610 40mm Green 50th Anniversary 2005",
+        ] {
+            let found = c.title(title);
+            assert_eq!(found.model_id, None, "{title}");
+            assert_eq!(found.outcome, MatchOutcome::Ambiguous, "{title}");
+        }
+        let found = c.title("Rolex Submariner 16610 Black Bezel");
+        assert_eq!(c.slug_of(found).as_deref(), Some("sub-16610"), "its own colour");
+        let found = c.title("Rolex Submariner 16610LV Kermit Green");
+        assert_eq!(c.slug_of(found).as_deref(), Some("sub-16610lv"), "the variant itself");
+    }
+
+    #[test]
+    fn references_of_models_the_catalogue_lacks_match_nothing() {
+        let c = catalogue();
+        for title in [
+            "Rolex Submariner 16600 Men's Black",
+            "Rolex Submariner 116713ln Stainless Steel Yellow Gold",
+            "Rolex Submariner 11661OLV typo",
+        ] {
+            let found = c.title(title);
+            assert_eq!(found.model_id, None, "{title}");
+            assert_eq!(found.outcome, MatchOutcome::UnknownReference, "{title}");
+        }
+    }
+
+    #[test]
+    fn the_longest_brand_name_wins_and_two_brands_are_ambiguous() {
+        let c = catalogue();
+        let found = c.title("Grand Seiko SBGA211 Snowflake");
+        assert_eq!(c.slug_of(found).as_deref(), Some("sbga211"));
+        let found = c.title("Rolex Tudor Submariner 16610");
+        assert_eq!(found, unmatched(None, MatchOutcome::Ambiguous));
+        let found = c.title("Vintage diver 16610");
+        assert_eq!(found, unmatched(None, MatchOutcome::UnknownBrand));
+    }
+
+    #[test]
+    fn a_reference_field_with_extra_words_is_searched_inside() {
+        let c = catalogue();
+        for (reference, slug) in [
+            ("WSSA0037", "santos-wssa0037"),
+            ("wssa0037", "santos-wssa0037"),
+            ("XL WSSA0037", "santos-wssa0037"),
+            ("SM W6701004", "pasha-w6701004"),
+            ("W51008Q3 2300", "santos-w51008q3"),
+            ("WSSA0037 or 4072", "santos-wssa0037"),
+        ] {
+            let found = c.listing(Some("Cartier"), Some(reference), "");
+            assert_eq!(c.slug_of(found).as_deref(), Some(slug), "{reference}");
+            assert_eq!(found.outcome, MatchOutcome::Matched { from_title: false });
+        }
+        let found = c.listing(Some("Cartier"), Some("WA0037"), "Cartier WSSA0037");
+        assert_eq!(
+            found.outcome,
+            MatchOutcome::UnknownReference,
+            "the title is not read when the seller gave a reference"
         );
+        let found = c.listing(Some("Cartier"), Some("-"), "Cartier Santos WSSA0037");
+        assert_eq!(c.slug_of(found).as_deref(), Some("santos-wssa0037"));
     }
 }

@@ -3,8 +3,7 @@
 //! read. A listings write is taken into the listings index incrementally.
 
 use super::listing_writes::WrittenListings;
-use super::matching::word_runs;
-use crate::domain::{normalize_reference, Brand, BrandId, Listing, Model, Series, SeriesId};
+use crate::domain::{normalize_reference, text_runs, Brand, BrandId, Listing, Model, Series, SeriesId};
 use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Store, StoreError, StoreGeneration};
 use catalogue_index::{
@@ -230,13 +229,19 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
             .scraped_reference
             .as_deref()
             .map(normalize_reference),
-        title_references: details
-            .title
-            .as_deref()
-            .map(word_runs)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|run| run.chars().any(|c| c.is_ascii_digit()))
-            .collect(),
+        title_references: title_references(details.title.as_deref().unwrap_or("")),
     }
+}
+
+/// The runs of a title that may be references (the ones with a digit), each once: what
+/// matching reads, so a listing found by its title's reference is found by searching for it.
+fn title_references(title: &str) -> Vec<String> {
+    let mut keys: Vec<String> = text_runs(title)
+        .into_iter()
+        .map(|run| run.key)
+        .filter(|key| key.chars().any(|c| c.is_ascii_digit()))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
 }

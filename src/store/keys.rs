@@ -197,6 +197,18 @@ pub fn model_reference_prefix(brand: BrandId, normalized: &str) -> Vec<u8> {
         .text(normalized)
         .done()
 }
+/// The start of every reference key of `brand` that begins with `normalized` (no terminator).
+pub fn model_reference_stem(brand: BrandId, normalized: &str) -> Vec<u8> {
+    let mut key = KeyBuilder::new(Keyspace::ModelReference).id(brand.0).done();
+    key.extend_from_slice(normalized.as_bytes());
+    key
+}
+/// The reference text of a reference key after its first `stem` bytes, and its model id.
+pub fn model_reference_tail(key: &[u8], stem: usize) -> Option<(&str, ModelId)> {
+    let id = trailing_id(key)?;
+    let text = key.get(stem..key.len().checked_sub(9)?)?;
+    Some((std::str::from_utf8(text).ok()?, ModelId(id)))
+}
 pub fn model_reference(brand: BrandId, normalized: &str, model: ModelId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ModelReference)
         .id(brand.0)

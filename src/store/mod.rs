@@ -335,6 +335,29 @@ impl Store {
             .collect())
     }
 
+    /// The brand's references that begin with `normalized` and go on (`16610` -> `lv` of
+    /// `16610lv`), as what follows it and the model of each.
+    pub fn model_references_extending(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<(String, ModelId)>> {
+        let stem = keys::model_reference_stem(brand, normalized);
+        let mut found = Vec::new();
+        for key in self.db.scan_prefix(&stem).keys() {
+            let key = key?;
+            let (tail, model) =
+                keys::model_reference_tail(&key, stem.len()).ok_or_else(|| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "reference key without its text and id".into(),
+                })?;
+            if !tail.is_empty() {
+                found.push((tail.to_owned(), model));
+            }
+        }
+        Ok(found)
+    }
+
     pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
         self.all(Keyspace::Model)
     }

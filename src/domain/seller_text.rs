@@ -1,0 +1,205 @@
+//! Reading sellers' free text (titles, reference fields) for brand names and references: the
+//! text is cut into tokens at whitespace and punctuation, and short runs of tokens become
+//! candidate keys, each with the span of tokens it covers so that a longer hit can win.
+
+use super::normalize_reference;
+use std::borrow::Cow;
+
+/// Longest run of tokens tried as a brand or a reference (`Jaeger Le Coultre`, `16610 T LV`).
+pub const MAX_RUN: usize = 3;
+
+/// A stretch of seller text that may be a brand name or a reference: tokens `start..end`,
+/// normalised like a reference and joined.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TextRun {
+    pub start: usize,
+    pub end: usize,
+    pub key: String,
+}
+
+impl TextRun {
+    /// True when `other` lies inside this run and is shorter.
+    pub fn covers(&self, other: &TextRun) -> bool {
+        self.start <= other.start
+            && other.end <= self.end
+            && self.end - self.start > other.end - other.start
+    }
+}
+
+/// Every candidate run of `text`:
+/// - runs of 1 to [`MAX_RUN`] tokens, tokens being the letters and digits between whitespace
+///   and punctuation (`Ref.16800` -> `16800`, `16610-LV` -> `16610`, `16610lv`);
+/// - the same runs with letters glued in front of the first token's digits left out
+///   (`Ref116610LN` -> `116610ln`, `Date16613` -> `16613`);
+/// - every whitespace-separated word whole, however many tokens it holds
+///   (`310.30.42.50.01.001`).
+///
+/// HTML entities that scrapers leave in titles (`&amp;`) are decoded first, so their names
+/// never become tokens. Each key appears once per span.
+pub fn text_runs(text: &str) -> Vec<TextRun> {
+    let text = decode_entities(text);
+    let mut tokens: Vec<&str> = Vec::new();
+    let mut runs = Vec::new();
+    for word in text.split_whitespace() {
+        let first = tokens.len();
+        tokens.extend(word.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()));
+        if tokens.len() - first > MAX_RUN {
+            push_run(&mut runs, first, tokens.len(), normalize_reference(word));
+        }
+    }
+    for start in 0..tokens.len() {
+        let heads = [Some(tokens[start]), without_glued_letters(tokens[start])];
+        for head in heads.into_iter().flatten() {
+            let mut key = normalize_reference(head);
+            push_run(&mut runs, start, start + 1, key.clone());
+            for end in start + 2..=(start + MAX_RUN).min(tokens.len()) {
+                key.push_str(&normalize_reference(tokens[end - 1]));
+                push_run(&mut runs, start, end, key.clone());
+            }
+        }
+    }
+    runs
+}
+
+fn push_run(runs: &mut Vec<TextRun>, start: usize, end: usize, key: String) {
+    let run = TextRun { start, end, key };
+    if !run.key.is_empty() && !runs.contains(&run) {
+        runs.push(run);
+    }
+}
+
+/// `Ref116610LN` -> `116610LN`: the token less the letters in front of its first digit, when
+/// it has both.
+fn without_glued_letters(token: &str) -> Option<&str> {
+    let rest = token.trim_start_matches(|c: char| c.is_alphabetic());
+    (rest.len() < token.len() && rest.starts_with(|c: char| c.is_ascii_digit())).then_some(rest)
+}
+
+/// The few HTML entities scraped titles carry (`&amp;`, `&quot;`, `&#39;`, `&#x27;`, `&nbsp;`),
+/// decoded; anything else is left as written.
+pub fn decode_entities(text: &str) -> Cow<'_, str> {
+    if !text.contains('&') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match rest.find(';').and_then(|end| Some((entity(&rest[1..end])?, end))) {
+            Some((decoded, end)) => {
+                out.push(decoded);
+                rest = &rest[end + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+fn entity(name: &str) -> Option<char> {
+    match name {
+        "amp" => Some('&'),
+        "quot" => Some('"'),
+        "apos" => Some('\''),
+        "lt" => Some('<'),
+        "gt" => Some('>'),
+        "nbsp" => Some(' '),
+        _ => {
+            let number = name.strip_prefix('#')?;
+            let code = match number.strip_prefix(['x', 'X']) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => number.parse().ok()?,
+            };
+            char::from_u32(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn keys(text: &str) -> Vec<String> {
+        text_runs(text).into_iter().map(|r| r.key).collect()
+    }
+
+    fn has(text: &str, key: &str) -> bool {
+        keys(text).iter().any(|k| k == key)
+    }
+
+    #[test]
+    fn references_glued_to_punctuation_are_read() {
+        for (text, key) in [
+            ("Rolex Submariner Date Ref.16800 Matte Dial", "16800"),
+            ("Rolex Submariner ref.5513", "5513"),
+            ("Rolex Submariner (No Date)5513", "5513"),
+            ("Rolex Submariner REF:16610 Box", "16610"),
+            ("Rolex Submariner 16610-LV Kermit", "16610lv"),
+            ("Rolex Submariner Ref 116610LN, full set", "116610ln"),
+            ("Rolex Submariner Ref116610LN", "116610ln"),
+            ("Rolex Submariner Date16613 Steel & Gold", "16613"),
+            ("Rolex Submariner Ref116610 LN", "116610ln"),
+            ("Omega Speedmaster 310.30.42.50.01.001", "31030425001001"),
+            ("Rolex Submariner Ref.16610 T LV", "16610tlv"),
+            ("SM W6701004", "w6701004"),
+        ] {
+            assert!(has(text, key), "{key} in {text}: {:?}", keys(text));
+        }
+    }
+
+    #[test]
+    fn runs_stop_at_three_tokens() {
+        assert!(has("Jaeger Le Coultre 126610 LN", "jaegerlecoultre"));
+        assert!(!has("Jaeger Le Coultre 126610 LN", "jaegerlecoultre126610"));
+    }
+
+    #[test]
+    fn longer_runs_cover_the_shorter_runs_inside_them() {
+        let runs = text_runs("16610 LV");
+        let find = |key: &str| runs.iter().find(|r| r.key == key).expect("run");
+        assert!(find("16610lv").covers(find("16610")));
+        assert!(!find("16610").covers(find("16610lv")));
+        assert!(!find("16610lv").covers(find("16610lv")), "a run does not cover itself");
+    }
+
+    #[test]
+    fn entities_are_decoded_and_never_become_tokens() {
+        assert_eq!(decode_entities("Box &amp; Papers"), "Box & Papers");
+        assert_eq!(decode_entities("&quot;Kermit&quot; &#39;LV&#x27;"), "\"Kermit\" 'LV'");
+        assert_eq!(decode_entities("AT&T & co &unknown; &"), "AT&T & co &unknown; &");
+        assert!(!has("Steel &amp; Gold 16613", "amp"));
+        assert!(!has("&#39;16610&#39;", "391661039"));
+        assert!(has("&#39;16610&#39;", "16610"));
+    }
+
+    proptest! {
+        #[test]
+        fn every_run_lies_within_the_tokens_and_is_a_reference_key(text in "\\PC{0,60}") {
+            let tokens = decode_entities(&text)
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|t| !t.is_empty())
+                .count();
+            for run in text_runs(&text) {
+                prop_assert!(run.start < run.end && run.end <= tokens, "{run:?} of {tokens}");
+                prop_assert!(!run.key.is_empty());
+                prop_assert_eq!(normalize_reference(&run.key), run.key.clone());
+            }
+        }
+
+        #[test]
+        fn a_reference_between_any_punctuation_is_found(
+            reference in "[0-9]{4,6}[A-Z]{0,2}",
+            before in "[ .:(#]{1,2}",
+            after in "[ ,.)-]{1,2}",
+        ) {
+            let text = format!("Rolex Submariner Ref{before}{reference}{after}Box");
+            prop_assert!(has(&text, &normalize_reference(&reference)));
+        }
+    }
+}
