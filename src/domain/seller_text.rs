@@ -42,7 +42,10 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
     let mut runs = Vec::new();
     for word in text.split_whitespace() {
         let first = tokens.len();
-        tokens.extend(word.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()));
+        tokens.extend(
+            word.split(|c: char| !c.is_alphanumeric())
+                .filter(|t| !t.is_empty()),
+        );
         if tokens.len() - first > MAX_RUN {
             push_run(&mut runs, first, tokens.len(), normalize_reference(word));
         }
@@ -86,7 +89,10 @@ pub fn decode_entities(text: &str) -> Cow<'_, str> {
     while let Some(at) = rest.find('&') {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
-        match rest.find(';').and_then(|end| Some((entity(&rest[1..end])?, end))) {
+        match rest
+            .find(';')
+            .and_then(|end| Some((entity(&rest[1..end])?, end)))
+        {
             Some((decoded, end)) => {
                 out.push(decoded);
                 rest = &rest[end + 1..];
@@ -165,14 +171,23 @@ mod tests {
         let find = |key: &str| runs.iter().find(|r| r.key == key).expect("run");
         assert!(find("16610lv").covers(find("16610")));
         assert!(!find("16610").covers(find("16610lv")));
-        assert!(!find("16610lv").covers(find("16610lv")), "a run does not cover itself");
+        assert!(
+            !find("16610lv").covers(find("16610lv")),
+            "a run does not cover itself"
+        );
     }
 
     #[test]
     fn entities_are_decoded_and_never_become_tokens() {
         assert_eq!(decode_entities("Box &amp; Papers"), "Box & Papers");
-        assert_eq!(decode_entities("&quot;Kermit&quot; &#39;LV&#x27;"), "\"Kermit\" 'LV'");
-        assert_eq!(decode_entities("AT&T & co &unknown; &"), "AT&T & co &unknown; &");
+        assert_eq!(
+            decode_entities("&quot;Kermit&quot; &#39;LV&#x27;"),
+            "\"Kermit\" 'LV'"
+        );
+        assert_eq!(
+            decode_entities("AT&T & co &unknown; &"),
+            "AT&T & co &unknown; &"
+        );
         assert!(!has("Steel &amp; Gold 16613", "amp"));
         assert!(!has("&#39;16610&#39;", "391661039"));
         assert!(has("&#39;16610&#39;", "16610"));

@@ -29,7 +29,10 @@ pub fn match_listing(store: &Store, details: &ListingDetails) -> StoreResult<Mat
         .filter(|r| !normalize_reference(r).is_empty());
     let field_runs = field.map(text_runs).unwrap_or_default();
     let (hits, from_title) = match field {
-        Some(field) => (reference_field_hits(store, brand, field, &field_runs)?, false),
+        Some(field) => (
+            reference_field_hits(store, brand, field, &field_runs)?,
+            false,
+        ),
         None => (reference_hits(store, brand, &title)?, true),
     };
     let seller_text = [title.as_slice(), field_runs.as_slice()];
@@ -373,7 +376,10 @@ mod tests {
             ("Rolex Submariner 16610 V-Serie", "sub-16610"),
             ("Rolex Submariner Ref:16610T von 2005", "sub-16610"),
             ("Rolex Submariner LV Ref.16610 T LV Bj.2006", "sub-16610lv"),
-            ("Rolex Submariner No Date 40MM Y-Serial Y116610LN 2003", "sub-116610ln"),
+            (
+                "Rolex Submariner No Date 40MM Y-Serial Y116610LN 2003",
+                "sub-116610ln",
+            ),
         ] {
             let found = c.title(title);
             assert_eq!(c.slug_of(found).as_deref(), Some(slug), "{title}");
@@ -416,9 +422,17 @@ mod tests {
             assert_eq!(found.outcome, MatchOutcome::Ambiguous, "{title}");
         }
         let found = c.title("Rolex Submariner 16610 Black Bezel");
-        assert_eq!(c.slug_of(found).as_deref(), Some("sub-16610"), "its own colour");
+        assert_eq!(
+            c.slug_of(found).as_deref(),
+            Some("sub-16610"),
+            "its own colour"
+        );
         let found = c.title("Rolex Submariner 16610LV Kermit Green");
-        assert_eq!(c.slug_of(found).as_deref(), Some("sub-16610lv"), "the variant itself");
+        assert_eq!(
+            c.slug_of(found).as_deref(),
+            Some("sub-16610lv"),
+            "the variant itself"
+        );
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! read. A listings write is taken into the listings index incrementally.
 
 use super::listing_writes::WrittenListings;
-use crate::domain::{normalize_reference, text_runs, Brand, BrandId, Listing, Model, Series, SeriesId};
+use crate::domain::{
+    normalize_reference, text_runs, Brand, BrandId, Listing, Model, Series, SeriesId,
+};
 use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Store, StoreError, StoreGeneration};
 use catalogue_index::{

@@ -346,11 +346,12 @@ impl Store {
         let mut found = Vec::new();
         for key in self.db.scan_prefix(&stem).keys() {
             let key = key?;
-            let (tail, model) =
-                keys::model_reference_tail(&key, stem.len()).ok_or_else(|| StoreError::Corrupt {
+            let (tail, model) = keys::model_reference_tail(&key, stem.len()).ok_or_else(|| {
+                StoreError::Corrupt {
                     key: key.to_vec(),
                     reason: "reference key without its text and id".into(),
-                })?;
+                }
+            })?;
             if !tail.is_empty() {
                 found.push((tail.to_owned(), model));
             }

@@ -236,3 +236,36 @@ fn the_openapi_command_prints_the_document() {
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(doc["openapi"], "3.0.3");
 }
+
+/// A dataset exported from elsewhere lists calibres children first; a parent cycle is refused
+/// naming the whole cycle, and nothing is written.
+#[test]
+fn calibres_import_in_any_order_and_a_parent_cycle_is_refused() {
+    let dataset = tempfile::tempdir().expect("dir");
+    copy_dataset(dataset.path());
+    let calibres = dataset.path().join("calibers.jsonl");
+    let lines = std::fs::read_to_string(&calibres).expect("calibres");
+    let reversed: Vec<&str> = lines.lines().rev().collect();
+    std::fs::write(&calibres, reversed.join("\n")).expect("write");
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(dataset.path()));
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("calibers: 9 created"), "{text}");
+
+    let cyclic = lines.replacen(
+        r#""slug":"2824-2","brand":"eta","#,
+        r#""slug":"2824-2","brand":"eta","parent":"tudor/2824","#,
+        1,
+    );
+    std::fs::write(&calibres, cyclic).expect("write");
+    let fresh = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(fresh.path()).arg("import").arg(dataset.path()));
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "calibers.jsonl:1: field `parent`: parent cycle: eta/2824-2 -> tudor/2824 -> eta/2824-2"
+        ),
+        "{text}"
+    );
+    assert_eq!(generation(fresh.path()), 0, "nothing was written");
+}

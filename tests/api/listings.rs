@@ -150,7 +150,7 @@ async fn one_listing_carries_its_model_or_null() {
     assert_eq!(e1["model"]["slug"], "submariner-date-126610ln");
     assert_eq!(e1["model"]["listingCount"], 4);
     assert_eq!(e1["modelId"], e1["model"]["id"]);
-    // e9 gives no reference: it is found in the title, brand included.
+    // e9 gives no reference: it is found in the title (`Ref.124270,`), brand included.
     assert_eq!(
         app.ok("/v1/listings/9").await["model"]["slug"],
         "explorer-124270"
@@ -204,6 +204,7 @@ async fn every_filter_selects_what_it_names() {
         ("unmatched=false", "e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11"),
         ("q=invicta", "e7"),
         ("q=126610-LN", "e1 e2 e3 e4 e5 e11"),
+        ("q=124270", "e9"),
         ("q=seamaster&brand=omega", "e8 e10"),
     ];
     for (query, expected) in cases {

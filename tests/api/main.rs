@@ -11,6 +11,7 @@ mod models;
 mod openapi;
 mod protocol;
 mod rates;
+mod real_listings;
 mod sitemap;
 mod startup;
 mod support;

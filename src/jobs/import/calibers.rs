@@ -29,7 +29,8 @@ impl Run<'_> {
         for (line, row) in rows {
             self.at(FILE, line);
             if let Some(calibre) = self.check_caliber(line, row, &mut seen)? {
-                self.calibers.insert((calibre.brand, calibre.slug.clone()), calibre.id);
+                self.calibers
+                    .insert((calibre.brand, calibre.slug.clone()), calibre.id);
                 pending.push(calibre);
             }
         }
@@ -155,7 +156,12 @@ impl Run<'_> {
         })
     }
 
-    fn put_caliber(&mut self, calibre: Pending, parent: Option<CaliberId>, counts: &mut KindCounts) {
+    fn put_caliber(
+        &mut self,
+        calibre: Pending,
+        parent: Option<CaliberId>,
+        counts: &mut KindCounts,
+    ) {
         let Pending {
             row,
             id,
@@ -233,7 +239,11 @@ fn rotate_to_first<K: Copy + Eq + Hash>(cycle: &[K], order: &HashMap<K, usize>) 
     let first = (0..cycle.len())
         .min_by_key(|&i| order.get(&cycle[i]).copied().unwrap_or(usize::MAX))
         .unwrap_or(0);
-    cycle[first..].iter().chain(&cycle[..first]).copied().collect()
+    cycle[first..]
+        .iter()
+        .chain(&cycle[..first])
+        .copied()
+        .collect()
 }
 
 #[cfg(test)]

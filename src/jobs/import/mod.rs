@@ -8,8 +8,8 @@ mod parse;
 pub mod rows;
 
 use crate::domain::{
-    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model,
-    Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
+    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, Picture,
+    PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
 use indicatif::{ProgressBar, ProgressStyle};

@@ -205,7 +205,10 @@ fn a_parent_may_come_after_its_children() {
     let report = import_calibres(&store, &lines).expect("import");
     assert_eq!(counts(&report, "calibers").created, 3);
     let slug = |s: &str| Slug::parse(s).expect("slug");
-    let brand = store.brand_by_slug(&slug("eta")).expect("read").expect("eta");
+    let brand = store
+        .brand_by_slug(&slug("eta"))
+        .expect("read")
+        .expect("eta");
     let by_slug = |s: &str| {
         store
             .caliber_by_slug(brand.id, &slug(s))
@@ -224,7 +227,10 @@ fn a_parent_may_come_after_its_children() {
 fn a_parent_that_exists_nowhere_is_named_with_file_line_and_field() {
     let data = tempfile::tempdir().expect("dir");
     let store = store(data.path());
-    let shown = rejected_with(&store, &[calibre("2892", None), calibre("2824-2", Some("2824"))]);
+    let shown = rejected_with(
+        &store,
+        &[calibre("2892", None), calibre("2824-2", Some("2824"))],
+    );
     assert_eq!(
         shown,
         ["calibers.jsonl:2: field `parent`: no calibre `eta/2824` in calibers.jsonl or the store"]
