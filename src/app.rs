@@ -1,10 +1,12 @@
-//! The running service: a data dir opened (store + index), made ready (fixtures imported into
-//! an empty store, an index behind its store rebuilt), then served over HTTP.
+//! One data dir opened: the store, both indexes and the one writer that changes them, made
+//! ready (the bundled fixtures imported into an empty store, an index behind its store
+//! rebuilt). The CLI and the server both work through it.
 
-use crate::config::{DataDir, ServeConfig};
+use crate::config::DataDir;
 use crate::fixtures::EmbeddedFixtures;
-use crate::jobs::listing_writes::WrittenListings;
-use crate::jobs::{import, ingest, reindex};
+use crate::jobs::dataset::import_dataset;
+use crate::jobs::reindex;
+use crate::jobs::writer::Writer;
 use crate::rates::ConversionTable;
 use crate::store::{Store, StoreGeneration, StoreResult};
 use anyhow::Context;
@@ -12,11 +14,13 @@ use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
 use std::sync::Mutex;
 
-/// Store and indexes of one data dir.
+/// Store, indexes and writer of one data dir.
 pub struct App {
     pub store: Store,
-    pub index: CatalogueIndex,
-    pub listings: ListingIndex,
+    pub index: Arc<CatalogueIndex>,
+    pub listings: Arc<ListingIndex>,
+    /// Every change to the store and indexes goes through it.
+    pub writer: Writer,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
 }
@@ -41,7 +45,10 @@ impl App {
                 data_dir.listings_index().display()
             )
         })?;
+        let index = Arc::new(index);
+        let listings = Arc::new(listings);
         Ok(App {
+            writer: Writer::new(store.clone(), index.clone(), listings.clone()),
             store,
             index,
             listings,
@@ -69,130 +76,46 @@ impl App {
 
     /// True when both indexes reflect the store's last write.
     pub fn index_is_current(&self) -> anyhow::Result<bool> {
-        Ok(self.index.generation()? == Some(self.store.generation()?.0)
-            && self.listings_index_is_current()?)
+        Ok(reindex::catalogue_is_current(&self.store, &self.index)?
+            && reindex::listings_are_current(&self.store, &self.listings)?)
     }
 
-    fn listings_index_is_current(&self) -> anyhow::Result<bool> {
-        let needed = self.store.listings_generation()?.0;
-        Ok(self.listings.generation()?.is_some_and(|g| g >= needed))
-    }
-
-    /// Brings the indexes up to a committed listings write: the listings index takes the
-    /// written listings, the catalogue index the models whose listing counts changed; either is
-    /// rebuilt instead when it was behind before the write.
-    pub fn index_listings_write(
-        &self,
-        written: &WrittenListings,
-        listings_generation_before: StoreGeneration,
-    ) -> anyhow::Result<()> {
-        reindex::index_written_listings(
-            &self.store,
-            &self.listings,
-            written,
-            listings_generation_before,
-        )?;
-        reindex::recount_models(&self.store, &self.index, written)?;
-        self.prepare(false)
-    }
-
-    /// Seeds an empty store with the bundled fixtures (when `seed`), then rebuilds the index if
-    /// it is missing or behind the store. Runs before the port opens.
+    /// Seeds an empty store with the bundled fixtures (when `seed`), then rebuilds each index
+    /// that is missing or behind the store. Runs before the port opens.
     pub fn prepare(&self, seed: bool) -> anyhow::Result<()> {
         if seed && self.store.is_empty()? {
             tracing::info!("empty data dir: importing the bundled fixtures");
-            let report = import::import(&self.store, &EmbeddedFixtures)
+            let done = self
+                .writer
+                .run(|turn| import_dataset(turn, &EmbeddedFixtures))
                 .context("importing the bundled fixtures")?;
-            tracing::info!(generation = report.generation.0, "fixtures imported");
-            let feeds = ingest::ingest_dataset_feeds(
-                &self.store,
-                &EmbeddedFixtures,
-                ingest::DEFAULT_MAX_INVALID,
-            )
-            .context("ingesting the bundled provider feeds")?;
-            for (provider, report) in feeds {
+            tracing::info!(
+                generation = done.value.catalogue.generation.0,
+                "fixtures imported"
+            );
+            for (provider, report) in &done.value.feeds {
                 tracing::info!(%provider, created = report.created, matched = report.matched, "fixture feed ingested");
             }
-        }
-        if self.index.generation()? != Some(self.store.generation()?.0) {
             tracing::info!(
-                store = self.store.generation()?.0,
-                index = ?self.index.generation()?,
-                "search index missing or behind the store: rebuilding"
-            );
-            let report = reindex::rebuild(&self.store, &self.index)?;
-            tracing::info!(
-                documents = report.documents,
-                generation = report.generation,
-                "search index rebuilt"
+                catalogue = done.indexed.catalogue.documents,
+                listings = done.indexed.listings.documents,
+                generation = done.indexed.catalogue.generation,
+                "indexes built"
             );
         }
-        if !self.listings_index_is_current()? {
-            tracing::info!(
-                listings = self.store.listings_generation()?.0,
-                index = ?self.listings.generation()?,
-                "listings index missing or behind the store: rebuilding"
-            );
-            let report = reindex::rebuild_listings(&self.store, &self.listings)?;
-            tracing::info!(
-                documents = report.documents,
-                generation = report.generation,
-                "listings index rebuilt"
-            );
+        let caught_up = self.writer.catch_up()?;
+        for (index, report) in [
+            ("search index", caught_up.catalogue),
+            ("listings index", caught_up.listings),
+        ] {
+            if let Some(report) = report {
+                tracing::info!(
+                    documents = report.documents,
+                    generation = report.generation,
+                    "{index} was missing or behind the store: rebuilt"
+                );
+            }
         }
         Ok(())
-    }
-}
-
-/// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
-/// requests and flushing the store before returning.
-pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    let app = tokio::task::spawn_blocking({
-        let config = config.clone();
-        move || -> anyhow::Result<App> {
-            let app = App::open(&config.data_dir, config.cache_bytes)?;
-            app.prepare(true)?;
-            Ok(app)
-        }
-    })
-    .await??;
-    let app = Arc::new(app);
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .with_context(|| format!("binding {}", config.addr))?;
-    let base = format!("http://{}/v1", listener.local_addr()?);
-    let data_dir = std::fs::canonicalize(config.data_dir.path())
-        .unwrap_or_else(|_| config.data_dir.path().to_owned());
-    tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
-    let router = crate::api::router(app.clone(), &config.api);
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
-    app.store.flush()?;
-    tracing::info!("stopped; store flushed");
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
     }
 }

@@ -14,4 +14,5 @@ pub mod domain;
 pub mod fixtures;
 pub mod jobs;
 pub mod rates;
+pub mod server;
 pub mod store;

@@ -12,17 +12,20 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime};
-use watch_catalogue::app::{self, App};
+use std::time::{Duration, SystemTime};
+use watch_catalogue::app::App;
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
     DEFAULT_RATE_WINDOW_SECS,
 };
-use watch_catalogue::jobs::import::{self, DirectorySource};
+use watch_catalogue::jobs::dataset::import_dataset;
+use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
+use watch_catalogue::jobs::ingest;
 use watch_catalogue::jobs::listing_writes::WrittenListings;
-use watch_catalogue::jobs::{ingest, reindex};
-use watch_catalogue::store::StoreGeneration;
+use watch_catalogue::jobs::matching::rematch_unmatched;
+use watch_catalogue::jobs::rates::load_rates;
+use watch_catalogue::jobs::writer::{WriteError, Written};
 
 #[derive(Parser)]
 #[command(
@@ -163,25 +166,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?
-                .block_on(app::serve(config))
+                .block_on(watch_catalogue::server::serve(config))
         }
         Command::Import { dir } => {
             anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let source = DirectorySource(dir);
-            let report = import::import(&app.store, &source)?;
-            println!(
-                "imported {}\n{report}",
-                import::DatasetSource::describe(&source)
-            );
-            // Each report (with every listing it wrote) is dropped once printed.
-            let feeds =
-                ingest::ingest_dataset_feeds(&app.store, &source, ingest::DEFAULT_MAX_INVALID)?;
-            for (provider, report) in feeds {
+            let imported = app.writer.run(|turn| import_dataset(turn, &source))?.value;
+            println!("imported {}\n{}", source.describe(), imported.catalogue);
+            for (provider, report) in imported.feeds {
                 print_ingest(&provider, &report);
             }
-            app.prepare(false)?;
-            Ok(())
+            app.prepare(false)
         }
         Command::Ingest {
             provider,
@@ -195,57 +191,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let snapshot = std::fs::File::open(&file)
                 .with_context(|| format!("opening {}", file.display()))?;
             let app = App::open(&data_dir, cli.cache_bytes)?;
-            let before = app.store.listings_generation()?;
-            let started = Instant::now();
-            let result = ingest::ingest(
-                &app.store,
-                &provider,
-                &file.display().to_string(),
-                std::io::BufReader::new(snapshot),
-                max_invalid,
-            );
-            let report = match result {
-                Ok(report) => report,
-                Err(error) => {
-                    if let ingest::IngestError::EmptySnapshot { problems }
-                    | ingest::IngestError::MostlyInvalid { problems, .. } = &error
-                    {
-                        problems.iter().take(20).for_each(|p| eprintln!("  {p}"));
-                    }
-                    return Err(error.into());
-                }
-            };
-            print_ingest(&provider, &report);
-            index_and_report(&app, &report.written, before, started)
+            let name = file.display().to_string();
+            let snapshot = std::io::BufReader::new(snapshot);
+            let result = app
+                .writer
+                .run(|turn| ingest::ingest(turn, &provider, &name, snapshot, max_invalid));
+            if let Err(WriteError::Job(
+                ingest::IngestError::EmptySnapshot { problems }
+                | ingest::IngestError::MostlyInvalid { problems, .. },
+            )) = &result
+            {
+                problems.iter().take(20).for_each(|p| eprintln!("  {p}"));
+            }
+            let done = result?;
+            print_ingest(&provider, &done.value);
+            print_write_times(&done.value.written, &done);
+            Ok(())
         }
         Command::Match => {
             let app = App::open(&data_dir, cli.cache_bytes)?;
-            let before = app.store.listings_generation()?;
-            let started = Instant::now();
-            let report = watch_catalogue::jobs::matching::rematch_unmatched(&app.store)?;
+            let done = app.writer.run(rematch_unmatched)?;
+            let report = &done.value;
             println!(
                 "matched {} of {} unmatched listings; store generation {}",
                 report.matched, report.tried, report.written.generation.0
             );
-            index_and_report(&app, &report.written, before, started)
+            print_write_times(&report.written, &done);
+            Ok(())
         }
         Command::Rates { file } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let rates = watch_catalogue::rates::parse_ecb_xml(&text)
-                .with_context(|| format!("{} is not an ECB rates file", file.display()))?;
-            let table = watch_catalogue::rates::ConversionTable::from_ecb(&rates)?;
             let app = App::open(&data_dir, cli.cache_bytes)?;
-            let mut batch = app.store.batch()?;
-            batch.put_rates(&rates);
-            let generation = app.store.commit(batch)?;
-            app.prepare(false)?;
+            let report = app
+                .writer
+                .run(|turn| load_rates(turn, &text))
+                .with_context(|| format!("loading {}", file.display()))?
+                .value;
             println!(
                 "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}",
-                rates.date,
-                rates.rates.len(),
-                table.currencies().count(),
-                generation.0
+                report.date, report.currencies, report.convertible, report.generation.0
             );
             Ok(())
         }
@@ -256,19 +241,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reindex => {
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let started = std::time::Instant::now();
-            let report = reindex::rebuild(&app.store, &app.index)?;
+            let (catalogue, listings) = app.writer.rebuild_indexes()?;
             println!(
-                "indexed {} catalogue documents at store generation {} in {:.2?}",
-                report.documents,
-                report.generation,
-                started.elapsed()
+                "indexed {} catalogue documents at store generation {}",
+                catalogue.documents, catalogue.generation
             );
-            let started = std::time::Instant::now();
-            let report = reindex::rebuild_listings(&app.store, &app.listings)?;
             println!(
-                "indexed {} listings at store generation {} in {:.2?}",
-                report.documents,
-                report.generation,
+                "indexed {} listings at store generation {}; both in {:.2?}",
+                listings.documents,
+                listings.generation,
                 started.elapsed()
             );
             Ok(())
@@ -276,27 +257,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// One line per skipped snapshot line, then what the ingest did.
-/// Brings the indexes up to a listings write begun at `started`, and says how long the write
-/// and the indexes took: on millions of listings either can dominate.
-fn index_and_report(
-    app: &App,
-    written: &WrittenListings,
-    before: StoreGeneration,
-    started: Instant,
-) -> anyhow::Result<()> {
-    let write_time = started.elapsed();
-    app.index_listings_write(written, before)?;
+/// How long a listings write and the index updates after it took: on millions of listings
+/// either can dominate.
+fn print_write_times<T>(written: &WrittenListings, done: &Written<T>) {
     println!(
         "{} listings written in {:.1} s in {} commits; indexes up to date after {:.1} s more",
-        written.ids.len(),
-        write_time.as_secs_f64(),
+        written.listings,
+        done.write_took.as_secs_f64(),
         written.commits,
-        (started.elapsed() - write_time).as_secs_f64()
+        done.index_took.as_secs_f64()
     );
-    Ok(())
 }
 
+/// One line per skipped snapshot line, then what the ingest did.
 fn print_ingest(provider: &str, report: &ingest::IngestReport) {
     for problem in &report.skipped {
         eprintln!("skipped {problem}");

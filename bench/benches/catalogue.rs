@@ -57,7 +57,11 @@ fn setup() -> Setup {
     )
     .expect("generate");
     let app = App::open(&DataDir::new(dir.path().join("data")), 256 << 20).expect("open");
-    import(&app.store, &DirectorySource(dir.path().join("dataset"))).expect("import");
+    import(
+        &app.store.write_turn(),
+        &DirectorySource(dir.path().join("dataset")),
+    )
+    .expect("import");
     app.prepare(false).expect("reindex");
     let model = app
         .store

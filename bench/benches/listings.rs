@@ -119,11 +119,11 @@ fn setup() -> Setup {
         }
         let app = App::open(&DataDir::new(&data_path), 256 << 20).expect("open");
         let start = Instant::now();
-        import(&app.store, &DirectorySource(dataset.clone())).expect("import");
+        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
         eprintln!("setup: catalogue imported in {}", seconds_since(start));
         let start = Instant::now();
         let feeds = ingest_dataset_feeds(
-            &app.store,
+            &app.store.write_turn(),
             &DirectorySource(dataset.clone()),
             DEFAULT_MAX_INVALID,
         )

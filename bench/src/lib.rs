@@ -496,8 +496,11 @@ mod tests {
         )
         .expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
-        let report = import(&app.store, &DirectorySource(dir.path().join("dataset")))
-            .expect("the generated dataset is valid");
+        let report = import(
+            &app.store.write_turn(),
+            &DirectorySource(dir.path().join("dataset")),
+        )
+        .expect("the generated dataset is valid");
         assert!(report
             .kinds
             .iter()

@@ -755,10 +755,13 @@ mod tests {
         let dataset = dir.path().join("dataset");
         let listed = generate(&dataset);
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
-        import(&app.store, &DirectorySource(dataset.clone())).expect("import");
-        let feeds =
-            ingest_dataset_feeds(&app.store, &DirectorySource(dataset), DEFAULT_MAX_INVALID)
-                .expect("ingest");
+        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
+        let feeds = ingest_dataset_feeds(
+            &app.store.write_turn(),
+            &DirectorySource(dataset),
+            DEFAULT_MAX_INVALID,
+        )
+        .expect("ingest");
         assert_eq!(feeds.len(), PROVIDERS.len());
         let created: usize = feeds.iter().map(|(_, r)| r.created).sum();
         let matched: usize = feeds.iter().map(|(_, r)| r.matched).sum();

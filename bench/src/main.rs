@@ -30,6 +30,7 @@ use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
 use watch_catalogue::jobs::matching::match_listing;
 use watch_catalogue::jobs::reindex;
+use watch_catalogue::store::WriteTurn;
 
 #[derive(Parser)]
 #[command(name = "catalogue-bench")]
@@ -392,20 +393,26 @@ fn scale(
         )?)
     })?;
     let app = App::open(&data, 256 << 20)?;
+    // Each step in a write turn of its own, the indexes left to the steps that time them.
     timed("import", Some(models), || {
-        Ok(import(&app.store, &DirectorySource(dataset.clone()))?)
+        Ok(import(
+            &app.store.write_turn(),
+            &DirectorySource(dataset.clone()),
+        )?)
     })?;
     // The dataset's provider snapshots, as `watch-catalogue import` ingests them.
-    let ingest_all = || {
+    let ingest_all = |turn: &WriteTurn<'_>| {
         Ok(ingest_dataset_feeds(
-            &app.store,
+            turn,
             &DirectorySource(dataset.clone()),
             DEFAULT_MAX_INVALID,
         )?)
     };
     let with_listings = listed.listings > 0;
     let feeds: Vec<String> = if with_listings {
-        let reports = timed("ingest + match", Some(listed.listings), ingest_all)?;
+        let reports = timed("ingest + match", Some(listed.listings), || {
+            ingest_all(&app.store.write_turn())
+        })?;
         // Summaries only: the reports hold every listing written, which would count in the
         // peak memory of the steps after.
         reports
@@ -453,7 +460,12 @@ fn scale(
         // A provider's next snapshot, unchanged: every listing refreshed (nothing to match),
         // then taken into the listings index incrementally, as `watch-catalogue ingest` does.
         let before = app.store.listings_generation()?;
-        let again = timed("re-ingest same", Some(listed.listings), ingest_all)?;
+        let turn = app.store.write_turn();
+        let again = timed("re-ingest same", Some(listed.listings), || {
+            ingest_all(&turn)
+        })?;
+        let changes = turn.changes();
+        drop(turn);
         let refreshed: usize = again.iter().map(|(_, feed)| feed.refreshed).sum();
         anyhow::ensure!(
             refreshed == listed.listings,
@@ -461,9 +473,7 @@ fn scale(
             listed.listings
         );
         timed("index re-ingest", Some(listed.listings), || {
-            for (_, feed) in &again {
-                reindex::index_written_listings(&app.store, &app.listings, &feed.written, before)?;
-            }
+            reindex::index_listing_changes(&app.store, &app.listings, &changes, before)?;
             app.prepare(false)
         })?;
     }

@@ -21,9 +21,13 @@ fn test_data(dir: &str) -> PathBuf {
 /// A data dir in `dir` holding the test catalogue and feeds, indexed.
 fn test_app(dir: &Path) -> App {
     let app = App::open(&DataDir::new(dir), 16 << 20).expect("open data dir");
-    import(&app.store, &DirectorySource(test_data("catalogue"))).expect("import");
+    import(
+        &app.store.write_turn(),
+        &DirectorySource(test_data("catalogue")),
+    )
+    .expect("import");
     ingest_dataset_feeds(
-        &app.store,
+        &app.store.write_turn(),
         &DirectorySource(test_data("feeds")),
         DEFAULT_MAX_INVALID,
     )

@@ -91,15 +91,20 @@ impl CatalogueIndex {
         )
     }
 
-    /// Writes `models` over the model documents with their ids (a model's listing count
-    /// changed, say), and commits with `generation`.
-    pub fn update_models(&self, models: &[ModelDoc], generation: u64) -> IndexResult<()> {
+    /// Writes `docs` over the documents of the same kind and id (a model's listing count
+    /// changed, a model was added), and commits with `generation`.
+    pub fn update(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
         self.derived.replace(
-            models.iter().map(|model| {
-                let key = schema::doc_key(DocKind::Model, model.id);
+            docs.iter().map(|doc| {
+                let (kind, id) = match doc {
+                    CatalogueDoc::Brand(brand) => (DocKind::Brand, brand.id),
+                    CatalogueDoc::Series(series) => (DocKind::Series, series.id),
+                    CatalogueDoc::Model(model) => (DocKind::Model, model.id),
+                };
+                let key = schema::doc_key(kind, id);
                 (
                     tantivy::Term::from_field_u64(self.fields.doc_key, key),
-                    Some(self.fields.model_document(model)),
+                    Some(self.fields.document(doc)),
                 )
             }),
             generation,

@@ -143,12 +143,6 @@ impl Fields {
         }
     }
 
-    pub fn model_document(&self, model: &ModelDoc) -> TantivyDocument {
-        let mut out = TantivyDocument::new();
-        self.model(&mut out, model);
-        out
-    }
-
     pub fn document(&self, doc: &CatalogueDoc) -> TantivyDocument {
         let mut out = TantivyDocument::new();
         match doc {

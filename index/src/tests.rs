@@ -246,7 +246,7 @@ fn open_recreates_an_index_and_keeps_generation_across_reopen() {
 }
 
 #[test]
-fn update_models_replaces_only_those_models() {
+fn update_replaces_only_the_documents_given() {
     let index = CatalogueIndex::in_memory().expect("index");
     let model = |id: u64, listing_count: u64| ModelDoc {
         id,
@@ -273,7 +273,9 @@ fn update_models_replaces_only_those_models() {
     };
     assert_eq!(index.lead_model(&lead).expect("lead"), Some(2));
     // Brand 1 and model 1 share an id: the update replaces the model document only.
-    index.update_models(&[model(1, 9)], 2).expect("update");
+    index
+        .update(&[CatalogueDoc::Model(model(1, 9))], 2)
+        .expect("update");
     assert_eq!(index.generation().expect("generation"), Some(2));
     assert_eq!(index.lead_model(&lead).expect("lead"), Some(1));
     assert_eq!(

@@ -15,7 +15,7 @@ use crate::domain::{
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
 use crate::rates::check_currency;
-use crate::store::{RecordKind, Store, StoreError};
+use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::{HashMap, HashSet};
@@ -84,7 +84,7 @@ pub struct IngestReport {
     pub unmatched: usize,
     /// Lines reported and skipped.
     pub skipped: Vec<Problem>,
-    /// Every listing created or changed, as written.
+    /// What the write of every listing created or changed committed.
     pub written: WrittenListings,
 }
 
@@ -102,13 +102,13 @@ struct Tally {
 /// Ingests `snapshot` (named `name` in problem reports) as the full current stock of the
 /// provider `provider_slug`.
 pub fn ingest(
-    store: &Store,
+    turn: &WriteTurn<'_>,
     provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
     max_invalid: f64,
 ) -> Result<IngestReport, IngestError> {
-    let writes = ListingWrites::new(store)?;
+    let writes = ListingWrites::new(turn)?;
     ingest_with(writes, provider_slug, name, snapshot, max_invalid)
 }
 
@@ -120,7 +120,7 @@ fn ingest_with(
     snapshot: impl BufRead,
     max_invalid: f64,
 ) -> Result<IngestReport, IngestError> {
-    let store = writes.store();
+    let store = writes.turn().store();
     let provider = Slug::parse(provider_slug)
         .ok()
         .map(|slug| store.provider_by_slug(&slug))
@@ -225,11 +225,12 @@ impl Prepared {
 /// Ingests the snapshots a dataset carries (`listings/SLUG.jsonl`, one per provider), each as
 /// its own write, in provider slug order. Returns what each did, by provider slug.
 pub fn ingest_dataset_feeds(
-    store: &Store,
+    turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
     max_invalid: f64,
 ) -> Result<Vec<(String, IngestReport)>, IngestError> {
-    let mut slugs: Vec<String> = store
+    let mut slugs: Vec<String> = turn
+        .store()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
         .collect::<Result<_, _>>()?;
@@ -238,7 +239,7 @@ pub fn ingest_dataset_feeds(
     for slug in slugs {
         let file = format!("listings/{slug}.jsonl");
         if let Some(snapshot) = source.open(&file)? {
-            let report = ingest(store, &slug, &file, snapshot, max_invalid).map_err(|error| {
+            let report = ingest(turn, &slug, &file, snapshot, max_invalid).map_err(|error| {
                 IngestError::Feed {
                     file,
                     error: Box::new(error),
@@ -465,7 +466,7 @@ mod tests {
 
     fn fixture_store(dir: &std::path::Path) -> Store {
         let store = Store::open(dir, 1 << 22).expect("store");
-        import(&store, &EmbeddedFixtures).expect("fixtures");
+        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
         store
     }
 
@@ -517,30 +518,36 @@ mod tests {
             let dir = tempfile::tempdir().expect("dir");
             let store = fixture_store(dir.path());
             let before = store.generation().expect("generation").0;
-            let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
+            let turn = store.write_turn();
+            let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
             let first =
                 ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5).expect("ingest");
-            let writes = ListingWrites::in_chunks_of(&store, chunk).expect("writes");
+            let feed_changes = turn.changes();
+            drop(turn);
+            let turn = store.write_turn();
+            let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
             let second = ingest_with(writes, "chrono24", "revisit", revisit.as_bytes(), 0.5)
                 .expect("revisit");
-            (before, first, second, contents(&store))
+            drop(turn);
+            (before, first, feed_changes, second, contents(&store))
         };
-        let (before, whole, _, expected) = run(usize::MAX);
+        let (before, whole, whole_changes, _, expected) = run(usize::MAX);
         assert_eq!(whole.written.commits, 1);
-        let (_, chunked, revisit, got) = run(7);
+        let (_, chunked, changes, revisit, got) = run(7);
         assert_eq!(got, expected, "same listings, ids, history and counts");
 
         let rows = whole.created;
         assert!(rows > 7 * 3, "the fixture feed spans several chunks");
-        let written = &chunked.written;
-        assert_eq!(written.commits as usize, rows.div_ceil(7));
-        assert_eq!(written.first_generation.0, before + 1);
-        assert!(written.is_contiguous());
-        assert_eq!(written.ids.len(), rows);
-        assert_eq!(written.recounted, whole.written.recounted);
+        assert_eq!(chunked.written.commits as usize, rows.div_ceil(7));
+        assert_eq!(changes.commits, chunked.written.commits);
+        assert_eq!(changes.first_generation.0, before + 1);
+        assert!(changes.is_contiguous());
+        assert_eq!(changes.listings.len(), rows);
+        assert_eq!(chunked.written.listings, rows);
+        assert_eq!(changes.recounted, whole_changes.recounted);
         // Delisting the ten missing listings comes after the refreshed ones, in chunks too.
         assert_eq!(revisit.delisted, 10);
-        assert_eq!(revisit.written.ids.len(), rows);
+        assert_eq!(revisit.written.listings, rows);
         assert_eq!(revisit.written.commits as usize, rows.div_ceil(7));
     }
 }

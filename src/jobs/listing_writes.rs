@@ -3,82 +3,50 @@
 //! listings) is committed in chunks of at most [`CHUNK_LISTINGS`], each atomic with its counts,
 //! so its memory stays bounded; the ids written are handed back for the listings index.
 
-use crate::domain::{Listing, ListingId, ListingStatus, ModelId};
-use crate::store::{Store, StoreGeneration, StoreResult, WriteBatch};
+use crate::domain::{Listing, ListingStatus, ModelId};
+use crate::store::{StoreGeneration, StoreResult, WriteBatch, WriteTurn};
 use std::collections::HashMap;
 
 /// Listings one store commit takes at most. Past a few tens of thousands a sled batch gets no
 /// faster per listing, while its memory keeps growing (bench/RESULTS.md, "Chunked writes").
 pub const CHUNK_LISTINGS: usize = 50_000;
 
-/// A pending write of listings.
+/// A pending write of listings, inside a write turn.
 pub struct ListingWrites<'a> {
-    store: &'a Store,
+    turn: &'a WriteTurn<'a>,
     /// Listings a chunk holds at most.
     chunk: usize,
-    pending: Pending,
+    pending: Pending<'a>,
     done: WrittenListings,
 }
 
-/// The uncommitted chunk: its batch, the change of each model's ACTIVE listing count, and the
-/// ids it writes.
-struct Pending {
-    batch: WriteBatch,
+/// The uncommitted chunk: its batch, the change of each model's ACTIVE listing count, and how
+/// many listings it writes.
+struct Pending<'a> {
+    batch: WriteBatch<'a>,
     counts: HashMap<ModelId, i64>,
-    ids: Vec<ListingId>,
+    listings: usize,
 }
 
-/// A committed write of listings, in one commit or several consecutive ones.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a write of listings committed, for its report (the indexes learn the ids from the
+/// turn's [`Changes`](crate::store::Changes)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WrittenListings {
-    /// The generation of the first commit; equal to `generation` for a single commit.
-    pub first_generation: StoreGeneration,
     /// The generation of the last commit (the store's, when nothing was written).
     pub generation: StoreGeneration,
     /// Store commits made.
     pub commits: u64,
-    /// Every listing written, in write order.
-    pub ids: Vec<ListingId>,
-    /// The models whose count of ACTIVE listings changed, ascending.
-    pub recounted: Vec<ModelId>,
+    /// Listings written (a listing written twice counts twice).
+    pub listings: usize,
 }
 
 impl WrittenListings {
-    fn nothing(store: &Store) -> StoreResult<WrittenListings> {
-        let generation = store.generation()?;
-        Ok(WrittenListings {
-            first_generation: generation,
-            generation,
-            commits: 0,
-            ids: Vec::new(),
-            recounted: Vec::new(),
-        })
-    }
-
-    /// True when the commits follow each other with no other write between them, so an index
-    /// current just before the first is brought up to date by this write alone.
-    pub fn is_contiguous(&self) -> bool {
-        self.commits == 0 || self.generation.0 + 1 - self.first_generation.0 == self.commits
-    }
-
     fn absorb(&mut self, later: WrittenListings) {
-        if later.commits == 0 {
-            return;
+        if later.commits > 0 {
+            self.generation = later.generation;
+            self.commits += later.commits;
+            self.listings += later.listings;
         }
-        if self.commits == 0 {
-            self.first_generation = later.first_generation;
-        }
-        self.generation = later.generation;
-        self.commits += later.commits;
-        self.ids.extend(later.ids);
-        // Sorted and deduplicated once, by `finish`: a 10M-listing ingest has 200 chunks.
-        self.recounted.extend(later.recounted);
-    }
-
-    fn finish(mut self) -> WrittenListings {
-        self.recounted.sort_unstable();
-        self.recounted.dedup();
-        self
     }
 }
 
@@ -89,63 +57,66 @@ fn counted_for(listing: &Listing) -> Option<ModelId> {
         .filter(|_| listing.status == ListingStatus::Active)
 }
 
-impl Pending {
-    fn new(store: &Store) -> StoreResult<Pending> {
+impl<'a> Pending<'a> {
+    fn new(turn: &'a WriteTurn<'a>) -> StoreResult<Pending<'a>> {
         Ok(Pending {
-            batch: store.batch()?,
+            batch: turn.batch()?,
             counts: HashMap::new(),
-            ids: Vec::new(),
+            listings: 0,
         })
     }
 
     /// Adds the new counts to the batch and commits it.
-    fn commit(mut self, store: &Store) -> StoreResult<WrittenListings> {
-        if self.ids.is_empty() {
-            return WrittenListings::nothing(store);
+    fn commit(mut self, turn: &WriteTurn<'_>) -> StoreResult<WrittenListings> {
+        let store = turn.store();
+        if self.listings == 0 {
+            return Ok(WrittenListings {
+                generation: store.generation()?,
+                commits: 0,
+                listings: 0,
+            });
         }
-        let mut recounted = Vec::new();
         for (model, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {
                 let count = (store.listing_count(model)? as i64 + delta).max(0) as u64;
                 self.batch.set_listing_count(model, count);
-                recounted.push(model);
             }
         }
-        recounted.sort_unstable();
-        let generation = store.commit(self.batch)?;
         Ok(WrittenListings {
-            first_generation: generation,
-            generation,
+            generation: turn.commit(self.batch)?,
             commits: 1,
-            ids: self.ids,
-            recounted,
+            listings: self.listings,
         })
     }
 }
 
 impl<'a> ListingWrites<'a> {
-    pub fn new(store: &'a Store) -> StoreResult<ListingWrites<'a>> {
-        ListingWrites::in_chunks_of(store, CHUNK_LISTINGS)
+    pub fn new(turn: &'a WriteTurn<'a>) -> StoreResult<ListingWrites<'a>> {
+        ListingWrites::in_chunks_of(turn, CHUNK_LISTINGS)
     }
 
     /// A write committed in chunks of at most `chunk` listings (at least one).
-    pub fn in_chunks_of(store: &'a Store, chunk: usize) -> StoreResult<ListingWrites<'a>> {
+    pub fn in_chunks_of(turn: &'a WriteTurn<'a>, chunk: usize) -> StoreResult<ListingWrites<'a>> {
         Ok(ListingWrites {
-            store,
+            turn,
             chunk: chunk.max(1),
-            pending: Pending::new(store)?,
-            done: WrittenListings::nothing(store)?,
+            pending: Pending::new(turn)?,
+            done: WrittenListings {
+                generation: turn.store().generation()?,
+                commits: 0,
+                listings: 0,
+            },
         })
     }
 
     /// The batch of the pending chunk, for allocating ids. Ids are read from the committed
     /// counter on first use, so a chunk allocates only after the previous one committed.
-    pub fn batch(&mut self) -> &mut WriteBatch {
+    pub fn batch(&mut self) -> &mut WriteBatch<'a> {
         &mut self.pending.batch
     }
 
-    pub fn store(&self) -> &'a Store {
-        self.store
+    pub fn turn(&self) -> &'a WriteTurn<'a> {
+        self.turn
     }
 
     /// Listings a chunk holds at most.
@@ -163,12 +134,12 @@ impl<'a> ListingWrites<'a> {
             *pending.counts.entry(model).or_default() += 1;
         }
         pending.batch.put_listing(old, &new);
-        pending.ids.push(new.id);
+        pending.listings += 1;
     }
 
     /// Commits the pending chunk when it is full.
     pub fn commit_if_full(&mut self) -> StoreResult<()> {
-        if self.pending.ids.len() >= self.chunk {
+        if self.pending.listings >= self.chunk {
             self.commit_chunk_while(|| ())?;
         }
         Ok(())
@@ -180,56 +151,17 @@ impl<'a> ListingWrites<'a> {
         &mut self,
         meanwhile: impl FnOnce() -> T + Send,
     ) -> StoreResult<T> {
-        let chunk = std::mem::replace(&mut self.pending, Pending::new(self.store)?);
-        let store = self.store;
-        let (committed, value) = rayon::join(move || chunk.commit(store), meanwhile);
+        let chunk = std::mem::replace(&mut self.pending, Pending::new(self.turn)?);
+        let turn = self.turn;
+        let (committed, value) = rayon::join(move || chunk.commit(turn), meanwhile);
         self.done.absorb(committed?);
         Ok(value)
     }
 
     /// Commits what is pending; returns everything written.
     pub fn commit(mut self) -> StoreResult<WrittenListings> {
-        let last = self.pending.commit(self.store)?;
+        let last = self.pending.commit(self.turn)?;
         self.done.absorb(last);
-        if self.done.commits == 0 {
-            return WrittenListings::nothing(self.store);
-        }
-        Ok(self.done.finish())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn written(first: u64, last: u64, ids: &[u64], recounted: &[u64]) -> WrittenListings {
-        WrittenListings {
-            first_generation: StoreGeneration(first),
-            generation: StoreGeneration(last),
-            commits: last + 1 - first,
-            ids: ids.iter().map(|&id| ListingId(id)).collect(),
-            recounted: recounted.iter().map(|&id| ModelId(id)).collect(),
-        }
-    }
-
-    #[test]
-    fn chunks_add_up_to_one_write() {
-        let mut all = WrittenListings {
-            commits: 0,
-            ..written(7, 7, &[], &[])
-        };
-        all.absorb(written(8, 8, &[1, 2], &[5, 9]));
-        all.absorb(written(9, 9, &[3], &[2, 5]));
-        let all = all.finish();
-        assert_eq!(all, written(8, 9, &[1, 2, 3], &[2, 5, 9]));
-        assert!(all.is_contiguous());
-    }
-
-    #[test]
-    fn a_write_between_chunks_breaks_contiguity() {
-        let mut all = written(8, 8, &[1], &[]);
-        all.absorb(written(10, 10, &[2], &[]));
-        assert_eq!(all.commits, 2);
-        assert!(!all.is_contiguous());
+        Ok(self.done)
     }
 }

@@ -10,7 +10,7 @@ use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, Match, MatchOutcome, Model,
     ModelId, TextRun, Timestamp,
 };
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreResult, WriteTurn};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -224,7 +224,8 @@ pub struct RematchReport {
 /// `watch-catalogue match`: tries every unmatched listing again (after an import added models),
 /// on all cores, writing those whose match changed with the listing counts they change. Only
 /// the changed listings are held in memory.
-pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
+pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
+    let store = turn.store();
     let tried = AtomicUsize::new(0);
     let changed: Vec<(Listing, Match)> = store
         .all_listings_parallel()
@@ -242,7 +243,7 @@ pub fn rematch_unmatched(store: &Store) -> StoreResult<RematchReport> {
             }
         })
         .collect::<StoreResult<_>>()?;
-    let mut writes = ListingWrites::new(store)?;
+    let mut writes = ListingWrites::new(turn)?;
     let now = Timestamp::now();
     let mut matched = 0;
     for (old, found) in changed {
@@ -331,7 +332,11 @@ mod tests {
         }
         let data = tempfile::tempdir().expect("dir");
         let store = Store::open(data.path(), 1 << 20).expect("store");
-        import(&store, &DirectorySource(dataset.path().to_owned())).expect("import");
+        import(
+            &store.write_turn(),
+            &DirectorySource(dataset.path().to_owned()),
+        )
+        .expect("import");
         Catalogue {
             store,
             _dirs: [dataset, data],

@@ -1,8 +1,12 @@
-//! Batch jobs that write the store and rebuild the index: `import` of a dataset directory and
-//! `reindex`. Each runs on a data dir no server holds (sled locks it).
+//! Batch jobs that write the store: `import` of a dataset directory, provider snapshot
+//! `ingest`, re-`match`ing, loading `rates`, and `reindex`. Each runs inside the one
+//! [`writer::Writer`] of its data dir, whether the CLI or the server started it.
 
+pub mod dataset;
 pub mod import;
 pub mod ingest;
 pub mod listing_writes;
 pub mod matching;
+pub mod rates;
 pub mod reindex;
+pub mod writer;

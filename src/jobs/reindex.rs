@@ -1,19 +1,18 @@
-//! `watch-catalogue reindex`: rebuilds the search indexes (catalogue, listings) from the store,
-//! building documents on all cores with rayon. Each index commit records the store generation
-//! read. A listings write is taken into the listings index incrementally.
+//! The search indexes (catalogue, listings) built from the store: whole rebuilds on all cores
+//! with rayon (`watch-catalogue reindex`, a start behind the store), and the incremental updates
+//! the writer makes after each job. Each index commit records the store generation it reflects.
 
-use super::listing_writes::WrittenListings;
 use crate::domain::{
-    normalize_reference, text_runs, Brand, BrandId, Listing, Model, Series, SeriesId,
+    normalize_reference, text_runs, Brand, BrandId, Listing, Model, ModelId, Series, SeriesId,
 };
 use crate::rates::{table_in_force, ConversionTable};
-use crate::store::{Store, StoreError, StoreGeneration};
+use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
-    BrandDoc, CatalogueDoc, CatalogueIndex, IndexError, ListingDoc, ListingIndex, ModelDoc,
-    SeriesDoc,
+    BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc, ListingIndex,
+    ModelDoc, SeriesDoc,
 };
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// Why a reindex failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,10 +24,22 @@ pub enum ReindexError {
 }
 
 /// What a reindex did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReindexReport {
     pub documents: usize,
     pub generation: u64,
+}
+
+/// True when the catalogue index reflects the store's last write.
+pub fn catalogue_is_current(store: &Store, index: &CatalogueIndex) -> Result<bool, ReindexError> {
+    Ok(index.generation()? == Some(store.generation()?.0))
+}
+
+/// True when the listings index reflects the store's last listings write (a write of only
+/// catalogue records leaves it current).
+pub fn listings_are_current(store: &Store, index: &ListingIndex) -> Result<bool, ReindexError> {
+    let needed = store.listings_generation()?.0;
+    Ok(index.generation()?.is_some_and(|g| g >= needed))
 }
 
 /// Rebuilds `index` from `store`.
@@ -57,22 +68,12 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     let series_by_id: HashMap<SeriesId, &Series> = series.iter().map(|s| (s.id, s)).collect();
 
     let brand_docs = brands.par_iter().map(|brand| {
-        CatalogueDoc::Brand(BrandDoc {
-            id: brand.id.0,
-            name: brand.name.clone(),
-            aliases: brand.aliases.clone(),
-            description: brand.description.clone(),
-            model_count: models_per_brand.get(&brand.id).copied().unwrap_or(0),
-        })
+        let count = models_per_brand.get(&brand.id).copied().unwrap_or(0);
+        CatalogueDoc::Brand(brand_doc(brand, count))
     });
     let series_docs = series.par_iter().map(|s| {
-        CatalogueDoc::Series(SeriesDoc {
-            id: s.id.0,
-            brand_id: s.brand_id.0,
-            name: s.name.clone(),
-            description: s.description.clone(),
-            model_count: models_per_series.get(&s.id).copied().unwrap_or(0),
-        })
+        let count = models_per_series.get(&s.id).copied().unwrap_or(0);
+        CatalogueDoc::Series(series_doc(s, count))
     });
     let model_docs = models.par_iter().map(|(model, listings)| {
         CatalogueDoc::Model(model_doc(
@@ -87,6 +88,26 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
         documents,
         generation,
     })
+}
+
+fn brand_doc(brand: &Brand, model_count: u64) -> BrandDoc {
+    BrandDoc {
+        id: brand.id.0,
+        name: brand.name.clone(),
+        aliases: brand.aliases.clone(),
+        description: brand.description.clone(),
+        model_count,
+    }
+}
+
+fn series_doc(series: &Series, model_count: u64) -> SeriesDoc {
+    SeriesDoc {
+        id: series.id.0,
+        brand_id: series.brand_id.0,
+        name: series.name.clone(),
+        description: series.description.clone(),
+        model_count,
+    }
 }
 
 /// The index document of `model`.
@@ -146,68 +167,143 @@ pub fn rebuild_listings(
 /// (27.7 s against 15.0 s for 1M listings, bench/RESULTS.md).
 const REBUILD_ABOVE_SHARE: f64 = 0.25;
 
-/// Takes the listings of a committed write into the listings index: only those listings when
-/// the index was current before the write and the write is small, else a whole rebuild.
-pub fn index_written_listings(
+/// Takes a turn's listing writes into the listings index: only the listings written, read back
+/// from the store, when the index was current before the turn and the write is small; else a
+/// whole rebuild (also when the rates moved every US dollar price).
+pub fn index_listing_changes(
     store: &Store,
     index: &ListingIndex,
-    written: &WrittenListings,
+    changes: &Changes,
     listings_generation_before: StoreGeneration,
 ) -> Result<ReindexReport, ReindexError> {
     let at = index.generation()?;
-    if at.is_some_and(|g| g >= written.generation.0) {
+    if changes.listings.is_empty() && !changes.rates {
+        return Ok(ReindexReport {
+            documents: 0,
+            generation: at.unwrap_or_default(),
+        });
+    }
+    if at.is_some_and(|g| g >= changes.generation.0) {
         // A rebuild since the write already read it.
         return Ok(ReindexReport {
             documents: 0,
-            generation: written.generation.0,
+            generation: changes.generation.0,
         });
     }
     let current_before = at.is_some_and(|g| g >= listings_generation_before.0);
-    let written_count = written.ids.len();
-    let large = written_count as f64 > index.len() as f64 * REBUILD_ABOVE_SHARE;
-    if !current_before || !written.is_contiguous() || (large && written_count > 1000) {
+    let mut ids = changes.listings.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    let large = ids.len() as f64 > index.len() as f64 * REBUILD_ABOVE_SHARE;
+    if changes.rates || !current_before || !changes.is_contiguous() || (large && ids.len() > 1000) {
         return rebuild_listings(store, index);
     }
     let table = table_in_force(store)?;
     // Read back from the store: the newest version of each, which is what the index must hold.
-    let docs: Vec<ListingDoc> = written
-        .ids
+    let docs: Vec<ListingDoc> = ids
         .par_iter()
         .filter_map(|&id| store.listing(id).transpose())
         .map(|listing| Ok(listing_doc(&listing?, table.as_ref())))
         .collect::<Result<_, StoreError>>()?;
-    index.upsert(&docs, written.generation.0)?;
+    index.upsert(&docs, changes.generation.0)?;
     Ok(ReindexReport {
         documents: docs.len(),
-        generation: written.generation.0,
+        generation: changes.generation.0,
     })
 }
 
-/// Takes the new listing counts of a committed listings write into the catalogue index, when it
-/// was current just before the write; returns false when it was not (a rebuild is needed).
-pub fn recount_models(
+/// Models a turn may change before the catalogue index is rebuilt rather than patched.
+const PATCH_MODELS_AT_MOST: usize = 10_000;
+
+/// Takes a turn's catalogue changes into the catalogue index: the documents of the models
+/// written or recounted, then of the brands and series whose model counts may have moved,
+/// when the index was current before the turn; else (a rename, a large import, a write between)
+/// a whole rebuild.
+pub fn index_catalogue_changes(
     store: &Store,
     index: &CatalogueIndex,
-    written: &WrittenListings,
-) -> Result<bool, ReindexError> {
-    let generation = written.generation.0;
-    match index.generation()? {
-        Some(at) if at == generation => return Ok(true),
-        Some(at) if at + 1 == written.first_generation.0 && written.is_contiguous() => {}
-        _ => return Ok(false),
+    changes: &Changes,
+    generation_before: StoreGeneration,
+) -> Result<ReindexReport, ReindexError> {
+    let generation = changes.generation.0;
+    let at = index.generation()?;
+    if changes.commits == 0 || at.is_some_and(|g| g >= generation) {
+        return Ok(ReindexReport {
+            documents: 0,
+            generation: at.unwrap_or_default(),
+        });
     }
-    let mut docs = Vec::with_capacity(written.recounted.len());
-    for &id in &written.recounted {
+    let models: BTreeSet<ModelId> = changes.models.union(&changes.recounted).copied().collect();
+    if at != Some(generation_before.0)
+        || !changes.is_contiguous()
+        || changes.renamed
+        || models.len() > PATCH_MODELS_AT_MOST
+    {
+        return rebuild(store, index);
+    }
+    let mut docs = Vec::with_capacity(models.len());
+    for id in models {
         let Some(model) = store.model(id)? else {
             continue;
         };
         let brand = store.brand(model.brand_id)?;
         let series = store.series(model.series_id)?;
         let count = store.listing_count(id)?;
-        docs.push(model_doc(&model, brand.as_ref(), series.as_ref(), count));
+        docs.push(CatalogueDoc::Model(model_doc(
+            &model,
+            brand.as_ref(),
+            series.as_ref(),
+            count,
+        )));
     }
-    index.update_models(&docs, generation)?;
-    Ok(true)
+    if changes.brands.is_empty() && changes.series.is_empty() {
+        index.update(&docs, generation)?;
+        return Ok(ReindexReport {
+            documents: docs.len(),
+            generation,
+        });
+    }
+    // Model counts are read from the index once it holds the models, so the first commit
+    // keeps the old generation: a crash between the two leaves the index marked behind.
+    index.update(&docs, generation_before.0)?;
+    let mut counted = count_documents(store, index, changes)?;
+    index.update(&counted, generation)?;
+    counted.append(&mut docs);
+    Ok(ReindexReport {
+        documents: counted.len(),
+        generation,
+    })
+}
+
+/// The brand and series documents of a turn's changes, with their model counts from `index`.
+fn count_documents(
+    store: &Store,
+    index: &CatalogueIndex,
+    changes: &Changes,
+) -> Result<Vec<CatalogueDoc>, ReindexError> {
+    let models_in = |filters: Filters| -> Result<u64, ReindexError> {
+        Ok(index.count(DocKind::Model, &filters)? as u64)
+    };
+    let mut docs = Vec::new();
+    for &id in &changes.brands {
+        if let Some(brand) = store.brand(id)? {
+            let model_count = models_in(Filters {
+                brand_id: Some(id.0),
+                ..Filters::default()
+            })?;
+            docs.push(CatalogueDoc::Brand(brand_doc(&brand, model_count)));
+        }
+    }
+    for &id in &changes.series {
+        if let Some(series) = store.series(id)? {
+            let model_count = models_in(Filters {
+                series_id: Some(id.0),
+                ..Filters::default()
+            })?;
+            docs.push(CatalogueDoc::Series(series_doc(&series, model_count)));
+        }
+    }
+    Ok(docs)
 }
 
 /// The index document of `listing`, its US dollar price through `table`.

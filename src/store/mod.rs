@@ -4,8 +4,10 @@
 
 mod codec;
 mod keys;
+mod turn;
 mod write;
 
+pub use turn::{Changes, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
@@ -15,6 +17,7 @@ use crate::domain::{
 use codec::{decode, decode_u64, encode_u64};
 use keys::{Keyspace, MetaKey};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Version of the record encoding; a store written by another version is refused, not misread.
 pub const SCHEMA_VERSION: u64 = 2;
@@ -37,13 +40,15 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StoreGeneration(pub u64);
 
-/// Keys one sled batch writes at most; see [`Store::commit`].
+/// Keys one sled batch writes at most; see [`WriteTurn::commit`].
 pub const ATOMIC_OPERATIONS: usize = 200_000;
 
 /// Handle on the sled database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    /// The write turn every clone shares: see [`WriteTurn`].
+    writes: Arc<Mutex<()>>,
 }
 
 impl Store {
@@ -53,7 +58,10 @@ impl Store {
             .path(dir)
             .cache_capacity(cache_bytes)
             .open()?;
-        let store = Store { db };
+        let store = Store {
+            db,
+            writes: Arc::new(Mutex::new(())),
+        };
         match store.meta(MetaKey::SchemaVersion)? {
             Some(found) if found != SCHEMA_VERSION => {
                 return Err(StoreError::SchemaMismatch {
@@ -96,11 +104,6 @@ impl Store {
             .is_none())
     }
 
-    /// Starts a write; nothing is visible until [`Store::commit`].
-    pub fn batch(&self) -> StoreResult<WriteBatch> {
-        WriteBatch::new(self)
-    }
-
     /// Applies `batch` with a generation bump, and flushes it to disk before returning: a
     /// write is acknowledged only once it is durable. A write of up to [`ATOMIC_OPERATIONS`]
     /// keys is atomic. A larger one (an import of a million models) is applied in chunks of
@@ -108,17 +111,16 @@ impl Store {
     /// batch in memory many times over while applying it (23 GB for a million models in one).
     /// A crash part-way then leaves it partly written, with the indexes marked behind; the
     /// batch jobs that write so much are idempotent, and running them again completes it.
-    pub fn commit(&self, batch: WriteBatch) -> StoreResult<StoreGeneration> {
-        if batch.is_empty() {
-            return self.generation();
-        }
+    /// Only [`WriteTurn::commit`] calls this.
+    fn apply(&self, batch: WriteBatch<'_>) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
         let generation = StoreGeneration(self.generation()?.0 + 1);
         let bump = Some(encode_u64(generation.0).to_vec());
         let mut operations = vec![(MetaKey::Generation.key(), bump.clone())];
         if batch.touches_listings() {
             operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
-        operations.extend(batch.into_operations());
+        let (written, changes) = batch.into_operations();
+        operations.extend(written);
         let mut operations = operations.into_iter().peekable();
         while operations.peek().is_some() {
             let mut sled_batch = sled::Batch::default();
@@ -131,7 +133,7 @@ impl Store {
             self.db.apply_batch(sled_batch)?;
         }
         self.db.flush()?;
-        Ok(generation)
+        Ok((generation, changes))
     }
 
     /// Flushes every pending write to disk.

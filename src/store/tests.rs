@@ -21,18 +21,20 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let store = Store::open(dir.path(), 1 << 20).expect("open");
+        let turn = store.write_turn();
         assert_eq!(store.generation().expect("gen"), StoreGeneration(0));
-        let mut batch = store.batch().expect("batch");
+        let mut batch = turn.batch().expect("batch");
         let id = batch.allocate_id(RecordKind::Brand).expect("id");
         assert_eq!(id, 1);
         batch.put_brand(None, &brand(id, "rolex", Some(2)));
         batch.put_brand(None, &brand(2, "tudor", Some(1)));
-        assert_eq!(store.commit(batch).expect("commit"), StoreGeneration(1));
+        assert_eq!(turn.commit(batch).expect("commit"), StoreGeneration(1));
         // A batch with nothing in it leaves the generation alone.
-        let empty = store.batch().expect("batch");
-        assert_eq!(store.commit(empty).expect("commit"), StoreGeneration(1));
+        let empty = turn.batch().expect("batch");
+        assert_eq!(turn.commit(empty).expect("commit"), StoreGeneration(1));
     }
     let store = Store::open(dir.path(), 1 << 20).expect("reopen");
+    let turn = store.write_turn();
     assert_eq!(store.generation().expect("gen"), StoreGeneration(1));
     let rolex = Slug::parse("rolex").expect("slug");
     assert_eq!(
@@ -48,7 +50,7 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
     assert_eq!(order, ["tudor", "rolex"]);
     assert_eq!(store.brand_by_alias("aliasname").expect("alias").len(), 2);
     // The id counter was persisted with the batch.
-    let mut batch = store.batch().expect("batch");
+    let mut batch = turn.batch().expect("batch");
     assert_eq!(batch.allocate_id(RecordKind::Brand).expect("id"), 2);
 }
 
@@ -56,16 +58,17 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
 fn upsert_removes_secondary_keys_the_record_no_longer_has() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path(), 1 << 20).expect("open");
+    let turn = store.write_turn();
     let old = brand(1, "rolex", Some(1));
-    let mut batch = store.batch().expect("batch");
+    let mut batch = turn.batch().expect("batch");
     batch.put_brand(None, &old);
-    store.commit(batch).expect("commit");
+    turn.commit(batch).expect("commit");
     let mut new = old.clone();
     new.highlight_rank = None;
     new.aliases.clear();
-    let mut batch = store.batch().expect("batch");
+    let mut batch = turn.batch().expect("batch");
     batch.put_brand(Some(&old), &new);
-    store.commit(batch).expect("commit");
+    turn.commit(batch).expect("commit");
     assert!(store.highlighted_brands().expect("h").is_empty());
     assert!(store.brand_by_alias("aliasname").expect("alias").is_empty());
     assert_eq!(
@@ -98,12 +101,13 @@ fn a_store_of_another_schema_version_is_refused() {
 fn a_brand_resolves_by_name_alias_or_slug() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path(), 1 << 20).expect("open");
+    let turn = store.write_turn();
     let mut lange = brand(7, "a-lange-sohne", None);
     lange.name = "A. Lange & Söhne".into();
     lange.aliases = vec!["ALS".into()];
-    let mut batch = store.batch().expect("batch");
+    let mut batch = turn.batch().expect("batch");
     batch.put_brand(None, &lange);
-    store.commit(batch).expect("commit");
+    turn.commit(batch).expect("commit");
     for key in ["alangesöhne", "als", "alangesohne"] {
         assert_eq!(
             store.brand_by_alias(key).expect("alias"),
@@ -118,7 +122,8 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     use crate::domain::ModelId;
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path(), 1 << 22).expect("open");
-    let mut batch = store.batch().expect("batch");
+    let turn = store.write_turn();
+    let mut batch = turn.batch().expect("batch");
     let id = batch.allocate_id(RecordKind::Brand).expect("id");
     batch.put_brand(None, &brand(id, "rolex", None));
     let models = ATOMIC_OPERATIONS as u64 + 10;
@@ -127,12 +132,12 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     }
     // Later writes of a key win, also across chunks.
     batch.set_listing_count(ModelId(0), 7);
-    assert_eq!(store.commit(batch).expect("commit"), StoreGeneration(1));
+    assert_eq!(turn.commit(batch).expect("commit"), StoreGeneration(1));
     assert_eq!(store.listing_count(ModelId(0)).expect("count"), 7);
     assert_eq!(store.listing_count(ModelId(models - 1)).expect("count"), 1);
     let rolex = Slug::parse("rolex").expect("slug");
     assert!(store.brand_by_slug(&rolex).expect("get").is_some());
     // The id counter moved with the write: the next brand gets a fresh id.
-    let mut next = store.batch().expect("batch");
+    let mut next = turn.batch().expect("batch");
     assert_eq!(next.allocate_id(RecordKind::Brand).expect("id"), 2);
 }

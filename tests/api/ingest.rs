@@ -26,14 +26,14 @@ struct Catalogue {
 fn catalogue() -> Catalogue {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store, &DirectorySource(test_catalogue())).expect("import");
+    import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
     Catalogue { app, dir }
 }
 
 impl Catalogue {
     fn ingest(&self, lines: &[&str]) -> Result<IngestReport, IngestError> {
         ingest(
-            &self.app.store,
+            &self.app.store.write_turn(),
             "chrono24",
             "snapshot",
             lines.join("\n").as_bytes(),
@@ -234,7 +234,13 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
         "nothing was delisted"
     );
     assert!(matches!(
-        ingest(&c.app.store, "nope", "snapshot", A1.as_bytes(), 0.5),
+        ingest(
+            &c.app.store.write_turn(),
+            "nope",
+            "snapshot",
+            A1.as_bytes(),
+            0.5
+        ),
         Err(IngestError::UnknownProvider(_))
     ));
 }
@@ -321,8 +327,8 @@ fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
     let c = catalogue();
     c.ingest(&[A1, A4]).expect("snapshot");
     assert_eq!(c.listing("a4").matching, MatchOutcome::UnknownReference);
-    let nothing =
-        watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store).expect("rematch");
+    let nothing = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store.write_turn())
+        .expect("rematch");
     assert_eq!((nothing.tried, nothing.matched), (1, 0));
     let dataset = tempfile::tempdir().expect("dataset");
     std::fs::write(
@@ -330,9 +336,13 @@ fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
         r#"{"slug":"test-999999","brand":"rolex","series":"submariner","name":"Test","referenceNumber":"999999"}"#,
     )
     .expect("write");
-    import(&c.app.store, &DirectorySource(dataset.path().to_owned()))
-        .expect("import the new model");
-    let report = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store).expect("rematch");
+    import(
+        &c.app.store.write_turn(),
+        &DirectorySource(dataset.path().to_owned()),
+    )
+    .expect("import the new model");
+    let report = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store.write_turn())
+        .expect("rematch");
     assert_eq!((report.tried, report.matched), (1, 1));
     let a4 = c.listing("a4");
     assert_eq!(

@@ -93,8 +93,11 @@ fn real_seller_text_matches_with_full_precision_and_the_measured_recall() {
     let data = tempfile::tempdir().expect("dir");
     let store = Store::open(data.path(), 16 << 20).expect("store");
     let sample = project().join("tests/data/real-listings");
-    import(&store, &DirectorySource(sample.join("catalogue")))
-        .expect("import the sample's catalogue");
+    import(
+        &store.write_turn(),
+        &DirectorySource(sample.join("catalogue")),
+    )
+    .expect("import the sample's catalogue");
     let titles = column(&shared.join(TITLES), "url", "name");
     let refs = column(&shared.join(REFERENCES), "", "reference");
 

@@ -16,7 +16,7 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
     let data_dir = DataDir::new(dir.path());
     {
         let app = App::open(&data_dir, 1 << 20).expect("open");
-        import(&app.store, &DirectorySource(test_catalogue())).expect("import");
+        import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
         assert_eq!(app.index.generation().expect("generation"), None);
         assert!(!app.index_is_current().expect("current"));
         app.prepare(false).expect("prepare");
@@ -41,7 +41,8 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
 fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store, &EmbeddedFixtures).expect("the bundled fixtures import cleanly");
+    import(&app.store.write_turn(), &EmbeddedFixtures)
+        .expect("the bundled fixtures import cleanly");
     let store = &app.store;
     assert!(store.count(RecordKind::Brand) >= 25);
     assert!(store.count(RecordKind::Series) >= 80);

@@ -50,9 +50,9 @@ impl TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
         let source = DirectorySource(dataset.to_owned());
-        import(&app.store, &source).expect("import test catalogue");
+        import(&app.store.write_turn(), &source).expect("import test catalogue");
         ingest_dataset_feeds(
-            &app.store,
+            &app.store.write_turn(),
             &DirectorySource(test_feeds()),
             DEFAULT_MAX_INVALID,
         )

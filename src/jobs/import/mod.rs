@@ -11,7 +11,7 @@ use crate::domain::{
     normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, Picture,
     PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
 };
-use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch};
+use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch, WriteTurn};
 use indicatif::{ProgressBar, ProgressStyle};
 use parse::read_rows;
 use rows::{BrandRow, CaliberRow, ComplicationRow, ModelRow, PictureRow, ProviderRow, SeriesRow};
@@ -148,8 +148,11 @@ impl fmt::Display for ImportReport {
     }
 }
 
-/// Imports `source` into `store`: all of it, or nothing.
-pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport, ImportError> {
+/// Imports `source` into the turn's store: all of it, or nothing.
+pub fn import(
+    turn: &WriteTurn<'_>,
+    source: &dyn DatasetSource,
+) -> Result<ImportReport, ImportError> {
     let mut problems = Vec::new();
     let brands = read_rows::<BrandRow>(source, "brands.jsonl", &mut problems)?;
     let series = read_rows::<SeriesRow>(source, "series.jsonl", &mut problems)?;
@@ -160,7 +163,7 @@ pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport,
 
     let total = brands.len() + series.len() + complications.len() + calibers.len();
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
-    let mut run = Run::new(store, problems)?;
+    let mut run = Run::new(turn, problems)?;
     let mut kinds = vec![
         ("brands", run.brands(brands)?),
         ("series", run.series(series)?),
@@ -177,7 +180,7 @@ pub fn import(store: &Store, source: &dyn DatasetSource) -> Result<ImportReport,
         return Err(ImportError::Invalid(run.problems));
     }
     progress.set_message("writing");
-    let generation = store.commit(run.batch)?;
+    let generation = turn.commit(run.batch)?;
     progress.finish_and_clear();
     Ok(ImportReport { generation, kinds })
 }
@@ -195,7 +198,7 @@ fn progress_bar(len: u64) -> ProgressBar {
 /// State of one import: the pending batch, the slugs seen so far, the problems found.
 struct Run<'a> {
     store: &'a Store,
-    batch: WriteBatch,
+    batch: WriteBatch<'a>,
     problems: Vec<Problem>,
     now: Timestamp,
     file: &'static str,
@@ -210,10 +213,10 @@ type Rows<T> = Vec<(usize, T)>;
 type ImportResult<T> = Result<T, ImportError>;
 
 impl<'a> Run<'a> {
-    fn new(store: &'a Store, problems: Vec<Problem>) -> ImportResult<Run<'a>> {
+    fn new(turn: &'a WriteTurn<'a>, problems: Vec<Problem>) -> ImportResult<Run<'a>> {
         Ok(Run {
-            store,
-            batch: store.batch()?,
+            store: turn.store(),
+            batch: turn.batch()?,
             problems,
             now: Timestamp::now(),
             file: "",
@@ -707,7 +710,7 @@ impl<'a> Run<'a> {
         mut record: T,
         counts: &mut KindCounts,
         touch: impl Fn(&mut T, Timestamp),
-        put: impl FnOnce(&mut WriteBatch, Option<&T>, &T),
+        put: impl FnOnce(&mut WriteBatch<'a>, Option<&T>, &T),
     ) {
         match &existing {
             None => counts.created += 1,

@@ -43,7 +43,7 @@ fn a_changed_record_is_updated_in_place_keeping_its_id_creation_time_and_picture
         ("series.jsonl", SERIES),
         ("models.jsonl", MODEL),
     ]);
-    import(&store, &first.source()).expect("first import");
+    import(&store.write_turn(), &first.source()).expect("first import");
     let slug = Slug::parse("sub").expect("slug");
     let before = store
         .model_by_slug(BrandId(1), &slug)
@@ -57,7 +57,7 @@ fn a_changed_record_is_updated_in_place_keeping_its_id_creation_time_and_picture
         ("series.jsonl", SERIES),
         ("models.jsonl", &changed),
     ]);
-    let report = import(&store, &second.source()).expect("second import");
+    let report = import(&store.write_turn(), &second.source()).expect("second import");
     assert_eq!(
         counts(&report, "models"),
         KindCounts {
@@ -98,10 +98,10 @@ fn a_changed_reference_moves_the_reference_key() {
         ("series.jsonl", SERIES),
         ("models.jsonl", MODEL),
     ]);
-    import(&store, &first.source()).expect("import");
+    import(&store.write_turn(), &first.source()).expect("import");
     let renamed = MODEL.replace("124060", "114060");
     let second = Dataset::new(&[("models.jsonl", &renamed)]);
-    import(&store, &second.source()).expect("import");
+    import(&store.write_turn(), &second.source()).expect("import");
     assert!(store
         .model_ids_by_reference(BrandId(1), "124060")
         .expect("ref")
@@ -119,12 +119,15 @@ fn parents_already_in_the_store_resolve_in_a_later_import() {
     let data = tempfile::tempdir().expect("dir");
     let store = store(data.path());
     import(
-        &store,
+        &store.write_turn(),
         &Dataset::new(&[("brands.jsonl", BRANDS), ("series.jsonl", SERIES)]).source(),
     )
     .expect("import");
-    let report =
-        import(&store, &Dataset::new(&[("models.jsonl", MODEL)]).source()).expect("import");
+    let report = import(
+        &store.write_turn(),
+        &Dataset::new(&[("models.jsonl", MODEL)]).source(),
+    )
+    .expect("import");
     assert_eq!(counts(&report, "models").created, 1);
 }
 
@@ -144,7 +147,7 @@ fn problems_are_all_reported_and_nothing_is_written() {
         ("series.jsonl", SERIES),
         ("models.jsonl", &models),
     ]);
-    let Err(ImportError::Invalid(problems)) = import(&store, &dataset.source()) else {
+    let Err(ImportError::Invalid(problems)) = import(&store.write_turn(), &dataset.source()) else {
         panic!("the import should be rejected");
     };
     let shown: Vec<String> = problems.iter().map(ToString::to_string).collect();
@@ -183,7 +186,7 @@ fn calibre(slug: &str, parent: Option<&str>) -> String {
 fn import_calibres(store: &Store, lines: &[String]) -> Result<ImportReport, ImportError> {
     let calibres = lines.join("\n");
     let dataset = Dataset::new(&[("brands.jsonl", ETA), ("calibers.jsonl", &calibres)]);
-    import(store, &dataset.source())
+    import(&store.write_turn(), &dataset.source())
 }
 
 fn rejected_with(store: &Store, lines: &[String]) -> Vec<String> {

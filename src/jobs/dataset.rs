@@ -1,0 +1,34 @@
+//! A dataset directory imported whole, as `watch-catalogue import DIR` and the first start on
+//! the bundled fixtures do it: the catalogue all or nothing, then the snapshot of each provider
+//! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write.
+
+use super::import::{import, DatasetSource, ImportError, ImportReport};
+use super::ingest::{ingest_dataset_feeds, IngestError, IngestReport, DEFAULT_MAX_INVALID};
+use crate::store::WriteTurn;
+
+/// What importing a dataset did.
+pub struct DatasetImport {
+    pub catalogue: ImportReport,
+    /// Each provider's ingest, by provider slug.
+    pub feeds: Vec<(String, IngestReport)>,
+}
+
+/// Why a dataset import stopped: its catalogue wrote nothing, or a snapshot was refused (the
+/// catalogue and the snapshots before it stay written).
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    #[error(transparent)]
+    Catalogue(#[from] ImportError),
+    #[error(transparent)]
+    Listings(#[from] IngestError),
+}
+
+/// Imports `source`: its catalogue, then its providers' snapshots.
+pub fn import_dataset(
+    turn: &WriteTurn<'_>,
+    source: &dyn DatasetSource,
+) -> Result<DatasetImport, DatasetError> {
+    let catalogue = import(turn, source)?;
+    let feeds = ingest_dataset_feeds(turn, source, DEFAULT_MAX_INVALID)?;
+    Ok(DatasetImport { catalogue, feeds })
+}

@@ -1,0 +1,303 @@
+//! The one writer of a data dir. Every job that changes the store (import, ingest, match,
+//! rates, and the back office's edits to come) runs through [`Writer::run`], one at a time: it
+//! takes the store's write turn, runs the job's reads and commits, then brings both indexes up
+//! to exactly what the job committed before the next job may start. Reads never wait for it.
+
+use super::reindex::{self, ReindexError, ReindexReport};
+use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
+use catalogue_index::{CatalogueIndex, ListingIndex};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Serialises the writes to one store and keeps its indexes in step with them.
+pub struct Writer {
+    store: Store,
+    catalogue: Arc<CatalogueIndex>,
+    listings: Arc<ListingIndex>,
+}
+
+/// A job's result, how long its write and the index updates after it took, and what those
+/// updates indexed (a patch names the documents it rewrote; a rebuild, all of them).
+#[derive(Debug)]
+pub struct Written<T> {
+    pub value: T,
+    pub write_took: Duration,
+    pub index_took: Duration,
+    pub indexed: Indexed,
+}
+
+/// The documents each index took after a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Indexed {
+    pub catalogue: ReindexReport,
+    pub listings: ReindexReport,
+}
+
+/// Why a job run by the writer failed: the job itself (whatever it committed before failing is
+/// still indexed), or the index update after it (the index stays marked behind, and the next
+/// start-up or job rebuilds it).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Job(E),
+    #[error("bringing the indexes up to the write")]
+    Index(#[source] ReindexError),
+}
+
+/// What a catch-up rebuilt, when anything.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CatchUp {
+    pub catalogue: Option<ReindexReport>,
+    pub listings: Option<ReindexReport>,
+}
+
+/// The store's generations when a turn began.
+#[derive(Debug, Clone, Copy)]
+struct Before {
+    generation: StoreGeneration,
+    listings: StoreGeneration,
+}
+
+impl Writer {
+    pub fn new(
+        store: Store,
+        catalogue: Arc<CatalogueIndex>,
+        listings: Arc<ListingIndex>,
+    ) -> Writer {
+        Writer {
+            store,
+            catalogue,
+            listings,
+        }
+    }
+
+    /// Runs `job` alone, then takes what it committed into the indexes. The job gets the write
+    /// turn: the only way to make and commit a batch.
+    pub fn run<T, E: std::error::Error + 'static>(
+        &self,
+        job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
+    ) -> Result<Written<T>, WriteError<E>> {
+        let turn = self.store.write_turn();
+        let before = self
+            .generations()
+            .map_err(|error| WriteError::Index(error.into()))?;
+        let started = Instant::now();
+        let outcome = job(&turn);
+        let write_took = started.elapsed();
+        let indexed = self.index_changes(&turn.changes(), before);
+        let index_took = started.elapsed() - write_took;
+        match (outcome, indexed) {
+            (Ok(value), Ok(indexed)) => Ok(Written {
+                value,
+                write_took,
+                index_took,
+                indexed,
+            }),
+            (Ok(_), Err(error)) => Err(WriteError::Index(error)),
+            (Err(error), indexed) => {
+                if let Err(index) = indexed {
+                    tracing::error!(error = %index, "indexing what a failed job committed");
+                }
+                Err(WriteError::Job(error))
+            }
+        }
+    }
+
+    /// Rebuilds each index that is missing or behind the store (a first start, a crash between
+    /// a commit and its index update, a data dir copied without its indexes), in the turn.
+    pub fn catch_up(&self) -> Result<CatchUp, ReindexError> {
+        let _turn = self.store.write_turn();
+        let mut done = CatchUp::default();
+        if !reindex::catalogue_is_current(&self.store, &self.catalogue)? {
+            done.catalogue = Some(reindex::rebuild(&self.store, &self.catalogue)?);
+        }
+        if !reindex::listings_are_current(&self.store, &self.listings)? {
+            done.listings = Some(reindex::rebuild_listings(&self.store, &self.listings)?);
+        }
+        Ok(done)
+    }
+
+    /// Rebuilds both indexes from the store (`watch-catalogue reindex`), in the turn.
+    pub fn rebuild_indexes(&self) -> Result<(ReindexReport, ReindexReport), ReindexError> {
+        let _turn = self.store.write_turn();
+        Ok((
+            reindex::rebuild(&self.store, &self.catalogue)?,
+            reindex::rebuild_listings(&self.store, &self.listings)?,
+        ))
+    }
+
+    fn generations(&self) -> Result<Before, StoreError> {
+        Ok(Before {
+            generation: self.store.generation()?,
+            listings: self.store.listings_generation()?,
+        })
+    }
+
+    fn index_changes(&self, changes: &Changes, before: Before) -> Result<Indexed, ReindexError> {
+        Ok(Indexed {
+            listings: reindex::index_listing_changes(
+                &self.store,
+                &self.listings,
+                changes,
+                before.listings,
+            )?,
+            catalogue: reindex::index_catalogue_changes(
+                &self.store,
+                &self.catalogue,
+                changes,
+                before.generation,
+            )?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Slug;
+    use crate::jobs::import::{import, DatasetSource, ImportError};
+    use catalogue_index::{DocKind, Filters};
+    use std::io::BufRead;
+
+    /// A dataset held in memory: file name and text.
+    struct Lines(Vec<(&'static str, String)>);
+
+    impl DatasetSource for Lines {
+        fn describe(&self) -> String {
+            "memory".into()
+        }
+        fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>> {
+            Ok(self
+                .0
+                .iter()
+                .find(|(name, _)| *name == file)
+                .map(|(_, text)| Box::new(text.as_bytes()) as Box<dyn BufRead>))
+        }
+    }
+
+    fn model(slug: &str, reference: &str) -> Lines {
+        Lines(vec![(
+            "models.jsonl",
+            format!(
+                r#"{{"slug":"{slug}","brand":"rolex","series":"submariner","name":"Sub {slug}","referenceNumber":"{reference}"}}"#
+            ),
+        )])
+    }
+
+    fn writer(dir: &std::path::Path) -> Writer {
+        let store = Store::open(dir, 1 << 22).expect("store");
+        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
+        let listings = Arc::new(ListingIndex::in_memory().expect("index"));
+        let writer = Writer::new(store, catalogue, listings);
+        let brand = Lines(vec![
+            ("brands.jsonl", r#"{"slug":"rolex","name":"Rolex"}"#.into()),
+            (
+                "series.jsonl",
+                r#"{"slug":"submariner","brand":"rolex","name":"Submariner"}"#.into(),
+            ),
+        ]);
+        writer.run(|turn| import(turn, &brand)).expect("brand");
+        writer
+    }
+
+    fn models_of_rolex(writer: &Writer) -> usize {
+        let filters = Filters {
+            brand_id: Some(1),
+            ..Filters::default()
+        };
+        writer
+            .catalogue
+            .count(DocKind::Model, &filters)
+            .expect("count")
+    }
+
+    #[test]
+    fn concurrent_jobs_take_turns_ids_generations_and_keys_stay_whole() {
+        const THREADS: usize = 6;
+        const JOBS: usize = 8;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer(dir.path());
+        let before = writer.store.generation().expect("generation").0;
+        std::thread::scope(|scope| {
+            for thread in 0..THREADS {
+                let writer = &writer;
+                scope.spawn(move || {
+                    for job in 0..JOBS {
+                        let dataset =
+                            model(&format!("m-{thread}-{job}"), &format!("R{thread}X{job}"));
+                        writer.run(|turn| import(turn, &dataset)).expect("import");
+                    }
+                });
+            }
+        });
+        let store = &writer.store;
+        let jobs = (THREADS * JOBS) as u64;
+        assert_eq!(store.generation().expect("generation").0, before + jobs);
+        let mut ids = Vec::new();
+        for thread in 0..THREADS {
+            for job in 0..JOBS {
+                let slug = Slug::parse(&format!("m-{thread}-{job}")).expect("slug");
+                let brand = crate::domain::BrandId(1);
+                let model = store
+                    .model_by_slug(brand, &slug)
+                    .expect("read")
+                    .expect("every model written");
+                let by_reference = store
+                    .model_ids_by_reference(brand, &format!("r{thread}x{job}"))
+                    .expect("read");
+                assert_eq!(by_reference, vec![model.id], "{slug}");
+                ids.push(model.id.0);
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(
+            ids,
+            (1..=jobs).collect::<Vec<_>>(),
+            "no id used twice, none lost"
+        );
+        assert_eq!(models_of_rolex(&writer), THREADS * JOBS);
+        assert_eq!(
+            writer.catalogue.generation().expect("generation"),
+            Some(before + jobs),
+            "the index followed every write"
+        );
+    }
+
+    #[test]
+    fn a_model_edit_patches_the_catalogue_index_instead_of_rebuilding_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer(dir.path());
+        for n in 0..20 {
+            let dataset = model(&format!("m-{n}"), &format!("{n}0000"));
+            writer.run(|turn| import(turn, &dataset)).expect("import");
+        }
+        let edited = model("m-3", "999999");
+        let done = writer.run(|turn| import(turn, &edited)).expect("edit");
+        // The model, its brand and its series: not the 22 documents of a rebuild.
+        assert_eq!(done.indexed.catalogue.documents, 3);
+        assert_eq!(models_of_rolex(&writer), 20);
+        let generation = writer.store.generation().expect("generation").0;
+        assert_eq!(
+            writer.catalogue.generation().expect("gen"),
+            Some(generation)
+        );
+    }
+
+    #[test]
+    fn a_failed_job_changes_nothing_and_the_next_one_runs() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer(dir.path());
+        let generation = writer.store.generation().expect("generation");
+        let bad = model("Not A Slug", "1");
+        let failed = writer.run(|turn| import(turn, &bad));
+        assert!(matches!(
+            failed,
+            Err(WriteError::Job(ImportError::Invalid(_)))
+        ));
+        assert_eq!(writer.store.generation().expect("generation"), generation);
+        let good = model("fine", "1");
+        writer.run(|turn| import(turn, &good)).expect("import");
+        assert_eq!(models_of_rolex(&writer), 1);
+    }
+}

@@ -1,0 +1,60 @@
+//! Serving the API: the data dir opened and made ready before the port opens, then axum until
+//! SIGINT or SIGTERM, in-flight requests finished and the store flushed before the process ends.
+
+use crate::app::App;
+use crate::config::ServeConfig;
+use anyhow::Context;
+use std::sync::Arc;
+
+/// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
+/// requests and flushing the store before returning.
+pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    let app = tokio::task::spawn_blocking({
+        let config = config.clone();
+        move || -> anyhow::Result<App> {
+            let app = App::open(&config.data_dir, config.cache_bytes)?;
+            app.prepare(true)?;
+            Ok(app)
+        }
+    })
+    .await??;
+    let app = Arc::new(app);
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {}", config.addr))?;
+    let base = format!("http://{}/v1", listener.local_addr()?);
+    let data_dir = std::fs::canonicalize(config.data_dir.path())
+        .unwrap_or_else(|_| config.data_dir.path().to_owned());
+    tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
+    let router = crate::api::router(app.clone(), &config.api);
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    app.store.flush()?;
+    tracing::info!("stopped; store flushed");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+}
