@@ -2,7 +2,7 @@
 //! counts, pictures and lead models, calibre views and stats, listings. Handlers call these; nothing else
 //! builds a view, so every endpoint shows an entity the same way.
 
-use super::error::{ApiError, ApiResult};
+use super::error::{internal_because, ApiError, ApiResult};
 use super::views::*;
 use crate::app::App;
 use crate::domain::{
@@ -215,7 +215,7 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
     let brand = lookups
         .brand(app, caliber.brand_id)?
         .map(EntityRef::from)
-        .ok_or(ApiError::Internal)?;
+        .ok_or_else(|| missing("calibre", caliber.id.0, "brand", caliber.brand_id.0))?;
     let mut complications = Vec::with_capacity(caliber.complication_ids.len());
     for id in &caliber.complication_ids {
         if let Some(c) = app.store.complication(*id)? {
@@ -260,11 +260,11 @@ pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
     let brand = lookups
         .brand(app, model.brand_id)?
         .map(EntityRef::from)
-        .ok_or(ApiError::Internal)?;
+        .ok_or_else(|| missing("model", model.id.0, "brand", model.brand_id.0))?;
     let series = lookups
         .series(app, model.series_id)?
         .map(EntityRef::from)
-        .ok_or(ApiError::Internal)?;
+        .ok_or_else(|| missing("model", model.id.0, "series", model.series_id.0))?;
     let caliber = match model
         .caliber_id
         .map(|id| app.store.caliber(id))
@@ -401,4 +401,12 @@ fn listing_view(
 /// Where the service re-hosts a listing picture.
 pub fn media_url(base: &str, picture: PictureId) -> String {
     format!("{}/pictures/{picture}", base.trim_end_matches('/'))
+}
+
+/// A record names a parent the store lacks: the store's invariant is broken, so the cause is
+/// logged and the client gets `internal_error`.
+fn missing(kind: &str, id: u64, parent: &str, parent_id: u64) -> ApiError {
+    internal_because(format!(
+        "{kind} {id} names {parent} {parent_id}, which the store lacks"
+    ))
 }

@@ -29,11 +29,104 @@ pub enum ApiError {
     },
     /// Over budget (429); retry after this many seconds.
     RateLimited { retry_after: u64 },
-    /// A server fault (500); the detail is logged, not sent.
-    Internal,
+    /// A server fault (500); its cause was logged when it was made (see [`Logged`]).
+    Internal(Logged),
     /// The service cannot answer yet (503), e.g. its index is being rebuilt.
     Unavailable { message: String },
 }
+
+/// Proof that the cause of an [`ApiError::Internal`] went to the log: only this module's
+/// constructors make one, so no 500 is ever silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Logged(());
+
+/// Where an error row appears in the OpenAPI document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Documented {
+    /// On every operation.
+    Everywhere,
+    /// On the operations that need an admin session.
+    AdminRoutes,
+    /// Not on v1 operations (the operations endpoints answer it).
+    Nowhere,
+}
+
+/// One row of the error table: the stable code, its HTTP status, what it means to a client,
+/// and where the OpenAPI document lists it. The status, the body's `error` and the document's
+/// error responses all come from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ErrorRow {
+    pub code: &'static str,
+    pub status: StatusCode,
+    pub meaning: &'static str,
+    pub documented: Documented,
+}
+
+const fn row(
+    code: &'static str,
+    status: StatusCode,
+    meaning: &'static str,
+    documented: Documented,
+) -> ErrorRow {
+    ErrorRow {
+        code,
+        status,
+        meaning,
+        documented,
+    }
+}
+
+/// Every error the API answers, in status order.
+pub const ERROR_TABLE: [ErrorRow; 8] = [
+    row(
+        "invalid_request",
+        StatusCode::BAD_REQUEST,
+        "a parameter or the path shape was rejected",
+        Documented::Everywhere,
+    ),
+    row(
+        "unauthorized",
+        StatusCode::UNAUTHORIZED,
+        "no valid admin session; log in at POST /v1/auth/login",
+        Documented::AdminRoutes,
+    ),
+    row(
+        "forbidden",
+        StatusCode::FORBIDDEN,
+        "the session's role may not do this, or the request came from another origin",
+        Documented::AdminRoutes,
+    ),
+    row(
+        "not_found",
+        StatusCode::NOT_FOUND,
+        "no such resource or path",
+        Documented::Everywhere,
+    ),
+    row(
+        "invalid_request",
+        StatusCode::METHOD_NOT_ALLOWED,
+        "the path does not answer this method (see Allow)",
+        Documented::Everywhere,
+    ),
+    row(
+        "rate_limited",
+        StatusCode::TOO_MANY_REQUESTS,
+        "over budget; retry after Retry-After seconds",
+        Documented::Everywhere,
+    ),
+    row(
+        "internal_error",
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "server fault; safe to retry with backoff",
+        Documented::Everywhere,
+    ),
+    row(
+        "internal_error",
+        StatusCode::SERVICE_UNAVAILABLE,
+        "not ready yet (an index is being rebuilt); retry with backoff",
+        Documented::Nowhere,
+    ),
+];
 
 /// The JSON body of every failure.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -67,31 +160,39 @@ impl ApiError {
         }
     }
 
-    /// The stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ApiError::InvalidRequest { .. } | ApiError::MethodNotAllowed { .. } => {
-                "invalid_request"
-            }
-            ApiError::Unauthorized => "unauthorized",
-            ApiError::Forbidden => "forbidden",
-            ApiError::NotFound { .. } => "not_found",
-            ApiError::RateLimited { .. } => "rate_limited",
-            ApiError::Internal | ApiError::Unavailable { .. } => "internal_error",
-        }
-    }
-
-    pub fn status(&self) -> StatusCode {
-        match self {
+    /// This error's row of [`ERROR_TABLE`].
+    pub fn row(&self) -> &'static ErrorRow {
+        let status = match self {
             ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
-        }
+        };
+        ERROR_TABLE
+            .iter()
+            .find(|row| row.status == status)
+            .unwrap_or(&ERROR_TABLE[6])
+    }
+
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        self.row().code
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.row().status
+    }
+
+    /// "the request body is too large", with the configured limit in the hint.
+    pub fn body_too_large(limit: usize) -> ApiError {
+        ApiError::invalid(
+            "the request body is too large",
+            format!("send at most {}", human_bytes(limit)),
+        )
     }
 
     fn body(&self, docs: Option<String>) -> ErrorBody {
@@ -109,7 +210,7 @@ impl ApiError {
                 "too many requests".into(),
                 Some(format!("retry after {retry_after} seconds")),
             ),
-            ApiError::Internal => ("the server failed; retry with backoff".into(), None),
+            ApiError::Internal(_) => ("the server failed; retry with backoff".into(), None),
             ApiError::Unavailable { message } => {
                 (message.clone(), Some("retry with backoff".into()))
             }
@@ -157,8 +258,24 @@ pub fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
         chain.push_str(&cause.to_string());
         source = cause.source();
     }
-    tracing::error!(error = %chain, "request failed");
-    ApiError::Internal
+    internal_because(chain)
+}
+
+/// Logs why the server failed (an invariant of the store broken, a panic) and answers
+/// `internal_error`.
+pub fn internal_because(cause: impl std::fmt::Display) -> ApiError {
+    tracing::error!(error = %cause, "request failed");
+    ApiError::Internal(Logged(()))
+}
+
+/// `1048576` -> `1 MiB`: whole binary units when the size is one, else bytes.
+fn human_bytes(bytes: usize) -> String {
+    const UNITS: [(&str, usize); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    UNITS
+        .iter()
+        .find(|(_, size)| bytes >= *size && bytes % size == 0)
+        .map(|(unit, size)| format!("{} {unit}", bytes / size))
+        .unwrap_or_else(|| format!("{bytes} bytes"))
 }
 
 impl From<crate::store::StoreError> for ApiError {
@@ -175,3 +292,61 @@ impl From<catalogue_index::IndexError> for ApiError {
 
 /// Result alias of handlers.
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_has_one_row_and_every_error_finds_its_own() {
+        for (i, row) in ERROR_TABLE.iter().enumerate() {
+            let twins = ERROR_TABLE
+                .iter()
+                .filter(|r| r.status == row.status)
+                .count();
+            assert_eq!(twins, 1, "row {i} ({}) shares its status", row.code);
+        }
+        let errors = [
+            ApiError::invalid("m", "h"),
+            ApiError::MethodNotAllowed {
+                allow: "GET".into(),
+            },
+            ApiError::Unauthorized,
+            ApiError::Forbidden,
+            ApiError::not_found("m", "h"),
+            ApiError::RateLimited { retry_after: 1 },
+            internal_because("test"),
+            ApiError::Unavailable {
+                message: "m".into(),
+            },
+        ];
+        let statuses: Vec<u16> = errors.iter().map(|e| e.status().as_u16()).collect();
+        assert_eq!(statuses, [400, 405, 401, 403, 404, 429, 500, 503]);
+        let codes: Vec<&str> = errors.iter().map(ApiError::code).collect();
+        assert_eq!(
+            codes,
+            [
+                "invalid_request",
+                "invalid_request",
+                "unauthorized",
+                "forbidden",
+                "not_found",
+                "rate_limited",
+                "internal_error",
+                "internal_error"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_body_limit_hint_names_the_configured_size() {
+        let hint = |limit| match ApiError::body_too_large(limit) {
+            ApiError::InvalidRequest { hint, .. } => hint.unwrap_or_default(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(hint(1 << 20), "send at most 1 MiB");
+        assert_eq!(hint(64 << 10), "send at most 64 KiB");
+        assert_eq!(hint(4 << 30), "send at most 4 GiB");
+        assert_eq!(hint(1000), "send at most 1000 bytes");
+    }
+}

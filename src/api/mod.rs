@@ -51,51 +51,134 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     layers::shared(api.merge(ops), config, metrics)
 }
 
-/// Every v1 read, as the spec's tables list them: path and handler. One table builds the router
-/// and tells the OpenAPI coverage test what the router serves.
-fn v1_table() -> Vec<(&'static str, MethodRouter<AppState>)> {
+/// Who may call a route. The back office's session guard and the OpenAPI document's security
+/// requirements and 401/403 rows read it from the route table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Public,
+    /// An admin session is required (`/admin`, `/picture-review`, `/reconciliation`,
+    /// `/duplicate-models`).
+    Admin,
+}
+
+/// What clients and CDNs may keep of a route's answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// A weak ETag, 304 on `If-None-Match`, `public, max-age=60`: catalogue reads.
+    Shared,
+    /// `private, no-store` on every answer.
+    NoStore,
+}
+
+/// One row of the v1 route table: path, handler, access and caching. Built only by
+/// [`Route::public`] and [`Route::admin`], so an admin route can never be publicly cacheable.
+pub struct Route {
+    path: &'static str,
+    handler: MethodRouter<AppState>,
+    access: Access,
+    caching: Caching,
+}
+
+impl Route {
+    /// A public read that any cache may keep for a minute.
+    pub fn public(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+        Route {
+            path,
+            handler,
+            access: Access::Public,
+            caching: Caching::Shared,
+        }
+    }
+
+    /// A back-office route: admin session required, never stored by a cache.
+    pub fn admin(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+        Route {
+            path,
+            handler,
+            access: Access::Admin,
+            caching: Caching::NoStore,
+        }
+    }
+
+    /// The handler with the layers its access and caching call for.
+    fn layered(self) -> MethodRouter<AppState> {
+        match self.caching {
+            Caching::Shared => self.handler.route_layer(from_fn(layers::caching::etag)),
+            Caching::NoStore => self.handler.route_layer(from_fn(layers::caching::no_store)),
+        }
+    }
+}
+
+/// A route's path, access and caching, without its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoutePolicy {
+    pub path: &'static str,
+    pub access: Access,
+    pub caching: Caching,
+}
+
+/// Every v1 route, as the spec's tables list them. One table builds the router and tells the
+/// OpenAPI document and its coverage test what the router serves, and how.
+fn v1_table() -> Vec<Route> {
     vec![
         // Brands and series
-        ("/brands", get(brands::list_brands)),
-        ("/brands/highlighted", get(brands::highlighted_brands)),
-        ("/brands/{slug}", get(brands::get_brand)),
-        ("/brands/{brandSlug}/series", get(brands::list_series)),
-        (
+        Route::public("/brands", get(brands::list_brands)),
+        Route::public("/brands/highlighted", get(brands::highlighted_brands)),
+        Route::public("/brands/{slug}", get(brands::get_brand)),
+        Route::public("/brands/{brandSlug}/series", get(brands::list_series)),
+        Route::public(
             "/brands/{brandSlug}/series/{seriesSlug}",
             get(brands::get_series),
         ),
         // Models
-        ("/models", get(models::list_models)),
-        ("/models/{brandSlug}/{slug}", get(models::get_model)),
+        Route::public("/models", get(models::list_models)),
+        Route::public("/models/{brandSlug}/{slug}", get(models::get_model)),
         // Calibers
-        ("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
+        Route::public("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
         // Listings
-        ("/listings", get(listings::list_listings)),
-        ("/listings/stats", get(listings::listing_stats)),
-        ("/listings/{id}", get(listings::get_listing)),
+        Route::public("/listings", get(listings::list_listings)),
+        Route::public("/listings/stats", get(listings::listing_stats)),
+        Route::public("/listings/{id}", get(listings::get_listing)),
         // Rates
-        ("/rates", get(rates::get_rates)),
+        Route::public("/rates", get(rates::get_rates)),
         // Sitemap
-        ("/sitemap/models", get(sitemap::models)),
-        ("/sitemap/catalog", get(sitemap::catalog)),
-        ("/sitemap/calibers", get(sitemap::calibers)),
+        Route::public("/sitemap/models", get(sitemap::models)),
+        Route::public("/sitemap/catalog", get(sitemap::catalog)),
+        Route::public("/sitemap/calibers", get(sitemap::calibers)),
     ]
+}
+
+/// The policies of v1's operations (the OpenAPI document itself aside), in table order.
+pub fn v1_policies() -> &'static [RoutePolicy] {
+    static POLICIES: std::sync::OnceLock<Vec<RoutePolicy>> = std::sync::OnceLock::new();
+    POLICIES.get_or_init(|| {
+        v1_table()
+            .into_iter()
+            .map(|route| RoutePolicy {
+                path: route.path,
+                access: route.access,
+                caching: route.caching,
+            })
+            .collect()
+    })
 }
 
 /// The paths of v1's operations (the OpenAPI document itself aside).
 pub fn v1_paths() -> &'static [&'static str] {
     static PATHS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
-    PATHS.get_or_init(|| v1_table().into_iter().map(|(path, _)| path).collect())
+    PATHS.get_or_init(|| v1_policies().iter().map(|policy| policy.path).collect())
+}
+
+/// The router of `table`, each route with the layers its row calls for.
+fn routes_of(table: Vec<Route>) -> Router<AppState> {
+    table.into_iter().fold(Router::new(), |router, route| {
+        let path = route.path;
+        router.route(path, route.layered())
+    })
 }
 
 fn v1_routes(app: AppState) -> Router {
-    v1_table()
-        .into_iter()
-        .fold(Router::new(), |router, (path, handler)| {
-            router.route(path, handler)
-        })
-        // Catalogue and sitemap reads carry ETag and Cache-Control.
-        .route_layer(from_fn(layers::caching::etag))
+    routes_of(v1_table())
         // The machine-readable description of all of the above.
         .route("/openapi.json", get(openapi::document))
         .with_state(app)
@@ -106,4 +189,58 @@ async fn unknown_path() -> ApiError {
         "no such path",
         "paths start with /v1; see the API reference in the README",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use axum::http::{header, Request, StatusCode};
+    use tower::ServiceExt;
+
+    async fn cache_control(table: Vec<Route>, path: &str) -> (StatusCode, Option<String>, bool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let data = crate::config::DataDir::new(dir.path());
+        let app = Arc::new(App::open(&data, 1 << 20).expect("app"));
+        let router = routes_of(table).with_state(app);
+        let response = router
+            .oneshot(Request::get(path).body(Body::empty()).expect("request"))
+            .await
+            .expect("response");
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        (
+            response.status(),
+            header(header::CACHE_CONTROL),
+            header(header::ETAG).is_some(),
+        )
+    }
+
+    #[tokio::test]
+    async fn an_admin_route_is_never_publicly_cacheable() {
+        let probe = || get(|| async { axum::Json(serde_json::json!({"ok": true})) });
+        let table = vec![
+            Route::admin("/admin/probe", probe()),
+            Route::public("/public/probe", probe()),
+        ];
+        assert_eq!(
+            cache_control(table, "/admin/probe").await,
+            (StatusCode::OK, Some("private, no-store".into()), false)
+        );
+        let table = vec![Route::public("/public/probe", probe())];
+        assert_eq!(
+            cache_control(table, "/public/probe").await,
+            (StatusCode::OK, Some("public, max-age=60".into()), true)
+        );
+        for policy in v1_policies() {
+            if policy.access == Access::Admin {
+                assert_eq!(policy.caching, Caching::NoStore, "{}", policy.path);
+            }
+        }
+    }
 }

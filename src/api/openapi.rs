@@ -3,15 +3,16 @@
 //! (error responses, rate-limit, version and request-id headers, caching headers, the admin
 //! session scheme) is added once here.
 
-use super::error::ErrorBody;
+use super::error::{Documented, ErrorBody, ERROR_TABLE};
 use super::views::*;
 use super::{brands, calibers, listings, models, rates, sitemap};
+use super::{Access, Caching, RoutePolicy};
 use crate::domain::ModelSpec;
-use axum::http::header;
+use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, ResponseBuilder, Schema,
     SchemaType,
@@ -131,66 +132,7 @@ impl Modify for SharedResponses {
                 ),
             ),
         ];
-        let error_content = ContentBuilder::new()
-            .schema(RefOr::Ref(Ref::from_schema_name("ErrorBody")))
-            .build();
-        let errors = [
-            (
-                "400",
-                "invalid_request: a parameter or the path shape was rejected",
-            ),
-            ("404", "not_found: no such resource or path"),
-            (
-                "405",
-                "invalid_request: the path does not answer this method (see Allow)",
-            ),
-            (
-                "429",
-                "rate_limited: over budget; retry after Retry-After seconds",
-            ),
-            (
-                "500",
-                "internal_error: server fault; safe to retry with backoff",
-            ),
-        ];
-        for item in doc.paths.paths.values_mut() {
-            for operation in item.operations.values_mut() {
-                let responses = &mut operation.responses.responses;
-                for (status, description) in errors {
-                    let mut response = ResponseBuilder::new()
-                        .description(description)
-                        .content("application/json", error_content.clone());
-                    if status == "429" {
-                        response = response.header(
-                            "Retry-After",
-                            integer_header("Seconds to wait, equal to RateLimit-Reset"),
-                        );
-                    }
-                    responses
-                        .entry(status.to_owned())
-                        .or_insert_with(|| RefOr::T(response.build()));
-                }
-                for (status, response) in responses.iter_mut() {
-                    let RefOr::T(response) = response else {
-                        continue;
-                    };
-                    for (name, header) in &common_headers {
-                        response.headers.insert((*name).to_owned(), header.clone());
-                    }
-                    if status == "200" {
-                        response.headers.insert(
-                            "ETag".into(),
-                            string_header(
-                                "Weak tag of the body; send it back in If-None-Match for a 304",
-                            ),
-                        );
-                        response
-                            .headers
-                            .insert("Cache-Control".into(), string_header("public, max-age=60"));
-                    }
-                }
-            }
-        }
+        apply_route_policies(doc, super::v1_policies(), &common_headers);
         let components = doc.components.get_or_insert_with(Default::default);
         for (name, schema) in components.schemas.iter_mut() {
             if name != "ErrorBody" {
@@ -198,10 +140,94 @@ impl Modify for SharedResponses {
             }
         }
         components.add_security_scheme(
-            "adminSession",
+            ADMIN_SESSION,
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(SESSION_COOKIE, "Admin session, required by /admin, /picture-review, /reconciliation and /duplicate-models"))),
         );
     }
+}
+
+/// Name of the security scheme of admin sessions.
+const ADMIN_SESSION: &str = "adminSession";
+
+/// What each operation's row of the route table says: the error responses of the error table
+/// that apply to it (401 and 403 only where an admin session is required), the security
+/// requirement of admin routes, and the caching headers of a success.
+fn apply_route_policies(
+    doc: &mut Document,
+    policies: &[RoutePolicy],
+    common_headers: &[(&str, utoipa::openapi::header::Header)],
+) {
+    let error_content = ContentBuilder::new()
+        .schema(RefOr::Ref(Ref::from_schema_name("ErrorBody")))
+        .build();
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let (access, caching) = policies
+            .iter()
+            .find(|policy| policy.path == path)
+            .map_or((Access::Public, Caching::Shared), |policy| {
+                (policy.access, policy.caching)
+            });
+        for operation in item.operations.values_mut() {
+            if access == Access::Admin {
+                let requirement = SecurityRequirement::new(ADMIN_SESSION, Vec::<String>::new());
+                operation
+                    .security
+                    .get_or_insert_with(Vec::new)
+                    .push(requirement);
+            }
+            let responses = &mut operation.responses.responses;
+            for row in ERROR_TABLE {
+                let documented = match row.documented {
+                    Documented::Everywhere => true,
+                    Documented::AdminRoutes => access == Access::Admin,
+                    Documented::Nowhere => false,
+                };
+                if !documented {
+                    continue;
+                }
+                let mut response = ResponseBuilder::new()
+                    .description(format!("{}: {}", row.code, row.meaning))
+                    .content("application/json", error_content.clone());
+                if row.status == StatusCode::TOO_MANY_REQUESTS {
+                    response = response.header(
+                        "Retry-After",
+                        integer_header("Seconds to wait, equal to RateLimit-Reset"),
+                    );
+                }
+                responses
+                    .entry(row.status.as_str().to_owned())
+                    .or_insert_with(|| RefOr::T(response.build()));
+            }
+            for (status, response) in responses.iter_mut() {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                for (name, header) in common_headers {
+                    response.headers.insert((*name).to_owned(), header.clone());
+                }
+                if status == "200" {
+                    add_caching_headers(response, caching);
+                }
+            }
+        }
+    }
+}
+
+/// The `ETag` and `Cache-Control` headers of a success under `caching`.
+fn add_caching_headers(response: &mut utoipa::openapi::Response, caching: Caching) {
+    let cache_control = match caching {
+        Caching::Shared => {
+            response.headers.insert(
+                "ETag".into(),
+                string_header("Weak tag of the body; send it back in If-None-Match for a 304"),
+            );
+            super::layers::caching::CACHE_CONTROL
+        }
+        Caching::NoStore => super::layers::caching::NO_STORE,
+    };
+    response
+        .headers
+        .insert("Cache-Control".into(), string_header(cache_control));
 }
 
 /// The properties a response carries only on request: a listing's conversion into `currency`.
@@ -240,4 +266,70 @@ pub async fn document() -> impl IntoResponse {
         [(header::CONTENT_TYPE, "application/json")],
         document_json(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use utoipa::openapi::path::{OperationBuilder, PathItem, PathItemType};
+    use utoipa::openapi::{OpenApiBuilder, PathsBuilder};
+
+    /// A document with one GET at each of `paths`, its policies applied.
+    fn documented(policies: &[RoutePolicy]) -> serde_json::Value {
+        let mut paths = PathsBuilder::new();
+        for policy in policies {
+            let operation = OperationBuilder::new()
+                .response("200", ResponseBuilder::new().description("ok").build())
+                .build();
+            paths = paths.path(policy.path, PathItem::new(PathItemType::Get, operation));
+        }
+        let mut doc = OpenApiBuilder::new().paths(paths.build()).build();
+        apply_route_policies(&mut doc, policies, &[]);
+        serde_json::to_value(&doc).expect("json")
+    }
+
+    #[test]
+    fn admin_operations_require_a_session_document_401_403_and_are_never_cacheable() {
+        let admin = RoutePolicy {
+            path: "/admin/probe",
+            access: Access::Admin,
+            caching: Caching::NoStore,
+        };
+        let public = RoutePolicy {
+            path: "/public/probe",
+            access: Access::Public,
+            caching: Caching::Shared,
+        };
+        let doc = documented(&[admin, public]);
+        let admin = &doc["paths"]["/admin/probe"]["get"];
+        assert_eq!(
+            admin["security"],
+            serde_json::json!([{ "adminSession": [] }])
+        );
+        let statuses = |op: &serde_json::Value| -> Vec<String> {
+            op["responses"]
+                .as_object()
+                .expect("responses")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        assert_eq!(
+            statuses(admin),
+            ["200", "400", "401", "403", "404", "405", "429", "500"]
+        );
+        let headers = &admin["responses"]["200"]["headers"];
+        assert_eq!(headers["Cache-Control"]["description"], "private, no-store");
+        assert!(headers.get("ETag").is_none());
+
+        let public = &doc["paths"]["/public/probe"]["get"];
+        assert!(public.get("security").is_none());
+        assert_eq!(statuses(public), ["200", "400", "404", "405", "429", "500"]);
+        let headers = &public["responses"]["200"]["headers"];
+        assert_eq!(
+            headers["Cache-Control"]["description"],
+            "public, max-age=60"
+        );
+        assert!(headers.get("ETag").is_some());
+    }
 }

@@ -1,7 +1,7 @@
 //! Operations endpoints, outside the versioned API: `GET /healthz` (the process answers),
 //! `GET /readyz` (store open and index current), `GET /metrics` (Prometheus text format).
 
-use super::error::{ApiError, ApiResult};
+use super::error::{internal, ApiError, ApiResult};
 use super::layers::metrics::Metrics;
 use crate::app::App;
 use axum::extract::State;
@@ -53,7 +53,7 @@ async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
     if !state
         .app
         .index_is_current()
-        .map_err(|_| ApiError::Internal)?
+        .map_err(|error| internal(error.as_ref()))?
     {
         return Err(ApiError::Unavailable {
             message: format!("a search index is behind the store (generation {store_generation}): catalogue index at {index_generation:?}, listings index at {listings_index_generation:?}"),

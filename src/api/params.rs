@@ -65,6 +65,7 @@ impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for Json
         state: &S,
     ) -> Result<Self, Self::Rejection> {
         use axum::extract::rejection::JsonRejection;
+        let limit = super::layers::BodyLimit::of(&request);
         match axum::Json::<T>::from_request(request, state).await {
             Ok(axum::Json(value)) => Ok(JsonBody(value)),
             Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::invalid(
@@ -74,10 +75,7 @@ impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for Json
             Err(JsonRejection::BytesRejection(e))
                 if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
             {
-                Err(ApiError::invalid(
-                    "the request body is too large",
-                    "send at most 1 MiB",
-                ))
+                Err(ApiError::body_too_large(limit))
             }
             Err(e) => Err(ApiError::invalid(
                 format!("the JSON body could not be read: {}", e.body_text()),

@@ -1,5 +1,6 @@
-//! Caching for clients and CDNs on catalogue and sitemap reads: a weak `ETag` over the JSON
-//! body, `Cache-Control`, and `304 Not Modified` when `If-None-Match` already has it.
+//! Caching for clients and CDNs, per route as the route table says: catalogue and sitemap reads
+//! get a weak `ETag` over the JSON body, a public `Cache-Control`, and `304 Not Modified` when
+//! `If-None-Match` already has it; back-office routes get `private, no-store` on every answer.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -11,6 +12,19 @@ use std::hash::Hasher;
 
 /// How long clients and CDNs may reuse a catalogue read without asking again.
 pub const CACHE_CONTROL: &str = "public, max-age=60";
+
+/// What a back-office answer may be kept as: nowhere but the one request.
+pub const NO_STORE: &str = "private, no-store";
+
+/// Marks every answer of the route as not to be stored by any cache (a CDN in front of the
+/// service must never hand one session's view to another client).
+pub async fn no_store(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static(NO_STORE));
+    response
+}
 
 pub async fn etag(request: Request, next: Next) -> Response {
     if !matches!(*request.method(), Method::GET | Method::HEAD) {

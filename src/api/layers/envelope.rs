@@ -2,7 +2,8 @@
 //! link of its route, and any other error response (axum's empty 405, a 413, a 404 from a
 //! layer) is replaced by the matching `ApiError`, keeping its headers (`Allow`).
 
-use crate::api::error::ApiError;
+use super::BodyLimit;
+use crate::api::error::{internal_because, ApiError};
 use axum::extract::{MatchedPath, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
@@ -14,6 +15,7 @@ pub async fn render_errors(request: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned());
     let method = request.method().clone();
+    let limit = BodyLimit::of(&request);
     let response = next.run(request).await;
     // A 405 has no operation of its method: its link names the path's entry.
     let operation = (response.status() != StatusCode::METHOD_NOT_ALLOWED).then_some(&method);
@@ -33,10 +35,10 @@ pub async fn render_errors(request: Request, next: Next) -> Response {
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed {
             allow: allowed_methods(&response),
         },
-        StatusCode::PAYLOAD_TOO_LARGE => {
-            ApiError::invalid("the request body is too large", "send at most 1 MiB")
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::body_too_large(limit),
+        status if status.is_server_error() => {
+            internal_because(format!("a layer answered {status} without a body"))
         }
-        status if status.is_server_error() => ApiError::Internal,
         status => ApiError::invalid(
             format!("the request was rejected ({status})"),
             "see the endpoint's documentation",

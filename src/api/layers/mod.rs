@@ -8,11 +8,11 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod version;
 
-use crate::api::error::ApiError;
+use crate::api::error::internal_because;
 use crate::config::ApiConfig;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::Response;
-use axum::Router;
+use axum::{Extension, Router};
 use std::any::Any;
 use std::sync::Arc;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -26,6 +26,7 @@ pub fn shared(router: Router, config: &ApiConfig, metrics: Arc<metrics::Metrics>
     router
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(from_fn(envelope::render_errors))
+        .layer(Extension(BodyLimit(config.body_limit)))
         .layer(from_fn_with_state(version, version::add_version_headers))
         .layer(from_fn_with_state(metrics, metrics::record))
         .layer(CompressionLayer::new())
@@ -41,8 +42,21 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response {
         .map(String::as_str)
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("a panic without a message");
-    tracing::error!(panic = detail, "handler panicked");
-    ApiError::Internal.to_response(None)
+    internal_because(format!("handler panicked: {detail}")).to_response(None)
+}
+
+/// The configured request body limit, carried to whatever reports a body over it.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+impl BodyLimit {
+    /// The limit the shared layers put on `request`; the default outside them (unit tests).
+    pub fn of<B>(request: &axum::http::Request<B>) -> usize {
+        request
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(crate::config::DEFAULT_BODY_LIMIT, |limit| limit.0)
+    }
 }
 
 #[cfg(test)]
@@ -66,16 +80,16 @@ mod tests {
             #[allow(dead_code)]
             name: String,
         }
+        let config = ApiConfig {
+            body_limit: 64,
+            ..ApiConfig::default()
+        };
         let routes = Router::new()
             .route("/panics", get(panics))
             .route("/fine", get(|| async { "fine" }))
             .route("/body", post(|JsonBody(_): JsonBody<Body>| async { "ok" }))
-            .layer(DefaultBodyLimit::max(64));
-        shared(
-            routes,
-            &ApiConfig::default(),
-            Arc::new(metrics::Metrics::new()),
-        )
+            .layer(DefaultBodyLimit::max(config.body_limit));
+        shared(routes, &config, Arc::new(metrics::Metrics::new()))
     }
 
     async fn call(app: &Router, request: Request<Body>) -> (StatusCode, serde_json::Value) {
@@ -140,6 +154,12 @@ mod tests {
                 json["message"].as_str().unwrap_or("").contains(says),
                 "{body}: {json}"
             );
+            if says == "too large" {
+                assert_eq!(
+                    json["hint"], "send at most 64 bytes",
+                    "the configured limit"
+                );
+            }
         }
         let (status, _) = call(&app, post("application/json", "{\"name\":\"x\"}")).await;
         assert_eq!(status, StatusCode::OK);
