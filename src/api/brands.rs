@@ -3,7 +3,9 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
-use super::params::{list_request, sort_schema, Page, Pagination, Params, PathParams, SortParam};
+use super::params::{
+    list_request, sort_schema, Page, PageParams, Pagination, Params, PathParams, SortParam,
+};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::{BrandPage, SeriesPage};
 use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
@@ -34,12 +36,6 @@ impl SortParam for GroupSorts {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct GroupListParams {
-    /// Page number, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
-    page: Option<String>,
-    /// Items per page, 1 to 100.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
-    page_size: Option<String>,
     /// Free text over names, aliases and descriptions.
     q: Option<String>,
     /// Order; `name_asc` by default, `relevance` by default when `q` is given.
@@ -63,13 +59,14 @@ fn group_request(
 }
 
 /// Brands, each with series and model counts and one representative picture.
-#[utoipa::path(get, path = "/brands", operation_id = "list_brands", tag = "brands", params(GroupListParams),
+#[utoipa::path(get, path = "/brands", operation_id = "list_brands", tag = "brands", params(PageParams, GroupListParams),
     responses((status = 200, description = "A page of brands", body = BrandPage)))]
 pub async fn list_brands(
     State(app): State<AppState>,
+    Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<BrandItem>>> {
-    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let pagination = page.pagination()?;
     let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
     let hits = app.index.search(&request)?;
     let mut data = Vec::with_capacity(hits.ids.len());
@@ -114,15 +111,16 @@ pub async fn get_brand(
 
 /// A brand's series, each with its model count and lead model.
 #[utoipa::path(get, path = "/brands/{brandSlug}/series", operation_id = "list_series", tag = "brands",
-    params(("brandSlug" = String, Path, description = "Brand slug"), GroupListParams),
+    params(("brandSlug" = String, Path, description = "Brand slug"), PageParams, GroupListParams),
     responses((status = 200, description = "A page of series", body = SeriesPage)))]
 pub async fn list_series(
     State(app): State<AppState>,
     PathParams(brand_slug): PathParams<String>,
+    Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<SeriesItem>>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let pagination = page.pagination()?;
     let filters = Filters {
         brand_id: Some(brand.id.0),
         ..Filters::default()

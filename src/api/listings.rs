@@ -7,7 +7,7 @@ use super::error::{ApiError, ApiResult};
 use super::params::ListingPage;
 use super::params::{
     parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, Page,
-    Pagination, Params, PathParams, SortParam,
+    PageParams, Params, PathParams, SortParam,
 };
 use super::views::{ListingDetail, ListingStats, ListingView};
 use super::AppState;
@@ -47,12 +47,6 @@ impl SortParam for ListingSorts {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ListingListParams {
-    /// Page number, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
-    page: Option<String>,
-    /// Items per page, 1 to 100.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
-    page_size: Option<String>,
     /// Model slug; needs `brand`, since model slugs are unique within a brand.
     model: Option<String>,
     /// Exact model id.
@@ -96,14 +90,15 @@ pub struct ListingListParams {
 }
 
 /// Listings, filtered and sorted, optionally priced in a display currency.
-#[utoipa::path(get, path = "/listings", operation_id = "list_listings", tag = "listings", params(ListingListParams),
+#[utoipa::path(get, path = "/listings", operation_id = "list_listings", tag = "listings", params(PageParams, ListingListParams),
     responses((status = 200, description = "A page of listings", body = ListingPage)))]
 pub async fn list_listings(
     State(app): State<AppState>,
     Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
     Params(params): Params<ListingListParams>,
 ) -> ApiResult<Json<Page<ListingView>>> {
-    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let pagination = page.pagination()?;
     let filters = listing_filters(&app, &params)?;
     let text = parse_text_query(params.q.as_deref())?;
     let sort = resolve_sort::<ListingSorts>(params.sort.as_deref(), text.is_some())?;

@@ -4,7 +4,7 @@ use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
-use super::params::{list_request, sort_schema, Page, Pagination, Params, PathParams, SortParam};
+use super::params::{list_request, sort_schema, Page, PageParams, Params, PathParams, SortParam};
 use super::views::{FullModel, ModelListItem};
 use super::AppState;
 use crate::app::App;
@@ -35,12 +35,6 @@ impl SortParam for ModelSorts {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct ModelListParams {
-    /// Page number, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
-    page: Option<String>,
-    /// Items per page, 1 to 100.
-    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
-    page_size: Option<String>,
     /// Free text; also resolves a reference number in any spelling, or a reference prefix.
     q: Option<String>,
     /// Exact model id.
@@ -59,13 +53,14 @@ pub struct ModelListParams {
 }
 
 /// Models, searched by text or reference, filtered and sorted.
-#[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(ModelListParams),
+#[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(PageParams, ModelListParams),
     responses((status = 200, description = "A page of models", body = ModelPage)))]
 pub async fn list_models(
     State(app): State<AppState>,
+    Params(page): Params<PageParams>,
     Params(params): Params<ModelListParams>,
 ) -> ApiResult<Json<Page<ModelListItem>>> {
-    let pagination = Pagination::list(params.page.as_deref(), params.page_size.as_deref())?;
+    let pagination = page.pagination()?;
     let Some(filters) = model_filters(&app, &params)? else {
         return Ok(Json(pagination.wrap(Vec::new(), 0)));
     };

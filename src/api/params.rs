@@ -12,7 +12,7 @@ use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Like axum's `Query`, answering our JSON error when the query string cannot be read.
 /// Parameters not named by `T` are ignored.
@@ -93,6 +93,27 @@ pub const MAX_PAGE_SIZE: usize = 100;
 pub const MAX_SITEMAP_PAGE_SIZE: usize = 50_000;
 /// Longest accepted `q`.
 pub const MAX_QUERY_CHARS: usize = 200;
+
+/// `page` and `pageSize` of every ordinary list, documented and read in one place: a list
+/// handler takes them beside its own parameters (`params(PageParams, ...)`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// Page number, from 1.
+    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    page: Option<String>,
+    /// Items per page, 1 to 100.
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
+    page_size: Option<String>,
+}
+
+impl PageParams {
+    /// The validated page: 400 `invalid_request` naming the parameter when out of range.
+    pub fn pagination(&self) -> Result<Pagination, ApiError> {
+        Pagination::list(self.page.as_deref(), self.page_size.as_deref())
+    }
+}
 
 /// A validated `page` and `pageSize`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

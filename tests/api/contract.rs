@@ -124,8 +124,10 @@ async fn errors_link_to_their_operation_in_the_openapi_document() {
 
 #[tokio::test]
 async fn budgets_count_down_refuse_with_429_and_roll_over() {
-    let app =
-        TestApp::with_config(&test_catalogue(), limited(3, Duration::from_secs(2), &[])).await;
+    let app = TestApp::build()
+        .config(limited(3, Duration::from_secs(2), &[]))
+        .start()
+        .await;
     for remaining in [2, 1, 0] {
         let response = app.send(app.request(Method::GET, "/v1/brands/rolex")).await;
         assert_eq!(response.status().as_u16(), 200);
@@ -156,11 +158,10 @@ async fn budgets_count_down_refuse_with_429_and_roll_over() {
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_budget() {
-    let trusted = TestApp::with_config(
-        &test_catalogue(),
-        limited(2, Duration::from_secs(60), &["127.0.0.0/8"]),
-    )
-    .await;
+    let trusted = TestApp::build()
+        .config(limited(2, Duration::from_secs(60), &["127.0.0.0/8"]))
+        .start()
+        .await;
     let from = |app: &TestApp, client: &str| {
         app.request(Method::GET, "/v1/brands")
             .header("x-forwarded-for", format!("{client}, 127.0.0.1"))
@@ -175,8 +176,10 @@ async fn behind_a_trusted_proxy_each_forwarded_client_has_its_own_budget() {
         assert_eq!(got, status, "{client}");
     }
     // Without a trusted proxy the header is ignored: every request is the socket peer's.
-    let untrusted =
-        TestApp::with_config(&test_catalogue(), limited(2, Duration::from_secs(60), &[])).await;
+    let untrusted = TestApp::build()
+        .config(limited(2, Duration::from_secs(60), &[]))
+        .start()
+        .await;
     for (client, status) in [
         ("198.51.100.1", 200),
         ("198.51.100.2", 200),
@@ -206,7 +209,7 @@ async fn a_winding_down_version_says_so_on_every_response() {
         deprecation: Some(deprecation),
         ..limited(2, Duration::from_secs(60), &[])
     };
-    let app = TestApp::with_config(&test_catalogue(), config).await;
+    let app = TestApp::build().config(config).start().await;
     for (path, status) in [
         ("/v1/brands", 200),
         ("/brands/nope", 404),
@@ -332,11 +335,67 @@ async fn operations_endpoints_report_health_readiness_and_metrics() {
     ] {
         assert!(text.contains(line), "{line:?} not in:\n{text}");
     }
-    let not_ready = TestApp::without_index().await;
+    let not_ready = TestApp::build().unindexed().start().await;
     let (status, body) = not_ready.get("/readyz").await;
     assert_eq!(
         (status, body["error"].as_str()),
         (503, Some("internal_error")),
         "{body}"
+    );
+}
+
+/// Error bodies compared whole: code, message, hint and docs link are one contract, and a
+/// field that appears, disappears or changes wording shows here.
+#[tokio::test]
+async fn error_bodies_are_whole_and_stable() {
+    let app = TestApp::start().await;
+    for (path, status, body) in [
+        (
+            "/v1/models?pageSize=0",
+            400,
+            serde_json::json!({
+                "error": "invalid_request",
+                "message": "`pageSize` must be an integer from 1 to 100, not `0`",
+                "hint": "pageSize is an integer from 1 to 100 (default 24)",
+                "docs": "/v1/openapi.json#/paths/~1models/get"
+            }),
+        ),
+        (
+            "/v1/brands/nope",
+            404,
+            serde_json::json!({
+                "error": "not_found",
+                "message": "no brand with slug `nope`",
+                "hint": "GET /v1/brands lists the brands and their slugs",
+                "docs": "/v1/openapi.json#/paths/~1brands~1%7Bslug%7D/get"
+            }),
+        ),
+        (
+            "/v1/no/such/path",
+            404,
+            serde_json::json!({
+                "error": "not_found",
+                "message": "no such path",
+                "hint": "paths start with /v1; see the API reference in the README",
+                "docs": "/v1/openapi.json"
+            }),
+        ),
+    ] {
+        let (got_status, got) = app.get(path).await;
+        assert_eq!((got_status, got), (status, body), "{path}");
+    }
+    let response = app
+        .send(app.request(Method::DELETE, "/v1/brands/rolex"))
+        .await;
+    assert_eq!(response.status().as_u16(), 405);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "error": "invalid_request",
+            "message": "method not allowed on this path",
+            "hint": "this path answers GET, HEAD",
+            "docs": "/v1/openapi.json#/paths/~1brands~1%7Bslug%7D"
+        })
     );
 }

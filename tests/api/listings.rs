@@ -120,7 +120,7 @@ async fn a_listing_has_every_field_of_the_spec() {
         media_base_url: "https://media.example/m/".to_owned(),
         ..ApiConfig::default()
     };
-    let cdn = TestApp::with_config(&test_catalogue(), config).await;
+    let cdn = TestApp::build().config(config).start().await;
     let e1 = cdn.ok("/v1/listings/1").await;
     let first = &e1["pictures"][0];
     assert_eq!(

@@ -38,7 +38,7 @@ async fn without_rates_the_endpoint_says_how_to_load_them() {
         "{\"slug\":\"rolex\",\"name\":\"Rolex\"}\n",
     )
     .expect("write");
-    let app = TestApp::with_dataset(dataset.path()).await;
+    let app = TestApp::build().dataset(dataset.path()).start().await;
     assert_error(
         &app,
         "/v1/rates",

@@ -26,41 +26,67 @@ pub struct TestApp {
     _dir: tempfile::TempDir,
 }
 
-impl TestApp {
-    /// A server over the test catalogue.
-    pub async fn start() -> TestApp {
-        Self::with_dataset(&test_catalogue()).await
+/// How a [`TestApp`] is set up: `TestApp::build().dataset(dir).config(config).start()`. By
+/// default the test catalogue and its provider feeds, default layer settings, indexes built.
+pub struct TestAppBuilder {
+    dataset: PathBuf,
+    config: ApiConfig,
+    indexed: bool,
+}
+
+impl TestAppBuilder {
+    /// The dataset directory imported (its catalogue), then the test feeds ingested.
+    pub fn dataset(mut self, dataset: &Path) -> TestAppBuilder {
+        self.dataset = dataset.to_owned();
+        self
     }
 
-    pub async fn with_dataset(dataset: &Path) -> TestApp {
-        Self::with_config(dataset, ApiConfig::default()).await
+    /// The API's layer settings (rate limits, proxies, media base, versioning).
+    pub fn config(mut self, config: ApiConfig) -> TestAppBuilder {
+        self.config = config;
+        self
     }
 
-    /// A server over `dataset` with these layer settings.
-    pub async fn with_config(dataset: &Path, config: ApiConfig) -> TestApp {
-        Self::start_with(dataset, config, true).await
+    /// Leaves the search indexes unbuilt: a server that is not ready.
+    pub fn unindexed(mut self) -> TestAppBuilder {
+        self.indexed = false;
+        self
     }
 
-    /// A server whose index was never built (not ready).
-    pub async fn without_index() -> TestApp {
-        Self::start_with(&test_catalogue(), ApiConfig::default(), false).await
-    }
-
-    async fn start_with(dataset: &Path, config: ApiConfig, build_index: bool) -> TestApp {
+    /// Imports through the data dir's writer, then serves on an ephemeral loopback port.
+    pub async fn start(self) -> TestApp {
         let dir = tempfile::tempdir().expect("temp dir");
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open data dir");
-        let source = DirectorySource(dataset.to_owned());
-        import(&app.store.write_turn(), &source).expect("import test catalogue");
-        ingest_dataset_feeds(
-            &app.store.write_turn(),
-            &DirectorySource(test_feeds()),
-            DEFAULT_MAX_INVALID,
-        )
-        .expect("ingest the test feeds");
-        if build_index {
-            app.prepare(false).expect("index");
+        let catalogue = DirectorySource(self.dataset);
+        let feeds = DirectorySource(test_feeds());
+        if self.indexed {
+            app.writer
+                .run(|turn| import(turn, &catalogue))
+                .expect("import the dataset");
+            app.writer
+                .run(|turn| ingest_dataset_feeds(turn, &feeds, DEFAULT_MAX_INVALID))
+                .expect("ingest the test feeds");
+        } else {
+            // Straight to the store, past the writer that would index it.
+            import(&app.store.write_turn(), &catalogue).expect("import the dataset");
         }
-        Self::serving(app, dir, config).await
+        TestApp::serving(app, dir, self.config).await
+    }
+}
+
+impl TestApp {
+    /// A server over the test catalogue and feeds.
+    pub async fn start() -> TestApp {
+        Self::build().start().await
+    }
+
+    /// A server set up step by step; see [`TestAppBuilder`].
+    pub fn build() -> TestAppBuilder {
+        TestAppBuilder {
+            dataset: test_catalogue(),
+            config: ApiConfig::default(),
+            indexed: true,
+        }
     }
 
     /// Serves an opened, prepared app (the test keeps `dir` alive through the returned value).
