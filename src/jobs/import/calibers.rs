@@ -1,104 +1,106 @@
-//! Calibres are imported in two passes so that a dataset may list them in any order: the first
-//! gives every calibre of the file its id, the second resolves `parent` against the whole file
-//! and the store, and refuses parent cycles, naming every calibre on them.
+//! Calibres on the shared import skeleton, with one step between claiming and building, so that
+//! a dataset may list them in any order: `parent` is resolved against the whole file and the
+//! store, and parent cycles are refused, naming every calibre on them.
 
+use super::kinds::{in_brand, stamped_record, Claim, Claimed, Key, Kind};
 use super::rows::CaliberRow;
 use super::{ImportResult, KindCounts, Rows, Run};
-use crate::domain::{normalize_reference, BrandId, Caliber, CaliberId, ComplicationId, Slug};
-use crate::store::{RecordKind, WriteBatch};
+use crate::domain::{normalize_reference, BrandId, Caliber, CaliberId, Timestamp};
+use crate::store::{RecordKind, Store, StoreResult, WriteBatch};
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 
-const FILE: &str = "calibers.jsonl";
+impl Kind for Caliber {
+    type Row = CaliberRow;
+    type Checked = BrandId;
+    const FILE: &'static str = "calibers.jsonl";
+    const RECORD: RecordKind = RecordKind::Caliber;
+    const NOUN: &'static str = "calibre";
 
-/// A calibre line that passed the first pass: its own fields checked, its id known.
-struct Pending {
-    line: usize,
-    row: CaliberRow,
-    id: CaliberId,
-    brand: BrandId,
-    slug: Slug,
-    complication_ids: Vec<ComplicationId>,
-    existing: Option<Caliber>,
-}
-
-impl Run<'_> {
-    pub(super) fn calibers(&mut self, rows: Rows<CaliberRow>) -> ImportResult<KindCounts> {
-        let mut pending = Vec::with_capacity(rows.len());
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at(FILE, line);
-            if let Some(calibre) = self.check_caliber(line, row, &mut seen)? {
-                self.calibers
-                    .insert((calibre.brand, calibre.slug.clone()), calibre.id);
-                pending.push(calibre);
-            }
-        }
-        let mut parents = HashMap::with_capacity(pending.len());
-        let mut resolved = Vec::with_capacity(pending.len());
-        for calibre in pending {
-            self.at(FILE, calibre.line);
-            let parent = match &calibre.row.parent {
-                Some(parent) => match self.caliber_ref("parent", parent)? {
-                    Some(id) => Some(id),
-                    None => continue,
-                },
-                None => None,
-            };
-            parents.insert(calibre.id, parent);
-            resolved.push((calibre, parent));
-        }
-        if self.refuse_parent_cycles(&resolved, &parents)? {
-            return Ok(KindCounts::default());
-        }
-        let mut counts = KindCounts::default();
-        for (calibre, parent) in resolved {
-            self.put_caliber(calibre, parent, &mut counts);
-        }
-        Ok(counts)
-    }
-
-    /// First pass over one line: everything but the parent.
-    fn check_caliber(
-        &mut self,
-        line: usize,
-        row: CaliberRow,
-        seen: &mut HashMap<(BrandId, Slug), usize>,
-    ) -> ImportResult<Option<Pending>> {
-        let slug = self.slug("slug", &row.slug);
-        let brand = self.brand("brand", &row.brand)?;
-        let has_reference = self.required_text("reference", &row.reference)
+    /// Everything but the parent, which may come later in the file.
+    fn check(run: &mut Run<'_>, row: &CaliberRow) -> ImportResult<Option<(Key, BrandId)>> {
+        let slug = run.slug("slug", &row.slug);
+        let brand = run.brand("brand", &row.brand)?;
+        let has_reference = run.required_text("reference", &row.reference)
             && !normalize_reference(&row.reference).is_empty();
-        let mut complication_ids = Vec::new();
-        for slug in &row.complications {
-            if let Some(id) = self.complication("complications", slug)? {
-                complication_ids.push(id);
-            }
-        }
         let (Some(slug), Some(brand), true) = (slug, brand, has_reference) else {
             return Ok(None);
         };
-        if let Some(first) = Self::first_use(seen, (brand, slug.clone()), line) {
-            self.problem(
-                "slug",
-                format!(
-                    "duplicate calibre slug `{slug}` in brand `{}` (first on line {first})",
-                    row.brand
-                ),
-            );
-            return Ok(None);
+        Ok(Some(((Some(brand), slug), brand)))
+    }
+    fn brand_text(row: &CaliberRow) -> Option<&str> {
+        Some(&row.brand)
+    }
+    fn stored(store: &Store, key: &Key) -> StoreResult<Option<Caliber>> {
+        in_brand(key, |brand, slug| store.caliber_by_slug(brand, slug))
+    }
+    stamped_record!();
+    fn build(
+        run: &mut Run<'_>,
+        row: CaliberRow,
+        brand: BrandId,
+        claim: &Claim<Caliber>,
+    ) -> ImportResult<Option<Caliber>> {
+        let mut complication_ids = Vec::new();
+        for slug in &row.complications {
+            if let Some(id) = run.complication("complications", slug)? {
+                complication_ids.push(id);
+            }
         }
-        let existing = self.store.caliber_by_slug(brand, &slug)?;
-        let id = CaliberId(self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Caliber)?);
-        Ok(Some(Pending {
-            line,
-            row,
+        let id = CaliberId(claim.id);
+        // No parent entry: the parent named nothing, a problem already recorded.
+        let Some(&parent_id) = run.caliber_parents.get(&id) else {
+            return Ok(None);
+        };
+        Ok(Some(Caliber {
             id,
-            brand,
-            slug,
+            brand_id: brand,
+            slug: claim.key.1.clone(),
+            reference: row.reference,
+            name: row.name,
+            kind: row.kind,
+            parent_id,
+            diameter: row.diameter,
+            height: row.height,
+            jewels: row.jewels,
+            frequency: row.frequency,
+            power_reserve: row.power_reserve,
             complication_ids,
-            existing,
+            created_at: claim.created_at,
+            updated_at: claim.updated_at,
         }))
+    }
+    fn put(batch: &mut WriteBatch<'_>, old: Option<&Caliber>, new: &Caliber) {
+        batch.put_caliber(old, new);
+    }
+}
+
+impl Run<'_> {
+    /// Calibres in three steps: every line claims its slug and id, then every `parent` is
+    /// resolved against the whole file and the store and parent cycles are refused, then the
+    /// records are built.
+    pub(super) fn calibers(&mut self, rows: Rows<CaliberRow>) -> ImportResult<KindCounts> {
+        let claimed = self.claim::<Caliber>(rows)?;
+        let mut parents = HashMap::with_capacity(claimed.len());
+        for line in &claimed {
+            self.at(Caliber::FILE, line.line);
+            let id = CaliberId(line.claim.id);
+            match &line.row.parent {
+                Some(parent) => {
+                    if let Some(parent) = self.caliber_ref("parent", parent)? {
+                        parents.insert(id, Some(parent));
+                    }
+                }
+                None => {
+                    parents.insert(id, None);
+                }
+            }
+        }
+        if self.refuse_parent_cycles(&claimed, &parents)? {
+            return Ok(KindCounts::default());
+        }
+        self.caliber_parents = parents;
+        self.settle::<Caliber>(claimed)
     }
 
     /// Records one problem per parent cycle, at the line of its first calibre in the file;
@@ -106,18 +108,21 @@ impl Run<'_> {
     /// import re-parents.
     fn refuse_parent_cycles(
         &mut self,
-        resolved: &[(Pending, Option<CaliberId>)],
+        claimed: &[Claimed<Caliber>],
         parents: &HashMap<CaliberId, Option<CaliberId>>,
     ) -> ImportResult<bool> {
-        let starts: Vec<CaliberId> = resolved.iter().map(|(c, _)| c.id).collect();
+        let starts: Vec<CaliberId> = claimed.iter().map(|c| CaliberId(c.claim.id)).collect();
         let store = self.store;
         let cycles = parent_cycles(&starts, |id| match parents.get(&id) {
             Some(parent) => Ok(*parent),
             None => store.caliber(id).map(|c| c.and_then(|c| c.parent_id)),
         })?;
-        let lines: HashMap<CaliberId, (usize, String)> = resolved
+        let lines: HashMap<CaliberId, (usize, String)> = claimed
             .iter()
-            .map(|(c, _)| (c.id, (c.line, format!("{}/{}", c.row.brand, c.slug))))
+            .map(|c| {
+                let name = format!("{}/{}", c.row.brand, c.claim.key.1);
+                (CaliberId(c.claim.id), (c.line, name))
+            })
             .collect();
         for cycle in &cycles {
             let mut names = Vec::with_capacity(cycle.len() + 1);
@@ -131,7 +136,7 @@ impl Run<'_> {
                 .first()
                 .and_then(|id| lines.get(id))
                 .map_or(0, |(line, _)| *line);
-            self.at(FILE, line);
+            self.at(Caliber::FILE, line);
             let path = names.join(" -> ");
             self.problem(
                 "parent",
@@ -154,49 +159,6 @@ impl Run<'_> {
             Some(brand) => format!("{}/{}", brand.slug, caliber.slug),
             None => caliber.slug.to_string(),
         })
-    }
-
-    fn put_caliber(
-        &mut self,
-        calibre: Pending,
-        parent: Option<CaliberId>,
-        counts: &mut KindCounts,
-    ) {
-        let Pending {
-            row,
-            id,
-            brand,
-            slug,
-            complication_ids,
-            existing,
-            ..
-        } = calibre;
-        let (created_at, updated_at) =
-            self.times(existing.as_ref().map(|c| (c.created_at, c.updated_at)));
-        let record = Caliber {
-            id,
-            brand_id: brand,
-            slug,
-            reference: row.reference,
-            name: row.name,
-            kind: row.kind,
-            parent_id: parent,
-            diameter: row.diameter,
-            height: row.height,
-            jewels: row.jewels,
-            frequency: row.frequency,
-            power_reserve: row.power_reserve,
-            complication_ids,
-            created_at,
-            updated_at,
-        };
-        self.upsert(
-            existing,
-            record,
-            counts,
-            |c, t| c.updated_at = t,
-            WriteBatch::put_caliber,
-        );
     }
 }
 

@@ -4,6 +4,7 @@
 //! equal to what the store holds are left alone, so importing twice changes nothing.
 
 mod calibers;
+mod kinds;
 mod parse;
 pub mod rows;
 
@@ -165,14 +166,19 @@ pub fn import(
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
     let mut run = Run::new(turn, problems)?;
     let mut kinds = vec![
-        ("brands", run.brands(brands)?),
-        ("series", run.series(series)?),
-        ("complications", run.complications(complications)?),
+        ("brands", run.import_kind::<Brand>(brands)?),
+        ("series", run.import_kind::<Series>(series)?),
+        (
+            "complications",
+            run.import_kind::<Complication>(complications)?,
+        ),
         ("calibers", run.calibers(calibers)?),
     ];
     progress.set_position(total as u64);
-    kinds.push(("models", run.models(models, &progress)?));
-    kinds.push(("providers", run.providers(providers)?));
+    let model_lines = models.len() as u64;
+    kinds.push(("models", run.import_kind::<Model>(models)?));
+    progress.inc(model_lines);
+    kinds.push(("providers", run.import_kind::<Provider>(providers)?));
     kinds.push(("rates", run.rates(source)?));
 
     if !run.problems.is_empty() {
@@ -195,7 +201,7 @@ fn progress_bar(len: u64) -> ProgressBar {
     bar
 }
 
-/// State of one import: the pending batch, the slugs seen so far, the problems found.
+/// State of one import: the pending batch, the keys claimed so far, the problems found.
 struct Run<'a> {
     store: &'a Store,
     batch: WriteBatch<'a>,
@@ -203,10 +209,11 @@ struct Run<'a> {
     now: Timestamp,
     file: &'static str,
     line: usize,
-    brands: HashMap<Slug, BrandId>,
-    series: HashMap<(BrandId, Slug), SeriesId>,
-    complications: HashMap<Slug, ComplicationId>,
-    calibers: HashMap<(BrandId, Slug), CaliberId>,
+    /// The id of every record this import claimed, by kind and key: later lines and files
+    /// resolve their parents here before the store.
+    claimed: HashMap<(RecordKind, kinds::Key), u64>,
+    /// Each calibre's parent, once resolved against the whole file.
+    caliber_parents: HashMap<CaliberId, Option<CaliberId>>,
 }
 
 type Rows<T> = Vec<(usize, T)>;
@@ -221,10 +228,8 @@ impl<'a> Run<'a> {
             now: Timestamp::now(),
             file: "",
             line: 0,
-            brands: HashMap::new(),
-            series: HashMap::new(),
-            complications: HashMap::new(),
-            calibers: HashMap::new(),
+            claimed: HashMap::new(),
+            caliber_parents: HashMap::new(),
         })
     }
 
@@ -275,8 +280,8 @@ impl<'a> Run<'a> {
         let Some(slug) = self.slug(field, value) else {
             return Ok(None);
         };
-        if let Some(id) = self.brands.get(&slug) {
-            return Ok(Some(*id));
+        if let Some(&id) = self.claimed.get(&(RecordKind::Brand, (None, slug.clone()))) {
+            return Ok(Some(BrandId(id)));
         }
         match self.store.brand_by_slug(&slug)? {
             Some(brand) => Ok(Some(brand.id)),
@@ -294,8 +299,11 @@ impl<'a> Run<'a> {
         let Some(slug) = self.slug(field, value) else {
             return Ok(None);
         };
-        if let Some(id) = self.complications.get(&slug) {
-            return Ok(Some(*id));
+        if let Some(&id) = self
+            .claimed
+            .get(&(RecordKind::Complication, (None, slug.clone())))
+        {
+            return Ok(Some(ComplicationId(id)));
         }
         match self.store.complication_by_slug(&slug)? {
             Some(complication) => Ok(Some(complication.id)),
@@ -321,8 +329,11 @@ impl<'a> Run<'a> {
         ) else {
             return Ok(None);
         };
-        if let Some(id) = self.calibers.get(&(brand, slug.clone())) {
-            return Ok(Some(*id));
+        if let Some(&id) = self
+            .claimed
+            .get(&(RecordKind::Caliber, (Some(brand), slug.clone())))
+        {
+            return Ok(Some(CaliberId(id)));
         }
         match self.store.caliber_by_slug(brand, &slug)? {
             Some(caliber) => Ok(Some(caliber.id)),
@@ -334,261 +345,6 @@ impl<'a> Run<'a> {
                 Ok(None)
             }
         }
-    }
-
-    fn brands(&mut self, rows: Rows<BrandRow>) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at("brands.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let named = self.required_text("name", &row.name);
-            let Some(slug) = slug.filter(|_| named) else {
-                continue;
-            };
-            if RESERVED_BRAND_SLUGS.contains(&slug.as_str()) {
-                self.problem(
-                    "slug",
-                    format!("`{slug}` is reserved: GET /brands/{slug} is another endpoint"),
-                );
-                continue;
-            }
-            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem(
-                    "slug",
-                    format!("duplicate brand slug `{slug}` (first on line {first})"),
-                );
-                continue;
-            }
-            let existing = self.store.brand_by_slug(&slug)?;
-            let id = self.id_for(existing.as_ref().map(|b| b.id.0), RecordKind::Brand)?;
-            let (created_at, updated_at) =
-                self.times(existing.as_ref().map(|b| (b.created_at, b.updated_at)));
-            let record = Brand {
-                id: BrandId(id),
-                slug: slug.clone(),
-                name: row.name,
-                aliases: row.aliases,
-                highlight_rank: row.highlight_rank,
-                description: row.description,
-                country: row.country,
-                founded: row.founded,
-                created_at,
-                updated_at,
-            };
-            self.brands.insert(slug, record.id);
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |b, t| b.updated_at = t,
-                WriteBatch::put_brand,
-            );
-        }
-        Ok(counts)
-    }
-
-    fn series(&mut self, rows: Rows<SeriesRow>) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at("series.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let brand = self.brand("brand", &row.brand)?;
-            let named = self.required_text("name", &row.name);
-            let (Some(slug), Some(brand), true) = (slug, brand, named) else {
-                continue;
-            };
-            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem(
-                    "slug",
-                    format!(
-                        "duplicate series slug `{slug}` in brand `{}` (first on line {first})",
-                        row.brand
-                    ),
-                );
-                continue;
-            }
-            let existing = self.store.series_by_slug(brand, &slug)?;
-            let id = self.id_for(existing.as_ref().map(|s| s.id.0), RecordKind::Series)?;
-            let (created_at, updated_at) =
-                self.times(existing.as_ref().map(|s| (s.created_at, s.updated_at)));
-            let record = Series {
-                id: SeriesId(id),
-                brand_id: brand,
-                slug: slug.clone(),
-                name: row.name,
-                description: row.description,
-                created_at,
-                updated_at,
-            };
-            self.series.insert((brand, slug), record.id);
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |s, t| s.updated_at = t,
-                WriteBatch::put_series,
-            );
-        }
-        Ok(counts)
-    }
-
-    fn complications(&mut self, rows: Rows<ComplicationRow>) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at("complications.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let named = self.required_text("name", &row.name);
-            let Some(slug) = slug.filter(|_| named) else {
-                continue;
-            };
-            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem(
-                    "slug",
-                    format!("duplicate complication slug `{slug}` (first on line {first})"),
-                );
-                continue;
-            }
-            let existing = self.store.complication_by_slug(&slug)?;
-            let id = self.id_for(existing.as_ref().map(|c| c.id.0), RecordKind::Complication)?;
-            let record = Complication {
-                id: ComplicationId(id),
-                slug: slug.clone(),
-                name: row.name,
-            };
-            self.complications.insert(slug, record.id);
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |_, _| {},
-                WriteBatch::put_complication,
-            );
-        }
-        Ok(counts)
-    }
-
-    fn models(&mut self, rows: Rows<ModelRow>, progress: &ProgressBar) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            progress.inc(1);
-            self.at("models.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let brand = self.brand("brand", &row.brand)?;
-            let series = match (brand, self.slug("series", &row.series)) {
-                (Some(brand), Some(series)) => self.series_of(brand, &row.brand, series)?,
-                _ => None,
-            };
-            let caliber = match &row.caliber {
-                Some(caliber) => self.caliber_ref("caliber", caliber)?.map(Some),
-                None => Some(None),
-            };
-            let named = self.required_text("name", &row.name);
-            let referenced = self.reference("referenceNumber", &row.reference_number);
-            let alternates_ok = row
-                .alternate_references
-                .iter()
-                .all(|r| self.reference("alternateReferences", r));
-            let (Some(slug), Some(brand), Some(series), Some(caliber), true, true, true) = (
-                slug,
-                brand,
-                series,
-                caliber,
-                named,
-                referenced,
-                alternates_ok,
-            ) else {
-                continue;
-            };
-            if let Some(first) = Self::first_use(&mut seen, (brand, slug.clone()), line) {
-                self.problem(
-                    "slug",
-                    format!(
-                        "duplicate model slug `{slug}` in brand `{}` (first on line {first})",
-                        row.brand
-                    ),
-                );
-                continue;
-            }
-            let existing = self.store.model_by_slug(brand, &slug)?;
-            let Some(pictures) = self.pictures(
-                row.pictures,
-                existing.as_ref().map(|m| m.pictures.as_slice()),
-            )?
-            else {
-                continue;
-            };
-            let id = self.id_for(existing.as_ref().map(|m| m.id.0), RecordKind::Model)?;
-            let (created_at, updated_at) =
-                self.times(existing.as_ref().map(|m| (m.created_at, m.updated_at)));
-            let record = Model {
-                id: crate::domain::ModelId(id),
-                brand_id: brand,
-                series_id: series,
-                slug,
-                name: row.name,
-                reference_number: row.reference_number,
-                alternate_references: row.alternate_references,
-                caliber_id: caliber,
-                description: row.description,
-                spec: row.spec,
-                pictures,
-                created_at,
-                updated_at,
-            };
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |m, t| m.updated_at = t,
-                WriteBatch::put_model,
-            );
-        }
-        Ok(counts)
-    }
-
-    fn providers(&mut self, rows: Rows<ProviderRow>) -> ImportResult<KindCounts> {
-        let mut counts = KindCounts::default();
-        let mut seen = HashMap::new();
-        for (line, row) in rows {
-            self.at("providers.jsonl", line);
-            let slug = self.slug("slug", &row.slug);
-            let named = self.required_text("name", &row.name);
-            let linked = self.required_text("url", &row.url);
-            let (Some(slug), true, true) = (slug, named, linked) else {
-                continue;
-            };
-            if let Some(first) = Self::first_use(&mut seen, slug.clone(), line) {
-                self.problem(
-                    "slug",
-                    format!("duplicate provider slug `{slug}` (first on line {first})"),
-                );
-                continue;
-            }
-            let existing = self.store.provider_by_slug(&slug)?;
-            let id = self.id_for(existing.as_ref().map(|p| p.id.0), RecordKind::Provider)?;
-            let (created_at, updated_at) =
-                self.times(existing.as_ref().map(|p| (p.created_at, p.updated_at)));
-            let record = Provider {
-                id: crate::domain::ProviderId(id),
-                slug,
-                name: row.name,
-                url: row.url,
-                created_at,
-                updated_at,
-            };
-            self.upsert(
-                existing,
-                record,
-                &mut counts,
-                |p, t| p.updated_at = t,
-                WriteBatch::put_provider,
-            );
-        }
-        Ok(counts)
     }
 
     /// The ECB rates of `rates.xml`, when the dataset has one: written if they differ from
@@ -632,8 +388,11 @@ impl<'a> Run<'a> {
         brand_slug: &str,
         slug: Slug,
     ) -> ImportResult<Option<SeriesId>> {
-        if let Some(id) = self.series.get(&(brand, slug.clone())) {
-            return Ok(Some(*id));
+        if let Some(&id) = self
+            .claimed
+            .get(&(RecordKind::Series, (Some(brand), slug.clone())))
+        {
+            return Ok(Some(SeriesId(id)));
         }
         match self.store.series_by_slug(brand, &slug)? {
             Some(series) => Ok(Some(series.id)),
