@@ -75,7 +75,7 @@ fn upsert_removes_secondary_keys_the_record_no_longer_has() {
 }
 
 #[test]
-fn a_store_of_another_schema_version_is_refused() {
+fn a_store_of_a_newer_schema_version_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
         let store = Store::open(dir.path(), 1 << 20).expect("open");
@@ -90,7 +90,7 @@ fn a_store_of_another_schema_version_is_refused() {
     }
     assert!(matches!(
         Store::open(dir.path(), 1 << 20),
-        Err(StoreError::SchemaMismatch { .. })
+        Err(StoreError::NewerSchema { .. })
     ));
 }
 
