@@ -98,6 +98,8 @@ enum Command {
     },
     /// Rebuild the search index from the store.
     Reindex,
+    /// Bring the store up to this binary's schema, in place (stop the server first).
+    Migrate,
     /// Print the OpenAPI document of the API.
     Openapi,
 }
@@ -247,6 +249,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 table.currencies().count(),
                 generation.0
             );
+            Ok(())
+        }
+        Command::Migrate => {
+            println!("{}", app::migrate(&data_dir, cli.cache_bytes)?);
             Ok(())
         }
         Command::Openapi => {
