@@ -6,7 +6,6 @@
 use super::error::ErrorBody;
 use super::views::*;
 use super::{brands, calibers, listings, models, rates, sitemap};
-use crate::domain::ModelSpec;
 use axum::http::header;
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -50,7 +49,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         sitemap::calibers,
     ),
     components(schemas(
-        ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpec, ComplicationView, ParentCaliber,
+        ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
         ListingView, ListingPictureView, ListingDetail, ListingStats, super::params::ListingPage,
