@@ -225,8 +225,7 @@ fn rewrite_values(
         }
         None => None,
     };
-    let commit = |batch: sled::Batch, last: &[u8]| -> StoreResult<()> {
-        let mut batch = batch;
+    let commit = |mut batch: sled::Batch, last: &[u8]| -> StoreResult<()> {
         let mut cursor = encode_u64(to).to_vec();
         cursor.extend_from_slice(last);
         batch.insert(MetaKey::MigrationCursor.key(), cursor);
@@ -260,7 +259,7 @@ fn rewrite_values(
             last_key = Some(key);
         }
     }
-    if let (true, Some(last)) = (in_batch > 0, last_key) {
+    if let Some(last) = last_key.filter(|_| in_batch > 0) {
         commit(batch, &last)?;
     }
     Ok(rewritten)
