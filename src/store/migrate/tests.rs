@@ -5,6 +5,7 @@ use super::*;
 use crate::domain::{
     Brand, Caliber, Complication, Listing, ListingStatus, Model, Provider, Series, Slug,
 };
+use crate::store::tests::{reopen, reopen_sled};
 use crate::store::{Store, StoreGeneration};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -34,7 +35,7 @@ fn schema_2_pairs() -> Pairs {
 
 /// Writes `pairs` as they are into a sled tree at `dir`, as the binary that made them did.
 fn write_raw(dir: &Path, pairs: &Pairs) {
-    let db = sled::open(dir).expect("sled");
+    let db = reopen_sled(dir);
     for (key, value) in pairs {
         db.insert(key, value.as_slice()).expect("insert");
     }
@@ -85,7 +86,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let records = before.keys().filter(|key| is_schema_2_record(key)).count();
     assert!(records > 40, "the fixture holds records of every kind");
 
-    let (store, report) = Store::open_migrating(dir.path(), 1 << 20).expect("migrate");
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
     assert_eq!(report.steps.len(), 1, "{report}");
@@ -206,7 +207,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
 
     // A second open finds nothing to do and changes nothing.
     drop(store);
-    let (store, report) = Store::open_migrating(dir.path(), 1 << 20).expect("reopen");
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("reopen");
     assert_eq!(report.found, Some(3));
     assert!(report.steps.is_empty());
     assert_eq!(
@@ -221,7 +222,9 @@ fn an_old_store_opened_without_migration_says_to_run_migrate_and_is_left_alone()
     let dir = tempfile::tempdir().expect("tempdir");
     let before = schema_2_pairs();
     write_raw(dir.path(), &before);
-    let refused = Store::open(dir.path(), 1 << 20).err().expect("refused");
+    let refused = reopen(|| Store::open(dir.path(), 1 << 20))
+        .err()
+        .expect("refused");
     assert!(
         matches!(
             refused,
@@ -238,7 +241,7 @@ fn an_old_store_opened_without_migration_says_to_run_migrate_and_is_left_alone()
             .contains("run `watch-catalogue migrate` on this data dir"),
         "{refused}"
     );
-    let db = sled::open(dir.path()).expect("sled");
+    let db = reopen_sled(dir.path());
     assert_eq!(raw_pairs(&db), before);
 }
 
@@ -247,7 +250,8 @@ fn serve_runs_the_schema_3_step_because_it_is_safe_at_start_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_raw(dir.path(), &schema_2_pairs());
     let (store, report) =
-        Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe).expect("serve's open");
+        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve's open");
     assert_eq!((report.found, report.schema), (Some(2), 3));
     assert_eq!(collect(store.brands()).len(), 5);
 }
@@ -263,7 +267,7 @@ fn a_store_of_a_newer_schema_is_refused_by_every_opener() {
         MigrationPolicy::StartupSafe,
         MigrationPolicy::All,
     ] {
-        let refused = Store::open_with(dir.path(), 1 << 20, policy)
+        let refused = reopen(|| Store::open_with(dir.path(), 1 << 20, policy))
             .err()
             .expect("refused");
         assert!(
@@ -280,15 +284,15 @@ fn a_store_of_a_newer_schema_is_refused_by_every_opener() {
 #[test]
 fn a_migration_begun_by_a_newer_binary_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    drop(Store::open(dir.path(), 1 << 20).expect("new store"));
-    let db = sled::open(dir.path()).expect("sled");
+    drop(reopen(|| Store::open(dir.path(), 1 << 20)).expect("new store"));
+    let db = reopen_sled(dir.path());
     let mut cursor = encode_u64(4).to_vec();
     cursor.push(Keyspace::Brand as u8);
     db.insert(MetaKey::MigrationCursor.key(), cursor)
         .expect("cursor");
     db.flush().expect("flush");
     drop(db);
-    let refused = Store::open_migrating(dir.path(), 1 << 20)
+    let refused = reopen(|| Store::open_migrating(dir.path(), 1 << 20))
         .err()
         .expect("refused");
     assert!(
@@ -304,7 +308,7 @@ fn an_interrupted_step_resumes_after_its_last_committed_batch() {
     write_raw(dir.path(), &before);
     let records = before.keys().filter(|key| is_schema_2_record(key)).count() as u64;
     {
-        let db = sled::open(dir.path()).expect("sled");
+        let db = reopen_sled(dir.path());
         // Batches of 10; the 25th value fails, as a full disk would: two batches are in.
         let mut seen = 0;
         let failed = rewrite_values(&db, 3, &schema_2_record_prefixes(), 10, |key, value| {
@@ -323,10 +327,10 @@ fn an_interrupted_step_resumes_after_its_last_committed_batch() {
         assert_eq!(read_meta(&db, MetaKey::SchemaVersion).expect("v"), Some(2));
     }
     assert!(matches!(
-        Store::open(dir.path(), 1 << 20),
+        reopen(|| Store::open(dir.path(), 1 << 20)),
         Err(StoreError::MigrationNeeded { found: 2, .. })
     ));
-    let (store, report) = Store::open_migrating(dir.path(), 1 << 20).expect("resume");
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("resume");
     assert!(report.steps[0].resumed, "{report}");
     assert_eq!(report.steps[0].rewritten, records - 20);
     assert!(report.to_string().contains("resumed"), "{report}");
