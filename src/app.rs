@@ -8,7 +8,9 @@ use crate::jobs::dataset::import_dataset;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::rates::ConversionTable;
-use crate::store::{Store, StoreGeneration, StoreResult};
+use crate::store::{
+    MigrationPolicy, MigrationReport, Store, StoreError, StoreGeneration, StoreResult,
+};
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
@@ -26,16 +28,37 @@ pub struct App {
 }
 
 impl App {
-    /// Opens the data dir, creating it when absent.
+    /// Opens the data dir, creating it when absent. A store of an older schema is refused
+    /// with the advice to run `watch-catalogue migrate`.
     pub fn open(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<App> {
+        Ok(App::open_with(data_dir, cache_bytes, MigrationPolicy::Refuse)?.0)
+    }
+
+    /// Opens the data dir for `serve`: a store of an older schema is migrated first when every
+    /// pending step is safe at start-up (docs/operations.md), and refused otherwise.
+    pub fn open_for_serving(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<App> {
+        let (app, report) = App::open_with(data_dir, cache_bytes, MigrationPolicy::StartupSafe)?;
+        for step in &report.steps {
+            tracing::info!(
+                from = step.from,
+                to = step.to,
+                rewritten = step.rewritten,
+                resumed = step.resumed,
+                "store migrated at start-up: {}",
+                step.summary
+            );
+        }
+        Ok(app)
+    }
+
+    fn open_with(
+        data_dir: &DataDir,
+        cache_bytes: u64,
+        policy: MigrationPolicy,
+    ) -> anyhow::Result<(App, MigrationReport)> {
         std::fs::create_dir_all(data_dir.path())
             .with_context(|| format!("creating data dir {}", data_dir.path().display()))?;
-        let store = Store::open(&data_dir.store(), cache_bytes).with_context(|| {
-            format!(
-                "opening the store in {} (is another process using this data dir?)",
-                data_dir.store().display()
-            )
-        })?;
+        let (store, report) = open_store(data_dir, cache_bytes, policy)?;
         let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
             format!("opening the search index in {}", data_dir.index().display())
         })?;
@@ -47,13 +70,14 @@ impl App {
         })?;
         let index = Arc::new(index);
         let listings = Arc::new(listings);
-        Ok(App {
+        let app = App {
             writer: Writer::new(store.clone(), index.clone(), listings.clone()),
             store,
             index,
             listings,
             rates: Mutex::new(None),
-        })
+        };
+        Ok((app, report))
     }
 
     /// The conversion table of the ECB rates in force, read again after any write; `None`
@@ -118,4 +142,38 @@ impl App {
         }
         Ok(())
     }
+}
+
+/// Brings the store of `data_dir` up to this binary's schema (`watch-catalogue migrate`): every
+/// pending step runs. The indexes are left alone: a step that changes what they hold bumps the
+/// store generation, and the next start-up rebuilds them.
+pub fn migrate(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<MigrationReport> {
+    let store_dir = data_dir.store();
+    anyhow::ensure!(
+        store_dir.is_dir(),
+        "no store in {}: nothing to migrate",
+        store_dir.display()
+    );
+    let (store, report) = open_store(data_dir, cache_bytes, MigrationPolicy::All)?;
+    store.flush()?;
+    Ok(report)
+}
+
+fn open_store(
+    data_dir: &DataDir,
+    cache_bytes: u64,
+    policy: MigrationPolicy,
+) -> anyhow::Result<(Store, MigrationReport)> {
+    let store_dir = data_dir.store();
+    Store::open_with(&store_dir, cache_bytes, policy).map_err(|error| {
+        // sled's lock is the usual I/O failure at open; a schema error speaks for itself.
+        let hint = match error {
+            StoreError::Sled(_) => " (is another process using this data dir?)",
+            _ => "",
+        };
+        anyhow::Error::new(error).context(format!(
+            "opening the store in {}{hint}",
+            store_dir.display()
+        ))
+    })
 }

@@ -101,6 +101,8 @@ enum Command {
     },
     /// Rebuild the search index from the store.
     Reindex,
+    /// Bring the store up to this binary's schema, in place (stop the server first).
+    Migrate,
     /// Print the OpenAPI document of the API.
     Openapi,
 }
@@ -231,6 +233,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}",
                 report.date, report.currencies, report.convertible, report.generation.0
+            );
+            Ok(())
+        }
+        Command::Migrate => {
+            println!(
+                "{}",
+                watch_catalogue::app::migrate(&data_dir, cli.cache_bytes)?
             );
             Ok(())
         }

@@ -12,7 +12,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let app = tokio::task::spawn_blocking({
         let config = config.clone();
         move || -> anyhow::Result<App> {
-            let app = App::open(&config.data_dir, config.cache_bytes)?;
+            let app = App::open_for_serving(&config.data_dir, config.cache_bytes)?;
             app.prepare(true)?;
             Ok(app)
         }

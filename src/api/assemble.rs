@@ -282,7 +282,7 @@ pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
         slug: model.slug.to_string(),
         description: model.description.clone(),
         updated_at: model.updated_at.to_rfc3339(),
-        spec: model.spec.clone(),
+        spec: (&model.spec).into(),
         brand,
         series,
         caliber,

@@ -7,7 +7,6 @@ use super::error::{Documented, ErrorBody, ERROR_TABLE};
 use super::views::*;
 use super::{brands, calibers, listings, models, rates, sitemap};
 use super::{Access, Caching, RoutePolicy};
-use crate::domain::ModelSpec;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
@@ -51,7 +50,7 @@ pub const SESSION_COOKIE: &str = "watch_catalogue_session";
         sitemap::calibers,
     ),
     components(schemas(
-        ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpec, ComplicationView, ParentCaliber,
+        ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
         ListingView, ListingPictureView, ListingDetail, ListingStats, super::params::ListingPage,

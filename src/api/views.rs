@@ -82,12 +82,121 @@ pub struct FullModel {
     pub slug: String,
     pub description: Option<String>,
     pub updated_at: String,
+    // The component name of `ModelSpecBody`: utoipa 4 names a `$ref` after the type as written
+    // here, never after its `#[schema(as = ...)]`, and uses no more of it than that name.
     #[serde(flatten)]
-    pub spec: ModelSpec,
+    #[schema(value_type = ModelSpec)]
+    pub spec: ModelSpecBody,
     pub brand: EntityRef,
     pub series: EntityRef,
     pub caliber: Option<CaliberView>,
     pub pictures: Vec<PictureView>,
+}
+
+/// The common specification of a model: every model is comparable field by field.
+/// Millimetres for sizes, metres for water resistance. Empty means unknown, never guessed.
+// The API's own copy of the domain's `ModelSpec` field list, so the store's layout and the
+// dataset format can change without changing the response (docs/decisions.md). The component
+// keeps the name `ModelSpec`; `default` gives every property the `default` it always had.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = ModelSpec, default)]
+pub struct ModelSpecBody {
+    pub release_year: Option<i32>,
+    pub discontinuation_year: Option<i32>,
+    /// Pieces made, for a limited edition.
+    pub limited_amount: Option<u32>,
+    /// Case diameter in millimetres.
+    pub diameter: Option<f64>,
+    /// Case thickness in millimetres.
+    pub thickness: Option<f64>,
+    /// Width between the lugs in millimetres.
+    pub lug_width: Option<f64>,
+    /// Water resistance in metres.
+    pub water_resistance: Option<f64>,
+    pub case_materials: Vec<String>,
+    pub bezel: Option<String>,
+    pub bezel_materials: Vec<String>,
+    pub bezel_colors: Vec<String>,
+    pub coating: Option<String>,
+    pub shape: Option<String>,
+    pub glass: Option<String>,
+    pub back: Option<String>,
+    pub dial_nickname: Option<String>,
+    pub dial_finish: Option<String>,
+    pub dial_colors: Vec<String>,
+    pub dial_materials: Vec<String>,
+    pub indexes: Option<String>,
+    pub hands: Option<String>,
+    pub band_nickname: Option<String>,
+    pub band_colors: Vec<String>,
+    pub band_materials: Vec<String>,
+    pub band_clasp: Option<String>,
+    /// Band width in millimetres.
+    pub band_width: Option<f64>,
+}
+
+impl From<&ModelSpec> for ModelSpecBody {
+    fn from(spec: &ModelSpec) -> Self {
+        // Destructured whole, without `..`: a field added to the domain's spec fails to compile
+        // here until the API decides what to show of it.
+        let ModelSpec {
+            release_year,
+            discontinuation_year,
+            limited_amount,
+            diameter,
+            thickness,
+            lug_width,
+            water_resistance,
+            case_materials,
+            bezel,
+            bezel_materials,
+            bezel_colors,
+            coating,
+            shape,
+            glass,
+            back,
+            dial_nickname,
+            dial_finish,
+            dial_colors,
+            dial_materials,
+            indexes,
+            hands,
+            band_nickname,
+            band_colors,
+            band_materials,
+            band_clasp,
+            band_width,
+        } = spec.clone();
+        ModelSpecBody {
+            release_year,
+            discontinuation_year,
+            limited_amount,
+            diameter,
+            thickness,
+            lug_width,
+            water_resistance,
+            case_materials,
+            bezel,
+            bezel_materials,
+            bezel_colors,
+            coating,
+            shape,
+            glass,
+            back,
+            dial_nickname,
+            dial_finish,
+            dial_colors,
+            dial_materials,
+            indexes,
+            hands,
+            band_nickname,
+            band_colors,
+            band_materials,
+            band_clasp,
+            band_width,
+        }
+    }
 }
 
 /// A complication linked to a calibre.
@@ -379,4 +488,53 @@ pub struct ListingStats {
     /// For an even number of prices, the mean of the two middle ones, rounded half up.
     pub median: Option<u64>,
     pub high: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API body carries every field of the domain's spec, under the same name, with the
+    /// same value: serialised both ways, a spec with every field set reads the same.
+    #[test]
+    fn the_model_spec_body_carries_every_field_of_the_domain_spec() {
+        let text = |name: &str| Some(name.to_owned());
+        let list = |name: &str| vec![name.to_owned(), format!("{name} 2")];
+        let spec = ModelSpec {
+            release_year: Some(2020),
+            discontinuation_year: Some(2023),
+            limited_amount: Some(500),
+            diameter: Some(41.0),
+            thickness: Some(12.5),
+            lug_width: Some(21.0),
+            water_resistance: Some(300.0),
+            case_materials: list("case"),
+            bezel: text("bezel"),
+            bezel_materials: list("bezel material"),
+            bezel_colors: list("bezel colour"),
+            coating: text("coating"),
+            shape: text("shape"),
+            glass: text("glass"),
+            back: text("back"),
+            dial_nickname: text("dial nickname"),
+            dial_finish: text("dial finish"),
+            dial_colors: list("dial colour"),
+            dial_materials: list("dial material"),
+            indexes: text("indexes"),
+            hands: text("hands"),
+            band_nickname: text("band nickname"),
+            band_colors: list("band colour"),
+            band_materials: list("band material"),
+            band_clasp: text("clasp"),
+            band_width: Some(20.0),
+        };
+        let domain = serde_json::to_value(&spec).expect("domain spec");
+        let body = serde_json::to_value(ModelSpecBody::from(&spec)).expect("API body");
+        let fields = domain.as_object().expect("object");
+        assert!(
+            fields.values().all(|value| !value.is_null()),
+            "every field set: {domain}"
+        );
+        assert_eq!(body, domain);
+    }
 }

@@ -1,5 +1,6 @@
-//! The records kept in the store of record. Field names follow the spec where one is given;
-//! `ModelSpec` is the common specification every model is described to.
+//! The records kept in the store of record; `ModelSpec` is the common specification every
+//! model is described to. Their serde form is the store's layout (versioned in `store::codec`)
+//! and the dataset's fields; API bodies are `api::views` types built from them.
 
 use super::{BrandId, CaliberId, ComplicationId, ModelId, PictureId, ProviderId, SeriesId};
 use super::{Slug, Timestamp};
@@ -100,7 +101,7 @@ impl PictureType {
 
 /// The common specification of a model: every model is comparable field by field.
 /// Millimetres for sizes, metres for water resistance. Empty means unknown, never guessed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ModelSpec {
     pub release_year: Option<i32>,

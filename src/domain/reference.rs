@@ -1,12 +1,14 @@
 //! Reference-number normalisation: the one function that import, matching, search and the
 //! duplicate finder share, so `126610 LN`, `126610-ln` and `126610LN` are one key everywhere.
 
-/// Case-folds `reference` and keeps only its letters and digits.
+/// Case-folds `reference` and keeps only its letters and digits. Folding comes first: some
+/// letters fold to more than one character (`İ` to `i` and a combining dot), and what is not a
+/// letter or digit after folding is dropped, so normalising a key again never changes it.
 pub fn normalize_reference(reference: &str) -> String {
     reference
         .chars()
-        .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
+        .filter(|c| c.is_alphanumeric())
         .collect()
 }
 
@@ -28,6 +30,9 @@ mod tests {
         }
         assert_eq!(normalize_reference("5711/1A-010"), "57111a010");
         assert_eq!(normalize_reference("--"), "");
+        // `İ` folds to `i` and a combining dot above, which is no letter: dropped.
+        assert_eq!(normalize_reference("İ"), "i");
+        assert_eq!(normalize_reference(&normalize_reference("İ")), "i");
     }
 
     proptest! {

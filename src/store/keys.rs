@@ -3,7 +3,9 @@
 
 use crate::domain::{BrandId, CaliberId, ModelId, ProviderId, SeriesId, Slug};
 
-/// The kinds of key in the store's single tree.
+/// The kinds of key in the store's single tree. Brand, Series, Complication, Caliber, Model,
+/// Provider and Listing hold records (values starting with their layout byte, see `codec`);
+/// the others hold an 8-byte id or counter, or nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Keyspace {
@@ -55,11 +57,14 @@ pub enum MetaKey {
     Generation,
     /// Next id to hand out for records of the given keyspace.
     NextId(Keyspace),
-    /// The ECB rates in force.
+    /// The ECB rates in force: a record, with its layout byte.
     Rates,
     /// The generation of the last write that changed what the listings index holds
     /// (listings, or the rates their US dollar prices come from).
     ListingsGeneration,
+    /// Present only while a migration step runs: the step's target schema (8 bytes) and the
+    /// last key it rewrote, committed with each chunk so that a re-run resumes after it.
+    MigrationCursor,
 }
 
 impl MetaKey {
@@ -71,6 +76,7 @@ impl MetaKey {
             MetaKey::NextId(space) => builder.text("next_id").byte(space as u8),
             MetaKey::Rates => builder.text("rates"),
             MetaKey::ListingsGeneration => builder.text("listings_generation"),
+            MetaKey::MigrationCursor => builder.text("migration_cursor"),
         }
         .done()
     }

@@ -4,9 +4,11 @@
 
 mod codec;
 mod keys;
+pub mod migrate;
 mod turn;
 mod write;
 
+pub use migrate::{MigrationPolicy, MigrationReport};
 pub use turn::{Changes, WriteTurn};
 pub use write::WriteBatch;
 
@@ -14,13 +16,15 @@ use crate::domain::{
     Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing, ListingId, Model,
     ModelId, Provider, ProviderId, Series, SeriesId, Slug,
 };
-use codec::{decode, decode_u64, encode_u64};
+use codec::{decode, decode_u64, encode_u64, StoredRecord};
 use keys::{Keyspace, MetaKey};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// Version of the record encoding; a store written by another version is refused, not misread.
-pub const SCHEMA_VERSION: u64 = 2;
+/// Version of the store's layout: which keys exist and how their values are encoded. A store of
+/// an older version is migrated in place ([`migrate`]); one of a newer version is refused.
+/// 3: every record value starts with its layout version byte.
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -29,8 +33,12 @@ pub enum StoreError {
     Sled(#[from] sled::Error),
     #[error("corrupt record under key {key:?}: {reason}")]
     Corrupt { key: Vec<u8>, reason: String },
-    #[error("store schema version {found} is not the version {expected} this binary reads; re-import the dataset into a new data dir")]
-    SchemaMismatch { found: u64, expected: u64 },
+    #[error("store schema version {found} is older than version {expected}, the one this binary reads; stop the server and run `watch-catalogue migrate` on this data dir")]
+    MigrationNeeded { found: u64, expected: u64 },
+    #[error("store schema version {found} is newer than version {known}, the newest this binary knows: it was written (or its migration begun) by a newer watch-catalogue, and a store is never migrated down; run that version")]
+    NewerSchema { found: u64, known: u64 },
+    #[error("store schema version {found} has no migration to version {expected}; re-import the dataset into a new data dir")]
+    NoMigration { found: u64, expected: u64 },
 }
 
 /// Result alias of the store layer.
@@ -52,32 +60,33 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`, checking the schema version.
+    /// Opens (or creates) the store in `dir`. A store of an older schema is refused with
+    /// [`StoreError::MigrationNeeded`], one of a newer schema with [`StoreError::NewerSchema`].
     pub fn open(dir: &Path, cache_bytes: u64) -> StoreResult<Store> {
+        Ok(Store::open_with(dir, cache_bytes, MigrationPolicy::Refuse)?.0)
+    }
+
+    /// Opens (or creates) the store in `dir`, first migrating an older schema in place.
+    pub fn open_migrating(dir: &Path, cache_bytes: u64) -> StoreResult<(Store, MigrationReport)> {
+        Store::open_with(dir, cache_bytes, MigrationPolicy::All)
+    }
+
+    /// Opens (or creates) the store in `dir`, migrating an older schema as `policy` allows.
+    pub fn open_with(
+        dir: &Path,
+        cache_bytes: u64,
+        policy: MigrationPolicy,
+    ) -> StoreResult<(Store, MigrationReport)> {
         let db = sled::Config::new()
             .path(dir)
             .cache_capacity(cache_bytes)
             .open()?;
+        let report = migrate::bring_up_to_date(&db, policy)?;
         let store = Store {
             db,
             writes: Arc::new(Mutex::new(())),
         };
-        match store.meta(MetaKey::SchemaVersion)? {
-            Some(found) if found != SCHEMA_VERSION => {
-                return Err(StoreError::SchemaMismatch {
-                    found,
-                    expected: SCHEMA_VERSION,
-                })
-            }
-            Some(_) => {}
-            None => {
-                store
-                    .db
-                    .insert(MetaKey::SchemaVersion.key(), &encode_u64(SCHEMA_VERSION))?;
-                store.db.flush()?;
-            }
-        }
-        Ok(store)
+        Ok((store, report))
     }
 
     /// The generation of the last committed write (0 for a new store).
@@ -143,19 +152,15 @@ impl Store {
     }
 
     fn meta(&self, key: MetaKey) -> StoreResult<Option<u64>> {
-        let full_key = key.key();
-        self.db
-            .get(&full_key)?
-            .map(|v| decode_u64(&full_key, &v))
-            .transpose()
+        read_meta(&self.db, key)
     }
 
-    fn get<T: serde::de::DeserializeOwned>(&self, key: Vec<u8>) -> StoreResult<Option<T>> {
+    fn get<T: StoredRecord>(&self, key: Vec<u8>) -> StoreResult<Option<T>> {
         self.db.get(&key)?.map(|v| decode(&key, &v)).transpose()
     }
 
     /// The record of `space` that the secondary key `index_key` points at.
-    fn get_via<T: serde::de::DeserializeOwned>(
+    fn get_via<T: StoredRecord>(
         &self,
         index_key: Vec<u8>,
         space: Keyspace,
@@ -185,17 +190,14 @@ impl Store {
             .collect()
     }
 
-    fn all<T: serde::de::DeserializeOwned>(
-        &self,
-        space: Keyspace,
-    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
+    fn all<T: StoredRecord>(&self, space: Keyspace) -> impl Iterator<Item = StoreResult<T>> + '_ {
         self.db.scan_prefix(space.prefix()).map(|entry| {
             let (key, value) = entry?;
             decode(&key, &value)
         })
     }
 
-    fn many<T: serde::de::DeserializeOwned>(
+    fn many<T: StoredRecord>(
         &self,
         space: Keyspace,
         ids: impl IntoIterator<Item = u64>,
@@ -379,7 +381,7 @@ impl Store {
         self.all_parallel(Keyspace::Listing)
     }
 
-    fn all_parallel<T: serde::de::DeserializeOwned + Send>(
+    fn all_parallel<T: StoredRecord + Send>(
         &self,
         space: Keyspace,
     ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<T>> + '_ {
@@ -469,6 +471,14 @@ impl Store {
     pub fn count(&self, space: Keyspace) -> usize {
         self.db.scan_prefix(space.prefix()).count()
     }
+}
+
+/// The 8-byte counter under the meta key `key`, if set.
+fn read_meta(db: &sled::Db, key: MetaKey) -> StoreResult<Option<u64>> {
+    let full_key = key.key();
+    db.get(&full_key)?
+        .map(|v| decode_u64(&full_key, &v))
+        .transpose()
 }
 
 pub use keys::Keyspace as RecordKind;

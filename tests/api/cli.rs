@@ -1,13 +1,12 @@
 //! The real `watch-catalogue` binary: import (success, rejection, exit status), reindex, and
 //! `serve` on an empty data dir, which imports the bundled fixtures before the port opens.
 
-use crate::support::{binary, generation, test_catalogue};
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::support::{binary, generation, http_get, test_catalogue, ServeProcess};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
-fn run(command: &mut Command) -> (Output, String) {
+pub fn run(command: &mut Command) -> (Output, String) {
     let output = command.output().expect("run watch-catalogue");
     let text = format!(
         "{}{}",
@@ -110,97 +109,21 @@ fn import_of_a_missing_directory_fails() {
 #[test]
 fn serve_on_an_empty_data_dir_imports_the_bundled_fixtures_and_answers() {
     let data = tempfile::tempdir().expect("dir");
-    let mut child = binary(data.path())
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn serve");
-    let stderr = child.stderr.take().expect("stderr");
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut log = String::new();
-    let base = loop {
-        let line = receiver.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let Ok(line) = line else {
-            let _ = child.kill();
-            panic!("serve did not start in time:\n{log}");
-        };
-        log.push_str(&line);
-        log.push('\n');
-        if let Some(start) = line.find("base=") {
-            break line[start + 5..]
-                .split_whitespace()
-                .next()
-                .expect("base")
-                .to_owned();
-        }
-    };
-    assert!(log.contains("importing the bundled fixtures"), "{log}");
+    let serve = ServeProcess::start(data.path());
     assert!(
-        log.contains(&data.path().display().to_string()),
-        "the log names the data dir:\n{log}"
+        serve.log.contains("importing the bundled fixtures"),
+        "{}",
+        serve.log
     );
-    let body = http_get(&base, "/brands?pageSize=1");
+    assert!(
+        serve.log.contains(&data.path().display().to_string()),
+        "the log names the data dir:\n{}",
+        serve.log
+    );
+    let body = http_get(&serve.base, "/brands?pageSize=1");
     assert!(body["total"].as_u64().unwrap_or(0) >= 25, "{body}");
-
     // SIGTERM: in-flight work finishes, the store is flushed, the process exits cleanly.
-    let terminated = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(terminated.success());
-    let stop_deadline = Instant::now() + Duration::from_secs(30);
-    while !log.contains("store flushed") {
-        match receiver.recv_timeout(stop_deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => {
-                log.push_str(&line);
-                log.push('\n');
-            }
-            Err(_) => break,
-        }
-    }
-    let status = child.wait().expect("wait");
-    assert!(
-        status.success(),
-        "exit status {status} after SIGTERM:\n{log}"
-    );
-    assert!(log.contains("stopped; store flushed"), "{log}");
-}
-
-/// A one-shot HTTP/1.1 GET over std, so this test needs no async runtime.
-fn http_get(base: &str, path: &str) -> serde_json::Value {
-    let authority = base
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .expect("authority");
-    let prefix = base
-        .trim_start_matches("http://")
-        .trim_start_matches(authority);
-    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
-    write!(
-        stream,
-        "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read");
-    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    serde_json::from_str(body).expect("JSON body")
+    serve.stop();
 }
 
 #[test]

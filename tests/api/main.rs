@@ -7,6 +7,7 @@ mod contract;
 mod fuzz;
 mod ingest;
 mod listings;
+mod migrate;
 mod models;
 mod openapi;
 mod protocol;

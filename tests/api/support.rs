@@ -210,3 +210,115 @@ pub fn generation(data_dir: &Path) -> u64 {
         .expect("generation")
         .0
 }
+
+/// `watch-catalogue serve` on `data_dir` as a child process, with its log read as it comes.
+pub struct ServeProcess {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Everything logged so far.
+    pub log: String,
+    /// The API's base URL, with its `/v1`.
+    pub base: String,
+}
+
+impl ServeProcess {
+    /// Starts `serve` on a free port and waits until it logs its base URL (the port is open).
+    pub fn start(data_dir: &Path) -> ServeProcess {
+        use std::io::BufRead;
+        let mut child = binary(data_dir)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn serve");
+        let stderr = child.stderr.take().expect("stderr");
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut serve = ServeProcess {
+            child,
+            lines,
+            log: String::new(),
+            base: String::new(),
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
+        serve.base = loop {
+            let Some(line) = serve.next_line(deadline) else {
+                let _ = serve.child.kill();
+                panic!("serve did not start in time:\n{}", serve.log);
+            };
+            if let Some(start) = line.find("base=") {
+                break line[start + 5..]
+                    .split_whitespace()
+                    .next()
+                    .expect("base")
+                    .to_owned();
+            }
+        };
+        serve
+    }
+
+    fn next_line(&mut self, deadline: std::time::Instant) -> Option<String> {
+        let wait = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = self.lines.recv_timeout(wait).ok()?;
+        self.log.push_str(&line);
+        self.log.push('\n');
+        Some(line)
+    }
+
+    /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
+    pub fn stop(mut self) -> String {
+        let terminated = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(terminated.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !self.log.contains("store flushed") && self.next_line(deadline).is_some() {}
+        let status = self.child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "exit status {status} after SIGTERM:\n{}",
+            self.log
+        );
+        assert!(self.log.contains("stopped; store flushed"), "{}", self.log);
+        self.log
+    }
+}
+
+/// A one-shot HTTP/1.1 GET over std (no async runtime), asserting 200; the JSON body.
+pub fn http_get(base: &str, path: &str) -> Value {
+    use std::io::{Read, Write};
+    let authority = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("authority");
+    let prefix = base
+        .trim_start_matches("http://")
+        .trim_start_matches(authority);
+    let mut stream = std::net::TcpStream::connect(authority).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).expect("JSON body")
+}

@@ -1,0 +1,312 @@
+//! Schema migrations: the ordered steps that rewrite a store of an older schema in place up to
+//! [`SCHEMA_VERSION`], and who may run them: `watch-catalogue migrate` every step, `serve` the
+//! steps safe at start-up, any other opener none (docs/decisions.md, "Store migrations").
+
+use super::codec::{decode_u64, encode_u64};
+use super::keys::{Keyspace, MetaKey};
+use super::{read_meta, StoreError, StoreResult, ATOMIC_OPERATIONS, SCHEMA_VERSION};
+use std::fmt;
+use std::ops::Bound;
+
+/// Which pending steps opening a store may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MigrationPolicy {
+    /// None: an older store is refused with [`StoreError::MigrationNeeded`] (batch commands).
+    Refuse,
+    /// Every pending step when all of them are [`Step::safe_at_startup`]; otherwise none, and
+    /// the store is refused as under `Refuse` (`serve`).
+    StartupSafe,
+    /// Every pending step (`watch-catalogue migrate`).
+    All,
+}
+
+/// One schema change, `from` -> `to`.
+pub struct Step {
+    pub from: u64,
+    pub to: u64,
+    /// What the step changes, for the report.
+    pub summary: &'static str,
+    /// True when `serve` may run the step unannounced as it starts: it loses nothing, cannot
+    /// need an operator's decision, and costs about one pass over the store. A step that drops
+    /// or reinterprets data runs only under `watch-catalogue migrate`.
+    pub safe_at_startup: bool,
+    /// Rewrites the store from `from` to `to`, all but the schema version, which the runner
+    /// writes after it (with the cursor's removal, in one batch). Returns the values it
+    /// rewrote. It must be idempotent: begun again after a crash or an error part-way, it
+    /// finishes the job and does no part of it twice; each step's doc says how.
+    run: fn(&sled::Db) -> StoreResult<u64>,
+}
+
+/// Every step, oldest first, the last ending at [`SCHEMA_VERSION`]. Schema 1 predates
+/// migrations: such a store is refused with [`StoreError::NoMigration`].
+pub static STEPS: &[Step] = &[Step {
+    from: 2,
+    to: 3,
+    summary: "every record value starts with its layout version byte",
+    safe_at_startup: true,
+    run: add_layout_bytes,
+}];
+
+/// What opening a store did to its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The schema version the store had; `None` when this open created the store.
+    pub found: Option<u64>,
+    /// The schema version it has now.
+    pub schema: u64,
+    /// The steps run, in order; empty when the store was current.
+    pub steps: Vec<StepReport>,
+}
+
+/// One step run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepReport {
+    pub from: u64,
+    pub to: u64,
+    pub summary: &'static str,
+    /// Values rewritten by this run (an interrupted earlier run rewrote the others).
+    pub rewritten: u64,
+    /// True when the step took up after an interrupted run.
+    pub resumed: bool,
+}
+
+impl fmt::Display for MigrationReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.found {
+            None => write!(f, "new store created at schema version {}", self.schema)?,
+            Some(found) if self.steps.is_empty() => write!(
+                f,
+                "store schema version {found} is current: nothing to migrate"
+            )?,
+            Some(found) => write!(
+                f,
+                "store migrated from schema version {found} to {}",
+                self.schema
+            )?,
+        }
+        for step in &self.steps {
+            write!(
+                f,
+                "\n  {} -> {}: {}: {} values rewritten",
+                step.from, step.to, step.summary, step.rewritten
+            )?;
+            if step.resumed {
+                write!(f, " (resumed after an interrupted run)")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks the schema of the store in `db` and runs the pending steps `policy` allows, each
+/// followed by its schema version write; a new store gets [`SCHEMA_VERSION`].
+pub(super) fn bring_up_to_date(
+    db: &sled::Db,
+    policy: MigrationPolicy,
+) -> StoreResult<MigrationReport> {
+    // A cursor names the step under way: one this binary does not know was begun by a newer
+    // binary, whose half-rewritten records this one must not read.
+    if let Some((to, _)) = read_cursor(db)? {
+        if to > SCHEMA_VERSION {
+            return Err(StoreError::NewerSchema {
+                found: to,
+                known: SCHEMA_VERSION,
+            });
+        }
+    }
+    let Some(found) = read_meta(db, MetaKey::SchemaVersion)? else {
+        db.insert(MetaKey::SchemaVersion.key(), &encode_u64(SCHEMA_VERSION))?;
+        db.flush()?;
+        return Ok(MigrationReport {
+            found: None,
+            schema: SCHEMA_VERSION,
+            steps: Vec::new(),
+        });
+    };
+    let mut report = MigrationReport {
+        found: Some(found),
+        schema: found,
+        steps: Vec::new(),
+    };
+    for step in plan(found, STEPS, SCHEMA_VERSION, policy)? {
+        let resumed = read_cursor(db)?.is_some();
+        let rewritten = (step.run)(db)?;
+        let mut done = sled::Batch::default();
+        done.insert(MetaKey::SchemaVersion.key(), &encode_u64(step.to));
+        done.remove(MetaKey::MigrationCursor.key());
+        db.apply_batch(done)?;
+        db.flush()?;
+        report.schema = step.to;
+        report.steps.push(StepReport {
+            from: step.from,
+            to: step.to,
+            summary: step.summary,
+            rewritten,
+            resumed,
+        });
+    }
+    Ok(report)
+}
+
+/// The steps from schema `found` to `current`, in order, if `policy` lets them run.
+fn plan(
+    found: u64,
+    steps: &[Step],
+    current: u64,
+    policy: MigrationPolicy,
+) -> StoreResult<Vec<&Step>> {
+    if found > current {
+        return Err(StoreError::NewerSchema {
+            found,
+            known: current,
+        });
+    }
+    let mut plan = Vec::new();
+    let mut at = found;
+    while at < current {
+        let step = steps
+            .iter()
+            .find(|step| step.from == at && step.to > at)
+            .ok_or(StoreError::NoMigration {
+                found,
+                expected: current,
+            })?;
+        plan.push(step);
+        at = step.to;
+    }
+    let allowed = match policy {
+        MigrationPolicy::Refuse => plan.is_empty(),
+        MigrationPolicy::StartupSafe => plan.iter().all(|step| step.safe_at_startup),
+        MigrationPolicy::All => true,
+    };
+    if !allowed {
+        return Err(StoreError::MigrationNeeded {
+            found,
+            expected: current,
+        });
+    }
+    Ok(plan)
+}
+
+/// The step under way (its target schema) and the last key it committed, if any.
+fn read_cursor(db: &sled::Db) -> StoreResult<Option<(u64, Vec<u8>)>> {
+    let key = MetaKey::MigrationCursor.key();
+    let Some(value) = db.get(&key)? else {
+        return Ok(None);
+    };
+    let (to, last) = value
+        .split_at_checked(8)
+        .ok_or_else(|| StoreError::Corrupt {
+            key: key.clone(),
+            reason: "migration cursor shorter than its 8-byte schema version".into(),
+        })?;
+    Ok(Some((decode_u64(&key, to)?, last.to_vec())))
+}
+
+/// Rewrites through `rewrite` the value of every key under `prefixes` (in ascending order), in
+/// sled batches of `chunk` values plus the migration cursor: each batch commits its values
+/// with the last key it rewrote, atomically, and is flushed. Begun again for the same step
+/// (`to`) after a crash or an error, it starts after that key, so every value is rewritten
+/// exactly once however often the step is begun. Returns the values this run rewrote.
+fn rewrite_values(
+    db: &sled::Db,
+    to: u64,
+    prefixes: &[Vec<u8>],
+    chunk: usize,
+    mut rewrite: impl FnMut(&[u8], &[u8]) -> StoreResult<Vec<u8>>,
+) -> StoreResult<u64> {
+    let resume_after = match read_cursor(db)? {
+        Some((cursor_to, last)) if cursor_to == to => Some(last),
+        Some((cursor_to, _)) => {
+            return Err(StoreError::Corrupt {
+                key: MetaKey::MigrationCursor.key(),
+                reason: format!("cursor of a step to schema {cursor_to} while migrating to {to}"),
+            })
+        }
+        None => None,
+    };
+    let commit = |mut batch: sled::Batch, last: &[u8]| -> StoreResult<()> {
+        let mut cursor = encode_u64(to).to_vec();
+        cursor.extend_from_slice(last);
+        batch.insert(MetaKey::MigrationCursor.key(), cursor);
+        db.apply_batch(batch)?;
+        db.flush()?;
+        Ok(())
+    };
+    let mut rewritten = 0;
+    let mut batch = sled::Batch::default();
+    let mut in_batch = 0;
+    let mut last_key = None;
+    for prefix in prefixes {
+        let start = match &resume_after {
+            Some(cursor) if cursor.starts_with(prefix) => Bound::Excluded(cursor.clone()),
+            // Every key under the prefix sorts before the cursor: done by the earlier run.
+            Some(cursor) if cursor[..] > prefix[..] => continue,
+            _ => Bound::Included(prefix.clone()),
+        };
+        for entry in db.range((start, Bound::Unbounded)) {
+            let (key, value) = entry?;
+            if !key.starts_with(prefix) {
+                break;
+            }
+            batch.insert(key.clone(), rewrite(&key, &value)?);
+            in_batch += 1;
+            rewritten += 1;
+            if in_batch == chunk {
+                commit(std::mem::take(&mut batch), &key)?;
+                in_batch = 0;
+            }
+            last_key = Some(key);
+        }
+    }
+    if let Some(last) = last_key.filter(|_| in_batch > 0) {
+        commit(batch, &last)?;
+    }
+    Ok(rewritten)
+}
+
+/// The layout byte every record kind had in schema 3. Frozen: when a kind's layout moves on,
+/// this step still writes what schema 3 meant, and the later step takes it from there.
+const SCHEMA_3_LAYOUT: u8 = 1;
+
+/// Where schema 2 kept records (bincode values, with no layout byte): the rates, and the
+/// primary keys of the record keyspaces. Ids, counters and empty values are left as they are.
+fn schema_2_record_prefixes() -> Vec<Vec<u8>> {
+    let mut prefixes = vec![MetaKey::Rates.key()];
+    prefixes.extend(
+        [
+            Keyspace::Brand,
+            Keyspace::Series,
+            Keyspace::Complication,
+            Keyspace::Caliber,
+            Keyspace::Model,
+            Keyspace::Provider,
+            Keyspace::Listing,
+        ]
+        .map(Keyspace::prefix),
+    );
+    prefixes
+}
+
+fn with_layout_byte(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 1);
+    out.push(SCHEMA_3_LAYOUT);
+    out.extend_from_slice(value);
+    out
+}
+
+/// Schema 2 -> 3: prefixes every record value with [`SCHEMA_3_LAYOUT`]. Prefixing twice would
+/// corrupt a record, so the step is idempotent by resuming, not by re-doing: see
+/// [`rewrite_values`]. Each batch is [`ATOMIC_OPERATIONS`] keys with the cursor.
+fn add_layout_bytes(db: &sled::Db) -> StoreResult<u64> {
+    rewrite_values(
+        db,
+        3,
+        &schema_2_record_prefixes(),
+        ATOMIC_OPERATIONS - 1,
+        |_, value| Ok(with_layout_byte(value)),
+    )
+}
+
+#[cfg(test)]
+mod tests;

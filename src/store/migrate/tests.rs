@@ -1,0 +1,410 @@
+//! Migrations over a frozen store of schema 2 (tests/data/store-v2/store.hex), written by the
+//! schema-2 binary itself, so that the test cannot drift with today's encoding.
+
+use super::*;
+use crate::domain::{
+    Brand, Caliber, Complication, Listing, ListingStatus, Model, Provider, Series, Slug,
+};
+use crate::store::tests::{reopen, reopen_sled};
+use crate::store::{Store, StoreGeneration};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const SCHEMA_2_STORE: &str = include_str!("../../../tests/data/store-v2/store.hex");
+
+type Pairs = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).expect("hex fixture"))
+        .collect()
+}
+
+/// Every key and value of the frozen schema-2 store.
+fn schema_2_pairs() -> Pairs {
+    SCHEMA_2_STORE
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.is_empty())
+        .map(|line| {
+            let (key, value) = line.split_once(' ').expect("`key value`");
+            (unhex(key), unhex(value))
+        })
+        .collect()
+}
+
+/// Writes `pairs` as they are into a sled tree at `dir`, as the binary that made them did.
+fn write_raw(dir: &Path, pairs: &Pairs) {
+    let db = reopen_sled(dir);
+    for (key, value) in pairs {
+        db.insert(key, value.as_slice()).expect("insert");
+    }
+    db.flush().expect("flush");
+}
+
+fn raw_pairs(db: &sled::Db) -> Pairs {
+    db.iter()
+        .map(|entry| {
+            let (key, value) = entry.expect("entry");
+            (key.to_vec(), value.to_vec())
+        })
+        .collect()
+}
+
+fn is_schema_2_record(key: &[u8]) -> bool {
+    schema_2_record_prefixes()
+        .iter()
+        .any(|prefix| key.starts_with(prefix))
+}
+
+/// How the schema-2 binary read a record: bincode, standard config, no layout byte.
+fn read_as_schema_2<T: serde::de::DeserializeOwned>(pairs: &Pairs, space: Keyspace) -> Vec<T> {
+    pairs
+        .iter()
+        .filter(|(key, _)| key.first() == Some(&(space as u8)))
+        .map(|(_, value)| {
+            bincode::serde::decode_from_slice(value, bincode::config::standard())
+                .expect("schema-2 record")
+                .0
+        })
+        .collect()
+}
+
+fn collect<T>(records: impl Iterator<Item = StoreResult<T>>) -> Vec<T> {
+    records.collect::<StoreResult<Vec<T>>>().expect("records")
+}
+
+fn slug(text: &str) -> Slug {
+    Slug::parse(text).expect("slug")
+}
+
+#[test]
+fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let before = schema_2_pairs();
+    write_raw(dir.path(), &before);
+    let records = before.keys().filter(|key| is_schema_2_record(key)).count();
+    assert!(records > 40, "the fixture holds records of every kind");
+
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
+    assert_eq!(report.found, Some(2));
+    assert_eq!(report.schema, SCHEMA_VERSION);
+    assert_eq!(report.steps.len(), 1, "{report}");
+    assert_eq!(report.steps[0].rewritten, records as u64);
+    assert!(!report.steps[0].resumed);
+    assert!(
+        report
+            .to_string()
+            .starts_with("store migrated from schema version 2 to 3\n  2 -> 3: "),
+        "{report}"
+    );
+
+    // Byte for byte: records gained their layout byte, everything else is as it was.
+    let after = raw_pairs(&store.db);
+    assert_eq!(
+        after.keys().collect::<Vec<_>>(),
+        before.keys().collect::<Vec<_>>(),
+        "no key added or lost (no cursor left behind)"
+    );
+    for (key, old) in &before {
+        let new = &after[key];
+        if *key == MetaKey::SchemaVersion.key() {
+            assert_eq!(decode_u64(key, new).expect("version"), 3);
+        } else if is_schema_2_record(key) {
+            assert_eq!(new[0], SCHEMA_3_LAYOUT, "{key:?}");
+            assert_eq!(&new[1..], &old[..], "{key:?}");
+        } else {
+            assert_eq!(new, old, "{key:?}: not a record, left alone");
+        }
+    }
+
+    // Every record reads back through the store as the schema-2 binary read it.
+    let brands: Vec<Brand> = read_as_schema_2(&before, Keyspace::Brand);
+    let models: Vec<Model> = read_as_schema_2(&before, Keyspace::Model);
+    let listings: Vec<Listing> = read_as_schema_2(&before, Keyspace::Listing);
+    let complications: Vec<Complication> = read_as_schema_2(&before, Keyspace::Complication);
+    assert_eq!(
+        (brands.len(), models.len(), listings.len()),
+        (5, 12, 11),
+        "the fixture's catalogue"
+    );
+    assert_eq!(collect(store.brands()), brands);
+    assert_eq!(
+        collect(store.all_series()),
+        read_as_schema_2::<Series>(&before, Keyspace::Series)
+    );
+    assert_eq!(
+        collect(store.calibers()),
+        read_as_schema_2::<Caliber>(&before, Keyspace::Caliber)
+    );
+    assert_eq!(collect(store.all_models()), models);
+    assert_eq!(
+        collect(store.providers()),
+        read_as_schema_2::<Provider>(&before, Keyspace::Provider)
+    );
+    assert_eq!(collect(store.all_listings()), listings);
+    for complication in &complications {
+        assert_eq!(
+            store.complication(complication.id).expect("read").as_ref(),
+            Some(complication)
+        );
+    }
+    let rates_key = MetaKey::Rates.key();
+    let rates: crate::rates::EcbRates =
+        bincode::serde::decode_from_slice(&before[&rates_key], bincode::config::standard())
+            .expect("schema-2 rates")
+            .0;
+    assert_eq!(store.rates().expect("rates"), Some(rates));
+
+    // Secondary keys still resolve to the migrated records.
+    let rolex = store
+        .brand_by_slug(&slug("rolex"))
+        .expect("read")
+        .expect("rolex");
+    assert_eq!(store.brand_by_alias("rolex").expect("alias"), [rolex.id]);
+    let submariner = store
+        .model_ids_by_reference(rolex.id, "126610ln")
+        .expect("reference");
+    assert_eq!(submariner.len(), 1);
+    let model = store
+        .model(submariner[0])
+        .expect("read")
+        .expect("the model");
+    assert_eq!(model.reference_number, "126610LN");
+    assert_eq!(model.spec.diameter, Some(41.0));
+    assert_eq!(model.spec.case_materials, ["oystersteel"]);
+    assert!(!model.pictures.is_empty(), "pictures survive");
+    assert_eq!(
+        store.model_by_slug(rolex.id, &model.slug).expect("read"),
+        Some(model.clone())
+    );
+    let ebay = store
+        .provider_by_slug(&slug("ebay"))
+        .expect("read")
+        .expect("ebay");
+    let e9 = store
+        .listing_by_source(ebay.id, "e9")
+        .expect("read")
+        .expect("e9");
+    let history: Vec<_> = e9.history.iter().map(|change| change.status).collect();
+    assert_eq!(
+        history,
+        [
+            ListingStatus::Active,
+            ListingStatus::Delisted,
+            ListingStatus::Active
+        ]
+    );
+    assert!(store.listing_count(model.id).expect("count") > 0);
+    assert_eq!(store.brand(rolex.id).expect("read"), Some(rolex));
+
+    // Nothing was written as a new generation: the indexes built before stay current.
+    assert_eq!(store.generation().expect("gen"), StoreGeneration(4));
+    assert_eq!(
+        store.listings_generation().expect("gen"),
+        StoreGeneration(4)
+    );
+
+    // A second open finds nothing to do and changes nothing.
+    drop(store);
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("reopen");
+    assert_eq!(report.found, Some(3));
+    assert!(report.steps.is_empty());
+    assert_eq!(
+        report.to_string(),
+        "store schema version 3 is current: nothing to migrate"
+    );
+    assert_eq!(raw_pairs(&store.db), after);
+}
+
+#[test]
+fn an_old_store_opened_without_migration_says_to_run_migrate_and_is_left_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let before = schema_2_pairs();
+    write_raw(dir.path(), &before);
+    let refused = reopen(|| Store::open(dir.path(), 1 << 20))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(
+            refused,
+            StoreError::MigrationNeeded {
+                found: 2,
+                expected: 3
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(
+        refused
+            .to_string()
+            .contains("run `watch-catalogue migrate` on this data dir"),
+        "{refused}"
+    );
+    let db = reopen_sled(dir.path());
+    assert_eq!(raw_pairs(&db), before);
+}
+
+#[test]
+fn serve_runs_the_schema_3_step_because_it_is_safe_at_start_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_raw(dir.path(), &schema_2_pairs());
+    let (store, report) =
+        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve's open");
+    assert_eq!((report.found, report.schema), (Some(2), 3));
+    assert_eq!(collect(store.brands()).len(), 5);
+}
+
+#[test]
+fn a_store_of_a_newer_schema_is_refused_by_every_opener() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut pairs = schema_2_pairs();
+    pairs.insert(MetaKey::SchemaVersion.key(), encode_u64(4).to_vec());
+    write_raw(dir.path(), &pairs);
+    for policy in [
+        MigrationPolicy::Refuse,
+        MigrationPolicy::StartupSafe,
+        MigrationPolicy::All,
+    ] {
+        let refused = reopen(|| Store::open_with(dir.path(), 1 << 20, policy))
+            .err()
+            .expect("refused");
+        assert!(
+            matches!(refused, StoreError::NewerSchema { found: 4, known: 3 }),
+            "{policy:?}: {refused:?}"
+        );
+        assert!(
+            refused.to_string().contains("never migrated down"),
+            "{refused}"
+        );
+    }
+}
+
+#[test]
+fn a_migration_begun_by_a_newer_binary_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    drop(reopen(|| Store::open(dir.path(), 1 << 20)).expect("new store"));
+    let db = reopen_sled(dir.path());
+    let mut cursor = encode_u64(4).to_vec();
+    cursor.push(Keyspace::Brand as u8);
+    db.insert(MetaKey::MigrationCursor.key(), cursor)
+        .expect("cursor");
+    db.flush().expect("flush");
+    drop(db);
+    let refused = reopen(|| Store::open_migrating(dir.path(), 1 << 20))
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(refused, StoreError::NewerSchema { found: 4, known: 3 }),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn an_interrupted_step_resumes_after_its_last_committed_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let before = schema_2_pairs();
+    write_raw(dir.path(), &before);
+    let records = before.keys().filter(|key| is_schema_2_record(key)).count() as u64;
+    {
+        let db = reopen_sled(dir.path());
+        // Batches of 10; the 25th value fails, as a full disk would: two batches are in.
+        let mut seen = 0;
+        let failed = rewrite_values(&db, 3, &schema_2_record_prefixes(), 10, |key, value| {
+            seen += 1;
+            if seen == 25 {
+                return Err(StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "simulated failure".into(),
+                });
+            }
+            Ok(with_layout_byte(value))
+        });
+        assert!(failed.is_err());
+        let cursor = read_cursor(&db).expect("cursor").expect("a cursor");
+        assert_eq!(cursor.0, 3);
+        assert_eq!(read_meta(&db, MetaKey::SchemaVersion).expect("v"), Some(2));
+    }
+    assert!(matches!(
+        reopen(|| Store::open(dir.path(), 1 << 20)),
+        Err(StoreError::MigrationNeeded { found: 2, .. })
+    ));
+    let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("resume");
+    assert!(report.steps[0].resumed, "{report}");
+    assert_eq!(report.steps[0].rewritten, records - 20);
+    assert!(report.to_string().contains("resumed"), "{report}");
+    // Each record has exactly one layout byte: none was rewritten twice, none skipped.
+    let after = raw_pairs(&store.db);
+    for (key, old) in before.iter().filter(|(key, _)| is_schema_2_record(key)) {
+        assert_eq!(after[key], with_layout_byte(old), "{key:?}");
+    }
+    assert!(!after.contains_key(&MetaKey::MigrationCursor.key()));
+    assert_eq!(collect(store.all_listings()).len(), 11);
+}
+
+fn no_op(_: &sled::Db) -> StoreResult<u64> {
+    Ok(0)
+}
+
+#[test]
+fn a_plan_chains_steps_in_order_and_serve_runs_only_safe_ones() {
+    let step = |from, to, safe_at_startup| Step {
+        from,
+        to,
+        summary: "test",
+        safe_at_startup,
+        run: no_op,
+    };
+    let steps = [step(1, 2, true), step(2, 3, false), step(3, 4, true)];
+    let route = |found, policy| {
+        plan(found, &steps, 4, policy).map(|plan| {
+            plan.iter()
+                .map(|step| (step.from, step.to))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(
+        route(1, MigrationPolicy::All).expect("all"),
+        [(1, 2), (2, 3), (3, 4)]
+    );
+    assert_eq!(
+        route(3, MigrationPolicy::StartupSafe).expect("safe"),
+        [(3, 4)]
+    );
+    assert!(route(4, MigrationPolicy::Refuse)
+        .expect("current")
+        .is_empty());
+    assert!(matches!(
+        route(1, MigrationPolicy::StartupSafe),
+        Err(StoreError::MigrationNeeded {
+            found: 1,
+            expected: 4
+        })
+    ));
+    assert!(matches!(
+        route(3, MigrationPolicy::Refuse),
+        Err(StoreError::MigrationNeeded { .. })
+    ));
+    assert!(matches!(
+        route(0, MigrationPolicy::All),
+        Err(StoreError::NoMigration {
+            found: 0,
+            expected: 4
+        })
+    ));
+    assert!(matches!(
+        route(5, MigrationPolicy::All),
+        Err(StoreError::NewerSchema { found: 5, known: 4 })
+    ));
+}
+
+#[test]
+fn the_steps_lead_from_schema_2_to_the_current_schema() {
+    let route = plan(2, STEPS, SCHEMA_VERSION, MigrationPolicy::All).expect("a route");
+    assert_eq!(route.last().map(|step| step.to), Some(SCHEMA_VERSION));
+    assert!(matches!(
+        plan(1, STEPS, SCHEMA_VERSION, MigrationPolicy::All),
+        Err(StoreError::NoMigration { .. })
+    ));
+}

@@ -1,0 +1,134 @@
+//! `watch-catalogue migrate` and `serve` over a data dir of schema 2, written from the frozen
+//! store of tests/data/store-v2 (the schema-2 binary's own bytes).
+
+use crate::cli::run;
+use crate::support::{binary, generation, http_get, ServeProcess};
+use std::path::Path;
+use watch_catalogue::config::DataDir;
+
+/// A data dir holding only the frozen schema-2 store (no index: start-up builds it).
+fn schema_2_data_dir() -> tempfile::TempDir {
+    data_dir_from_fixture(None)
+}
+
+/// The frozen store, its schema version replaced by `schema` if given, written in one open: a
+/// test that opens a sled dir again right after closing it can lose the race for its lock to a
+/// child process another test is forking.
+fn data_dir_from_fixture(schema: Option<u64>) -> tempfile::TempDir {
+    let data = tempfile::tempdir().expect("dir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/store-v2/store.hex");
+    let text = std::fs::read_to_string(fixture).expect("fixture");
+    let db = sled::open(DataDir::new(data.path()).store()).expect("sled");
+    for line in text.lines().filter(|line| !line.starts_with('#')) {
+        let (key, value) = line.split_once(' ').expect("`key value`");
+        db.insert(unhex(key), unhex(value)).expect("insert");
+    }
+    if let Some(schema) = schema {
+        db.insert(b"\0schema_version\0", &schema.to_be_bytes())
+            .expect("insert");
+    }
+    db.flush().expect("flush");
+    data
+}
+
+fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).expect("hex"))
+        .collect()
+}
+
+#[test]
+fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
+    let data = schema_2_data_dir();
+    let (output, text) = run(binary(data.path()).arg("reindex"));
+    assert!(!output.status.success(), "{text}");
+    assert!(
+        text.contains("store schema version 2 is older than version 3")
+            && text.contains("run `watch-catalogue migrate` on this data dir"),
+        "{text}"
+    );
+
+    let (output, text) = run(binary(data.path()).arg("migrate"));
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "store migrated from schema version 2 to 3\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten"
+        ),
+        "{text}"
+    );
+    let (output, text) = run(binary(data.path()).arg("migrate"));
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("store schema version 3 is current: nothing to migrate"),
+        "{text}"
+    );
+    assert_eq!(generation(data.path()), 4, "migrating is not a write");
+
+    let (output, text) = run(binary(data.path()).arg("reindex"));
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("indexed 27 catalogue documents at store generation 4")
+            && text.contains("indexed 11 listings at store generation 4"),
+        "{text}"
+    );
+    let serve = ServeProcess::start(data.path());
+    assert!(
+        !serve.log.contains("store migrated"),
+        "nothing left to migrate:\n{}",
+        serve.log
+    );
+    let model = http_get(&serve.base, "/models/rolex/submariner-date-126610ln");
+    assert_eq!(model["referenceNumber"], "126610LN", "{model}");
+    assert_eq!(model["diameter"], 41.0, "{model}");
+    serve.stop();
+}
+
+#[test]
+fn serve_migrates_a_schema_2_store_at_start_up_then_answers_from_it() {
+    let data = schema_2_data_dir();
+    let serve = ServeProcess::start(data.path());
+    assert!(
+        serve.log.contains("store migrated at start-up")
+            && serve.log.contains("rewritten=53")
+            && serve
+                .log
+                .contains("search index was missing or behind the store: rebuilt"),
+        "{}",
+        serve.log
+    );
+    assert!(
+        !serve.log.contains("importing the bundled fixtures"),
+        "the migrated store is not empty:\n{}",
+        serve.log
+    );
+    let brand = http_get(&serve.base, "/brands/rolex");
+    assert_eq!(brand["name"], "Rolex", "{brand}");
+    let listings = http_get(&serve.base, "/listings?pageSize=1");
+    assert_eq!(listings["total"], 11, "{listings}");
+    serve.stop();
+    assert_eq!(generation(data.path()), 4);
+}
+
+#[test]
+fn migrate_refuses_a_missing_store_and_a_newer_one() {
+    let empty = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(empty.path()).arg("migrate"));
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("nothing to migrate"), "{text}");
+    assert!(
+        !DataDir::new(empty.path()).store().exists(),
+        "no store was created"
+    );
+
+    let data = data_dir_from_fixture(Some(4));
+    for command in ["migrate", "reindex"] {
+        let (output, text) = run(binary(data.path()).arg(command));
+        assert!(!output.status.success(), "{command}: {text}");
+        assert!(
+            text.contains("store schema version 4 is newer than version 3")
+                && text.contains("never migrated down"),
+            "{command}: {text}"
+        );
+    }
+}
