@@ -9,6 +9,7 @@ mod reference;
 mod seller_text;
 mod slug;
 mod timestamp;
+mod users;
 
 pub use ids::{
     BrandId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId, ProviderId,
@@ -26,3 +27,4 @@ pub use reference::normalize_reference;
 pub use seller_text::{text_runs, TextRun};
 pub use slug::{Slug, SlugError};
 pub use timestamp::Timestamp;
+pub use users::{AuditEntry, Role, Session, TokenHash, User, Username, UsernameError};

@@ -3,7 +3,9 @@
 //! with no version byte. Which types are records, and the layout of each, is the table below.
 
 use super::{StoreError, StoreResult};
-use crate::domain::{Brand, Caliber, Complication, Listing, Model, Provider, Series};
+use crate::domain::{
+    AuditEntry, Brand, Caliber, Complication, Listing, Model, Provider, Series, Session, User,
+};
 use crate::rates::EcbRates;
 
 fn config() -> bincode::config::Configuration {
@@ -39,6 +41,9 @@ stored_records! {
     Provider => "provider", layout 1;
     Listing => "listing", layout 1;
     EcbRates => "rates", layout 1;
+    User => "user", layout 1;
+    Session => "session", layout 1;
+    AuditEntry => "audit entry", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

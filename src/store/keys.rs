@@ -1,7 +1,7 @@
 //! Key layout: one leading keyspace byte, then big-endian ids and slugs, so prefix scans
 //! return a parent's children in id order. Secondary keys end in the id they point at.
 
-use crate::domain::{BrandId, CaliberId, ModelId, ProviderId, SeriesId, Slug};
+use crate::domain::{BrandId, CaliberId, ModelId, ProviderId, SeriesId, Slug, TokenHash, Username};
 
 /// The kinds of key in the store's single tree. Brand, Series, Complication, Caliber, Model,
 /// Provider and Listing hold records (values starting with their layout byte, see `codec`);
@@ -37,6 +37,14 @@ pub enum Keyspace {
     ListingSource = 61,
     // 62 and 63 are retired (a per-provider and a per-model listing key nobody read): each
     // secondary key is one more sled insert per listing, a third of a 10M-listing ingest.
+    /// Back-office users, by name: records.
+    User = 70,
+    /// Sessions, by the SHA-256 of their token: records.
+    Session = 71,
+    /// User name + token hash, to revoke every session of a user.
+    SessionByUser = 72,
+    /// The audit trail, by id (ids grow with time): records.
+    Audit = 73,
 }
 
 impl Keyspace {
@@ -62,6 +70,8 @@ pub enum MetaKey {
     /// The generation of the last write that changed what the listings index holds
     /// (listings, or the rates their US dollar prices come from).
     ListingsGeneration,
+    /// A count the admin view reads, kept in the same writes as the records it counts.
+    Count(Counted),
     /// Present only while a migration step runs: the step's target schema (8 bytes) and the
     /// last key it rewrote, committed with each chunk so that a re-run resumes after it.
     MigrationCursor,
@@ -77,9 +87,37 @@ impl MetaKey {
             MetaKey::Rates => builder.text("rates"),
             MetaKey::ListingsGeneration => builder.text("listings_generation"),
             MetaKey::MigrationCursor => builder.text("migration_cursor"),
+            MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
         }
         .done()
     }
+}
+
+/// What `GET /admin/stats` counts, each kept as a meta counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Counted {
+    Brands = 1,
+    Series = 2,
+    Models = 3,
+    Calibers = 4,
+    Providers = 5,
+    /// Listings not DELISTED.
+    Listings = 6,
+    /// Listings not DELISTED and matched to no model.
+    UnmatchedListings = 7,
+}
+
+impl Counted {
+    pub const ALL: [Counted; 7] = [
+        Counted::Brands,
+        Counted::Series,
+        Counted::Models,
+        Counted::Calibers,
+        Counted::Providers,
+        Counted::Listings,
+        Counted::UnmatchedListings,
+    ];
 }
 
 struct KeyBuilder(Vec<u8>);
@@ -240,4 +278,22 @@ pub fn listing_source_prefix(provider: ProviderId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ListingSource)
         .id(provider.0)
         .done()
+}
+pub fn user(name: &Username) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::User).text(name.as_str()).done()
+}
+pub fn session(token: &TokenHash) -> Vec<u8> {
+    let mut key = Keyspace::Session.prefix();
+    key.extend_from_slice(&token.0);
+    key
+}
+pub fn sessions_of_prefix(name: &Username) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::SessionByUser)
+        .text(name.as_str())
+        .done()
+}
+pub fn session_of(name: &Username, token: &TokenHash) -> Vec<u8> {
+    let mut key = sessions_of_prefix(name);
+    key.extend_from_slice(&token.0);
+    key
 }

@@ -3,7 +3,7 @@
 //! steps safe at start-up, any other opener none (docs/decisions.md, "Store migrations").
 
 use super::codec::{decode_u64, encode_u64};
-use super::keys::{Keyspace, MetaKey};
+use super::keys::{Counted, Keyspace, MetaKey};
 use super::{read_meta, StoreError, StoreResult, ATOMIC_OPERATIONS, SCHEMA_VERSION};
 use std::fmt;
 use std::ops::Bound;
@@ -39,13 +39,52 @@ pub struct Step {
 
 /// Every step, oldest first, the last ending at [`SCHEMA_VERSION`]. Schema 1 predates
 /// migrations: such a store is refused with [`StoreError::NoMigration`].
-pub static STEPS: &[Step] = &[Step {
-    from: 2,
-    to: 3,
-    summary: "every record value starts with its layout version byte",
-    safe_at_startup: true,
-    run: add_layout_bytes,
-}];
+pub static STEPS: &[Step] = &[
+    Step {
+        from: 2,
+        to: 3,
+        summary: "every record value starts with its layout version byte",
+        safe_at_startup: true,
+        run: add_layout_bytes,
+    },
+    Step {
+        from: 3,
+        to: 4,
+        summary: "the admin counts are kept with the records they count",
+        safe_at_startup: true,
+        run: count_records,
+    },
+];
+
+/// Step 3 -> 4: counts brands, series, models, calibres, providers, listed and unmatched
+/// listings once, and stores each count where the writes keep it from then on. Idempotent: it
+/// counts afresh whatever the counters hold. Returns the counters written.
+fn count_records(db: &sled::Db) -> StoreResult<u64> {
+    let keys_in = |space: Keyspace| db.scan_prefix(space.prefix()).count() as u64;
+    let (mut listed, mut unmatched) = (0u64, 0u64);
+    for entry in db.scan_prefix(Keyspace::Listing.prefix()) {
+        let (key, value) = entry?;
+        let listing: crate::domain::Listing = super::codec::decode(&key, &value)?;
+        let (is_listed, is_unmatched) = super::write::listing_counts(&listing);
+        listed += is_listed as u64;
+        unmatched += is_unmatched as u64;
+    }
+    let counts = [
+        (Counted::Brands, keys_in(Keyspace::Brand)),
+        (Counted::Series, keys_in(Keyspace::Series)),
+        (Counted::Models, keys_in(Keyspace::Model)),
+        (Counted::Calibers, keys_in(Keyspace::Caliber)),
+        (Counted::Providers, keys_in(Keyspace::Provider)),
+        (Counted::Listings, listed),
+        (Counted::UnmatchedListings, unmatched),
+    ];
+    let mut batch = sled::Batch::default();
+    for (counted, count) in counts {
+        batch.insert(MetaKey::Count(counted).key(), &encode_u64(count));
+    }
+    db.apply_batch(batch)?;
+    Ok(counts.len() as u64)
+}
 
 /// What opening a store did to its schema.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,10 +13,12 @@ pub use turn::{Changes, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
-    Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing, ListingId, Model,
-    ModelId, Provider, ProviderId, Series, SeriesId, Slug,
+    AuditEntry, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing,
+    ListingId, Model, ModelId, Provider, ProviderId, Series, SeriesId, Session, Slug, TokenHash,
+    User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
+pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -24,7 +26,8 @@ use std::sync::{Arc, Mutex};
 /// Version of the store's layout: which keys exist and how their values are encoded. A store of
 /// an older version is migrated in place ([`migrate`]); one of a newer version is refused.
 /// 3: every record value starts with its layout version byte.
-pub const SCHEMA_VERSION: u64 = 3;
+/// 4: the admin counts (`keys::Counted`) are kept as meta counters by every write.
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -128,7 +131,7 @@ impl Store {
         if batch.touches_listings() {
             operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
-        let (written, changes) = batch.into_operations();
+        let (written, changes) = batch.into_operations()?;
         operations.extend(written);
         let mut operations = operations.into_iter().peekable();
         while operations.peek().is_some() {
@@ -467,9 +470,56 @@ impl Store {
         self.get(MetaKey::Rates.key())
     }
 
-    /// Number of records of each kind, by counting their keys (for tests and the admin view).
+    /// Number of records of each kind, by counting their keys (for tests).
     pub fn count(&self, space: Keyspace) -> usize {
         self.db.scan_prefix(space.prefix()).count()
+    }
+
+    /// An admin count, as the writes that moved it left it.
+    pub fn count_of(&self, counted: Counted) -> StoreResult<u64> {
+        Ok(self.meta(MetaKey::Count(counted))?.unwrap_or(0))
+    }
+
+    pub fn user(&self, name: &Username) -> StoreResult<Option<User>> {
+        self.get(keys::user(name))
+    }
+
+    /// Every user, by name.
+    pub fn users(&self) -> impl Iterator<Item = StoreResult<User>> + '_ {
+        self.all(Keyspace::User)
+    }
+
+    pub fn session(&self, token: &TokenHash) -> StoreResult<Option<Session>> {
+        self.get(keys::session(token))
+    }
+
+    /// The token hashes of every session of `name`.
+    pub fn sessions_of(&self, name: &Username) -> StoreResult<Vec<TokenHash>> {
+        let prefix = keys::sessions_of_prefix(name);
+        let mut hashes = Vec::new();
+        for key in self.db.scan_prefix(&prefix).keys() {
+            let key = key?;
+            let hash: [u8; 32] =
+                key[prefix.len()..]
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt {
+                        key: key.to_vec(),
+                        reason: "a session key without a 32-byte token hash".into(),
+                    })?;
+            hashes.push(TokenHash(hash));
+        }
+        Ok(hashes)
+    }
+
+    /// The audit trail, newest first.
+    pub fn audit_newest_first(&self) -> impl Iterator<Item = StoreResult<AuditEntry>> + '_ {
+        self.db
+            .scan_prefix(Keyspace::Audit.prefix())
+            .rev()
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode(&key, &value)
+            })
     }
 }
 

@@ -3,11 +3,12 @@
 //! that secondary keys it no longer has are removed in the same batch.
 
 use super::codec::{encode, encode_u64};
-use super::keys::{self, Keyspace, MetaKey};
+use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
-    normalize_reference, Brand, Caliber, Complication, Listing, Model, Provider, Series,
+    normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Model,
+    Provider, Series, Session, TokenHash, User, Username,
 };
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -27,6 +28,8 @@ pub struct WriteBatch<'t> {
     /// True when the write changes what the listings index holds.
     touches_listings: bool,
     changes: BatchChanges,
+    /// How each admin count moves with this write, applied to the stored counts at commit.
+    counts: HashMap<Counted, i64>,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -39,6 +42,7 @@ impl<'t> WriteBatch<'t> {
             next_ids: HashMap::new(),
             touches_listings: false,
             changes: BatchChanges::default(),
+            counts: HashMap::new(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -53,16 +57,44 @@ impl<'t> WriteBatch<'t> {
     }
 
     /// The writes in order, after the id counters they moved (a write applied in several
-    /// chunks never leaves an id it used free for reuse), and what they change.
-    pub(super) fn into_operations(self) -> (Vec<Operation>, BatchChanges) {
-        let counters = self.next_ids.into_iter().map(|(space, next)| {
-            (
-                MetaKey::NextId(space).key(),
-                Some(encode_u64(next).to_vec()),
-            )
-        });
-        let operations = counters.chain(self.operations_in_order).collect();
-        (operations, self.changes)
+    /// chunks never leaves an id it used free for reuse) and the admin counts they move, and
+    /// what they change. Read inside the write turn, so no other write moves a count between.
+    pub(super) fn into_operations(self) -> StoreResult<(Vec<Operation>, BatchChanges)> {
+        let mut counters: Vec<Operation> = self
+            .next_ids
+            .into_iter()
+            .map(|(space, next)| {
+                (
+                    MetaKey::NextId(space).key(),
+                    Some(encode_u64(next).to_vec()),
+                )
+            })
+            .collect();
+        for (counted, delta) in self.counts {
+            if delta != 0 {
+                let count = self.store.count_of(counted)? as i64 + delta;
+                counters.push((
+                    MetaKey::Count(counted).key(),
+                    Some(encode_u64(count.max(0) as u64).to_vec()),
+                ));
+            }
+        }
+        let operations = counters
+            .into_iter()
+            .chain(self.operations_in_order)
+            .collect();
+        Ok((operations, self.changes))
+    }
+
+    fn count(&mut self, counted: Counted, delta: i64) {
+        *self.counts.entry(counted).or_default() += delta;
+    }
+
+    /// Counts a record of `counted` that did not exist before.
+    fn count_new<T>(&mut self, counted: Counted, old: Option<&T>) {
+        if old.is_none() {
+            self.count(counted, 1);
+        }
     }
 
     /// A fresh id for a record of `space`; ids start at 1 and are never reused.
@@ -101,6 +133,7 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub fn put_brand(&mut self, old: Option<&Brand>, new: &Brand) {
+        self.count_new(Counted::Brands, old);
         self.changes.brands.push(new.id);
         self.changes.renamed |=
             old.is_some_and(|old| old.name != new.name || old.aliases != new.aliases);
@@ -109,6 +142,7 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub fn put_series(&mut self, old: Option<&Series>, new: &Series) {
+        self.count_new(Counted::Series, old);
         self.changes.series.push(new.id);
         self.changes.renamed |= old.is_some_and(|old| old.name != new.name);
         self.reindex_keys(old.map(series_keys).unwrap_or_default(), series_keys(new));
@@ -122,11 +156,13 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub fn put_caliber(&mut self, old: Option<&Caliber>, new: &Caliber) {
+        self.count_new(Counted::Calibers, old);
         self.reindex_keys(old.map(caliber_keys).unwrap_or_default(), caliber_keys(new));
         self.put(Keyspace::Caliber.id_key(new.id.0), &encode(new));
     }
 
     pub fn put_model(&mut self, old: Option<&Model>, new: &Model) {
+        self.count_new(Counted::Models, old);
         let changes = &mut self.changes;
         changes.models.push(new.id);
         // A model that is new, or moved, changes the model counts of its brand and series.
@@ -142,6 +178,10 @@ impl<'t> WriteBatch<'t> {
     pub fn put_listing(&mut self, old: Option<&Listing>, new: &Listing) {
         self.touches_listings = true;
         self.changes.listings.push(new.id);
+        let (was, is) = (old.map(listing_counts), listing_counts(new));
+        let (was_listed, was_unmatched) = was.unwrap_or((0, 0));
+        self.count(Counted::Listings, is.0 - was_listed);
+        self.count(Counted::UnmatchedListings, is.1 - was_unmatched);
         self.reindex_keys(old.map(listing_keys).unwrap_or_default(), listing_keys(new));
         self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
     }
@@ -160,10 +200,46 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub fn put_provider(&mut self, old: Option<&Provider>, new: &Provider) {
+        self.count_new(Counted::Providers, old);
         let keys_of = |p: &Provider| vec![(keys::provider_slug(&p.slug), id_value(p.id.0))];
         self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
         self.put(Keyspace::Provider.id_key(new.id.0), &encode(new));
     }
+}
+
+/// Users, sessions and the audit trail: back-office records with no index behind them.
+impl WriteBatch<'_> {
+    pub fn put_user(&mut self, user: &User) {
+        self.put(keys::user(&user.name), &encode(user));
+    }
+
+    pub fn remove_user(&mut self, name: &Username) {
+        self.remove(keys::user(name));
+    }
+
+    pub fn put_session(&mut self, session: &Session) {
+        self.put(keys::session(&session.token_hash), &encode(session));
+        self.put(keys::session_of(&session.user, &session.token_hash), &[]);
+    }
+
+    pub fn remove_session(&mut self, user: &Username, token: &TokenHash) {
+        self.remove(keys::session(token));
+        self.remove(keys::session_of(user, token));
+    }
+
+    /// Appends `entry` (its id from [`WriteBatch::allocate_id`] of `Keyspace::Audit`).
+    pub fn put_audit(&mut self, entry: &AuditEntry) {
+        self.put(Keyspace::Audit.id_key(entry.id), &encode(entry));
+    }
+}
+
+/// Whether a listing counts as listed (not DELISTED) and as unmatched, as 0 or 1 each.
+pub(super) fn listing_counts(listing: &Listing) -> (i64, i64) {
+    let listed = listing.status != ListingStatus::Delisted;
+    (
+        i64::from(listed),
+        i64::from(listed && listing.model_id.is_none()),
+    )
 }
 
 fn id_value(id: u64) -> Vec<u8> {

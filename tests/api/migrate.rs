@@ -44,7 +44,7 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     let (output, text) = run(binary(data.path()).arg("reindex"));
     assert!(!output.status.success(), "{text}");
     assert!(
-        text.contains("store schema version 2 is older than version 3")
+        text.contains("store schema version 2 is older than version 4")
             && text.contains("run `watch-catalogue migrate` on this data dir"),
         "{text}"
     );
@@ -53,14 +53,14 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     assert!(output.status.success(), "{text}");
     assert!(
         text.contains(
-            "store migrated from schema version 2 to 3\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten"
+            "store migrated from schema version 2 to 4\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten\n  3 -> 4: the admin counts are kept with the records they count: 7 values rewritten"
         ),
         "{text}"
     );
     let (output, text) = run(binary(data.path()).arg("migrate"));
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains("store schema version 3 is current: nothing to migrate"),
+        text.contains("store schema version 4 is current: nothing to migrate"),
         "{text}"
     );
     assert_eq!(generation(data.path()), 4, "migrating is not a write");
@@ -121,12 +121,12 @@ fn migrate_refuses_a_missing_store_and_a_newer_one() {
         "no store was created"
     );
 
-    let data = data_dir_from_fixture(Some(4));
+    let data = data_dir_from_fixture(Some(5));
     for command in ["migrate", "reindex"] {
         let (output, text) = run(binary(data.path()).arg(command));
         assert!(!output.status.success(), "{command}: {text}");
         assert!(
-            text.contains("store schema version 4 is newer than version 3")
+            text.contains("store schema version 5 is newer than version 4")
                 && text.contains("never migrated down"),
             "{command}: {text}"
         );

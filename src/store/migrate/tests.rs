@@ -89,27 +89,34 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 1, "{report}");
+    assert_eq!(report.steps.len(), 2, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
+    assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
     assert!(
-        report
-            .to_string()
-            .starts_with("store migrated from schema version 2 to 3\n  2 -> 3: "),
+        report.to_string().starts_with(&format!(
+            "store migrated from schema version 2 to {SCHEMA_VERSION}\n  2 -> 3: "
+        )),
         "{report}"
     );
 
     // Byte for byte: records gained their layout byte, everything else is as it was.
     let after = raw_pairs(&store.db);
+    let counters: Vec<Vec<u8>> = Counted::ALL
+        .iter()
+        .map(|&counted| MetaKey::Count(counted).key())
+        .collect();
+    let mut expected_keys: Vec<&Vec<u8>> = before.keys().chain(&counters).collect();
+    expected_keys.sort();
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
-        before.keys().collect::<Vec<_>>(),
-        "no key added or lost (no cursor left behind)"
+        expected_keys,
+        "only the counters added, none lost (no cursor left behind)"
     );
     for (key, old) in &before {
         let new = &after[key];
         if *key == MetaKey::SchemaVersion.key() {
-            assert_eq!(decode_u64(key, new).expect("version"), 3);
+            assert_eq!(decode_u64(key, new).expect("version"), SCHEMA_VERSION);
         } else if is_schema_2_record(key) {
             assert_eq!(new[0], SCHEMA_3_LAYOUT, "{key:?}");
             assert_eq!(&new[1..], &old[..], "{key:?}");
@@ -198,6 +205,30 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     assert!(store.listing_count(model.id).expect("count") > 0);
     assert_eq!(store.brand(rolex.id).expect("read"), Some(rolex));
 
+    // The counts the admin view reads, as scanning the records finds them.
+    let listings: Vec<Listing> = collect(store.all_listings());
+    let listed = listings
+        .iter()
+        .filter(|l| l.status != ListingStatus::Delisted)
+        .count() as u64;
+    let unmatched = listings
+        .iter()
+        .filter(|l| l.status != ListingStatus::Delisted && l.model_id.is_none())
+        .count() as u64;
+    for (counted, expected) in [
+        (Counted::Brands, 5),
+        (Counted::Models, 12),
+        (Counted::Listings, listed),
+        (Counted::UnmatchedListings, unmatched),
+    ] {
+        assert_eq!(
+            store.count_of(counted).expect("count"),
+            expected,
+            "{counted:?}"
+        );
+    }
+    assert!(unmatched > 0 && listed > unmatched, "the fixture has both");
+
     // Nothing was written as a new generation: the indexes built before stay current.
     assert_eq!(store.generation().expect("gen"), StoreGeneration(4));
     assert_eq!(
@@ -208,11 +239,11 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     // A second open finds nothing to do and changes nothing.
     drop(store);
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("reopen");
-    assert_eq!(report.found, Some(3));
+    assert_eq!(report.found, Some(SCHEMA_VERSION));
     assert!(report.steps.is_empty());
     assert_eq!(
         report.to_string(),
-        "store schema version 3 is current: nothing to migrate"
+        format!("store schema version {SCHEMA_VERSION} is current: nothing to migrate")
     );
     assert_eq!(raw_pairs(&store.db), after);
 }
@@ -230,7 +261,7 @@ fn an_old_store_opened_without_migration_says_to_run_migrate_and_is_left_alone()
             refused,
             StoreError::MigrationNeeded {
                 found: 2,
-                expected: 3
+                expected: SCHEMA_VERSION
             }
         ),
         "{refused:?}"
@@ -246,13 +277,13 @@ fn an_old_store_opened_without_migration_says_to_run_migrate_and_is_left_alone()
 }
 
 #[test]
-fn serve_runs_the_schema_3_step_because_it_is_safe_at_start_up() {
+fn serve_runs_the_steps_because_they_are_safe_at_start_up() {
     let dir = tempfile::tempdir().expect("tempdir");
     write_raw(dir.path(), &schema_2_pairs());
     let (store, report) =
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve's open");
-    assert_eq!((report.found, report.schema), (Some(2), 3));
+    assert_eq!((report.found, report.schema), (Some(2), SCHEMA_VERSION));
     assert_eq!(collect(store.brands()).len(), 5);
 }
 
@@ -260,7 +291,10 @@ fn serve_runs_the_schema_3_step_because_it_is_safe_at_start_up() {
 fn a_store_of_a_newer_schema_is_refused_by_every_opener() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut pairs = schema_2_pairs();
-    pairs.insert(MetaKey::SchemaVersion.key(), encode_u64(4).to_vec());
+    pairs.insert(
+        MetaKey::SchemaVersion.key(),
+        encode_u64(SCHEMA_VERSION + 1).to_vec(),
+    );
     write_raw(dir.path(), &pairs);
     for policy in [
         MigrationPolicy::Refuse,
@@ -271,7 +305,8 @@ fn a_store_of_a_newer_schema_is_refused_by_every_opener() {
             .err()
             .expect("refused");
         assert!(
-            matches!(refused, StoreError::NewerSchema { found: 4, known: 3 }),
+            matches!(refused, StoreError::NewerSchema { found, known }
+                if found == SCHEMA_VERSION + 1 && known == SCHEMA_VERSION),
             "{policy:?}: {refused:?}"
         );
         assert!(
@@ -286,7 +321,7 @@ fn a_migration_begun_by_a_newer_binary_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     drop(reopen(|| Store::open(dir.path(), 1 << 20)).expect("new store"));
     let db = reopen_sled(dir.path());
-    let mut cursor = encode_u64(4).to_vec();
+    let mut cursor = encode_u64(SCHEMA_VERSION + 1).to_vec();
     cursor.push(Keyspace::Brand as u8);
     db.insert(MetaKey::MigrationCursor.key(), cursor)
         .expect("cursor");
@@ -296,7 +331,8 @@ fn a_migration_begun_by_a_newer_binary_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        matches!(refused, StoreError::NewerSchema { found: 4, known: 3 }),
+        matches!(refused, StoreError::NewerSchema { found, known }
+            if found == SCHEMA_VERSION + 1 && known == SCHEMA_VERSION),
         "{refused:?}"
     );
 }
