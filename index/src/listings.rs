@@ -34,6 +34,8 @@ pub struct ListingDoc {
     pub model_id: Option<u64>,
     /// The brand matching resolved, matched or not.
     pub brand_id: Option<u64>,
+    /// Why an unmatched listing is unmatched, as the caller codes it; `None` when matched.
+    pub unmatched_reason: Option<u64>,
     pub status: u64,
     pub condition: Option<u64>,
     pub availability: Option<u64>,
@@ -70,6 +72,8 @@ pub struct ListingFilters {
     pub max_price_usd: Option<u64>,
     /// Only listings matched to no model.
     pub unmatched: bool,
+    /// Only unmatched listings with this reason code.
+    pub unmatched_reason: Option<u64>,
 }
 
 /// Orders of a listing list; ties go to the lower id.
@@ -135,6 +139,7 @@ struct Fields {
     model_id: Field,
     brand_id: Field,
     matched: Field,
+    reason: Field,
     status: Field,
     condition: Field,
     availability: Field,
@@ -156,6 +161,7 @@ fn build_schema() -> (Schema, Fields) {
         model_id: s.add_u64_field("model_id", INDEXED),
         brand_id: s.add_u64_field("brand_id", INDEXED),
         matched: s.add_u64_field("matched", INDEXED),
+        reason: s.add_u64_field("unmatched_reason", INDEXED),
         status: s.add_u64_field("status", INDEXED),
         condition: s.add_u64_field("condition", INDEXED),
         availability: s.add_u64_field("availability", INDEXED),
@@ -181,6 +187,7 @@ impl Fields {
         let optional = [
             (self.model_id, doc.model_id),
             (self.brand_id, doc.brand_id),
+            (self.reason, doc.unmatched_reason),
             (self.condition, doc.condition),
             (self.availability, doc.availability),
             (self.price, doc.price),
@@ -231,6 +238,7 @@ impl Fields {
             (self.condition, filters.condition),
             (self.availability, filters.availability),
             (self.matched, filters.unmatched.then_some(0)),
+            (self.reason, filters.unmatched_reason),
         ];
         for (field, value) in exact {
             if let Some(value) = value {

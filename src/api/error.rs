@@ -20,6 +20,8 @@ pub enum ApiError {
     MethodNotAllowed { allow: String },
     /// The endpoint needs a session the caller lacks (401).
     Unauthorized,
+    /// A login named no user, or a wrong password: one answer for both (401).
+    BadCredentials,
     /// The session may not do this (403).
     Forbidden,
     /// The resource does not exist (404).
@@ -165,7 +167,7 @@ impl ApiError {
         let status = match self {
             ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::BadCredentials => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -204,7 +206,11 @@ impl ApiError {
                 "method not allowed on this path".into(),
                 Some(format!("this path answers {allow}")),
             ),
-            ApiError::Unauthorized => ("this endpoint needs an admin session".into(), None),
+            ApiError::Unauthorized => (
+                "this endpoint needs an admin session".into(),
+                Some("log in with POST /v1/auth/login".into()),
+            ),
+            ApiError::BadCredentials => ("wrong username or password".into(), None),
             ApiError::Forbidden => ("this session may not do this".into(), None),
             ApiError::RateLimited { retry_after } => (
                 "too many requests".into(),

@@ -18,8 +18,7 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi};
 
-/// Name of the admin session cookie declared in the security scheme.
-pub const SESSION_COOKIE: &str = "watch_catalogue_session";
+use crate::auth::SESSION_COOKIE;
 
 #[derive(OpenApi)]
 #[openapi(

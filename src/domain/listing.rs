@@ -188,20 +188,43 @@ pub enum MatchOutcome {
     Matched { from_title: bool },
     /// The seller's brand is no brand, slug or alias of the catalogue.
     UnknownBrand,
-    /// No model of that brand has the reference (or none was found).
+    /// The seller's reference field names no model of the brand.
     UnknownReference,
-    /// The reference hits several models of the brand: a person decides.
+    /// The reference hits several models of the brand, or the text names several references
+    /// or brands: a person decides.
     Ambiguous,
+    /// The seller gave no reference, and the title names none of the brand's references.
+    NoReference,
 }
 
 impl MatchOutcome {
-    /// The reason a listing is unmatched, for the reconciliation queue.
+    /// Why a listing is unmatched, as the back office names it (`unmatchedReason`).
     pub fn reason(self) -> Option<&'static str> {
         match self {
             MatchOutcome::Matched { .. } => None,
-            MatchOutcome::UnknownBrand => Some("unknown_brand"),
-            MatchOutcome::UnknownReference => Some("unknown_reference"),
+            MatchOutcome::UnknownBrand => Some("unknownBrand"),
+            MatchOutcome::UnknownReference => Some("unknownReference"),
             MatchOutcome::Ambiguous => Some("ambiguous"),
+            MatchOutcome::NoReference => Some("noReference"),
+        }
+    }
+
+    /// Every reason, in the order the back office lists them.
+    pub const REASONS: [MatchOutcome; 4] = [
+        MatchOutcome::UnknownBrand,
+        MatchOutcome::UnknownReference,
+        MatchOutcome::Ambiguous,
+        MatchOutcome::NoReference,
+    ];
+
+    /// The reason's code in the listings index; `None` when matched.
+    pub fn reason_code(self) -> Option<u64> {
+        match self {
+            MatchOutcome::Matched { .. } => None,
+            MatchOutcome::UnknownBrand => Some(1),
+            MatchOutcome::UnknownReference => Some(2),
+            MatchOutcome::Ambiguous => Some(3),
+            MatchOutcome::NoReference => Some(4),
         }
     }
 }

@@ -83,6 +83,8 @@ pub struct TokenHash(pub [u8; 32]);
 pub struct Session {
     pub token_hash: TokenHash,
     pub user: Username,
+    /// The user's role at login: a session whose user's role changed since is no longer valid.
+    pub role: Role,
     pub created_at: Timestamp,
     /// Last request seen; the idle limit runs from here.
     pub last_seen_at: Timestamp,

@@ -48,6 +48,7 @@ pub fn match_listing(store: &Store, details: &ListingDetails) -> StoreResult<Mat
             model_id: Some(model),
             outcome: MatchOutcome::Matched { from_title },
         },
+        Resolved::None if from_title => unmatched(Some(brand), MatchOutcome::NoReference),
         Resolved::None => unmatched(Some(brand), MatchOutcome::UnknownReference),
         Resolved::Several => unmatched(Some(brand), MatchOutcome::Ambiguous),
     })
@@ -450,8 +451,11 @@ mod tests {
         ] {
             let found = c.title(title);
             assert_eq!(found.model_id, None, "{title}");
-            assert_eq!(found.outcome, MatchOutcome::UnknownReference, "{title}");
+            // Only a reference field is known to be a reference: a title names none.
+            assert_eq!(found.outcome, MatchOutcome::NoReference, "{title}");
         }
+        let found = c.listing(Some("Rolex"), Some("16600"), "Rolex Submariner");
+        assert_eq!(found.outcome, MatchOutcome::UnknownReference);
     }
 
     #[test]

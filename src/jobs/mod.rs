@@ -9,4 +9,5 @@ pub mod listing_writes;
 pub mod matching;
 pub mod rates;
 pub mod reindex;
+pub mod users;
 pub mod writer;

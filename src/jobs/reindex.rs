@@ -314,6 +314,7 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
         provider_id: listing.provider_id.0,
         model_id: listing.model_id.map(|m| m.0),
         brand_id: listing.brand_id.map(|b| b.0),
+        unmatched_reason: listing.matching.reason_code(),
         status: listing.status as u64,
         condition: details.condition.map(|c| c as u64),
         availability: details.availability.map(|a| a as u64),

@@ -511,6 +511,48 @@ impl Store {
         Ok(hashes)
     }
 
+    /// A new audit entry's id: sled's id generator, unique and growing across restarts, so an
+    /// entry needs no write turn (a login is not held up by a running import).
+    pub fn next_audit_id(&self) -> StoreResult<u64> {
+        Ok(self.db.generate_id()? + 1)
+    }
+
+    /// Session bookkeeping is a small write of its own, outside the write turn: it touches no
+    /// catalogue record, id counter or index, and a login must not wait for a running ingest.
+    /// Each call is one atomic sled batch, flushed before it returns.
+    pub fn open_session(&self, session: &Session, audit: &AuditEntry) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        batch.insert(keys::session(&session.token_hash), codec::encode(session));
+        batch.insert(
+            keys::session_of(&session.user, &session.token_hash),
+            &[][..],
+        );
+        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Records that `session` was just used (see [`Store::open_session`]).
+    pub fn touch_session(&self, session: &Session) -> StoreResult<()> {
+        self.db
+            .insert(keys::session(&session.token_hash), codec::encode(session))?;
+        Ok(())
+    }
+
+    /// Ends `session`, with the audit entry that says so when a person ended it.
+    pub fn close_session(&self, session: &Session, audit: Option<&AuditEntry>) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        batch.remove(keys::session(&session.token_hash));
+        batch.remove(keys::session_of(&session.user, &session.token_hash));
+        if let Some(audit) = audit {
+            batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
+        }
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
     /// The audit trail, newest first.
     pub fn audit_newest_first(&self) -> impl Iterator<Item = StoreResult<AuditEntry>> + '_ {
         self.db

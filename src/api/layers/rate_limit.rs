@@ -1,8 +1,9 @@
-//! Per-client-IP budgets in fixed windows (600 requests per 60 s by default), with the
-//! `RateLimit-*` headers on every response and `429 rate_limited` with `Retry-After` past the
-//! budget. A client's window opens with its first request and rolls over after `window`.
-//! Memory is bounded: at most `max_clients` windows are kept, expired ones dropped first.
-//! No crate sends these exact headers with fixed windows, hence this small layer.
+//! Budgets in fixed windows, with the `RateLimit-*` headers on every response and
+//! `429 rate_limited` with `Retry-After` past the budget: per client IP for the public (600
+//! requests per 60 s by default), per user for admin sessions (policy `admin`, higher: a
+//! reconciliation backlog takes many requests). A window opens with its first request and
+//! rolls over after `window`. Memory is bounded: at most `max_clients` windows are kept,
+//! expired ones dropped first. No crate sends these exact headers with fixed windows.
 
 use crate::api::error::ApiError;
 use crate::config::RateLimitConfig;
@@ -19,14 +20,14 @@ use tokio::time::Instant;
 
 const SHARDS: usize = 16;
 
-/// The budgets of every client seen in the current windows.
-pub struct RateLimiter {
+/// The budgets of every client (an IP, a user) seen in the current windows.
+pub struct RateLimiter<K = IpAddr> {
     limit: u32,
     window: Duration,
     max_per_shard: usize,
     trusted: Vec<ipnet::IpNet>,
     policy: HeaderValue,
-    shards: Vec<Mutex<HashMap<IpAddr, Window>>>,
+    shards: Vec<Mutex<HashMap<K, Window>>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -44,15 +45,19 @@ pub struct Decision {
     pub reset: u64,
 }
 
-impl RateLimiter {
+impl RateLimiter<IpAddr> {
+    /// The public budget of each client IP.
     pub fn new(config: &RateLimitConfig) -> RateLimiter {
-        let policy = format!(
-            "{};w={};policy=public",
-            config.limit,
-            config.window.as_secs()
-        );
+        RateLimiter::named("public", config.limit, config)
+    }
+}
+
+impl<K: Hash + Eq + Clone> RateLimiter<K> {
+    /// A budget of `limit` per `config.window` for each key, named `policy` in the headers.
+    pub fn named(policy: &str, limit: u32, config: &RateLimitConfig) -> RateLimiter<K> {
+        let policy = format!("{limit};w={};policy={policy}", config.window.as_secs());
         RateLimiter {
-            limit: config.limit,
+            limit,
             window: config.window,
             max_per_shard: config.max_clients.div_ceil(SHARDS).max(1),
             trusted: config.trusted_proxies.clone(),
@@ -63,7 +68,17 @@ impl RateLimiter {
     }
 
     /// Counts one request of `client` at `now`.
-    pub fn check(&self, client: IpAddr, now: Instant) -> Decision {
+    pub fn check(&self, client: K, now: Instant) -> Decision {
+        self.count(client, now, 1)
+    }
+
+    /// Where `client` stands at `now`, without counting anything (a login checks its failure
+    /// budget before it tries).
+    pub fn peek(&self, client: K, now: Instant) -> Decision {
+        self.count(client, now, 0)
+    }
+
+    fn count(&self, client: K, now: Instant, cost: u32) -> Decision {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         client.hash(&mut hasher);
         let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
@@ -75,7 +90,7 @@ impl RateLimiter {
         if !windows.contains_key(&client) && windows.len() >= self.max_per_shard {
             self.make_room(&mut windows, now);
         }
-        let window = windows.entry(client).or_insert(Window {
+        let window = windows.entry(client.clone()).or_insert(Window {
             opened: now,
             used: 0,
         });
@@ -87,7 +102,7 @@ impl RateLimiter {
         }
         let allowed = window.used < self.limit;
         if allowed {
-            window.used += 1;
+            window.used += cost;
         }
         let left = self
             .window
@@ -101,10 +116,10 @@ impl RateLimiter {
 
     /// Drops expired windows; if none expired, drops one arbitrary client (it gets a fresh
     /// budget, the price of bounded memory under a flood of distinct addresses).
-    fn make_room(&self, windows: &mut HashMap<IpAddr, Window>, now: Instant) {
+    fn make_room(&self, windows: &mut HashMap<K, Window>, now: Instant) {
         windows.retain(|_, w| now.duration_since(w.opened) < self.window);
         if windows.len() >= self.max_per_shard {
-            if let Some(victim) = windows.keys().next().copied() {
+            if let Some(victim) = windows.keys().next().cloned() {
                 windows.remove(&victim);
             }
         }
@@ -148,7 +163,7 @@ impl RateLimiter {
         self.trusted.iter().any(|net| net.contains(&ip))
     }
 
-    fn headers(&self, decision: Decision) -> [(HeaderName, HeaderValue); 4] {
+    pub fn headers(&self, decision: Decision) -> [(HeaderName, HeaderValue); 4] {
         [
             (
                 HeaderName::from_static("ratelimit-limit"),

@@ -1,0 +1,222 @@
+//! The back office: who the caller is (from the session cookie), the one guard in front of the
+//! four back-office groups, and their handlers, one module per group. The guard is a layer,
+//! never a check in a handler: a route added under a group is guarded before it exists.
+
+pub mod audit;
+pub mod auth;
+pub mod stats;
+
+use super::error::{internal, ApiError};
+use super::AppState;
+use crate::auth::{token_in_cookies, SessionPolicy, TOUCH_EVERY};
+use crate::domain::{Role, Session, Timestamp, User};
+use axum::extract::{Request, State};
+use axum::http::{header, Method};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The groups that need an admin session, under `/v1` and unversioned.
+pub const GROUPS: [&str; 4] = [
+    "/admin",
+    "/picture-review",
+    "/reconciliation",
+    "/duplicate-models",
+];
+
+/// True when `path` (with or without `/v1`) lies in a back-office group.
+pub fn is_back_office(path: &str) -> bool {
+    let path = path.strip_prefix("/v1").unwrap_or(path);
+    GROUPS.iter().any(|group| {
+        path.strip_prefix(group)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
+/// The sign-in paths: state-changing, so the same origin rule as the back office applies.
+fn is_auth(path: &str) -> bool {
+    let path = path.strip_prefix("/v1").unwrap_or(path);
+    path.starts_with("/auth/")
+}
+
+/// Who is calling, as the session cookie says; put on every request by [`identify`].
+#[derive(Debug, Clone)]
+pub enum Caller {
+    Anonymous,
+    Signed(Arc<SignedIn>),
+}
+
+/// A live session and its user.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub session: Session,
+    pub user: User,
+}
+
+impl Caller {
+    /// The signed-in admin, if the caller is one.
+    pub fn admin(&self) -> Option<&SignedIn> {
+        match self {
+            Caller::Signed(signed) if signed.user.role == Role::Admin => Some(signed),
+            _ => None,
+        }
+    }
+}
+
+/// The client's address as the rate limiter resolved it (behind trusted proxies, the
+/// forwarded one), for login throttling.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientIp(pub IpAddr);
+
+/// What [`identify`] needs: the store and the session rules.
+pub struct Identity {
+    pub app: AppState,
+    pub sessions: SessionPolicy,
+}
+
+/// Reads the session cookie, if any, into a [`Caller`]: a session counts while it is within
+/// its idle and absolute limits and its user still exists with the role it signed in with.
+/// An ended session is removed. Requests without the cookie cost no store read.
+pub async fn identify(
+    State(identity): State<Arc<Identity>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = request
+        .headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(token_in_cookies)
+        .map(str::to_owned);
+    let caller = match token {
+        None => Ok(Caller::Anonymous),
+        Some(token) => {
+            let identity = identity.clone();
+            tokio::task::spawn_blocking(move || caller_of(&identity, &token))
+                .await
+                .unwrap_or_else(|error| Err(internal(&error)))
+        }
+    };
+    match caller {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(error) => error.into_response(),
+    }
+}
+
+fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
+    let store = &identity.app.store;
+    let Some(mut session) = store.session(&crate::auth::hash_token(token))? else {
+        return Ok(Caller::Anonymous);
+    };
+    let now = Timestamp::now();
+    let user = store.user(&session.user)?;
+    let valid = identity.sessions.is_live(&session, now)
+        && user.as_ref().is_some_and(|user| user.role == session.role);
+    let Some(user) = user.filter(|_| valid) else {
+        store.close_session(&session, None)?;
+        return Ok(Caller::Anonymous);
+    };
+    if now.0 - session.last_seen_at.0 >= TOUCH_EVERY.as_millis() as i64 {
+        session.last_seen_at = now;
+        store.touch_session(&session)?;
+    }
+    Ok(Caller::Signed(Arc::new(SignedIn { session, user })))
+}
+
+/// The guard of the back-office groups: no session 401 `unauthorized`, a session that is not
+/// an admin's 403 `forbidden`, before anything else answers (a 404 or a 400 would tell an
+/// anonymous caller which ids exist). A state-changing request to the back office or to the
+/// sign-in paths whose `Origin` names another origin is 403 too.
+pub async fn guard(request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    let back_office = is_back_office(path);
+    if (back_office || is_auth(path)) && is_cross_origin_write(&request) {
+        return ApiError::Forbidden.into_response();
+    }
+    if back_office {
+        let caller = request.extensions().get::<Caller>();
+        match caller {
+            Some(caller) if caller.admin().is_some() => {}
+            Some(Caller::Signed(_)) => return ApiError::Forbidden.into_response(),
+            _ => return ApiError::Unauthorized.into_response(),
+        }
+    }
+    next.run(request).await
+}
+
+/// A POST, PUT, PATCH or DELETE whose `Origin` is not this service's own (scheme-less
+/// comparison of the host, as `Host` names it); a request without `Origin` (curl, a script) is
+/// let through, since browsers always send it on such requests.
+fn is_cross_origin_write(request: &Request) -> bool {
+    if matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        return false;
+    }
+    let Some(origin) = request.headers().get(header::ORIGIN) else {
+        return false;
+    };
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    origin_host != Some(host) || host.is_empty()
+}
+
+/// How long a failure budget window lasts for logins.
+pub const LOGIN_WINDOW: Duration = Duration::from_secs(15 * 60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_four_groups_are_back_office_with_and_without_v1() {
+        for path in [
+            "/admin/stats",
+            "/v1/admin",
+            "/v1/reconciliation/link",
+            "/picture-review/models/1/front-picture",
+            "/duplicate-models",
+        ] {
+            assert!(is_back_office(path), "{path}");
+        }
+        for path in ["/administrators", "/v1/models", "/auth/login", "/", "/v1"] {
+            assert!(!is_back_office(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_write_from_another_origin_is_refused_and_one_without_origin_is_not() {
+        let request = |method: Method, origin: Option<&str>| {
+            let mut builder = Request::builder()
+                .method(method)
+                .uri("/v1/auth/login")
+                .header(header::HOST, "catalogue.example:8080");
+            if let Some(origin) = origin {
+                builder = builder.header(header::ORIGIN, origin);
+            }
+            builder.body(axum::body::Body::empty()).expect("request")
+        };
+        assert!(is_cross_origin_write(&request(Method::POST, Some("https://evil.example"))));
+        assert!(!is_cross_origin_write(&request(
+            Method::POST,
+            Some("https://catalogue.example:8080")
+        )));
+        assert!(!is_cross_origin_write(&request(Method::POST, None)));
+        assert!(!is_cross_origin_write(&request(Method::GET, Some("https://evil.example"))));
+    }
+}
