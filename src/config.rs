@@ -54,6 +54,10 @@ pub struct ApiConfig {
     pub body_limit: usize,
     /// Base URL of re-hosted listing pictures (`{base}/pictures/{id}`).
     pub media_base_url: String,
+    /// How long admin sessions live, and whether their cookie is `Secure`.
+    pub sessions: crate::auth::SessionPolicy,
+    /// Requests an admin session may make per rate-limit window (policy `admin`).
+    pub admin_rate_limit: u32,
 }
 
 impl Default for ApiConfig {
@@ -63,9 +67,14 @@ impl Default for ApiConfig {
             deprecation: None,
             body_limit: DEFAULT_BODY_LIMIT,
             media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
+            sessions: crate::auth::SessionPolicy::default(),
+            admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
         }
     }
 }
+
+/// An admin session's budget: ten times the public one, for working through a backlog.
+pub const DEFAULT_ADMIN_RATE_LIMIT: u32 = 6000;
 
 /// Default base of media URLs: this server's own `/media`, relative to its origin.
 pub const DEFAULT_MEDIA_BASE_URL: &str = "/media";

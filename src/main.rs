@@ -14,17 +14,20 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 use watch_catalogue::app::App;
+use watch_catalogue::auth::SessionPolicy;
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
     DEFAULT_RATE_WINDOW_SECS,
 };
+use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
 use watch_catalogue::jobs::ingest;
 use watch_catalogue::jobs::listing_writes::WrittenListings;
 use watch_catalogue::jobs::matching::rematch_unmatched;
 use watch_catalogue::jobs::rates::load_rates;
+use watch_catalogue::jobs::users::{self, Actor};
 use watch_catalogue::jobs::writer::{WriteError, Written};
 
 #[derive(Parser)]
@@ -74,6 +77,24 @@ enum Command {
         /// Base URL of re-hosted listing pictures (a CDN in production).
         #[arg(long, env = "WATCH_CATALOGUE_MEDIA_BASE_URL", default_value = DEFAULT_MEDIA_BASE_URL)]
         media_base_url: String,
+        /// An admin session unused this long ends, in seconds.
+        #[arg(long, env = "WATCH_CATALOGUE_SESSION_IDLE_SECS", default_value_t = watch_catalogue::auth::DEFAULT_IDLE.as_secs())]
+        session_idle_secs: u64,
+        /// An admin session ends this long after login, in seconds.
+        #[arg(long, env = "WATCH_CATALOGUE_SESSION_MAX_SECS", default_value_t = watch_catalogue::auth::DEFAULT_ABSOLUTE.as_secs())]
+        session_max_secs: u64,
+        /// The service is reached over TLS (a proxy in front): session cookies are `Secure`.
+        #[arg(long, env = "WATCH_CATALOGUE_BEHIND_TLS")]
+        behind_tls: bool,
+        /// Requests an admin session may make per window (its own budget, policy `admin`).
+        #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_ADMIN_RATE_LIMIT)]
+        admin_rate_limit: u32,
+    },
+    /// Manage back-office users: add, list, remove, passwd, role. Passwords are read from
+    /// standard input (asked twice, without echo, on a terminal), never from arguments.
+    User {
+        #[command(subcommand)]
+        action: UserAction,
     },
     /// Import a dataset directory (docs/dataset-format.md): all of it, or nothing.
     Import {
@@ -107,6 +128,25 @@ enum Command {
     Openapi,
 }
 
+#[derive(Subcommand)]
+enum UserAction {
+    /// Add a user; the password comes from standard input.
+    Add {
+        name: String,
+        /// `admin` (the back office) or `viewer` (a session, no back office).
+        #[arg(long, default_value = "admin")]
+        role: String,
+    },
+    /// List users and their roles.
+    List,
+    /// Remove a user and end their sessions.
+    Remove { name: String },
+    /// Set a user's password (from standard input) and end their sessions.
+    Passwd { name: String },
+    /// Set a user's role and end their sessions.
+    Role { name: String, role: String },
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -137,6 +177,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             sunset,
             successor,
             media_base_url,
+            session_idle_secs,
+            session_max_secs,
+            behind_tls,
+            admin_rate_limit,
         } => {
             let deprecation = match sunset {
                 Some(sunset) => Some(Deprecation::new(
@@ -152,10 +196,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 trusted_proxies,
                 ..RateLimitConfig::default()
             };
+            let sessions = SessionPolicy {
+                idle: Duration::from_secs(session_idle_secs.max(1)),
+                absolute: Duration::from_secs(session_max_secs.max(1)),
+                secure_cookie: behind_tls,
+            };
             let api = ApiConfig {
                 rate_limit,
                 deprecation,
                 media_base_url,
+                sessions,
+                admin_rate_limit,
                 ..ApiConfig::default()
             };
             let config = ServeConfig {
@@ -243,6 +294,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
+        Command::User { action } => {
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            run_user(&app, action)
+        }
         Command::Openapi => {
             println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())
@@ -276,6 +331,65 @@ fn print_write_times<T>(written: &WrittenListings, done: &Written<T>) {
         written.commits,
         done.index_took.as_secs_f64()
     );
+}
+
+/// `watch-catalogue user ...`, as the operator at the host (`cli` in the audit trail).
+fn run_user(app: &App, action: UserAction) -> anyhow::Result<()> {
+    let actor = Actor::Cli;
+    let parse_role = |role: &str| {
+        Role::parse(role).with_context(|| format!("`{role}` is not a role: admin or viewer"))
+    };
+    match action {
+        UserAction::Add { name, role } => {
+            let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
+            let password = read_password()?;
+            app.writer
+                .run(|turn| users::add_user(turn, &actor, &name, role, &password))?;
+            println!("added {name} ({})", role.as_str());
+        }
+        UserAction::List => {
+            for user in users::list_users(&app.store)? {
+                let since = user.created_at.to_rfc3339();
+                println!("{}\t{}\tsince {since}", user.name, user.role.as_str());
+            }
+        }
+        UserAction::Remove { name } => {
+            let name = Username::parse(&name)?;
+            app.writer
+                .run(|turn| users::remove_user(turn, &actor, &name))?;
+            println!("removed {name}; their sessions are ended");
+        }
+        UserAction::Passwd { name } => {
+            let name = Username::parse(&name)?;
+            let password = read_password()?;
+            app.writer
+                .run(|turn| users::set_password(turn, &actor, &name, &password))?;
+            println!("password of {name} changed; their sessions are ended");
+        }
+        UserAction::Role { name, role } => {
+            let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
+            app.writer
+                .run(|turn| users::set_role(turn, &actor, &name, role))?;
+            println!("{name} is now {}; their sessions are ended", role.as_str());
+        }
+    }
+    Ok(())
+}
+
+/// A password from standard input: asked twice without echo on a terminal, else its first
+/// line. Never an argument, which other users of the host could read in the process list.
+fn read_password() -> anyhow::Result<String> {
+    if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("password: ")?;
+        let again = rpassword::prompt_password("again: ")?;
+        anyhow::ensure!(first == again, "the two passwords differ");
+        return Ok(first);
+    }
+    let mut line = String::new();
+    std::io::stdin().read_line(&mut line)?;
+    let password = line.trim_end_matches(['\n', '\r']).to_owned();
+    anyhow::ensure!(!password.is_empty(), "no password on standard input");
+    Ok(password)
 }
 
 /// One line per skipped snapshot line, then what the ingest did.

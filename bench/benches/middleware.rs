@@ -33,8 +33,11 @@ fn layered() -> Router {
         },
         ..ApiConfig::default()
     };
-    let limiter = Arc::new(rate_limit::RateLimiter::new(&config.rate_limit));
-    let routes = trivial().layer(from_fn_with_state(limiter, rate_limit::limit_rate));
+    let budgets = Arc::new(rate_limit::Budgets {
+        public: rate_limit::RateLimiter::new(&config.rate_limit),
+        admin: rate_limit::RateLimiter::named("admin", u32::MAX, &config.rate_limit),
+    });
+    let routes = trivial().layer(from_fn_with_state(budgets, rate_limit::limit_rate));
     layers::shared(routes, &config, Arc::new(Metrics::new()))
 }
 

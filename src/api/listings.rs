@@ -187,7 +187,7 @@ fn listing_filters(app: &App, params: &ListingListParams) -> ApiResult<ListingFi
         min_price_usd,
         max_price_usd,
         unmatched,
-        ..status_filters(params)?
+        ..status_filter(params.status.as_deref(), params.include_delisted.as_deref())?
     })
 }
 
@@ -197,12 +197,14 @@ fn choices<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str
 }
 
 /// The statuses shown: the one asked for, else all but DELISTED unless `includeDelisted`.
-fn status_filters(params: &ListingListParams) -> ApiResult<ListingFilters> {
-    let include_delisted =
-        parse_bool("includeDelisted", params.include_delisted.as_deref())?.unwrap_or(false);
+pub fn status_filter(
+    status: Option<&str>,
+    include_delisted: Option<&str>,
+) -> ApiResult<ListingFilters> {
+    let include_delisted = parse_bool("includeDelisted", include_delisted)?.unwrap_or(false);
     let status = parse_choice(
         "status",
-        params.status.as_deref(),
+        status,
         &choices(&ListingStatus::ALL, ListingStatus::as_str),
     )?;
     let (statuses, hidden_statuses) = match status {
@@ -234,7 +236,7 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
     app.store.model(id)?.ok_or_else(not_found)
 }
 
-fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
+pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     if let Some(provider) = Slug::parse(slug)
         .ok()
         .map(|slug| app.store.provider_by_slug(&slug))
@@ -257,7 +259,7 @@ fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
 
 /// How a listings response shows listings: the rates in force, read once, and the display
 /// currency `currency` asks for.
-fn listing_context<'a>(
+pub fn listing_context<'a>(
     app: &App,
     currency: Option<&str>,
     media: &'a MediaBase,

@@ -1,12 +1,13 @@
 //! HTTP API (axum). Every route is registered here, grouped as in the spec; one module per
 //! resource group holds its handlers. The same routes answer under `/v1` and unversioned.
 
+pub mod admin;
 mod assemble;
 mod brands;
 mod calibers;
 pub mod error;
 pub mod layers;
-mod listings;
+pub mod listings;
 mod models;
 pub mod openapi;
 mod ops;
@@ -19,11 +20,11 @@ use crate::app::App;
 use crate::config::ApiConfig;
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{get, MethodRouter};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Router};
 use error::ApiError;
 use layers::metrics::Metrics;
-use layers::rate_limit::RateLimiter;
+use layers::rate_limit::{Budgets, RateLimiter};
 use std::sync::Arc;
 
 /// Shared state of every handler.
@@ -33,7 +34,20 @@ pub type AppState = Arc<App>;
 /// shared layers around all of it.
 pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let metrics = Arc::new(Metrics::new());
-    let limiter = Arc::new(RateLimiter::new(&config.rate_limit));
+    let budgets = Arc::new(Budgets {
+        public: RateLimiter::new(&config.rate_limit),
+        admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
+    });
+    let identity = Arc::new(admin::Identity {
+        app: app.clone(),
+        sessions: config.sessions,
+    });
+    let sign_in = Arc::new(admin::auth::SignIn::new(
+        config.sessions,
+        &config.rate_limit,
+    ));
+    // Outermost first: who the caller is, then their budget, then the back-office guard, all
+    // before any route or fallback answers.
     let api = Router::new()
         .nest("/v1", v1_routes(app.clone()))
         .merge(v1_routes(app.clone()))
@@ -42,8 +56,11 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         .layer(Extension(listings::MediaBase(
             config.media_base_url.as_str().into(),
         )))
+        .layer(Extension(sign_in))
         .layer(DefaultBodyLimit::max(config.body_limit))
-        .layer(from_fn_with_state(limiter, layers::rate_limit::limit_rate));
+        .layer(from_fn(admin::guard))
+        .layer(from_fn_with_state(budgets, layers::rate_limit::limit_rate))
+        .layer(from_fn_with_state(identity, admin::identify));
     let ops = ops::router(ops::OpsState {
         app,
         metrics: metrics.clone(),
@@ -87,6 +104,16 @@ impl Route {
             handler,
             access: Access::Public,
             caching: Caching::Shared,
+        }
+    }
+
+    /// A public route whose answer is the caller's own (sign-in): never stored by a cache.
+    pub fn private(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+        Route {
+            path,
+            handler,
+            access: Access::Public,
+            caching: Caching::NoStore,
         }
     }
 
@@ -145,6 +172,17 @@ fn v1_table() -> Vec<Route> {
         Route::public("/sitemap/models", get(sitemap::models)),
         Route::public("/sitemap/catalog", get(sitemap::catalog)),
         Route::public("/sitemap/calibers", get(sitemap::calibers)),
+        // Sessions
+        Route::private("/auth/login", post(admin::auth::login)),
+        Route::private("/auth/logout", post(admin::auth::logout)),
+        Route::private("/auth/session", get(admin::auth::session)),
+        // Back office
+        Route::admin("/admin/stats", get(admin::stats::stats)),
+        Route::admin(
+            "/admin/unmatched-listings",
+            get(admin::stats::unmatched_listings),
+        ),
+        Route::admin("/admin/audit", get(admin::audit::audit)),
     ]
 }
 

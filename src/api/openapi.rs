@@ -47,6 +47,12 @@ use crate::auth::SESSION_COOKIE;
         sitemap::models,
         sitemap::catalog,
         sitemap::calibers,
+        super::admin::auth::login,
+        super::admin::auth::logout,
+        super::admin::auth::session,
+        super::admin::stats::stats,
+        super::admin::stats::unmatched_listings,
+        super::admin::audit::audit,
     ),
     components(schemas(
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
@@ -58,6 +64,9 @@ use crate::auth::SESSION_COOKIE;
         rates::EcbTable,
         rates::UsdTable, super::params::BrandPage, super::params::SeriesPage, super::params::ModelPage,
         super::params::ModelSitemapPage, super::params::CatalogSitemapPage, super::params::CaliberSitemapPage,
+        super::admin::auth::Credentials, super::admin::auth::SessionView, super::admin::stats::AdminStats,
+        super::admin::stats::UnmatchedListing, super::admin::audit::AuditEntryView,
+        super::params::UnmatchedListingPage, super::params::AuditPage,
     )),
     modifiers(&SharedResponses),
     tags(
@@ -67,6 +76,8 @@ use crate::auth::SESSION_COOKIE;
         (name = "listings", description = "Marketplace listings matched to the catalogue, and their asking prices"),
         (name = "rates", description = "ECB reference rates and the USD conversion table"),
         (name = "sitemap", description = "Every page, for crawlers"),
+        (name = "auth", description = "Admin sessions: log in, log out, who am I"),
+        (name = "admin", description = "Back office: counts, unmatched listings, the audit trail (admin session)"),
     )
 )]
 pub struct ApiDoc;

@@ -3,6 +3,8 @@
 
 use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
+#[allow(unused_imports)] // named in the page aliases of the OpenAPI document
+use super::admin::{audit::AuditEntryView, stats::UnmatchedListing};
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
     ModelSitemapEntry, SeriesItem,
@@ -131,7 +133,9 @@ pub struct Pagination {
     ModelSitemapPage = Page<ModelSitemapEntry>,
     CatalogSitemapPage = Page<CatalogSitemapEntry>,
     CaliberSitemapPage = Page<CaliberSitemapEntry>,
-    ListingPage = Page<ListingView>
+    ListingPage = Page<ListingView>,
+    UnmatchedListingPage = Page<UnmatchedListing>,
+    AuditPage = Page<AuditEntryView>
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {

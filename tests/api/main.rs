@@ -1,5 +1,6 @@
 //! Integration tests over a real server on 127.0.0.1:0, one test binary for all of them.
 
+mod admin;
 mod brands;
 mod calibers;
 mod cli;

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::users::{self, Actor};
 
 pub fn test_catalogue() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalogue")
@@ -22,6 +24,8 @@ pub fn test_feeds() -> PathBuf {
 
 pub struct TestApp {
     pub base: String,
+    /// The served data dir, for tests that act on it as the CLI would.
+    pub app: Arc<App>,
     client: reqwest::Client,
     _dir: tempfile::TempDir,
 }
@@ -32,7 +36,11 @@ pub struct TestAppBuilder {
     dataset: PathBuf,
     config: ApiConfig,
     indexed: bool,
+    users: Vec<(String, Role)>,
 }
+
+/// The password of every user a [`TestAppBuilder`] adds.
+pub const TEST_PASSWORD: &str = "test password 123";
 
 impl TestAppBuilder {
     /// The dataset directory imported (its catalogue), then the test feeds ingested.
@@ -44,6 +52,12 @@ impl TestAppBuilder {
     /// The API's layer settings (rate limits, proxies, media base, versioning).
     pub fn config(mut self, config: ApiConfig) -> TestAppBuilder {
         self.config = config;
+        self
+    }
+
+    /// A back-office user (password [`TEST_PASSWORD`]); [`TestApp::session`] signs in as them.
+    pub fn user(mut self, name: &str, role: Role) -> TestAppBuilder {
+        self.users.push((name.to_owned(), role));
         self
     }
 
@@ -70,6 +84,12 @@ impl TestAppBuilder {
             // Straight to the store, past the writer that would index it.
             import(&app.store.write_turn(), &catalogue).expect("import the dataset");
         }
+        for (name, role) in &self.users {
+            let name = Username::parse(name).expect("user name");
+            app.writer
+                .run(|turn| users::add_user(turn, &Actor::Cli, &name, *role, TEST_PASSWORD))
+                .expect("add user");
+        }
         TestApp::serving(app, dir, self.config).await
     }
 }
@@ -86,6 +106,7 @@ impl TestApp {
             dataset: test_catalogue(),
             config: ApiConfig::default(),
             indexed: true,
+            users: Vec::new(),
         }
     }
 
@@ -95,11 +116,13 @@ impl TestApp {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let router = watch_catalogue::api::router(Arc::new(app), &config);
+        let app = Arc::new(app);
+        let router = watch_catalogue::api::router(app.clone(), &config);
         let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
         tokio::spawn(async move { axum::serve(listener, service).await });
         TestApp {
             base: format!("http://{addr}"),
+            app,
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
                 .build()
@@ -144,6 +167,26 @@ impl TestApp {
         let (status, body) = self.get(path).await;
         assert_eq!(status, 200, "{path}: {body}");
         body
+    }
+
+    /// Signs in as `name` (added with [`TestAppBuilder::user`]) and returns a client that
+    /// carries the session cookie.
+    pub async fn session(&self, name: &str) -> SessionClient<'_> {
+        let response = self
+            .send(
+                self.request(reqwest::Method::POST, "/v1/auth/login")
+                    .json(&serde_json::json!({"username": name, "password": TEST_PASSWORD})),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 200, "login as {name}");
+        let cookie = response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .expect("session cookie")
+            .to_owned();
+        SessionClient { app: self, cookie }
     }
 
     /// The `slug` of each item of a list page's `data`.
@@ -321,4 +364,50 @@ pub fn http_get(base: &str, path: &str) -> Value {
     let (head, body) = response.split_once("\r\n\r\n").expect("a head and a body");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     serde_json::from_str(body).expect("JSON body")
+}
+
+/// A client signed in to a [`TestApp`]: every request carries the session cookie.
+pub struct SessionClient<'a> {
+    pub app: &'a TestApp,
+    /// `watch_catalogue_session=<token>`.
+    pub cookie: String,
+}
+
+impl SessionClient<'_> {
+    /// A request builder for `method` on `path`, with the session cookie.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.app
+            .request(method, path)
+            .header("cookie", self.cookie.clone())
+    }
+
+    /// Sends `method` to `path` with an optional JSON body; status and JSON body (null when
+    /// there is none).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self.request(method, path);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = self.app.send(request).await;
+        let status = response.status().as_u16();
+        let text = response.text().await.expect("body");
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// GETs `path` with the session.
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    /// GETs `path` with the session, asserting 200.
+    pub async fn ok(&self, path: &str) -> Value {
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
 }

@@ -3,6 +3,8 @@
 //! was wrong, after the same work, and failures are throttled per client IP and per name.
 
 use super::{Caller, ClientIp, LOGIN_WINDOW};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::error::ErrorBody;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::rate_limit::RateLimiter;
 use crate::api::params::JsonBody;
@@ -86,7 +88,9 @@ pub struct SessionView {
 /// TLS, Max-Age the session's absolute lifetime).
 #[utoipa::path(post, path = "/auth/login", operation_id = "login", tag = "auth",
     request_body = Credentials,
-    responses((status = 200, description = "Signed in; the session cookie is set", body = SessionView)))]
+    responses((status = 200, description = "Signed in; the session cookie is set", body = SessionView),
+        (status = 401, description = "unauthorized: wrong username or password (one answer for both)", body = ErrorBody),
+        (status = 403, description = "forbidden: the request came from another origin", body = ErrorBody)))]
 pub async fn login(
     State(app): State<AppState>,
     Extension(sign_in): Extension<Arc<SignIn>>,
@@ -144,7 +148,8 @@ pub async fn login(
 
 /// Ends the caller's session and clears its cookie.
 #[utoipa::path(post, path = "/auth/logout", operation_id = "logout", tag = "auth",
-    responses((status = 204, description = "Signed out; the session cookie is cleared")))]
+    responses((status = 204, description = "Signed out; the session cookie is cleared"),
+        (status = 401, description = "unauthorized: no session to end", body = ErrorBody)))]
 pub async fn logout(
     State(app): State<AppState>,
     Extension(sign_in): Extension<Arc<SignIn>>,
@@ -163,7 +168,8 @@ pub async fn logout(
 
 /// The signed-in user and role.
 #[utoipa::path(get, path = "/auth/session", operation_id = "get_session", tag = "auth",
-    responses((status = 200, description = "The caller's session", body = SessionView)))]
+    responses((status = 200, description = "The caller's session", body = SessionView),
+        (status = 401, description = "unauthorized: no session", body = ErrorBody)))]
 pub async fn session(Extension(caller): Extension<Caller>) -> ApiResult<Json<SessionView>> {
     match caller {
         Caller::Signed(signed) => Ok(Json(SessionView {

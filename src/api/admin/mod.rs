@@ -211,12 +211,18 @@ mod tests {
             }
             builder.body(axum::body::Body::empty()).expect("request")
         };
-        assert!(is_cross_origin_write(&request(Method::POST, Some("https://evil.example"))));
+        assert!(is_cross_origin_write(&request(
+            Method::POST,
+            Some("https://evil.example")
+        )));
         assert!(!is_cross_origin_write(&request(
             Method::POST,
             Some("https://catalogue.example:8080")
         )));
         assert!(!is_cross_origin_write(&request(Method::POST, None)));
-        assert!(!is_cross_origin_write(&request(Method::GET, Some("https://evil.example"))));
+        assert!(!is_cross_origin_write(&request(
+            Method::GET,
+            Some("https://evil.example")
+        )));
     }
 }

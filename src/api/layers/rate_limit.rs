@@ -5,8 +5,10 @@
 //! rolls over after `window`. Memory is bounded: at most `max_clients` windows are kept,
 //! expired ones dropped first. No crate sends these exact headers with fixed windows.
 
+use crate::api::admin::{Caller, ClientIp};
 use crate::api::error::ApiError;
 use crate::config::RateLimitConfig;
+use crate::domain::Username;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::Next;
@@ -185,17 +187,41 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 }
 
+/// The budgets a request may be counted against: its client IP's, or its admin's.
+pub struct Budgets {
+    pub public: RateLimiter<IpAddr>,
+    pub admin: RateLimiter<Username>,
+}
+
+/// Counts the request against its budget (an admin session's own, else its client IP's) and
+/// says so in the `RateLimit-*` headers; 429 past it. Also tells later layers the client IP.
 pub async fn limit_rate(
-    State(limiter): State<Arc<RateLimiter>>,
-    request: Request,
+    State(budgets): State<Arc<Budgets>>,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
-    let client = limiter.client_ip(peer, request.headers());
-    let decision = limiter.check(client, Instant::now());
+    let client = budgets.public.client_ip(peer, request.headers());
+    request.extensions_mut().insert(ClientIp(client));
+    let admin = request
+        .extensions()
+        .get::<Caller>()
+        .and_then(Caller::admin)
+        .map(|signed| signed.user.name.clone());
+    let now = Instant::now();
+    let (decision, headers) = match admin {
+        Some(name) => {
+            let decision = budgets.admin.check(name, now);
+            (decision, budgets.admin.headers(decision))
+        }
+        None => {
+            let decision = budgets.public.check(client, now);
+            (decision, budgets.public.headers(decision))
+        }
+    };
     let mut response = if decision.allowed {
         next.run(request).await
     } else {
@@ -204,7 +230,7 @@ pub async fn limit_rate(
         }
         .to_response(None)
     };
-    for (name, value) in limiter.headers(decision) {
+    for (name, value) in headers {
         response.headers_mut().insert(name, value);
     }
     response

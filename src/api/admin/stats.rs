@@ -1,0 +1,128 @@
+//! `GET /admin/stats` (the catalogue's counts, kept by the writes themselves) and
+//! `GET /admin/unmatched-listings` (the listings matched to no model, with why).
+
+use crate::api::assemble;
+use crate::api::error::ApiResult;
+use crate::api::listings::{listing_context, provider_id, status_filter, MediaBase};
+use crate::api::params::{parse_choice, Page, PageParams, Params};
+use crate::api::views::ListingView;
+use crate::api::AppState;
+use crate::domain::{ListingId, MatchOutcome};
+use crate::store::Counted;
+use axum::extract::State;
+use axum::{Extension, Json};
+use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
+use serde::{Deserialize, Serialize};
+
+/// The catalogue's counts at the moment of the request.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminStats {
+    pub brands: u64,
+    pub series: u64,
+    pub models: u64,
+    pub calibers: u64,
+    pub providers: u64,
+    /// Listings not DELISTED.
+    pub listings: u64,
+    /// Listings not DELISTED and matched to no model.
+    pub unmatched_listings: u64,
+}
+
+/// The spec's admin counts, read from the counters every write keeps: no scan.
+#[utoipa::path(get, path = "/admin/stats", operation_id = "admin_stats", tag = "admin",
+    responses((status = 200, description = "The catalogue's counts", body = AdminStats)))]
+pub async fn stats(State(app): State<AppState>) -> ApiResult<Json<AdminStats>> {
+    let count = |counted| app.store.count_of(counted);
+    Ok(Json(AdminStats {
+        brands: count(Counted::Brands)?,
+        series: count(Counted::Series)?,
+        models: count(Counted::Models)?,
+        calibers: count(Counted::Calibers)?,
+        providers: count(Counted::Providers)?,
+        listings: count(Counted::Listings)?,
+        unmatched_listings: count(Counted::UnmatchedListings)?,
+    }))
+}
+
+/// Query of `GET /admin/unmatched-listings`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct UnmatchedParams {
+    /// Provider slug.
+    provider: Option<String>,
+    /// Brand slug: listings whose text resolved to that brand (a reference it lacks).
+    brand: Option<String>,
+    /// unknownBrand, unknownReference, ambiguous or noReference.
+    reason: Option<String>,
+    /// `true`: DELISTED listings too (hidden by default).
+    #[param(value_type = Option<bool>)]
+    include_delisted: Option<String>,
+}
+
+/// An unmatched listing: the listing shape, and why it matched no model.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnmatchedListing {
+    #[serde(flatten)]
+    pub listing: ListingView,
+    /// unknownBrand, unknownReference, ambiguous or noReference.
+    pub unmatched_reason: &'static str,
+}
+
+/// Listings matched to no model, newest first, with the reason each did not match.
+#[utoipa::path(get, path = "/admin/unmatched-listings", operation_id = "admin_unmatched_listings", tag = "admin",
+    params(PageParams, UnmatchedParams),
+    responses((status = 200, description = "A page of unmatched listings", body = UnmatchedListingPage)))]
+pub async fn unmatched_listings(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
+    Params(params): Params<UnmatchedParams>,
+) -> ApiResult<Json<Page<UnmatchedListing>>> {
+    let pagination = page.pagination()?;
+    let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
+        .iter()
+        .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
+        .collect();
+    let reason = parse_choice("reason", params.reason.as_deref(), &reasons)?;
+    let brand = params
+        .brand
+        .as_deref()
+        .map(|slug| assemble::brand_by_slug(&app, slug))
+        .transpose()?;
+    let filters = ListingFilters {
+        brand_id: brand.map(|b| b.id.0),
+        provider_id: params
+            .provider
+            .as_deref()
+            .map(|slug| provider_id(&app, slug))
+            .transpose()?,
+        unmatched: true,
+        unmatched_reason: reason.and_then(MatchOutcome::reason_code),
+        ..status_filter(None, params.include_delisted.as_deref())?
+    };
+    let query = ListingQuery {
+        text: None,
+        filters,
+        sort: ListingSort::Newest,
+        offset: pagination.offset(),
+        limit: pagination.page_size,
+    };
+    let hits = app.listings.search(&query)?;
+    let context = listing_context(&app, None, &media)?;
+    let views = assemble::listing_views(&app, &hits.ids, &context)?;
+    let mut data = Vec::with_capacity(views.len());
+    for (view, id) in views.into_iter().zip(&hits.ids) {
+        let listing = app.store.listing(ListingId(*id))?;
+        let unmatched_reason = listing
+            .and_then(|l| l.matching.reason())
+            .unwrap_or("unknownReference");
+        data.push(UnmatchedListing {
+            listing: view,
+            unmatched_reason,
+        });
+    }
+    Ok(Json(pagination.wrap(data, hits.total)))
+}

@@ -1,0 +1,357 @@
+//! The back office through a real server: the guard over every back-office route of the
+//! route table, sessions (login, logout, expiry, throttling, revocation, cookie flags), the
+//! admin budget, the counts, the unmatched listings and the audit trail.
+
+use crate::support::{TestApp, TEST_PASSWORD};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+use watch_catalogue::api::admin::is_back_office;
+use watch_catalogue::api::{v1_policies, Access};
+use watch_catalogue::auth::SessionPolicy;
+use watch_catalogue::config::ApiConfig;
+use watch_catalogue::domain::{Role, Username};
+use watch_catalogue::jobs::users::{self, Actor};
+
+async fn app() -> TestApp {
+    TestApp::build()
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await
+}
+
+/// A concrete path of a route template (`{id}` and the like become `1`).
+fn concrete(template: &str) -> String {
+    template
+        .split('/')
+        .map(|segment| {
+            if segment.starts_with('{') {
+                "1"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+async fn login(app: &TestApp, username: &str, password: &str) -> reqwest::Response {
+    app.send(
+        app.request(Method::POST, "/v1/auth/login")
+            .json(&json!({"username": username, "password": password})),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn every_back_office_route_answers_401_then_403_then_serves_an_admin() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let viewer = app.session("vic").await;
+    let routes: Vec<_> = v1_policies()
+        .iter()
+        .filter(|policy| is_back_office(policy.path))
+        .collect();
+    assert!(routes.len() >= 3, "the table has back-office routes");
+    for policy in v1_policies() {
+        assert_eq!(
+            policy.access == Access::Admin,
+            is_back_office(policy.path),
+            "{}: registered as admin exactly when under a back-office group",
+            policy.path
+        );
+    }
+    for policy in routes {
+        let path = concrete(policy.path);
+        for prefix in ["/v1", ""] {
+            let path = format!("{prefix}{path}");
+            for method in [Method::GET, Method::POST] {
+                let response = app.send(app.request(method.clone(), &path)).await;
+                assert_eq!(response.status().as_u16(), 401, "anonymous {method} {path}");
+                let body: Value = response.json().await.expect("json");
+                assert_eq!(body["error"], "unauthorized");
+                let (status, body) = viewer.call(method.clone(), &path, None).await;
+                assert_eq!(
+                    (status, &body["error"]),
+                    (403, &json!("forbidden")),
+                    "{path}"
+                );
+            }
+            let (status, body) = admin.get(&path).await;
+            assert!(
+                !matches!(status, 401 | 403),
+                "an admin passes the guard of {path}: {status} {body}"
+            );
+        }
+    }
+    // Paths no route serves in those groups are guarded too: nothing leaks through a 404.
+    for path in [
+        "/v1/admin/nope",
+        "/reconciliation/9/anything",
+        "/duplicate-models",
+    ] {
+        let (status, _) = app.get(path).await;
+        assert_eq!(status, 401, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_opens_names_its_user_and_ends_with_logout() {
+    let app = app().await;
+    let response = login(&app, "ana", TEST_PASSWORD).await;
+    assert_eq!(response.status().as_u16(), 200);
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("cookie")
+        .to_owned();
+    let (pair, flags) = cookie.split_once("; ").expect("flags");
+    let (name, token) = pair.split_once('=').expect("pair");
+    assert_eq!(name, "watch_catalogue_session");
+    assert_eq!(token.len(), 64, "256 bits, hex");
+    assert_eq!(flags, "HttpOnly; SameSite=Strict; Path=/; Max-Age=43200");
+    assert_eq!(
+        response.json::<Value>().await.expect("json"),
+        json!({"username": "ana", "role": "admin"})
+    );
+    let session = app.session("ana").await;
+    assert_eq!(
+        session.ok("/v1/auth/session").await,
+        json!({"username": "ana", "role": "admin"})
+    );
+    let (status, _) = session.call(Method::POST, "/v1/auth/logout", None).await;
+    assert_eq!(status, 204);
+    let (status, body) = session.get("/v1/auth/session").await;
+    assert_eq!((status, &body["error"]), (401, &json!("unauthorized")));
+    let (status, _) = session.get("/v1/admin/stats").await;
+    assert_eq!(status, 401, "the cookie opens nothing once logged out");
+}
+
+#[tokio::test]
+async fn a_wrong_name_and_a_wrong_password_get_one_answer_and_failures_are_throttled() {
+    let app = app().await;
+    let mut bodies = Vec::new();
+    for (name, password) in [("nobody", TEST_PASSWORD), ("ana", "not the password")] {
+        let response = login(&app, name, password).await;
+        assert_eq!(response.status().as_u16(), 401);
+        assert!(response.headers().get("set-cookie").is_none());
+        bodies.push(response.json::<Value>().await.expect("json"));
+    }
+    assert_eq!(bodies[0], bodies[1], "nothing tells which users exist");
+    assert_eq!(bodies[0]["error"], "unauthorized");
+    // Five failures per name in a window; ana has one.
+    for _ in 0..4 {
+        assert_eq!(
+            login(&app, "ana", "still wrong").await.status().as_u16(),
+            401
+        );
+    }
+    let refused = login(&app, "ana", TEST_PASSWORD).await;
+    assert_eq!(
+        refused.status().as_u16(),
+        429,
+        "even the right password waits"
+    );
+    let retry_after: u64 = refused
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("Retry-After");
+    assert!(retry_after > 0 && retry_after <= 15 * 60);
+    let body: Value = refused.json().await.expect("json");
+    assert_eq!(body["error"], "rate_limited");
+    // Another name is not held up by ana's failures.
+    assert_eq!(
+        login(&app, "vic", TEST_PASSWORD).await.status().as_u16(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_login_from_another_origin_is_refused() {
+    let app = app().await;
+    let response = app
+        .send(
+            app.request(Method::POST, "/v1/auth/login")
+                .header("origin", "https://evil.example")
+                .json(&json!({"username": "ana", "password": TEST_PASSWORD})),
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 403);
+    assert!(response.headers().get("set-cookie").is_none());
+}
+
+#[tokio::test]
+async fn a_session_ends_at_its_idle_limit() {
+    let config = ApiConfig {
+        sessions: SessionPolicy {
+            idle: Duration::from_millis(600),
+            ..SessionPolicy::default()
+        },
+        ..ApiConfig::default()
+    };
+    let app = TestApp::build()
+        .user("ana", Role::Admin)
+        .config(config)
+        .start()
+        .await;
+    let session = app.session("ana").await;
+    assert_eq!(session.get("/v1/admin/stats").await.0, 200);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(session.get("/v1/admin/stats").await.0, 401, "idle too long");
+}
+
+#[tokio::test]
+async fn removing_a_user_or_changing_a_role_ends_their_sessions_at_once() {
+    let app = TestApp::build()
+        .user("ana", Role::Admin)
+        .user("bob", Role::Admin)
+        .start()
+        .await;
+    let ana = app.session("ana").await;
+    let bob = app.session("bob").await;
+    assert_eq!(ana.get("/v1/admin/stats").await.0, 200);
+    // Through the same jobs `watch-catalogue user role` and `user remove` run.
+    let demoted = users_of(&app, |turn| {
+        users::set_role(turn, &Actor::Cli, &name("ana"), Role::Viewer).map(|_| ())
+    });
+    assert!(demoted);
+    assert_eq!(ana.get("/v1/admin/stats").await.0, 401, "session ended");
+    assert_eq!(
+        bob.get("/v1/admin/stats").await.0,
+        200,
+        "others keep theirs"
+    );
+    assert!(users_of(&app, |turn| users::remove_user(
+        turn,
+        &Actor::Cli,
+        &name("bob")
+    )));
+    assert_eq!(bob.get("/v1/admin/stats").await.0, 401);
+}
+
+fn name(text: &str) -> Username {
+    Username::parse(text).expect("name")
+}
+
+/// Runs a user job on the server's own data dir, as the CLI would on the host.
+fn users_of(
+    app: &TestApp,
+    job: impl FnOnce(&watch_catalogue::store::WriteTurn<'_>) -> Result<(), users::UserError>,
+) -> bool {
+    app.app.writer.run(job).is_ok()
+}
+
+#[tokio::test]
+async fn an_admin_has_a_budget_of_their_own() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let response = app
+        .send(admin.request(Method::GET, "/v1/admin/stats"))
+        .await;
+    let policy = response
+        .headers()
+        .get("ratelimit-policy")
+        .and_then(|v| v.to_str().ok())
+        .expect("policy")
+        .to_owned();
+    assert_eq!(policy, "6000;w=60;policy=admin");
+    assert_eq!(
+        response
+            .headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok()),
+        Some("private, no-store")
+    );
+    let public = app.send(app.request(Method::GET, "/v1/models")).await;
+    assert_eq!(
+        public
+            .headers()
+            .get("ratelimit-policy")
+            .and_then(|v| v.to_str().ok()),
+        Some("600;w=60;policy=public")
+    );
+}
+
+#[tokio::test]
+async fn stats_count_what_the_public_api_lists() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let stats = admin.ok("/v1/admin/stats").await;
+    let total = |path: &str| {
+        let path = path.to_owned();
+        let app = &app;
+        async move { app.ok(&path).await["total"].as_u64().expect("total") }
+    };
+    assert_eq!(stats["brands"], total("/v1/brands").await);
+    assert_eq!(stats["models"], total("/v1/models").await);
+    assert_eq!(stats["listings"], total("/v1/listings").await);
+    assert_eq!(
+        stats["unmatchedListings"],
+        total("/v1/listings?unmatched=true").await
+    );
+    let unmatched = admin.ok("/v1/admin/unmatched-listings?pageSize=100").await;
+    assert_eq!(unmatched["total"], stats["unmatchedListings"]);
+    let reasons: Vec<&str> = unmatched["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|l| l["unmatchedReason"].as_str().expect("reason"))
+        .collect();
+    assert!(!reasons.is_empty());
+    for reason in &reasons {
+        let only = admin
+            .ok(&format!(
+                "/v1/admin/unmatched-listings?reason={reason}&pageSize=100"
+            ))
+            .await;
+        assert!(only["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .all(|l| l["unmatchedReason"] == *reason));
+        let expected = reasons.iter().filter(|r| r == &reason).count();
+        assert_eq!(only["total"], expected, "{reason}");
+    }
+    let (status, body) = admin.get("/v1/admin/unmatched-listings?reason=nope").await;
+    assert_eq!((status, &body["error"]), (400, &json!("invalid_request")));
+    assert!(
+        body["hint"].as_str().unwrap_or("").contains("noReference"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn the_audit_trail_names_who_did_what_newest_first() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    app.session("vic").await;
+    let audit = admin.ok("/v1/admin/audit").await;
+    let actions: Vec<(&str, &str)> = audit["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .map(|e| {
+            (
+                e["user"].as_str().expect("user"),
+                e["action"].as_str().expect("action"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("vic", "auth.login"),
+            ("ana", "auth.login"),
+            ("cli", "user.add"),
+            ("cli", "user.add"),
+        ]
+    );
+    let logins = admin.ok("/v1/admin/audit?action=auth.login&user=ana").await;
+    assert_eq!(logins["total"], 1);
+    let text = audit.to_string();
+    assert!(!text.contains(TEST_PASSWORD) && !text.contains(&admin.cookie[24..]));
+}
