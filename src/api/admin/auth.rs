@@ -50,7 +50,7 @@ impl SignIn {
     fn refused(&self, ip: IpAddr, name: &str, now: Instant) -> Option<u64> {
         [
             self.by_ip.peek(ip, now),
-            self.by_name.peek(name.to_owned(), now),
+            self.by_name.peek(name_key(name), now),
         ]
         .into_iter()
         .filter(|decision| !decision.allowed)
@@ -60,7 +60,17 @@ impl SignIn {
 
     fn count_failure(&self, ip: IpAddr, name: &str, now: Instant) {
         self.by_ip.check(ip, now);
-        self.by_name.check(name.to_owned(), now);
+        self.by_name.check(name_key(name), now);
+    }
+}
+
+/// The key a name's failures are counted under: the name when it could be a user's, else one
+/// shared key, so a flood of long made-up names cannot fill memory (100,000 keys of a
+/// megabyte each) nor slip past the budget.
+fn name_key(name: &str) -> String {
+    match Username::parse(name) {
+        Ok(name) => name.to_string(),
+        Err(_) => "\u{0}not a user name".to_owned(),
     }
 }
 
