@@ -355,3 +355,80 @@ async fn the_audit_trail_names_who_did_what_newest_first() {
     let text = audit.to_string();
     assert!(!text.contains(TEST_PASSWORD) && !text.contains(&admin.cookie[24..]));
 }
+
+/// `watch-catalogue user add` with the password on standard input.
+fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
+    use std::io::Write;
+    let mut child = crate::support::binary(data)
+        .args(["user", "add", name, "--role", "admin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{TEST_PASSWORD}\n").as_bytes())
+        .expect("password");
+    let output = child.wait_with_output().expect("wait");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Through the real binary: a user added on the host signs in, the session survives a restart
+/// of the server, and `user remove` ends it.
+#[tokio::test]
+async fn a_session_survives_a_restart_and_ends_when_its_user_is_removed() {
+    use crate::support::{binary, ServeProcess};
+    let data = tempfile::tempdir().expect("dir");
+    assert_eq!(
+        add_user_through_the_binary(data.path(), "ana"),
+        "added ana (admin)\n"
+    );
+    let client = reqwest::Client::new();
+    let serve = ServeProcess::start(data.path());
+    let login = client
+        .post(format!("{}/auth/login", serve.base))
+        .json(&json!({"username": "ana", "password": TEST_PASSWORD}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(login.status().as_u16(), 200);
+    let cookie = login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("cookie")
+        .to_owned();
+    let log = serve.stop();
+    assert!(!log.contains(&cookie[24..]), "no token in the log");
+    assert!(!log.contains(TEST_PASSWORD), "no password in the log");
+
+    let whoami = |base: String, cookie: String| async move {
+        let response = reqwest::Client::new()
+            .get(format!("{base}/auth/session"))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .expect("session");
+        response.status().as_u16()
+    };
+    let serve = ServeProcess::start(data.path());
+    assert_eq!(
+        whoami(serve.base.clone(), cookie.clone()).await,
+        200,
+        "after a restart"
+    );
+    serve.stop();
+
+    let output = binary(data.path())
+        .args(["user", "remove", "ana"])
+        .output()
+        .expect("remove");
+    assert!(output.status.success(), "{output:?}");
+    let serve = ServeProcess::start(data.path());
+    assert_eq!(whoami(serve.base.clone(), cookie).await, 401, "removed");
+    serve.stop();
+}
