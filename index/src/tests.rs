@@ -291,3 +291,48 @@ fn update_replaces_only_the_documents_given() {
         1
     );
 }
+
+#[test]
+fn candidates_by_reference_prefix_and_by_name_stay_in_their_brand() {
+    let index = fixture();
+    assert_eq!(
+        index
+            .models_with_reference_prefix(1, "126610", 10)
+            .expect("search"),
+        [1, 2]
+    );
+    assert_eq!(
+        index
+            .models_with_reference_prefix(1, "126610ln0001", 10)
+            .expect("search"),
+        [1],
+        "an alternate, whole"
+    );
+    assert_eq!(
+        index
+            .models_with_reference_prefix(1, "79230", 10)
+            .expect("search"),
+        Vec::<u64>::new(),
+        "another brand's"
+    );
+    assert_eq!(
+        index
+            .models_with_reference_prefix(1, "1", 10)
+            .expect("search"),
+        Vec::<u64>::new(),
+        "too short a prefix is not indexed"
+    );
+    let named = index
+        .models_named_like(1, "ROLEX SUBMARINER DATE mystery", 10)
+        .expect("search");
+    assert_eq!(&named[..2], [1, 2], "two words shared first");
+    assert!(named.contains(&3), "one word shared: {named:?}");
+    assert_eq!(
+        index.models_named_like(2, "Pelagos", 10).expect("search"),
+        [5]
+    );
+    assert!(index
+        .models_named_like(1, "  ", 10)
+        .expect("search")
+        .is_empty());
+}
