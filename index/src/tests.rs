@@ -295,33 +295,17 @@ fn update_replaces_only_the_documents_given() {
 #[test]
 fn candidates_by_reference_prefix_and_by_name_stay_in_their_brand() {
     let index = fixture();
-    assert_eq!(
-        index
-            .models_with_reference_prefix(1, "126610", 10)
-            .expect("search"),
-        [1, 2]
-    );
-    assert_eq!(
-        index
-            .models_with_reference_prefix(1, "126610ln0001", 10)
-            .expect("search"),
-        [1],
-        "an alternate, whole"
-    );
-    assert_eq!(
-        index
-            .models_with_reference_prefix(1, "79230", 10)
-            .expect("search"),
-        Vec::<u64>::new(),
-        "another brand's"
-    );
-    assert_eq!(
-        index
-            .models_with_reference_prefix(1, "1", 10)
-            .expect("search"),
-        Vec::<u64>::new(),
-        "too short a prefix is not indexed"
-    );
+    for (prefix, expected, why) in [
+        ("126610", &[1, 2][..], "a prefix of two"),
+        ("126610ln0001", &[1], "an alternate, whole"),
+        ("79230", &[], "another brand's"),
+        ("1", &[], "too short a prefix is not indexed"),
+    ] {
+        let found = index
+            .models_with_reference_prefix(1, prefix, 10)
+            .expect("search");
+        assert_eq!(found, expected, "{why}");
+    }
     let named = index
         .models_named_like(1, "ROLEX SUBMARINER DATE mystery", 10)
         .expect("search");
