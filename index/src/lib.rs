@@ -113,16 +113,58 @@ impl CatalogueIndex {
 
     /// Ids of one page of `request`, and the total number of matches.
     pub fn search(&self, request: &SearchRequest) -> IndexResult<Hits> {
-        let searcher = self.derived.reader.searcher();
         let query = query::build(&self.fields, request);
-        let collector = TopIds::new(request.sort.key(), request.offset + request.limit);
-        let (ranked, total) = searcher.search(&*query, &collector)?;
+        let key = request.sort.key();
+        let (ranked, total) = self.ranked(&*query, key, request.offset + request.limit)?;
         let ids = ranked
             .into_iter()
             .skip(request.offset)
             .take(request.limit)
             .collect();
         Ok(Hits { ids, total })
+    }
+
+    /// The brand's models with a primary or alternate reference that begins with `prefix`, a
+    /// normalised reference of at least [`MIN_REFERENCE_PREFIX`] characters (or a whole
+    /// reference), in id order; at most `limit`.
+    pub fn models_with_reference_prefix(
+        &self,
+        brand_id: u64,
+        prefix: &str,
+        limit: usize,
+    ) -> IndexResult<Vec<u64>> {
+        let query = query::brand_models(
+            &self.fields,
+            brand_id,
+            query::reference_prefix(&self.fields, prefix),
+        );
+        Ok(self.ranked(&*query, SortOrder::IdAsc.key(), limit)?.0)
+    }
+
+    /// The brand's models whose name or series name shares a word with `text` (lowercased,
+    /// accents folded), those sharing more first; at most `limit`.
+    pub fn models_named_like(
+        &self,
+        brand_id: u64,
+        text: &str,
+        limit: usize,
+    ) -> IndexResult<Vec<u64>> {
+        let Some(words) = query::any_name_word(&self.fields, text) else {
+            return Ok(Vec::new());
+        };
+        let query = query::brand_models(&self.fields, brand_id, words);
+        Ok(self.ranked(&*query, SortKey::Score, limit)?.0)
+    }
+
+    /// The best `k` ids `query` matches by `key`, and how many it matches.
+    fn ranked(
+        &self,
+        query: &dyn tantivy::query::Query,
+        key: SortKey,
+        k: usize,
+    ) -> IndexResult<(Vec<u64>, usize)> {
+        let searcher = self.derived.reader.searcher();
+        Ok(searcher.search(query, &TopIds::new(key, k))?)
     }
 
     /// Figures over the models that `filters` selects.

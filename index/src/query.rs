@@ -109,6 +109,37 @@ pub fn build(fields: &Fields, request: &SearchRequest) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(clauses))
 }
 
+/// The models of `brand_id` that `query` matches, scored by it.
+pub fn brand_models(fields: &Fields, brand_id: u64, query: Box<dyn Query>) -> Box<dyn Query> {
+    Box::new(BooleanQuery::new(vec![
+        (
+            Occur::Must,
+            filter(term_u64(fields.kind, DocKind::Model as u64)),
+        ),
+        (Occur::Must, filter(term_u64(fields.brand_id, brand_id))),
+        (Occur::Must, query),
+    ]))
+}
+
+/// Documents with a reference that begins with `prefix` (normalised; a whole reference is its
+/// own prefix, whatever its length).
+pub fn reference_prefix(fields: &Fields, prefix: &str) -> Box<dyn Query> {
+    term_reference(fields.ref_prefix, prefix, 1.0)
+}
+
+/// Documents whose name or series name holds any word of `text`, more words scoring higher;
+/// `None` when `text` has no word.
+pub fn any_name_word(fields: &Fields, text: &str) -> Option<Box<dyn Query>> {
+    let any: Vec<(Occur, Box<dyn Query>)> = words_of(text)
+        .iter()
+        .flat_map(|word| {
+            [fields.name, fields.series_name]
+                .map(|field| (Occur::Should, term_text(field, word, 1.0)))
+        })
+        .collect();
+    (!any.is_empty()).then(|| Box::new(BooleanQuery::new(any)) as Box<dyn Query>)
+}
+
 pub(crate) fn filter(query: Box<dyn Query>) -> Box<dyn Query> {
     Box::new(ConstScoreQuery::new(query, 0.0))
 }

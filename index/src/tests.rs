@@ -291,3 +291,32 @@ fn update_replaces_only_the_documents_given() {
         1
     );
 }
+
+#[test]
+fn candidates_by_reference_prefix_and_by_name_stay_in_their_brand() {
+    let index = fixture();
+    for (prefix, expected, why) in [
+        ("126610", &[1, 2][..], "a prefix of two"),
+        ("126610ln0001", &[1], "an alternate, whole"),
+        ("79230", &[], "another brand's"),
+        ("1", &[], "too short a prefix is not indexed"),
+    ] {
+        let found = index
+            .models_with_reference_prefix(1, prefix, 10)
+            .expect("search");
+        assert_eq!(found, expected, "{why}");
+    }
+    let named = index
+        .models_named_like(1, "ROLEX SUBMARINER DATE mystery", 10)
+        .expect("search");
+    assert_eq!(&named[..2], [1, 2], "two words shared first");
+    assert!(named.contains(&3), "one word shared: {named:?}");
+    assert_eq!(
+        index.models_named_like(2, "Pelagos", 10).expect("search"),
+        [5]
+    );
+    assert!(index
+        .models_named_like(1, "  ", 10)
+        .expect("search")
+        .is_empty());
+}

@@ -183,6 +183,17 @@ fn v1_table() -> Vec<Route> {
             get(admin::stats::unmatched_listings),
         ),
         Route::admin("/admin/audit", get(admin::audit::audit)),
+        // Reconciliation
+        Route::admin("/reconciliation", get(admin::reconciliation::groups)),
+        Route::admin("/reconciliation/link", post(admin::reconciliation::link)),
+        Route::admin(
+            "/reconciliation/models",
+            post(admin::reconciliation::create_model),
+        ),
+        Route::admin(
+            "/reconciliation/models/update",
+            post(admin::reconciliation::update_model),
+        ),
     ]
 }
 

@@ -53,6 +53,10 @@ use crate::auth::SESSION_COOKIE;
         super::admin::stats::stats,
         super::admin::stats::unmatched_listings,
         super::admin::audit::audit,
+        super::admin::reconciliation::groups,
+        super::admin::reconciliation::link,
+        super::admin::reconciliation::create_model,
+        super::admin::reconciliation::update_model,
     ),
     components(schemas(
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
@@ -67,6 +71,11 @@ use crate::auth::SESSION_COOKIE;
         super::admin::auth::Credentials, super::admin::auth::SessionView, super::admin::stats::AdminStats,
         super::admin::stats::UnmatchedListing, super::admin::audit::AuditEntryView,
         super::params::UnmatchedListingPage, super::params::AuditPage,
+        super::admin::reconciliation::ReconciliationGroup, super::admin::reconciliation::ClaimedBrandView,
+        super::admin::reconciliation::ProviderCount, super::admin::reconciliation::PriceRange,
+        super::admin::candidates::Candidate, super::params::ReconciliationGroupPage,
+        super::admin::reconciliation::LinkBody, super::admin::reconciliation::CreateModelBody,
+        super::admin::reconciliation::UpdateModelBody, super::admin::reconciliation::ReconciledView,
     )),
     modifiers(&SharedResponses),
     tags(
@@ -78,6 +87,7 @@ use crate::auth::SESSION_COOKIE;
         (name = "sitemap", description = "Every page, for crawlers"),
         (name = "auth", description = "Admin sessions: log in, log out, who am I"),
         (name = "admin", description = "Back office: counts, unmatched listings, the audit trail (admin session)"),
+        (name = "reconciliation", description = "Back office: unmatched listings grouped by the identity their sellers claim, linked to a model, or made into one (admin session)"),
     )
 )]
 pub struct ApiDoc;
@@ -142,9 +152,10 @@ impl Modify for SharedResponses {
             ),
         ];
         apply_route_policies(doc, super::v1_policies(), &common_headers);
+        let requests = request_body_schemas(doc);
         let components = doc.components.get_or_insert_with(Default::default);
         for (name, schema) in components.schemas.iter_mut() {
-            if name != "ErrorBody" {
+            if name != "ErrorBody" && !requests.contains(name) {
                 require_every_property(schema);
             }
         }
@@ -237,6 +248,25 @@ fn add_caching_headers(response: &mut utoipa::openapi::Response, caching: Cachin
     response
         .headers
         .insert("Cache-Control".into(), string_header(cache_control));
+}
+
+/// The schemas operations take as request bodies: they say themselves which fields a client
+/// must send (the rest are optional), unlike response bodies, which carry every field.
+fn request_body_schemas(doc: &Document) -> Vec<String> {
+    doc.paths
+        .paths
+        .values()
+        .flat_map(|item| item.operations.values())
+        .filter_map(|operation| operation.request_body.as_ref())
+        .flat_map(|body| body.content.values())
+        .filter_map(|content| match &content.schema {
+            RefOr::Ref(reference) => reference
+                .ref_location
+                .strip_prefix("#/components/schemas/")
+                .map(str::to_owned),
+            RefOr::T(_) => None,
+        })
+        .collect()
 }
 
 /// The properties a response carries only on request: a listing's conversion into `currency`.

@@ -4,7 +4,9 @@
 use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 #[allow(unused_imports)] // named in the page aliases of the OpenAPI document
-use super::admin::{audit::AuditEntryView, stats::UnmatchedListing};
+use super::admin::{
+    audit::AuditEntryView, reconciliation::ReconciliationGroup, stats::UnmatchedListing,
+};
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
     ModelSitemapEntry, SeriesItem,
@@ -135,7 +137,8 @@ pub struct Pagination {
     CaliberSitemapPage = Page<CaliberSitemapEntry>,
     ListingPage = Page<ListingView>,
     UnmatchedListingPage = Page<UnmatchedListing>,
-    AuditPage = Page<AuditEntryView>
+    AuditPage = Page<AuditEntryView>,
+    ReconciliationGroupPage = Page<ReconciliationGroup>
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {
@@ -144,6 +147,19 @@ pub struct Page<T> {
     pub page_size: usize,
     pub total: usize,
     pub total_pages: usize,
+}
+
+impl<T> Page<T> {
+    /// The same page with each item turned into a `U` by `view`; the first failure fails it.
+    pub fn try_map<U, E>(self, view: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
+        Ok(Page {
+            data: self.data.into_iter().map(view).collect::<Result<_, E>>()?,
+            page: self.page,
+            page_size: self.page_size,
+            total: self.total,
+            total_pages: self.total_pages,
+        })
+    }
 }
 
 impl Pagination {

@@ -2,7 +2,7 @@
 //! that provider, with its lifecycle (`status`) separate from the seller's stock state
 //! (`availability`), and its history of status changes.
 
-use super::{BrandId, ListingId, ModelId, PictureId, ProviderId, Timestamp};
+use super::{normalize_reference, BrandId, ListingId, ModelId, PictureId, ProviderId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 /// The marketplace lifecycle of a listing.
@@ -195,13 +195,17 @@ pub enum MatchOutcome {
     Ambiguous,
     /// The seller gave no reference, and the title names none of the brand's references.
     NoReference,
+    /// A person linked the listing to its model in the back office. Kept while the seller's
+    /// brand and reference text stay the same ([`Listing::keeps_link`]). Last, so the stored
+    /// variant indices of the others never move.
+    Linked,
 }
 
 impl MatchOutcome {
     /// Why a listing is unmatched, as the back office names it (`unmatchedReason`).
     pub fn reason(self) -> Option<&'static str> {
         match self {
-            MatchOutcome::Matched { .. } => None,
+            MatchOutcome::Matched { .. } | MatchOutcome::Linked => None,
             MatchOutcome::UnknownBrand => Some("unknownBrand"),
             MatchOutcome::UnknownReference => Some("unknownReference"),
             MatchOutcome::Ambiguous => Some("ambiguous"),
@@ -220,7 +224,7 @@ impl MatchOutcome {
     /// The reason's code in the listings index; `None` when matched.
     pub fn reason_code(self) -> Option<u64> {
         match self {
-            MatchOutcome::Matched { .. } => None,
+            MatchOutcome::Matched { .. } | MatchOutcome::Linked => None,
             MatchOutcome::UnknownBrand => Some(1),
             MatchOutcome::UnknownReference => Some(2),
             MatchOutcome::Ambiguous => Some(3),
@@ -275,6 +279,22 @@ impl Listing {
         self.brand_id = found.brand_id;
         self.model_id = found.model_id;
         self.matching = found.outcome;
+    }
+
+    /// True when a person linked this listing and `details` still make the seller's claim the
+    /// link was decided on: the same brand and reference text, and the same title when no
+    /// reference was given (the title is then what matching reads). Price, condition and the
+    /// rest may change without undoing a person's decision.
+    pub fn keeps_link(&self, details: &ListingDetails) -> bool {
+        let old = &self.details;
+        let no_reference = details
+            .scraped_reference
+            .as_deref()
+            .is_none_or(|r| normalize_reference(r).is_empty());
+        self.matching == MatchOutcome::Linked
+            && old.scraped_brand == details.scraped_brand
+            && old.scraped_reference == details.scraped_reference
+            && (!no_reference || old.title == details.title)
     }
 
     /// Moves to `status` at `at`, recording the change; no-op when already there.
@@ -336,28 +356,10 @@ mod tests {
         assert_eq!(Availability::from_seller("maybe"), None);
     }
 
-    #[test]
-    fn status_changes_keep_history_and_timestamps() {
-        let details = ListingDetails {
-            url: "https://x".into(),
-            title: None,
-            scraped_brand: None,
-            scraped_reference: None,
-            price: None,
-            currency: None,
-            year: None,
-            condition: None,
-            availability: None,
-            reserved: false,
-            country_code: None,
-            country: None,
-            city: None,
-            state: None,
-            box_available: None,
-            papers_available: None,
-        };
+    /// An ACTIVE listing first seen at time 1.
+    fn listing(details: ListingDetails) -> Listing {
         let t = Timestamp;
-        let mut listing = Listing {
+        Listing {
             id: ListingId(1),
             provider_id: ProviderId(1),
             provider_code: "a".into(),
@@ -376,7 +378,62 @@ mod tests {
             reserved_at: None,
             created_at: t(1),
             updated_at: t(1),
+        }
+    }
+
+    #[test]
+    fn a_link_stands_while_the_sellers_brand_and_reference_text_stand() {
+        let details = ListingDetails {
+            url: "https://x".into(),
+            title: Some("Invicta Pro Diver".into()),
+            scraped_brand: Some("Invicta".into()),
+            scraped_reference: Some("8926OB".into()),
+            price: Some(90),
+            ..ListingDetails::default()
         };
+        let mut linked = listing(details.clone());
+        assert!(!linked.keeps_link(&details), "not linked: matching decides");
+        linked.matching = MatchOutcome::Linked;
+        let repriced = ListingDetails {
+            price: Some(95),
+            title: Some("Invicta Pro Diver, price drop".into()),
+            ..details.clone()
+        };
+        assert!(
+            linked.keeps_link(&repriced),
+            "price and title of a referenced listing"
+        );
+        let rereferenced = ListingDetails {
+            scraped_reference: Some("8926".into()),
+            ..details.clone()
+        };
+        assert!(!linked.keeps_link(&rereferenced));
+        let rebranded = ListingDetails {
+            scraped_brand: None,
+            ..details.clone()
+        };
+        assert!(!linked.keeps_link(&rebranded));
+        // Without a reference the title is what matching read, so it must stand too.
+        let unreferenced = ListingDetails {
+            scraped_reference: Some("-".into()),
+            ..details
+        };
+        linked.details = unreferenced.clone();
+        assert!(linked.keeps_link(&unreferenced));
+        let retitled = ListingDetails {
+            title: Some("Invicta 8926OB".into()),
+            ..unreferenced
+        };
+        assert!(!linked.keeps_link(&retitled));
+    }
+
+    #[test]
+    fn status_changes_keep_history_and_timestamps() {
+        let t = Timestamp;
+        let mut listing = listing(ListingDetails {
+            url: "https://x".into(),
+            ..ListingDetails::default()
+        });
         listing.set_status(ListingStatus::Delisted, t(2));
         assert_eq!(listing.delisted_at, Some(t(2)));
         listing.set_status(ListingStatus::Delisted, t(3));

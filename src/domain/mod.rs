@@ -1,9 +1,11 @@
 //! The catalogue's vocabulary: ids, slugs, references, timestamps and the stored records.
 //! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
 
+mod fnv;
 mod ids;
 mod listing;
 mod price_stats;
+mod reconciliation;
 mod records;
 mod reference;
 mod seller_text;
@@ -11,6 +13,7 @@ mod slug;
 mod timestamp;
 mod users;
 
+pub use fnv::Fnv1a;
 pub use ids::{
     BrandId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId, ProviderId,
     SeriesId,
@@ -20,6 +23,7 @@ pub use listing::{
     MatchOutcome, StatusChange,
 };
 pub use price_stats::price_figures;
+pub use reconciliation::{ClaimedBrand, ClaimedIdentity};
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };

@@ -47,6 +47,44 @@ impl Slug {
         Ok(Slug(value.to_owned()))
     }
 
+    /// A slug made of `text`'s letters and digits (lowercased, ASCII only), each run of
+    /// anything else one hyphen, cut at a hyphen to [`MAX_SLUG_LEN`]: `Submariner Date
+    /// 126610LN` gives `submariner-date-126610ln`. `None` when `text` has no ASCII letter or
+    /// digit.
+    pub fn derive(text: &str) -> Option<Slug> {
+        let lowered = text.to_ascii_lowercase();
+        let words: Vec<&str> = lowered
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .collect();
+        let mut slug = String::new();
+        for word in words {
+            let extra = usize::from(!slug.is_empty()) + word.len();
+            if slug.len() + extra > MAX_SLUG_LEN {
+                break;
+            }
+            if !slug.is_empty() {
+                slug.push('-');
+            }
+            slug.push_str(word);
+        }
+        Slug::parse(&slug).ok()
+    }
+
+    /// `self` with `-n` appended (`-2`, `-3`, …), kept within [`MAX_SLUG_LEN`] by shortening
+    /// the slug at a hyphen: the next slug to try when this one is taken.
+    pub fn numbered(&self, n: u32) -> Slug {
+        let suffix = format!("-{n}");
+        let mut base = self.0.as_str();
+        while base.len() + suffix.len() > MAX_SLUG_LEN {
+            base = match base.rfind('-') {
+                Some(cut) => &base[..cut],
+                None => &base[..MAX_SLUG_LEN - suffix.len()],
+            };
+        }
+        Slug(format!("{base}{suffix}"))
+    }
+
     /// The slug as text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -74,6 +112,32 @@ mod tests {
         ] {
             assert_eq!(Slug::parse(ok).map(|s| s.to_string()), Ok(ok.to_string()));
         }
+    }
+
+    #[test]
+    fn derives_slugs_from_names_and_references() {
+        let derive = |text| Slug::derive(text).map(|s| s.to_string());
+        assert_eq!(
+            derive("Submariner Date 126610LN").as_deref(),
+            Some("submariner-date-126610ln")
+        );
+        assert_eq!(
+            derive("  GMT-Master II / 126710.BLRO ").as_deref(),
+            Some("gmt-master-ii-126710-blro")
+        );
+        assert_eq!(derive("1926 ¡91450!").as_deref(), Some("1926-91450"));
+        assert_eq!(derive("--- ¿? ---"), None);
+        let long = format!("{} 126610LN", "word ".repeat(40));
+        let slug = Slug::derive(&long).expect("slug");
+        assert!(slug.as_str().len() <= MAX_SLUG_LEN, "{slug}");
+        assert!(!slug.as_str().ends_with('-'));
+        let numbered = slug.numbered(12);
+        assert!(numbered.as_str().ends_with("-12") && numbered.as_str().len() <= MAX_SLUG_LEN);
+        assert_eq!(Slug::parse(numbered.as_str()).as_ref(), Ok(&numbered));
+        assert_eq!(
+            Slug::derive("a").map(|s| s.numbered(2).to_string()),
+            Some("a-2".to_owned())
+        );
     }
 
     #[test]

@@ -192,7 +192,8 @@ struct Prepared {
     sources: Vec<String>,
     details: ListingDetails,
     existing: Option<Listing>,
-    /// `None` when the details are unchanged: the listing keeps its match.
+    /// `None` when the details are unchanged, or a person's link stands: the listing keeps its
+    /// match.
     found: Option<Match>,
 }
 
@@ -207,8 +208,11 @@ impl Prepared {
         let code = row.source_id.clone();
         let details = details_of(row);
         let existing = store.listing_by_source(provider, &code)?;
-        let changed = existing.as_ref().is_none_or(|old| old.details != details);
-        let found = changed
+        // A person's link stands while the seller's claim does, whatever else changed.
+        let rematch = existing
+            .as_ref()
+            .is_none_or(|old| old.details != details && !old.keeps_link(&details));
+        let found = rematch
             .then(|| match_listing(store, &details))
             .transpose()?;
         Ok(Prepared {

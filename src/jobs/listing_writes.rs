@@ -69,7 +69,7 @@ impl<'a> Pending<'a> {
     /// Adds the new counts to the batch and commits it.
     fn commit(mut self, turn: &WriteTurn<'_>) -> StoreResult<WrittenListings> {
         let store = turn.store();
-        if self.listings == 0 {
+        if self.listings == 0 && self.batch.is_empty() {
             return Ok(WrittenListings {
                 generation: store.generation()?,
                 commits: 0,
@@ -93,6 +93,17 @@ impl<'a> Pending<'a> {
 impl<'a> ListingWrites<'a> {
     pub fn new(turn: &'a WriteTurn<'a>) -> StoreResult<ListingWrites<'a>> {
         ListingWrites::in_chunks_of(turn, CHUNK_LISTINGS)
+    }
+
+    /// A write of any size committed as one atomic commit of `batch`, which may already hold
+    /// other records of the same write (a model the listings are linked to, an audit entry).
+    pub fn in_one_commit(
+        turn: &'a WriteTurn<'a>,
+        batch: WriteBatch<'a>,
+    ) -> StoreResult<ListingWrites<'a>> {
+        let mut writes = ListingWrites::in_chunks_of(turn, usize::MAX)?;
+        writes.pending.batch = batch;
+        Ok(writes)
     }
 
     /// A write committed in chunks of at most `chunk` listings (at least one).

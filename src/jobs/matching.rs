@@ -15,8 +15,108 @@ use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// What matching reads of the catalogue. The store answers it; [`WithModel`] answers it as the
+/// store would once a model not yet committed is, so a back-office edit is decided by the same
+/// rules before its write.
+pub trait MatchCatalogue: Sync {
+    /// The brands whose name, slug or alias folds to `normalized`.
+    fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>>;
+    /// The brand's models with a primary or alternate reference that folds to `normalized`.
+    fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>>;
+    /// The brand's references that begin with `normalized` and go on, as what follows it and
+    /// the model of each.
+    fn references_extending(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<(String, ModelId)>>;
+    /// The models with these ids that exist.
+    fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>>;
+}
+
+impl MatchCatalogue for Store {
+    fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
+        self.brand_by_alias(normalized)
+    }
+    fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
+        self.model_ids_by_reference(brand, normalized)
+    }
+    fn references_extending(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<(String, ModelId)>> {
+        self.model_references_extending(brand, normalized)
+    }
+    fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
+        Store::models(self, ids)
+    }
+}
+
+/// The store with `model` written over its stored version (or added, when new): what matching
+/// will see once the write that holds `model` commits.
+pub struct WithModel<'a> {
+    pub store: &'a Store,
+    pub model: &'a Model,
+}
+
+impl WithModel<'_> {
+    /// The model's references, normalised.
+    fn references(&self) -> impl Iterator<Item = String> + '_ {
+        self.model
+            .references()
+            .map(normalize_reference)
+            .filter(|r| !r.is_empty())
+    }
+
+    fn in_brand(&self, brand: BrandId) -> bool {
+        self.model.brand_id == brand
+    }
+}
+
+impl MatchCatalogue for WithModel<'_> {
+    fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
+        self.store.brand_by_alias(normalized)
+    }
+    fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
+        let mut found = self.store.model_ids_by_reference(brand, normalized)?;
+        found.retain(|id| *id != self.model.id);
+        if self.in_brand(brand) && self.references().any(|r| r == normalized) {
+            found.push(self.model.id);
+        }
+        Ok(found)
+    }
+    fn references_extending(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<(String, ModelId)>> {
+        let mut found = self.store.model_references_extending(brand, normalized)?;
+        found.retain(|(_, id)| *id != self.model.id);
+        if self.in_brand(brand) {
+            let tails = self.references().filter_map(|r| {
+                let tail = r.strip_prefix(normalized)?;
+                (!tail.is_empty()).then(|| tail.to_owned())
+            });
+            found.extend(tails.map(|tail| (tail, self.model.id)));
+        }
+        Ok(found)
+    }
+    fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
+        let mut found = self.store.models(ids)?;
+        found.retain(|m| m.id != self.model.id);
+        if ids.contains(&self.model.id) {
+            found.push(self.model.clone());
+        }
+        Ok(found)
+    }
+}
+
 /// The brand and model a listing is of, if its text says so unambiguously, and how it ended.
-pub fn match_listing(store: &Store, details: &ListingDetails) -> StoreResult<Match> {
+pub fn match_listing(
+    store: &(impl MatchCatalogue + ?Sized),
+    details: &ListingDetails,
+) -> StoreResult<Match> {
     let title = text_runs(details.title.as_deref().unwrap_or(""));
     let brand = match resolve_brand(store, details.scraped_brand.as_deref(), &title)? {
         Resolved::One(brand) => brand,
@@ -90,29 +190,29 @@ struct Hits<T> {
 /// The brand the seller named, or else the one brand the title names (`Grand Seiko` covers the
 /// `Seiko` inside it; `Rolex Tudor` names two).
 fn resolve_brand(
-    store: &Store,
+    store: &(impl MatchCatalogue + ?Sized),
     named: Option<&str>,
     title: &[TextRun],
 ) -> StoreResult<Resolved<BrandId>> {
     if let Some(named) = named.map(normalize_reference).filter(|b| !b.is_empty()) {
-        let brands: BTreeSet<BrandId> = store.brand_by_alias(&named)?.into_iter().collect();
+        let brands: BTreeSet<BrandId> = store.brands_by_alias(&named)?.into_iter().collect();
         return Ok(Resolved::of(&brands));
     }
-    let hits = outermost_hits(title, |key| store.brand_by_alias(key))?;
+    let hits = outermost_hits(title, |key| store.brands_by_alias(key))?;
     Ok(Resolved::of(&hits.found))
 }
 
 /// The models of `brand` the reference field names: the whole field when it is a reference,
 /// else the references among its tokens (`XL WSSA0037`, `W51008Q3 2300`).
 fn reference_field_hits(
-    store: &Store,
+    store: &(impl MatchCatalogue + ?Sized),
     brand: BrandId,
     field: &str,
     runs: &[TextRun],
 ) -> StoreResult<Hits<ModelId>> {
     let key = normalize_reference(field);
     let whole: BTreeSet<ModelId> = store
-        .model_ids_by_reference(brand, &key)?
+        .models_by_reference(brand, &key)?
         .into_iter()
         .collect();
     if whole.is_empty() {
@@ -126,8 +226,12 @@ fn reference_field_hits(
 }
 
 /// The models of `brand` whose references are runs of the text.
-fn reference_hits(store: &Store, brand: BrandId, runs: &[TextRun]) -> StoreResult<Hits<ModelId>> {
-    outermost_hits(runs, |key| store.model_ids_by_reference(brand, key))
+fn reference_hits(
+    store: &(impl MatchCatalogue + ?Sized),
+    brand: BrandId,
+    runs: &[TextRun],
+) -> StoreResult<Hits<ModelId>> {
+    outermost_hits(runs, |key| store.models_by_reference(brand, key))
 }
 
 /// Everything the runs that hit name, leaving out a hit inside a longer hit (`16610 LV` is the
@@ -163,7 +267,7 @@ fn outermost_hits<T: Ord>(
 /// the variant's dial nickname or a bezel or dial colour that `model` lacks ("16610 Kermit",
 /// "16610 Green"). A Kermit's case says 16610, and a wrong model is worse than none.
 fn names_a_variant(
-    store: &Store,
+    store: &(impl MatchCatalogue + ?Sized),
     brand: BrandId,
     model: ModelId,
     keys: &[String],
@@ -172,7 +276,7 @@ fn names_a_variant(
     let said = |word: &str| text.iter().any(|runs| runs.iter().any(|r| r.key == word));
     let mut variants = BTreeSet::new();
     for key in keys {
-        for (added, other) in store.model_references_extending(brand, key)? {
+        for (added, other) in store.references_extending(brand, key)? {
             if other == model || !added.chars().all(char::is_alphabetic) {
                 continue;
             }
@@ -186,8 +290,9 @@ fn names_a_variant(
         return Ok(false);
     }
     let own = store
-        .model(model)?
-        .map(|m| distinguishing_words(&m))
+        .models(&[model])?
+        .first()
+        .map(distinguishing_words)
         .unwrap_or_default();
     for variant in store.models(&variants.into_iter().collect::<Vec<_>>())? {
         if distinguishing_words(&variant)
@@ -467,6 +572,63 @@ mod tests {
         assert_eq!(found, unmatched(None, MatchOutcome::Ambiguous));
         let found = c.title("Vintage diver 16610");
         assert_eq!(found, unmatched(None, MatchOutcome::UnknownBrand));
+    }
+
+    #[test]
+    fn a_model_not_yet_written_is_matched_by_the_same_rules() {
+        let c = catalogue();
+        let rolex = c
+            .store
+            .brand_by_slug(&crate::domain::Slug::parse("rolex").expect("slug"))
+            .expect("read")
+            .expect("rolex")
+            .id;
+        let model = |slug: &str| {
+            let slug = crate::domain::Slug::parse(slug).expect("slug");
+            c.store
+                .model_by_slug(rolex, &slug)
+                .expect("read")
+                .expect("model")
+        };
+        let matched = |catalogue: &dyn MatchCatalogue, title: &str| {
+            let details = ListingDetails {
+                title: Some(title.to_owned()),
+                ..ListingDetails::default()
+            };
+            match_listing(catalogue, &details).expect("match")
+        };
+        // A new model: its reference hits, and it is a variant the base reference may mean.
+        let mut new = model("sub-16613");
+        new.id = ModelId(999);
+        new.reference_number = "16613LB".into();
+        new.spec.dial_colors = vec!["Blue".into()];
+        let pending = WithModel {
+            store: &c.store,
+            model: &new,
+        };
+        let title = "Rolex Submariner 16613LB";
+        assert_eq!(matched(&c.store, title).outcome, MatchOutcome::NoReference);
+        assert_eq!(matched(&pending, title).model_id, Some(ModelId(999)));
+        let title = "Rolex Submariner ref.16613 Blue";
+        assert_eq!(
+            c.slug_of(matched(&c.store, title)).as_deref(),
+            Some("sub-16613")
+        );
+        assert_eq!(matched(&pending, title).outcome, MatchOutcome::Ambiguous);
+        // An edited model: its new alternate hits it, once, and its stored references still do.
+        let mut edited = model("sub-16800");
+        edited.alternate_references.push("16800 X".into());
+        let pending = WithModel {
+            store: &c.store,
+            model: &edited,
+        };
+        for title in ["Rolex Submariner 16800X", "Rolex Submariner 16800"] {
+            assert_eq!(
+                matched(&pending, title).model_id,
+                Some(edited.id),
+                "{title}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Batch jobs that write the store: `import` of a dataset directory, provider snapshot
-//! `ingest`, re-`match`ing, loading `rates`, and `reindex`. Each runs inside the one
+//! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's `users` and
+//! `reconcile` writes. Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it.
 
 pub mod dataset;
@@ -8,6 +9,7 @@ pub mod ingest;
 pub mod listing_writes;
 pub mod matching;
 pub mod rates;
+pub mod reconcile;
 pub mod reindex;
 pub mod users;
 pub mod writer;

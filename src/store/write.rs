@@ -48,7 +48,8 @@ impl<'t> WriteBatch<'t> {
         })
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    /// True when nothing was written to the batch yet.
+    pub fn is_empty(&self) -> bool {
         self.operations == 0
     }
 

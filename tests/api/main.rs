@@ -14,6 +14,7 @@ mod openapi;
 mod protocol;
 mod rates;
 mod real_listings;
+mod reconciliation;
 mod sitemap;
 mod startup;
 mod support;

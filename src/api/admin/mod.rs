@@ -4,6 +4,8 @@
 
 pub mod audit;
 pub mod auth;
+pub mod candidates;
+pub mod reconciliation;
 pub mod stats;
 
 use super::error::{internal, ApiError};

@@ -2,6 +2,7 @@
 //! get a weak `ETag` over the JSON body, a public `Cache-Control`, and `304 Not Modified` when
 //! `If-None-Match` already has it; back-office routes get `private, no-store` on every answer.
 
+use crate::domain::Fnv1a;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -63,24 +64,10 @@ pub async fn etag(request: Request, next: Next) -> Response {
 
 /// A weak tag: equal bodies, equal tags (the same for every encoding of the body).
 fn etag_of(bytes: &[u8]) -> String {
-    // FNV-1a, 64 bits: stable across processes and releases, unlike std's hasher seeds.
-    let mut hasher = Fnv1a(0xcbf2_9ce4_8422_2325);
+    // FNV-1a: stable across processes and releases, unlike std's hasher seeds.
+    let mut hasher = Fnv1a::default();
     hasher.write(bytes);
     format!("W/\"{:016x}\"", hasher.finish())
-}
-
-struct Fnv1a(u64);
-
-impl Hasher for Fnv1a {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 ^= u64::from(*byte);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
 }
 
 /// `If-None-Match` is `*` or a list of tags; weak comparison ignores the `W/` prefix.

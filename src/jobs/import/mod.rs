@@ -5,8 +5,12 @@
 
 mod calibers;
 mod kinds;
+mod one;
 mod parse;
 pub mod rows;
+
+pub use one::{build_model, RowTarget};
+pub use parse::{parse_object, LineProblems};
 
 use crate::domain::{
     normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, Picture,
@@ -221,16 +225,23 @@ type ImportResult<T> = Result<T, ImportError>;
 
 impl<'a> Run<'a> {
     fn new(turn: &'a WriteTurn<'a>, problems: Vec<Problem>) -> ImportResult<Run<'a>> {
-        Ok(Run {
-            store: turn.store(),
-            batch: turn.batch()?,
-            problems,
+        let mut run = Run::over(turn.store(), turn.batch()?);
+        run.problems = problems;
+        Ok(run)
+    }
+
+    /// A run that adds to `batch`, which a caller commits with the rest of its write.
+    fn over(store: &'a Store, batch: WriteBatch<'a>) -> Run<'a> {
+        Run {
+            store,
+            batch,
+            problems: Vec::new(),
             now: Timestamp::now(),
             file: "",
             line: 0,
             claimed: HashMap::new(),
             caliber_parents: HashMap::new(),
-        })
+        }
     }
 
     fn at(&mut self, file: &'static str, line: usize) {

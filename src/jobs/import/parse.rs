@@ -35,7 +35,8 @@ pub fn read_rows<T: Row>(
     Ok(rows)
 }
 
-type LineProblems = Vec<(Option<String>, String)>;
+/// What is wrong with one line: each problem's field, when known, and message.
+pub type LineProblems = Vec<(Option<String>, String)>;
 
 fn parse_line<T: Row>(line: &str, allowed: &[String]) -> Result<T, LineProblems> {
     let value: serde_json::Value =
@@ -43,6 +44,15 @@ fn parse_line<T: Row>(line: &str, allowed: &[String]) -> Result<T, LineProblems>
     let serde_json::Value::Object(object) = value else {
         return Err(vec![(None, "expected a JSON object".to_owned())]);
     };
+    parse_object(object, allowed)
+}
+
+/// One line's object as a row of `T`: every field it names must be one of `allowed` (the
+/// fields of `T`), every field `T` needs present and of its type.
+pub fn parse_object<T: Row>(
+    object: serde_json::Map<String, serde_json::Value>,
+    allowed: &[String],
+) -> Result<T, LineProblems> {
     let unknown: LineProblems = object
         .keys()
         .filter(|key| !allowed.contains(key))

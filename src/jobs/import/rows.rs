@@ -1,7 +1,7 @@
 //! The lines of a dataset directory, as written (see docs/dataset-format.md). Field names are
 //! the files' camelCase; the set of allowed fields of each file is derived from these types.
 
-use crate::domain::ModelSpec;
+use crate::domain::{Model, ModelSpec, Slug};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -130,6 +130,33 @@ pub struct ModelRow {
     pub pictures: Vec<PictureRow>,
     #[serde(flatten)]
     pub spec: ModelSpec,
+}
+
+impl ModelRow {
+    /// The line that imports as `model`, given the slugs of its brand and series and its
+    /// calibre as `brandSlug/caliberSlug`.
+    pub fn of(model: &Model, brand: &Slug, series: &Slug, caliber: Option<String>) -> ModelRow {
+        ModelRow {
+            slug: model.slug.to_string(),
+            brand: brand.to_string(),
+            series: series.to_string(),
+            name: model.name.clone(),
+            reference_number: model.reference_number.clone(),
+            alternate_references: model.alternate_references.clone(),
+            caliber,
+            description: model.description.clone(),
+            pictures: model
+                .pictures
+                .iter()
+                .map(|p| PictureRow {
+                    url: p.url.clone(),
+                    kind: p.kind.as_str().to_owned(),
+                    cropped_url: p.cropped_url.clone(),
+                })
+                .collect(),
+            spec: model.spec.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -1,0 +1,208 @@
+//! The catalogue models nearest to a group of unmatched listings: models of the group's brand
+//! found in the catalogue index by the group's reference as a prefix, by its base reference,
+//! and by the words of its titles, each scored by string similarity (`strsim`).
+
+use crate::api::error::ApiResult;
+use crate::app::App;
+use crate::domain::{normalize_reference, Model, ModelId};
+use crate::jobs::reconcile::Group;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Candidates shown per group at most.
+pub const CANDIDATES_SHOWN: usize = 5;
+/// Models each signal takes from the index at most.
+const PER_SIGNAL: usize = 20;
+/// Shortest reference prefix the index holds.
+const MIN_PREFIX: usize = catalogue_index::MIN_REFERENCE_PREFIX;
+
+/// What found a candidate, strongest first: a tie in score goes to the stronger signal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Signal {
+    /// A reference of the model begins with the group's reference (or is it).
+    ReferencePrefix,
+    /// A reference of the model begins with the group's base reference: the group's reference
+    /// up to the end of its first run of digits (`16610` of `16610lv`).
+    BaseReference,
+    /// The model's name or series shares words with the group's titles.
+    Name,
+}
+
+impl Signal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::ReferencePrefix => "referencePrefix",
+            Signal::BaseReference => "baseReference",
+            Signal::Name => "name",
+        }
+    }
+}
+
+/// A model the group's listings may be of.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    #[schema(example = "3")]
+    pub id: String,
+    #[schema(example = "Submariner Date")]
+    pub name: String,
+    #[schema(example = "16610")]
+    pub reference_number: String,
+    #[schema(example = "submariner-date-16610")]
+    pub slug: String,
+    /// Similarity from 0 to 1: of the references (normalised Levenshtein) for the reference
+    /// signals, of a title and the brand and model name (Sørensen–Dice) for `name`.
+    #[schema(example = 0.833)]
+    pub score: f64,
+    /// referencePrefix, baseReference or name: what found the model.
+    #[schema(example = "baseReference")]
+    pub signal: &'static str,
+}
+
+/// The models nearest to `group`, best first; none when its brand is unknown.
+pub fn nearest_models(app: &App, group: &Group) -> ApiResult<Vec<Candidate>> {
+    let Some(brand) = group.brand() else {
+        return Ok(Vec::new());
+    };
+    let brand_name = app.store.brand(brand)?.map(|b| b.name).unwrap_or_default();
+    let mut found: BTreeMap<ModelId, (Signal, f64)> = BTreeMap::new();
+    let mut consider = |models: Vec<Model>, signal: Signal, score: &dyn Fn(&Model) -> f64| {
+        for model in models {
+            let candidate = (signal, score(&model));
+            found
+                .entry(model.id)
+                .and_modify(|best| {
+                    if candidate.1 > best.1 {
+                        *best = candidate;
+                    }
+                })
+                .or_insert(candidate);
+        }
+    };
+    if let Some(reference) = group.identity.reference.as_deref() {
+        let by_reference = |model: &Model| reference_similarity(reference, model);
+        let prefixed = models_with_prefix(app, brand.0, reference)?;
+        consider(prefixed, Signal::ReferencePrefix, &by_reference);
+        if let Some(base) = base_reference(reference) {
+            let based = models_with_prefix(app, brand.0, base)?;
+            consider(based, Signal::BaseReference, &by_reference);
+        }
+    }
+    let titles = example_titles(group, usize::MAX);
+    let named = app
+        .index
+        .models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
+    let named = app
+        .store
+        .models(&named.into_iter().map(ModelId).collect::<Vec<_>>())?;
+    let by_name = |model: &Model| name_similarity(&titles, &brand_name, model);
+    consider(named, Signal::Name, &by_name);
+    ranked(app, found)
+}
+
+/// The brand's models with a reference beginning with `prefix`.
+fn models_with_prefix(app: &App, brand: u64, prefix: &str) -> ApiResult<Vec<Model>> {
+    if prefix.chars().count() < MIN_PREFIX {
+        return Ok(Vec::new());
+    }
+    let ids = app
+        .index
+        .models_with_reference_prefix(brand, prefix, PER_SIGNAL)?;
+    Ok(app
+        .store
+        .models(&ids.into_iter().map(ModelId).collect::<Vec<_>>())?)
+}
+
+/// The best [`CANDIDATES_SHOWN`] of `found`: highest score, then strongest signal, then id.
+fn ranked(app: &App, found: BTreeMap<ModelId, (Signal, f64)>) -> ApiResult<Vec<Candidate>> {
+    let mut found: Vec<(ModelId, (Signal, f64))> = found.into_iter().collect();
+    found.sort_by(|(a_id, (a_signal, a)), (b_id, (b_signal, b))| {
+        b.total_cmp(a)
+            .then(a_signal.cmp(b_signal))
+            .then(a_id.cmp(b_id))
+    });
+    found.truncate(CANDIDATES_SHOWN);
+    let ids: Vec<ModelId> = found.iter().map(|(id, _)| *id).collect();
+    let mut models: BTreeMap<ModelId, Model> = app
+        .store
+        .models(&ids)?
+        .into_iter()
+        .map(|m| (m.id, m))
+        .collect();
+    Ok(found
+        .into_iter()
+        .filter_map(|(id, best)| Some((models.remove(&id)?, best)))
+        .map(|(model, (signal, score))| Candidate {
+            id: model.id.to_string(),
+            name: model.name,
+            reference_number: model.reference_number,
+            slug: model.slug.to_string(),
+            score: (score * 1000.0).round() / 1000.0,
+            signal: signal.as_str(),
+        })
+        .collect())
+}
+
+/// `reference` up to the end of its first run of digits, when that is shorter than it:
+/// `16610` of `16610lv`, `m79030` of `m79030n0001`.
+fn base_reference(reference: &str) -> Option<&str> {
+    let digits_start = reference.find(|c: char| c.is_ascii_digit())?;
+    let digits_end = reference[digits_start..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(reference.len(), |end| digits_start + end);
+    (digits_end < reference.len()).then(|| &reference[..digits_end])
+}
+
+/// How close `reference` (normalised) is to the nearest of the model's references.
+fn reference_similarity(reference: &str, model: &Model) -> f64 {
+    model
+        .references()
+        .map(|r| strsim::normalized_levenshtein(reference, &normalize_reference(r)))
+        .fold(0.0, f64::max)
+}
+
+/// How close the nearest of `titles` is to the model's brand and name, as bigrams of words.
+fn name_similarity(titles: &[String], brand: &str, model: &Model) -> f64 {
+    let name = format!("{brand} {}", model.name).to_lowercase();
+    titles
+        .iter()
+        .map(|title| strsim::sorensen_dice(&title.to_lowercase(), &name))
+        .fold(0.0, f64::max)
+}
+
+/// Up to `most` distinct titles of the group's listings, newest first.
+pub fn example_titles(group: &Group, most: usize) -> Vec<String> {
+    let mut titles: Vec<String> = Vec::new();
+    for title in group
+        .listings
+        .iter()
+        .filter_map(|l| l.details.title.as_deref())
+    {
+        if titles.len() >= most {
+            break;
+        }
+        if !titles.iter().any(|t| t == title) {
+            titles.push(title.to_owned());
+        }
+    }
+    titles
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_base_reference_ends_with_the_first_run_of_digits() {
+        assert_eq!(base_reference("16610lv"), Some("16610"));
+        assert_eq!(base_reference("m79030n0001"), Some("m79030"));
+        assert_eq!(base_reference("16610"), None);
+        assert_eq!(base_reference("abc"), None);
+    }
+
+    #[test]
+    fn stronger_signals_sort_first() {
+        assert!(Signal::ReferencePrefix < Signal::BaseReference);
+        assert!(Signal::BaseReference < Signal::Name);
+    }
+}
