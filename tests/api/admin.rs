@@ -432,3 +432,69 @@ async fn a_session_survives_a_restart_and_ends_when_its_user_is_removed() {
     assert_eq!(whoami(serve.base.clone(), cookie).await, 401, "removed");
     serve.stop();
 }
+
+#[tokio::test]
+async fn failures_from_one_address_are_throttled_whatever_the_names() {
+    let app = app().await;
+    for n in 0..20 {
+        let name = format!("guess{n}");
+        assert_eq!(
+            login(&app, &name, "wrong password").await.status().as_u16(),
+            401
+        );
+    }
+    let refused = login(&app, "ana", TEST_PASSWORD).await;
+    assert_eq!(
+        refused.status().as_u16(),
+        429,
+        "the address has spent its failures"
+    );
+    assert!(refused.headers().get("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn delisted_unmatched_listings_show_only_when_asked() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    // eBay's next snapshot lacks e7, an unmatched listing: it becomes DELISTED.
+    let feed = std::fs::read_to_string(crate::support::test_feeds().join("listings/ebay.jsonl"))
+        .expect("feed");
+    let next: Vec<&str> = feed
+        .lines()
+        .filter(|line| !line.contains(r#""sourceId":"e7""#))
+        .collect();
+    app.app
+        .writer
+        .run(|turn| {
+            watch_catalogue::jobs::ingest::ingest(
+                turn,
+                "ebay",
+                "next",
+                next.join("\n").as_bytes(),
+                0.5,
+            )
+        })
+        .expect("ingest");
+    let listed = admin.ok("/v1/admin/unmatched-listings?pageSize=100").await;
+    let all = admin
+        .ok("/v1/admin/unmatched-listings?pageSize=100&includeDelisted=true")
+        .await;
+    let delisted = |page: &Value| {
+        page["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .filter(|l| l["status"] == "DELISTED")
+            .count()
+    };
+    assert_eq!(delisted(&listed), 0);
+    assert_eq!(delisted(&all), 1, "e7");
+    assert_eq!(
+        all["total"].as_u64().expect("total") - listed["total"].as_u64().expect("total"),
+        delisted(&all) as u64
+    );
+    let (status, body) = admin
+        .get("/v1/admin/unmatched-listings?includeDelisted=maybe")
+        .await;
+    assert_eq!((status, &body["error"]), (400, &json!("invalid_request")));
+}
