@@ -8,7 +8,7 @@ use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
     normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Model,
-    Provider, Series, Session, TokenHash, User, Username,
+    PictureRecord, Provider, Series, Session, TokenHash, User, Username,
 };
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -231,6 +231,14 @@ impl WriteBatch<'_> {
     /// Appends `entry` (its id from [`WriteBatch::allocate_id`] of `Keyspace::Audit`).
     pub fn put_audit(&mut self, entry: &AuditEntry) {
         self.put(Keyspace::Audit.id_key(entry.id), &encode(entry));
+    }
+
+    /// Where the image pipeline is with one picture: no index or count depends on it.
+    pub fn put_picture(&mut self, picture: &PictureRecord) {
+        self.put(
+            Keyspace::PictureState.id_key(picture.id.0),
+            &encode(picture),
+        );
     }
 }
 
