@@ -290,11 +290,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 api,
                 pictures: pictures.config(!no_picture_worker),
             };
-            tokio::runtime::Builder::new_multi_thread()
+            let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
-                .context("starting the async runtime")?
-                .block_on(watch_catalogue::server::serve(config))
+                .context("starting the async runtime")?;
+            let served = runtime.block_on(watch_catalogue::server::serve(config));
+            // The store is flushed by then; a picture fetch still resolving a host name on a
+            // blocking thread must not hold the exit up.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            served
         }
         Command::Import { dir } => {
             anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
