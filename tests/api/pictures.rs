@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
-use watch_catalogue::domain::{FetchState, PictureId, PictureRecord, Timestamp};
+use watch_catalogue::domain::{FetchState, Fetched, PictureId, PictureRecord, Timestamp};
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
 use watch_catalogue::media::crop::{background, content_box};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
@@ -399,4 +399,46 @@ async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
         assert_eq!(record.source_url, source);
         assert_eq!(record.state, FetchState::Pending);
     }
+}
+
+#[tokio::test]
+async fn a_model_picture_links_its_crop_once_the_worker_has_made_it() {
+    let api = TestApp::start().await;
+    let path = "/v1/models/rolex/submariner-date-126610lv";
+    let before = api.ok(path).await;
+    let front = &before["pictures"][0];
+    assert_eq!(front["type"], "FRONT");
+    assert!(front["croppedUrl"].is_null(), "{front}");
+    let id: PictureId = front["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("picture id");
+
+    // What a pass leaves once it has fetched and cropped the picture.
+    let mut record = state(&api.app, id);
+    let hash = api.app.media.put(b"stand-in bytes").expect("put");
+    record.state = FetchState::Fetched(Fetched {
+        hash,
+        format: watch_catalogue::domain::ImageFormat::Jpeg,
+        width: 10,
+        height: 10,
+        cropped: Some(hash),
+    });
+    api.app
+        .writer
+        .run(|turn| -> Result<(), StoreError> {
+            let mut batch = turn.batch()?;
+            batch.put_picture(&record);
+            turn.commit(batch).map(|_| ())
+        })
+        .expect("record the crop");
+
+    let crop = format!("/media/pictures/{id}/cropped");
+    let after = api.ok(path).await;
+    assert_eq!(after["pictures"][0]["croppedUrl"], crop.as_str());
+    let list = api.ok("/v1/models?q=126610LV").await;
+    let item = &list["data"][0];
+    assert_eq!(item["thumbnailUrl"], crop.as_str(), "{item}");
+    assert_eq!(item["thumbnailIsCropped"], true);
 }
