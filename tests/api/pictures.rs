@@ -1,7 +1,7 @@
 //! The image pipeline end to end: real images served by a local HTTP server, fetched into the
 //! media store, cropped, served with immutable caching; and each refusal recorded as Failed.
 
-use crate::support::{assert_error, TestApp};
+use crate::support::{assert_error, binary, TestApp};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -441,4 +441,36 @@ async fn a_model_picture_links_its_crop_once_the_worker_has_made_it() {
     let item = &list["data"][0];
     assert_eq!(item["thumbnailUrl"], crop.as_str(), "{item}");
     assert_eq!(item["thumbnailIsCropped"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pictures_fetch_runs_one_pass_on_a_stopped_data_dir() {
+    let source = source_server().await;
+    let (app, dir) = empty_app();
+    let urls = [
+        format!("http://{source}/a.jpg"),
+        format!("http://{source}/text"),
+    ];
+    let ids = seed(&app, &urls);
+    drop(app);
+    let path = dir.path().to_owned();
+    let (output, text) = tokio::task::spawn_blocking(move || {
+        crate::cli::run(
+            binary(&path)
+                .args(["pictures", "fetch", "--fetch-allow", "127.0.0.1/32"])
+                .args(["--fetch-timeout-secs", "5"]),
+        )
+    })
+    .await
+    .expect("the command ran");
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("pictures: 1 fetched, 0 cropped again, 1 failed"),
+        "{text}"
+    );
+    let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("reopen");
+    assert!(state(&app, ids[0])
+        .fetched()
+        .is_some_and(|f| f.cropped.is_some()));
+    assert!(failure_reason(&app, ids[1]).contains("not a JPEG"));
 }
