@@ -83,12 +83,66 @@ impl PictureRecord {
         }
     }
 
-    /// Whether the worker has something to do for it at `now`: a fetch, or a missing crop.
-    pub fn is_due(&self, now: Timestamp) -> bool {
+    /// Whether the worker may have something to do for it, now or later: not once it is
+    /// cropped, nor after a failure it will not retry.
+    pub fn may_be_due(&self) -> bool {
         match &self.state {
             FetchState::Pending => true,
             FetchState::Fetched(fetched) => fetched.cropped.is_none(),
-            FetchState::Failed { next_try_at, .. } => next_try_at.is_some_and(|at| at <= now),
+            FetchState::Failed { next_try_at, .. } => next_try_at.is_some(),
+        }
+    }
+
+    /// Whether the worker has something to do for it at `now`: a fetch, or a missing crop.
+    pub fn is_due(&self, now: Timestamp) -> bool {
+        match &self.state {
+            FetchState::Failed {
+                next_try_at: Some(at),
+                ..
+            } => *at <= now,
+            _ => self.may_be_due(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(state: FetchState) -> PictureRecord {
+        PictureRecord {
+            state,
+            ..PictureRecord::pending(PictureId(1), "http://a/b.jpg".into(), Timestamp(0))
+        }
+    }
+
+    #[test]
+    fn the_worker_has_work_for_pending_uncropped_and_retried_pictures_only() {
+        let fetched = |cropped| {
+            FetchState::Fetched(Fetched {
+                hash: ContentHash([1; 32]),
+                format: ImageFormat::Png,
+                width: 1,
+                height: 1,
+                cropped,
+            })
+        };
+        let failed = |next_try_at| FetchState::Failed {
+            reason: "timed out".into(),
+            next_try_at,
+        };
+        let now = Timestamp(1_000);
+        for (state, maybe, due) in [
+            (FetchState::Pending, true, true),
+            (fetched(None), true, true),
+            (fetched(Some(ContentHash([2; 32]))), false, false),
+            (failed(None), false, false),
+            (failed(Some(Timestamp(999))), true, true),
+            (failed(Some(Timestamp(1_001))), true, false),
+        ] {
+            let picture = with(state);
+            assert_eq!(picture.may_be_due(), maybe, "{picture:?}");
+            assert_eq!(picture.is_due(now), due, "{picture:?}");
         }
     }
 }

@@ -131,13 +131,8 @@ pub async fn run_pass(
 }
 
 fn due_pictures(app: &App, now: Timestamp) -> Result<Vec<PictureRecord>, StoreError> {
-    let mut due = Vec::new();
-    for picture in app.store.pictures() {
-        let picture = picture?;
-        if picture.is_due(now) {
-            due.push(picture);
-        }
-    }
+    let mut due = app.store.pictures_maybe_due()?;
+    due.retain(|p| p.is_due(now));
     Ok(due)
 }
 

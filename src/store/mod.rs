@@ -558,9 +558,10 @@ impl Store {
         self.get(Keyspace::PictureState.id_key(id.0))
     }
 
-    /// Every picture record, by id.
-    pub fn pictures(&self) -> impl Iterator<Item = StoreResult<PictureRecord>> + '_ {
-        self.all(Keyspace::PictureState)
+    /// The records of the pictures the worker may have work for (see `PictureDue`), by id.
+    pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
+        let ids = self.ids_under(Keyspace::PictureDue.prefix())?;
+        self.many(Keyspace::PictureState, ids)
     }
 
     /// The audit trail, newest first.

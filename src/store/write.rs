@@ -233,12 +233,17 @@ impl WriteBatch<'_> {
         self.put(Keyspace::Audit.id_key(entry.id), &encode(entry));
     }
 
-    /// Where the image pipeline is with one picture: no index or count depends on it.
+    /// Where the image pipeline is with one picture: no index or count depends on it. Its id
+    /// stays under `PictureDue` exactly while the worker may still have work for it.
     pub fn put_picture(&mut self, picture: &PictureRecord) {
-        self.put(
-            Keyspace::PictureState.id_key(picture.id.0),
-            &encode(picture),
-        );
+        let id = picture.id.0;
+        self.put(Keyspace::PictureState.id_key(id), &encode(picture));
+        let due = Keyspace::PictureDue.id_key(id);
+        if picture.may_be_due() {
+            self.put(due, &[]);
+        } else {
+            self.remove(due);
+        }
     }
 }
 
