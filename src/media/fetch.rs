@@ -243,3 +243,45 @@ pub fn decode(bytes: Vec<u8>, settings: &FetchSettings) -> Result<Downloaded, Fe
         image,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::RgbImage::from_pixel(width, height, image::Rgb([9, 9, 9]));
+        let mut bytes = Cursor::new(Vec::new());
+        image
+            .write_to(&mut bytes, image::ImageFormat::Png)
+            .expect("encode");
+        bytes.into_inner()
+    }
+
+    #[test]
+    fn bytes_decide_the_format_and_the_pixel_cap_holds() {
+        let settings = FetchSettings {
+            max_pixels: 400,
+            ..FetchSettings::default()
+        };
+        let small = decode(png(20, 20), &settings).expect("within the cap");
+        assert_eq!((small.format, small.image.width()), (ImageFormat::Png, 20));
+        // A small file may claim many pixels: refused before or after decoding, never kept.
+        assert!(matches!(
+            decode(png(21, 20), &settings),
+            Err(FetchError::Undecodable(_))
+        ));
+        for junk in [
+            &b"<html>not an image</html>"[..],
+            &[],
+            &[0x89, b'P', b'N', b'G'],
+        ] {
+            assert!(decode(junk.to_vec(), &settings).is_err(), "{junk:?}");
+        }
+        let mut truncated = png(20, 20);
+        truncated.truncate(truncated.len() / 2);
+        assert!(matches!(
+            decode(truncated, &settings),
+            Err(FetchError::Undecodable(_))
+        ));
+    }
+}
