@@ -164,6 +164,24 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_soft_shadow_is_background_not_watch() {
+        let mut image = watch_on((400, 400), (180, 180, 80), 250, 6);
+        // A shadow down and to the right, at most 35 levels darker, fading over 40 pixels.
+        for (x, y, pixel) in image.enumerate_pixels_mut() {
+            let (dx, dy) = (f64::from(x) - 200.0, f64::from(y) - 200.0);
+            let outside = (dx * dx + dy * dy).sqrt() - 80.0;
+            let far_from_disc = (f64::from(x) - 180.0).hypot(f64::from(y) - 180.0) > 80.0;
+            if far_from_disc && (0.0..40.0).contains(&outside.max(0.0)) {
+                let shade = (35.0 * (1.0 - outside.max(0.0) / 40.0)) as u8;
+                pixel.0 = pixel.0.map(|v| v.saturating_sub(shade));
+            }
+        }
+        let found = content_box(&image, &background(&image)).expect("content");
+        assert!((i64::from(found.x) - 100).abs() <= 3, "{found:?}");
+        assert!((i64::from(found.width) - 161).abs() <= 3, "{found:?}");
+    }
+
+    #[test]
     fn the_square_leaves_a_margin_and_centres_the_content() {
         let (side, x, y) = square_around(Rect {
             x: 7,
