@@ -7,6 +7,7 @@ use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
+use crate::media::MediaStore;
 use crate::rates::ConversionTable;
 use crate::store::{
     MigrationPolicy, MigrationReport, Store, StoreError, StoreGeneration, StoreResult,
@@ -23,6 +24,8 @@ pub struct App {
     pub listings: Arc<ListingIndex>,
     /// Every change to the store and indexes goes through it.
     pub writer: Writer,
+    /// The fetched and cropped pictures (`<data dir>/media`).
+    pub media: MediaStore,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
 }
@@ -72,6 +75,7 @@ impl App {
         let listings = Arc::new(listings);
         let app = App {
             writer: Writer::new(store.clone(), index.clone(), listings.clone()),
+            media: MediaStore::new(data_dir.media()),
             store,
             index,
             listings,

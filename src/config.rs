@@ -33,6 +33,10 @@ impl DataDir {
     pub fn listings_index(&self) -> PathBuf {
         self.0.join("listings-index")
     }
+    /// The content-addressed media store of fetched and cropped pictures.
+    pub fn media(&self) -> PathBuf {
+        self.0.join("media")
+    }
 }
 
 /// Settings of `serve`.
@@ -42,6 +46,8 @@ pub struct ServeConfig {
     pub addr: SocketAddr,
     pub cache_bytes: u64,
     pub api: ApiConfig,
+    /// The image worker run in the server.
+    pub pictures: crate::jobs::pictures::WorkerConfig,
 }
 
 /// Settings of the HTTP layers shared by every route.

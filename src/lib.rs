@@ -14,6 +14,7 @@ pub mod config;
 pub mod domain;
 pub mod fixtures;
 pub mod jobs;
+pub mod media;
 pub mod rates;
 pub mod server;
 pub mod store;

@@ -7,7 +7,7 @@ use anyhow::Context;
 /// malloc_consolidate on top). mimalloc keeps reads at their cost; see docs/decisions.md.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -26,9 +26,11 @@ use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
 use watch_catalogue::jobs::ingest;
 use watch_catalogue::jobs::listing_writes::WrittenListings;
 use watch_catalogue::jobs::matching::rematch_unmatched;
+use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
 use watch_catalogue::jobs::rates::load_rates;
 use watch_catalogue::jobs::users::{self, Actor};
 use watch_catalogue::jobs::writer::{WriteError, Written};
+use watch_catalogue::media::{AllowedNets, FetchSettings};
 
 #[derive(Parser)]
 #[command(
@@ -89,6 +91,17 @@ enum Command {
         /// Requests an admin session may make per window (its own budget, policy `admin`).
         #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_ADMIN_RATE_LIMIT)]
         admin_rate_limit: u32,
+        /// Do not run the image worker in the server.
+        #[arg(long, env = "WATCH_CATALOGUE_NO_PICTURE_WORKER")]
+        no_picture_worker: bool,
+        #[command(flatten)]
+        pictures: PictureArgs,
+    },
+    /// The image pipeline on a stopped data dir: `pictures fetch` fetches and crops every
+    /// picture that is due, then exits.
+    Pictures {
+        #[command(subcommand)]
+        action: PicturesAction,
     },
     /// Manage back-office users: add, list, remove, passwd, role. Passwords are read from
     /// standard input (asked twice, without echo, on a terminal), never from arguments.
@@ -126,6 +139,65 @@ enum Command {
     Migrate,
     /// Print the OpenAPI document of the API.
     Openapi,
+}
+
+#[derive(Subcommand)]
+enum PicturesAction {
+    /// Fetch and crop the pending pictures (and failed ones due a retry, and lost crops).
+    Fetch {
+        #[command(flatten)]
+        pictures: PictureArgs,
+    },
+}
+
+/// Settings of the image worker, shared by `serve` and `pictures fetch`.
+#[derive(Args)]
+struct PictureArgs {
+    /// A network the fetcher may reach although it is not public (CIDR, e.g. 127.0.0.1/32);
+    /// repeat or comma-separate. By default only public addresses are fetched from.
+    #[arg(
+        long = "fetch-allow",
+        env = "WATCH_CATALOGUE_FETCH_ALLOW",
+        value_delimiter = ','
+    )]
+    fetch_allow: Vec<ipnet::IpNet>,
+    /// Seconds to wait for a connection to a picture's source.
+    #[arg(
+        long,
+        env = "WATCH_CATALOGUE_FETCH_CONNECT_TIMEOUT_SECS",
+        default_value_t = 5
+    )]
+    fetch_connect_timeout_secs: u64,
+    /// Seconds a whole fetch may take, redirects included.
+    #[arg(long, env = "WATCH_CATALOGUE_FETCH_TIMEOUT_SECS", default_value_t = 30)]
+    fetch_timeout_secs: u64,
+    /// Largest picture fetched, in bytes.
+    #[arg(long, env = "WATCH_CATALOGUE_FETCH_MAX_BYTES", default_value_t = 15 * 1024 * 1024)]
+    fetch_max_bytes: u64,
+    /// Fetches in flight at once.
+    #[arg(long, env = "WATCH_CATALOGUE_FETCH_CONCURRENCY", default_value_t = watch_catalogue::jobs::pictures::DEFAULT_CONCURRENCY)]
+    fetch_concurrency: usize,
+    /// Side of a cropped picture, in pixels, at most.
+    #[arg(long, env = "WATCH_CATALOGUE_CROP_SIZE", default_value_t = watch_catalogue::jobs::pictures::DEFAULT_CROP_SIZE)]
+    crop_size: u32,
+}
+
+impl PictureArgs {
+    fn config(self, enabled: bool) -> WorkerConfig {
+        let defaults = WorkerConfig::default();
+        WorkerConfig {
+            fetch: FetchSettings {
+                allow: AllowedNets(self.fetch_allow),
+                connect_timeout: Duration::from_secs(self.fetch_connect_timeout_secs.max(1)),
+                total_timeout: Duration::from_secs(self.fetch_timeout_secs.max(1)),
+                max_bytes: self.fetch_max_bytes,
+                ..defaults.fetch
+            },
+            concurrency: self.fetch_concurrency.max(1),
+            crop_size: self.crop_size.max(1),
+            enabled,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -181,6 +253,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             session_max_secs,
             behind_tls,
             admin_rate_limit,
+            no_picture_worker,
+            pictures,
         } => {
             let deprecation = match sunset {
                 Some(sunset) => Some(Deprecation::new(
@@ -214,12 +288,17 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 addr,
                 cache_bytes: cli.cache_bytes,
                 api,
+                pictures: pictures.config(!no_picture_worker),
             };
-            tokio::runtime::Builder::new_multi_thread()
+            let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
-                .context("starting the async runtime")?
-                .block_on(watch_catalogue::server::serve(config))
+                .context("starting the async runtime")?;
+            let served = runtime.block_on(watch_catalogue::server::serve(config));
+            // The store is flushed by then; a picture fetch still resolving a host name on a
+            // blocking thread must not hold the exit up.
+            runtime.shutdown_timeout(Duration::from_secs(1));
+            served
         }
         Command::Import { dir } => {
             anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
@@ -298,6 +377,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let app = App::open(&data_dir, cli.cache_bytes)?;
             run_user(&app, action)
         }
+        Command::Pictures {
+            action: PicturesAction::Fetch { pictures },
+        } => fetch_pictures(&data_dir, cli.cache_bytes, pictures.config(true)),
         Command::Openapi => {
             println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())
@@ -402,4 +484,25 @@ fn print_ingest(provider: &str, report: &ingest::IngestReport) {
         report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
         report.skipped.len(), report.written.generation.0
     );
+}
+
+/// `pictures fetch`: one pass of the image worker over a stopped data dir.
+fn fetch_pictures(
+    data_dir: &DataDir,
+    cache_bytes: u64,
+    config: WorkerConfig,
+) -> anyhow::Result<()> {
+    let app = std::sync::Arc::new(App::open(data_dir, cache_bytes)?);
+    let worker = std::sync::Arc::new(PictureWorker::new(app.media.clone(), &config)?);
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(run_pass(&app, &worker))?;
+    println!(
+        "pictures: {} fetched, {} cropped again, {} failed",
+        report.fetched, report.cropped, report.failed
+    );
+    app.store.flush()?;
+    Ok(())
 }

@@ -3,6 +3,7 @@
 
 use crate::app::App;
 use crate::config::ServeConfig;
+use crate::jobs::pictures::{run_forever, PictureWorker};
 use anyhow::Context;
 use std::sync::Arc;
 
@@ -19,6 +20,11 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .await??;
     let app = Arc::new(app);
+    if config.pictures.enabled {
+        let worker = PictureWorker::new(app.media.clone(), &config.pictures)?;
+        // Its own task: a fetch or crop never holds up a request.
+        tokio::spawn(run_forever(app.clone(), Arc::new(worker)));
+    }
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("binding {}", config.addr))?;

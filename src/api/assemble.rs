@@ -3,10 +3,11 @@
 //! builds a view, so every endpoint shows an entity the same way.
 
 use super::error::{internal_because, ApiError, ApiResult};
+use super::listings::MediaBase;
 use super::views::*;
 use crate::app::App;
 use crate::domain::{
-    Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId,
+    Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId, Picture,
     PictureId, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::rates::{display_price, ConversionTable};
@@ -14,14 +15,23 @@ use catalogue_index::{DocKind, Filters};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Brands and series read while building one response, each read once.
-#[derive(Default)]
+/// Brands and series read while building one response, each read once, and the base URL
+/// of re-hosted pictures.
 pub struct Lookups {
     brands: HashMap<BrandId, Option<Brand>>,
     series: HashMap<SeriesId, Option<Series>>,
+    media_base: Arc<str>,
 }
 
 impl Lookups {
+    pub fn new(media: &MediaBase) -> Lookups {
+        Lookups {
+            brands: HashMap::new(),
+            series: HashMap::new(),
+            media_base: media.0.clone(),
+        }
+    }
+
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
         cached(&mut self.brands, id, || app.store.brand(id))
     }
@@ -117,7 +127,10 @@ pub fn model_item(
         return Ok(None);
     };
     let front = model.front_picture();
-    let cropped = front.and_then(|p| p.cropped_url.clone());
+    let cropped = match front {
+        Some(front) => cropped_url(app, &lookups.media_base, front)?,
+        None => None,
+    };
     Ok(Some(ModelListItem {
         id: model.id.to_string(),
         name: model.name.clone(),
@@ -146,18 +159,20 @@ fn series_filter(series: SeriesId) -> Filters {
 }
 
 /// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest.
-pub fn brand_item(app: &App, brand: &Brand) -> ApiResult<BrandItem> {
+pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<BrandItem> {
     let filter = brand_filter(brand.id);
     let with_picture = Filters {
         has_front_picture: true,
         ..filter.clone()
     };
-    let picture = match app.index.lead_model(&with_picture)? {
-        Some(id) => app.store.model(ModelId(id))?.and_then(|m| {
-            m.front_picture().map(|p| BrandPicture {
-                url: p.url.clone(),
-                cropped_url: p.cropped_url.clone(),
-            })
+    let lead = match app.index.lead_model(&with_picture)? {
+        Some(id) => app.store.model(ModelId(id))?,
+        None => None,
+    };
+    let picture = match lead.as_ref().and_then(Model::front_picture) {
+        Some(p) => Some(BrandPicture {
+            url: p.url.clone(),
+            cropped_url: cropped_url(app, media_base, p)?,
         }),
         None => None,
     };
@@ -171,9 +186,9 @@ pub fn brand_item(app: &App, brand: &Brand) -> ApiResult<BrandItem> {
     })
 }
 
-pub fn brand_detail(app: &App, brand: &Brand) -> ApiResult<BrandDetail> {
+pub fn brand_detail(app: &App, brand: &Brand, media: &MediaBase) -> ApiResult<BrandDetail> {
     Ok(BrandDetail {
-        item: brand_item(app, brand)?,
+        item: brand_item(app, brand, &media.0)?,
         aliases: brand.aliases.clone(),
         description: brand.description.clone(),
         country: brand.country.clone(),
@@ -199,8 +214,13 @@ pub fn series_item(app: &App, series: &Series, lookups: &mut Lookups) -> ApiResu
     })
 }
 
-pub fn series_detail(app: &App, brand: &Brand, series: &Series) -> ApiResult<SeriesDetail> {
-    let mut lookups = Lookups::default();
+pub fn series_detail(
+    app: &App,
+    brand: &Brand,
+    series: &Series,
+    media: &MediaBase,
+) -> ApiResult<SeriesDetail> {
+    let mut lookups = Lookups::new(media);
     Ok(SeriesDetail {
         item: series_item(app, series, &mut lookups)?,
         description: series.description.clone(),
@@ -255,8 +275,8 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
 }
 
 /// The full model.
-pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
-    let mut lookups = Lookups::default();
+pub fn full_model(app: &App, model: &Model, media: &MediaBase) -> ApiResult<FullModel> {
+    let mut lookups = Lookups::new(media);
     let brand = lookups
         .brand(app, model.brand_id)?
         .map(EntityRef::from)
@@ -286,8 +306,30 @@ pub fn full_model(app: &App, model: &Model) -> ApiResult<FullModel> {
         brand,
         series,
         caliber,
-        pictures: model.pictures.iter().map(PictureView::from).collect(),
+        pictures: model
+            .pictures
+            .iter()
+            .map(|p| picture_view(app, &media.0, p))
+            .collect::<ApiResult<_>>()?,
     })
+}
+
+fn picture_view(app: &App, media_base: &str, picture: &Picture) -> ApiResult<PictureView> {
+    Ok(PictureView {
+        cropped_url: cropped_url(app, media_base, picture)?,
+        ..PictureView::from(picture)
+    })
+}
+
+/// A model picture's crop: the dataset's, else the image worker's once it has made one
+/// (`null` until then).
+fn cropped_url(app: &App, media_base: &str, picture: &Picture) -> ApiResult<Option<String>> {
+    if picture.cropped_url.is_some() {
+        return Ok(picture.cropped_url.clone());
+    }
+    let record = app.store.picture(picture.id)?;
+    let cropped = record.as_ref().and_then(|r| r.fetched()?.cropped);
+    Ok(cropped.map(|_| format!("{}/cropped", media_url(media_base, picture.id))))
 }
 
 /// How listings are shown in one response: the conversion table in force (read once per
@@ -328,7 +370,10 @@ pub fn listing_detail(
         return Ok(None);
     };
     let model = match listing.model_id {
-        Some(model) => model_items(app, &[model.0], &mut Lookups::default())?.pop(),
+        Some(model) => {
+            let mut lookups = Lookups::new(&MediaBase(context.media_base.into()));
+            model_items(app, &[model.0], &mut lookups)?.pop()
+        }
         None => None,
     };
     Ok(Some(ListingDetail {

@@ -3,6 +3,7 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
+use super::listings::MediaBase;
 use super::params::{
     list_request, sort_schema, Page, PageParams, Pagination, Params, PathParams, SortParam,
 };
@@ -12,7 +13,7 @@ use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
 use super::AppState;
 use crate::domain::{BrandId, SeriesId};
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 use serde::{Deserialize, Serialize};
 
@@ -63,6 +64,7 @@ fn group_request(
     responses((status = 200, description = "A page of brands", body = BrandPage)))]
 pub async fn list_brands(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<BrandItem>>> {
@@ -72,7 +74,7 @@ pub async fn list_brands(
     let mut data = Vec::with_capacity(hits.ids.len());
     for id in hits.ids {
         if let Some(brand) = app.store.brand(BrandId(id))? {
-            data.push(assemble::brand_item(&app, &brand)?);
+            data.push(assemble::brand_item(&app, &brand, &media.0)?);
         }
     }
     Ok(Json(pagination.wrap(data, hits.total)))
@@ -87,12 +89,15 @@ pub struct HighlightedBrands {
 /// Brands in fixed editorial order (a hand-picked row, not a ranking).
 #[utoipa::path(get, path = "/brands/highlighted", operation_id = "list_highlighted_brands", tag = "brands",
     responses((status = 200, description = "The editorial row", body = HighlightedBrands)))]
-pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<HighlightedBrands>> {
+pub async fn highlighted_brands(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+) -> ApiResult<Json<HighlightedBrands>> {
     let data = app
         .store
         .highlighted_brands()?
         .iter()
-        .map(|brand| assemble::brand_item(&app, brand))
+        .map(|brand| assemble::brand_item(&app, brand, &media.0))
         .collect::<ApiResult<_>>()?;
     Ok(Json(HighlightedBrands { data }))
 }
@@ -103,10 +108,11 @@ pub async fn highlighted_brands(State(app): State<AppState>) -> ApiResult<Json<H
     responses((status = 200, description = "The brand", body = BrandDetail)))]
 pub async fn get_brand(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     PathParams(slug): PathParams<String>,
 ) -> ApiResult<Json<BrandDetail>> {
     let brand = assemble::brand_by_slug(&app, &slug)?;
-    Ok(Json(assemble::brand_detail(&app, &brand)?))
+    Ok(Json(assemble::brand_detail(&app, &brand, &media)?))
 }
 
 /// A brand's series, each with its model count and lead model.
@@ -115,6 +121,7 @@ pub async fn get_brand(
     responses((status = 200, description = "A page of series", body = SeriesPage)))]
 pub async fn list_series(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     PathParams(brand_slug): PathParams<String>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
@@ -131,7 +138,7 @@ pub async fn list_series(
         &params,
         pagination,
     )?)?;
-    let mut lookups = Lookups::default();
+    let mut lookups = Lookups::new(&media);
     let mut data = Vec::with_capacity(hits.ids.len());
     for id in hits.ids {
         if let Some(series) = app.store.series(SeriesId(id))? {
@@ -147,9 +154,12 @@ pub async fn list_series(
     responses((status = 200, description = "The series", body = SeriesDetail)))]
 pub async fn get_series(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, series_slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<SeriesDetail>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
-    Ok(Json(assemble::series_detail(&app, &brand, &series)?))
+    Ok(Json(assemble::series_detail(
+        &app, &brand, &series, &media,
+    )?))
 }

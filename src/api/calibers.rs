@@ -3,12 +3,13 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
+use super::listings::MediaBase;
 use super::params::PathParams;
 use super::views::CaliberDetail;
 use super::AppState;
 use crate::domain::{normalize_reference, Slug};
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 
 /// One movement with its specification and every model across the catalogue that runs it.
@@ -17,6 +18,7 @@ use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
     responses((status = 200, description = "The calibre", body = CaliberDetail)))]
 pub async fn get_caliber(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, reference)): PathParams<(String, String)>,
 ) -> ApiResult<Json<CaliberDetail>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
@@ -45,7 +47,7 @@ pub async fn get_caliber(
     );
     request.sort = SortOrder::NameAsc;
     let hits = app.index.search(&request)?;
-    let mut lookups = Lookups::default();
+    let mut lookups = Lookups::new(&media);
     Ok(Json(CaliberDetail {
         caliber: assemble::caliber_view(&app, &caliber, &mut lookups)?,
         model_count: hits.total,

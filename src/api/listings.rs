@@ -382,12 +382,3 @@ pub async fn listing_stats(
         high: figures.map(|f| f.2),
     }))
 }
-
-/// `GET /media/pictures/{id}`: pictures are re-hosted by the image worker of the back office;
-/// until it has fetched one, its media URL answers this 404.
-pub async fn media_not_fetched() -> ApiError {
-    ApiError::not_found(
-        "this picture has not been fetched yet",
-        "listing pictures are re-hosted by the image worker; the source is never hotlinked",
-    )
-}

@@ -8,6 +8,7 @@ mod calibers;
 pub mod error;
 pub mod layers;
 pub mod listings;
+mod media;
 mod models;
 pub mod openapi;
 mod ops;
@@ -51,7 +52,14 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let api = Router::new()
         .nest("/v1", v1_routes(app.clone()))
         .merge(v1_routes(app.clone()))
-        .route("/media/pictures/{id}", get(listings::media_not_fetched))
+        .route(
+            "/media/pictures/{id}",
+            get(media::original).with_state(app.clone()),
+        )
+        .route(
+            "/media/pictures/{id}/cropped",
+            get(media::cropped).with_state(app.clone()),
+        )
         .fallback(unknown_path)
         .layer(Extension(listings::MediaBase(
             config.media_base_url.as_str().into(),

@@ -2,6 +2,7 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
+use super::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
 use super::params::{list_request, sort_schema, Page, PageParams, Params, PathParams, SortParam};
@@ -10,7 +11,7 @@ use super::AppState;
 use crate::app::App;
 use crate::domain::{Brand, ModelId, Slug};
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SortOrder};
 use serde::Deserialize;
 
@@ -57,6 +58,7 @@ pub struct ModelListParams {
     responses((status = 200, description = "A page of models", body = ModelPage)))]
 pub async fn list_models(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<ModelListParams>,
 ) -> ApiResult<Json<Page<ModelListItem>>> {
@@ -72,7 +74,7 @@ pub async fn list_models(
         pagination,
     )?;
     let hits = app.index.search(&request)?;
-    let data = assemble::model_items(&app, &hits.ids, &mut Lookups::default())?;
+    let data = assemble::model_items(&app, &hits.ids, &mut Lookups::new(&media))?;
     Ok(Json(pagination.wrap(data, hits.total)))
 }
 
@@ -220,9 +222,10 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
     responses((status = 200, description = "The model", body = FullModel)))]
 pub async fn get_model(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<FullModel>> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
     let model = assemble::model_by_slug(&app, &brand, &slug)?;
-    Ok(Json(assemble::full_model(&app, &model)?))
+    Ok(Json(assemble::full_model(&app, &model, &media)?))
 }

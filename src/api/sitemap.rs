@@ -4,6 +4,7 @@
 
 use super::assemble::Lookups;
 use super::error::ApiResult;
+use super::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
 use super::params::{Page, Pagination, Params, MAX_SITEMAP_PAGE_SIZE};
@@ -11,7 +12,7 @@ use super::views::{CaliberSitemapEntry, CatalogSitemapEntry, ModelSitemapEntry};
 use super::AppState;
 use crate::domain::{Brand, BrandId, ModelId};
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -45,6 +46,7 @@ impl SitemapParams {
     responses((status = 200, description = "A page of model entries", body = ModelSitemapPage)))]
 pub async fn models(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<ModelSitemapEntry>>> {
     let pagination = params.pagination()?;
@@ -53,7 +55,7 @@ pub async fn models(
     request.limit = pagination.page_size;
     let hits = app.index.search(&request)?;
     let ids: Vec<ModelId> = hits.ids.iter().map(|id| ModelId(*id)).collect();
-    let mut lookups = Lookups::default();
+    let mut lookups = Lookups::new(&media);
     let mut data = Vec::with_capacity(ids.len());
     for model in app.store.models(&ids)? {
         if let Some(brand) = lookups.brand(&app, model.brand_id)? {

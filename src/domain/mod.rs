@@ -4,6 +4,7 @@
 mod fnv;
 mod ids;
 mod listing;
+mod pictures;
 mod price_stats;
 mod reconciliation;
 mod records;
@@ -22,6 +23,7 @@ pub use listing::{
     Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
     MatchOutcome, StatusChange,
 };
+pub use pictures::{ContentHash, FetchState, Fetched, ImageFormat, PictureRecord};
 pub use price_stats::price_figures;
 pub use reconciliation::{ClaimedBrand, ClaimedIdentity};
 pub use records::{

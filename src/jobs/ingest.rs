@@ -12,7 +12,7 @@ use super::listing_writes::{ListingWrites, WrittenListings};
 use super::matching::match_listing;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
-    Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
+    Match, PictureId, PictureRecord, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
 use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
@@ -388,6 +388,15 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// A new picture's id, with its pending record in the same write: the image worker
+    /// finds it there.
+    fn new_picture(&mut self, source: &str) -> Result<PictureId, IngestError> {
+        let batch = self.writes.batch();
+        let id = PictureId(batch.allocate_id(RecordKind::Picture)?);
+        batch.put_picture(&PictureRecord::pending(id, source.to_owned(), self.now));
+        Ok(id)
+    }
+
     /// Pictures in the snapshot's order, keeping the ids of those already known by source URL.
     fn pictures(
         &mut self,
@@ -401,7 +410,7 @@ impl Run<'_> {
                 .map(|p| p.id);
             let id = match known {
                 Some(id) => id,
-                None => PictureId(self.writes.batch().allocate_id(RecordKind::Picture)?),
+                None => self.new_picture(source)?,
             };
             pictures.push(ListingPicture {
                 id,

@@ -8,6 +8,7 @@ pub mod import;
 pub mod ingest;
 pub mod listing_writes;
 pub mod matching;
+pub mod pictures;
 pub mod rates;
 pub mod reconcile;
 pub mod reindex;

@@ -4,7 +4,8 @@
 
 use super::{StoreError, StoreResult};
 use crate::domain::{
-    AuditEntry, Brand, Caliber, Complication, Listing, Model, Provider, Series, Session, User,
+    AuditEntry, Brand, Caliber, Complication, Listing, Model, PictureRecord, Provider, Series,
+    Session, User,
 };
 use crate::rates::EcbRates;
 
@@ -44,6 +45,7 @@ stored_records! {
     User => "user", layout 1;
     Session => "session", layout 1;
     AuditEntry => "audit entry", layout 1;
+    PictureRecord => "picture", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

@@ -30,6 +30,12 @@ pub enum Keyspace {
     ModelListingCount = 44,
     /// Holds no records: only the id counter of pictures.
     Picture = 45,
+    /// Where the image pipeline is with each picture, by picture id: records. A keyspace of
+    /// its own, so adding it needed no migration (docs/decisions.md).
+    PictureState = 46,
+    /// Ids of the pictures the image worker has something to do for, now or at a retry
+    /// time: empty values, so a pass reads only those records, not every picture's.
+    PictureDue = 47,
     Provider = 50,
     ProviderSlug = 51,
     Listing = 60,

@@ -14,8 +14,8 @@ pub use write::WriteBatch;
 
 use crate::domain::{
     AuditEntry, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing,
-    ListingId, Model, ModelId, Provider, ProviderId, Series, SeriesId, Session, Slug, TokenHash,
-    User, Username,
+    ListingId, Model, ModelId, PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId,
+    Session, Slug, TokenHash, User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -551,6 +551,17 @@ impl Store {
         self.db.apply_batch(batch)?;
         self.db.flush()?;
         Ok(())
+    }
+
+    /// Where the image pipeline is with picture `id`, if it knows the picture.
+    pub fn picture(&self, id: PictureId) -> StoreResult<Option<PictureRecord>> {
+        self.get(Keyspace::PictureState.id_key(id.0))
+    }
+
+    /// The records of the pictures the worker may have work for (see `PictureDue`), by id.
+    pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
+        let ids = self.ids_under(Keyspace::PictureDue.prefix())?;
+        self.many(Keyspace::PictureState, ids)
     }
 
     /// The audit trail, newest first.

@@ -8,7 +8,7 @@ use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
     normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Model,
-    Provider, Series, Session, TokenHash, User, Username,
+    PictureRecord, Provider, Series, Session, TokenHash, User, Username,
 };
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -231,6 +231,19 @@ impl WriteBatch<'_> {
     /// Appends `entry` (its id from [`WriteBatch::allocate_id`] of `Keyspace::Audit`).
     pub fn put_audit(&mut self, entry: &AuditEntry) {
         self.put(Keyspace::Audit.id_key(entry.id), &encode(entry));
+    }
+
+    /// Where the image pipeline is with one picture: no index or count depends on it. Its id
+    /// stays under `PictureDue` exactly while the worker may still have work for it.
+    pub fn put_picture(&mut self, picture: &PictureRecord) {
+        let id = picture.id.0;
+        self.put(Keyspace::PictureState.id_key(id), &encode(picture));
+        let due = Keyspace::PictureDue.id_key(id);
+        if picture.may_be_due() {
+            self.put(due, &[]);
+        } else {
+            self.remove(due);
+        }
     }
 }
 

@@ -11,6 +11,7 @@ mod listings;
 mod migrate;
 mod models;
 mod openapi;
+mod pictures;
 mod protocol;
 mod rates;
 mod real_listings;

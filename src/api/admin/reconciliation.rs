@@ -6,7 +6,7 @@ use super::candidates::{example_titles, nearest_models, Candidate};
 use super::Caller;
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{internal, ApiError, ApiResult};
-use crate::api::listings::provider_id;
+use crate::api::listings::{provider_id, MediaBase};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::params::ReconciliationGroupPage;
 use crate::api::params::{parse_choice, parse_text, JsonBody, Page, PageParams, Params};
@@ -119,6 +119,7 @@ pub struct ReconciliationGroup {
     responses((status = 200, description = "A page of groups of unmatched listings", body = ReconciliationGroupPage)))]
 pub async fn groups(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupParams>,
 ) -> ApiResult<Json<Page<ReconciliationGroup>>> {
@@ -127,7 +128,7 @@ pub async fn groups(
     let page = blocking(move || {
         let groups = reconcile::unmatched_groups(&app.store, &app.listings).map_err(api_error)?;
         let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
-        let mut context = GroupContext::new(&app)?;
+        let mut context = GroupContext::new(&app, &media)?;
         pagination
             .slice(wanted)
             .try_map(|group| context.view(&group))
@@ -238,10 +239,10 @@ struct GroupContext<'a> {
 }
 
 impl<'a> GroupContext<'a> {
-    fn new(app: &'a App) -> ApiResult<GroupContext<'a>> {
+    fn new(app: &'a App, media: &MediaBase) -> ApiResult<GroupContext<'a>> {
         Ok(GroupContext {
             app,
-            lookups: Lookups::default(),
+            lookups: Lookups::new(media),
             providers: BTreeMap::new(),
             table: app.conversion_table()?,
         })
@@ -406,12 +407,13 @@ pub struct ReconciledView {
     responses((status = 200, description = "The listings are linked", body = ReconciledView)))]
 pub async fn link(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<LinkBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
-    reconcile_with(app, &caller, move |turn, app, actor| {
+    reconcile_with(app, &caller, media, move |turn, app, actor| {
         reconcile::link(turn, &app.listings, actor, &selection, model)
     })
     .await
@@ -427,10 +429,11 @@ pub async fn link(
     responses((status = 200, description = "The model is made and the listings linked", body = ReconciledView)))]
 pub async fn create_model(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<CreateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
-    reconcile_with(app, &caller, move |turn, app, actor| {
+    reconcile_with(app, &caller, media, move |turn, app, actor| {
         reconcile::create_model(turn, &app.listings, actor, &body.group, body.fields)
     })
     .await
@@ -446,11 +449,12 @@ pub async fn create_model(
     responses((status = 200, description = "The model is updated and the listings linked", body = ReconciledView)))]
 pub async fn update_model(
     State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<UpdateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     let model = model_id(&body.model)?;
-    reconcile_with(app, &caller, move |turn, app, actor| {
+    reconcile_with(app, &caller, media, move |turn, app, actor| {
         reconcile::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
     })
     .await
@@ -511,6 +515,7 @@ fn actor(caller: &Caller) -> ApiResult<Actor> {
 async fn reconcile_with(
     app: AppState,
     caller: &Caller,
+    media: MediaBase,
     job: impl FnOnce(&WriteTurn<'_>, &App, &Actor) -> Result<Reconciled, ReconcileError>
         + Send
         + 'static,
@@ -525,15 +530,19 @@ async fn reconcile_with(
                 WriteError::Index(error) => internal(&error),
             })?
             .value;
-        reconciled_view(&app, &reconciled)
+        reconciled_view(&app, &reconciled, &media)
     })
     .await
     .map(Json)
 }
 
-fn reconciled_view(app: &App, reconciled: &Reconciled) -> ApiResult<ReconciledView> {
+fn reconciled_view(
+    app: &App,
+    reconciled: &Reconciled,
+    media: &MediaBase,
+) -> ApiResult<ReconciledView> {
     let ids = |ids: &[ListingId]| ids.iter().map(ToString::to_string).collect();
-    let model = assemble::model_items(app, &[reconciled.model.0], &mut Lookups::default())?
+    let model = assemble::model_items(app, &[reconciled.model.0], &mut Lookups::new(media))?
         .pop()
         .ok_or_else(|| api_error(ReconcileError::UnknownModel(reconciled.model.to_string())))?;
     Ok(ReconciledView {

@@ -71,7 +71,7 @@ fn etag_of(bytes: &[u8]) -> String {
 }
 
 /// `If-None-Match` is `*` or a list of tags; weak comparison ignores the `W/` prefix.
-fn matches(if_none_match: &str, tag: &str) -> bool {
+pub(crate) fn matches(if_none_match: &str, tag: &str) -> bool {
     let bare = |t: &str| t.trim().trim_start_matches("W/").to_owned();
     if_none_match.trim() == "*"
         || if_none_match

@@ -7,8 +7,8 @@ use super::rows::{BrandRow, ComplicationRow, ModelRow, ProviderRow, SeriesRow};
 use super::RESERVED_BRAND_SLUGS;
 use super::{ImportResult, KindCounts, Rows, Run};
 use crate::domain::{
-    Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId, Provider, ProviderId,
-    Series, SeriesId, Slug, Timestamp,
+    Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId, PictureRecord,
+    Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreResult, WriteBatch};
 use std::collections::HashMap;
@@ -382,6 +382,16 @@ impl Kind for Model {
     }
     fn put(batch: &mut WriteBatch<'_>, old: Option<&Model>, new: &Model) {
         batch.put_model(old, new);
+        // A new picture the dataset gives no crop for goes to the image worker, in the same
+        // write as its model.
+        let known = |id| old.is_some_and(|m| m.pictures.iter().any(|p| p.id == id));
+        for picture in &new.pictures {
+            if picture.cropped_url.is_none() && !known(picture.id) {
+                let pending =
+                    PictureRecord::pending(picture.id, picture.url.clone(), new.updated_at);
+                batch.put_picture(&pending);
+            }
+        }
     }
 }
 

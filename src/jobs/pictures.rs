@@ -1,0 +1,280 @@
+//! The image worker: takes the pictures that are due (pending, failed and due a retry, or
+//! fetched without a crop), fetches and crops a few at a time, and records each state.
+
+use crate::app::App;
+use crate::domain::{FetchState, Fetched, PictureRecord, Timestamp};
+use crate::media::crop::crop;
+use crate::media::fetch::{decode, Downloaded, FetchError};
+use crate::media::{FetchSettings, Fetcher, MediaStore};
+use crate::store::StoreError;
+use image::codecs::jpeg::JpegEncoder;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+/// Fetches in flight at once: a few, so a slow source does not hold up the rest.
+pub const DEFAULT_CONCURRENCY: usize = 4;
+/// Side of a crop, in pixels, at most.
+pub const DEFAULT_CROP_SIZE: u32 = 1000;
+/// Failed attempts after which a transient failure is not retried again.
+pub const MAX_ATTEMPTS: u32 = 5;
+/// Pictures handled between two commits: small writes, so reads never wait long.
+const CHUNK: usize = 16;
+/// First retry delay; it doubles with each failed attempt, up to a day.
+const FIRST_RETRY_MS: i64 = 60_000;
+const LONGEST_RETRY_MS: i64 = 86_400_000;
+const CROP_QUALITY: u8 = 88;
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PassReport {
+    pub fetched: usize,
+    pub cropped: usize,
+    pub failed: usize,
+}
+
+impl PassReport {
+    pub fn handled(&self) -> usize {
+        self.fetched + self.cropped + self.failed
+    }
+}
+
+/// The worker's settings (`serve` and `pictures fetch` flags, docs/operations.md).
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub fetch: FetchSettings,
+    pub concurrency: usize,
+    pub crop_size: u32,
+    /// `serve` only: whether the worker runs in the server.
+    pub enabled: bool,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> WorkerConfig {
+        WorkerConfig {
+            fetch: FetchSettings::default(),
+            concurrency: DEFAULT_CONCURRENCY,
+            crop_size: DEFAULT_CROP_SIZE,
+            enabled: true,
+        }
+    }
+}
+
+/// The worker's parts, shared by its tasks.
+pub struct PictureWorker {
+    pub media: MediaStore,
+    pub fetcher: Fetcher,
+    pub concurrency: usize,
+    pub crop_size: u32,
+}
+
+impl PictureWorker {
+    pub fn new(media: MediaStore, config: &WorkerConfig) -> Result<PictureWorker, FetchError> {
+        Ok(PictureWorker {
+            media,
+            fetcher: Fetcher::new(config.fetch.clone())?,
+            concurrency: config.concurrency,
+            crop_size: config.crop_size,
+        })
+    }
+}
+
+/// How long the server's worker waits after a pass that found nothing to do.
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The server's worker: passes until the process ends, waiting between idle ones. A failed
+/// pass is logged and tried again later; it never stops the server.
+pub async fn run_forever(app: Arc<App>, worker: Arc<PictureWorker>) {
+    loop {
+        match run_pass(&app, &worker).await {
+            Ok(report) if report.handled() > 0 => {
+                tracing::info!(?report, "picture worker pass");
+                continue;
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(%error, "picture worker pass failed"),
+        }
+        tokio::time::sleep(IDLE_WAIT).await;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("writing picture states: {0}")]
+    Write(String),
+    #[error("a worker task stopped: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Handles every picture due now, a chunk at a time, each chunk's states in one commit.
+pub async fn run_pass(
+    app: &Arc<App>,
+    worker: &Arc<PictureWorker>,
+) -> Result<PassReport, WorkerError> {
+    let now = Timestamp::now();
+    let due = {
+        let app = app.clone();
+        tokio::task::spawn_blocking(move || due_pictures(&app, now)).await??
+    };
+    let mut report = PassReport::default();
+    for chunk in due.chunks(CHUNK) {
+        let updated = handle_chunk(worker, chunk.to_vec()).await?;
+        for (before, after) in chunk.iter().zip(&updated) {
+            tally(&mut report, before, after);
+        }
+        let app = app.clone();
+        tokio::task::spawn_blocking(move || record_states(&app, updated)).await??;
+    }
+    Ok(report)
+}
+
+fn due_pictures(app: &App, now: Timestamp) -> Result<Vec<PictureRecord>, StoreError> {
+    let mut due = app.store.pictures_maybe_due()?;
+    due.retain(|p| p.is_due(now));
+    Ok(due)
+}
+
+fn tally(report: &mut PassReport, before: &PictureRecord, after: &PictureRecord) {
+    match (&before.state, &after.state) {
+        (_, FetchState::Failed { .. }) => report.failed += 1,
+        (FetchState::Fetched(_), _) => report.cropped += 1,
+        _ => report.fetched += 1,
+    }
+}
+
+/// Each picture's new record, in the chunk's order, at most `concurrency` at a time.
+async fn handle_chunk(
+    worker: &Arc<PictureWorker>,
+    chunk: Vec<PictureRecord>,
+) -> Result<Vec<PictureRecord>, WorkerError> {
+    let permits = Arc::new(Semaphore::new(worker.concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    for (position, picture) in chunk.into_iter().enumerate() {
+        let (worker, permits) = (worker.clone(), permits.clone());
+        tasks.spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            (position, handle(&worker, picture).await)
+        });
+    }
+    let mut done = Vec::with_capacity(tasks.len());
+    while let Some(finished) = tasks.join_next().await {
+        done.push(finished?);
+    }
+    done.sort_by_key(|(position, _)| *position);
+    Ok(done.into_iter().map(|(_, picture)| picture).collect())
+}
+
+async fn handle(worker: &Arc<PictureWorker>, picture: PictureRecord) -> PictureRecord {
+    let outcome = match picture.fetched().cloned() {
+        Some(fetched) => recrop(worker.clone(), fetched).await,
+        None => fetch_and_crop(worker, &picture.source_url).await,
+    };
+    let now = Timestamp::now();
+    match outcome {
+        Ok(fetched) => PictureRecord {
+            state: FetchState::Fetched(fetched),
+            attempts: 0,
+            updated_at: now,
+            ..picture
+        },
+        Err(error) => failed(picture, &error, now),
+    }
+}
+
+/// The record after a failed attempt: retried later with a doubling delay if the failure
+/// may pass, else left failed until someone resets it.
+fn failed(picture: PictureRecord, error: &FetchError, now: Timestamp) -> PictureRecord {
+    let attempts = picture.attempts.saturating_add(1);
+    let next_try_at = (error.is_transient() && attempts < MAX_ATTEMPTS)
+        .then(|| Timestamp(now.0.saturating_add(retry_delay_ms(attempts))));
+    PictureRecord {
+        state: FetchState::Failed {
+            reason: error.to_string(),
+            next_try_at,
+        },
+        attempts,
+        updated_at: now,
+        ..picture
+    }
+}
+
+pub fn retry_delay_ms(attempts: u32) -> i64 {
+    let doublings = attempts.saturating_sub(1).min(20);
+    (FIRST_RETRY_MS << doublings).min(LONGEST_RETRY_MS)
+}
+
+async fn fetch_and_crop(worker: &Arc<PictureWorker>, url: &str) -> Result<Fetched, FetchError> {
+    let downloaded = worker.fetcher.fetch(url).await?;
+    let worker = worker.clone();
+    tokio::task::spawn_blocking(move || store_and_crop(&worker, downloaded))
+        .await
+        .map_err(|e| FetchError::Undecodable(e.to_string()))?
+}
+
+/// A picture whose crop was cleared: cropped again from the stored original.
+async fn recrop(worker: Arc<PictureWorker>, fetched: Fetched) -> Result<Fetched, FetchError> {
+    tokio::task::spawn_blocking(move || {
+        let bytes = worker
+            .media
+            .read(&fetched.hash)
+            .map_err(|e| FetchError::Request(format!("reading the stored original: {e}")))?;
+        store_and_crop(&worker, decode(bytes, worker.fetcher.settings())?)
+    })
+    .await
+    .map_err(|e| FetchError::Undecodable(e.to_string()))?
+}
+
+fn store_and_crop(worker: &PictureWorker, downloaded: Downloaded) -> Result<Fetched, FetchError> {
+    let stored = |bytes: &[u8]| {
+        worker
+            .media
+            .put(bytes)
+            .map_err(|e| FetchError::Request(format!("storing: {e}")))
+    };
+    let hash = stored(&downloaded.bytes)?;
+    let cropped = crop(&downloaded.image.to_rgb8(), worker.crop_size);
+    let mut jpeg = Vec::new();
+    JpegEncoder::new_with_quality(&mut jpeg, CROP_QUALITY)
+        .encode_image(&cropped)
+        .map_err(|e| FetchError::Undecodable(format!("encoding the crop: {e}")))?;
+    Ok(Fetched {
+        hash,
+        format: downloaded.format,
+        width: downloaded.image.width(),
+        height: downloaded.image.height(),
+        cropped: Some(stored(&jpeg)?),
+    })
+}
+
+/// Writes the new states in one commit, skipping a picture whose source changed meanwhile.
+fn record_states(app: &App, updated: Vec<PictureRecord>) -> Result<(), WorkerError> {
+    app.writer
+        .run(|turn| -> Result<(), StoreError> {
+            let mut batch = turn.batch()?;
+            for picture in &updated {
+                let current = turn.store().picture(picture.id)?;
+                if current.is_some_and(|c| c.source_url == picture.source_url) {
+                    batch.put_picture(picture);
+                }
+            }
+            turn.commit(batch)?;
+            Ok(())
+        })
+        .map(|_| ())
+        .map_err(|e| WorkerError::Write(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retries_wait_longer_each_time_up_to_a_day() {
+        assert_eq!(retry_delay_ms(1), 60_000);
+        assert_eq!(retry_delay_ms(2), 120_000);
+        assert_eq!(retry_delay_ms(4), 480_000);
+        assert_eq!(retry_delay_ms(40), LONGEST_RETRY_MS);
+    }
+}

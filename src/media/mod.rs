@@ -1,0 +1,11 @@
+//! The image pipeline's parts: the content-addressed media store, the address checks and
+//! fetcher for source URLs, and the crop. The worker that drives them is `jobs::pictures`.
+
+pub mod address;
+pub mod crop;
+pub mod fetch;
+pub mod store;
+
+pub use address::AllowedNets;
+pub use fetch::{FetchError, FetchSettings, Fetcher};
+pub use store::MediaStore;

@@ -1,0 +1,476 @@
+//! The image pipeline end to end: real images served by a local HTTP server, fetched into the
+//! media store, cropped, served with immutable caching; and each refusal recorded as Failed.
+
+use crate::support::{assert_error, binary, TestApp};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use image::{ImageFormat, Rgb, RgbImage};
+use std::io::Cursor;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use watch_catalogue::app::App;
+use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::domain::{FetchState, Fetched, PictureId, PictureRecord, Timestamp};
+use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
+use watch_catalogue::media::crop::{background, content_box};
+use watch_catalogue::media::{AllowedNets, FetchSettings};
+use watch_catalogue::store::{RecordKind, StoreError};
+
+const CROP_SIZE: u32 = 400;
+const MAX_BYTES: u64 = 4 << 20;
+
+/// A dark disc (the watch) on a flat background, with noise of ±`noise` on every channel.
+fn watch_image(size: (u32, u32), disc: (u32, u32, u32), background: u8, noise: u8) -> RgbImage {
+    let (cx, cy, r) = (i64::from(disc.0), i64::from(disc.1), i64::from(disc.2));
+    let mut state = 0x9e37_79b9_u32;
+    RgbImage::from_fn(size.0, size.1, |x, y| {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let jitter = i32::from((state >> 24) as u8 % (2 * noise + 1)) - i32::from(noise);
+        let (dx, dy) = (i64::from(x) - cx, i64::from(y) - cy);
+        let inside = dx * dx + dy * dy <= r * r;
+        let base = if inside { 25 } else { i32::from(background) };
+        let value = (base + jitter).clamp(0, 255) as u8;
+        Rgb([value, value, value])
+    })
+}
+
+fn encoded(image: &RgbImage, format: ImageFormat) -> Vec<u8> {
+    let mut bytes = Cursor::new(Vec::new());
+    image.write_to(&mut bytes, format).expect("encode");
+    bytes.into_inner()
+}
+
+/// A picture the source server serves: a disc (x, y, radius) drawn on a background.
+struct Drawn {
+    path: &'static str,
+    size: (u32, u32),
+    disc: (u32, u32, u32),
+    background: u8,
+    format: ImageFormat,
+}
+
+/// Several offsets and sizes, white and grey backgrounds, JPEG and PNG.
+fn drawn() -> Vec<Drawn> {
+    let one = |path, size, disc, background, format| Drawn {
+        path,
+        size,
+        disc,
+        background,
+        format,
+    };
+    vec![
+        one(
+            "/a.jpg",
+            (640, 480),
+            (200, 260, 150),
+            255,
+            ImageFormat::Jpeg,
+        ),
+        one("/b.png", (500, 700), (300, 420, 120), 200, ImageFormat::Png),
+        one("/c.jpg", (300, 300), (150, 150, 60), 235, ImageFormat::Jpeg),
+    ]
+}
+
+fn octets(bytes: Vec<u8>) -> Response {
+    // Deliberately not an image type: the bytes decide, not the header.
+    ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response()
+}
+
+/// A source server on 127.0.0.1: the drawn pictures (also under a second URL), a text body,
+/// an oversized body, a slow answer, a redirect loop, a redirect to a private address.
+async fn source_server() -> SocketAddr {
+    let mut router = axum::Router::new();
+    for d in drawn() {
+        let bytes = encoded(&watch_image(d.size, d.disc, d.background, 10), d.format);
+        let copy = bytes.clone();
+        router = router.route(d.path, get(move || async move { octets(bytes) }));
+        if d.path == "/a.jpg" {
+            router = router.route("/same-as-a.jpg", get(move || async move { octets(copy) }));
+        }
+    }
+    let router = router
+        .route("/text", get(|| async { "not an image at all" }))
+        .route(
+            "/big",
+            get(|| async { octets(vec![0xff; MAX_BYTES as usize + 1]) }),
+        )
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                "too late"
+            }),
+        )
+        .route("/loop", get(|| async { Redirect::temporary("/loop") }))
+        .route(
+            "/to-private",
+            get(|| async { Redirect::temporary("http://10.0.0.1/a.jpg") }),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    addr
+}
+
+fn worker_config(allow: &[&str]) -> WorkerConfig {
+    WorkerConfig {
+        fetch: FetchSettings {
+            allow: AllowedNets(allow.iter().map(|n| n.parse().expect("net")).collect()),
+            connect_timeout: Duration::from_secs(1),
+            total_timeout: Duration::from_secs(2),
+            max_bytes: MAX_BYTES,
+            ..FetchSettings::default()
+        },
+        crop_size: CROP_SIZE,
+        ..WorkerConfig::default()
+    }
+}
+
+fn empty_app() -> (App, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
+    (app, dir)
+}
+
+/// A picture whose crop was cleared is cropped again from the stored original, to the
+/// same bytes, by the next pass.
+async fn assert_a_cleared_crop_is_made_again(app: &Arc<App>, id: PictureId) {
+    let before = state(app, id);
+    let mut cleared = before.clone();
+    if let FetchState::Fetched(fetched) = &mut cleared.state {
+        fetched.cropped = None;
+    }
+    app.writer
+        .run(|turn| -> Result<(), StoreError> {
+            let mut batch = turn.batch()?;
+            batch.put_picture(&cleared);
+            turn.commit(batch).map(|_| ())
+        })
+        .expect("clear the crop");
+    // Nothing is allowed: the original is read from the media store, not fetched again.
+    pass(app, &[]).await;
+    assert_eq!(state(app, id).state, before.state);
+}
+
+/// Pending records for `urls`, as ingest makes them.
+fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
+    app.writer
+        .run(|turn| -> Result<Vec<PictureId>, StoreError> {
+            let mut batch = turn.batch()?;
+            let mut ids = Vec::new();
+            for url in urls {
+                let id = PictureId(batch.allocate_id(RecordKind::Picture)?);
+                batch.put_picture(&PictureRecord::pending(id, url.clone(), Timestamp::now()));
+                ids.push(id);
+            }
+            turn.commit(batch)?;
+            Ok(ids)
+        })
+        .expect("seed")
+        .value
+}
+
+async fn pass(app: &Arc<App>, allow: &[&str]) {
+    let worker = PictureWorker::new(app.media.clone(), &worker_config(allow)).expect("worker");
+    tokio::time::timeout(Duration::from_secs(60), run_pass(app, &Arc::new(worker)))
+        .await
+        .expect("a pass ends")
+        .expect("pass");
+}
+
+fn state(app: &App, id: PictureId) -> PictureRecord {
+    app.store.picture(id).expect("read").expect("record")
+}
+
+fn failure_reason(app: &App, id: PictureId) -> String {
+    match state(app, id).state {
+        FetchState::Failed { reason, .. } => reason,
+        other => panic!("picture {id} is {other:?}, not failed"),
+    }
+}
+
+#[tokio::test]
+async fn pictures_are_fetched_stored_once_cropped_and_served_immutable() {
+    let source = source_server().await;
+    let (app, dir) = empty_app();
+    let app = Arc::new(app);
+    let mut paths: Vec<&str> = drawn().iter().map(|d| d.path).collect();
+    paths.push("/same-as-a.jpg");
+    let urls: Vec<String> = paths
+        .iter()
+        .map(|p| format!("http://{source}{p}"))
+        .collect();
+    let ids = seed(&app, &urls);
+    pass(&app, &["127.0.0.1/32"]).await;
+
+    let records: Vec<PictureRecord> = ids.iter().map(|id| state(&app, *id)).collect();
+    let fetched: Vec<_> = records
+        .iter()
+        .map(|r| r.fetched().cloned().unwrap_or_else(|| panic!("{r:?}")))
+        .collect();
+    assert_eq!(fetched[0].hash, fetched[3].hash, "same bytes, same file");
+    let originals = std::fs::read_dir(dir.path().join("media"))
+        .expect("media dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name() != "tmp")
+        .flat_map(|e| std::fs::read_dir(e.path()).expect("ls"))
+        .count();
+    // Three originals and three crops; the fourth URL added nothing.
+    assert_eq!(originals, 6);
+
+    for (d, picture) in drawn().into_iter().zip(&fetched) {
+        assert_eq!((picture.width, picture.height), d.size);
+        let crop_hash = picture.cropped.expect("cropped");
+        let crop = image::load_from_memory(&app.media.read(&crop_hash).expect("crop"))
+            .expect("crop decodes")
+            .to_rgb8();
+        assert_crop_frames_the_disc(&crop, d.disc.2);
+    }
+    assert_a_cleared_crop_is_made_again(&app, ids[2]).await;
+
+    let api = TestApp::serving(
+        Arc::try_unwrap(app).ok().expect("one owner"),
+        dir,
+        ApiConfig::default(),
+    )
+    .await;
+    assert_served_immutable(&api, ids[0], "", "image/jpeg", &fetched[0].hash.hex()).await;
+    assert_served_immutable(&api, ids[1], "", "image/png", &fetched[1].hash.hex()).await;
+    let cropped = fetched[1].cropped.expect("crop").hex();
+    assert_served_immutable(&api, ids[1], "/cropped", "image/jpeg", &cropped).await;
+}
+
+/// The crop is square, at most the configured size, and the disc's box is where centring it
+/// with a 5 % margin puts it, within a few pixels.
+fn assert_crop_frames_the_disc(crop: &RgbImage, radius: u32) {
+    let (w, h) = crop.dimensions();
+    assert_eq!(w, h, "square");
+    let longer = f64::from(2 * radius + 1);
+    let margin = (longer * 0.05).round();
+    let scale = (f64::from(CROP_SIZE) / (longer + 2.0 * margin)).min(1.0);
+    let found = content_box(crop, &background(crop)).expect("a disc");
+    for (got, want) in [
+        (found.x, margin * scale),
+        (found.y, margin * scale),
+        (found.width, longer * scale),
+        (found.height, longer * scale),
+    ] {
+        assert!(
+            (f64::from(got) - want).abs() <= 4.0,
+            "{found:?} in {w}px, radius {radius}"
+        );
+    }
+}
+
+async fn assert_served_immutable(
+    api: &TestApp,
+    id: PictureId,
+    suffix: &str,
+    kind: &str,
+    hex: &str,
+) {
+    let path = format!("/media/pictures/{id}{suffix}");
+    let response = api.send(api.request(reqwest::Method::GET, &path)).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    let header_of = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    assert_eq!(header_of(header::CONTENT_TYPE).as_deref(), Some(kind));
+    let etag = format!("\"{hex}\"");
+    assert_eq!(header_of(header::ETAG), Some(etag.clone()));
+    assert_eq!(
+        header_of(header::CACHE_CONTROL).as_deref(),
+        Some("public, max-age=31536000, immutable")
+    );
+    let again = api
+        .send(
+            api.request(reqwest::Method::GET, &path)
+                .header(header::IF_NONE_MATCH, &etag),
+        )
+        .await;
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{path}");
+}
+
+#[tokio::test]
+async fn refused_sources_leave_a_failed_state_with_the_reason() {
+    let source = source_server().await;
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let cases = [
+        ("/text", "not a JPEG, PNG or WebP image"),
+        ("/big", "larger than"),
+        ("/slow", "timed out"),
+        ("/loop", "too many redirects"),
+        ("/to-private", "10.0.0.1 is not a public address"),
+    ];
+    let urls: Vec<String> = cases
+        .iter()
+        .map(|c| format!("http://{source}{}", c.0))
+        .collect();
+    let ids = seed(&app, &urls);
+    pass(&app, &["127.0.0.1/32"]).await;
+    for ((path, reason), id) in cases.iter().zip(&ids) {
+        let found = failure_reason(&app, *id);
+        assert!(found.contains(reason), "{path}: {found:?} lacks {reason:?}");
+        assert_eq!(state(&app, *id).attempts, 1);
+    }
+    let slow = state(&app, ids[2]).state;
+    assert!(
+        matches!(
+            slow,
+            FetchState::Failed {
+                next_try_at: Some(_),
+                ..
+            }
+        ),
+        "a timeout is retried later: {slow:?}"
+    );
+}
+
+#[tokio::test]
+async fn private_addresses_are_refused_unless_allowed() {
+    let source = source_server().await;
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let port = source.port();
+    let urls = [
+        format!("http://127.0.0.1:{port}/a.jpg"),
+        format!("http://localhost:{port}/a.jpg"),
+        format!("http://[::ffff:127.0.0.1]:{port}/a.jpg"),
+        "file:///etc/passwd".to_owned(),
+    ];
+    let ids = seed(&app, &urls);
+    pass(&app, &[]).await;
+    for (url, id) in urls.iter().zip(&ids) {
+        let found = failure_reason(&app, *id);
+        assert!(found.starts_with("refused: "), "{url}: {found:?}");
+        let retried = matches!(
+            state(&app, *id).state,
+            FetchState::Failed {
+                next_try_at: Some(_),
+                ..
+            }
+        );
+        assert!(!retried, "{url}: a refusal is not retried");
+    }
+}
+
+#[tokio::test]
+async fn unknown_and_unfetched_pictures_answer_404_json() {
+    let (app, dir) = empty_app();
+    let ids = seed(&app, &["http://192.0.2.1/never.jpg".to_owned()]);
+    let api = TestApp::serving(app, dir, ApiConfig::default()).await;
+    for path in [
+        format!("/media/pictures/{}", ids[0]),
+        format!("/media/pictures/{}/cropped", ids[0]),
+        "/media/pictures/999".to_owned(),
+        "/media/pictures/x".to_owned(),
+    ] {
+        assert_error(&api, &path, 404, "not_found", "image worker").await;
+    }
+}
+
+#[tokio::test]
+async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
+    let api = TestApp::start().await;
+    let mut sources = Vec::new();
+    for listing in api.app.store.all_listings() {
+        let pictures = listing.expect("listing").pictures;
+        sources.extend(pictures.into_iter().map(|p| (p.id, p.source_url)));
+    }
+    let listing_pictures = sources.len();
+    for model in api.app.store.all_models() {
+        let pictures = model.expect("model").pictures.into_iter();
+        // A picture the dataset already gives a crop for is not fetched.
+        let uncropped = pictures.filter(|p| p.cropped_url.is_none());
+        sources.extend(uncropped.map(|p| (p.id, p.url)));
+    }
+    assert!(listing_pictures > 0 && sources.len() > listing_pictures);
+    for (id, source) in sources {
+        let record = state(&api.app, id);
+        assert_eq!(record.source_url, source);
+        assert_eq!(record.state, FetchState::Pending);
+    }
+}
+
+#[tokio::test]
+async fn a_model_picture_links_its_crop_once_the_worker_has_made_it() {
+    let api = TestApp::start().await;
+    let path = "/v1/models/rolex/submariner-date-126610lv";
+    let before = api.ok(path).await;
+    let front = &before["pictures"][0];
+    assert_eq!(front["type"], "FRONT");
+    assert!(front["croppedUrl"].is_null(), "{front}");
+    let id: PictureId = front["id"]
+        .as_str()
+        .expect("id")
+        .parse()
+        .expect("picture id");
+
+    // What a pass leaves once it has fetched and cropped the picture.
+    let mut record = state(&api.app, id);
+    let hash = api.app.media.put(b"stand-in bytes").expect("put");
+    record.state = FetchState::Fetched(Fetched {
+        hash,
+        format: watch_catalogue::domain::ImageFormat::Jpeg,
+        width: 10,
+        height: 10,
+        cropped: Some(hash),
+    });
+    api.app
+        .writer
+        .run(|turn| -> Result<(), StoreError> {
+            let mut batch = turn.batch()?;
+            batch.put_picture(&record);
+            turn.commit(batch).map(|_| ())
+        })
+        .expect("record the crop");
+
+    let crop = format!("/media/pictures/{id}/cropped");
+    let after = api.ok(path).await;
+    assert_eq!(after["pictures"][0]["croppedUrl"], crop.as_str());
+    let list = api.ok("/v1/models?q=126610LV").await;
+    let item = &list["data"][0];
+    assert_eq!(item["thumbnailUrl"], crop.as_str(), "{item}");
+    assert_eq!(item["thumbnailIsCropped"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pictures_fetch_runs_one_pass_on_a_stopped_data_dir() {
+    let source = source_server().await;
+    let (app, dir) = empty_app();
+    let urls = [
+        format!("http://{source}/a.jpg"),
+        format!("http://{source}/text"),
+    ];
+    let ids = seed(&app, &urls);
+    drop(app);
+    let path = dir.path().to_owned();
+    let (output, text) = tokio::task::spawn_blocking(move || {
+        crate::cli::run(
+            binary(&path)
+                .args(["pictures", "fetch", "--fetch-allow", "127.0.0.1/32"])
+                .args(["--fetch-timeout-secs", "5"]),
+        )
+    })
+    .await
+    .expect("the command ran");
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("pictures: 1 fetched, 0 cropped again, 1 failed"),
+        "{text}"
+    );
+    let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("reopen");
+    assert!(state(&app, ids[0])
+        .fetched()
+        .is_some_and(|f| f.cropped.is_some()));
+    assert!(failure_reason(&app, ids[1]).contains("not a JPEG"));
+}
