@@ -346,14 +346,27 @@ pub fn listing_views(
     ids: &[u64],
     context: &ListingContext<'_>,
 ) -> ApiResult<Vec<ListingView>> {
+    listing_views_with(app, ids, context, |_, view| Some(view))
+}
+
+/// Each listing with these ids, in this order, read once: what `item` makes of its record and
+/// its view (an id no listing has, or one `item` declines, is left out).
+pub fn listing_views_with<T>(
+    app: &App,
+    ids: &[u64],
+    context: &ListingContext<'_>,
+    item: impl Fn(&Listing, ListingView) -> Option<T>,
+) -> ApiResult<Vec<T>> {
     let mut providers = HashMap::new();
-    let mut views = Vec::with_capacity(ids.len());
+    let mut items = Vec::with_capacity(ids.len());
     for &id in ids {
         if let Some(listing) = app.store.listing(ListingId(id))? {
-            views.extend(listing_view(app, &listing, &mut providers, context)?);
+            if let Some(view) = listing_view(app, &listing, &mut providers, context)? {
+                items.extend(item(&listing, view));
+            }
         }
     }
-    Ok(views)
+    Ok(items)
 }
 
 /// One listing and the list item of the model it is matched to (null while unmatched); `None`

@@ -7,7 +7,7 @@ use crate::api::listings::{listing_context, provider_id, status_filter, MediaBas
 use crate::api::params::{parse_choice, Page, PageParams, Params};
 use crate::api::views::ListingView;
 use crate::api::AppState;
-use crate::domain::{ListingId, MatchOutcome};
+use crate::domain::MatchOutcome;
 use crate::store::Counted;
 use axum::extract::State;
 use axum::{Extension, Json};
@@ -112,17 +112,14 @@ pub async fn unmatched_listings(
     };
     let hits = app.listings.search(&query)?;
     let context = listing_context(&app, None, &media)?;
-    let views = assemble::listing_views(&app, &hits.ids, &context)?;
-    let mut data = Vec::with_capacity(views.len());
-    for (view, id) in views.into_iter().zip(&hits.ids) {
-        let listing = app.store.listing(ListingId(*id))?;
-        let unmatched_reason = listing
-            .and_then(|l| l.matching.reason())
-            .unwrap_or("unknownReference");
-        data.push(UnmatchedListing {
+    // Read once: the view and the reason come from the same record, so a listing gone since
+    // the search cannot shift one listing's reason onto another, and one matched since (by a
+    // write between the search and the read) is left out rather than given a false reason.
+    let data = assemble::listing_views_with(&app, &hits.ids, &context, |listing, view| {
+        Some(UnmatchedListing {
             listing: view,
-            unmatched_reason,
-        });
-    }
+            unmatched_reason: listing.matching.reason()?,
+        })
+    })?;
     Ok(Json(pagination.wrap(data, hits.total)))
 }
