@@ -4,15 +4,19 @@
 # snapshot, the evaluation catalogue of tests/data/real-listings is imported into a fresh data
 # dir, and `watch-catalogue ingest` is timed, RUNS times, each in a new data dir.
 #
-#   bench/real-feed.sh [BINARY] [RUNS] [COPIES]   (default: target/release/watch-catalogue, 5, 1)
+#   bench/real-feed.sh [BINARY] [RUNS] [COPIES] [PICTURES]
+#       (default: target/release/watch-catalogue, 5, 1, no)
 #
 # COPIES > 1 repeats the feed under new source ids, so that process start-up weighs less.
+# PICTURES=yes gives each listing the feed's picture URL (each copy its own URL), so the ingest
+# also records every picture for the image worker; nothing is fetched.
 # Prints each run's wall time and the ingest's own report, then the median per listing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-$ROOT/target/release/watch-catalogue}
 RUNS=${2:-5}
 COPIES=${3:-1}
+PICTURES=${4:-no}
 FEED=$ROOT/../shared/data/listings/chrono24-rolex-submariner-titles.csv
 [[ -f $FEED ]] || { echo "no $FEED: the real listings are not part of the project" >&2; exit 1; }
 WORK=$(mktemp -d)
@@ -21,13 +25,15 @@ trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/dataset"
 cp "$ROOT"/tests/data/real-listings/catalogue/*.jsonl "$WORK/dataset/"
 echo '{"slug":"chrono24","name":"Chrono24","url":"https://www.chrono24.com"}' > "$WORK/dataset/providers.jsonl"
-python3 - "$FEED" "$WORK/snapshot.jsonl" "$COPIES" <<'PY'
+python3 - "$FEED" "$WORK/snapshot.jsonl" "$COPIES" "$PICTURES" <<'PY'
 import csv, json, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 with open(sys.argv[2], "w") as out:
   for copy in range(int(sys.argv[3])):
     for row in rows:
         line = {"sourceId": f"{row['id']}-{copy}", "url": row["url"], "title": row["name"].strip()}
+        if sys.argv[4] == "yes" and row["image.contentUrl"]:
+            line["pictures"] = [f"{row['image.contentUrl']}?copy={copy}"]
         if row["price"]:
             line.update(price=int(float(row["price"])), currency="AUD")
         if row["Year"].isdigit():

@@ -498,3 +498,75 @@ async fn delisted_unmatched_listings_show_only_when_asked() {
         .await;
     assert_eq!((status, &body["error"]), (400, &json!("invalid_request")));
 }
+
+/// `watch-catalogue user` through the real binary: list, role, passwd (from stdin, never an
+/// argument), and the refusals, each a non-zero exit that changes nothing.
+#[test]
+fn the_user_commands_change_users_and_refuse_bad_input() {
+    use crate::support::binary;
+    use std::io::Write;
+    let data = tempfile::tempdir().expect("dir");
+    add_user_through_the_binary(data.path(), "ana");
+    let run = |args: &[&str], stdin: Option<&str>| {
+        let mut child = binary(data.path())
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).expect("stdin");
+        }
+        drop(input);
+        let output = child.wait_with_output().expect("wait");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.success(), text)
+    };
+    let (ok, text) = run(&["user", "role", "ana", "viewer"], None);
+    assert!(ok, "{text}");
+    assert_eq!(text, "ana is now viewer; their sessions are ended\n");
+    let (ok, text) = run(&["user", "passwd", "ana"], Some("another long password\n"));
+    assert!(ok, "{text}");
+    assert_eq!(text, "password of ana changed; their sessions are ended\n");
+    let (ok, text) = run(&["user", "list"], None);
+    assert!(ok && text.starts_with("ana\tviewer\tsince "), "{text}");
+    for (args, stdin, says) in [
+        (
+            &["user", "add", "ana"][..],
+            Some("a long password\n"),
+            "exists already",
+        ),
+        (
+            &["user", "add", "Bad Name"][..],
+            Some("a long password\n"),
+            "is not a username",
+        ),
+        (
+            &["user", "add", "bob"][..],
+            Some("short\n"),
+            "at least 10 characters",
+        ),
+        (
+            &["user", "add", "bob"][..],
+            None,
+            "no password on standard input",
+        ),
+        (&["user", "role", "ana", "root"][..], None, "is not a role"),
+        (
+            &["user", "remove", "nobody"][..],
+            None,
+            "no user named `nobody`",
+        ),
+    ] {
+        let (ok, text) = run(args, stdin);
+        assert!(!ok && text.contains(says), "{args:?}: {text}");
+    }
+    let (_, text) = run(&["user", "list"], None);
+    assert_eq!(text.lines().count(), 1, "nothing was added: {text}");
+}
