@@ -500,8 +500,8 @@ fn fetch_pictures(
         .context("starting the async runtime")?
         .block_on(run_pass(&app, &worker))?;
     println!(
-        "pictures: {} fetched, {} cropped again, {} failed",
-        report.fetched, report.cropped, report.failed
+        "pictures: {} fetched, {} cropped again, {} failed; listing candidates ranked for {} models",
+        report.fetched, report.cropped, report.failed, report.ranked
     );
     app.store.flush()?;
     Ok(())

@@ -126,18 +126,18 @@ pub fn model_item(
     let (Some(brand), Some(series)) = (brand, series) else {
         return Ok(None);
     };
-    let front = model.front_picture();
-    let cropped = match front {
-        Some(front) => cropped_url(app, &lookups.media_base, front)?,
+    let front = match model.front_picture() {
+        Some(front) => Some(shown_picture(app, &lookups.media_base, front)?),
         None => None,
     };
+    let cropped = front.as_ref().and_then(|f| f.cropped_url.clone());
     Ok(Some(ModelListItem {
         id: model.id.to_string(),
         name: model.name.clone(),
         reference_number: model.reference_number.clone(),
         slug: model.slug.to_string(),
         thumbnail_is_cropped: cropped.is_some(),
-        thumbnail_url: cropped.or_else(|| front.map(|p| p.url.clone())),
+        thumbnail_url: cropped.or_else(|| front.map(|p| p.url)),
         brand,
         series,
         listing_count: app.store.listing_count(model.id)?,
@@ -170,10 +170,13 @@ pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<Brand
         None => None,
     };
     let picture = match lead.as_ref().and_then(Model::front_picture) {
-        Some(p) => Some(BrandPicture {
-            url: p.url.clone(),
-            cropped_url: cropped_url(app, media_base, p)?,
-        }),
+        Some(p) => {
+            let shown = shown_picture(app, media_base, p)?;
+            Some(BrandPicture {
+                url: shown.url,
+                cropped_url: shown.cropped_url,
+            })
+        }
         None => None,
     };
     Ok(BrandItem {
@@ -315,21 +318,49 @@ pub fn full_model(app: &App, model: &Model, media: &MediaBase) -> ApiResult<Full
 }
 
 fn picture_view(app: &App, media_base: &str, picture: &Picture) -> ApiResult<PictureView> {
+    let shown = shown_picture(app, media_base, picture)?;
     Ok(PictureView {
-        cropped_url: cropped_url(app, media_base, picture)?,
+        url: shown.url,
+        cropped_url: shown.cropped_url,
         ..PictureView::from(picture)
     })
 }
 
-/// A model picture's crop: the dataset's, else the image worker's once it has made one
-/// (`null` until then).
-fn cropped_url(app: &App, media_base: &str, picture: &Picture) -> ApiResult<Option<String>> {
+/// Where a model picture is shown, and its pipeline record when it has one.
+pub struct ShownPicture {
+    pub url: String,
+    pub cropped_url: Option<String>,
+    pub record: Option<crate::domain::PictureRecord>,
+}
+
+/// Where a model picture is shown. A picture the dataset gave with its crop is hosted by the
+/// dataset's publisher: both its URLs are shown as given. Any other goes through the image
+/// pipeline: it is shown re-hosted, `{media base}/pictures/{id}`, and its `croppedUrl` is
+/// `null` until the worker has made the crop.
+pub fn shown_picture(app: &App, media_base: &str, picture: &Picture) -> ApiResult<ShownPicture> {
     if picture.cropped_url.is_some() {
-        return Ok(picture.cropped_url.clone());
+        return Ok(ShownPicture {
+            url: picture.url.clone(),
+            cropped_url: picture.cropped_url.clone(),
+            record: None,
+        });
     }
     let record = app.store.picture(picture.id)?;
-    let cropped = record.as_ref().and_then(|r| r.fetched()?.cropped);
-    Ok(cropped.map(|_| format!("{}/cropped", media_url(media_base, picture.id))))
+    let Some(found) = &record else {
+        // No record: written before the pipeline, and never fetched; shown as the dataset said.
+        return Ok(ShownPicture {
+            url: picture.url.clone(),
+            cropped_url: None,
+            record,
+        });
+    };
+    let cropped = found.fetched().and_then(|f| f.cropped);
+    let url = media_url(media_base, picture.id);
+    Ok(ShownPicture {
+        cropped_url: cropped.map(|_| format!("{url}/cropped")),
+        url,
+        record,
+    })
 }
 
 /// How listings are shown in one response: the conversion table in force (read once per

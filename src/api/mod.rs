@@ -202,6 +202,20 @@ fn v1_table() -> Vec<Route> {
             "/reconciliation/models/update",
             post(admin::reconciliation::update_model),
         ),
+        // Picture review
+        Route::admin("/picture-review", get(admin::pictures::queue)),
+        Route::admin(
+            "/picture-review/candidates/{id}/select",
+            post(admin::pictures::select),
+        ),
+        Route::admin(
+            "/picture-review/pictures/{id}/keep",
+            post(admin::pictures::keep),
+        ),
+        Route::admin(
+            "/picture-review/models/{id}/front-picture",
+            get(admin::pictures::front_picture).put(admin::pictures::set_front_picture),
+        ),
     ]
 }
 

@@ -57,6 +57,11 @@ use crate::auth::SESSION_COOKIE;
         super::admin::reconciliation::link,
         super::admin::reconciliation::create_model,
         super::admin::reconciliation::update_model,
+        super::admin::pictures::queue,
+        super::admin::pictures::select,
+        super::admin::pictures::keep,
+        super::admin::pictures::front_picture,
+        super::admin::pictures::set_front_picture,
     ),
     components(schemas(
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
@@ -76,6 +81,10 @@ use crate::auth::SESSION_COOKIE;
         super::admin::candidates::Candidate, super::params::ReconciliationGroupPage,
         super::admin::reconciliation::LinkBody, super::admin::reconciliation::CreateModelBody,
         super::admin::reconciliation::UpdateModelBody, super::admin::reconciliation::ReconciledView,
+        super::admin::pictures::ReviewPicture, super::admin::pictures::CandidateView,
+        super::admin::pictures::ReviewQueueItem, super::admin::pictures::FetchView,
+        super::admin::pictures::FrontPicture, super::admin::pictures::FrontPictureAnswer,
+        super::admin::pictures::FrontPictureBody, super::params::ReviewQueuePage,
     )),
     modifiers(&SharedResponses),
     tags(

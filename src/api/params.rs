@@ -5,7 +5,8 @@ use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 #[allow(unused_imports)] // named in the page aliases of the OpenAPI document
 use super::admin::{
-    audit::AuditEntryView, reconciliation::ReconciliationGroup, stats::UnmatchedListing,
+    audit::AuditEntryView, pictures::ReviewQueueItem, reconciliation::ReconciliationGroup,
+    stats::UnmatchedListing,
 };
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
@@ -138,7 +139,8 @@ pub struct Pagination {
     ListingPage = Page<ListingView>,
     UnmatchedListingPage = Page<UnmatchedListing>,
     AuditPage = Page<AuditEntryView>,
-    ReconciliationGroupPage = Page<ReconciliationGroup>
+    ReconciliationGroupPage = Page<ReconciliationGroup>,
+    ReviewQueuePage = Page<ReviewQueueItem>
 )]
 #[serde(rename_all = "camelCase")]
 pub struct Page<T> {

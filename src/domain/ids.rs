@@ -52,6 +52,8 @@ id_type!(
     PictureId,
     /// A listing's id, stable across revisits.
     ListingId,
+    /// A picture-review candidate's id.
+    CandidateId,
 );
 
 #[cfg(test)]

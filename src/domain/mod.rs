@@ -4,6 +4,7 @@
 mod fnv;
 mod ids;
 mod listing;
+mod picture_review;
 mod pictures;
 mod price_stats;
 mod reconciliation;
@@ -16,12 +17,15 @@ mod users;
 
 pub use fnv::Fnv1a;
 pub use ids::{
-    BrandId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId, ProviderId,
-    SeriesId,
+    BrandId, CandidateId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId,
+    ProviderId, SeriesId,
 };
 pub use listing::{
     Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
     MatchOutcome, StatusChange,
+};
+pub use picture_review::{
+    CandidateOrigin, Look, PictureCandidate, PictureReview, ReviewStatus, Reviewed,
 };
 pub use pictures::{ContentHash, FetchState, Fetched, ImageFormat, PictureRecord};
 pub use price_stats::price_figures;

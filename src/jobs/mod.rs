@@ -1,13 +1,16 @@
 //! Batch jobs that write the store: `import` of a dataset directory, provider snapshot
 //! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's `users` and
-//! `reconcile` writes. Each runs inside the one
+//! `reconcile` writes, the image worker (`pictures`) and the listing `candidates` it ranks for
+//! picture review. Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it.
 
+pub mod candidates;
 pub mod dataset;
 pub mod import;
 pub mod ingest;
 pub mod listing_writes;
 pub mod matching;
+pub mod picture_review;
 pub mod pictures;
 pub mod rates;
 pub mod reconcile;

@@ -1,9 +1,12 @@
 //! The image worker: takes the pictures that are due (pending, failed and due a retry, or
-//! fetched without a crop), fetches and crops a few at a time, and records each state.
+//! fetched without a crop), fetches and crops a few at a time, and records each state and
+//! look; then ranks the listing candidates of the models whose listings changed.
 
 use crate::app::App;
-use crate::domain::{FetchState, Fetched, PictureRecord, Timestamp};
+use crate::domain::{FetchState, Fetched, Look, PictureRecord, Timestamp};
+use crate::jobs::candidates::{self, CandidateError};
 use crate::media::crop::crop;
+use crate::media::look::look;
 use crate::media::fetch::{decode, Downloaded, FetchError};
 use crate::media::{FetchSettings, Fetcher, MediaStore};
 use crate::store::StoreError;
@@ -31,9 +34,13 @@ pub struct PassReport {
     pub fetched: usize,
     pub cropped: usize,
     pub failed: usize,
+    /// Models whose listing candidates were ranked again.
+    pub ranked: usize,
 }
 
 impl PassReport {
+    /// Pictures the pass fetched, cropped or failed: when none, the worker waits before the
+    /// next pass (ranking alone does not count, a model may stay stale for a retry).
     pub fn handled(&self) -> usize {
         self.fetched + self.cropped + self.failed
     }
@@ -106,9 +113,12 @@ pub enum WorkerError {
     Write(String),
     #[error("a worker task stopped: {0}")]
     Task(#[from] tokio::task::JoinError),
+    #[error("ranking listing candidates: {0}")]
+    Candidates(#[from] CandidateError),
 }
 
-/// Handles every picture due now, a chunk at a time, each chunk's states in one commit.
+/// Handles every picture due now, a chunk at a time, each chunk's states in one commit, then
+/// ranks the stale models' listing candidates.
 pub async fn run_pass(
     app: &Arc<App>,
     worker: &Arc<PictureWorker>,
@@ -121,12 +131,14 @@ pub async fn run_pass(
     let mut report = PassReport::default();
     for chunk in due.chunks(CHUNK) {
         let updated = handle_chunk(worker, chunk.to_vec()).await?;
-        for (before, after) in chunk.iter().zip(&updated) {
+        for (before, (after, _)) in chunk.iter().zip(&updated) {
             tally(&mut report, before, after);
         }
         let app = app.clone();
         tokio::task::spawn_blocking(move || record_states(&app, updated)).await??;
     }
+    let app = app.clone();
+    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&app)).await??;
     Ok(report)
 }
 
@@ -144,11 +156,14 @@ fn tally(report: &mut PassReport, before: &PictureRecord, after: &PictureRecord)
     }
 }
 
+/// A picture's new record, and its look once fetched.
+type Handled = (PictureRecord, Option<Look>);
+
 /// Each picture's new record, in the chunk's order, at most `concurrency` at a time.
 async fn handle_chunk(
     worker: &Arc<PictureWorker>,
     chunk: Vec<PictureRecord>,
-) -> Result<Vec<PictureRecord>, WorkerError> {
+) -> Result<Vec<Handled>, WorkerError> {
     let permits = Arc::new(Semaphore::new(worker.concurrency.max(1)));
     let mut tasks = JoinSet::new();
     for (position, picture) in chunk.into_iter().enumerate() {
@@ -166,20 +181,23 @@ async fn handle_chunk(
     Ok(done.into_iter().map(|(_, picture)| picture).collect())
 }
 
-async fn handle(worker: &Arc<PictureWorker>, picture: PictureRecord) -> PictureRecord {
+async fn handle(worker: &Arc<PictureWorker>, picture: PictureRecord) -> Handled {
     let outcome = match picture.fetched().cloned() {
         Some(fetched) => recrop(worker.clone(), fetched).await,
         None => fetch_and_crop(worker, &picture.source_url).await,
     };
     let now = Timestamp::now();
     match outcome {
-        Ok(fetched) => PictureRecord {
-            state: FetchState::Fetched(fetched),
-            attempts: 0,
-            updated_at: now,
-            ..picture
-        },
-        Err(error) => failed(picture, &error, now),
+        Ok((fetched, look)) => (
+            PictureRecord {
+                state: FetchState::Fetched(fetched),
+                attempts: 0,
+                updated_at: now,
+                ..picture
+            },
+            Some(look),
+        ),
+        Err(error) => (failed(picture, &error, now), None),
     }
 }
 
@@ -205,7 +223,10 @@ pub fn retry_delay_ms(attempts: u32) -> i64 {
     (FIRST_RETRY_MS << doublings).min(LONGEST_RETRY_MS)
 }
 
-async fn fetch_and_crop(worker: &Arc<PictureWorker>, url: &str) -> Result<Fetched, FetchError> {
+async fn fetch_and_crop(
+    worker: &Arc<PictureWorker>,
+    url: &str,
+) -> Result<(Fetched, Look), FetchError> {
     let downloaded = worker.fetcher.fetch(url).await?;
     let worker = worker.clone();
     tokio::task::spawn_blocking(move || store_and_crop(&worker, downloaded))
@@ -214,7 +235,10 @@ async fn fetch_and_crop(worker: &Arc<PictureWorker>, url: &str) -> Result<Fetche
 }
 
 /// A picture whose crop was cleared: cropped again from the stored original.
-async fn recrop(worker: Arc<PictureWorker>, fetched: Fetched) -> Result<Fetched, FetchError> {
+async fn recrop(
+    worker: Arc<PictureWorker>,
+    fetched: Fetched,
+) -> Result<(Fetched, Look), FetchError> {
     tokio::task::spawn_blocking(move || {
         let bytes = worker
             .media
@@ -226,7 +250,10 @@ async fn recrop(worker: Arc<PictureWorker>, fetched: Fetched) -> Result<Fetched,
     .map_err(|e| FetchError::Undecodable(e.to_string()))?
 }
 
-fn store_and_crop(worker: &PictureWorker, downloaded: Downloaded) -> Result<Fetched, FetchError> {
+fn store_and_crop(
+    worker: &PictureWorker,
+    downloaded: Downloaded,
+) -> Result<(Fetched, Look), FetchError> {
     let stored = |bytes: &[u8]| {
         worker
             .media
@@ -239,24 +266,29 @@ fn store_and_crop(worker: &PictureWorker, downloaded: Downloaded) -> Result<Fetc
     JpegEncoder::new_with_quality(&mut jpeg, CROP_QUALITY)
         .encode_image(&cropped)
         .map_err(|e| FetchError::Undecodable(format!("encoding the crop: {e}")))?;
-    Ok(Fetched {
+    let fetched = Fetched {
         hash,
         format: downloaded.format,
         width: downloaded.image.width(),
         height: downloaded.image.height(),
         cropped: Some(stored(&jpeg)?),
-    })
+    };
+    Ok((fetched, look(&downloaded.image)))
 }
 
-/// Writes the new states in one commit, skipping a picture whose source changed meanwhile.
-fn record_states(app: &App, updated: Vec<PictureRecord>) -> Result<(), WorkerError> {
+/// Writes the new states and looks in one commit, skipping a picture whose source changed
+/// meanwhile.
+fn record_states(app: &App, updated: Vec<Handled>) -> Result<(), WorkerError> {
     app.writer
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
-            for picture in &updated {
+            for (picture, look) in &updated {
                 let current = turn.store().picture(picture.id)?;
                 if current.is_some_and(|c| c.source_url == picture.source_url) {
                     batch.put_picture(picture);
+                    if let Some(look) = look {
+                        batch.put_look(picture.id, *look);
+                    }
                 }
             }
             turn.commit(batch)?;

@@ -14,7 +14,7 @@ pub enum Actor {
 }
 
 impl Actor {
-    fn name(&self) -> String {
+    pub fn name(&self) -> String {
         match self {
             Actor::User(name) => name.to_string(),
             Actor::Cli => "cli".to_owned(),

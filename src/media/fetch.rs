@@ -74,6 +74,16 @@ pub struct Downloaded {
     pub image: DynamicImage,
 }
 
+/// Whether `url` could be fetched at all: an absolute http or https URL with a host, of a
+/// sane length. What it resolves to is checked when it is fetched.
+pub fn is_web_url(url: &str) -> bool {
+    url.len() <= MAX_URL_LENGTH
+        && Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+}
+
+/// Longest URL taken from a dataset or a person (browsers and CDNs agree on about this).
+pub const MAX_URL_LENGTH: usize = 2048;
+
 /// Resolves host names itself and hands reqwest only the addresses the settings permit, so
 /// the connection goes to a checked address (no second lookup to race).
 struct CheckedResolver {

@@ -4,8 +4,8 @@
 
 use super::{StoreError, StoreResult};
 use crate::domain::{
-    AuditEntry, Brand, Caliber, Complication, Listing, Model, PictureRecord, Provider, Series,
-    Session, User,
+    AuditEntry, Brand, Caliber, Complication, Listing, Model, PictureCandidate, PictureRecord,
+    PictureReview, Provider, Series, Session, User,
 };
 use crate::rates::EcbRates;
 
@@ -46,6 +46,8 @@ stored_records! {
     Session => "session", layout 1;
     AuditEntry => "audit entry", layout 1;
     PictureRecord => "picture", layout 1;
+    PictureCandidate => "picture candidate", layout 1;
+    PictureReview => "picture review", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

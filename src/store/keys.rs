@@ -1,7 +1,10 @@
 //! Key layout: one leading keyspace byte, then big-endian ids and slugs, so prefix scans
 //! return a parent's children in id order. Secondary keys end in the id they point at.
 
-use crate::domain::{BrandId, CaliberId, ModelId, ProviderId, SeriesId, Slug, TokenHash, Username};
+use crate::domain::{
+    BrandId, CaliberId, CandidateId, ModelId, ProviderId, ReviewStatus, SeriesId, Slug, TokenHash,
+    Username,
+};
 
 /// The kinds of key in the store's single tree. Brand, Series, Complication, Caliber, Model,
 /// Provider and Listing hold records (values starting with their layout byte, see `codec`);
@@ -36,6 +39,11 @@ pub enum Keyspace {
     /// Ids of the pictures the image worker has something to do for, now or at a retry
     /// time: empty values, so a pass reads only those records, not every picture's.
     PictureDue = 47,
+    /// What each fetched picture looks like (its 8-byte difference hash), by picture id:
+    /// how listing pictures that show one photograph are told apart.
+    PictureLook = 48,
+    /// Picture id -> the id of the model that shows it (8 bytes), kept with the model.
+    ModelPicture = 49,
     Provider = 50,
     ProviderSlug = 51,
     Listing = 60,
@@ -51,6 +59,17 @@ pub enum Keyspace {
     SessionByUser = 72,
     /// The audit trail, by id (ids grow with time): records.
     Audit = 73,
+    /// Picture-review candidates, by id: records.
+    Candidate = 80,
+    /// Model id + candidate id: a model's candidates.
+    CandidateOfModel = 81,
+    /// Where a model stands in picture review, by model id: records.
+    PictureReview = 82,
+    /// Review status byte + model id: the queue's two lists, in model id order.
+    ReviewQueue = 83,
+    /// Ids of models whose matched listings' pictures changed since their listing candidates
+    /// were last ranked: the image worker ranks them again.
+    CandidatesStale = 84,
 }
 
 impl Keyspace {
@@ -283,6 +302,28 @@ pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
 pub fn listing_source_prefix(provider: ProviderId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ListingSource)
         .id(provider.0)
+        .done()
+}
+pub fn candidate_of_model_prefix(model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CandidateOfModel)
+        .id(model.0)
+        .done()
+}
+pub fn candidate_of_model(model: ModelId, candidate: CandidateId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::CandidateOfModel)
+        .id(model.0)
+        .id(candidate.0)
+        .done()
+}
+pub fn review_queue_prefix(status: ReviewStatus) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ReviewQueue)
+        .byte(status as u8)
+        .done()
+}
+pub fn review_queue(status: ReviewStatus, model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ReviewQueue)
+        .byte(status as u8)
+        .id(model.0)
         .done()
 }
 pub fn user(name: &Username) -> Vec<u8> {

@@ -13,9 +13,10 @@ pub use turn::{Changes, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
-    AuditEntry, Brand, BrandId, Caliber, CaliberId, Complication, ComplicationId, Listing,
-    ListingId, Model, ModelId, PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId,
-    Session, Slug, TokenHash, User, Username,
+    AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
+    Listing, ListingId, Look, Model, ModelId, PictureCandidate, PictureId, PictureRecord,
+    PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId, Session, Slug, TokenHash,
+    User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -562,6 +563,68 @@ impl Store {
     pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
         let ids = self.ids_under(Keyspace::PictureDue.prefix())?;
         self.many(Keyspace::PictureState, ids)
+    }
+
+    /// What picture `id` looks like, once the worker has fetched it.
+    pub fn picture_look(&self, id: PictureId) -> StoreResult<Option<Look>> {
+        Ok(self
+            .get_id(Keyspace::PictureLook.id_key(id.0))?
+            .map(Look))
+    }
+
+    /// The model that shows picture `id`, if one does.
+    pub fn model_of_picture(&self, id: PictureId) -> StoreResult<Option<ModelId>> {
+        Ok(self
+            .get_id(Keyspace::ModelPicture.id_key(id.0))?
+            .map(ModelId))
+    }
+
+    // --- picture review ---------------------------------------------------------------------
+
+    pub fn candidate(&self, id: CandidateId) -> StoreResult<Option<PictureCandidate>> {
+        self.get(Keyspace::Candidate.id_key(id.0))
+    }
+
+    /// `model`'s candidates, by id.
+    pub fn candidates_of(&self, model: ModelId) -> StoreResult<Vec<PictureCandidate>> {
+        let ids = self.ids_under(keys::candidate_of_model_prefix(model))?;
+        self.many(Keyspace::Candidate, ids)
+    }
+
+    /// Where `model` stands in picture review (nothing decided, nothing protected when the
+    /// store has no record).
+    pub fn picture_review(&self, model: ModelId) -> StoreResult<PictureReview> {
+        Ok(self
+            .get(Keyspace::PictureReview.id_key(model.0))?
+            .unwrap_or_default())
+    }
+
+    /// The models in the given review lists, in id order.
+    pub fn review_queue(&self, lists: &[ReviewStatus]) -> StoreResult<Vec<ModelId>> {
+        let mut ids = Vec::new();
+        for list in lists {
+            ids.extend(self.ids_under(keys::review_queue_prefix(*list))?);
+        }
+        ids.sort_unstable();
+        Ok(ids.into_iter().map(ModelId).collect())
+    }
+
+    /// Up to `limit` models whose listing candidates are to be ranked again, by id.
+    pub fn candidates_stale(&self, limit: usize) -> StoreResult<Vec<ModelId>> {
+        self.db
+            .scan_prefix(Keyspace::CandidatesStale.prefix())
+            .keys()
+            .take(limit)
+            .map(|key| {
+                let key = key?;
+                keys::trailing_id(&key)
+                    .map(ModelId)
+                    .ok_or_else(|| StoreError::Corrupt {
+                        key: key.to_vec(),
+                        reason: "stale-candidates key without a model id".into(),
+                    })
+            })
+            .collect()
     }
 
     /// The audit trail, newest first.

@@ -7,10 +7,11 @@ use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
-    normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Model,
-    PictureRecord, Provider, Series, Session, TokenHash, User, Username,
+    normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Look,
+    Model, ModelId, PictureCandidate, PictureId, PictureRecord, PictureReview, Provider,
+    ReviewStatus, Series, Session, TokenHash, User, Username,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 
 /// A key written with its value, or removed (`None`).
@@ -30,6 +31,8 @@ pub struct WriteBatch<'t> {
     changes: BatchChanges,
     /// How each admin count moves with this write, applied to the stored counts at commit.
     counts: HashMap<Counted, i64>,
+    /// Models already marked for their listing candidates to be ranked again.
+    stale_candidates: HashSet<ModelId>,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -43,6 +46,7 @@ impl<'t> WriteBatch<'t> {
             touches_listings: false,
             changes: BatchChanges::default(),
             counts: HashMap::new(),
+            stale_candidates: HashSet::new(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -185,6 +189,22 @@ impl<'t> WriteBatch<'t> {
         self.count(Counted::UnmatchedListings, is.1 - was_unmatched);
         self.reindex_keys(old.map(listing_keys).unwrap_or_default(), listing_keys(new));
         self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
+        self.mark_candidates_stale(old, new);
+    }
+
+    /// A listing whose model or pictures changed changes what its models' listing candidates
+    /// are made of: the image worker ranks them again.
+    fn mark_candidates_stale(&mut self, old: Option<&Listing>, new: &Listing) {
+        let shown = |l: &Listing| (l.model_id, l.pictures.iter().map(|p| p.id).collect::<Vec<_>>());
+        if old.map(shown) == Some(shown(new)) {
+            return;
+        }
+        let models = old.iter().copied().chain([new]);
+        for model in models.filter(|l| !l.pictures.is_empty()).filter_map(|l| l.model_id) {
+            if self.stale_candidates.insert(model) {
+                self.put(Keyspace::CandidatesStale.id_key(model.0), &[]);
+            }
+        }
     }
 
     /// Sets the number of ACTIVE listings matched to `model`.
@@ -244,6 +264,53 @@ impl WriteBatch<'_> {
         } else {
             self.remove(due);
         }
+    }
+}
+
+/// Picture review: candidates, each model's review record and its place in the queue, and what
+/// fetched pictures look like. No index or count depends on them.
+impl WriteBatch<'_> {
+    /// Writes `new`, keeping its model's list of candidates.
+    pub fn put_candidate(&mut self, new: &PictureCandidate) {
+        self.put(keys::candidate_of_model(new.model_id, new.id), &[]);
+        self.put(Keyspace::Candidate.id_key(new.id.0), &encode(new));
+    }
+
+    pub fn remove_candidate(&mut self, candidate: &PictureCandidate) {
+        self.remove(keys::candidate_of_model(candidate.model_id, candidate.id));
+        self.remove(Keyspace::Candidate.id_key(candidate.id.0));
+    }
+
+    /// Writes `model`'s review record and puts the model in the queue list it belongs in
+    /// (`has_candidates`: whether it has any after this write).
+    pub fn put_picture_review(
+        &mut self,
+        model: ModelId,
+        review: &PictureReview,
+        has_candidates: bool,
+    ) {
+        let status = review.status(has_candidates);
+        for list in [ReviewStatus::Pending, ReviewStatus::Reviewed] {
+            let key = keys::review_queue(list, model);
+            if status == Some(list) {
+                self.put(key, &[]);
+            } else {
+                self.remove(key);
+            }
+        }
+        self.put(Keyspace::PictureReview.id_key(model.0), &encode(review));
+    }
+
+    pub fn put_look(&mut self, picture: PictureId, look: Look) {
+        self.put(
+            Keyspace::PictureLook.id_key(picture.0),
+            &encode_u64(look.0),
+        );
+    }
+
+    /// `model`'s listing candidates were ranked on what the store holds now.
+    pub fn clear_candidates_stale(&mut self, model: ModelId) {
+        self.remove(Keyspace::CandidatesStale.id_key(model.0));
     }
 }
 
@@ -315,6 +382,12 @@ fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     )];
     if let Some(caliber) = model.caliber_id {
         out.push((keys::model_by_caliber(caliber, model.id), Vec::new()));
+    }
+    for picture in &model.pictures {
+        out.push((
+            Keyspace::ModelPicture.id_key(picture.id.0),
+            id_value(model.id.0),
+        ));
     }
     for reference in model.references().map(normalize_reference) {
         if !reference.is_empty() {

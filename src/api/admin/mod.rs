@@ -5,13 +5,15 @@
 pub mod audit;
 pub mod auth;
 pub mod candidates;
+pub mod pictures;
 pub mod reconciliation;
 pub mod stats;
 
-use super::error::{internal, ApiError};
+use super::error::{internal, ApiError, ApiResult};
 use super::AppState;
 use crate::auth::{token_in_cookies, SessionPolicy, TOUCH_EVERY};
 use crate::domain::{Role, Session, Timestamp, User};
+use crate::jobs::users::Actor;
 use axum::extract::{Request, State};
 use axum::http::{header, Method};
 use axum::middleware::Next;
@@ -227,4 +229,21 @@ mod tests {
             Some("https://evil.example")
         )));
     }
+}
+
+/// The signed-in admin, who the audit trail names (the guard let only admins in).
+pub fn actor(caller: &Caller) -> ApiResult<Actor> {
+    caller
+        .admin()
+        .map(|signed| Actor::User(signed.user.name.clone()))
+        .ok_or(ApiError::Forbidden)
+}
+
+/// Runs `job` on tokio's blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|error| internal(&error))?
 }

@@ -3,7 +3,7 @@
 //! group: link it to a model, create a model from it, or update a model for it.
 
 use super::candidates::{example_titles, nearest_models, Candidate};
-use super::Caller;
+use super::{actor, blocking, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::listings::{provider_id, MediaBase};
@@ -502,14 +502,6 @@ fn model_id(id: &str) -> ApiResult<ModelId> {
         .map_err(|_| api_error(ReconcileError::UnknownModel(id.to_owned())))
 }
 
-/// The signed-in admin, who the audit trail names (the guard let only admins in).
-fn actor(caller: &Caller) -> ApiResult<Actor> {
-    caller
-        .admin()
-        .map(|signed| Actor::User(signed.user.name.clone()))
-        .ok_or(ApiError::Forbidden)
-}
-
 /// Runs `job` for the signed-in admin through the data dir's writer, off the async workers
 /// (it may wait for a running ingest's turn), and answers what it wrote.
 async fn reconcile_with(
@@ -550,15 +542,6 @@ fn reconciled_view(
         linked_listings: ids(&reconciled.linked),
         matched_listings: ids(&reconciled.matched),
     })
-}
-
-/// Runs `job` on tokio's blocking pool.
-async fn blocking<T: Send + 'static>(
-    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
-) -> ApiResult<T> {
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|error| internal(&error))?
 }
 
 /// The API's answer to a refused reconciliation: 400 naming each field, 404 naming the id.

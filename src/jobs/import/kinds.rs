@@ -7,8 +7,8 @@ use super::rows::{BrandRow, ComplicationRow, ModelRow, ProviderRow, SeriesRow};
 use super::RESERVED_BRAND_SLUGS;
 use super::{ImportResult, KindCounts, Rows, Run};
 use crate::domain::{
-    Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId, PictureRecord,
-    Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
+    Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId, Picture, PictureId,
+    PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreResult, WriteBatch};
 use std::collections::HashMap;
@@ -361,9 +361,13 @@ impl Kind for Model {
         claim: &Claim<Model>,
     ) -> ImportResult<Option<Model>> {
         let kept = claim.existing.as_ref().map(|m| m.pictures.as_slice());
-        let Some(pictures) = run.pictures(row.pictures, kept)? else {
+        let Some(mut pictures) = run.pictures(row.pictures, kept)? else {
             return Ok(None);
         };
+        if let Some(old) = &claim.existing {
+            let review = run.store.picture_review(old.id)?;
+            keep_protected(&mut pictures, &old.pictures, &review.protected);
+        }
         Ok(Some(Model {
             id: ModelId(claim.id),
             brand_id: brand,
@@ -391,6 +395,20 @@ impl Kind for Model {
                     PictureRecord::pending(picture.id, picture.url.clone(), new.updated_at);
                 batch.put_picture(&pending);
             }
+        }
+    }
+}
+
+/// A picture a person protected stays whatever the dataset now says: in the place of the
+/// dataset's picture of its type, or added when the dataset has none of that type.
+fn keep_protected(pictures: &mut Vec<Picture>, old: &[Picture], protected: &[PictureId]) {
+    for picture in old.iter().filter(|p| protected.contains(&p.id)) {
+        if pictures.iter().any(|p| p.id == picture.id) {
+            continue;
+        }
+        match pictures.iter_mut().find(|p| p.kind == picture.kind) {
+            Some(replaced) => *replaced = picture.clone(),
+            None => pictures.push(picture.clone()),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! equal to what the store holds are left alone, so importing twice changes nothing.
 
 mod calibers;
+mod candidates;
 mod kinds;
 mod one;
 mod parse;
@@ -13,13 +14,18 @@ pub use one::{build_model, RowTarget};
 pub use parse::{parse_object, LineProblems};
 
 use crate::domain::{
-    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, Picture,
-    PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
+    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId,
+    Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
 };
-use crate::store::{RecordKind, Store, StoreError, StoreGeneration, WriteBatch, WriteTurn};
+use crate::store::{
+    RecordKind, Store, StoreError, StoreGeneration, StoreResult, WriteBatch, WriteTurn,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use parse::read_rows;
-use rows::{BrandRow, CaliberRow, ComplicationRow, ModelRow, PictureRow, ProviderRow, SeriesRow};
+use rows::{
+    BrandRow, CaliberRow, CandidateRow, ComplicationRow, ModelRow, PictureRow, ProviderRow,
+    SeriesRow,
+};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Read};
@@ -165,6 +171,7 @@ pub fn import(
     let calibers = read_rows::<CaliberRow>(source, "calibers.jsonl", &mut problems)?;
     let models = read_rows::<ModelRow>(source, "models.jsonl", &mut problems)?;
     let providers = read_rows::<ProviderRow>(source, "providers.jsonl", &mut problems)?;
+    let candidates = read_rows::<CandidateRow>(source, "candidates.jsonl", &mut problems)?;
 
     let total = brands.len() + series.len() + complications.len() + calibers.len();
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
@@ -183,6 +190,7 @@ pub fn import(
     kinds.push(("models", run.import_kind::<Model>(models)?));
     progress.inc(model_lines);
     kinds.push(("providers", run.import_kind::<Provider>(providers)?));
+    kinds.push(("candidates", run.candidates(candidates)?));
     kinds.push(("rates", run.rates(source)?));
 
     if !run.problems.is_empty() {
@@ -327,32 +335,52 @@ impl<'a> Run<'a> {
 
     /// Resolves a `"brandSlug/caliberSlug"` reference to a calibre.
     fn caliber_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<CaliberId>> {
-        let Some((brand_slug, caliber_slug)) = value.split_once('/') else {
+        let found = self.scoped_ref(field, value, RecordKind::Caliber, "calibre", |store, brand, slug| {
+            Ok(store.caliber_by_slug(brand, slug)?.map(|c| c.id.0))
+        })?;
+        Ok(found.map(CaliberId))
+    }
+
+    /// Resolves a `"brandSlug/modelSlug"` reference to a model.
+    fn model_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<ModelId>> {
+        let found = self.scoped_ref(field, value, RecordKind::Model, "model", |store, brand, slug| {
+            Ok(store.model_by_slug(brand, slug)?.map(|m| m.id.0))
+        })?;
+        Ok(found.map(ModelId))
+    }
+
+    /// Resolves `"brandSlug/slug"` to the id of a brand-scoped record of `kind` this import
+    /// claimed or the store holds, recording a problem naming the `noun` when there is none.
+    fn scoped_ref(
+        &mut self,
+        field: &str,
+        value: &str,
+        kind: RecordKind,
+        noun: &str,
+        stored: impl FnOnce(&Store, BrandId, &Slug) -> StoreResult<Option<u64>>,
+    ) -> ImportResult<Option<u64>> {
+        let Some((brand_slug, slug)) = value.split_once('/') else {
             self.problem(
                 field,
-                format!("`{value}` is not of the form brandSlug/caliberSlug"),
+                format!("`{value}` is not of the form brandSlug/{noun}Slug"),
             );
             return Ok(None);
         };
-        let (Some(brand), Some(slug)) = (
-            self.brand(field, brand_slug)?,
-            self.slug(field, caliber_slug),
-        ) else {
+        let (Some(brand), Some(slug)) = (self.brand(field, brand_slug)?, self.slug(field, slug))
+        else {
             return Ok(None);
         };
-        if let Some(&id) = self
-            .claimed
-            .get(&(RecordKind::Caliber, (Some(brand), slug.clone())))
-        {
-            return Ok(Some(CaliberId(id)));
+        if let Some(&id) = self.claimed.get(&(kind, (Some(brand), slug.clone()))) {
+            return Ok(Some(id));
         }
-        match self.store.caliber_by_slug(brand, &slug)? {
-            Some(caliber) => Ok(Some(caliber.id)),
+        match stored(self.store, brand, &slug)? {
+            Some(id) => Ok(Some(id)),
             None => {
-                self.problem(
-                    field,
-                    format!("no calibre `{value}` in calibers.jsonl or the store"),
-                );
+                let file = match kind {
+                    RecordKind::Model => "models.jsonl",
+                    _ => "calibers.jsonl",
+                };
+                self.problem(field, format!("no {noun} `{value}` in {file} or the store"));
                 Ok(None)
             }
         }

@@ -22,6 +22,7 @@ impl Row for SeriesRow {}
 impl Row for ComplicationRow {}
 impl Row for CaliberRow {}
 impl Row for ProviderRow {}
+impl Row for CandidateRow {}
 
 impl Row for ModelRow {
     /// serde loses the field path inside `flatten`, so the spec's fields are read on their own.
@@ -157,6 +158,22 @@ impl ModelRow {
             spec: model.spec.clone(),
         }
     }
+}
+
+/// A line of candidates.jsonl: a photograph proposed for a model's FRONT picture.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateRow {
+    /// `brandSlug/modelSlug`.
+    pub model: String,
+    pub query: Option<String>,
+    /// The image, fetched and re-hosted.
+    pub url: String,
+    /// Where the image was found.
+    pub source_url: Option<String>,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    pub rank: Option<u32>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

@@ -1,0 +1,474 @@
+//! The picture-review group: the queue of models with candidate photographs nobody has decided
+//! on, and the writes that decide (select a candidate, keep the picture, set and protect the
+//! FRONT picture). Writes go through `jobs::picture_review`, one atomic write each.
+
+use super::{actor, blocking, Caller};
+use crate::api::assemble::{media_url, shown_picture};
+use crate::api::error::{internal, internal_because, ApiError, ApiResult};
+use crate::api::listings::MediaBase;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::params::ReviewQueuePage;
+use crate::api::params::{parse_choice, JsonBody, Page, PageParams, Params, PathParams};
+use crate::api::AppState;
+use crate::app::App;
+use crate::domain::{
+    CandidateId, FetchState, Model, ModelId, Picture, PictureCandidate, PictureId, PictureReview,
+    ReviewStatus,
+};
+use crate::jobs::picture_review::{self, ReviewError, ReviewedPicture};
+use crate::jobs::users::Actor;
+use crate::jobs::writer::WriteError;
+use crate::media::fetch::{is_web_url, MAX_URL_LENGTH};
+use crate::store::WriteTurn;
+use axum::extract::State;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+
+/// Query of `GET /picture-review`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReviewParams {
+    /// pending (default): models with candidates nobody has decided on; reviewed: models an
+    /// admin decided on; all: both.
+    #[param(example = "pending")]
+    status: Option<String>,
+}
+
+/// A model picture as review shows it: where it is shown, and whether a person protected it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewPicture {
+    #[schema(example = "12")]
+    pub id: String,
+    #[schema(example = "/media/pictures/12")]
+    pub url: String,
+    /// FRONT, BACK, SIDE, DETAIL or LIFESTYLE.
+    #[serde(rename = "type")]
+    #[schema(example = "FRONT")]
+    pub kind: &'static str,
+    /// `null` until the image pipeline has cropped it.
+    #[schema(example = "/media/pictures/12/cropped")]
+    pub cropped_url: Option<String>,
+    /// No automatic process (import, merges, candidate ranking) replaces or re-crops it.
+    pub protected: bool,
+}
+
+/// A photograph proposed for the model's FRONT picture.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateView {
+    #[schema(example = "4")]
+    pub id: String,
+    /// The re-hosted copy (404 until the image worker has fetched it).
+    #[schema(example = "/media/pictures/31")]
+    pub url: String,
+    /// Where it comes from: the page it was found on, else the image's own URL. Admin-only.
+    #[schema(example = "https://www.example.com/watches/126610ln")]
+    pub source_url: Option<String>,
+    #[schema(example = 2000)]
+    pub width: Option<u32>,
+    #[schema(example = 2000)]
+    pub height: Option<u32>,
+    /// 1 is the best; candidates from listings rank after the dataset's.
+    #[schema(example = 1)]
+    pub rank: u32,
+    #[schema(example = "2026-11-24T12:00:00Z")]
+    pub selected_at: Option<String>,
+}
+
+/// A model in the review queue.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewQueueItem {
+    #[schema(example = "3")]
+    pub id: String,
+    #[schema(example = "Submariner Date")]
+    pub name: String,
+    #[schema(example = "126610LN")]
+    pub reference_number: String,
+    #[schema(example = "submariner-date-126610ln")]
+    pub slug: String,
+    /// The brand's name.
+    #[schema(example = "Rolex")]
+    pub brand: String,
+    /// The image search that found the best-ranked dataset candidate; null when none did.
+    #[schema(example = "Rolex 126610LN front")]
+    pub query: Option<String>,
+    pub pictures: Vec<ReviewPicture>,
+    /// Best rank first.
+    pub candidates: Vec<CandidateView>,
+}
+
+/// Where the image pipeline is with a picture.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FetchView {
+    /// pending, fetched or failed; external for a picture the dataset hosts with its crop.
+    #[schema(example = "fetched")]
+    pub state: &'static str,
+    /// Why the last attempt failed.
+    pub reason: Option<String>,
+    #[schema(example = 0)]
+    pub attempts: u32,
+    #[schema(example = 2000)]
+    pub width: Option<u32>,
+    #[schema(example = 2000)]
+    pub height: Option<u32>,
+}
+
+/// A model's FRONT picture (or its oldest) with what only admins see.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontPicture {
+    #[serde(flatten)]
+    pub picture: ReviewPicture,
+    /// The URL the picture is fetched from. Admin-only.
+    #[schema(example = "https://images.example.com/126610ln.jpg")]
+    pub source_url: String,
+    /// pending, reviewed, or none when the model is in neither list.
+    #[schema(example = "reviewed")]
+    pub review: &'static str,
+    pub fetch: FetchView,
+}
+
+/// `GET` and `PUT /picture-review/models/{id}/front-picture`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct FrontPictureAnswer {
+    /// Null when the model has no picture.
+    pub picture: Option<FrontPicture>,
+}
+
+/// `PUT /picture-review/models/{id}/front-picture`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"url": "https://images.example.com/126610ln.jpg", "protected": true}))]
+pub struct FrontPictureBody {
+    /// A new image for the FRONT picture (http or https): it replaces the picture, or creates
+    /// it when the model has none; the image pipeline fetches and crops it.
+    #[schema(example = "https://images.example.com/126610ln.jpg")]
+    url: Option<String>,
+    /// Whether automatic processes must leave the picture alone.
+    protected: bool,
+}
+
+const STATUSES: [(&str, &[ReviewStatus]); 3] = [
+    ("pending", &[ReviewStatus::Pending]),
+    ("reviewed", &[ReviewStatus::Reviewed]),
+    ("all", &[ReviewStatus::Pending, ReviewStatus::Reviewed]),
+];
+
+/// Models with candidate photographs, pending review by default.
+///
+/// Each item is the model with its pictures (and `protected` flags) and its candidates, best
+/// rank first. Models are in id order.
+#[utoipa::path(get, path = "/picture-review", operation_id = "picture_review_queue", tag = "picture-review",
+    params(PageParams, ReviewParams),
+    responses((status = 200, description = "A page of models to review", body = ReviewQueuePage)))]
+pub async fn queue(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
+    Params(params): Params<ReviewParams>,
+) -> ApiResult<Json<Page<ReviewQueueItem>>> {
+    let pagination = page.pagination()?;
+    let lists = parse_choice("status", params.status.as_deref(), &STATUSES)?
+        .unwrap_or(&[ReviewStatus::Pending]);
+    let page = blocking(move || {
+        let models = app.store.review_queue(lists)?;
+        pagination
+            .slice(models)
+            .try_map(|model| queue_item(&app, &media.0, model))
+    })
+    .await?;
+    Ok(Json(page))
+}
+
+/// Makes the candidate the model's FRONT picture.
+///
+/// The FRONT picture (created when there is none) becomes a new picture of the candidate's
+/// image, its crop made again by the image pipeline; the candidate is marked selected and the
+/// model reviewed. One atomic write with its audit entry.
+#[utoipa::path(post, path = "/picture-review/candidates/{id}/select", operation_id = "picture_review_select", tag = "picture-review",
+    params(("id" = String, Path, description = "Candidate id")),
+    responses((status = 200, description = "The model's new FRONT picture", body = ReviewPicture)))]
+pub async fn select(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Extension(caller): Extension<Caller>,
+    PathParams(id): PathParams<String>,
+) -> ApiResult<Json<ReviewPicture>> {
+    let unknown = || api_error(ReviewError::UnknownCandidate(id.clone()));
+    let candidate = id.parse::<CandidateId>().map_err(|_| unknown())?;
+    let done = decide(app.clone(), &caller, move |turn, actor| {
+        picture_review::select(turn, actor, candidate)
+    })
+    .await?;
+    answer_picture(app, media, done).await
+}
+
+/// Keeps the model's picture as it is and takes the model out of the pending queue.
+///
+/// One atomic write with its audit entry; the image is unchanged.
+#[utoipa::path(post, path = "/picture-review/pictures/{id}/keep", operation_id = "picture_review_keep", tag = "picture-review",
+    params(("id" = String, Path, description = "Picture id of a model picture")),
+    responses((status = 200, description = "The picture kept", body = ReviewPicture)))]
+pub async fn keep(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Extension(caller): Extension<Caller>,
+    PathParams(id): PathParams<String>,
+) -> ApiResult<Json<ReviewPicture>> {
+    let unknown = || api_error(ReviewError::UnknownPicture(id.clone()));
+    let picture = id.parse::<PictureId>().map_err(|_| unknown())?;
+    let done = decide(app.clone(), &caller, move |turn, actor| {
+        picture_review::keep(turn, actor, picture)
+    })
+    .await?;
+    answer_picture(app, media, done).await
+}
+
+/// The model's FRONT picture, or its oldest, with its raw source URL, `protected`, review
+/// state and fetch state; `picture` is null when the model has none.
+#[utoipa::path(get, path = "/picture-review/models/{id}/front-picture", operation_id = "picture_review_front_picture", tag = "picture-review",
+    params(("id" = String, Path, description = "Model id")),
+    responses((status = 200, description = "The model's FRONT picture", body = FrontPictureAnswer)))]
+pub async fn front_picture(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    PathParams(id): PathParams<String>,
+) -> ApiResult<Json<FrontPictureAnswer>> {
+    let model = model_id(&id)?;
+    blocking(move || {
+        let model = app
+            .store
+            .model(model)?
+            .ok_or_else(|| api_error(ReviewError::UnknownModel(id)))?;
+        front_picture_answer(&app, &media.0, &model)
+    })
+    .await
+    .map(Json)
+}
+
+/// Sets the model's FRONT picture by URL and whether it is protected.
+///
+/// A new `url` replaces the FRONT picture (a new picture id; the image pipeline fetches and
+/// crops it), or creates it when the model has none. Without `url`, `protected` is set on the
+/// FRONT picture, or the oldest. The model leaves the pending queue. One atomic write with its
+/// audit entry.
+#[utoipa::path(put, path = "/picture-review/models/{id}/front-picture", operation_id = "picture_review_set_front_picture", tag = "picture-review",
+    params(("id" = String, Path, description = "Model id")),
+    request_body = FrontPictureBody,
+    responses((status = 200, description = "The model's FRONT picture as it is now", body = FrontPictureAnswer)))]
+pub async fn set_front_picture(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Extension(caller): Extension<Caller>,
+    PathParams(id): PathParams<String>,
+    JsonBody(body): JsonBody<FrontPictureBody>,
+) -> ApiResult<Json<FrontPictureAnswer>> {
+    let model = model_id(&id)?;
+    if let Some(url) = body.url.as_deref().filter(|url| !is_web_url(url)) {
+        return Err(ApiError::invalid(
+            format!("`url`: `{url}` is not an http or https URL of at most {MAX_URL_LENGTH} characters"),
+            "give the absolute URL of a JPEG, PNG or WebP image",
+        ));
+    }
+    let done = decide(app.clone(), &caller, move |turn, actor| {
+        picture_review::set_front_picture(turn, actor, model, body.url.as_deref(), body.protected)
+    })
+    .await?;
+    blocking(move || {
+        let model = app
+            .store
+            .model(done.model)?
+            .ok_or_else(|| api_error(ReviewError::UnknownModel(done.model.to_string())))?;
+        front_picture_answer(&app, &media.0, &model)
+    })
+    .await
+    .map(Json)
+}
+
+fn model_id(id: &str) -> ApiResult<ModelId> {
+    id.parse::<ModelId>()
+        .map_err(|_| api_error(ReviewError::UnknownModel(id.to_owned())))
+}
+
+/// Runs a review write for the signed-in admin through the writer, off the async workers.
+async fn decide(
+    app: AppState,
+    caller: &Caller,
+    write: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError>
+        + Send
+        + 'static,
+) -> ApiResult<ReviewedPicture> {
+    let actor = actor(caller)?;
+    blocking(move || {
+        app.writer
+            .run(|turn| write(turn, &actor))
+            .map(|written| written.value)
+            .map_err(|error| match error {
+                WriteError::Job(error) => api_error(error),
+                WriteError::Index(error) => internal(&error),
+            })
+    })
+    .await
+}
+
+/// The picture a write acted on, as it is now.
+async fn answer_picture(
+    app: AppState,
+    media: MediaBase,
+    done: ReviewedPicture,
+) -> ApiResult<Json<ReviewPicture>> {
+    blocking(move || {
+        let gone = || internal_because(format!("model {} vanished after a review write", done.model));
+        let model = app.store.model(done.model)?.ok_or_else(gone)?;
+        let picture = model
+            .pictures
+            .iter()
+            .find(|p| p.id == done.picture)
+            .ok_or_else(gone)?;
+        let review = app.store.picture_review(model.id)?;
+        review_picture(&app, &media.0, picture, &review)
+    })
+    .await
+    .map(Json)
+}
+
+fn review_picture(
+    app: &App,
+    media_base: &str,
+    picture: &Picture,
+    review: &PictureReview,
+) -> ApiResult<ReviewPicture> {
+    let shown = shown_picture(app, media_base, picture)?;
+    Ok(ReviewPicture {
+        id: picture.id.to_string(),
+        url: shown.url,
+        kind: picture.kind.as_str(),
+        cropped_url: shown.cropped_url,
+        protected: review.is_protected(picture.id),
+    })
+}
+
+fn queue_item(app: &App, media_base: &str, model: ModelId) -> ApiResult<ReviewQueueItem> {
+    let model = app
+        .store
+        .model(model)?
+        .ok_or_else(|| internal_because(format!("model {model} in the review queue is gone")))?;
+    let brand = app.store.brand(model.brand_id)?.map(|b| b.name);
+    let review = app.store.picture_review(model.id)?;
+    let mut candidates = app.store.candidates_of(model.id)?;
+    candidates.sort_by_key(|c| (c.rank, c.id));
+    Ok(ReviewQueueItem {
+        id: model.id.to_string(),
+        name: model.name.clone(),
+        reference_number: model.reference_number.clone(),
+        slug: model.slug.to_string(),
+        brand: brand.unwrap_or_default(),
+        query: candidates.iter().find_map(|c| c.query.clone()),
+        pictures: model
+            .pictures
+            .iter()
+            .map(|p| review_picture(app, media_base, p, &review))
+            .collect::<ApiResult<_>>()?,
+        candidates: candidates
+            .iter()
+            .map(|c| candidate_view(media_base, c))
+            .collect(),
+    })
+}
+
+fn candidate_view(media_base: &str, candidate: &PictureCandidate) -> CandidateView {
+    CandidateView {
+        id: candidate.id.to_string(),
+        url: media_url(media_base, candidate.picture),
+        source_url: Some(candidate.source_url().to_owned()),
+        width: candidate.width,
+        height: candidate.height,
+        rank: candidate.rank,
+        selected_at: candidate.selected_at.map(|at| at.to_rfc3339()),
+    }
+}
+
+fn front_picture_answer(
+    app: &App,
+    media_base: &str,
+    model: &Model,
+) -> ApiResult<FrontPictureAnswer> {
+    let Some(picture) = picture_review::front_or_oldest(model) else {
+        return Ok(FrontPictureAnswer { picture: None });
+    };
+    let review = app.store.picture_review(model.id)?;
+    let shown = shown_picture(app, media_base, picture)?;
+    let has_candidates = !app.store.candidates_of(model.id)?.is_empty();
+    let record = shown.record.clone();
+    Ok(FrontPictureAnswer {
+        picture: Some(FrontPicture {
+            picture: ReviewPicture {
+                id: picture.id.to_string(),
+                url: shown.url,
+                kind: picture.kind.as_str(),
+                cropped_url: shown.cropped_url,
+                protected: review.is_protected(picture.id),
+            },
+            source_url: record
+                .as_ref()
+                .map_or_else(|| picture.url.clone(), |r| r.source_url.clone()),
+            review: match review.status(has_candidates) {
+                Some(ReviewStatus::Pending) => "pending",
+                Some(ReviewStatus::Reviewed) => "reviewed",
+                None => "none",
+            },
+            fetch: fetch_view(record.as_ref()),
+        }),
+    })
+}
+
+fn fetch_view(record: Option<&crate::domain::PictureRecord>) -> FetchView {
+    let Some(record) = record else {
+        return FetchView {
+            state: "external",
+            reason: None,
+            attempts: 0,
+            width: None,
+            height: None,
+        };
+    };
+    let (state, reason, size) = match &record.state {
+        FetchState::Pending => ("pending", None, None),
+        FetchState::Fetched(f) => ("fetched", None, Some((f.width, f.height))),
+        FetchState::Failed { reason, .. } => ("failed", Some(reason.clone()), None),
+    };
+    FetchView {
+        state,
+        reason,
+        attempts: record.attempts,
+        width: size.map(|s| s.0),
+        height: size.map(|s| s.1),
+    }
+}
+
+/// The API's answer to a refused review write: 404 naming the id, 400 naming the field.
+fn api_error(error: ReviewError) -> ApiError {
+    match error {
+        ReviewError::UnknownCandidate(id) => ApiError::not_found(
+            format!("no picture-review candidate with id `{id}`"),
+            "GET /v1/picture-review lists models with their candidates and ids",
+        ),
+        ReviewError::UnknownPicture(id) => ApiError::not_found(
+            format!("no model picture with id `{id}`"),
+            "GET /v1/picture-review lists models with their pictures and ids",
+        ),
+        ReviewError::UnknownModel(id) => ApiError::not_found(
+            format!("no model with id `{id}`"),
+            "GET /v1/models lists models and their ids",
+        ),
+        ReviewError::Invalid {
+            field,
+            message,
+            hint,
+        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
+        other @ ReviewError::Store(_) => internal(&other),
+    }
+}
