@@ -17,7 +17,7 @@ mod users;
 
 pub use fnv::Fnv1a;
 pub use ids::{
-    BrandId, CandidateId, CaliberId, ComplicationId, IdError, ListingId, ModelId, PictureId,
+    BrandId, CaliberId, CandidateId, ComplicationId, IdError, ListingId, ModelId, PictureId,
     ProviderId, SeriesId,
 };
 pub use listing::{

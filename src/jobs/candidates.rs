@@ -55,11 +55,19 @@ impl Photograph {
     }
 
     fn listings(&self) -> usize {
-        self.copies.iter().map(|c| c.listing).collect::<BTreeSet<_>>().len()
+        self.copies
+            .iter()
+            .map(|c| c.listing)
+            .collect::<BTreeSet<_>>()
+            .len()
     }
 
     fn providers(&self) -> usize {
-        self.copies.iter().map(|c| c.provider).collect::<BTreeSet<_>>().len()
+        self.copies
+            .iter()
+            .map(|c| c.provider)
+            .collect::<BTreeSet<_>>()
+            .len()
     }
 
     fn contains(&self, picture: PictureId) -> bool {

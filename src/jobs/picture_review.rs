@@ -55,7 +55,14 @@ pub fn select(
     let mut review = store.picture_review(model.id)?;
     let now = Timestamp::now();
     let source = store.picture(chosen.picture)?;
-    let picture = replace_front(&mut batch, &mut review, &model, &chosen.image_url, source, now)?;
+    let picture = replace_front(
+        &mut batch,
+        &mut review,
+        &model,
+        &chosen.image_url,
+        source,
+        now,
+    )?;
     if let Some(look) = store.picture_look(chosen.picture)? {
         batch.put_look(picture, look);
     }
@@ -95,7 +102,15 @@ pub fn keep(
         detail: format!("kept picture {picture} of model {}", model.id),
     };
     let review = store.picture_review(model.id)?;
-    decide(turn, turn.batch()?, actor, model.id, review, decision, Timestamp::now())?;
+    decide(
+        turn,
+        turn.batch()?,
+        actor,
+        model.id,
+        review,
+        decision,
+        Timestamp::now(),
+    )?;
     Ok(ReviewedPicture {
         model: model.id,
         picture,

@@ -567,9 +567,7 @@ impl Store {
 
     /// What picture `id` looks like, once the worker has fetched it.
     pub fn picture_look(&self, id: PictureId) -> StoreResult<Option<Look>> {
-        Ok(self
-            .get_id(Keyspace::PictureLook.id_key(id.0))?
-            .map(Look))
+        Ok(self.get_id(Keyspace::PictureLook.id_key(id.0))?.map(Look))
     }
 
     /// The model that shows picture `id`, if one does.

@@ -195,12 +195,20 @@ impl<'t> WriteBatch<'t> {
     /// A listing whose model or pictures changed changes what its models' listing candidates
     /// are made of: the image worker ranks them again.
     fn mark_candidates_stale(&mut self, old: Option<&Listing>, new: &Listing) {
-        let shown = |l: &Listing| (l.model_id, l.pictures.iter().map(|p| p.id).collect::<Vec<_>>());
+        let shown = |l: &Listing| {
+            (
+                l.model_id,
+                l.pictures.iter().map(|p| p.id).collect::<Vec<_>>(),
+            )
+        };
         if old.map(shown) == Some(shown(new)) {
             return;
         }
         let models = old.iter().copied().chain([new]);
-        for model in models.filter(|l| !l.pictures.is_empty()).filter_map(|l| l.model_id) {
+        for model in models
+            .filter(|l| !l.pictures.is_empty())
+            .filter_map(|l| l.model_id)
+        {
             if self.stale_candidates.insert(model) {
                 self.put(Keyspace::CandidatesStale.id_key(model.0), &[]);
             }
@@ -302,10 +310,7 @@ impl WriteBatch<'_> {
     }
 
     pub fn put_look(&mut self, picture: PictureId, look: Look) {
-        self.put(
-            Keyspace::PictureLook.id_key(picture.0),
-            &encode_u64(look.0),
-        );
+        self.put(Keyspace::PictureLook.id_key(picture.0), &encode_u64(look.0));
     }
 
     /// `model`'s listing candidates were ranked on what the store holds now.

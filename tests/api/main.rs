@@ -11,6 +11,7 @@ mod listings;
 mod migrate;
 mod models;
 mod openapi;
+mod picture_review;
 mod pictures;
 mod protocol;
 mod rates;

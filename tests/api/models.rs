@@ -1,7 +1,7 @@
 //! `GET /models` (search, filters, sorts) and `GET /models/{brandSlug}/{slug}`.
 
 use crate::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const BY_NAME: [&str; 12] = [
     "1926-91450",
@@ -51,16 +51,22 @@ async fn model_list_items_have_the_spec_fields() {
     assert_eq!(item["series"]["slug"], "submariner");
     // ACTIVE and matched in the test feed: e1, e2, e4 and e5 (e3 is RESERVED).
     assert_eq!(item["listingCount"], 4);
+    // A picture the dataset gives without its crop goes through the image pipeline: shown
+    // re-hosted, never hotlinked, and uncropped until the worker has cropped it.
     let lv = &app.ok("/v1/models?q=126610lv").await["data"][0];
+    let full = app.ok("/v1/models/rolex/submariner-date-126610lv").await;
+    let front = &full["pictures"][0];
+    assert_eq!(
+        front["url"],
+        format!("/media/pictures/{}", front["id"].as_str().unwrap())
+    );
+    assert_eq!(front["croppedUrl"], Value::Null);
     assert_eq!(
         (
             lv["thumbnailUrl"].as_str(),
             lv["thumbnailIsCropped"].as_bool()
         ),
-        (
-            Some("https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg"),
-            Some(false)
-        )
+        (front["url"].as_str(), Some(false))
     );
     let explorer = &app.ok("/v1/models?q=124270").await["data"][0];
     assert_eq!(

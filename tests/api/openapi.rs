@@ -15,6 +15,9 @@ fn example_path(path: &str) -> String {
         "/models/{brandSlug}/{slug}" => "/models/rolex/submariner-date-126610ln".to_owned(),
         "/calibers/{brandSlug}/{ref}" => "/calibers/eta/2824-2".to_owned(),
         "/listings/{id}" => "/listings/1".to_owned(),
+        "/picture-review/models/{id}/front-picture" => {
+            "/picture-review/models/1/front-picture".to_owned()
+        }
         "/listings/stats" => {
             "/listings/stats?brand=rolex&model=submariner-date-126610ln".to_owned()
         }

@@ -22,7 +22,12 @@ const CROP_SIZE: u32 = 400;
 const MAX_BYTES: u64 = 4 << 20;
 
 /// A dark disc (the watch) on a flat background, with noise of ±`noise` on every channel.
-fn watch_image(size: (u32, u32), disc: (u32, u32, u32), background: u8, noise: u8) -> RgbImage {
+pub(crate) fn watch_image(
+    size: (u32, u32),
+    disc: (u32, u32, u32),
+    background: u8,
+    noise: u8,
+) -> RgbImage {
     let (cx, cy, r) = (i64::from(disc.0), i64::from(disc.1), i64::from(disc.2));
     let mut state = 0x9e37_79b9_u32;
     RgbImage::from_fn(size.0, size.1, |x, y| {
@@ -36,7 +41,7 @@ fn watch_image(size: (u32, u32), disc: (u32, u32, u32), background: u8, noise: u
     })
 }
 
-fn encoded(image: &RgbImage, format: ImageFormat) -> Vec<u8> {
+pub(crate) fn encoded(image: &RgbImage, format: ImageFormat) -> Vec<u8> {
     let mut bytes = Cursor::new(Vec::new());
     image.write_to(&mut bytes, format).expect("encode");
     bytes.into_inner()
@@ -80,7 +85,7 @@ fn octets(bytes: Vec<u8>) -> Response {
 
 /// A source server on 127.0.0.1: the drawn pictures (also under a second URL), a text body,
 /// an oversized body, a slow answer, a redirect loop, a redirect to a private address.
-async fn source_server() -> SocketAddr {
+pub(crate) async fn source_server() -> SocketAddr {
     let mut router = axum::Router::new();
     for d in drawn() {
         let bytes = encoded(&watch_image(d.size, d.disc, d.background, 10), d.format);
@@ -116,7 +121,7 @@ async fn source_server() -> SocketAddr {
     addr
 }
 
-fn worker_config(allow: &[&str]) -> WorkerConfig {
+pub(crate) fn worker_config(allow: &[&str]) -> WorkerConfig {
     WorkerConfig {
         fetch: FetchSettings {
             allow: AllowedNets(allow.iter().map(|n| n.parse().expect("net")).collect()),
@@ -174,7 +179,7 @@ fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
         .value
 }
 
-async fn pass(app: &Arc<App>, allow: &[&str]) {
+pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
     let worker = PictureWorker::new(app.media.clone(), &worker_config(allow)).expect("worker");
     tokio::time::timeout(Duration::from_secs(60), run_pass(app, &Arc::new(worker)))
         .await
@@ -182,7 +187,7 @@ async fn pass(app: &Arc<App>, allow: &[&str]) {
         .expect("pass");
 }
 
-fn state(app: &App, id: PictureId) -> PictureRecord {
+pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
     app.store.picture(id).expect("read").expect("record")
 }
 

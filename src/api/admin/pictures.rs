@@ -269,7 +269,9 @@ pub async fn set_front_picture(
     let model = model_id(&id)?;
     if let Some(url) = body.url.as_deref().filter(|url| !is_web_url(url)) {
         return Err(ApiError::invalid(
-            format!("`url`: `{url}` is not an http or https URL of at most {MAX_URL_LENGTH} characters"),
+            format!(
+                "`url`: `{url}` is not an http or https URL of at most {MAX_URL_LENGTH} characters"
+            ),
             "give the absolute URL of a JPEG, PNG or WebP image",
         ));
     }
@@ -297,9 +299,7 @@ fn model_id(id: &str) -> ApiResult<ModelId> {
 async fn decide(
     app: AppState,
     caller: &Caller,
-    write: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError>
-        + Send
-        + 'static,
+    write: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
     blocking(move || {
@@ -321,7 +321,12 @@ async fn answer_picture(
     done: ReviewedPicture,
 ) -> ApiResult<Json<ReviewPicture>> {
     blocking(move || {
-        let gone = || internal_because(format!("model {} vanished after a review write", done.model));
+        let gone = || {
+            internal_because(format!(
+                "model {} vanished after a review write",
+                done.model
+            ))
+        };
         let model = app.store.model(done.model)?.ok_or_else(gone)?;
         let picture = model
             .pictures

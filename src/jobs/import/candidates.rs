@@ -24,7 +24,10 @@ impl Run<'_> {
                 continue;
             };
             if let Some(first) = Self::first_use(&mut seen, (model, row.url.clone()), line) {
-                self.problem("url", format!("the model has this candidate on line {first}"));
+                self.problem(
+                    "url",
+                    format!("the model has this candidate on line {first}"),
+                );
                 continue;
             }
             let position = lines_of.entry(model).or_default();
@@ -44,7 +47,11 @@ impl Run<'_> {
         let model = self.model_ref("model", &row.model)?;
         let mut sound = self.web_url("url", Some(&row.url));
         sound &= self.web_url("sourceUrl", row.source_url.as_deref());
-        for (field, value) in [("width", row.width), ("height", row.height), ("rank", row.rank)] {
+        for (field, value) in [
+            ("width", row.width),
+            ("height", row.height),
+            ("rank", row.rank),
+        ] {
             if value == Some(0) {
                 self.problem(field, "must be at least 1");
                 sound = false;

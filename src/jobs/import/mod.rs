@@ -335,17 +335,25 @@ impl<'a> Run<'a> {
 
     /// Resolves a `"brandSlug/caliberSlug"` reference to a calibre.
     fn caliber_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<CaliberId>> {
-        let found = self.scoped_ref(field, value, RecordKind::Caliber, "calibre", |store, brand, slug| {
-            Ok(store.caliber_by_slug(brand, slug)?.map(|c| c.id.0))
-        })?;
+        let found = self.scoped_ref(
+            field,
+            value,
+            RecordKind::Caliber,
+            "calibre",
+            |store, brand, slug| Ok(store.caliber_by_slug(brand, slug)?.map(|c| c.id.0)),
+        )?;
         Ok(found.map(CaliberId))
     }
 
     /// Resolves a `"brandSlug/modelSlug"` reference to a model.
     fn model_ref(&mut self, field: &str, value: &str) -> ImportResult<Option<ModelId>> {
-        let found = self.scoped_ref(field, value, RecordKind::Model, "model", |store, brand, slug| {
-            Ok(store.model_by_slug(brand, slug)?.map(|m| m.id.0))
-        })?;
+        let found = self.scoped_ref(
+            field,
+            value,
+            RecordKind::Model,
+            "model",
+            |store, brand, slug| Ok(store.model_by_slug(brand, slug)?.map(|m| m.id.0)),
+        )?;
         Ok(found.map(ModelId))
     }
 
