@@ -265,7 +265,7 @@ fn fetched_pictures(
             }
         }
     }
-    shown.sort_by(|a, b| b.picture.cmp(&a.picture));
+    shown.sort_by_key(|s| std::cmp::Reverse(s.picture));
     Ok((shown, settled))
 }
 

@@ -78,7 +78,13 @@ pub struct Downloaded {
 /// sane length. What it resolves to is checked when it is fetched.
 pub fn is_web_url(url: &str) -> bool {
     url.len() <= MAX_URL_LENGTH
-        && Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+        && Url::parse(url).is_ok_and(|u| {
+            matches!(u.scheme(), "http" | "https")
+                && u.has_host()
+                // Credentials in a URL would end up in the store, the audit trail and logs.
+                && u.username().is_empty()
+                && u.password().is_none()
+        })
 }
 
 /// Longest URL taken from a dataset or a person (browsers and CDNs agree on about this).

@@ -54,7 +54,95 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: count_records,
     },
+    Step {
+        from: 4,
+        to: 5,
+        summary: "model pictures are found by id, and pictures stored before the image pipeline are queued for it",
+        safe_at_startup: true,
+        run: queue_pictures,
+    },
 ];
+
+/// Sled operations per batch of step 4 -> 5.
+const PICTURE_BATCH: usize = 10_000;
+
+/// Step 4 -> 5: writes the picture id -> model key of every model picture, and a pending
+/// record (with its due key) for every model picture without a crop from the dataset and every
+/// listing picture that has no record yet. Idempotent: the keys are written as they are, and
+/// records only where there is none, so a re-run after an interruption finishes the job.
+/// Returns the keys and records written.
+fn queue_pictures(db: &sled::Db) -> StoreResult<u64> {
+    let mut out = ChunkedWrites::new(db);
+    for entry in db.scan_prefix(Keyspace::Model.prefix()) {
+        let (key, value) = entry?;
+        let model: crate::domain::Model = super::codec::decode(&key, &value)?;
+        for picture in &model.pictures {
+            let owner = encode_u64(model.id.0).to_vec();
+            out.put(Keyspace::ModelPicture.id_key(picture.id.0), owner)?;
+            if picture.cropped_url.is_none() {
+                out.queue(picture.id, &picture.url)?;
+            }
+        }
+    }
+    for entry in db.scan_prefix(Keyspace::Listing.prefix()) {
+        let (key, value) = entry?;
+        let listing: crate::domain::Listing = super::codec::decode(&key, &value)?;
+        for picture in &listing.pictures {
+            out.queue(picture.id, &picture.source_url)?;
+        }
+    }
+    out.finish()
+}
+
+/// Inserts applied a sled batch of [`PICTURE_BATCH`] at a time.
+struct ChunkedWrites<'d> {
+    db: &'d sled::Db,
+    batch: sled::Batch,
+    in_batch: usize,
+    written: u64,
+    now: crate::domain::Timestamp,
+}
+
+impl<'d> ChunkedWrites<'d> {
+    fn new(db: &'d sled::Db) -> Self {
+        ChunkedWrites {
+            db,
+            batch: sled::Batch::default(),
+            in_batch: 0,
+            written: 0,
+            now: crate::domain::Timestamp::now(),
+        }
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>) -> StoreResult<()> {
+        self.batch.insert(key, value);
+        self.written += 1;
+        self.in_batch += 1;
+        if self.in_batch >= PICTURE_BATCH {
+            self.db.apply_batch(std::mem::take(&mut self.batch))?;
+            self.in_batch = 0;
+        }
+        Ok(())
+    }
+
+    /// A pending record for picture `id` of `url`, unless it has a record.
+    fn queue(&mut self, id: crate::domain::PictureId, url: &str) -> StoreResult<()> {
+        if self.db.contains_key(Keyspace::PictureState.id_key(id.0))? {
+            return Ok(());
+        }
+        let pending = crate::domain::PictureRecord::pending(id, url.to_owned(), self.now);
+        self.put(
+            Keyspace::PictureState.id_key(id.0),
+            super::codec::encode(&pending),
+        )?;
+        self.put(Keyspace::PictureDue.id_key(id.0), Vec::new())
+    }
+
+    fn finish(mut self) -> StoreResult<u64> {
+        self.db.apply_batch(std::mem::take(&mut self.batch))?;
+        Ok(self.written)
+    }
+}
 
 /// Step 3 -> 4: counts brands, series, models, calibres, providers, listed and unmatched
 /// listings once, and stores each count where the writes keep it from then on. Idempotent: it

@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex};
 /// an older version is migrated in place ([`migrate`]); one of a newer version is refused.
 /// 3: every record value starts with its layout version byte.
 /// 4: the admin counts (`keys::Counted`) are kept as meta counters by every write.
-pub const SCHEMA_VERSION: u64 = 4;
+/// 5: every model picture is found by id (`ModelPicture`), and every picture has a pipeline
+///    record unless the dataset hosts it with its crop.
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]

@@ -44,7 +44,7 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     let (output, text) = run(binary(data.path()).arg("reindex"));
     assert!(!output.status.success(), "{text}");
     assert!(
-        text.contains("store schema version 2 is older than version 4")
+        text.contains("store schema version 2 is older than version 5")
             && text.contains("run `watch-catalogue migrate` on this data dir"),
         "{text}"
     );
@@ -53,14 +53,14 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     assert!(output.status.success(), "{text}");
     assert!(
         text.contains(
-            "store migrated from schema version 2 to 4\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten\n  3 -> 4: the admin counts are kept with the records they count: 7 values rewritten"
+            "store migrated from schema version 2 to 5\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten\n  3 -> 4: the admin counts are kept with the records they count: 7 values rewritten\n  4 -> 5: model pictures are found by id, and pictures stored before the image pipeline are queued for it: 20 values rewritten"
         ),
         "{text}"
     );
     let (output, text) = run(binary(data.path()).arg("migrate"));
     assert!(output.status.success(), "{text}");
     assert!(
-        text.contains("store schema version 4 is current: nothing to migrate"),
+        text.contains("store schema version 5 is current: nothing to migrate"),
         "{text}"
     );
     assert_eq!(generation(data.path()), 4, "migrating is not a write");
@@ -107,7 +107,9 @@ fn serve_migrates_a_schema_2_store_at_start_up_then_answers_from_it() {
     let listings = http_get(&serve.base, "/listings?pageSize=1");
     assert_eq!(listings["total"], 11, "{listings}");
     serve.stop();
-    assert_eq!(generation(data.path()), 4);
+    // The migration itself is no write; the image worker may since have recorded its first
+    // attempts at the pictures the migration queued.
+    assert!(generation(data.path()) >= 4);
 }
 
 #[test]
@@ -121,12 +123,12 @@ fn migrate_refuses_a_missing_store_and_a_newer_one() {
         "no store was created"
     );
 
-    let data = data_dir_from_fixture(Some(5));
+    let data = data_dir_from_fixture(Some(6));
     for command in ["migrate", "reindex"] {
         let (output, text) = run(binary(data.path()).arg(command));
         assert!(!output.status.success(), "{command}: {text}");
         assert!(
-            text.contains("store schema version 5 is newer than version 4")
+            text.contains("store schema version 6 is newer than version 5")
                 && text.contains("never migrated down"),
             "{command}: {text}"
         );

@@ -58,7 +58,10 @@ async fn model_list_items_have_the_spec_fields() {
     let front = &full["pictures"][0];
     assert_eq!(
         front["url"],
-        format!("/media/pictures/{}", front["id"].as_str().unwrap())
+        format!(
+            "/media/pictures/{}",
+            front["id"].as_str().expect("a string")
+        )
     );
     assert_eq!(front["croppedUrl"], Value::Null);
     assert_eq!(

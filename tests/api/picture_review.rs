@@ -167,7 +167,7 @@ async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_pict
     let old_front = app.ok(LV).await["pictures"][0]["id"].clone();
     let select = format!(
         "/v1/picture-review/candidates/{}/select",
-        chosen["id"].as_str().unwrap()
+        chosen["id"].as_str().expect("a string")
     );
     let (status, picture) = call(&admin, Method::POST, &select, None).await;
     assert_eq!(status, 200, "{picture}");
@@ -200,7 +200,7 @@ async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_pict
     assert_eq!(
         (
             crop.status().as_u16(),
-            crop.headers()["content-type"].to_str().unwrap()
+            crop.headers()["content-type"].to_str().expect("a header")
         ),
         (200, "image/jpeg")
     );
@@ -246,14 +246,17 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
             "{path}: {error}"
         );
         assert!(
-            error["message"].as_str().unwrap().contains(names),
+            error["message"].as_str().expect("a string").contains(names),
             "{error}"
         );
     }
     let (status, error) = admin.get("/v1/picture-review?status=done").await;
     assert_eq!((status, &error["error"]), (400, &json!("invalid_request")));
     assert!(
-        error["message"].as_str().unwrap().contains("status"),
+        error["message"]
+            .as_str()
+            .expect("a string")
+            .contains("status"),
         "{error}"
     );
     assert_eq!(
@@ -265,7 +268,7 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
     let front = app.ok("/v1/models/rolex/submariner-date-16610").await["pictures"][0].clone();
     let keep = format!(
         "/v1/picture-review/pictures/{}/keep",
-        front["id"].as_str().unwrap()
+        front["id"].as_str().expect("a string")
     );
     let (status, kept) = call(&admin, Method::POST, &keep, None).await;
     assert_eq!(status, 200, "{kept}");
@@ -329,7 +332,7 @@ async fn the_front_picture_is_read_set_and_protected_from_a_reimport() {
         let (got, error) = call(&admin, Method::PUT, &path(&id), Some(body.clone())).await;
         assert_eq!(got, status, "{body}: {error}");
         assert!(
-            error["message"].as_str().unwrap().contains(names),
+            error["message"].as_str().expect("a string").contains(names),
             "{body}: {error}"
         );
         assert!(error["hint"].is_string(), "{error}");
@@ -363,7 +366,10 @@ async fn the_front_picture_is_read_set_and_protected_from_a_reimport() {
     let public = app.ok("/v1/models/rolex/explorer-124270").await;
     assert_eq!(
         public["pictures"][0]["url"],
-        format!("/media/pictures/{}", picture["id"].as_str().unwrap())
+        format!(
+            "/media/pictures/{}",
+            picture["id"].as_str().expect("a string")
+        )
     );
 
     // Protecting the 126610LV's FRONT picture keeps it through a re-import that changes it.

@@ -183,6 +183,23 @@ fn is_cross_origin_write(request: &Request) -> bool {
 /// How long a failure budget window lasts for logins.
 pub const LOGIN_WINDOW: Duration = Duration::from_secs(15 * 60);
 
+/// The signed-in admin, who the audit trail names (the guard let only admins in).
+pub fn actor(caller: &Caller) -> ApiResult<Actor> {
+    caller
+        .admin()
+        .map(|signed| Actor::User(signed.user.name.clone()))
+        .ok_or(ApiError::Forbidden)
+}
+
+/// Runs `job` on tokio's blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    tokio::task::spawn_blocking(job)
+        .await
+        .map_err(|error| internal(&error))?
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,21 +246,4 @@ mod tests {
             Some("https://evil.example")
         )));
     }
-}
-
-/// The signed-in admin, who the audit trail names (the guard let only admins in).
-pub fn actor(caller: &Caller) -> ApiResult<Actor> {
-    caller
-        .admin()
-        .map(|signed| Actor::User(signed.user.name.clone()))
-        .ok_or(ApiError::Forbidden)
-}
-
-/// Runs `job` on tokio's blocking pool.
-pub async fn blocking<T: Send + 'static>(
-    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
-) -> ApiResult<T> {
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|error| internal(&error))?
 }

@@ -78,6 +78,34 @@ fn slug(text: &str) -> Slug {
     Slug::parse(text).expect("slug")
 }
 
+/// The keys step 4 -> 5 adds to the fixture: each model picture's owner key, and a pending
+/// record and due key for each picture the image pipeline is to fetch (the fixture has no
+/// picture records, being older than the pipeline).
+fn queued_picture_keys(before: &Pairs) -> Vec<Vec<u8>> {
+    let models: Vec<Model> = read_as_schema_2(before, Keyspace::Model);
+    let listings: Vec<Listing> = read_as_schema_2(before, Keyspace::Listing);
+    let mut keys = Vec::new();
+    let mut queued = Vec::new();
+    for model in &models {
+        for picture in &model.pictures {
+            keys.push(Keyspace::ModelPicture.id_key(picture.id.0));
+            if picture.cropped_url.is_none() {
+                queued.push(picture.id.0);
+            }
+        }
+    }
+    queued.extend(
+        listings
+            .iter()
+            .flat_map(|l| l.pictures.iter().map(|p| p.id.0)),
+    );
+    for id in queued {
+        keys.push(Keyspace::PictureState.id_key(id));
+        keys.push(Keyspace::PictureDue.id_key(id));
+    }
+    keys
+}
+
 #[test]
 fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -89,7 +117,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 2, "{report}");
+    assert_eq!(report.steps.len(), 3, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -106,12 +134,15 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .iter()
         .map(|&counted| MetaKey::Count(counted).key())
         .collect();
-    let mut expected_keys: Vec<&Vec<u8>> = before.keys().chain(&counters).collect();
+    let pictures = queued_picture_keys(&before);
+    assert_eq!(report.steps[2].rewritten, pictures.len() as u64);
+    let mut expected_keys: Vec<&Vec<u8>> =
+        before.keys().chain(&counters).chain(&pictures).collect();
     expected_keys.sort();
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
         expected_keys,
-        "only the counters added, none lost (no cursor left behind)"
+        "only the counters and picture keys added, none lost (no cursor left behind)"
     );
     for (key, old) in &before {
         let new = &after[key];
