@@ -56,7 +56,7 @@ struct Drawn {
     format: ImageFormat,
 }
 
-/// Several offsets and sizes, white and grey backgrounds, JPEG and PNG.
+/// Several offsets and sizes, white and grey backgrounds, JPEG, PNG and WebP.
 fn drawn() -> Vec<Drawn> {
     let one = |path, size, disc, background, format| Drawn {
         path,
@@ -75,6 +75,13 @@ fn drawn() -> Vec<Drawn> {
         ),
         one("/b.png", (500, 700), (300, 420, 120), 200, ImageFormat::Png),
         one("/c.jpg", (300, 300), (150, 150, 60), 235, ImageFormat::Jpeg),
+        one(
+            "/d.webp",
+            (400, 400),
+            (250, 180, 90),
+            220,
+            ImageFormat::WebP,
+        ),
     ]
 }
 
@@ -217,15 +224,15 @@ async fn pictures_are_fetched_stored_once_cropped_and_served_immutable() {
         .iter()
         .map(|r| r.fetched().cloned().unwrap_or_else(|| panic!("{r:?}")))
         .collect();
-    assert_eq!(fetched[0].hash, fetched[3].hash, "same bytes, same file");
+    assert_eq!(fetched[0].hash, fetched[4].hash, "same bytes, same file");
     let originals = std::fs::read_dir(dir.path().join("media"))
         .expect("media dir")
         .filter_map(Result::ok)
         .filter(|e| e.file_name() != "tmp")
         .flat_map(|e| std::fs::read_dir(e.path()).expect("ls"))
         .count();
-    // Three originals and three crops; the fourth URL added nothing.
-    assert_eq!(originals, 6);
+    // Four originals and four crops; the fifth URL added nothing.
+    assert_eq!(originals, 8);
 
     for (d, picture) in drawn().into_iter().zip(&fetched) {
         assert_eq!((picture.width, picture.height), d.size);
@@ -245,6 +252,7 @@ async fn pictures_are_fetched_stored_once_cropped_and_served_immutable() {
     .await;
     assert_served_immutable(&api, ids[0], "", "image/jpeg", &fetched[0].hash.hex()).await;
     assert_served_immutable(&api, ids[1], "", "image/png", &fetched[1].hash.hex()).await;
+    assert_served_immutable(&api, ids[3], "", "image/webp", &fetched[3].hash.hex()).await;
     let cropped = fetched[1].cropped.expect("crop").hex();
     assert_served_immutable(&api, ids[1], "/cropped", "image/jpeg", &cropped).await;
 }
