@@ -115,7 +115,7 @@ impl App {
             tracing::info!("empty data dir: importing the bundled fixtures");
             let done = self
                 .writer
-                .run(|turn| import_dataset(turn, &EmbeddedFixtures))
+                .run(|turn| import_dataset(turn, &EmbeddedFixtures, &self.media))
                 .context("importing the bundled fixtures")?;
             tracing::info!(
                 generation = done.value.catalogue.generation.0,

@@ -304,7 +304,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
             let app = App::open(&data_dir, cli.cache_bytes)?;
             let source = DirectorySource(dir);
-            let imported = app.writer.run(|turn| import_dataset(turn, &source))?.value;
+            let imported = app
+                .writer
+                .run(|turn| import_dataset(turn, &source, &app.media))?
+                .value;
             println!("imported {}\n{}", source.describe(), imported.catalogue);
             for (provider, report) in imported.feeds {
                 print_ingest(&provider, &report);

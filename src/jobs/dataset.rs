@@ -2,8 +2,9 @@
 //! the bundled fixtures do it: the catalogue all or nothing, then the snapshot of each provider
 //! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write.
 
-use super::import::{import, DatasetSource, ImportError, ImportReport};
+use super::import::{import_with_media, DatasetSource, ImportError, ImportReport};
 use super::ingest::{ingest_dataset_feeds, IngestError, IngestReport, DEFAULT_MAX_INVALID};
+use crate::media::MediaStore;
 use crate::store::WriteTurn;
 
 /// What importing a dataset did.
@@ -27,8 +28,9 @@ pub enum DatasetError {
 pub fn import_dataset(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
+    media: &MediaStore,
 ) -> Result<DatasetImport, DatasetError> {
-    let catalogue = import(turn, source)?;
+    let catalogue = import_with_media(turn, source, Some(media))?;
     let feeds = ingest_dataset_feeds(turn, source, DEFAULT_MAX_INVALID)?;
     Ok(DatasetImport { catalogue, feeds })
 }

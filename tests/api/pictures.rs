@@ -487,3 +487,91 @@ async fn pictures_fetch_runs_one_pass_on_a_stopped_data_dir() {
         .is_some_and(|f| f.cropped.is_some()));
     assert!(failure_reason(&app, ids[1]).contains("not a JPEG"));
 }
+
+/// The test catalogue with the 126610LV's FRONT picture at `path` inside the dataset.
+fn dataset_shipping(path: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dataset");
+    for entry in std::fs::read_dir(crate::support::test_catalogue()).expect("catalogue") {
+        let file = entry.expect("entry").path();
+        std::fs::copy(&file, dir.path().join(file.file_name().expect("name"))).expect("copy");
+    }
+    let models = std::fs::read_to_string(dir.path().join("models.jsonl")).expect("models");
+    let shipped = models.replace(
+        "https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg",
+        path,
+    );
+    assert_ne!(models, shipped);
+    std::fs::write(dir.path().join("models.jsonl"), shipped).expect("write");
+    std::fs::create_dir(dir.path().join("pictures")).expect("mkdir");
+    let png = encoded(
+        &watch_image((500, 400), (250, 200, 150), 255, 6),
+        ImageFormat::Png,
+    );
+    std::fs::write(dir.path().join("pictures/lv.png"), png).expect("png");
+    std::fs::write(dir.path().join("pictures/notes.png"), "not a picture").expect("text");
+    dir
+}
+
+#[test]
+fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
+    let dataset = dataset_shipping("pictures/lv.png");
+    let data = tempfile::tempdir().expect("data dir");
+    let import =
+        |dataset: &std::path::Path| crate::cli::run(binary(data.path()).arg("import").arg(dataset));
+    let (output, text) = import(dataset.path());
+    assert!(output.status.success(), "{text}");
+    let (output, text) = crate::cli::run(binary(data.path()).args(["pictures", "fetch"]));
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("1 cropped again"),
+        "nothing fetched, the file cropped: {text}"
+    );
+
+    let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("reopen");
+    let lv = app
+        .store
+        .all_models()
+        .map(|m| m.expect("model"))
+        .find(|m| m.reference_number == "126610LV")
+        .expect("the 126610LV");
+    let record = state(&app, lv.pictures[0].id);
+    assert_eq!(record.source_url, "dataset:pictures/lv.png");
+    let fetched = record.fetched().expect("stored at import");
+    assert_eq!(
+        (fetched.width, fetched.height, fetched.format),
+        (500, 400, watch_catalogue::domain::ImageFormat::Png)
+    );
+    assert!(fetched.cropped.is_some());
+    drop(app);
+
+    // Each refused path is a problem naming it, and the import writes nothing.
+    let before = crate::support::generation(data.path());
+    for (path, problem) in [
+        (
+            "pictures/missing.png",
+            "no picture file `pictures/missing.png` in the dataset",
+        ),
+        ("pictures/notes.png", "not a JPEG"),
+        (
+            "../lv.png",
+            "neither an http(s) URL nor a path inside the dataset",
+        ),
+        (
+            "/etc/passwd",
+            "neither an http(s) URL nor a path inside the dataset",
+        ),
+        (
+            "ftp://x.example/a.png",
+            "neither an http(s) URL nor a path inside the dataset",
+        ),
+    ] {
+        let bad = dataset_shipping(path);
+        let (output, text) = import(bad.path());
+        assert!(!output.status.success(), "{path}: {text}");
+        assert!(
+            text.contains("models.jsonl:2: field `pictures`") && text.contains(problem),
+            "{path}: {text}"
+        );
+    }
+    assert_eq!(crate::support::generation(data.path()), before);
+}

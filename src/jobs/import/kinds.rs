@@ -390,7 +390,9 @@ impl Kind for Model {
         // write as its model.
         let known = |id| old.is_some_and(|m| m.pictures.iter().any(|p| p.id == id));
         for picture in &new.pictures {
-            if picture.cropped_url.is_none() && !known(picture.id) {
+            // A picture file of the dataset has its record already (`Run::picture_file`).
+            let fetched = !crate::media::fetch::is_web_url(&picture.url);
+            if picture.cropped_url.is_none() && !known(picture.id) && !fetched {
                 let pending =
                     PictureRecord::pending(picture.id, picture.url.clone(), new.updated_at);
                 batch.put_picture(&pending);

@@ -14,9 +14,13 @@ pub use one::{build_model, RowTarget};
 pub use parse::{parse_object, LineProblems};
 
 use crate::domain::{
-    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId,
-    Picture, PictureId, PictureType, Provider, Series, SeriesId, Slug, Timestamp,
+    normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, FetchState,
+    Fetched, Model, ModelId, Picture, PictureId, PictureRecord, PictureType, Provider, Series,
+    SeriesId, Slug, Timestamp,
 };
+use crate::media::fetch::{decode, is_web_url};
+use crate::media::look::look;
+use crate::media::{FetchSettings, MediaStore};
 use crate::store::{
     RecordKind, Store, StoreError, StoreGeneration, StoreResult, WriteBatch, WriteTurn,
 };
@@ -37,6 +41,28 @@ pub trait DatasetSource {
     fn describe(&self) -> String;
     /// The file's lines, or `None` when the dataset has no such file.
     fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>>;
+    /// The bytes of a picture file the dataset ships, by its path relative to the dataset, or
+    /// `None` when it has no such file (or ships no files at all).
+    fn picture(&self, _path: &RelativePath) -> std::io::Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
+}
+
+/// A path inside a dataset: relative, of plain names only (no `..`, no root), so that reading
+/// it never leaves the dataset's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelativePath(PathBuf);
+
+impl RelativePath {
+    /// `text` as a path inside the dataset, or `None` when it is a URL or would leave it.
+    pub fn parse(text: &str) -> Option<RelativePath> {
+        use std::path::Component;
+        let path = std::path::Path::new(text);
+        let plain = !text.is_empty()
+            && !text.contains("://")
+            && path.components().all(|c| matches!(c, Component::Normal(_)));
+        plain.then(|| RelativePath(path.to_owned()))
+    }
 }
 
 /// A dataset directory on disk.
@@ -52,6 +78,24 @@ impl DatasetSource for DirectorySource {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Reads at most the fetcher's size cap; a symbolic link out of the directory is refused
+    /// like a missing file.
+    fn picture(&self, path: &RelativePath) -> std::io::Result<Option<Vec<u8>>> {
+        let root = self.0.canonicalize()?;
+        let file = match root.join(&path.0).canonicalize() {
+            Ok(file) if file.starts_with(&root) => file,
+            Ok(_) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        let cap = crate::media::FetchSettings::default().max_bytes;
+        std::fs::File::open(file)?
+            .take(cap + 1)
+            .read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
     }
 }
 
@@ -164,6 +208,16 @@ pub fn import(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
 ) -> Result<ImportReport, ImportError> {
+    import_with_media(turn, source, None)
+}
+
+/// [`import`], storing the picture files the dataset ships (`pictures[].url` a path inside the
+/// dataset) in `media`; without it, such a picture is a problem.
+pub fn import_with_media(
+    turn: &WriteTurn<'_>,
+    source: &dyn DatasetSource,
+    media: Option<&MediaStore>,
+) -> Result<ImportReport, ImportError> {
     let mut problems = Vec::new();
     let brands = read_rows::<BrandRow>(source, "brands.jsonl", &mut problems)?;
     let series = read_rows::<SeriesRow>(source, "series.jsonl", &mut problems)?;
@@ -176,6 +230,7 @@ pub fn import(
     let total = brands.len() + series.len() + complications.len() + calibers.len();
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
     let mut run = Run::new(turn, problems)?;
+    run.files = Some(PictureFiles { source, media });
     let mut kinds = vec![
         ("brands", run.import_kind::<Brand>(brands)?),
         ("series", run.import_kind::<Series>(series)?),
@@ -226,6 +281,14 @@ struct Run<'a> {
     claimed: HashMap<(RecordKind, kinds::Key), u64>,
     /// Each calibre's parent, once resolved against the whole file.
     caliber_parents: HashMap<CaliberId, Option<CaliberId>>,
+    /// Where picture files shipped with a dataset come from and go; `None` outside an import.
+    files: Option<PictureFiles<'a>>,
+}
+
+/// The dataset a picture file is read from and the media store it is kept in.
+struct PictureFiles<'a> {
+    source: &'a dyn DatasetSource,
+    media: Option<&'a MediaStore>,
 }
 
 type Rows<T> = Vec<(usize, T)>;
@@ -249,6 +312,7 @@ impl<'a> Run<'a> {
             line: 0,
             claimed: HashMap::new(),
             caliber_parents: HashMap::new(),
+            files: None,
         }
     }
 
@@ -487,6 +551,12 @@ impl<'a> Run<'a> {
                 .and_then(|old| old.iter().find(|p| p.url == row.url))
                 .map(|p| p.id.0);
             let id = self.id_for(kept, RecordKind::Picture)?;
+            if kept.is_none()
+                && !is_web_url(&row.url)
+                && !self.picture_file(PictureId(id), &row.url)?
+            {
+                return Ok(None);
+            }
             pictures.push(Picture {
                 id: PictureId(id),
                 url: row.url,
@@ -495,6 +565,65 @@ impl<'a> Run<'a> {
             });
         }
         Ok(Some(pictures))
+    }
+
+    /// Stores the picture file at `path` inside the dataset as picture `id`, fetched and to be
+    /// cropped by the image worker; false after recording a problem.
+    fn picture_file(&mut self, id: PictureId, path: &str) -> ImportResult<bool> {
+        let Some(relative) = RelativePath::parse(path) else {
+            self.problem(
+                "pictures",
+                format!("`{path}` is neither an http(s) URL nor a path inside the dataset"),
+            );
+            return Ok(false);
+        };
+        let Some(PictureFiles { source, media }) = self.files else {
+            self.problem(
+                "pictures",
+                format!("`{path}`: picture files come only with a dataset import"),
+            );
+            return Ok(false);
+        };
+        let bytes = source
+            .picture(&relative)
+            .map_err(|e| ImportError::io(path, e))?;
+        let Some(bytes) = bytes else {
+            self.problem(
+                "pictures",
+                format!("no picture file `{path}` in the dataset"),
+            );
+            return Ok(false);
+        };
+        let Some(media) = media else {
+            self.problem(
+                "pictures",
+                format!("`{path}`: this import keeps no picture files"),
+            );
+            return Ok(false);
+        };
+        let decoded = match decode(bytes, &FetchSettings::default()) {
+            Ok(decoded) => decoded,
+            Err(error) => {
+                self.problem("pictures", format!("`{path}`: {error}"));
+                return Ok(false);
+            }
+        };
+        let hash = media
+            .put(&decoded.bytes)
+            .map_err(|e| ImportError::io("media", e))?;
+        let record = PictureRecord {
+            state: FetchState::Fetched(Fetched {
+                hash,
+                format: decoded.format,
+                width: decoded.image.width(),
+                height: decoded.image.height(),
+                cropped: None,
+            }),
+            ..PictureRecord::pending(id, format!("dataset:{path}"), self.now)
+        };
+        self.batch.put_picture(&record);
+        self.batch.put_look(id, look(&decoded.image));
+        Ok(true)
     }
 
     fn id_for(&mut self, existing: Option<u64>, kind: RecordKind) -> ImportResult<u64> {
