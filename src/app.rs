@@ -5,6 +5,7 @@
 use crate::config::DataDir;
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
+use crate::jobs::pictures::UrgentPictures;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
@@ -26,6 +27,8 @@ pub struct App {
     pub writer: Writer,
     /// The fetched and cropped pictures (`<data dir>/media`).
     pub media: MediaStore,
+    /// Pictures a person is waiting for: the image worker takes them first.
+    pub urgent_pictures: UrgentPictures,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
 }
@@ -76,6 +79,7 @@ impl App {
         let app = App {
             writer: Writer::new(store.clone(), index.clone(), listings.clone()),
             media: MediaStore::new(data_dir.media()),
+            urgent_pictures: UrgentPictures::default(),
             store,
             index,
             listings,

@@ -70,7 +70,7 @@ pub fn select(
     batch.put_candidate(&chosen);
     let decision = Decision {
         action: "picture-review.select",
-        targets: vec![candidate.to_string(), model.id.to_string()],
+        targets: vec![format!("candidate:{candidate}"), format!("model:{}", model.id)],
         detail: format!(
             "FRONT picture {picture} of model {} from candidate {candidate}",
             model.id
@@ -98,7 +98,7 @@ pub fn keep(
     }
     let decision = Decision {
         action: "picture-review.keep",
-        targets: vec![picture.to_string(), model.id.to_string()],
+        targets: vec![format!("picture:{picture}"), format!("model:{}", model.id)],
         detail: format!("kept picture {picture} of model {}", model.id),
     };
     let review = store.picture_review(model.id)?;
@@ -151,7 +151,7 @@ pub fn set_front_picture(
     };
     let decision = Decision {
         action: "picture-review.front-picture",
-        targets: vec![model.id.to_string(), picture.to_string()],
+        targets: vec![format!("model:{}", model.id), format!("picture:{picture}")],
         detail: format!("{change}, protected: {protected}"),
     };
     decide(turn, batch, actor, model.id, review, decision, now)?;

@@ -3,7 +3,7 @@
 //! look; then ranks the listing candidates of the models whose listings changed.
 
 use crate::app::App;
-use crate::domain::{FetchState, Fetched, Look, PictureRecord, Timestamp};
+use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, Timestamp};
 use crate::jobs::candidates::{self, CandidateError};
 use crate::media::crop::crop;
 use crate::media::fetch::{decode, Downloaded, FetchError};
@@ -11,8 +11,8 @@ use crate::media::look::look;
 use crate::media::{FetchSettings, Fetcher, MediaStore};
 use crate::store::StoreError;
 use image::codecs::jpeg::JpegEncoder;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
-use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 /// Fetches in flight at once: a few, so a slow source does not hold up the rest.
@@ -21,7 +21,7 @@ pub const DEFAULT_CONCURRENCY: usize = 4;
 pub const DEFAULT_CROP_SIZE: u32 = 1000;
 /// Failed attempts after which a transient failure is not retried again.
 pub const MAX_ATTEMPTS: u32 = 5;
-/// Pictures handled between two commits: small writes, so reads never wait long.
+/// Pictures recorded per commit: small writes, so reads never wait long.
 const CHUNK: usize = 16;
 /// First retry delay; it doubles with each failed attempt, up to a day.
 const FIRST_RETRY_MS: i64 = 60_000;
@@ -86,8 +86,36 @@ impl PictureWorker {
     }
 }
 
-/// How long the server's worker waits after a pass that found nothing to do.
+/// How long the server's worker waits after a pass that found nothing to do, unless a person
+/// asks for a picture sooner.
 const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Pictures a person is waiting for (a candidate selected, a FRONT picture set by URL): the
+/// worker takes them before the rest of its pass, and wakes for them when idle.
+#[derive(Default)]
+pub struct UrgentPictures {
+    ids: std::sync::Mutex<Vec<PictureId>>,
+    wake: tokio::sync::Notify,
+}
+
+impl UrgentPictures {
+    pub fn push(&self, id: PictureId) {
+        self.ids
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(id);
+        self.wake.notify_one();
+    }
+
+    fn take(&self) -> Vec<PictureId> {
+        std::mem::take(
+            &mut *self
+                .ids
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
 
 /// The server's worker: passes until the process ends, waiting between idle ones. A failed
 /// pass is logged and tried again later; it never stops the server.
@@ -101,7 +129,7 @@ pub async fn run_forever(app: Arc<App>, worker: Arc<PictureWorker>) {
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "picture worker pass failed"),
         }
-        tokio::time::sleep(IDLE_WAIT).await;
+        let _ = tokio::time::timeout(IDLE_WAIT, app.urgent_pictures.wake.notified()).await;
     }
 }
 
@@ -117,8 +145,12 @@ pub enum WorkerError {
     Candidates(#[from] CandidateError),
 }
 
-/// Handles every picture due now, a chunk at a time, each chunk's states in one commit, then
-/// ranks the stale models' listing candidates.
+/// A picture's record before a fetch or crop, and after with its look once fetched.
+type Handled = (PictureRecord, (PictureRecord, Option<Look>));
+
+/// Handles every picture due now, `concurrency` at a time: a slow source holds one slot, not
+/// the others, and pictures a person is waiting for go first. States are written sixteen to a
+/// commit as they finish; then the stale models' listing candidates are ranked.
 pub async fn run_pass(
     app: &Arc<App>,
     worker: &Arc<PictureWorker>,
@@ -128,18 +160,63 @@ pub async fn run_pass(
         let app = app.clone();
         tokio::task::spawn_blocking(move || due_pictures(&app, now)).await??
     };
+    let mut queue: VecDeque<PictureRecord> = due.into();
+    let mut started: HashSet<PictureId> = HashSet::new();
+    let mut tasks = JoinSet::new();
+    let mut finished: Vec<Handled> = Vec::new();
     let mut report = PassReport::default();
-    for chunk in due.chunks(CHUNK) {
-        let updated = handle_chunk(worker, chunk.to_vec()).await?;
-        for (before, (after, _)) in chunk.iter().zip(&updated) {
-            tally(&mut report, before, after);
+    loop {
+        for urgent in urgent_pictures(app)? {
+            queue.push_front(urgent);
         }
-        let app = app.clone();
-        tokio::task::spawn_blocking(move || record_states(&app, updated)).await??;
+        while tasks.len() < worker.concurrency.max(1) {
+            let Some(picture) = queue.pop_front() else {
+                break;
+            };
+            if started.insert(picture.id) {
+                let worker = worker.clone();
+                tasks.spawn(async move { (picture.clone(), handle(&worker, picture).await) });
+            }
+        }
+        let Some(done) = tasks.join_next().await else {
+            break;
+        };
+        finished.push(done?);
+        if finished.len() >= CHUNK || tasks.is_empty() {
+            record(app, std::mem::take(&mut finished), &mut report).await?;
+        }
     }
+    record(app, finished, &mut report).await?;
     let app = app.clone();
     report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&app)).await??;
     Ok(report)
+}
+
+/// The records of the pictures a person asked for since the last look, that are due.
+fn urgent_pictures(app: &App) -> Result<Vec<PictureRecord>, StoreError> {
+    let mut records = Vec::new();
+    for id in app.urgent_pictures.take() {
+        records.extend(app.store.picture(id)?.filter(|r| r.may_be_due()));
+    }
+    Ok(records)
+}
+
+/// Writes the states of `finished` in one commit and counts them.
+async fn record(
+    app: &Arc<App>,
+    finished: Vec<Handled>,
+    report: &mut PassReport,
+) -> Result<(), WorkerError> {
+    if finished.is_empty() {
+        return Ok(());
+    }
+    let mut updated = Vec::with_capacity(finished.len());
+    for (before, after) in finished {
+        tally(report, &before, &after.0);
+        updated.push(after);
+    }
+    let app = app.clone();
+    tokio::task::spawn_blocking(move || record_states(&app, updated)).await?
 }
 
 fn due_pictures(app: &App, now: Timestamp) -> Result<Vec<PictureRecord>, StoreError> {
@@ -156,32 +233,10 @@ fn tally(report: &mut PassReport, before: &PictureRecord, after: &PictureRecord)
     }
 }
 
-/// A picture's new record, and its look once fetched.
-type Handled = (PictureRecord, Option<Look>);
-
-/// Each picture's new record, in the chunk's order, at most `concurrency` at a time.
-async fn handle_chunk(
+async fn handle(
     worker: &Arc<PictureWorker>,
-    chunk: Vec<PictureRecord>,
-) -> Result<Vec<Handled>, WorkerError> {
-    let permits = Arc::new(Semaphore::new(worker.concurrency.max(1)));
-    let mut tasks = JoinSet::new();
-    for (position, picture) in chunk.into_iter().enumerate() {
-        let (worker, permits) = (worker.clone(), permits.clone());
-        tasks.spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            (position, handle(&worker, picture).await)
-        });
-    }
-    let mut done = Vec::with_capacity(tasks.len());
-    while let Some(finished) = tasks.join_next().await {
-        done.push(finished?);
-    }
-    done.sort_by_key(|(position, _)| *position);
-    Ok(done.into_iter().map(|(_, picture)| picture).collect())
-}
-
-async fn handle(worker: &Arc<PictureWorker>, picture: PictureRecord) -> Handled {
+    picture: PictureRecord,
+) -> (PictureRecord, Option<Look>) {
     let outcome = match picture.fetched().cloned() {
         Some(fetched) => recrop(worker.clone(), fetched).await,
         None => fetch_and_crop(worker, &picture.source_url).await,
@@ -278,7 +333,10 @@ fn store_and_crop(
 
 /// Writes the new states and looks in one commit, skipping a picture whose source changed
 /// meanwhile.
-fn record_states(app: &App, updated: Vec<Handled>) -> Result<(), WorkerError> {
+fn record_states(
+    app: &App,
+    updated: Vec<(PictureRecord, Option<Look>)>,
+) -> Result<(), WorkerError> {
     app.writer
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;

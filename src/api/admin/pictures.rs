@@ -203,6 +203,7 @@ pub async fn select(
         picture_review::select(turn, actor, candidate)
     })
     .await?;
+    app.urgent_pictures.push(done.picture);
     answer_picture(app, media, done).await
 }
 
@@ -275,10 +276,14 @@ pub async fn set_front_picture(
             "give the absolute URL of a JPEG, PNG or WebP image",
         ));
     }
+    let replaced = body.url.is_some();
     let done = decide(app.clone(), &caller, move |turn, actor| {
         picture_review::set_front_picture(turn, actor, model, body.url.as_deref(), body.protected)
     })
     .await?;
+    if replaced {
+        app.urgent_pictures.push(done.picture);
+    }
     blocking(move || {
         let model = app
             .store
