@@ -9,9 +9,12 @@
 //! `catalogue-bench export-peers --data-dir DIR --out OUT` writes a data dir's store as
 //! tab-separated files for those peers (see [`export`]);
 //! `catalogue-bench replay --data-dir DIR --requests FILE` sends those requests to the router
-//! in-process, each kind alone, for the in-process side of the comparison.
+//! in-process, each kind alone, for the in-process side of the comparison;
+//! `catalogue-bench jpegs --count 1000 --size 2000 --out DIR` writes product-shot-like JPEGs
+//! for the image pipeline bench (bench/pictures.sh).
 
 mod export;
+mod pictures;
 
 /// The allocator the server ships with (see src/main.rs), so figures measure what runs.
 #[global_allocator]
@@ -128,6 +131,21 @@ enum Command {
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Write `COUNT` distinct product-shot-like JPEGs (a dark round watch at a varying offset
+    /// on a light background, a little noise) as `OUT/0000.jpg`…, keeping those already there.
+    Jpegs {
+        #[arg(long, default_value_t = 1000)]
+        count: usize,
+        /// Side in pixels (square pictures).
+        #[arg(long, default_value_t = 2000)]
+        size: u32,
+        #[arg(long, default_value_t = 90)]
+        quality: u8,
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
@@ -294,6 +312,24 @@ fn main() -> anyhow::Result<()> {
         }
         Command::Replay { config, json } => {
             print_report(&export::replay(&config)?, json)?;
+        }
+        Command::Jpegs {
+            count,
+            size,
+            quality,
+            seed,
+            out,
+        } => {
+            let started = Instant::now();
+            let done = pictures::write_jpegs(&out, count, size, quality, seed)?;
+            println!(
+                "jpegs: {} written, {} kept, {:.1} MiB in all, in {} ({:.1} s)",
+                done.written,
+                done.kept,
+                done.bytes as f64 / (1024.0 * 1024.0),
+                out.display(),
+                started.elapsed().as_secs_f64()
+            );
         }
     }
     Ok(())
