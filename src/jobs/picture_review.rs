@@ -70,7 +70,10 @@ pub fn select(
     batch.put_candidate(&chosen);
     let decision = Decision {
         action: "picture-review.select",
-        targets: vec![format!("candidate:{candidate}"), format!("model:{}", model.id)],
+        targets: vec![
+            format!("candidate:{candidate}"),
+            format!("model:{}", model.id),
+        ],
         detail: format!(
             "FRONT picture {picture} of model {} from candidate {candidate}",
             model.id

@@ -73,6 +73,9 @@ pub struct PictureWorker {
     pub fetcher: Fetcher,
     pub concurrency: usize,
     pub crop_size: u32,
+    /// Crops made at once: one core fewer than the machine has (at least one), so the worker
+    /// never takes every core from the requests (bench/RESULTS.md, "Image pipeline").
+    cpu: Arc<tokio::sync::Semaphore>,
 }
 
 impl PictureWorker {
@@ -82,8 +85,15 @@ impl PictureWorker {
             fetcher: Fetcher::new(config.fetch.clone())?,
             concurrency: config.concurrency,
             crop_size: config.crop_size,
+            cpu: Arc::new(tokio::sync::Semaphore::new(crop_slots())),
         })
     }
+}
+
+fn crop_slots() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |cores| cores.get().saturating_sub(1))
+        .max(1)
 }
 
 /// How long the server's worker waits after a pass that found nothing to do, unless a person
@@ -283,10 +293,10 @@ async fn fetch_and_crop(
     url: &str,
 ) -> Result<(Fetched, Look), FetchError> {
     let downloaded = worker.fetcher.fetch(url).await?;
-    let worker = worker.clone();
-    tokio::task::spawn_blocking(move || store_and_crop(&worker, downloaded))
-        .await
-        .map_err(|e| FetchError::Undecodable(e.to_string()))?
+    on_crop_slot(worker.clone(), move |worker| {
+        store_and_crop(worker, downloaded)
+    })
+    .await
 }
 
 /// A picture whose crop was cleared: cropped again from the stored original.
@@ -294,15 +304,30 @@ async fn recrop(
     worker: Arc<PictureWorker>,
     fetched: Fetched,
 ) -> Result<(Fetched, Look), FetchError> {
-    tokio::task::spawn_blocking(move || {
+    on_crop_slot(worker, move |worker| {
         let bytes = worker
             .media
             .read(&fetched.hash)
             .map_err(|e| FetchError::Request(format!("reading the stored original: {e}")))?;
-        store_and_crop(&worker, decode(bytes, worker.fetcher.settings())?)
+        store_and_crop(worker, decode(bytes, worker.fetcher.settings())?)
     })
     .await
-    .map_err(|e| FetchError::Undecodable(e.to_string()))?
+}
+
+/// Runs CPU-heavy `job` on the blocking pool once one of the worker's crop slots is free.
+async fn on_crop_slot<T: Send + 'static>(
+    worker: Arc<PictureWorker>,
+    job: impl FnOnce(&PictureWorker) -> Result<T, FetchError> + Send + 'static,
+) -> Result<T, FetchError> {
+    let _slot = worker
+        .cpu
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| FetchError::Request(e.to_string()))?;
+    tokio::task::spawn_blocking(move || job(&worker))
+        .await
+        .map_err(|e| FetchError::Undecodable(e.to_string()))?
 }
 
 fn store_and_crop(
@@ -316,7 +341,10 @@ fn store_and_crop(
             .map_err(|e| FetchError::Request(format!("storing: {e}")))
     };
     let hash = stored(&downloaded.bytes)?;
-    let cropped = crop(&downloaded.image.to_rgb8(), worker.crop_size);
+    let look = look(&downloaded.image);
+    let (width, height) = (downloaded.image.width(), downloaded.image.height());
+    // `into_rgb8` takes an RGB8 image (most JPEGs) as it is, without a copy.
+    let cropped = crop(&downloaded.image.into_rgb8(), worker.crop_size);
     let mut jpeg = Vec::new();
     JpegEncoder::new_with_quality(&mut jpeg, CROP_QUALITY)
         .encode_image(&cropped)
@@ -324,11 +352,11 @@ fn store_and_crop(
     let fetched = Fetched {
         hash,
         format: downloaded.format,
-        width: downloaded.image.width(),
-        height: downloaded.image.height(),
+        width,
+        height,
         cropped: Some(stored(&jpeg)?),
     };
-    Ok((fetched, look(&downloaded.image)))
+    Ok((fetched, look))
 }
 
 /// Writes the new states and looks in one commit, skipping a picture whose source changed
