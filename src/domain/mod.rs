@@ -33,7 +33,7 @@ pub use reconciliation::{ClaimedBrand, ClaimedIdentity};
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };
-pub use reference::normalize_reference;
+pub use reference::{normalize_reference, reference_base};
 pub use seller_text::{text_runs, TextRun};
 pub use slug::{Slug, SlugError};
 pub use timestamp::Timestamp;
