@@ -1,6 +1,7 @@
 //! The catalogue's vocabulary: ids, slugs, references, timestamps and the stored records.
 //! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
 
+mod duplicates;
 mod fnv;
 mod ids;
 mod listing;
@@ -15,6 +16,7 @@ mod slug;
 mod timestamp;
 mod users;
 
+pub use duplicates::{DuplicatePair, DuplicateSignal};
 pub use fnv::Fnv1a;
 pub use ids::{
     BrandId, CaliberId, CandidateId, ComplicationId, IdError, ListingId, ModelId, PictureId,

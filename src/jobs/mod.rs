@@ -6,6 +6,7 @@
 
 pub mod candidates;
 pub mod dataset;
+pub mod duplicates;
 pub mod import;
 pub mod ingest;
 pub mod listing_writes;

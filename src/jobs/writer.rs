@@ -3,7 +3,9 @@
 //! takes the store's write turn, runs the job's reads and commits, then brings both indexes up
 //! to exactly what the job committed before the next job may start. Reads never wait for it.
 
+use super::duplicates;
 use super::reindex::{self, ReindexError, ReindexReport};
+use crate::domain::ModelId;
 use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
@@ -82,7 +84,16 @@ impl Writer {
             .generations()
             .map_err(|error| WriteError::Index(error.into()))?;
         let started = Instant::now();
-        let outcome = job(&turn);
+        let outcome = job(&turn).and_then(|value| {
+            // Pairs are derived from the models: brought up to each write that changed some.
+            let models: Vec<ModelId> = turn.changes().models.iter().copied().collect();
+            if !models.is_empty() {
+                if let Err(error) = duplicates::refresh(&turn, &models) {
+                    tracing::error!(%error, "refreshing the duplicate pairs of a write's models");
+                }
+            }
+            Ok(value)
+        });
         let write_took = started.elapsed();
         let indexed = self.index_changes(&turn.changes(), before);
         let index_took = started.elapsed() - write_took;

@@ -70,6 +70,18 @@ pub enum Keyspace {
     /// Ids of models whose matched listings' pictures changed since their listing candidates
     /// were last ranked: the image worker ranks them again.
     CandidatesStale = 84,
+    /// Brand + reference base (`reference_base`) + model id: the models whose references
+    /// share a base, for the duplicate finder. Kept with the model.
+    ModelBase = 85,
+    /// Model id + model id -> signal and name score: the duplicate finder's pairs, stored both
+    /// ways so a model's pairs are one prefix scan.
+    DuplicatePair = 86,
+    /// Smaller model id + larger: pairs an admin dismissed, never offered again.
+    DismissedPair = 87,
+    /// Brand + slug of a merged model -> the id it was merged into.
+    MergedSlug = 88,
+    /// Id of a merged model -> the id it was merged into.
+    MergedId = 89,
 }
 
 impl Keyspace {
@@ -97,6 +109,8 @@ pub enum MetaKey {
     ListingsGeneration,
     /// A count the admin view reads, kept in the same writes as the records it counts.
     Count(Counted),
+    /// The generation of the last write that changed the duplicate finder's pairs.
+    DuplicatesGeneration,
     /// Present only while a migration step runs: the step's target schema (8 bytes) and the
     /// last key it rewrote, committed with each chunk so that a re-run resumes after it.
     MigrationCursor,
@@ -112,6 +126,7 @@ impl MetaKey {
             MetaKey::Rates => builder.text("rates"),
             MetaKey::ListingsGeneration => builder.text("listings_generation"),
             MetaKey::MigrationCursor => builder.text("migration_cursor"),
+            MetaKey::DuplicatesGeneration => builder.text("duplicates_generation"),
             MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
         }
         .done()
@@ -324,6 +339,48 @@ pub fn review_queue(status: ReviewStatus, model: ModelId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ReviewQueue)
         .byte(status as u8)
         .id(model.0)
+        .done()
+}
+pub fn model_base_prefix(brand: BrandId, base: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ModelBase)
+        .id(brand.0)
+        .text(base)
+        .done()
+}
+pub fn model_base(brand: BrandId, base: &str, model: ModelId) -> Vec<u8> {
+    let mut key = model_base_prefix(brand, base);
+    key.extend_from_slice(&model.0.to_be_bytes());
+    key
+}
+pub fn duplicate_pair(model: ModelId, other: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::DuplicatePair)
+        .id(model.0)
+        .id(other.0)
+        .done()
+}
+pub fn duplicate_pairs_of(model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::DuplicatePair).id(model.0).done()
+}
+/// The two ids of a pair key (duplicate or dismissed).
+pub fn pair_ids(key: &[u8]) -> Option<(ModelId, ModelId)> {
+    let first: [u8; 8] = key.get(1..9)?.try_into().ok()?;
+    let second: [u8; 8] = key.get(9..17)?.try_into().ok()?;
+    Some((
+        ModelId(u64::from_be_bytes(first)),
+        ModelId(u64::from_be_bytes(second)),
+    ))
+}
+pub fn dismissed_pair(a: ModelId, b: ModelId) -> Vec<u8> {
+    let (low, high) = if a < b { (a, b) } else { (b, a) };
+    KeyBuilder::new(Keyspace::DismissedPair)
+        .id(low.0)
+        .id(high.0)
+        .done()
+}
+pub fn merged_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::MergedSlug)
+        .id(brand.0)
+        .text(slug.as_str())
         .done()
 }
 pub fn user(name: &Username) -> Vec<u8> {

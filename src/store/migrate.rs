@@ -57,7 +57,7 @@ pub static STEPS: &[Step] = &[
     Step {
         from: 4,
         to: 5,
-        summary: "model pictures are found by id, and pictures stored before the image pipeline are queued for it",
+        summary: "model pictures and reference bases are keyed, and pictures stored before the image pipeline are queued for it",
         safe_at_startup: true,
         run: queue_pictures,
     },
@@ -66,7 +66,8 @@ pub static STEPS: &[Step] = &[
 /// Sled operations per batch of step 4 -> 5.
 const PICTURE_BATCH: usize = 10_000;
 
-/// Step 4 -> 5: writes the picture id -> model key of every model picture, and a pending
+/// Step 4 -> 5: writes every model's secondary keys afresh (new among them: picture id ->
+/// model, and the reference bases of the duplicate finder), and a pending
 /// record (with its due key) for every model picture without a crop from the dataset and every
 /// listing picture that has no record yet. Idempotent: the keys are written as they are, and
 /// records only where there is none, so a re-run after an interruption finishes the job.
@@ -76,9 +77,12 @@ fn queue_pictures(db: &sled::Db) -> StoreResult<u64> {
     for entry in db.scan_prefix(Keyspace::Model.prefix()) {
         let (key, value) = entry?;
         let model: crate::domain::Model = super::codec::decode(&key, &value)?;
+        // Every secondary key of the model as today's writes keep them: among them the new
+        // picture id -> model and reference base keys.
+        for (key, value) in super::write::model_keys(&model) {
+            out.put(key, value)?;
+        }
         for picture in &model.pictures {
-            let owner = encode_u64(model.id.0).to_vec();
-            out.put(Keyspace::ModelPicture.id_key(picture.id.0), owner)?;
             if picture.cropped_url.is_none() {
                 out.queue(picture.id, &picture.url)?;
             }

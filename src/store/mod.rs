@@ -14,6 +14,7 @@ pub use write::WriteBatch;
 
 use crate::domain::{
     AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
+    DuplicatePair,
     Listing, ListingId, Look, Model, ModelId, PictureCandidate, PictureId, PictureRecord,
     PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId, Session, Slug, TokenHash,
     User, Username,
@@ -28,8 +29,8 @@ use std::sync::{Arc, Mutex};
 /// an older version is migrated in place ([`migrate`]); one of a newer version is refused.
 /// 3: every record value starts with its layout version byte.
 /// 4: the admin counts (`keys::Counted`) are kept as meta counters by every write.
-/// 5: every model picture is found by id (`ModelPicture`), and every picture has a pipeline
-///    record unless the dataset hosts it with its crop.
+/// 5: every model picture is found by id (`ModelPicture`), reference bases are keyed
+///    (`ModelBase`), and every picture has a pipeline record unless the dataset hosts it.
 pub const SCHEMA_VERSION: u64 = 5;
 
 /// Failures of the store layer.
@@ -110,6 +111,14 @@ impl Store {
         ))
     }
 
+    /// The generation of the last write that changed the duplicate finder's pairs or dismissals:
+    /// groups computed at this generation are current.
+    pub fn duplicates_generation(&self) -> StoreResult<StoreGeneration> {
+        Ok(StoreGeneration(
+            self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0),
+        ))
+    }
+
     /// True when no brand has been written yet.
     pub fn is_empty(&self) -> StoreResult<bool> {
         Ok(self
@@ -132,7 +141,10 @@ impl Store {
         let bump = Some(encode_u64(generation.0).to_vec());
         let mut operations = vec![(MetaKey::Generation.key(), bump.clone())];
         if batch.touches_listings() {
-            operations.push((MetaKey::ListingsGeneration.key(), bump));
+            operations.push((MetaKey::ListingsGeneration.key(), bump.clone()));
+        }
+        if batch.touches_duplicates() {
+            operations.push((MetaKey::DuplicatesGeneration.key(), bump));
         }
         let (written, changes) = batch.into_operations()?;
         operations.extend(written);
@@ -577,6 +589,77 @@ impl Store {
         Ok(self
             .get_id(Keyspace::ModelPicture.id_key(id.0))?
             .map(ModelId))
+    }
+
+    // --- duplicate finder ---------------------------------------------------------------------
+
+    /// Models of `brand` one of whose references has the base `base`, by id.
+    pub fn model_ids_by_base(&self, brand: BrandId, base: &str) -> StoreResult<Vec<ModelId>> {
+        Ok(self
+            .ids_under(keys::model_base_prefix(brand, base))?
+            .into_iter()
+            .map(ModelId)
+            .collect())
+    }
+
+    /// The finder's pairs of `model`.
+    pub fn duplicate_pairs_of(&self, model: ModelId) -> StoreResult<Vec<DuplicatePair>> {
+        self.pairs_under(keys::duplicate_pairs_of(model), |_, _| true)
+    }
+
+    /// Every pair of the finder, once each, in key order.
+    pub fn duplicate_pairs(&self) -> StoreResult<Vec<DuplicatePair>> {
+        // Each pair is stored both ways: the way with the smaller id first stands for it.
+        self.pairs_under(Keyspace::DuplicatePair.prefix(), |first, second| {
+            first < second
+        })
+    }
+
+    fn pairs_under(
+        &self,
+        prefix: Vec<u8>,
+        keep: impl Fn(ModelId, ModelId) -> bool,
+    ) -> StoreResult<Vec<DuplicatePair>> {
+        let mut pairs = Vec::new();
+        for entry in self.db.scan_prefix(&prefix) {
+            let (key, value) = entry?;
+            let corrupt = || StoreError::Corrupt {
+                key: key.to_vec(),
+                reason: "a duplicate pair is two ids, a signal and a score".into(),
+            };
+            let (first, second) = keys::pair_ids(&key).ok_or_else(corrupt)?;
+            let (signal, score) = write::decode_pair(&value).ok_or_else(corrupt)?;
+            if keep(first, second) {
+                pairs.push(DuplicatePair::new(first, second, signal, score));
+            }
+        }
+        Ok(pairs)
+    }
+
+    pub fn is_dismissed(&self, a: ModelId, b: ModelId) -> StoreResult<bool> {
+        Ok(self.db.contains_key(keys::dismissed_pair(a, b))?)
+    }
+
+    /// The live model a merged model `id` was merged into (following later merges), if it was.
+    pub fn merged_into(&self, id: ModelId) -> StoreResult<Option<ModelId>> {
+        self.follow_merges(self.get_id(Keyspace::MergedId.id_key(id.0))?)
+    }
+
+    /// The live model the merged model once at `brand`/`slug` was merged into, if one was.
+    pub fn merged_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<ModelId>> {
+        self.follow_merges(self.get_id(keys::merged_slug(brand, slug))?)
+    }
+
+    fn follow_merges(&self, mut at: Option<u64>) -> StoreResult<Option<ModelId>> {
+        // A keeper merged later into another keeper: follow, a bounded number of times.
+        for _ in 0..32 {
+            let Some(id) = at else { return Ok(None) };
+            match self.get_id(Keyspace::MergedId.id_key(id))? {
+                Some(next) => at = Some(next),
+                None => return Ok(Some(ModelId(id))),
+            }
+        }
+        Ok(at.map(ModelId))
     }
 
     // --- picture review ---------------------------------------------------------------------

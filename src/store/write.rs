@@ -7,7 +7,8 @@ use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
-    normalize_reference, AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Look,
+    normalize_reference, reference_base, AuditEntry, Brand, Caliber, Complication, DuplicatePair,
+    DuplicateSignal, Listing, ListingStatus, Look,
     Model, ModelId, PictureCandidate, PictureId, PictureRecord, PictureReview, Provider,
     ReviewStatus, Series, Session, TokenHash, User, Username,
 };
@@ -28,6 +29,8 @@ pub struct WriteBatch<'t> {
     next_ids: HashMap<Keyspace, u64>,
     /// True when the write changes what the listings index holds.
     touches_listings: bool,
+    /// True when the write changes the duplicate finder's pairs or dismissals.
+    touches_duplicates: bool,
     changes: BatchChanges,
     /// How each admin count moves with this write, applied to the stored counts at commit.
     counts: HashMap<Counted, i64>,
@@ -44,6 +47,7 @@ impl<'t> WriteBatch<'t> {
             operations: 0,
             next_ids: HashMap::new(),
             touches_listings: false,
+            touches_duplicates: false,
             changes: BatchChanges::default(),
             counts: HashMap::new(),
             stale_candidates: HashSet::new(),
@@ -59,6 +63,10 @@ impl<'t> WriteBatch<'t> {
 
     pub(super) fn touches_listings(&self) -> bool {
         self.touches_listings
+    }
+
+    pub(super) fn touches_duplicates(&self) -> bool {
+        self.touches_duplicates
     }
 
     /// The writes in order, after the id counters they moved (a write applied in several
@@ -319,6 +327,77 @@ impl WriteBatch<'_> {
     }
 }
 
+/// The duplicate finder's pairs and dismissals, and the redirects of merged models.
+impl WriteBatch<'_> {
+    /// Replaces `model`'s pairs (`old`, as stored) with `new`, both ways.
+    pub fn replace_duplicate_pairs(
+        &mut self,
+        model: ModelId,
+        old: &[DuplicatePair],
+        new: &[DuplicatePair],
+    ) {
+        let other = |p: &DuplicatePair| if p.a == model { p.b } else { p.a };
+        for pair in old {
+            if !new.iter().any(|n| other(n) == other(pair)) {
+                self.remove(keys::duplicate_pair(model, other(pair)));
+                self.remove(keys::duplicate_pair(other(pair), model));
+            }
+        }
+        for pair in new {
+            if !old.contains(pair) {
+                let value = encode_pair(pair);
+                self.put(keys::duplicate_pair(model, other(pair)), &value);
+                self.put(keys::duplicate_pair(other(pair), model), &value);
+            }
+        }
+        self.touches_duplicates |= old != new;
+    }
+
+    pub fn dismiss_pair(&mut self, a: ModelId, b: ModelId) {
+        self.put(keys::dismissed_pair(a, b), &[]);
+        self.touches_duplicates = true;
+    }
+
+    /// Forgets dismissals naming `model` (merged away): its id is never used again.
+    pub fn forget_dismissed(&mut self, model: ModelId, others: &[ModelId]) {
+        for other in others {
+            self.remove(keys::dismissed_pair(model, *other));
+        }
+        self.touches_duplicates = true;
+    }
+
+    /// Deletes `old`, merged into `keeper`: its record and keys go, its slug and id redirect.
+    pub fn merge_model_away(&mut self, old: &Model, keeper: ModelId) {
+        self.count(Counted::Models, -1);
+        self.changes.models.push(old.id);
+        self.changes.brands.push(old.brand_id);
+        self.changes.series.push(old.series_id);
+        self.reindex_keys(model_keys(old), Vec::new());
+        self.remove(Keyspace::Model.id_key(old.id.0));
+        self.remove(keys::model_listing_count(old.id));
+        self.put(keys::merged_slug(old.brand_id, &old.slug), &id_value(keeper.0));
+        self.put(Keyspace::MergedId.id_key(old.id.0), &id_value(keeper.0));
+        self.touches_duplicates = true;
+    }
+}
+
+/// A pair's stored value: the signal byte and the name score in thousandths.
+fn encode_pair(pair: &DuplicatePair) -> Vec<u8> {
+    let score = (pair.name_score.clamp(0.0, 1.0) * 1000.0).round() as u16;
+    let mut value = vec![pair.signal as u8];
+    value.extend_from_slice(&score.to_be_bytes());
+    value
+}
+
+pub(super) fn decode_pair(value: &[u8]) -> Option<(DuplicateSignal, f64)> {
+    let (&signal, score) = value.split_first()?;
+    let score: [u8; 2] = score.try_into().ok()?;
+    Some((
+        DuplicateSignal::from_byte(signal)?,
+        f64::from(u16::from_be_bytes(score)) / 1000.0,
+    ))
+}
+
 /// Whether a listing counts as listed (not DELISTED) and as unmatched, as 0 or 1 each.
 pub(super) fn listing_counts(listing: &Listing) -> (i64, i64) {
     let listed = listing.status != ListingStatus::Delisted;
@@ -380,7 +459,7 @@ fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
     ]
 }
 
-fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = vec![(
         keys::model_slug(model.brand_id, &model.slug),
         id_value(model.id.0),
@@ -401,6 +480,12 @@ fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
                 Vec::new(),
             ));
         }
+    }
+    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    for base in bases {
+        out.push((keys::model_base(model.brand_id, &base, model.id), Vec::new()));
     }
     out
 }

@@ -1,0 +1,239 @@
+//! The duplicate finder: pairs of models of one brand that may be one watch entered twice,
+//! found through the store's reference and base keys (never by comparing all pairs), kept as
+//! pairs in the store and joined into groups when read. Every write that changes models
+//! refreshes the pairs of the models it touched; `watch-catalogue duplicates --rebuild` is the
+//! full pass, on rayon.
+
+use crate::domain::{
+    normalize_reference, reference_base, DuplicatePair, DuplicateSignal, Model, ModelId,
+};
+use crate::store::{Store, StoreError, StoreResult, WriteTurn};
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// Above this many touched models a write's refresh is a full pass instead.
+const REFRESH_AT_MOST: usize = 20_000;
+
+/// How alike two model names are, 0 to 1: it ranks pairs within a signal, never forms one.
+pub fn name_score(a: &Model, b: &Model) -> f64 {
+    strsim::jaro_winkler(&a.name.to_lowercase(), &b.name.to_lowercase())
+}
+
+/// `model`'s pairs as the store holds the catalogue now: each other model of its brand it
+/// shares a reference or a reference base with, by the strongest signal, dismissed pairs left
+/// out.
+pub fn pairs_for(store: &Store, model: &Model) -> StoreResult<Vec<DuplicatePair>> {
+    let primary = normalize_reference(&model.reference_number);
+    let mut strongest: BTreeMap<ModelId, DuplicateSignal> = BTreeMap::new();
+    let mut note = |other: ModelId, signal: DuplicateSignal| {
+        if other != model.id {
+            let best = strongest.entry(other).or_insert(signal);
+            *best = (*best).min(signal);
+        }
+    };
+    let mut others: HashMap<ModelId, Option<Model>> = HashMap::new();
+    for reference in model.references().map(normalize_reference) {
+        if reference.is_empty() {
+            continue;
+        }
+        for other in store.model_ids_by_reference(model.brand_id, &reference)? {
+            let their_primary = others
+                .entry(other)
+                .or_insert(store.model(other)?)
+                .as_ref()
+                .map(|m| normalize_reference(&m.reference_number));
+            let both_primary = reference == primary && their_primary.as_ref() == Some(&primary);
+            note(
+                other,
+                if both_primary {
+                    DuplicateSignal::SameReference
+                } else {
+                    DuplicateSignal::AlternateOverlap
+                },
+            );
+        }
+    }
+    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
+    bases.dedup();
+    for base in bases {
+        for other in store.model_ids_by_base(model.brand_id, &base)? {
+            note(other, DuplicateSignal::BaseVariant);
+        }
+    }
+    let mut pairs = Vec::with_capacity(strongest.len());
+    for (other, signal) in strongest {
+        if store.is_dismissed(model.id, other)? {
+            continue;
+        }
+        let found = match others.remove(&other) {
+            Some(found) => found,
+            None => store.model(other)?,
+        };
+        if let Some(found) = found.filter(|m| m.brand_id == model.brand_id) {
+            pairs.push(DuplicatePair::new(
+                model.id,
+                other,
+                signal,
+                name_score(model, &found),
+            ));
+        }
+    }
+    Ok(pairs)
+}
+
+/// Brings the pairs of `models` (and so of every model they pair with) up to the store in one
+/// commit; a model that is gone loses its pairs. Many models make a full pass instead.
+pub fn refresh(turn: &WriteTurn<'_>, models: &[ModelId]) -> StoreResult<usize> {
+    if models.len() > REFRESH_AT_MOST {
+        return rebuild(turn);
+    }
+    let store = turn.store();
+    let mut batch = turn.batch()?;
+    let mut pairs = 0;
+    for &id in models {
+        let old = store.duplicate_pairs_of(id)?;
+        let new = match store.model(id)? {
+            Some(model) => pairs_for(store, &model)?,
+            None => Vec::new(),
+        };
+        pairs += new.len();
+        batch.replace_duplicate_pairs(id, &old, &new);
+    }
+    if !batch.is_empty() {
+        turn.commit(batch)?;
+    }
+    Ok(pairs)
+}
+
+/// The full pass: every model's pairs afresh, on every core, then written in one commit.
+/// Returns the number of pairs.
+pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
+    let store = turn.store();
+    let models: Vec<Model> = store.all_models().collect::<StoreResult<_>>()?;
+    let found: Vec<Vec<DuplicatePair>> = models
+        .par_iter()
+        .map(|model| pairs_for(store, model))
+        .collect::<StoreResult<_>>()?;
+    let mut by_model: BTreeMap<ModelId, Vec<DuplicatePair>> = BTreeMap::new();
+    for pair in found.into_iter().flatten() {
+        // Found from both sides: each model keeps it once.
+        for side in [pair.a, pair.b] {
+            let list = by_model.entry(side).or_default();
+            if !list.contains(&pair) {
+                list.push(pair);
+            }
+        }
+    }
+    let mut old_by_model: BTreeMap<ModelId, Vec<DuplicatePair>> = BTreeMap::new();
+    for pair in store.duplicate_pairs()? {
+        old_by_model.entry(pair.a).or_default().push(pair);
+        old_by_model.entry(pair.b).or_default().push(pair);
+    }
+    let mut batch = turn.batch()?;
+    let touched: std::collections::BTreeSet<ModelId> =
+        by_model.keys().chain(old_by_model.keys()).copied().collect();
+    for id in touched {
+        let old = old_by_model.remove(&id).unwrap_or_default();
+        let new = by_model.get(&id).cloned().unwrap_or_default();
+        batch.replace_duplicate_pairs(id, &old, &new);
+    }
+    let pairs = by_model.values().map(Vec::len).sum::<usize>() / 2;
+    if !batch.is_empty() {
+        turn.commit(batch)?;
+    }
+    Ok(pairs)
+}
+
+/// A group of models joined by pairs: what `GET /duplicate-models` pages through.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    /// The strongest signal among its pairs.
+    pub kind: DuplicateSignal,
+    /// Oldest first (`createdAt`, then id).
+    pub models: Vec<ModelId>,
+    /// The best name similarity among its pairs of its kind.
+    pub name_score: f64,
+    pub brand: crate::domain::BrandId,
+    /// Each model's normalised references, for `q`.
+    pub references: Vec<String>,
+    /// Ordering keys: the brand's name and the oldest model's reference.
+    pub brand_name: String,
+    pub reference: String,
+}
+
+/// Every group, in the order the API shows them: strongest signal first, then larger, then by
+/// brand name and reference.
+pub fn groups(store: &Store) -> Result<Vec<Group>, StoreError> {
+    let pairs = store.duplicate_pairs()?;
+    let mut parent: HashMap<ModelId, ModelId> = HashMap::new();
+    fn root(parent: &mut HashMap<ModelId, ModelId>, id: ModelId) -> ModelId {
+        let mut at = id;
+        while let Some(&up) = parent.get(&at).filter(|&&up| up != at) {
+            at = up;
+        }
+        parent.insert(id, at);
+        at
+    }
+    for pair in &pairs {
+        let (ra, rb) = (root(&mut parent, pair.a), root(&mut parent, pair.b));
+        if ra != rb {
+            parent.insert(ra.max(rb), ra.min(rb));
+        }
+    }
+    let mut members: BTreeMap<ModelId, Vec<ModelId>> = BTreeMap::new();
+    let ids: Vec<ModelId> = parent.keys().copied().collect();
+    for id in ids {
+        let r = root(&mut parent, id);
+        members.entry(r).or_default().push(id);
+    }
+    let mut edges: HashMap<ModelId, (DuplicateSignal, f64)> = HashMap::new();
+    for pair in &pairs {
+        let r = root(&mut parent, pair.a);
+        let best = edges.entry(r).or_insert((pair.signal, pair.name_score));
+        if pair.signal < best.0 || (pair.signal == best.0 && pair.name_score > best.1) {
+            *best = (pair.signal, pair.name_score);
+        }
+    }
+    let mut brands = HashMap::new();
+    let mut out = Vec::with_capacity(members.len());
+    for (r, ids) in members {
+        let mut models = store.models(&ids)?;
+        if models.len() < 2 {
+            continue;
+        }
+        models.sort_by_key(|m| (m.created_at, m.id));
+        let Some(&(kind, name_score)) = edges.get(&r) else {
+            continue;
+        };
+        let brand = models[0].brand_id;
+        let brand_name = match brands.get(&brand) {
+            Some(name) => String::clone(name),
+            None => {
+                let name = store.brand(brand)?.map(|b| b.name).unwrap_or_default();
+                brands.insert(brand, name.clone());
+                name
+            }
+        };
+        out.push(Group {
+            kind,
+            name_score,
+            brand,
+            references: models
+                .iter()
+                .flat_map(|m| m.references().map(normalize_reference))
+                .collect(),
+            reference: models[0].reference_number.clone(),
+            brand_name,
+            models: models.iter().map(|m| m.id).collect(),
+        });
+    }
+    out.sort_by(|a, b| {
+        (a.kind, std::cmp::Reverse(a.models.len()), &a.brand_name, &a.reference).cmp(&(
+            b.kind,
+            std::cmp::Reverse(b.models.len()),
+            &b.brand_name,
+            &b.reference,
+        ))
+    });
+    Ok(out)
+}
