@@ -5,6 +5,7 @@
 use crate::config::DataDir;
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
+use crate::jobs::duplicates;
 use crate::jobs::pictures::UrgentPictures;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
@@ -31,6 +32,8 @@ pub struct App {
     pub urgent_pictures: UrgentPictures,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
+    /// The duplicate groups and the generation of the pairs they were joined from.
+    duplicate_groups: Mutex<Option<(StoreGeneration, Arc<Vec<duplicates::Group>>)>>,
 }
 
 impl App {
@@ -84,8 +87,26 @@ impl App {
             index,
             listings,
             rates: Mutex::new(None),
+            duplicate_groups: Mutex::new(None),
         };
         Ok((app, report))
+    }
+
+    /// The duplicate finder's groups, joined again only after a write changed its pairs.
+    pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<duplicates::Group>>> {
+        let generation = self.store.duplicates_generation()?;
+        let mut cached = self
+            .duplicate_groups
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((at, groups)) = cached.as_ref() {
+            if *at == generation {
+                return Ok(groups.clone());
+            }
+        }
+        let groups = Arc::new(duplicates::groups(&self.store)?);
+        *cached = Some((generation, groups.clone()));
+        Ok(groups)
     }
 
     /// The conversion table of the ECB rates in force, read again after any write; `None`

@@ -94,21 +94,34 @@ impl CatalogueIndex {
     /// Writes `docs` over the documents of the same kind and id (a model's listing count
     /// changed, a model was added), and commits with `generation`.
     pub fn update(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
-        self.derived.replace(
-            docs.iter().map(|doc| {
-                let (kind, id) = match doc {
-                    CatalogueDoc::Brand(brand) => (DocKind::Brand, brand.id),
-                    CatalogueDoc::Series(series) => (DocKind::Series, series.id),
-                    CatalogueDoc::Model(model) => (DocKind::Model, model.id),
-                };
-                let key = schema::doc_key(kind, id);
-                (
-                    tantivy::Term::from_field_u64(self.fields.doc_key, key),
-                    Some(self.fields.document(doc)),
-                )
-            }),
-            generation,
-        )
+        self.update_and_remove(docs, &[], generation)
+    }
+
+    /// [`CatalogueIndex::update`], also removing the documents of the models `removed` (merged
+    /// away).
+    pub fn update_and_remove(
+        &self,
+        docs: &[CatalogueDoc],
+        removed: &[u64],
+        generation: u64,
+    ) -> IndexResult<()> {
+        let model_key = |id| {
+            tantivy::Term::from_field_u64(self.fields.doc_key, schema::doc_key(DocKind::Model, id))
+        };
+        let updates = docs.iter().map(|doc| {
+            let (kind, id) = match doc {
+                CatalogueDoc::Brand(brand) => (DocKind::Brand, brand.id),
+                CatalogueDoc::Series(series) => (DocKind::Series, series.id),
+                CatalogueDoc::Model(model) => (DocKind::Model, model.id),
+            };
+            let key = schema::doc_key(kind, id);
+            (
+                tantivy::Term::from_field_u64(self.fields.doc_key, key),
+                Some(self.fields.document(doc)),
+            )
+        });
+        let removals = removed.iter().map(|&id| (model_key(id), None));
+        self.derived.replace(updates.chain(removals), generation)
     }
 
     /// Ids of one page of `request`, and the total number of matches.

@@ -202,6 +202,16 @@ fn v1_table() -> Vec<Route> {
             "/reconciliation/models/update",
             post(admin::reconciliation::update_model),
         ),
+        // Duplicate models
+        Route::admin("/duplicate-models", get(admin::duplicates::groups)),
+        Route::admin(
+            "/duplicate-models/merge",
+            post(admin::duplicates::merge),
+        ),
+        Route::admin(
+            "/duplicate-models/dismiss",
+            post(admin::duplicates::dismiss),
+        ),
         // Picture review
         Route::admin("/picture-review", get(admin::pictures::queue)),
         Route::admin(

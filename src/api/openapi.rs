@@ -58,6 +58,9 @@ use crate::auth::SESSION_COOKIE;
         super::admin::reconciliation::create_model,
         super::admin::reconciliation::update_model,
         super::admin::pictures::queue,
+        super::admin::duplicates::groups,
+        super::admin::duplicates::merge,
+        super::admin::duplicates::dismiss,
         super::admin::pictures::select,
         super::admin::pictures::keep,
         super::admin::pictures::front_picture,
@@ -82,6 +85,11 @@ use crate::auth::SESSION_COOKIE;
         super::admin::reconciliation::LinkBody, super::admin::reconciliation::CreateModelBody,
         super::admin::reconciliation::UpdateModelBody, super::admin::reconciliation::ReconciledView,
         super::admin::pictures::ReviewPicture, super::admin::pictures::CandidateView,
+        super::admin::duplicates::DuplicateModel, super::admin::duplicates::SeriesRef,
+        super::admin::duplicates::DuplicateGroup, super::admin::duplicates::KindSummary,
+        super::admin::duplicates::DuplicateGroupPage, super::admin::duplicates::MergeBody,
+        super::admin::duplicates::DismissBody, super::admin::duplicates::KeeperRef,
+        super::admin::duplicates::MergeView, super::admin::duplicates::DismissView,
         super::admin::pictures::ReviewQueueItem, super::admin::pictures::FetchView,
         super::admin::pictures::FrontPicture, super::admin::pictures::FrontPictureAnswer,
         super::admin::pictures::FrontPictureBody, super::params::ReviewQueuePage,
@@ -97,6 +105,8 @@ use crate::auth::SESSION_COOKIE;
         (name = "auth", description = "Admin sessions: log in, log out, who am I"),
         (name = "admin", description = "Back office: counts, unmatched listings, the audit trail (admin session)"),
         (name = "reconciliation", description = "Back office: unmatched listings grouped by the identity their sellers claim, linked to a model, or made into one (admin session)"),
+        (name = "picture-review", description = "Back office: candidate photographs per model, the FRONT picture chosen, kept or set and protected (admin session)"),
+        (name = "duplicate-models", description = "Back office: models of one brand that may be one watch entered twice, merged or dismissed (admin session)"),
     )
 )]
 pub struct ApiDoc;

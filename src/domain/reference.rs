@@ -29,9 +29,7 @@ pub fn reference_base(reference: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
         .collect();
     let kept = match segments.split_last() {
-        Some((last, rest)) if !rest.is_empty() && is_variant_segment(reference, last, rest) => {
-            rest
-        }
+        Some((last, rest)) if !rest.is_empty() && is_variant_segment(reference, last, rest) => rest,
         _ => &segments[..],
     };
     let joined = normalize_reference(&kept.concat());

@@ -130,8 +130,11 @@ pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
         old_by_model.entry(pair.b).or_default().push(pair);
     }
     let mut batch = turn.batch()?;
-    let touched: std::collections::BTreeSet<ModelId> =
-        by_model.keys().chain(old_by_model.keys()).copied().collect();
+    let touched: std::collections::BTreeSet<ModelId> = by_model
+        .keys()
+        .chain(old_by_model.keys())
+        .copied()
+        .collect();
     for id in touched {
         let old = old_by_model.remove(&id).unwrap_or_default();
         let new = by_model.get(&id).cloned().unwrap_or_default();
@@ -228,12 +231,18 @@ pub fn groups(store: &Store) -> Result<Vec<Group>, StoreError> {
         });
     }
     out.sort_by(|a, b| {
-        (a.kind, std::cmp::Reverse(a.models.len()), &a.brand_name, &a.reference).cmp(&(
-            b.kind,
-            std::cmp::Reverse(b.models.len()),
-            &b.brand_name,
-            &b.reference,
-        ))
+        (
+            a.kind,
+            std::cmp::Reverse(a.models.len()),
+            &a.brand_name,
+            &a.reference,
+        )
+            .cmp(&(
+                b.kind,
+                std::cmp::Reverse(b.models.len()),
+                &b.brand_name,
+                &b.reference,
+            ))
     });
     Ok(out)
 }

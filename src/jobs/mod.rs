@@ -11,6 +11,7 @@ pub mod import;
 pub mod ingest;
 pub mod listing_writes;
 pub mod matching;
+pub mod merge;
 pub mod picture_review;
 pub mod pictures;
 pub mod rates;

@@ -242,8 +242,10 @@ pub fn index_catalogue_changes(
         return rebuild(store, index);
     }
     let mut docs = Vec::with_capacity(models.len());
+    let mut removed = Vec::new();
     for id in models {
         let Some(model) = store.model(id)? else {
+            removed.push(id.0);
             continue;
         };
         let brand = store.brand(model.brand_id)?;
@@ -257,7 +259,7 @@ pub fn index_catalogue_changes(
         )));
     }
     if changes.brands.is_empty() && changes.series.is_empty() {
-        index.update(&docs, generation)?;
+        index.update_and_remove(&docs, &removed, generation)?;
         return Ok(ReindexReport {
             documents: docs.len(),
             generation,
@@ -265,7 +267,7 @@ pub fn index_catalogue_changes(
     }
     // Model counts are read from the index once it holds the models, so the first commit
     // keeps the old generation: a crash between the two leaves the index marked behind.
-    index.update(&docs, generation_before.0)?;
+    index.update_and_remove(&docs, &removed, generation_before.0)?;
     let mut counted = count_documents(store, index, changes)?;
     index.update(&counted, generation)?;
     counted.append(&mut docs);

@@ -8,9 +8,9 @@ use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
     normalize_reference, reference_base, AuditEntry, Brand, Caliber, Complication, DuplicatePair,
-    DuplicateSignal, Listing, ListingStatus, Look,
-    Model, ModelId, PictureCandidate, PictureId, PictureRecord, PictureReview, Provider,
-    ReviewStatus, Series, Session, TokenHash, User, Username,
+    DuplicateSignal, Listing, ListingStatus, Look, Model, ModelId, PictureCandidate, PictureId,
+    PictureRecord, PictureReview, Provider, ReviewStatus, Series, Session, TokenHash, User,
+    Username,
 };
 use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
@@ -36,6 +36,8 @@ pub struct WriteBatch<'t> {
     counts: HashMap<Counted, i64>,
     /// Models already marked for their listing candidates to be ranked again.
     stale_candidates: HashSet<ModelId>,
+    /// Models this write deletes (merged away): no count is kept for them.
+    removed_models: HashSet<ModelId>,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -51,6 +53,7 @@ impl<'t> WriteBatch<'t> {
             changes: BatchChanges::default(),
             counts: HashMap::new(),
             stale_candidates: HashSet::new(),
+            removed_models: HashSet::new(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -225,6 +228,9 @@ impl<'t> WriteBatch<'t> {
 
     /// Sets the number of ACTIVE listings matched to `model`.
     pub fn set_listing_count(&mut self, model: crate::domain::ModelId, count: u64) {
+        if self.removed_models.contains(&model) {
+            return;
+        }
         self.changes.recounted.push(model);
         self.put(keys::model_listing_count(model), &encode_u64(count));
     }
@@ -317,6 +323,14 @@ impl WriteBatch<'_> {
         self.put(Keyspace::PictureReview.id_key(model.0), &encode(review));
     }
 
+    /// Forgets `model`'s review record and its place in the queue.
+    pub fn remove_picture_review(&mut self, model: ModelId) {
+        for list in [ReviewStatus::Pending, ReviewStatus::Reviewed] {
+            self.remove(keys::review_queue(list, model));
+        }
+        self.remove(Keyspace::PictureReview.id_key(model.0));
+    }
+
     pub fn put_look(&mut self, picture: PictureId, look: Look) {
         self.put(Keyspace::PictureLook.id_key(picture.0), &encode_u64(look.0));
     }
@@ -375,7 +389,12 @@ impl WriteBatch<'_> {
         self.reindex_keys(model_keys(old), Vec::new());
         self.remove(Keyspace::Model.id_key(old.id.0));
         self.remove(keys::model_listing_count(old.id));
-        self.put(keys::merged_slug(old.brand_id, &old.slug), &id_value(keeper.0));
+        self.removed_models.insert(old.id);
+        self.remove_picture_review(old.id);
+        self.put(
+            keys::merged_slug(old.brand_id, &old.slug),
+            &id_value(keeper.0),
+        );
         self.put(Keyspace::MergedId.id_key(old.id.0), &id_value(keeper.0));
         self.touches_duplicates = true;
     }
@@ -485,7 +504,10 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     bases.sort_unstable();
     bases.dedup();
     for base in bases {
-        out.push((keys::model_base(model.brand_id, &base, model.id), Vec::new()));
+        out.push((
+            keys::model_base(model.brand_id, &base, model.id),
+            Vec::new(),
+        ));
     }
     out
 }

@@ -1,0 +1,410 @@
+//! The duplicate-models group: groups of models of one brand that may be one watch entered
+//! twice (`GET /duplicate-models`), and the two writes that settle a group: merge its
+//! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`.
+
+use super::{actor, blocking, Caller};
+use crate::api::assemble::{self, Lookups};
+use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::listings::MediaBase;
+use crate::api::params::{parse_choice, parse_text, JsonBody, PageParams, Params};
+use crate::api::views::EntityRef;
+use crate::api::AppState;
+use crate::app::App;
+use crate::domain::{normalize_reference, DuplicateSignal, ModelId};
+use crate::jobs::duplicates::Group;
+use crate::jobs::merge::{self, MergeError};
+use crate::jobs::writer::WriteError;
+use axum::extract::State;
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+
+/// Query of `GET /duplicate-models`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct GroupParams {
+    /// A brand's name or slug, or a reference in any spelling (or its start).
+    q: Option<String>,
+    /// all (default), sameReference, alternateOverlap or baseVariant.
+    #[param(example = "all")]
+    kind: Option<String>,
+    /// Brand slug.
+    brand: Option<String>,
+}
+
+/// A model of a duplicate group.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateModel {
+    #[schema(example = "3")]
+    pub id: String,
+    #[schema(example = "Submariner Date")]
+    pub name: String,
+    #[schema(example = "126610LN")]
+    pub reference_number: String,
+    #[schema(example = "submariner-date-126610ln")]
+    pub slug: String,
+    #[schema(example = "Rolex")]
+    pub brand_name: String,
+    #[schema(example = "rolex")]
+    pub brand_slug: String,
+    pub alternate_references: Vec<String>,
+    pub series: SeriesRef,
+    #[schema(example = 4)]
+    pub listing_count: u64,
+    pub thumbnail_url: Option<String>,
+    #[schema(example = "2026-11-24T09:04:04.523Z")]
+    pub created_at: String,
+}
+
+/// `{name, slug}` of a series.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct SeriesRef {
+    #[schema(example = "Submariner")]
+    pub name: String,
+    #[schema(example = "submariner")]
+    pub slug: String,
+}
+
+/// Models that may be one watch entered twice.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateGroup {
+    /// The strongest signal that formed the group: sameReference, alternateOverlap or
+    /// baseVariant (a base variant is only ever a suggestion).
+    #[schema(example = "sameReference")]
+    pub kind: &'static str,
+    /// How alike the names of the group's closest pair of its kind are, 0 to 1.
+    #[schema(example = 0.96)]
+    pub name_score: f64,
+    /// Oldest first.
+    pub models: Vec<DuplicateModel>,
+}
+
+/// Groups per kind under the request's filters, `kind` aside.
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KindSummary {
+    pub same_reference: usize,
+    pub alternate_overlap: usize,
+    pub base_variant: usize,
+}
+
+/// A page of duplicate groups with the summary per kind.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateGroupPage {
+    pub data: Vec<DuplicateGroup>,
+    pub page: usize,
+    pub page_size: usize,
+    /// Groups matching the filters.
+    pub total: usize,
+    pub total_pages: usize,
+    pub summary: KindSummary,
+}
+
+/// `POST /duplicate-models/merge`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({"keeperId": "3", "duplicateIds": ["41"]}))]
+pub struct MergeBody {
+    /// The surviving model.
+    keeper_id: String,
+    /// The models merged into it and deleted.
+    duplicate_ids: Vec<String>,
+}
+
+/// `POST /duplicate-models/dismiss`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schema(example = json!({"modelIds": ["3", "41"]}))]
+pub struct DismissBody {
+    /// The models of a group: every pair of them is dismissed.
+    model_ids: Vec<String>,
+}
+
+/// The keeper after a merge.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeeperRef {
+    pub id: String,
+    pub name: String,
+    pub reference_number: String,
+    pub slug: String,
+}
+
+/// What a merge did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MergeView {
+    pub keeper: KeeperRef,
+    pub merged_models: usize,
+    pub moved_listings: usize,
+    pub moved_pictures: usize,
+    pub added_references: usize,
+}
+
+/// What a dismissal did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DismissView {
+    /// Pairs not dismissed before.
+    pub dismissed_pairs: usize,
+}
+
+const KINDS: [(&str, Option<DuplicateSignal>); 4] = [
+    ("all", None),
+    ("sameReference", Some(DuplicateSignal::SameReference)),
+    ("alternateOverlap", Some(DuplicateSignal::AlternateOverlap)),
+    ("baseVariant", Some(DuplicateSignal::BaseVariant)),
+];
+
+/// Groups of models of one brand that may be one watch entered twice.
+///
+/// Ordered by signal strength (sameReference, alternateOverlap, baseVariant), then size, then
+/// brand and reference; models in a group oldest first. Pairs an admin dismissed are never
+/// offered again.
+#[utoipa::path(get, path = "/duplicate-models", operation_id = "duplicate_models", tag = "duplicate-models",
+    params(PageParams, GroupParams),
+    responses((status = 200, description = "A page of duplicate groups", body = DuplicateGroupPage)))]
+pub async fn groups(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
+    Params(params): Params<GroupParams>,
+) -> ApiResult<Json<DuplicateGroupPage>> {
+    let pagination = page.pagination()?;
+    let kind = parse_choice("kind", params.kind.as_deref(), &KINDS)?.flatten();
+    let text = parse_text(params.q.as_deref())?;
+    blocking(move || {
+        let brand = params
+            .brand
+            .as_deref()
+            .map(|slug| assemble::brand_by_slug(&app, slug))
+            .transpose()?
+            .map(|b| b.id);
+        let filter = Filter::new(&app, brand, text.as_deref())?;
+        let all = app.duplicate_groups()?;
+        let matching: Vec<&Group> = all.iter().filter(|g| filter.keeps(g)).collect();
+        let mut summary = KindSummary::default();
+        for group in &matching {
+            *match group.kind {
+                DuplicateSignal::SameReference => &mut summary.same_reference,
+                DuplicateSignal::AlternateOverlap => &mut summary.alternate_overlap,
+                DuplicateSignal::BaseVariant => &mut summary.base_variant,
+            } += 1;
+        }
+        let of_kind: Vec<&Group> = matching
+            .into_iter()
+            .filter(|g| kind.is_none_or(|k| g.kind == k))
+            .collect();
+        let page = pagination.slice(of_kind);
+        let mut lookups = Lookups::new(&media);
+        let data = page
+            .data
+            .iter()
+            .map(|group| group_view(&app, group, &mut lookups))
+            .collect::<ApiResult<Vec<_>>>()?;
+        Ok(DuplicateGroupPage {
+            data,
+            page: page.page,
+            page_size: page.page_size,
+            total: page.total,
+            total_pages: page.total_pages,
+            summary,
+        })
+    })
+    .await
+    .map(Json)
+}
+
+/// Merges the duplicates into the keeper.
+///
+/// In order: relinks the duplicates' listings (matched and linked) to the keeper, folds their
+/// references into its alternates, moves the pictures of types it lacks, backfills its empty
+/// fields, then deletes the duplicates, whose paths answer 301 to the keeper's from then on.
+/// One atomic write with its audit entry.
+#[utoipa::path(post, path = "/duplicate-models/merge", operation_id = "duplicate_models_merge", tag = "duplicate-models",
+    request_body = MergeBody,
+    responses((status = 200, description = "The duplicates are merged into the keeper", body = MergeView)))]
+pub async fn merge(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(body): JsonBody<MergeBody>,
+) -> ApiResult<Json<MergeView>> {
+    let actor = actor(&caller)?;
+    let keeper = model_id(&body.keeper_id)?;
+    let duplicates = body
+        .duplicate_ids
+        .iter()
+        .map(|id| model_id(id))
+        .collect::<ApiResult<Vec<_>>>()?;
+    blocking(move || {
+        let merged = app
+            .writer
+            .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &duplicates))
+            .map_err(write_error)?
+            .value;
+        let model = app
+            .store
+            .model(merged.keeper)?
+            .ok_or_else(|| api_error(MergeError::UnknownModel(merged.keeper.to_string())))?;
+        Ok(MergeView {
+            keeper: KeeperRef {
+                id: model.id.to_string(),
+                name: model.name,
+                reference_number: model.reference_number,
+                slug: model.slug.to_string(),
+            },
+            merged_models: merged.merged_models,
+            moved_listings: merged.moved_listings,
+            moved_pictures: merged.moved_pictures,
+            added_references: merged.added_references,
+        })
+    })
+    .await
+    .map(Json)
+}
+
+/// Dismisses every pair of the models: the finder never offers them again.
+///
+/// Answers the pairs not dismissed before. A group whose pairs are all dismissed disappears; a
+/// model that pairs with one of them later surfaces with it. One atomic write with its audit
+/// entry.
+#[utoipa::path(post, path = "/duplicate-models/dismiss", operation_id = "duplicate_models_dismiss", tag = "duplicate-models",
+    request_body = DismissBody,
+    responses((status = 200, description = "The pairs are dismissed", body = DismissView)))]
+pub async fn dismiss(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    JsonBody(body): JsonBody<DismissBody>,
+) -> ApiResult<Json<DismissView>> {
+    let actor = actor(&caller)?;
+    let models = body
+        .model_ids
+        .iter()
+        .map(|id| model_id(id))
+        .collect::<ApiResult<Vec<_>>>()?;
+    blocking(move || {
+        let dismissed_pairs = app
+            .writer
+            .run(|turn| merge::dismiss(turn, &actor, &models))
+            .map_err(write_error)?
+            .value;
+        Ok(DismissView { dismissed_pairs })
+    })
+    .await
+    .map(Json)
+}
+
+/// What `q` and `brand` keep.
+struct Filter {
+    brand: Option<crate::domain::BrandId>,
+    /// Brands whose name or slug `q` is.
+    named: Vec<crate::domain::BrandId>,
+    reference: Option<String>,
+}
+
+impl Filter {
+    fn new(
+        app: &App,
+        brand: Option<crate::domain::BrandId>,
+        q: Option<&str>,
+    ) -> ApiResult<Filter> {
+        let Some(q) = q else {
+            return Ok(Filter {
+                brand,
+                named: Vec::new(),
+                reference: None,
+            });
+        };
+        let folded = q.trim().to_lowercase();
+        let mut named = Vec::new();
+        for found in app.store.brands() {
+            let found = found?;
+            if found.name.to_lowercase() == folded || found.slug.as_str() == folded {
+                named.push(found.id);
+            }
+        }
+        let reference = Some(normalize_reference(q)).filter(|r| !r.is_empty());
+        Ok(Filter {
+            brand,
+            named,
+            reference,
+        })
+    }
+
+    fn keeps(&self, group: &Group) -> bool {
+        if self.brand.is_some_and(|b| b != group.brand) {
+            return false;
+        }
+        match (&self.reference, self.named.is_empty()) {
+            (None, true) => true,
+            (reference, _) => {
+                self.named.contains(&group.brand)
+                    || reference
+                        .as_ref()
+                        .is_some_and(|r| group.references.iter().any(|g| g.starts_with(r.as_str())))
+            }
+        }
+    }
+}
+
+fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<DuplicateGroup> {
+    let ids: Vec<u64> = group.models.iter().map(|id| id.0).collect();
+    let items = assemble::model_items(app, &ids, lookups)?;
+    let models = app.store.models(&group.models)?;
+    let mut views = Vec::with_capacity(models.len());
+    for (model, item) in models.iter().zip(items) {
+        let series = lookups.series(app, model.series_id)?;
+        let brand: EntityRef = item.brand;
+        views.push(DuplicateModel {
+            id: model.id.to_string(),
+            name: model.name.clone(),
+            reference_number: model.reference_number.clone(),
+            slug: model.slug.to_string(),
+            brand_name: brand.name,
+            brand_slug: brand.slug,
+            alternate_references: model.alternate_references.clone(),
+            series: SeriesRef {
+                name: series.as_ref().map(|s| s.name.clone()).unwrap_or_default(),
+                slug: item.series.slug,
+            },
+            listing_count: item.listing_count,
+            thumbnail_url: item.thumbnail_url,
+            created_at: model.created_at.to_rfc3339(),
+        });
+    }
+    Ok(DuplicateGroup {
+        kind: group.kind.as_str(),
+        name_score: (group.name_score * 1000.0).round() / 1000.0,
+        models: views,
+    })
+}
+
+fn model_id(id: &str) -> ApiResult<ModelId> {
+    id.parse::<ModelId>()
+        .map_err(|_| api_error(MergeError::UnknownModel(id.to_owned())))
+}
+
+fn write_error(error: WriteError<MergeError>) -> ApiError {
+    match error {
+        WriteError::Job(error) => api_error(error),
+        WriteError::Index(error) => internal(&error),
+    }
+}
+
+/// The API's answer to a refused merge or dismissal: 400 naming the field, 404 naming the id.
+fn api_error(error: MergeError) -> ApiError {
+    match error {
+        MergeError::Invalid {
+            field,
+            message,
+            hint,
+        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
+        MergeError::UnknownModel(id) => ApiError::not_found(
+            format!("no model with id `{id}`"),
+            "GET /v1/duplicate-models lists the groups and their models' ids",
+        ),
+        other => internal(&other),
+    }
+}

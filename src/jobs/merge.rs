@@ -1,0 +1,312 @@
+//! The back office's duplicate writes: merge duplicates into a keeper (listings relinked,
+//! references folded into its alternates, pictures it lacks moved, empty fields backfilled, the
+//! duplicates deleted and their addresses redirected), and dismiss a group's pairs. Each is one
+//! atomic write with its audit entry.
+
+use super::listing_writes::ListingWrites;
+use super::users::{audit_entry, Actor};
+use crate::domain::{normalize_reference, Listing, ListingId, Model, ModelId, Timestamp};
+use crate::store::{StoreError, WriteTurn};
+use catalogue_index::{IndexError, ListingFilters, ListingIndex, ListingQuery, ListingSort};
+use std::collections::BTreeSet;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// The request names an impossible combination: the field and why.
+    #[error("{field}: {message}")]
+    Invalid {
+        field: &'static str,
+        message: String,
+        hint: &'static str,
+    },
+    #[error("no model with id `{0}`")]
+    UnknownModel(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+}
+
+/// What a merge did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    pub keeper: ModelId,
+    pub merged_models: usize,
+    pub moved_listings: usize,
+    pub moved_pictures: usize,
+    pub added_references: usize,
+}
+
+/// Merges `duplicates` into `keeper`, in the spec's order, in one commit.
+pub fn merge(
+    turn: &WriteTurn<'_>,
+    index: &ListingIndex,
+    actor: &Actor,
+    keeper: ModelId,
+    duplicates: &[ModelId],
+) -> Result<Merged, MergeError> {
+    check_ids(keeper, duplicates)?;
+    let store = turn.store();
+    let known = |id: ModelId| -> Result<Model, MergeError> {
+        store
+            .model(id)?
+            .ok_or_else(|| MergeError::UnknownModel(id.to_string()))
+    };
+    let original = known(keeper)?;
+    let merged: Vec<Model> = duplicates
+        .iter()
+        .map(|&id| known(id))
+        .collect::<Result<_, _>>()?;
+    if merged.iter().any(|m| m.brand_id != original.brand_id) {
+        return Err(MergeError::Invalid {
+            field: "duplicateIds",
+            message: "every duplicate must be of the keeper's brand".into(),
+            hint: "a reference repeated across brands is no duplicate; merge within one brand",
+        });
+    }
+    let review = store.picture_review(keeper)?;
+    let mut kept = original.clone();
+    let mut result = Merged {
+        keeper,
+        merged_models: merged.len(),
+        moved_listings: 0,
+        moved_pictures: 0,
+        added_references: 0,
+    };
+    let listings = listings_of(turn, index, duplicates)?;
+    for duplicate in &merged {
+        result.added_references += fold_references(&mut kept, duplicate);
+        result.moved_pictures += move_pictures(&mut kept, duplicate);
+        backfill(&mut kept, duplicate);
+    }
+    kept.updated_at = Timestamp::now();
+
+    let mut batch = turn.batch()?;
+    batch.put_model(Some(&original), &kept);
+    for duplicate in &merged {
+        batch.merge_model_away(duplicate, keeper);
+        for candidate in store.candidates_of(duplicate.id)? {
+            batch.remove_candidate(&candidate);
+            batch.put_candidate(&crate::domain::PictureCandidate {
+                model_id: keeper,
+                ..candidate
+            });
+        }
+        let others: Vec<ModelId> = store
+            .duplicate_pairs_of(duplicate.id)?
+            .iter()
+            .map(|p| if p.a == duplicate.id { p.b } else { p.a })
+            .collect();
+        batch.forget_dismissed(duplicate.id, &others);
+        batch.replace_duplicate_pairs(duplicate.id, &store.duplicate_pairs_of(duplicate.id)?, &[]);
+    }
+    let has_candidates = !store.candidates_of(keeper)?.is_empty()
+        || merged
+            .iter()
+            .any(|m| store.candidates_of(m.id).is_ok_and(|c| !c.is_empty()));
+    batch.put_picture_review(keeper, &review, has_candidates);
+    let entry = audit_entry(
+        store,
+        actor,
+        "duplicates.merge",
+        std::iter::once(format!("model:{keeper}"))
+            .chain(duplicates.iter().map(|id| format!("model:{id}")))
+            .collect(),
+        format!(
+            "merged {} models into model {keeper} (`{}`): {} listings and {} pictures moved, {} references added",
+            merged.len(),
+            kept.slug,
+            listings.len(),
+            result.moved_pictures,
+            result.added_references
+        ),
+    )?;
+    batch.put_audit(&entry);
+    let mut writes = ListingWrites::in_one_commit(turn, batch)?;
+    for old in listings {
+        let mut new = old.clone();
+        new.model_id = Some(keeper);
+        new.updated_at = kept.updated_at;
+        writes.put(Some(&old), new);
+        result.moved_listings += 1;
+    }
+    writes.commit()?;
+    Ok(result)
+}
+
+/// The refusals a body can be checked for before anything is read.
+fn check_ids(keeper: ModelId, duplicates: &[ModelId]) -> Result<(), MergeError> {
+    let invalid = |message: &str| MergeError::Invalid {
+        field: "duplicateIds",
+        message: message.into(),
+        hint: "give the keeper's id as keeperId and the other models of its group as duplicateIds",
+    };
+    if duplicates.is_empty() {
+        return Err(invalid("give at least one duplicate"));
+    }
+    if duplicates.contains(&keeper) {
+        return Err(invalid("the keeper cannot be one of its duplicates"));
+    }
+    let distinct: BTreeSet<ModelId> = duplicates.iter().copied().collect();
+    if distinct.len() != duplicates.len() {
+        return Err(invalid("an id is given twice"));
+    }
+    Ok(())
+}
+
+/// Every listing matched or linked to one of `models`, whatever its status.
+fn listings_of(
+    turn: &WriteTurn<'_>,
+    index: &ListingIndex,
+    models: &[ModelId],
+) -> Result<Vec<Listing>, MergeError> {
+    let mut listings = Vec::new();
+    for &model in models {
+        let query = |limit| ListingQuery {
+            text: None,
+            filters: ListingFilters {
+                model_id: Some(model.0),
+                ..ListingFilters::default()
+            },
+            sort: ListingSort::Oldest,
+            offset: 0,
+            limit,
+        };
+        let total = index.search(&query(0))?.total;
+        for id in index.search(&query(total))?.ids {
+            // The store says which model a listing is of now; the index may lag a moment.
+            if let Some(listing) = turn.store().listing(ListingId(id))? {
+                if listing.model_id == Some(model) {
+                    listings.push(listing);
+                }
+            }
+        }
+    }
+    Ok(listings)
+}
+
+/// Adds the duplicate's references the keeper lacks to its alternates; returns how many.
+fn fold_references(keeper: &mut Model, duplicate: &Model) -> usize {
+    let mut added = 0;
+    for reference in duplicate.references() {
+        let key = normalize_reference(reference);
+        if key.is_empty() || keeper.references().any(|r| normalize_reference(r) == key) {
+            continue;
+        }
+        keeper.alternate_references.push(reference.to_owned());
+        added += 1;
+    }
+    added
+}
+
+/// Moves the duplicate's pictures of each type the keeper has none of: never over one of its
+/// own, so never over a protected one. Returns how many.
+fn move_pictures(keeper: &mut Model, duplicate: &Model) -> usize {
+    let mut moved = 0;
+    for picture in &duplicate.pictures {
+        if !keeper.pictures.iter().any(|p| p.kind == picture.kind) {
+            keeper.pictures.push(picture.clone());
+            moved += 1;
+        }
+    }
+    moved
+}
+
+/// Fills the keeper's empty fields from the duplicate's.
+fn backfill(keeper: &mut Model, duplicate: &Model) {
+    fn fill<T: Clone>(into: &mut Option<T>, from: &Option<T>) {
+        if into.is_none() {
+            into.clone_from(from);
+        }
+    }
+    fn fill_list<T: Clone>(into: &mut Vec<T>, from: &[T]) {
+        if into.is_empty() {
+            into.extend_from_slice(from);
+        }
+    }
+    fill(&mut keeper.caliber_id, &duplicate.caliber_id);
+    fill(&mut keeper.description, &duplicate.description);
+    let (k, d) = (&mut keeper.spec, &duplicate.spec);
+    fill(&mut k.release_year, &d.release_year);
+    fill(&mut k.discontinuation_year, &d.discontinuation_year);
+    fill(&mut k.limited_amount, &d.limited_amount);
+    fill(&mut k.diameter, &d.diameter);
+    fill(&mut k.thickness, &d.thickness);
+    fill(&mut k.lug_width, &d.lug_width);
+    fill(&mut k.water_resistance, &d.water_resistance);
+    fill_list(&mut k.case_materials, &d.case_materials);
+    fill(&mut k.bezel, &d.bezel);
+    fill_list(&mut k.bezel_materials, &d.bezel_materials);
+    fill_list(&mut k.bezel_colors, &d.bezel_colors);
+    fill(&mut k.coating, &d.coating);
+    fill(&mut k.shape, &d.shape);
+    fill(&mut k.glass, &d.glass);
+    fill(&mut k.back, &d.back);
+    fill(&mut k.dial_nickname, &d.dial_nickname);
+    fill(&mut k.dial_finish, &d.dial_finish);
+    fill_list(&mut k.dial_colors, &d.dial_colors);
+    fill_list(&mut k.dial_materials, &d.dial_materials);
+    fill(&mut k.indexes, &d.indexes);
+    fill(&mut k.hands, &d.hands);
+    fill(&mut k.band_nickname, &d.band_nickname);
+    fill_list(&mut k.band_colors, &d.band_colors);
+    fill_list(&mut k.band_materials, &d.band_materials);
+    fill(&mut k.band_clasp, &d.band_clasp);
+    fill(&mut k.band_width, &d.band_width);
+}
+
+/// Dismisses every pair of `models` (n(n-1)/2), one commit with its audit entry; returns how
+/// many pairs were not dismissed before.
+pub fn dismiss(
+    turn: &WriteTurn<'_>,
+    actor: &Actor,
+    models: &[ModelId],
+) -> Result<usize, MergeError> {
+    let distinct: BTreeSet<ModelId> = models.iter().copied().collect();
+    if distinct.len() < 2 {
+        return Err(MergeError::Invalid {
+            field: "modelIds",
+            message: format!(
+                "give at least two different model ids, not {}",
+                distinct.len()
+            ),
+            hint: "dismiss the models of a group of GET /v1/duplicate-models",
+        });
+    }
+    let store = turn.store();
+    for &id in &distinct {
+        if store.model(id)?.is_none() {
+            return Err(MergeError::UnknownModel(id.to_string()));
+        }
+    }
+    let ids: Vec<ModelId> = distinct.into_iter().collect();
+    let mut batch = turn.batch()?;
+    let mut new_pairs = 0;
+    for (at, &a) in ids.iter().enumerate() {
+        for &b in &ids[at + 1..] {
+            if !store.is_dismissed(a, b)? {
+                batch.dismiss_pair(a, b);
+                new_pairs += 1;
+            }
+        }
+    }
+    for &id in &ids {
+        let old = store.duplicate_pairs_of(id)?;
+        let kept: Vec<_> = old
+            .iter()
+            .filter(|p| !(ids.contains(&p.a) && ids.contains(&p.b)))
+            .copied()
+            .collect();
+        batch.replace_duplicate_pairs(id, &old, &kept);
+    }
+    let entry = audit_entry(
+        store,
+        actor,
+        "duplicates.dismiss",
+        ids.iter().map(|id| format!("model:{id}")).collect(),
+        format!("{new_pairs} pairs dismissed"),
+    )?;
+    batch.put_audit(&entry);
+    turn.commit(batch)?;
+    Ok(new_pairs)
+}
