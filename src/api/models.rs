@@ -6,11 +6,15 @@ use super::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
 use super::params::{list_request, sort_schema, Page, PageParams, Params, PathParams, SortParam};
-use super::views::{FullModel, ModelListItem};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::views::FullModel;
+use super::views::ModelListItem;
 use super::AppState;
 use crate::app::App;
 use crate::domain::{Brand, ModelId, Slug};
-use axum::extract::State;
+use axum::extract::{OriginalUri, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SortOrder};
 use serde::Deserialize;
@@ -83,7 +87,8 @@ fn model_filters(app: &App, params: &ModelListParams) -> ApiResult<Option<Filter
     let mut filters = Filters::default();
     if let Some(id) = &params.id {
         match id.parse::<ModelId>() {
-            Ok(id) => filters.id = Some(id.0),
+            // A merged model's id stands for the model it was merged into.
+            Ok(id) => filters.id = Some(app.store.merged_into(id)?.unwrap_or(id).0),
             Err(_) => return Ok(None),
         }
     }
@@ -219,13 +224,48 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
 /// The full model: every field present, null or [] when empty.
 #[utoipa::path(get, path = "/models/{brandSlug}/{slug}", operation_id = "get_model", tag = "models",
     params(("brandSlug" = String, Path, description = "Brand slug"), ("slug" = String, Path, description = "Model slug, unique within its brand")),
-    responses((status = 200, description = "The model", body = FullModel)))]
+    responses((status = 200, description = "The model", body = FullModel),
+        (status = 301, description = "The model was merged into another: `Location` is its path, the body names it")))]
 pub async fn get_model(
     State(app): State<AppState>,
     Extension(media): Extension<MediaBase>,
+    OriginalUri(uri): OriginalUri,
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
-) -> ApiResult<Json<FullModel>> {
+) -> ApiResult<Response> {
     let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let model = assemble::model_by_slug(&app, &brand, &slug)?;
-    Ok(Json(assemble::full_model(&app, &model, &media)?))
+    let model = match assemble::model_by_slug(&app, &brand, &slug) {
+        Ok(model) => model,
+        Err(not_found) => return moved_or(&app, &brand, &slug, uri.path(), not_found),
+    };
+    Ok(Json(assemble::full_model(&app, &model, &media)?).into_response())
+}
+
+/// A merged model's path: `301 Moved Permanently` to the model it was merged into, with a
+/// JSON body naming it; any other unknown slug: `not_found`.
+fn moved_or(
+    app: &App,
+    brand: &Brand,
+    slug: &str,
+    path: &str,
+    not_found: ApiError,
+) -> ApiResult<Response> {
+    let keeper = match Slug::parse(slug) {
+        Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
+        Err(_) => None,
+    };
+    let Some(keeper) = keeper.map(|id| app.store.model(id)).transpose()?.flatten() else {
+        return Err(not_found);
+    };
+    let prefix = if path.starts_with("/v1/") { "/v1" } else { "" };
+    let location = format!("{prefix}/models/{}/{}", brand.slug, keeper.slug);
+    let body = serde_json::json!({
+        "message": format!("model `{slug}` of brand `{}` was merged into `{}`", brand.slug, keeper.slug),
+        "location": location,
+        "model": {"id": keeper.id.to_string(), "name": keeper.name, "slug": keeper.slug.to_string()},
+    });
+    let mut response = (StatusCode::MOVED_PERMANENTLY, Json(body)).into_response();
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
+    Ok(response)
 }

@@ -345,6 +345,14 @@ impl Kind for Model {
         ) else {
             return Ok(None);
         };
+        // A merged model's path redirects to its keeper for good: its slug is never taken again.
+        if let Some(keeper) = run.store.merged_slug(brand, &slug)? {
+            run.problem(
+                "slug",
+                format!("`{slug}` belonged to a model merged into model {keeper}, whose address it now redirects to; choose another slug"),
+            );
+            return Ok(None);
+        }
         Ok(Some(((Some(brand), slug), (brand, series, caliber))))
     }
     fn brand_text(row: &ModelRow) -> Option<&str> {
