@@ -22,6 +22,7 @@ use watch_catalogue::config::{
 };
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::dataset::import_dataset;
+use watch_catalogue::jobs::duplicates;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
 use watch_catalogue::jobs::ingest;
 use watch_catalogue::jobs::listing_writes::WrittenListings;
@@ -133,8 +134,14 @@ enum Command {
         /// The ECB's XML file.
         file: PathBuf,
     },
-    /// Rebuild the search index from the store.
+    /// Rebuild the search indexes from the store, then the duplicate finder's pairs.
     Reindex,
+    /// The duplicate finder: `--rebuild` runs its full pass over every model.
+    Duplicates {
+        /// Find every model's pairs afresh (on every core).
+        #[arg(long, required = true)]
+        rebuild: bool,
+    },
     /// Bring the store up to this binary's schema, in place (stop the server first).
     Migrate,
     /// Print the OpenAPI document of the API.
@@ -401,9 +408,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 listings.generation,
                 started.elapsed()
             );
-            Ok(())
+            rebuild_duplicates(&app)
+        }
+        Command::Duplicates { rebuild: _ } => {
+            let app = App::open(&data_dir, cli.cache_bytes)?;
+            rebuild_duplicates(&app)
         }
     }
+}
+
+/// The duplicate finder's full pass, reported.
+fn rebuild_duplicates(app: &App) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let pairs = app.writer.run(duplicates::rebuild)?.value;
+    let groups = duplicates::groups(&app.store)?;
+    println!(
+        "duplicates: {pairs} pairs in {} groups, found in {:.2?}",
+        groups.len(),
+        started.elapsed()
+    );
+    Ok(())
 }
 
 /// How long a listings write and the index updates after it took: on millions of listings

@@ -204,10 +204,7 @@ fn v1_table() -> Vec<Route> {
         ),
         // Duplicate models
         Route::admin("/duplicate-models", get(admin::duplicates::groups)),
-        Route::admin(
-            "/duplicate-models/merge",
-            post(admin::duplicates::merge),
-        ),
+        Route::admin("/duplicate-models/merge", post(admin::duplicates::merge)),
         Route::admin(
             "/duplicate-models/dismiss",
             post(admin::duplicates::dismiss),

@@ -99,9 +99,7 @@ pub fn refresh(turn: &WriteTurn<'_>, models: &[ModelId]) -> StoreResult<usize> {
         pairs += new.len();
         batch.replace_duplicate_pairs(id, &old, &new);
     }
-    if !batch.is_empty() {
-        turn.commit(batch)?;
-    }
+    turn.commit_derived(batch)?;
     Ok(pairs)
 }
 
@@ -110,10 +108,16 @@ pub fn refresh(turn: &WriteTurn<'_>, models: &[ModelId]) -> StoreResult<usize> {
 pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     let store = turn.store();
     let models: Vec<Model> = store.all_models().collect::<StoreResult<_>>()?;
+    // indicatif draws nothing when stderr is not a terminal.
+    let progress = indicatif::ProgressBar::new(models.len() as u64);
     let found: Vec<Vec<DuplicatePair>> = models
         .par_iter()
-        .map(|model| pairs_for(store, model))
+        .map(|model| {
+            progress.inc(1);
+            pairs_for(store, model)
+        })
         .collect::<StoreResult<_>>()?;
+    progress.finish_and_clear();
     let mut by_model: BTreeMap<ModelId, Vec<DuplicatePair>> = BTreeMap::new();
     for pair in found.into_iter().flatten() {
         // Found from both sides: each model keeps it once.
@@ -141,9 +145,7 @@ pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
         batch.replace_duplicate_pairs(id, &old, &new);
     }
     let pairs = by_model.values().map(Vec::len).sum::<usize>() / 2;
-    if !batch.is_empty() {
-        turn.commit(batch)?;
-    }
+    turn.commit_derived(batch)?;
     Ok(pairs)
 }
 

@@ -84,16 +84,10 @@ impl Writer {
             .generations()
             .map_err(|error| WriteError::Index(error.into()))?;
         let started = Instant::now();
-        let outcome = job(&turn).and_then(|value| {
-            // Pairs are derived from the models: brought up to each write that changed some.
-            let models: Vec<ModelId> = turn.changes().models.iter().copied().collect();
-            if !models.is_empty() {
-                if let Err(error) = duplicates::refresh(&turn, &models) {
-                    tracing::error!(%error, "refreshing the duplicate pairs of a write's models");
-                }
-            }
-            Ok(value)
-        });
+        let outcome = job(&turn);
+        if outcome.is_ok() {
+            refresh_duplicates(&turn);
+        }
         let write_took = started.elapsed();
         let indexed = self.index_changes(&turn.changes(), before);
         let index_took = started.elapsed() - write_took;
@@ -159,6 +153,17 @@ impl Writer {
                 before.generation,
             )?,
         })
+    }
+}
+
+/// Brings the duplicate finder's pairs up to a write that changed models. The pairs are
+/// derived: a failure is logged and `watch-catalogue duplicates --rebuild` mends it.
+fn refresh_duplicates(turn: &WriteTurn<'_>) {
+    let models: Vec<ModelId> = turn.changes().models.iter().copied().collect();
+    if !models.is_empty() {
+        if let Err(error) = duplicates::refresh(turn, &models) {
+            tracing::error!(%error, "refreshing the duplicate pairs of a write's models");
+        }
     }
 }
 

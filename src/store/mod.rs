@@ -110,8 +110,8 @@ impl Store {
         ))
     }
 
-    /// The generation of the last write that changed the duplicate finder's pairs or dismissals:
-    /// groups computed at this generation are current.
+    /// How many writes have changed the duplicate finder's pairs or dismissals: groups joined
+    /// at this count are current.
     pub fn duplicates_generation(&self) -> StoreResult<StoreGeneration> {
         Ok(StoreGeneration(
             self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0),
@@ -136,14 +136,34 @@ impl Store {
     /// batch jobs that write so much are idempotent, and running them again completes it.
     /// Only [`WriteTurn::commit`] calls this.
     fn apply(&self, batch: WriteBatch<'_>) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
-        let generation = StoreGeneration(self.generation()?.0 + 1);
+        self.apply_with(batch, true)
+    }
+
+    /// Applies a write of derived data only (the duplicate finder's pairs), which no index
+    /// reflects: as [`Store::apply`], without a generation bump.
+    fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
+        Ok(self.apply_with(batch, false)?.0)
+    }
+
+    fn apply_with(
+        &self,
+        batch: WriteBatch<'_>,
+        bump_generation: bool,
+    ) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
+        let current = self.generation()?.0;
+        let generation = StoreGeneration(current + u64::from(bump_generation));
         let bump = Some(encode_u64(generation.0).to_vec());
         let mut operations = vec![(MetaKey::Generation.key(), bump.clone())];
         if batch.touches_listings() {
-            operations.push((MetaKey::ListingsGeneration.key(), bump.clone()));
+            operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
         if batch.touches_duplicates() {
-            operations.push((MetaKey::DuplicatesGeneration.key(), bump));
+            // A counter of its own: derived writes change pairs without a generation bump.
+            let next = self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0) + 1;
+            operations.push((
+                MetaKey::DuplicatesGeneration.key(),
+                Some(encode_u64(next).to_vec()),
+            ));
         }
         let (written, changes) = batch.into_operations()?;
         operations.extend(written);

@@ -111,6 +111,16 @@ impl<'s> WriteTurn<'s> {
         Ok(generation)
     }
 
+    /// Commits a write of derived data only (the duplicate finder's pairs): atomic and durable
+    /// like [`WriteTurn::commit`], without a generation bump, so deriving writes nothing a
+    /// client or an index would see as a change.
+    pub fn commit_derived(&self, batch: WriteBatch<'_>) -> StoreResult<()> {
+        if !batch.is_empty() {
+            self.store.apply_derived(batch)?;
+        }
+        Ok(())
+    }
+
     /// What this turn's commits changed so far.
     pub fn changes(&self) -> Changes {
         self.changes

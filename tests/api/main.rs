@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod cli;
 mod contract;
+mod duplicates;
 mod fuzz;
 mod ingest;
 mod listings;

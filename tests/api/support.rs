@@ -123,8 +123,10 @@ impl TestApp {
         TestApp {
             base: format!("http://{addr}"),
             app,
+            // Redirects are answers to check, never followed.
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .expect("client"),
             _dir: dir,

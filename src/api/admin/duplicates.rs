@@ -305,11 +305,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn new(
-        app: &App,
-        brand: Option<crate::domain::BrandId>,
-        q: Option<&str>,
-    ) -> ApiResult<Filter> {
+    fn new(app: &App, brand: Option<crate::domain::BrandId>, q: Option<&str>) -> ApiResult<Filter> {
         let Some(q) = q else {
             return Ok(Filter {
                 brand,
