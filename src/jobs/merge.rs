@@ -27,6 +27,11 @@ pub enum MergeError {
     Index(#[from] IndexError),
 }
 
+/// Duplicates one merge takes at most, and models one dismissal: a merge is one atomic write,
+/// and a dismissal stores every pair of its models.
+pub const MAX_MERGED: usize = 100;
+pub const MAX_DISMISSED: usize = 50;
+
 /// What a merge did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Merged {
@@ -82,8 +87,8 @@ pub fn merge(
     kept.updated_at = Timestamp::now();
 
     let mut batch = turn.batch()?;
-    batch.put_model(Some(&original), &kept);
     for duplicate in &merged {
+        // Before the keeper's write: the keys of the pictures it takes over are its own after.
         batch.merge_model_away(duplicate, keeper);
         for candidate in store.candidates_of(duplicate.id)? {
             batch.remove_candidate(&candidate);
@@ -100,6 +105,7 @@ pub fn merge(
         batch.forget_dismissed(duplicate.id, &others);
         batch.replace_duplicate_pairs(duplicate.id, &store.duplicate_pairs_of(duplicate.id)?, &[]);
     }
+    batch.put_model(Some(&original), &kept);
     let has_candidates = !store.candidates_of(keeper)?.is_empty()
         || merged
             .iter()
@@ -141,8 +147,11 @@ fn check_ids(keeper: ModelId, duplicates: &[ModelId]) -> Result<(), MergeError> 
         message: message.into(),
         hint: "give the keeper's id as keeperId and the other models of its group as duplicateIds",
     };
-    if duplicates.is_empty() {
-        return Err(invalid("give at least one duplicate"));
+    if duplicates.is_empty() || duplicates.len() > MAX_MERGED {
+        return Err(invalid(&format!(
+            "give 1 to {MAX_MERGED} duplicates, not {}",
+            duplicates.len()
+        )));
     }
     if duplicates.contains(&keeper) {
         return Err(invalid("the keeper cannot be one of its duplicates"));

@@ -232,7 +232,7 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
         (
             json!({"keeperId": keeper, "duplicateIds": []}),
             400,
-            "at least one",
+            "1 to 100",
         ),
         (
             json!({"keeperId": keeper, "duplicateIds": [twin, twin]}),
@@ -309,6 +309,18 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
         .map(|p| p["type"].as_str().expect("type"))
         .collect();
     assert!(types.contains(&"BACK"), "{types:?}");
+    let back = full["pictures"]
+        .as_array()
+        .expect("pictures")
+        .iter()
+        .find(|p| p["type"] == "BACK")
+        .expect("the moved picture");
+    let keep = format!(
+        "/v1/picture-review/pictures/{}/keep",
+        back["id"].as_str().expect("id")
+    );
+    let (status, kept) = post(&admin, &keep, json!(null)).await;
+    assert_eq!(status, 200, "a moved picture is the keeper's now: {kept}");
     let found = app.ok("/v1/models?q=126610LN-TWIN").await;
     assert_eq!(
         found["data"][0]["slug"], "submariner-date-126610ln",
@@ -362,8 +374,8 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
         let body: Value = response.json().await.expect("json");
         assert_eq!(body["model"]["id"], keeper.as_str());
     }
-    let audit = admin.ok("/v1/admin/audit?pageSize=1").await;
-    assert_eq!(audit["data"][0]["action"], "duplicates.merge");
+    let audit = admin.ok("/v1/admin/audit?pageSize=2").await;
+    assert_eq!(audit["data"][1]["action"], "duplicates.merge", "{audit}");
 
     // A later model may not take the merged slug.
     let source = DirectorySource(dataset.path().to_owned());
