@@ -389,7 +389,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Pictures {
             action: PicturesAction::Fetch { pictures },
-        } => fetch_pictures(&data_dir, cli.cache_bytes, pictures.config(true)),
+        } => {
+            // A stopped data dir has no requests to keep a core for.
+            let config = WorkerConfig {
+                crop_slots: Some(watch_catalogue::jobs::pictures::cores()),
+                ..pictures.config(true)
+            };
+            fetch_pictures(&data_dir, cli.cache_bytes, config)
+        }
         Command::Openapi => {
             println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())

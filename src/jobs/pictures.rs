@@ -54,6 +54,10 @@ pub struct WorkerConfig {
     pub crop_size: u32,
     /// `serve` only: whether the worker runs in the server.
     pub enabled: bool,
+    /// Crops made at once; `None`: one core fewer than the machine has (at least one), so a
+    /// server's worker never takes every core from its requests. `pictures fetch`, with no
+    /// requests to answer, uses every core.
+    pub crop_slots: Option<usize>,
 }
 
 impl Default for WorkerConfig {
@@ -63,6 +67,7 @@ impl Default for WorkerConfig {
             concurrency: DEFAULT_CONCURRENCY,
             crop_size: DEFAULT_CROP_SIZE,
             enabled: true,
+            crop_slots: None,
         }
     }
 }
@@ -73,8 +78,7 @@ pub struct PictureWorker {
     pub fetcher: Fetcher,
     pub concurrency: usize,
     pub crop_size: u32,
-    /// Crops made at once: one core fewer than the machine has (at least one), so the worker
-    /// never takes every core from the requests (bench/RESULTS.md, "Image pipeline").
+    /// Crops made at once (`WorkerConfig::crop_slots`; bench/RESULTS.md, "Image pipeline").
     cpu: Arc<tokio::sync::Semaphore>,
 }
 
@@ -85,15 +89,20 @@ impl PictureWorker {
             fetcher: Fetcher::new(config.fetch.clone())?,
             concurrency: config.concurrency,
             crop_size: config.crop_size,
-            cpu: Arc::new(tokio::sync::Semaphore::new(crop_slots())),
+            cpu: Arc::new(tokio::sync::Semaphore::new(
+                config.crop_slots.unwrap_or_else(spare_cores).max(1),
+            )),
         })
     }
 }
 
-fn crop_slots() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |cores| cores.get().saturating_sub(1))
-        .max(1)
+/// One core fewer than the machine has, at least one.
+fn spare_cores() -> usize {
+    cores().saturating_sub(1).max(1)
+}
+
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |cores| cores.get())
 }
 
 /// How long the server's worker waits after a pass that found nothing to do, unless a person
