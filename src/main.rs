@@ -203,6 +203,7 @@ impl PictureArgs {
             concurrency: self.fetch_concurrency.max(1),
             crop_size: self.crop_size.max(1),
             enabled,
+            crop_slots: defaults.crop_slots,
         }
     }
 }
