@@ -103,50 +103,59 @@ pub fn refresh(turn: &WriteTurn<'_>, models: &[ModelId]) -> StoreResult<usize> {
     Ok(pairs)
 }
 
-/// The full pass: every model's pairs afresh, on every core, then written in one commit.
-/// Returns the number of pairs.
+/// Models the full pass handles per derived commit: its memory stays bounded by a chunk.
+const REBUILD_CHUNK: usize = 20_000;
+
+/// The full pass: every model's pairs afresh, a chunk of models at a time on every core, each
+/// chunk's differences in one derived commit; then the pairs of models that are gone. Returns
+/// the number of pairs.
 pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     let store = turn.store();
-    let models: Vec<Model> = store.all_models().collect::<StoreResult<_>>()?;
+    let ids = store.model_ids()?;
     // indicatif draws nothing when stderr is not a terminal.
-    let progress = indicatif::ProgressBar::new(models.len() as u64);
-    let found: Vec<Vec<DuplicatePair>> = models
-        .par_iter()
-        .map(|model| {
-            progress.inc(1);
-            pairs_for(store, model)
-        })
-        .collect::<StoreResult<_>>()?;
+    let progress = indicatif::ProgressBar::new(ids.len() as u64);
+    let mut pairs = 0;
+    for chunk in ids.chunks(REBUILD_CHUNK) {
+        let found: Vec<(ModelId, Vec<DuplicatePair>, Vec<DuplicatePair>)> = chunk
+            .par_iter()
+            .map(|&id| {
+                let new = match store.model(id)? {
+                    Some(model) => pairs_for(store, &model)?,
+                    None => Vec::new(),
+                };
+                Ok((id, store.duplicate_pairs_of(id)?, new))
+            })
+            .collect::<StoreResult<_>>()?;
+        let mut batch = turn.batch()?;
+        for (id, old, new) in &found {
+            // Each pair counted once: by its smaller model.
+            pairs += new.iter().filter(|p| p.a == *id).count();
+            batch.replace_duplicate_pairs(*id, old, new);
+        }
+        turn.commit_derived(batch)?;
+        progress.inc(chunk.len() as u64);
+    }
     progress.finish_and_clear();
-    let mut by_model: BTreeMap<ModelId, Vec<DuplicatePair>> = BTreeMap::new();
-    for pair in found.into_iter().flatten() {
-        // Found from both sides: each model keeps it once.
-        for side in [pair.a, pair.b] {
-            let list = by_model.entry(side).or_default();
-            if !list.contains(&pair) {
-                list.push(pair);
-            }
+    forget_pairs_of_gone_models(turn)?;
+    Ok(pairs)
+}
+
+/// Removes the pairs of models no longer in the store (a store restored mid-merge).
+fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
+    let store = turn.store();
+    let mut batch = turn.batch()?;
+    let mut seen: Option<(ModelId, bool)> = None;
+    for pair in store.duplicate_pairs()? {
+        let gone = match seen {
+            Some((id, gone)) if id == pair.a => gone,
+            _ => store.model(pair.a)?.is_none(),
+        };
+        seen = Some((pair.a, gone));
+        if gone || store.model(pair.b)?.is_none() {
+            batch.replace_duplicate_pairs(pair.a, &[pair], &[]);
         }
     }
-    let mut old_by_model: BTreeMap<ModelId, Vec<DuplicatePair>> = BTreeMap::new();
-    for pair in store.duplicate_pairs()? {
-        old_by_model.entry(pair.a).or_default().push(pair);
-        old_by_model.entry(pair.b).or_default().push(pair);
-    }
-    let mut batch = turn.batch()?;
-    let touched: std::collections::BTreeSet<ModelId> = by_model
-        .keys()
-        .chain(old_by_model.keys())
-        .copied()
-        .collect();
-    for id in touched {
-        let old = old_by_model.remove(&id).unwrap_or_default();
-        let new = by_model.get(&id).cloned().unwrap_or_default();
-        batch.replace_duplicate_pairs(id, &old, &new);
-    }
-    let pairs = by_model.values().map(Vec::len).sum::<usize>() / 2;
-    turn.commit_derived(batch)?;
-    Ok(pairs)
+    turn.commit_derived(batch)
 }
 
 /// A group of models joined by pairs: what `GET /duplicate-models` pages through.

@@ -404,6 +404,15 @@ impl Store {
         self.all(Keyspace::Model)
     }
 
+    /// Every model's id, in id order: keys only, nothing decoded.
+    pub fn model_ids(&self) -> StoreResult<Vec<ModelId>> {
+        Ok(self
+            .ids_under(Keyspace::Model.prefix())?
+            .into_iter()
+            .map(ModelId)
+            .collect())
+    }
+
     /// Every model, decoded on rayon's threads while sled's iterator feeds them.
     pub fn all_models_parallel(
         &self,

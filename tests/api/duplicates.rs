@@ -452,3 +452,30 @@ async fn dismissed_pairs_are_never_offered_again_until_a_third_model_joins() {
         "{joined}"
     );
 }
+
+#[test]
+fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
+    let dataset = planted_dataset();
+    let data = tempfile::tempdir().expect("data dir");
+    let run = |args: &[&str]| crate::cli::run(crate::support::binary(data.path()).args(args));
+    let (output, text) = run(&["import", dataset.path().to_str().expect("path")]);
+    assert!(output.status.success(), "{text}");
+    let before = crate::support::generation(data.path());
+    for _ in 0..2 {
+        let (output, text) = run(&["duplicates", "--rebuild"]);
+        assert!(output.status.success(), "{text}");
+        assert!(text.contains("duplicates: 6 pairs in 4 groups"), "{text}");
+    }
+    let (output, text) = run(&["reindex"]);
+    assert!(
+        output.status.success() && text.contains("duplicates: 6 pairs in 4 groups"),
+        "{text}"
+    );
+    assert_eq!(
+        crate::support::generation(data.path()),
+        before,
+        "derived writes bump nothing"
+    );
+    let (output, text) = run(&["duplicates"]);
+    assert!(!output.status.success(), "--rebuild is required: {text}");
+}
