@@ -52,7 +52,7 @@ fn setup() -> Setup {
         .unwrap_or(100_000);
     let dir = tempfile::tempdir().expect("dir");
     generate_catalogue(
-        &CatalogueShape { models, seed: 42 },
+        &CatalogueShape::new(models, 42),
         &dir.path().join("dataset"),
     )
     .expect("generate");

@@ -79,7 +79,7 @@ fn dataset(root: &Path, models: usize, listings: usize, fresh: bool) -> (PathBuf
         let _ = std::fs::remove_dir_all(root);
         let start = Instant::now();
         let (_, listed) = generate_dataset(
-            &CatalogueShape { models, seed: SEED },
+            &CatalogueShape::new(models, SEED),
             &ListingShape::new(listings),
             &dir,
         )

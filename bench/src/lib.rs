@@ -1,8 +1,9 @@
 //! `catalogue-bench`: a deterministic generator of realistic catalogues (long-tailed brand
 //! sizes, each brand's reference style, references repeated across brands, alternates, base
-//! variants, near-duplicate models at a known rate), written in the dataset-directory format
-//! that `watch-catalogue import` reads, and optionally provider snapshots of marketplace
-//! listings over it (see [`listings`]).
+//! variants, near-duplicate models at a known rate, and on request planted base variants and
+//! alternate overlaps), written in the dataset-directory format that `watch-catalogue import`
+//! reads with the planted pairs beside (`planted-pairs.jsonl`, see [`PlantedPair`]), and
+//! optionally provider snapshots of marketplace listings over it (see [`listings`]).
 
 mod in_process;
 pub mod listings;
@@ -23,6 +24,28 @@ use std::path::Path;
 pub struct CatalogueShape {
     pub models: usize,
     pub seed: u64,
+    /// Share of models planted as a base variant of the model written just before them: its
+    /// reference is the original's with another letter suffix, a dial code, a maker's prefix or
+    /// another last segment (what `reference_base` drops), in the same brand and series. 0 (the
+    /// default) draws nothing, so a seed's catalogue is what it was before these plants.
+    pub base_variants: f64,
+    /// Share of models planted as an alternate overlap of the model written just before them:
+    /// its primary reference is the original's alternate, or its alternate is the original's
+    /// primary reference. 0 (the default) draws nothing.
+    pub alternate_overlaps: f64,
+}
+
+impl CatalogueShape {
+    /// `models` models from `seed`, with near-duplicates only (no planted base variants or
+    /// alternate overlaps).
+    pub fn new(models: usize, seed: u64) -> CatalogueShape {
+        CatalogueShape {
+            models,
+            seed,
+            base_variants: 0.0,
+            alternate_overlaps: 0.0,
+        }
+    }
 }
 
 /// Counts of what was written.
@@ -34,6 +57,33 @@ pub struct Generated {
     pub models: usize,
     /// Of the models, near-duplicates of the model written just before them.
     pub duplicates: usize,
+    /// Of the models, planted base variants of the model written just before them.
+    pub base_variants: usize,
+    /// Of the models, planted alternate overlaps with the model written just before them.
+    pub alternate_overlaps: usize,
+}
+
+/// The file of planted pairs, written beside the dataset's files (`watch-catalogue import`
+/// reads only the files it knows).
+pub const PLANTED_PAIRS_FILE: &str = "planted-pairs.jsonl";
+
+/// A pair of models the generator planted, one line of [`PLANTED_PAIRS_FILE`]: the original
+/// and the model written right after it, in one brand, and the signal the duplicate finder
+/// should pair them by (`sameReference`, `alternateOverlap` or `baseVariant`, the API's
+/// spelling).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlantedPair {
+    pub brand: String,
+    pub original: String,
+    pub planted: String,
+    pub signal: String,
+    /// How the planted model's references were made: `respelled` (a near-duplicate),
+    /// `letterSuffix`, `dialCode`, `makerPrefix`, `lastSegment` (base variants),
+    /// `primaryIsAlternate`, `alternateIsPrimary` (alternate overlaps).
+    pub form: String,
+    pub original_reference: String,
+    pub planted_reference: String,
 }
 
 /// Share of models entered twice: a second entry right after the first, in the same brand and
@@ -262,6 +312,7 @@ fn write_catalogue(
     let mut series = BufWriter::new(File::create(dir.join("series.jsonl"))?);
     let mut calibers = BufWriter::new(File::create(dir.join("calibers.jsonl"))?);
     let mut models = BufWriter::new(File::create(dir.join("models.jsonl"))?);
+    let mut planted = BufWriter::new(File::create(dir.join(PLANTED_PAIRS_FILE))?);
     std::fs::write(dir.join("complications.jsonl"), "{\"slug\":\"date\",\"name\":\"Date\"}\n{\"slug\":\"chronograph\",\"name\":\"Chronograph\"}\n")?;
     let providers: String = listings::PROVIDERS
         .iter()
@@ -283,6 +334,8 @@ fn write_catalogue(
         calibers: 0,
         models: 0,
         duplicates: 0,
+        base_variants: 0,
+        alternate_overlaps: 0,
     };
     for (i, maker) in makers.iter().enumerate() {
         writeln!(
@@ -341,13 +394,47 @@ fn write_catalogue(
         let mut previous: Option<(serde_json::Value, ModelInfo)> = None;
         for m in 0..*size {
             if let Some((original, original_info)) = previous.take() {
-                if rng.random_bool(DUPLICATE_RATE) {
-                    let (duplicate, duplicate_info) =
-                        near_duplicate(&mut rng, &original, &original_info, m);
-                    writeln!(models, "{duplicate}")?;
-                    info.models.push(duplicate_info);
+                // Each draw only when its rate is set, so that a seed's catalogue without
+                // these plants is what it always was.
+                let plant = if rng.random_bool(DUPLICATE_RATE) {
+                    Some(near_duplicate(&mut rng, &original, &original_info, m))
+                } else if shape.base_variants > 0.0 && rng.random_bool(shape.base_variants) {
+                    base_variant(&mut rng, style, &original, &original_info, m)
+                } else if shape.alternate_overlaps > 0.0
+                    && rng.random_bool(shape.alternate_overlaps)
+                {
+                    Some(alternate_overlap(
+                        &mut rng,
+                        style,
+                        &original,
+                        &original_info,
+                        m,
+                    ))
+                } else {
+                    None
+                };
+                if let Some(plant) = plant {
+                    writeln!(models, "{}", plant.model)?;
+                    writeln!(
+                        planted,
+                        "{}",
+                        serde_json::to_string(&PlantedPair {
+                            brand: brand.clone(),
+                            original: original_info.slug.clone(),
+                            planted: plant.info.slug.clone(),
+                            signal: plant.signal.into(),
+                            form: plant.form.into(),
+                            original_reference: original_info.reference.clone(),
+                            planted_reference: plant.info.reference.clone(),
+                        })?
+                    )?;
+                    info.models.push(plant.info);
                     generated.models += 1;
-                    generated.duplicates += 1;
+                    *match plant.signal {
+                        "sameReference" => &mut generated.duplicates,
+                        "baseVariant" => &mut generated.base_variants,
+                        _ => &mut generated.alternate_overlaps,
+                    } += 1;
                     continue;
                 }
             }
@@ -407,21 +494,55 @@ fn write_catalogue(
             previous = Some((model, model_info));
         }
     }
-    for mut writer in [brands, series, calibers, models] {
+    for mut writer in [brands, series, calibers, models, planted] {
         writer.flush()?;
     }
     Ok((generated, info))
 }
 
+/// A model planted right after its original, and what the finder should pair them by.
+struct Plant {
+    model: serde_json::Value,
+    info: ModelInfo,
+    signal: &'static str,
+    form: &'static str,
+}
+
+/// `original` as another model: `slug`, `name` and references replaced, no pictures.
+fn planted_copy(
+    original: &serde_json::Value,
+    info: &ModelInfo,
+    name: String,
+    reference: String,
+    alternates: Vec<String>,
+    m: usize,
+) -> (serde_json::Value, ModelInfo) {
+    let slug = format!("{}-{}-{m}", slug_of(&name), slug_of(&reference));
+    let mut model = original.clone();
+    model["slug"] = json!(slug);
+    model["name"] = json!(name);
+    model["referenceNumber"] = json!(reference);
+    model["alternateReferences"] = json!(alternates);
+    model["pictures"] = json!([]);
+    let model_info = ModelInfo {
+        slug,
+        name,
+        reference,
+        alternates,
+        ..info.clone()
+    };
+    (model, model_info)
+}
+
 /// A second entry of `original` (the `m`-th model of its brand): the same watch with its
 /// reference respelled (separators and case), its name changed by one letter or the case of a
-/// word, its own slug and no pictures.
+/// word, its own slug and no pictures. Its alternates are the original's.
 fn near_duplicate(
     rng: &mut SmallRng,
     original: &serde_json::Value,
     info: &ModelInfo,
     m: usize,
-) -> (serde_json::Value, ModelInfo) {
+) -> Plant {
     let reference = if rng.random_bool(0.5) {
         load::respell_dashed(&info.reference).to_uppercase()
     } else {
@@ -435,19 +556,113 @@ fn near_duplicate(
         chars.remove(at);
         chars.into_iter().collect()
     };
-    let slug = format!("{}-{}-{m}", slug_of(&name), slug_of(&reference));
-    let mut duplicate = original.clone();
-    duplicate["slug"] = json!(slug);
-    duplicate["name"] = json!(name);
-    duplicate["referenceNumber"] = json!(reference);
-    duplicate["pictures"] = json!([]);
-    let duplicate_info = ModelInfo {
-        slug,
-        name,
-        reference,
-        ..info.clone()
+    let (model, info) = planted_copy(original, info, name, reference, info.alternates.clone(), m);
+    Plant {
+        model,
+        info,
+        signal: "sameReference",
+        form: "respelled",
+    }
+}
+
+/// Letter suffixes of [`ReferenceStyle::DigitsSuffix`] references, and a few more.
+const SUFFIXES: &[&str] = &["LN", "LV", "BLRO", "BLNR", "N", "M", "", "V", "A", "NR"];
+
+/// A variant of `original` (the `m`-th model of its brand, in `style`): the reference the
+/// original's base plus another variant part, so that the two share a `reference_base` and
+/// differ as references; the original's name with a dial colour, no alternates (the
+/// original's `-0001` alternate would make the pair an alternate overlap). `None` when the
+/// original's reference has no base (too short), like `ABC7J1`: nothing to plant.
+fn base_variant(
+    rng: &mut SmallRng,
+    style: ReferenceStyle,
+    original: &serde_json::Value,
+    info: &ModelInfo,
+    m: usize,
+) -> Option<Plant> {
+    watch_catalogue::domain::reference_base(&info.reference)?;
+    let reference = &info.reference;
+    // A dial code never `-0001`, the generator's alternate.
+    let dial_code = |rng: &mut SmallRng| format!("{reference}-{:04}", rng.random_range(2..100));
+    let (form, variant) = match style {
+        ReferenceStyle::DigitsSuffix => match rng.random_range(0..3) {
+            0 => {
+                let digits = reference.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+                let suffix = &reference[digits.len()..];
+                let others: Vec<&&str> = SUFFIXES.iter().filter(|s| **s != suffix).collect();
+                let other = others[rng.random_range(0..others.len())];
+                ("letterSuffix", format!("{digits}{other}"))
+            }
+            1 => ("dialCode", dial_code(rng)),
+            _ => ("makerPrefix", format!("M{reference}")),
+        },
+        ReferenceStyle::Dotted => {
+            // `310.30.42.50.01.001`: another last group.
+            let (head, last) = reference.rsplit_once('.')?;
+            let last: u32 = last.parse().ok()?;
+            let other = (last + rng.random_range(1..999)) % 1000;
+            ("lastSegment", format!("{head}.{other:03}"))
+        }
+        ReferenceStyle::LettersDigits => {
+            if rng.random_bool(0.5) {
+                let letter = rng.random_range(b'A'..=b'Z') as char;
+                ("letterSuffix", format!("{reference}{letter}"))
+            } else {
+                ("dialCode", dial_code(rng))
+            }
+        }
+        ReferenceStyle::Slashed => {
+            // `5711/1A-010`: another dial code, or another letter before it.
+            let (head, code) = reference.rsplit_once('-')?;
+            if rng.random_bool(0.5) {
+                let code: u32 = code.parse().ok()?;
+                let other = (code + rng.random_range(1..999)) % 1000;
+                ("lastSegment", format!("{head}-{other:03}"))
+            } else {
+                let stem = head.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+                let letter = ['G', 'R', 'J', 'P'][rng.random_range(0..4)];
+                ("letterSuffix", format!("{stem}{letter}-{code}"))
+            }
+        }
     };
-    (duplicate, duplicate_info)
+    let color = COLORS[rng.random_range(0..COLORS.len())];
+    let name = format!("{} {}{}", info.name, color[..1].to_uppercase(), &color[1..]);
+    let (model, info) = planted_copy(original, info, name, variant, Vec::new(), m);
+    Some(Plant {
+        model,
+        info,
+        signal: "baseVariant",
+        form,
+    })
+}
+
+/// A model that shares a reference with `original` (the `m`-th model of its brand, in
+/// `style`) where one of the two is an alternate: its primary reference is the original's
+/// alternate when it has one (a tenth of models do), else it lists the original's primary
+/// reference as its alternate and has a primary of its own. Same name as the original: two sources
+/// describing one watch by different references.
+fn alternate_overlap(
+    rng: &mut SmallRng,
+    style: ReferenceStyle,
+    original: &serde_json::Value,
+    info: &ModelInfo,
+    m: usize,
+) -> Plant {
+    let (form, reference, alternates) = match info.alternates.first() {
+        Some(alternate) => ("primaryIsAlternate", alternate.clone(), Vec::new()),
+        _ => {
+            let base = rng.random_range(10_000..999_999);
+            let own = reference(rng, style, base);
+            ("alternateIsPrimary", own, vec![info.reference.clone()])
+        }
+    };
+    let (model, info) = planted_copy(original, info, info.name.clone(), reference, alternates, m);
+    Plant {
+        model,
+        info,
+        signal: "alternateOverlap",
+        form,
+    }
 }
 
 /// API settings for benchmarks, which send everything from one client: the per-IP rate limit
@@ -480,6 +695,7 @@ pub fn query_value(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     #[test]
     fn a_generated_catalogue_imports_and_indexes_cleanly() {
@@ -487,14 +703,9 @@ mod tests {
         use watch_catalogue::config::DataDir;
         use watch_catalogue::jobs::import::{import, DirectorySource};
         let dir = tempfile::tempdir().expect("dir");
-        let counts = generate_catalogue(
-            &CatalogueShape {
-                models: 1_000,
-                seed: 1,
-            },
-            &dir.path().join("dataset"),
-        )
-        .expect("generate");
+        let counts =
+            generate_catalogue(&CatalogueShape::new(1_000, 1), &dir.path().join("dataset"))
+                .expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
         let report = import(
             &app.store.write_turn(),
@@ -513,10 +724,7 @@ mod tests {
     fn near_duplicates_come_at_the_known_rate_right_after_their_original() {
         use watch_catalogue::domain::normalize_reference;
         let dir = tempfile::tempdir().expect("dir");
-        let shape = CatalogueShape {
-            models: 20_000,
-            seed: 3,
-        };
+        let shape = CatalogueShape::new(20_000, 3);
         let (counts, info) = write_catalogue(&shape, dir.path()).expect("generate");
         let rate = counts.duplicates as f64 / counts.models as f64;
         assert!(
@@ -554,16 +762,157 @@ mod tests {
         );
     }
 
+    fn planted_pairs(dir: &Path) -> Vec<PlantedPair> {
+        std::fs::read_to_string(dir.join(PLANTED_PAIRS_FILE))
+            .expect("read")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect()
+    }
+
+    #[test]
+    fn base_variants_and_alternate_overlaps_are_planted_at_their_rates_with_their_pairs() {
+        use watch_catalogue::domain::{normalize_reference, reference_base};
+        let dir = tempfile::tempdir().expect("dir");
+        let shape = CatalogueShape {
+            base_variants: 0.02,
+            alternate_overlaps: 0.03,
+            ..CatalogueShape::new(40_000, 5)
+        };
+        let (counts, info) = write_catalogue(&shape, dir.path()).expect("generate");
+        // A plant needs an original just before it (not itself a plant), and a base variant
+        // an original whose reference has a base.
+        for (planted, rate) in [
+            (counts.base_variants, shape.base_variants),
+            (counts.alternate_overlaps, shape.alternate_overlaps),
+            (counts.duplicates, DUPLICATE_RATE),
+        ] {
+            let share = planted as f64 / counts.models as f64;
+            assert!(
+                share > rate * 0.75 && share < rate * 1.1,
+                "{planted} of {} models at rate {rate}",
+                counts.models
+            );
+        }
+        let pairs = planted_pairs(dir.path());
+        assert_eq!(
+            pairs.len(),
+            counts.duplicates + counts.base_variants + counts.alternate_overlaps
+        );
+        let by_slug: HashMap<&str, &ModelInfo> =
+            info.models.iter().map(|m| (m.slug.as_str(), m)).collect();
+        let mut forms = std::collections::BTreeSet::new();
+        for pair in &pairs {
+            let (a, b) = (
+                by_slug[pair.original.as_str()],
+                by_slug[pair.planted.as_str()],
+            );
+            assert_eq!(a.brand, b.brand);
+            assert_eq!(info.brands[a.brand].slug, pair.brand);
+            assert_eq!(
+                (&a.reference, &b.reference),
+                (&pair.original_reference, &pair.planted_reference)
+            );
+            let references = |m: &ModelInfo| -> Vec<String> {
+                std::iter::once(&m.reference)
+                    .chain(&m.alternates)
+                    .map(|r| normalize_reference(r))
+                    .collect()
+            };
+            let shared = references(a).iter().any(|r| references(b).contains(r));
+            let same_primary =
+                normalize_reference(&a.reference) == normalize_reference(&b.reference);
+            match pair.signal.as_str() {
+                "sameReference" => assert!(same_primary, "{pair:?}"),
+                "alternateOverlap" => assert!(shared && !same_primary, "{pair:?}"),
+                "baseVariant" => {
+                    assert!(!shared, "{pair:?}");
+                    let base = reference_base(&a.reference);
+                    assert!(base.is_some(), "{pair:?}");
+                    assert_eq!(reference_base(&b.reference), base, "{pair:?}");
+                }
+                other => panic!("signal {other}"),
+            }
+            forms.insert(pair.form.clone());
+        }
+        assert_eq!(
+            forms.into_iter().collect::<Vec<_>>(),
+            [
+                "alternateIsPrimary",
+                "dialCode",
+                "lastSegment",
+                "letterSuffix",
+                "makerPrefix",
+                "primaryIsAlternate",
+                "respelled"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_duplicate_finder_pairs_every_planted_pair_by_its_signal() {
+        use watch_catalogue::app::App;
+        use watch_catalogue::config::DataDir;
+        use watch_catalogue::domain::Slug;
+        use watch_catalogue::jobs::duplicates;
+        use watch_catalogue::jobs::import::{import, DirectorySource};
+        let dir = tempfile::tempdir().expect("dir");
+        let dataset = dir.path().join("dataset");
+        let shape = CatalogueShape {
+            base_variants: 0.03,
+            alternate_overlaps: 0.03,
+            ..CatalogueShape::new(4_000, 11)
+        };
+        generate_catalogue(&shape, &dataset).expect("generate");
+        let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
+        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
+        app.writer.run(duplicates::rebuild).expect("rebuild");
+        let signals: HashMap<_, _> = app
+            .store
+            .duplicate_pairs()
+            .expect("pairs")
+            .into_iter()
+            .map(|p| ((p.a, p.b), p.signal))
+            .collect();
+        let groups = duplicates::groups(&app.store).expect("groups");
+        let pairs = planted_pairs(&dataset);
+        assert!(pairs.len() > 150, "{}", pairs.len());
+        for pair in pairs {
+            let store = &app.store;
+            let brand = store
+                .brand_by_slug(&Slug::parse(&pair.brand).expect("slug"))
+                .expect("read")
+                .expect("brand");
+            let id = |slug: &str| {
+                store
+                    .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
+                    .expect("read")
+                    .expect("model")
+                    .id
+            };
+            let (a, b) = (id(&pair.original), id(&pair.planted));
+            let signal = signals.get(&(a.min(b), a.max(b)));
+            assert_eq!(
+                signal.map(|s| s.as_str()),
+                Some(pair.signal.as_str()),
+                "{pair:?}"
+            );
+            assert!(
+                groups
+                    .iter()
+                    .any(|g| g.models.contains(&a) && g.models.contains(&b)),
+                "{pair:?}"
+            );
+        }
+    }
+
     #[test]
     fn generation_is_deterministic_for_a_seed() {
         let (a, b) = (
             tempfile::tempdir().expect("dir"),
             tempfile::tempdir().expect("dir"),
         );
-        let shape = CatalogueShape {
-            models: 500,
-            seed: 7,
-        };
+        let shape = CatalogueShape::new(500, 7);
         let counts = generate_catalogue(&shape, a.path()).expect("generate");
         generate_catalogue(&shape, b.path()).expect("generate");
         assert_eq!(counts.models, 500);

@@ -678,15 +678,9 @@ mod tests {
     ];
 
     fn generate(dir: &Path) -> ListingsGenerated {
-        let (_, listed) = generate_dataset(
-            &CatalogueShape {
-                models: 500,
-                seed: 7,
-            },
-            &ListingShape::new(3_000),
-            dir,
-        )
-        .expect("generate");
+        let (_, listed) =
+            generate_dataset(&CatalogueShape::new(500, 7), &ListingShape::new(3_000), dir)
+                .expect("generate");
         listed
     }
 

@@ -1,5 +1,6 @@
-//! `catalogue-bench generate --models N [--listings M] --out DIR` writes a generated dataset
-//! directory (with provider snapshots of M listings in `listings/`);
+//! `catalogue-bench generate --models N [--listings M] [--base-variants R]
+//! [--alternate-overlaps R] --out DIR` writes a generated dataset directory (with provider
+//! snapshots of M listings in `listings/`, and the planted pairs in `planted-pairs.jsonl`);
 //! `catalogue-bench scale --models N [--listings M]` also imports it, ingests and matches its
 //! listings, and reindexes both indexes, reporting wall time, CPU time (cores used) and peak
 //! memory of each step;
@@ -11,10 +12,13 @@
 //! `catalogue-bench replay --data-dir DIR --requests FILE` sends those requests to the router
 //! in-process, each kind alone, for the in-process side of the comparison;
 //! `catalogue-bench jpegs --count 1000 --size 2000 --out DIR` writes product-shot-like JPEGs
-//! for the image pipeline bench (bench/pictures.sh).
+//! for the image pipeline bench (bench/pictures.sh);
+//! `catalogue-bench duplicates-recall --data-dir DIR --planted FILE` reads the duplicate
+//! finder's groups and reports how many planted pairs they hold (bench/duplicates.sh).
 
 mod export;
 mod pictures;
+mod recall;
 
 /// The allocator the server ships with (see src/main.rs), so figures measure what runs.
 #[global_allocator]
@@ -54,6 +58,8 @@ enum Command {
         seed: u64,
         #[command(flatten)]
         listings: ListingArgs,
+        #[command(flatten)]
+        plants: PlantArgs,
     },
     /// Generate, import, ingest and match the listings, and reindex, timing each step.
     Scale {
@@ -63,6 +69,8 @@ enum Command {
         seed: u64,
         #[command(flatten)]
         listings: ListingArgs,
+        #[command(flatten)]
+        plants: PlantArgs,
         /// Where to keep the dataset and the data dir (a temporary directory when absent).
         #[arg(long)]
         work_dir: Option<PathBuf>,
@@ -132,6 +140,13 @@ enum Command {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Report how many of a generated dataset's planted pairs (`planted-pairs.jsonl`) the
+    /// duplicate finder found in a data dir it was imported into, by signal, and what it found
+    /// beyond them. Stop the server on that data dir first (sled locks it).
+    DuplicatesRecall {
+        #[command(flatten)]
+        config: recall::RecallConfig,
+    },
     /// Write `COUNT` distinct product-shot-like JPEGs (a dark round watch at a varying offset
     /// on a light background, a little noise) as `OUT/0000.jpg`…, keeping those already there.
     Jpegs {
@@ -158,6 +173,29 @@ struct ListingArgs {
     /// model has many: 0.012 gives ~11,600 ACTIVE listings of 1M.
     #[arg(long, default_value_t = 0.012)]
     hot_share: f64,
+}
+
+#[derive(clap::Args)]
+struct PlantArgs {
+    /// Share of models planted as a base variant of the model before them (another letter
+    /// suffix, dial code, maker's prefix or last segment); 0 leaves a seed's catalogue as it
+    /// was.
+    #[arg(long, default_value_t = 0.0)]
+    base_variants: f64,
+    /// Share of models planted as an alternate overlap with the model before them (one's
+    /// primary reference is the other's alternate); 0 leaves a seed's catalogue as it was.
+    #[arg(long, default_value_t = 0.0)]
+    alternate_overlaps: f64,
+}
+
+impl PlantArgs {
+    fn shape(&self, models: usize, seed: u64) -> CatalogueShape {
+        CatalogueShape {
+            base_variants: self.base_variants,
+            alternate_overlaps: self.alternate_overlaps,
+            ..CatalogueShape::new(models, seed)
+        }
+    }
 }
 
 impl ListingArgs {
@@ -251,9 +289,10 @@ fn main() -> anyhow::Result<()> {
             out,
             seed,
             listings,
+            plants,
         } => {
             let (generated, listed) =
-                generate_dataset(&CatalogueShape { models, seed }, &listings.shape(), &out)?;
+                generate_dataset(&plants.shape(models, seed), &listings.shape(), &out)?;
             println!("wrote {generated:?} to {}", out.display());
             if listed.listings > 0 {
                 println!("listings: {}", serde_json::to_string_pretty(&listed)?);
@@ -263,8 +302,10 @@ fn main() -> anyhow::Result<()> {
             models,
             seed,
             listings,
+            plants,
             work_dir,
-        } => scale(models, seed, &listings.shape(), work_dir)?,
+        } => scale(&plants.shape(models, seed), &listings.shape(), work_dir)?,
+        Command::DuplicatesRecall { config } => recall::run(&config)?,
         Command::Load {
             base,
             concurrency,
@@ -407,8 +448,7 @@ fn print_report(report: &load::LoadReport, json: Option<PathBuf>) -> anyhow::Res
 }
 
 fn scale(
-    models: usize,
-    seed: u64,
+    shape: &CatalogueShape,
     listings: &ListingShape,
     work_dir: Option<PathBuf>,
 ) -> anyhow::Result<()> {
@@ -422,14 +462,11 @@ fn scale(
         "|------------------|------------|------------|-------|---------------|-------------|"
     );
     let (_, listed) = timed("generate", None, || {
-        Ok(generate_dataset(
-            &CatalogueShape { models, seed },
-            listings,
-            &dataset,
-        )?)
+        Ok(generate_dataset(shape, listings, &dataset)?)
     })?;
     let app = App::open(&data, 256 << 20)?;
     // Each step in a write turn of its own, the indexes left to the steps that time them.
+    let models = shape.models;
     timed("import", Some(models), || {
         Ok(import(
             &app.store.write_turn(),
