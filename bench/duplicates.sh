@@ -7,18 +7,23 @@
 #        release/catalogue-bench; build both with `cargo build --release`)
 #
 # Knobs (environment): MODELS=1000000 SEED=42 BASE_VARIANTS=0.01 ALTERNATE_OVERLAPS=0.01
-# (the generator's planted shares; near-duplicates are always 1 %), WARM=50 (warm requests per
-# GET), MERGES=5, CACHE (where the generated dataset is kept between runs; default
-# /tmp/catalogue-bench-dup-MODELS-SEED-BASE_VARIANTS-ALTERNATE_OVERLAPS; delete it after
-# changing the generator), KEEP_DATA (a path: the data dir, merges done, is moved there at the
-# end, e.g. for perf; default: removed).
+# (the generator's planted shares; near-duplicates are always 1 %), IMPORT_CHUNK=250000
+# (models per `import`: a 1M-model import in one write needs more than this machine's 24 GiB;
+# 0 imports the dataset whole), REBUILDS=2 (timed `duplicates --rebuild` runs), WARM=50 (warm
+# requests per GET), MERGES=5, MEM_LIMIT_MIB=18000 (a timed step using more is killed, so the
+# machine's other work is not OOM-killed instead), CACHE (where the generated dataset is kept
+# between runs; default /tmp/catalogue-bench-dup-MODELS-SEED-BASE_VARIANTS-ALTERNATE_OVERLAPS;
+# delete it after changing the generator), KEEP_DATA (a path: the data dir, merges done, is
+# moved there at the end, e.g. for perf; default: removed).
 #
 # 1. `catalogue-bench generate --base-variants --alternate-overlaps` into CACHE, once: the
 #    dataset and planted-pairs.jsonl (original, planted model, expected signal).
-# 2. `watch-catalogue import` into a fresh data dir, under /usr/bin/time -v (wall, CPU, peak
-#    RSS); the import's write refreshes the duplicate pairs, a full pass above 20,000 models.
-# 3. `watch-catalogue duplicates --rebuild` alone, under /usr/bin/time -v (targets: < 60 s,
-#    < 4 GB peak).
+# 2. `watch-catalogue import` into a fresh data dir, IMPORT_CHUNK models at a time (each chunk
+#    a dataset dir of the same brands, series, calibres and a slice of models.jsonl), each under
+#    /usr/bin/time -v (wall, CPU, peak RSS); each import's write refreshes the duplicate pairs,
+#    a full pass over every model imported so far when it changed more than 20,000.
+# 3. `watch-catalogue duplicates --rebuild` alone, REBUILDS times, under /usr/bin/time -v
+#    (targets: < 60 s, < 4 GB peak); the first finds what the last import's pass stored.
 # 4. `catalogue-bench duplicates-recall`: each planted pair, is it a stored pair and by which
 #    signal, are both models in one group of `jobs::duplicates::groups` (what GET
 #    /duplicate-models pages through) and of what kind; pairs and groups beyond the planted.
@@ -38,8 +43,11 @@ MODELS=${MODELS:-1000000}
 SEED=${SEED:-42}
 BASE_VARIANTS=${BASE_VARIANTS:-0.01}
 ALTERNATE_OVERLAPS=${ALTERNATE_OVERLAPS:-0.01}
+IMPORT_CHUNK=${IMPORT_CHUNK:-250000}
+REBUILDS=${REBUILDS:-2}
 WARM=${WARM:-50}
 MERGES=${MERGES:-5}
+MEM_LIMIT_MIB=${MEM_LIMIT_MIB:-18000}
 CACHE=${CACHE:-/tmp/catalogue-bench-dup-$MODELS-$SEED-$BASE_VARIANTS-$ALTERNATE_OVERLAPS}
 KEEP_DATA=${KEEP_DATA:-}
 # Upper bounds, so a stuck step ends the run instead of hanging it.
@@ -59,6 +67,7 @@ DATA=$WORK/data
 PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do
+    pkill -P "$pid" 2> /dev/null || true
     kill "$pid" 2> /dev/null || true
   done
   for pid in "${PIDS[@]}"; do
@@ -89,6 +98,32 @@ time_row() {
     END { cpu = user + sys; printf "%.1f s | %.1f s | %.2f | %.0f MiB", wall, cpu, cpu / (wall > 0 ? wall : 1), rss }
   ' "$1"
 }
+# guarded TIMEFILE LIMIT_SECS COMMAND...: runs COMMAND under /usr/bin/time -v -o TIMEFILE,
+# killed past LIMIT_SECS or when its resident memory passes MEM_LIMIT_MIB.
+guarded() {
+  local timefile=$1 limit=$2 started child rss status=0
+  shift 2
+  /usr/bin/time -v -o "$timefile" "$@" &
+  local timer=$!
+  PIDS+=("$timer")
+  started=$(date +%s)
+  while kill -0 "$timer" 2> /dev/null; do
+    child=$(pgrep -P "$timer" | head -1 || true)
+    if [[ -n $child ]]; then
+      rss=$(awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$child/status" 2> /dev/null || true)
+      if [[ -n $rss ]] && ((rss > MEM_LIMIT_MIB)); then
+        echo "killed: resident memory $rss MiB > MEM_LIMIT_MIB $MEM_LIMIT_MIB" >&2
+        kill -9 "$child"
+      elif (($(date +%s) - started > limit)); then
+        echo "killed: over $limit s" >&2
+        kill -9 "$child"
+      fi
+    fi
+    sleep 0.5
+  done
+  wait "$timer" || status=$?
+  return "$status"
+}
 # p50 and p99 (nearest rank) of the numbers in a file, in ms.
 percentiles() {
   sort -g "$1" | awk '{ v[NR] = $1 } END {
@@ -112,27 +147,53 @@ else
 fi
 echo "planted pairs: $(jq -r .signal "$CACHE/planted-pairs.jsonl" | sort | uniq -c | tr -s ' ' | paste -sd,)"
 
-# 2. Import (with the duplicate full pass the import's write runs).
-noise
-timeout "$IMPORT_LIMIT_SECS" /usr/bin/time -v -o "$WORK/import.time" \
-  "$BIN" --data-dir "$DATA" import "$CACHE" > "$WORK/import.txt" 2> "$WORK/import.err" \
-  || { echo "import failed"; tail -20 "$WORK/import.err"; exit 1; }
-IMPORT_ROW=$(time_row "$WORK/import.time")
-echo "import: $IMPORT_ROW"
-head -3 "$WORK/import.txt"
+# 2. Import (with the duplicate full pass each import's write runs).
+CHUNKS=()
+if ((IMPORT_CHUNK > 0 && MODELS > IMPORT_CHUNK)); then
+  rm -rf "$WORK/chunks"
+  mkdir -p "$WORK/chunks"
+  split -d -a 3 -l "$IMPORT_CHUNK" "$CACHE/models.jsonl" "$WORK/chunks/models-"
+  for part in "$WORK/chunks"/models-*; do
+    dir=$WORK/chunks/dataset-${part##*-}
+    mkdir -p "$dir"
+    for file in "$CACHE"/*; do
+      [[ $(basename "$file") == models.jsonl || $(basename "$file") == planted-pairs.jsonl ]] \
+        || ln -s "$file" "$dir/"
+    done
+    mv "$part" "$dir/models.jsonl"
+    CHUNKS+=("$dir")
+  done
+else
+  CHUNKS=("$CACHE")
+fi
+IMPORT_ROWS=()
+for dir in "${CHUNKS[@]}"; do
+  noise
+  name=import-$(basename "$dir")
+  guarded "$WORK/$name.time" "$IMPORT_LIMIT_SECS" \
+    "$BIN" --data-dir "$DATA" import "$dir" > "$WORK/$name.txt" 2> "$WORK/$name.err" \
+    || { echo "import of $dir failed"; tail -20 "$WORK/$name.err"; tail -5 "$WORK/$name.time"; exit 1; }
+  row="$(wc -l < "$dir/models.jsonl") | $(time_row "$WORK/$name.time")"
+  echo "import $(basename "$dir"): $row"
+  IMPORT_ROWS+=("$row")
+done
 
 # 3. The full pass alone.
-noise
-timeout "$REBUILD_LIMIT_SECS" /usr/bin/time -v -o "$WORK/rebuild.time" \
-  "$BIN" --data-dir "$DATA" duplicates --rebuild > "$WORK/rebuild.txt" 2> "$WORK/rebuild.err" \
-  || { echo "duplicates --rebuild failed"; tail -20 "$WORK/rebuild.err"; exit 1; }
-REBUILD_ROW=$(time_row "$WORK/rebuild.time")
-echo "duplicates --rebuild: $REBUILD_ROW"
-cat "$WORK/rebuild.txt"
+REBUILD_ROWS=()
+for run in $(seq "$REBUILDS"); do
+  noise
+  guarded "$WORK/rebuild-$run.time" "$REBUILD_LIMIT_SECS" \
+    "$BIN" --data-dir "$DATA" duplicates --rebuild > "$WORK/rebuild.txt" 2> "$WORK/rebuild.err" \
+    || { echo "duplicates --rebuild failed"; tail -20 "$WORK/rebuild.err"; tail -5 "$WORK/rebuild-$run.time"; exit 1; }
+  row=$(time_row "$WORK/rebuild-$run.time")
+  writes=$(awk -F': ' '/File system outputs/ { printf "%.0f MiB", $2 * 512 / 1048576 }' "$WORK/rebuild-$run.time")
+  echo "duplicates --rebuild ($run): $row; $writes written; $(cat "$WORK/rebuild.txt")"
+  REBUILD_ROWS+=("$row | $writes | $(cat "$WORK/rebuild.txt")")
+done
 
 # 4. Recall of the planted pairs.
 noise
-/usr/bin/time -v -o "$WORK/recall.time" "$BENCH" duplicates-recall --data-dir "$DATA" \
+guarded "$WORK/recall.time" "$REBUILD_LIMIT_SECS" "$BENCH" duplicates-recall --data-dir "$DATA" \
   --planted "$CACHE/planted-pairs.jsonl" --candidates "$WORK/candidates.txt" \
   --candidate-count "$MERGES" --json "$WORK/recall.json"
 RECALL_ROW=$(time_row "$WORK/recall.time")
@@ -207,8 +268,16 @@ done < "$WORK/candidates.txt"
 echo "server peak RSS: $(awk '/VmHWM/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$SERVER/status")"
 
 echo
-echo "| step | wall | cpu | cores | peak RSS |"
-echo "|---|---|---|---|---|"
-echo "| import $MODELS models (with the duplicate full pass) | $IMPORT_ROW |"
-echo "| duplicates --rebuild | $REBUILD_ROW |"
-echo "| duplicates-recall (open, pairs, groups, recall) | $RECALL_ROW |"
+echo "| step | models | wall | cpu | cores | peak RSS | written | result |"
+echo "|---|---|---|---|---|---|---|---|"
+n=0
+for row in "${IMPORT_ROWS[@]}"; do
+  n=$((n + 1))
+  echo "| import $n of ${#IMPORT_ROWS[@]} (with the duplicate pass) | $row | | |"
+done
+n=0
+for row in "${REBUILD_ROWS[@]}"; do
+  n=$((n + 1))
+  echo "| duplicates --rebuild ($n) | $MODELS | $row |"
+done
+echo "| duplicates-recall (open, pairs, groups, recall) | $MODELS | $RECALL_ROW | | |"

@@ -57,6 +57,7 @@ struct Recall {
 #[derive(Debug, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Report {
+    duplicates_generation: u64,
     pairs_scan_secs: f64,
     groups_secs: f64,
     pairs: usize,
@@ -87,6 +88,9 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
     let data = DataDir::new(&config.data_dir);
     let store = Store::open(&data.store(), 256 << 20)
         .with_context(|| format!("opening {}", data.store().display()))?;
+    // Bumped by every write that changed pairs; a full pass that finds what is stored should
+    // leave it as it is.
+    let generation = store.duplicates_generation()?.0;
     let started = Instant::now();
     let pairs = store.duplicate_pairs()?;
     let pairs_scan_secs = started.elapsed().as_secs_f64();
@@ -94,7 +98,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
     let groups = duplicates::groups(&store)?;
     let groups_secs = started.elapsed().as_secs_f64();
     eprintln!(
-        "duplicate_pairs(): {} pairs in {pairs_scan_secs:.2} s; groups(): {} groups in {groups_secs:.2} s",
+        "duplicate_pairs(): {} pairs in {pairs_scan_secs:.2} s; groups(): {} groups in {groups_secs:.2} s; duplicates generation {generation}",
         pairs.len(),
         groups.len()
     );
@@ -224,6 +228,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
         })
         .collect();
     let report = Report {
+        duplicates_generation: generation,
         pairs_scan_secs,
         groups_secs,
         pairs: pairs.len(),
@@ -269,8 +274,8 @@ fn print_report(report: &Report) {
         report.pairs, report.groups, report.pairs_scan_secs, report.groups_secs
     );
     println!();
-    println!("| planted signal / form | planted | paired | as planted | recall (pair, as planted) | same group | group kind | group size | other signal |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| planted signal / form | planted | models missing | paired | as planted | recall (pair, as planted) | same group | group kind | group size | other signal |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let rows = report
         .recall
         .iter()
@@ -278,8 +283,9 @@ fn print_report(report: &Report) {
         .chain(report.recall_by_form.iter().map(|(k, v)| (k.clone(), v)));
     for (name, r) in rows {
         println!(
-            "| {name} | {} | {} | {} | {:.2} % | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {:.2} % | {} | {} | {} | {} |",
             r.planted,
+            r.missing,
             r.paired,
             r.paired_as_planted,
             100.0 * r.paired_as_planted as f64 / r.planted.max(1) as f64,
