@@ -429,11 +429,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn rebuild_duplicates(app: &App) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let pairs = app.writer.run(duplicates::rebuild)?.value;
+    let took = started.elapsed();
     let groups = duplicates::groups(&app.store)?;
     println!(
-        "duplicates: {pairs} pairs in {} groups, found in {:.2?}",
-        groups.len(),
-        started.elapsed()
+        "duplicates: {pairs} pairs in {} groups, found in {took:.2?}",
+        groups.len()
     );
     Ok(())
 }

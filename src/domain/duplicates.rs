@@ -48,14 +48,15 @@ pub struct DuplicatePair {
 }
 
 impl DuplicatePair {
-    /// The pair of `x` and `y` in order.
+    /// The pair of `x` and `y` in order, its score in thousandths (as stored, so that a pair
+    /// found again compares equal to the stored one and is not rewritten).
     pub fn new(x: ModelId, y: ModelId, signal: DuplicateSignal, name_score: f64) -> Self {
         let (a, b) = if x < y { (x, y) } else { (y, x) };
         DuplicatePair {
             a,
             b,
             signal,
-            name_score,
+            name_score: (name_score.clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
         }
     }
 }

@@ -20,7 +20,7 @@ pub const MIN_BASE_LEN: usize = 4;
 /// The base of a reference, what its variants share (docs/decisions.md, "Duplicate finder"):
 /// a trailing dial or bracelet segment is dropped (`5711/1A-010` and `-011`,
 /// `310.30.42.50.01.001` and `.002`, `M79030N-0001`), then a trailing run of letters
-/// (`126610LN`, `126610LV`), then a maker's leading letters before the digits (`M126610LN`).
+/// (`126610LN`, `126610LV`), then a maker's one-letter prefix before the digits (`M126610LN`).
 /// Normalised like [`normalize_reference`]; `None` when fewer than [`MIN_BASE_LEN`]
 /// characters or no digit would be left.
 pub fn reference_base(reference: &str) -> Option<String> {
@@ -34,7 +34,16 @@ pub fn reference_base(reference: &str) -> Option<String> {
     };
     let joined = normalize_reference(&kept.concat());
     let without_letters = joined.trim_end_matches(|c: char| c.is_alphabetic());
-    let base = without_letters.trim_start_matches(|c: char| c.is_alphabetic());
+    // A maker's prefix is one letter (`M79030N`); longer leading letters are the reference's
+    // own (`XTP975J1`), and dropping them would pair every reference sharing its digits.
+    let mut chars = without_letters.chars();
+    let one_letter_prefix = chars.next().is_some_and(char::is_alphabetic)
+        && chars.next().is_some_and(|c| c.is_ascii_digit());
+    let base = if one_letter_prefix {
+        &without_letters[without_letters.chars().next().map_or(0, char::len_utf8)..]
+    } else {
+        without_letters
+    };
     let digits = base.chars().any(|c| c.is_ascii_digit());
     (digits && base.chars().count() >= MIN_BASE_LEN).then(|| base.to_owned())
 }
@@ -74,6 +83,8 @@ mod tests {
         // A two-segment reference keeps its second segment: 2254.50 is no variant of 2254.80.
         assert_ne!(reference_base("2254.50"), reference_base("2254.80"));
         assert_eq!(reference_base("SARB"), None, "no digit");
+        assert_eq!(reference_base("XTP975J1").as_deref(), Some("xtp975j1"));
+        assert_ne!(reference_base("XTP975J1"), reference_base("ABC975J1"));
         assert_eq!(reference_base("57-1"), None, "too short");
     }
 

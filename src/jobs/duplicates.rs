@@ -148,10 +148,10 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
     for pair in store.duplicate_pairs()? {
         let gone = match seen {
             Some((id, gone)) if id == pair.a => gone,
-            _ => store.model(pair.a)?.is_none(),
+            _ => !store.has_model(pair.a)?,
         };
         seen = Some((pair.a, gone));
-        if gone || store.model(pair.b)?.is_none() {
+        if gone || !store.has_model(pair.b)? {
             batch.replace_duplicate_pairs(pair.a, &[pair], &[]);
         }
     }

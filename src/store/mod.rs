@@ -404,6 +404,11 @@ impl Store {
         self.all(Keyspace::Model)
     }
 
+    /// True when a model has id `id`: a key lookup, nothing decoded.
+    pub fn has_model(&self, id: ModelId) -> StoreResult<bool> {
+        Ok(self.db.contains_key(Keyspace::Model.id_key(id.0))?)
+    }
+
     /// Every model's id, in id order: keys only, nothing decoded.
     pub fn model_ids(&self) -> StoreResult<Vec<ModelId>> {
         Ok(self
@@ -656,8 +661,8 @@ impl Store {
                 reason: "a duplicate pair is two ids, a signal and a score".into(),
             };
             let (first, second) = keys::pair_ids(&key).ok_or_else(corrupt)?;
-            let (signal, score) = write::decode_pair(&value).ok_or_else(corrupt)?;
             if keep(first, second) {
+                let (signal, score) = write::decode_pair(&value).ok_or_else(corrupt)?;
                 pairs.push(DuplicatePair::new(first, second, signal, score));
             }
         }

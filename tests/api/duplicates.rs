@@ -461,11 +461,25 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
     let (output, text) = run(&["import", dataset.path().to_str().expect("path")]);
     assert!(output.status.success(), "{text}");
     let before = crate::support::generation(data.path());
+    let pairs_changed = || {
+        let app = watch_catalogue::app::App::open(
+            &watch_catalogue::config::DataDir::new(data.path()),
+            16 << 20,
+        )
+        .expect("open");
+        app.store.duplicates_generation().expect("read")
+    };
+    let after_import = pairs_changed();
     for _ in 0..2 {
         let (output, text) = run(&["duplicates", "--rebuild"]);
         assert!(output.status.success(), "{text}");
         assert!(text.contains("duplicates: 6 pairs in 4 groups"), "{text}");
     }
+    assert_eq!(
+        pairs_changed(),
+        after_import,
+        "finding the same pairs again writes none"
+    );
     let (output, text) = run(&["reindex"]);
     assert!(
         output.status.success() && text.contains("duplicates: 6 pairs in 4 groups"),
