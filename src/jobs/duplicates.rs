@@ -208,17 +208,22 @@ pub fn groups(store: &Store) -> Result<Vec<Group>, StoreError> {
             *best = (pair.signal, pair.name_score);
         }
     }
+    // Reading the members is most of the work: on every core.
+    let components: Vec<(ModelId, Vec<ModelId>)> = members.into_iter().collect();
+    let read: Vec<Option<(DuplicateSignal, f64, Vec<Model>)>> = components
+        .par_iter()
+        .map(|(r, ids)| {
+            let mut models = store.models(ids)?;
+            models.sort_by_key(|m| (m.created_at, m.id));
+            Ok(edges
+                .get(r)
+                .filter(|_| models.len() >= 2)
+                .map(|&(kind, score)| (kind, score, models)))
+        })
+        .collect::<StoreResult<_>>()?;
     let mut brands = HashMap::new();
-    let mut out = Vec::with_capacity(members.len());
-    for (r, ids) in members {
-        let mut models = store.models(&ids)?;
-        if models.len() < 2 {
-            continue;
-        }
-        models.sort_by_key(|m| (m.created_at, m.id));
-        let Some(&(kind, name_score)) = edges.get(&r) else {
-            continue;
-        };
+    let mut out = Vec::with_capacity(read.len());
+    for (kind, name_score, models) in read.into_iter().flatten() {
         let brand = models[0].brand_id;
         let brand_name = match brands.get(&brand) {
             Some(name) => String::clone(name),

@@ -53,7 +53,7 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     assert!(output.status.success(), "{text}");
     assert!(
         text.contains(
-            "store migrated from schema version 2 to 5\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten\n  3 -> 4: the admin counts are kept with the records they count: 7 values rewritten\n  4 -> 5: model pictures and reference bases are keyed, and pictures stored before the image pipeline are queued for it: 67 values rewritten"
+            "store migrated from schema version 2 to 5\n  2 -> 3: every record value starts with its layout version byte: 53 values rewritten\n  3 -> 4: the admin counts are kept with the records they count: 7 values rewritten\n  4 -> 5: model pictures and reference bases are keyed, and pictures stored before the image pipeline are queued for it: 68 values rewritten"
         ),
         "{text}"
     );
