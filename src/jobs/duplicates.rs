@@ -106,12 +106,13 @@ pub fn refresh(turn: &WriteTurn<'_>, models: &[ModelId]) -> StoreResult<usize> {
 /// Models the full pass handles per derived commit: its memory stays bounded by a chunk.
 const REBUILD_CHUNK: usize = 20_000;
 
-/// The full pass: every model's pairs afresh, a chunk of models at a time on every core, each
-/// chunk's differences in one derived commit; then the pairs of models that are gone. Returns
-/// the number of pairs.
+/// The full pass: every model's reference-base keys written afresh, then every model's pairs, a
+/// chunk of models at a time on every core, each chunk's differences in one derived commit;
+/// then the pairs of models that are gone. Returns the number of pairs.
 pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     let store = turn.store();
     let ids = store.model_ids()?;
+    rekey_bases(turn, &ids)?;
     // indicatif draws nothing when stderr is not a terminal.
     let progress = indicatif::ProgressBar::new(ids.len() as u64);
     let mut pairs = 0;
@@ -138,6 +139,29 @@ pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     progress.finish_and_clear();
     forget_pairs_of_gone_models(turn)?;
     Ok(pairs)
+}
+
+/// Writes every model's reference-base keys afresh, so the pass pairs by today's base rule
+/// whatever rule wrote the keys it finds.
+fn rekey_bases(turn: &WriteTurn<'_>, ids: &[ModelId]) -> StoreResult<()> {
+    let store = turn.store();
+    for stale in store.model_base_keys()?.chunks(REBUILD_CHUNK * 5) {
+        let mut batch = turn.batch()?;
+        batch.remove_base_keys(stale.to_vec());
+        turn.commit_derived(batch)?;
+    }
+    for chunk in ids.chunks(REBUILD_CHUNK) {
+        let models: Vec<Option<Model>> = chunk
+            .par_iter()
+            .map(|&id| store.model(id))
+            .collect::<StoreResult<_>>()?;
+        let mut batch = turn.batch()?;
+        for model in models.iter().flatten() {
+            batch.put_base_keys(model);
+        }
+        turn.commit_derived(batch)?;
+    }
+    Ok(())
 }
 
 /// Removes the pairs of models no longer in the store (a store restored mid-merge).

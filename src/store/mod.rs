@@ -635,6 +635,15 @@ impl Store {
             .collect())
     }
 
+    /// Every reference-base key, as stored (a full pass writes them afresh).
+    pub fn model_base_keys(&self) -> StoreResult<Vec<Vec<u8>>> {
+        self.db
+            .scan_prefix(Keyspace::ModelBase.prefix())
+            .keys()
+            .map(|key| Ok(key?.to_vec()))
+            .collect()
+    }
+
     /// The finder's pairs of `model`.
     pub fn duplicate_pairs_of(&self, model: ModelId) -> StoreResult<Vec<DuplicatePair>> {
         self.pairs_under(keys::duplicate_pairs_of(model), |_, _| true)

@@ -367,6 +367,20 @@ impl WriteBatch<'_> {
         self.touches_duplicates |= old != new;
     }
 
+    /// Removes reference-base keys (`Store::model_base_keys`), before they are written afresh.
+    pub fn remove_base_keys(&mut self, stale: Vec<Vec<u8>>) {
+        for key in stale {
+            self.remove(key);
+        }
+    }
+
+    /// Writes `model`'s reference-base keys as today's rule makes them.
+    pub fn put_base_keys(&mut self, model: &Model) {
+        for (key, value) in model_base_keys(model) {
+            self.put(key, &value);
+        }
+    }
+
     pub fn dismiss_pair(&mut self, a: ModelId, b: ModelId) {
         self.put(keys::dismissed_pair(a, b), &[]);
         self.touches_duplicates = true;
@@ -478,6 +492,17 @@ fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
     ]
 }
 
+/// The duplicate finder's keys of `model`: brand + base + model, one per base of its references.
+fn model_base_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    bases
+        .into_iter()
+        .map(|base| (keys::model_base(model.brand_id, &base, model.id), Vec::new()))
+        .collect()
+}
+
 pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut out = vec![(
         keys::model_slug(model.brand_id, &model.slug),
@@ -500,15 +525,7 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
             ));
         }
     }
-    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
-    bases.sort_unstable();
-    bases.dedup();
-    for base in bases {
-        out.push((
-            keys::model_base(model.brand_id, &base, model.id),
-            Vec::new(),
-        ));
-    }
+    out.extend(model_base_keys(model));
     out
 }
 
