@@ -499,7 +499,12 @@ fn model_base_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     bases.dedup();
     bases
         .into_iter()
-        .map(|base| (keys::model_base(model.brand_id, &base, model.id), Vec::new()))
+        .map(|base| {
+            (
+                keys::model_base(model.brand_id, &base, model.id),
+                Vec::new(),
+            )
+        })
         .collect()
 }
 
