@@ -37,9 +37,12 @@ pub fn pairs_for(store: &Store, model: &Model) -> StoreResult<Vec<DuplicatePair>
             continue;
         }
         for other in store.model_ids_by_reference(model.brand_id, &reference)? {
-            let their_primary = others
-                .entry(other)
-                .or_insert(store.model(other)?)
+            // Read once per partner, however many references they share.
+            let found = match others.entry(other) {
+                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
+                std::collections::hash_map::Entry::Vacant(slot) => slot.insert(store.model(other)?),
+            };
+            let their_primary = found
                 .as_ref()
                 .map(|m| normalize_reference(&m.reference_number));
             let both_primary = reference == primary && their_primary.as_ref() == Some(&primary);

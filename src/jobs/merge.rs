@@ -87,29 +87,27 @@ pub fn merge(
     kept.updated_at = Timestamp::now();
 
     let mut batch = turn.batch()?;
+    let mut has_candidates = !store.candidates_of(keeper)?.is_empty();
     for duplicate in &merged {
         // Before the keeper's write: the keys of the pictures it takes over are its own after.
         batch.merge_model_away(duplicate, keeper);
         for candidate in store.candidates_of(duplicate.id)? {
+            has_candidates = true;
             batch.remove_candidate(&candidate);
             batch.put_candidate(&crate::domain::PictureCandidate {
                 model_id: keeper,
                 ..candidate
             });
         }
-        let others: Vec<ModelId> = store
-            .duplicate_pairs_of(duplicate.id)?
+        let pairs = store.duplicate_pairs_of(duplicate.id)?;
+        let others: Vec<ModelId> = pairs
             .iter()
             .map(|p| if p.a == duplicate.id { p.b } else { p.a })
             .collect();
         batch.forget_dismissed(duplicate.id, &others);
-        batch.replace_duplicate_pairs(duplicate.id, &store.duplicate_pairs_of(duplicate.id)?, &[]);
+        batch.replace_duplicate_pairs(duplicate.id, &pairs, &[]);
     }
     batch.put_model(Some(&original), &kept);
-    let has_candidates = !store.candidates_of(keeper)?.is_empty()
-        || merged
-            .iter()
-            .any(|m| store.candidates_of(m.id).is_ok_and(|c| !c.is_empty()));
     batch.put_picture_review(keeper, &review, has_candidates);
     let entry = audit_entry(
         store,

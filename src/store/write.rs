@@ -206,13 +206,16 @@ impl<'t> WriteBatch<'t> {
     /// A listing whose model or pictures changed changes what its models' listing candidates
     /// are made of: the image worker ranks them again.
     fn mark_candidates_stale(&mut self, old: Option<&Listing>, new: &Listing) {
-        let shown = |l: &Listing| {
-            (
-                l.model_id,
-                l.pictures.iter().map(|p| p.id).collect::<Vec<_>>(),
-            )
-        };
-        if old.map(shown) == Some(shown(new)) {
+        // On every listing an ingest writes: compared without allocating.
+        let unchanged = old.is_some_and(|old| {
+            old.model_id == new.model_id
+                && old
+                    .pictures
+                    .iter()
+                    .map(|p| p.id)
+                    .eq(new.pictures.iter().map(|p| p.id))
+        });
+        if unchanged {
             return;
         }
         let models = old.iter().copied().chain([new]);

@@ -2,7 +2,6 @@
 //! `serve` on an empty data dir, which imports the bundled fixtures before the port opens.
 
 use crate::support::{binary, generation, http_get, test_catalogue, ServeProcess};
-use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -14,13 +13,6 @@ pub fn run(command: &mut Command) -> (Output, String) {
         String::from_utf8_lossy(&output.stderr)
     );
     (output, text)
-}
-
-fn copy_dataset(to: &Path) {
-    for entry in std::fs::read_dir(test_catalogue()).expect("dataset") {
-        let entry = entry.expect("entry");
-        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
-    }
 }
 
 #[test]
@@ -70,7 +62,7 @@ fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
     ];
     for (file, line, expected) in cases {
         let dataset = tempfile::tempdir().expect("dataset");
-        copy_dataset(dataset.path());
+        crate::support::copy_test_catalogue(dataset.path());
         // A good new brand first, so a rejected import would have had something to write.
         let mut brands =
             std::fs::read_to_string(dataset.path().join("brands.jsonl")).expect("brands");
@@ -165,7 +157,7 @@ fn the_openapi_command_prints_the_document() {
 #[test]
 fn calibres_import_in_any_order_and_a_parent_cycle_is_refused() {
     let dataset = tempfile::tempdir().expect("dir");
-    copy_dataset(dataset.path());
+    crate::support::copy_test_catalogue(dataset.path());
     let calibres = dataset.path().join("calibers.jsonl");
     let lines = std::fs::read_to_string(&calibres).expect("calibres");
     let reversed: Vec<&str> = lines.lines().rev().collect();

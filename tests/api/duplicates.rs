@@ -3,7 +3,7 @@
 //! with every effect checked through the public API, 301s for a merged model's path, dismissal
 //! and a model joining a dismissed pair later, every 400 and 404 changing nothing.
 
-use crate::support::{test_catalogue, SessionClient, TestApp};
+use crate::support::{keys, test_catalogue_copy, SessionClient, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -21,11 +21,7 @@ const PLANTED: &str = r#"{"slug":"submariner-126610ln-twin","brand":"rolex","ser
 "#;
 
 fn planted_dataset() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("dataset");
-    for entry in std::fs::read_dir(test_catalogue()).expect("catalogue") {
-        let file = entry.expect("entry").path();
-        std::fs::copy(&file, dir.path().join(file.file_name().expect("name"))).expect("copy");
-    }
+    let dir = test_catalogue_copy();
     let models = dir.path().join("models.jsonl");
     let mut text = std::fs::read_to_string(&models).expect("models");
     text.push_str(PLANTED);
@@ -134,15 +130,8 @@ async fn groups_join_pairs_by_their_strongest_signal_in_order_and_filter() {
         json!({"sameReference": 2, "alternateOverlap": 1, "baseVariant": 1})
     );
     let model = &all["data"][0]["models"][0];
-    let mut keys: Vec<&str> = model
-        .as_object()
-        .expect("model")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
     assert_eq!(
-        keys,
+        keys(model),
         [
             "alternateReferences",
             "brandName",
@@ -180,6 +169,7 @@ async fn groups_join_pairs_by_their_strongest_signal_in_order_and_filter() {
         ("79030", 1),
         ("126610 ln", 1),
         ("seiko", 0),
+        ("---", 0),
     ] {
         let page = admin.ok(&format!("/v1/duplicate-models?q={q}")).await;
         assert_eq!(page["total"], expected, "q={q}: {page}");

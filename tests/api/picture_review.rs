@@ -4,30 +4,21 @@
 //! re-import, every 400 and 404 changing nothing, and the audit trail.
 
 use crate::pictures::{pass, source_server};
-use crate::support::{test_catalogue, SessionClient, TestApp};
+use crate::support::{feed, keys, test_catalogue_copy, SessionClient, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use watch_catalogue::domain::Role;
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest, DEFAULT_MAX_INVALID};
 
 const LV: &str = "/v1/models/rolex/submariner-date-126610lv";
 
 /// The test catalogue with `candidates` as its candidates.jsonl, in a directory of its own.
 fn dataset_with(candidates: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    copy_catalogue(dir.path());
+    let dir = test_catalogue_copy();
     std::fs::write(dir.path().join("candidates.jsonl"), candidates).expect("write");
     dir
-}
-
-fn copy_catalogue(to: &Path) {
-    for entry in std::fs::read_dir(test_catalogue()).expect("catalogue") {
-        let path = entry.expect("entry").path();
-        std::fs::copy(&path, to.join(path.file_name().expect("name"))).expect("copy");
-    }
 }
 
 /// Two candidates for the 126610LV (the PNG ranked first), one for the 16610.
@@ -108,15 +99,8 @@ async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_pict
     let queue = admin.ok("/v1/picture-review").await;
     assert_eq!(queue["total"], 2, "{queue}");
     let lv = &queue["data"][0];
-    let mut keys: Vec<&str> = lv
-        .as_object()
-        .expect("item")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
     assert_eq!(
-        keys,
+        keys(lv),
         [
             "brand",
             "candidates",
@@ -171,14 +155,10 @@ async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_pict
     );
     let (status, picture) = call(&admin, Method::POST, &select, None).await;
     assert_eq!(status, 200, "{picture}");
-    let mut keys: Vec<&str> = picture
-        .as_object()
-        .expect("record")
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    assert_eq!(keys, ["croppedUrl", "id", "protected", "type", "url"]);
+    assert_eq!(
+        keys(&picture),
+        ["croppedUrl", "id", "protected", "type", "url"]
+    );
     assert_eq!(
         (&picture["type"], &picture["croppedUrl"]),
         (&json!("FRONT"), &Value::Null)
@@ -423,19 +403,7 @@ async fn pictures_of_matched_listings_become_candidates_ranked_by_how_many_show_
         ("chrono24", vec![line("p1", "a.jpg"), line("p2", "c.jpg")]),
         ("ebay", vec![line("p3", "same-as-a.jpg")]),
     ] {
-        let snapshot = lines.join("\n");
-        app.app
-            .writer
-            .run(|turn| {
-                ingest(
-                    turn,
-                    provider,
-                    "test",
-                    snapshot.as_bytes(),
-                    DEFAULT_MAX_INVALID,
-                )
-            })
-            .expect("ingest");
+        feed(&app, provider, &lines.join("\n"));
     }
     pass(&app.app, &["127.0.0.1/32"]).await;
 

@@ -490,11 +490,7 @@ async fn pictures_fetch_runs_one_pass_on_a_stopped_data_dir() {
 
 /// The test catalogue with the 126610LV's FRONT picture at `path` inside the dataset.
 fn dataset_shipping(path: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("dataset");
-    for entry in std::fs::read_dir(crate::support::test_catalogue()).expect("catalogue") {
-        let file = entry.expect("entry").path();
-        std::fs::copy(&file, dir.path().join(file.file_name().expect("name"))).expect("copy");
-    }
+    let dir = crate::support::test_catalogue_copy();
     let models = std::fs::read_to_string(dir.path().join("models.jsonl")).expect("models");
     let shipped = models.replace(
         "https://cdn.watchcatalogue.example/models/rolex/126610lv/front.jpg",

@@ -4,11 +4,10 @@
 //! kept through re-ingests and re-matching, and the audit trail. The test feeds leave e7
 //! (Invicta), e8 (Omega 9999) and e11 (Rolex, no reference) unmatched; `CHRONO24` adds more.
 
-use crate::support::{SessionClient, TestApp};
+use crate::support::{feed, SessionClient, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 use watch_catalogue::domain::{Role, Slug};
-use watch_catalogue::jobs::ingest::{ingest, DEFAULT_MAX_INVALID};
 use watch_catalogue::jobs::matching::rematch_unmatched;
 
 /// A snapshot of the second provider: two more claims of Omega 9999 (one spelled `99-99`), an
@@ -27,22 +26,6 @@ async fn app() -> TestApp {
     let app = TestApp::build().user("ana", Role::Admin).start().await;
     feed(&app, "chrono24", CHRONO24);
     app
-}
-
-/// Ingests `snapshot` as the full stock of `provider`, as `watch-catalogue ingest` would.
-fn feed(app: &TestApp, provider: &str, snapshot: &str) {
-    app.app
-        .writer
-        .run(|turn| {
-            ingest(
-                turn,
-                provider,
-                "test",
-                snapshot.as_bytes(),
-                DEFAULT_MAX_INVALID,
-            )
-        })
-        .expect("ingest");
 }
 
 /// Our id of the listing `code` of `provider`.

@@ -9,7 +9,7 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds, DEFAULT_MAX_INVALID};
 use watch_catalogue::jobs::users::{self, Actor};
 
 pub fn test_catalogue() -> PathBuf {
@@ -228,6 +228,37 @@ pub fn assert_page(body: &Value, page: u64, page_size: u64, total: u64) -> usize
     assert_eq!(body["total"], total, "{body}");
     assert_eq!(body["totalPages"], total.div_ceil(page_size), "{body}");
     body["data"].as_array().expect("data").len()
+}
+
+/// Copies the test catalogue's files into `to`, for a test that edits its dataset.
+pub fn copy_test_catalogue(to: &Path) {
+    for entry in std::fs::read_dir(test_catalogue()).expect("catalogue") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+    }
+}
+
+/// A copy of the test catalogue in a directory of its own.
+pub fn test_catalogue_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dataset dir");
+    copy_test_catalogue(dir.path());
+    dir
+}
+
+/// Ingests `snapshot` as the full stock of `provider`, as `watch-catalogue ingest` would.
+pub fn feed(app: &TestApp, provider: &str, snapshot: &str) {
+    app.app
+        .writer
+        .run(|turn| {
+            ingest(
+                turn,
+                provider,
+                "test",
+                snapshot.as_bytes(),
+                DEFAULT_MAX_INVALID,
+            )
+        })
+        .expect("ingest");
 }
 
 /// The keys of a JSON object, sorted.

@@ -2,7 +2,7 @@
 //! twice (`GET /duplicate-models`), and the two writes that settle a group: merge its
 //! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`.
 
-use super::{actor, blocking, Caller};
+use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
@@ -13,7 +13,6 @@ use crate::app::App;
 use crate::domain::{normalize_reference, DuplicateSignal, ModelId};
 use crate::jobs::duplicates::Group;
 use crate::jobs::merge::{self, MergeError};
-use crate::jobs::writer::WriteError;
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
@@ -239,11 +238,11 @@ pub async fn merge(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let merged = app
-            .writer
-            .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &duplicates))
-            .map_err(write_error)?
-            .value;
+        let merged = write(
+            &app,
+            |turn| merge::merge(turn, &app.listings, &actor, keeper, &duplicates),
+            api_error,
+        )?;
         let model = app
             .store
             .model(merged.keeper)?
@@ -285,11 +284,11 @@ pub async fn dismiss(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let dismissed_pairs = app
-            .writer
-            .run(|turn| merge::dismiss(turn, &actor, &models))
-            .map_err(write_error)?
-            .value;
+        let dismissed_pairs = write(
+            &app,
+            |turn| merge::dismiss(turn, &actor, &models),
+            api_error,
+        )?;
         Ok(DismissView { dismissed_pairs })
     })
     .await
@@ -299,7 +298,11 @@ pub async fn dismiss(
 /// What `q` and `brand` keep.
 struct Filter {
     brand: Option<crate::domain::BrandId>,
-    /// Brands whose name or slug `q` is.
+    q: Option<TextFilter>,
+}
+
+/// `q`: brands whose name or slug it is, and the reference it may begin.
+struct TextFilter {
     named: Vec<crate::domain::BrandId>,
     reference: Option<String>,
 }
@@ -307,11 +310,7 @@ struct Filter {
 impl Filter {
     fn new(app: &App, brand: Option<crate::domain::BrandId>, q: Option<&str>) -> ApiResult<Filter> {
         let Some(q) = q else {
-            return Ok(Filter {
-                brand,
-                named: Vec::new(),
-                reference: None,
-            });
+            return Ok(Filter { brand, q: None });
         };
         let folded = q.trim().to_lowercase();
         let mut named = Vec::new();
@@ -324,24 +323,22 @@ impl Filter {
         let reference = Some(normalize_reference(q)).filter(|r| !r.is_empty());
         Ok(Filter {
             brand,
-            named,
-            reference,
+            q: Some(TextFilter { named, reference }),
         })
     }
 
+    /// A `q` that names no brand and holds no reference keeps nothing.
     fn keeps(&self, group: &Group) -> bool {
         if self.brand.is_some_and(|b| b != group.brand) {
             return false;
         }
-        match (&self.reference, self.named.is_empty()) {
-            (None, true) => true,
-            (reference, _) => {
-                self.named.contains(&group.brand)
-                    || reference
-                        .as_ref()
-                        .is_some_and(|r| group.references.iter().any(|g| g.starts_with(r.as_str())))
-            }
-        }
+        let Some(q) = &self.q else {
+            return true;
+        };
+        q.named.contains(&group.brand)
+            || q.reference
+                .as_ref()
+                .is_some_and(|r| group.references.iter().any(|g| g.starts_with(r.as_str())))
     }
 }
 
@@ -380,13 +377,6 @@ fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<Dupl
 fn model_id(id: &str) -> ApiResult<ModelId> {
     id.parse::<ModelId>()
         .map_err(|_| api_error(MergeError::UnknownModel(id.to_owned())))
-}
-
-fn write_error(error: WriteError<MergeError>) -> ApiError {
-    match error {
-        WriteError::Job(error) => api_error(error),
-        WriteError::Index(error) => internal(&error),
-    }
 }
 
 /// The API's answer to a refused merge or dismissal: 400 naming the field, 404 naming the id.

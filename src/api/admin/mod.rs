@@ -192,6 +192,23 @@ pub fn actor(caller: &Caller) -> ApiResult<Actor> {
         .ok_or(ApiError::Forbidden)
 }
 
+/// Runs a back-office write through the data dir's writer (call it on the blocking pool: it may
+/// wait for a running ingest's turn). A refusal is answered by `refused`; a failure to index
+/// what was committed is a logged 500.
+pub fn write<T, E: std::error::Error + 'static>(
+    app: &crate::app::App,
+    job: impl FnOnce(&crate::store::WriteTurn<'_>) -> Result<T, E>,
+    refused: impl FnOnce(E) -> ApiError,
+) -> ApiResult<T> {
+    app.writer
+        .run(job)
+        .map(|written| written.value)
+        .map_err(|error| match error {
+            crate::jobs::writer::WriteError::Job(error) => refused(error),
+            crate::jobs::writer::WriteError::Index(error) => internal(&error),
+        })
+}
+
 /// Runs `job` on tokio's blocking pool.
 pub async fn blocking<T: Send + 'static>(
     job: impl FnOnce() -> ApiResult<T> + Send + 'static,

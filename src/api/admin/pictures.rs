@@ -2,7 +2,7 @@
 //! on, and the writes that decide (select a candidate, keep the picture, set and protect the
 //! FRONT picture). Writes go through `jobs::picture_review`, one atomic write each.
 
-use super::{actor, blocking, Caller};
+use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{media_url, shown_picture};
 use crate::api::error::{internal, internal_because, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
@@ -17,7 +17,6 @@ use crate::domain::{
 };
 use crate::jobs::picture_review::{self, ReviewError, ReviewedPicture};
 use crate::jobs::users::Actor;
-use crate::jobs::writer::WriteError;
 use crate::media::fetch::{is_web_url, MAX_URL_LENGTH};
 use crate::store::WriteTurn;
 use axum::extract::State;
@@ -304,19 +303,10 @@ fn model_id(id: &str) -> ApiResult<ModelId> {
 async fn decide(
     app: AppState,
     caller: &Caller,
-    write: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
+    job: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
-    blocking(move || {
-        app.writer
-            .run(|turn| write(turn, &actor))
-            .map(|written| written.value)
-            .map_err(|error| match error {
-                WriteError::Job(error) => api_error(error),
-                WriteError::Index(error) => internal(&error),
-            })
-    })
-    .await
+    blocking(move || write(&app, |turn| job(turn, &actor), api_error)).await
 }
 
 /// The picture a write acted on, as it is now.

@@ -3,7 +3,7 @@
 //! group: link it to a model, create a model from it, or update a model for it.
 
 use super::candidates::{example_titles, nearest_models, Candidate};
-use super::{actor, blocking, Caller};
+use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::listings::{provider_id, MediaBase};
@@ -18,7 +18,6 @@ use crate::domain::{
 };
 use crate::jobs::reconcile::{self, Field, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
-use crate::jobs::writer::WriteError;
 use crate::store::WriteTurn;
 use axum::extract::State;
 use axum::{Extension, Json};
@@ -514,14 +513,7 @@ async fn reconcile_with(
 ) -> ApiResult<Json<ReconciledView>> {
     let actor = actor(caller)?;
     blocking(move || {
-        let reconciled = app
-            .writer
-            .run(|turn| job(turn, &app, &actor))
-            .map_err(|error| match error {
-                WriteError::Job(error) => api_error(error),
-                WriteError::Index(error) => internal(&error),
-            })?
-            .value;
+        let reconciled = write(&app, |turn| job(turn, &app, &actor), api_error)?;
         reconciled_view(&app, &reconciled, &media)
     })
     .await
