@@ -33,7 +33,7 @@ pub struct App {
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
     /// The duplicate groups and the generation of the pairs they were joined from.
-    duplicate_groups: Mutex<Option<(StoreGeneration, Arc<Vec<duplicates::Group>>)>>,
+    duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
 }
 
 impl App {
@@ -92,20 +92,28 @@ impl App {
         Ok((app, report))
     }
 
-    /// The duplicate finder's groups, joined again only after a write changed its pairs.
-    pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<duplicates::Group>>> {
-        let generation = self.store.duplicates_generation()?;
+    /// The duplicate finder's groups. After a write that changed pairs they are joined again
+    /// around the models it touched; all of them only on the first call, or after writes this
+    /// process did not see whole (a full pass).
+    pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<Arc<duplicates::Group>>>> {
         let mut cached = self
             .duplicate_groups
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((at, groups)) = cached.as_ref() {
+        let generation = self.store.duplicates_generation()?;
+        if let Some((at, grouping)) = cached.as_mut() {
             if *at == generation {
-                return Ok(groups.clone());
+                return Ok(grouping.groups());
+            }
+            if let Some(touched) = self.store.duplicates_touched_between(*at, generation) {
+                grouping.regroup(&self.store, &touched)?;
+                *at = generation;
+                return Ok(grouping.groups());
             }
         }
-        let groups = Arc::new(duplicates::groups(&self.store)?);
-        *cached = Some((generation, groups.clone()));
+        let grouping = duplicates::Grouping::of(&self.store)?;
+        let groups = grouping.groups();
+        *cached = Some((generation, grouping));
         Ok(groups)
     }
 

@@ -25,6 +25,16 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         // Its own task: a fetch or crop never holds up a request.
         tokio::spawn(run_forever(app.clone(), Arc::new(worker)));
     }
+    // Joining every duplicate group takes seconds at a million models: done now, in the
+    // background, rather than by the first admin to open the duplicate models.
+    tokio::task::spawn_blocking({
+        let app = app.clone();
+        move || {
+            if let Err(error) = app.duplicate_groups() {
+                tracing::warn!(%error, "joining the duplicate groups at start-up");
+            }
+        }
+    });
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("binding {}", config.addr))?;

@@ -212,7 +212,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
             .entry(size_bucket(group.models.len()))
             .or_default() += 1;
     }
-    let mut largest: Vec<&duplicates::Group> = groups.iter().collect();
+    let mut largest: Vec<&duplicates::Group> = groups.iter().map(|g| &**g).collect();
     largest.sort_by_key(|g| std::cmp::Reverse(g.models.len()));
     let largest_groups = largest
         .iter()

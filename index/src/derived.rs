@@ -12,8 +12,10 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 /// Indexing memory per writer thread; tantivy needs at least 15 MB.
 const WRITER_BYTES_PER_THREAD: usize = 128 << 20;
-/// Writer memory of an incremental update, which touches few documents.
-const UPDATE_WRITER_BYTES: usize = 64 << 20;
+/// Writer memory of an incremental update, which touches few documents, on one thread: each
+/// thread that receives a document makes a segment, and making one costs more than indexing a
+/// few documents (its arenas and the writers of every fast field).
+const UPDATE_WRITER_BYTES: usize = 32 << 20;
 
 /// A tantivy index and its reader.
 pub struct Derived {
@@ -93,7 +95,8 @@ impl Derived {
         changes: impl IntoIterator<Item = (Term, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
-        let writer: IndexWriter<TantivyDocument> = self.index.writer(UPDATE_WRITER_BYTES)?;
+        let writer: IndexWriter<TantivyDocument> =
+            self.index.writer_with_num_threads(1, UPDATE_WRITER_BYTES)?;
         for (key, doc) in changes {
             writer.delete_term(key);
             if let Some(doc) = doc {
@@ -104,11 +107,15 @@ impl Derived {
     }
 
     fn commit(&self, mut writer: IndexWriter<TantivyDocument>, generation: u64) -> IndexResult<()> {
+        let started = std::time::Instant::now();
         let mut prepared = writer.prepare_commit()?;
         prepared.set_payload(&generation.to_string());
+        let prepared_took = started.elapsed();
         prepared.commit()?;
+        let committed_took = started.elapsed();
         writer.wait_merging_threads()?;
         self.reader.reload()?;
+        tracing::debug!(?prepared_took, ?committed_took, took = ?started.elapsed(), "index committed");
         Ok(())
     }
 }

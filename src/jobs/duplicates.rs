@@ -7,9 +7,11 @@
 use crate::domain::{
     normalize_reference, reference_base, DuplicatePair, DuplicateSignal, Model, ModelId,
 };
-use crate::store::{Store, StoreError, StoreResult, WriteTurn};
+use crate::store::{Store, StoreResult, WriteTurn};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// Above this many touched models a write's refresh is a full pass instead.
 const REFRESH_AT_MOST: usize = 20_000;
@@ -144,15 +146,12 @@ pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     Ok(pairs)
 }
 
-/// Writes every model's reference-base keys afresh, so the pass pairs by today's base rule
-/// whatever rule wrote the keys it finds.
+/// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
+/// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the rest
+/// (all of them, on a store the rule did not change under) left alone.
 fn rekey_bases(turn: &WriteTurn<'_>, ids: &[ModelId]) -> StoreResult<()> {
     let store = turn.store();
-    for stale in store.model_base_keys()?.chunks(REBUILD_CHUNK * 5) {
-        let mut batch = turn.batch()?;
-        batch.remove_base_keys(stale.to_vec());
-        turn.commit_derived(batch)?;
-    }
+    let mut stored: HashSet<Vec<u8>> = store.model_base_keys()?.into_iter().collect();
     for chunk in ids.chunks(REBUILD_CHUNK) {
         let models: Vec<Option<Model>> = chunk
             .par_iter()
@@ -160,8 +159,14 @@ fn rekey_bases(turn: &WriteTurn<'_>, ids: &[ModelId]) -> StoreResult<()> {
             .collect::<StoreResult<_>>()?;
         let mut batch = turn.batch()?;
         for model in models.iter().flatten() {
-            batch.put_base_keys(model);
+            batch.put_missing_base_keys(model, &mut stored);
         }
+        turn.commit_derived(batch)?;
+    }
+    let stale: Vec<Vec<u8>> = stored.into_iter().collect();
+    for chunk in stale.chunks(REBUILD_CHUNK * 5) {
+        let mut batch = turn.batch()?;
+        batch.remove_base_keys(chunk.iter().cloned());
         turn.commit_derived(batch)?;
     }
     Ok(())
@@ -202,65 +207,68 @@ pub struct Group {
     pub reference: String,
 }
 
-/// Every group, in the order the API shows them: strongest signal first, then larger, then by
-/// brand name and reference.
-pub fn groups(store: &Store) -> Result<Vec<Group>, StoreError> {
-    let pairs = store.duplicate_pairs()?;
-    let mut parent: HashMap<ModelId, ModelId> = HashMap::new();
-    fn root(parent: &mut HashMap<ModelId, ModelId>, id: ModelId) -> ModelId {
-        let mut at = id;
-        while let Some(&up) = parent.get(&at).filter(|&&up| up != at) {
-            at = up;
+/// The strongest signal among some pairs, and the best name score among the pairs of it.
+type Strongest = (DuplicateSignal, f64);
+
+/// `best` with `pair` taken into account.
+fn stronger(best: Option<Strongest>, pair: &DuplicatePair) -> Strongest {
+    match best {
+        Some((signal, score))
+            if signal < pair.signal || (signal == pair.signal && score >= pair.name_score) =>
+        {
+            (signal, score)
         }
-        parent.insert(id, at);
-        at
+        _ => (pair.signal, pair.name_score),
     }
-    for pair in &pairs {
-        let (ra, rb) = (root(&mut parent, pair.a), root(&mut parent, pair.b));
-        if ra != rb {
-            parent.insert(ra.max(rb), ra.min(rb));
-        }
+}
+
+/// The order the API shows groups in: strongest signal first, then larger, then by brand name
+/// and reference; the oldest model's id, unique to a group, settles ties.
+fn display_order(a: &Group, b: &Group) -> std::cmp::Ordering {
+    fn key(g: &Group) -> (DuplicateSignal, Reverse<usize>, &str, &str, Option<ModelId>) {
+        (
+            g.kind,
+            Reverse(g.models.len()),
+            &g.brand_name,
+            &g.reference,
+            g.models.first().copied(),
+        )
     }
-    let mut members: BTreeMap<ModelId, Vec<ModelId>> = BTreeMap::new();
-    let ids: Vec<ModelId> = parent.keys().copied().collect();
-    for id in ids {
-        let r = root(&mut parent, id);
-        members.entry(r).or_default().push(id);
-    }
-    let mut edges: HashMap<ModelId, (DuplicateSignal, f64)> = HashMap::new();
-    for pair in &pairs {
-        let r = root(&mut parent, pair.a);
-        let best = edges.entry(r).or_insert((pair.signal, pair.name_score));
-        if pair.signal < best.0 || (pair.signal == best.0 && pair.name_score > best.1) {
-            *best = (pair.signal, pair.name_score);
-        }
-    }
-    // Reading the members is most of the work: on every core.
-    let components: Vec<(ModelId, Vec<ModelId>)> = members.into_iter().collect();
-    let read: Vec<Option<(DuplicateSignal, f64, Vec<Model>)>> = components
-        .par_iter()
-        .map(|(r, ids)| {
-            let mut models = store.models(ids)?;
-            models.sort_by_key(|m| (m.created_at, m.id));
-            Ok(edges
-                .get(r)
-                .filter(|_| models.len() >= 2)
-                .map(|&(kind, score)| (kind, score, models)))
-        })
-        .collect::<StoreResult<_>>()?;
-    let mut brands = HashMap::new();
-    let mut out = Vec::with_capacity(read.len());
-    for (kind, name_score, models) in read.into_iter().flatten() {
+    key(a).cmp(&key(b))
+}
+
+/// A component of pairs with its strongest pair: its models are read, oldest first, and made a
+/// group when at least two of them still exist.
+fn read_component(
+    store: &Store,
+    ids: &[ModelId],
+    (kind, name_score): Strongest,
+) -> StoreResult<Option<(DuplicateSignal, f64, Vec<Model>)>> {
+    let mut models = store.models(ids)?;
+    models.sort_by_key(|m| (m.created_at, m.id));
+    Ok((models.len() >= 2).then_some((kind, name_score, models)))
+}
+
+/// Brand names by id, each read once.
+#[derive(Default)]
+struct BrandNames(HashMap<crate::domain::BrandId, String>);
+
+impl BrandNames {
+    fn group(
+        &mut self,
+        store: &Store,
+        (kind, name_score, models): (DuplicateSignal, f64, Vec<Model>),
+    ) -> StoreResult<Group> {
         let brand = models[0].brand_id;
-        let brand_name = match brands.get(&brand) {
-            Some(name) => String::clone(name),
+        let brand_name = match self.0.get(&brand) {
+            Some(name) => name.clone(),
             None => {
                 let name = store.brand(brand)?.map(|b| b.name).unwrap_or_default();
-                brands.insert(brand, name.clone());
+                self.0.insert(brand, name.clone());
                 name
             }
         };
-        out.push(Group {
+        Ok(Group {
             kind,
             name_score,
             brand,
@@ -271,21 +279,169 @@ pub fn groups(store: &Store) -> Result<Vec<Group>, StoreError> {
             reference: models[0].reference_number.clone(),
             brand_name,
             models: models.iter().map(|m| m.id).collect(),
-        });
+        })
     }
-    out.sort_by(|a, b| {
-        (
-            a.kind,
-            std::cmp::Reverse(a.models.len()),
-            &a.brand_name,
-            &a.reference,
-        )
-            .cmp(&(
-                b.kind,
-                std::cmp::Reverse(b.models.len()),
-                &b.brand_name,
-                &b.reference,
-            ))
-    });
-    Ok(out)
+}
+
+/// Every group, in the order the API shows them: strongest signal first, then larger, then by
+/// brand name and reference.
+pub fn groups(store: &Store) -> StoreResult<Vec<Arc<Group>>> {
+    Ok(Grouping::of(store)?.groups.to_vec())
+}
+
+/// The groups in the order the API shows them, and each grouped model's group: what the
+/// server keeps between requests. After a write it is joined again around the models the write
+/// touched ([`Grouping::regroup`]), which gives the groups joining them all would.
+#[derive(Debug, Clone, Default)]
+pub struct Grouping {
+    groups: Arc<Vec<Arc<Group>>>,
+    group_of: HashMap<ModelId, Arc<Group>>,
+}
+
+impl Grouping {
+    /// Joins every stored pair into groups.
+    pub fn of(store: &Store) -> StoreResult<Grouping> {
+        let pairs = store.duplicate_pairs()?;
+        let mut parent: HashMap<ModelId, ModelId> = HashMap::new();
+        fn root(parent: &mut HashMap<ModelId, ModelId>, id: ModelId) -> ModelId {
+            let mut at = id;
+            while let Some(&up) = parent.get(&at).filter(|&&up| up != at) {
+                at = up;
+            }
+            parent.insert(id, at);
+            at
+        }
+        for pair in &pairs {
+            let (ra, rb) = (root(&mut parent, pair.a), root(&mut parent, pair.b));
+            if ra != rb {
+                parent.insert(ra.max(rb), ra.min(rb));
+            }
+        }
+        let mut members: BTreeMap<ModelId, Vec<ModelId>> = BTreeMap::new();
+        let ids: Vec<ModelId> = parent.keys().copied().collect();
+        for id in ids {
+            let r = root(&mut parent, id);
+            members.entry(r).or_default().push(id);
+        }
+        let mut best: HashMap<ModelId, Strongest> = HashMap::new();
+        for pair in &pairs {
+            let r = root(&mut parent, pair.a);
+            best.insert(r, stronger(best.get(&r).copied(), pair));
+        }
+        // Reading the members is most of the work: on every core.
+        let components: Vec<(ModelId, Vec<ModelId>)> = members.into_iter().collect();
+        let read: Vec<Option<(DuplicateSignal, f64, Vec<Model>)>> = components
+            .par_iter()
+            .map(|(r, ids)| match best.get(r) {
+                Some(&strongest) => read_component(store, ids, strongest),
+                None => Ok(None),
+            })
+            .collect::<StoreResult<_>>()?;
+        let mut brands = BrandNames::default();
+        let mut groups = read
+            .into_iter()
+            .flatten()
+            .map(|component| brands.group(store, component).map(Arc::new))
+            .collect::<StoreResult<Vec<_>>>()?;
+        groups.sort_by(|a, b| display_order(a, b));
+        let group_of = groups
+            .iter()
+            .flat_map(|g| g.models.iter().map(move |&id| (id, g.clone())))
+            .collect();
+        Ok(Grouping {
+            groups: Arc::new(groups),
+            group_of,
+        })
+    }
+
+    /// Every group, in the order the API shows them.
+    pub fn groups(&self) -> Arc<Vec<Arc<Group>>> {
+        self.groups.clone()
+    }
+
+    /// Joins the groups again around `touched`, the models whose pairs or dismissals changed
+    /// (both ends of every pair added or removed), as the store holds the pairs now. Only the
+    /// components of those models can have changed: a model of an old group that reached a
+    /// touched model through pairs still reaches it, or reaches an end of a removed pair.
+    pub fn regroup(&mut self, store: &Store, touched: &[ModelId]) -> StoreResult<()> {
+        let mut reached: HashSet<ModelId> = HashSet::new();
+        let mut brands = BrandNames::default();
+        let mut fresh = Vec::new();
+        for &start in touched {
+            if !reached.insert(start) {
+                continue;
+            }
+            let (ids, strongest) = component(store, start, &mut reached)?;
+            if let Some(strongest) = strongest {
+                if let Some(read) = read_component(store, &ids, strongest)? {
+                    fresh.push(Arc::new(brands.group(store, read)?));
+                }
+            }
+        }
+        let mut stale: Vec<Arc<Group>> = reached
+            .iter()
+            .filter_map(|id| self.group_of.get(id).cloned())
+            .collect();
+        stale.sort_by(|a, b| display_order(a, b));
+        stale.dedup_by(|a, b| Arc::ptr_eq(a, b));
+        for group in &stale {
+            for id in &group.models {
+                self.group_of.remove(id);
+            }
+        }
+        for group in &fresh {
+            self.group_of
+                .extend(group.models.iter().map(|&id| (id, group.clone())));
+        }
+        splice(Arc::make_mut(&mut self.groups), &stale, fresh);
+        Ok(())
+    }
+}
+
+/// Above this many groups in and out, [`splice`] filters and sorts instead of moving the list
+/// once per group.
+const SPLICE_ONE_BY_ONE_AT_MOST: usize = 64;
+
+/// Takes `stale` out of `groups` (in display order) and puts `fresh` in, in order.
+fn splice(groups: &mut Vec<Arc<Group>>, stale: &[Arc<Group>], mut fresh: Vec<Arc<Group>>) {
+    if stale.len() + fresh.len() <= SPLICE_ONE_BY_ONE_AT_MOST {
+        for group in stale {
+            if let Ok(at) = groups.binary_search_by(|g| display_order(g, group)) {
+                groups.remove(at);
+            }
+        }
+        for group in fresh {
+            let at = groups.partition_point(|g| display_order(g, &group).is_lt());
+            groups.insert(at, group);
+        }
+    } else {
+        let gone: HashSet<*const Group> = stale.iter().map(Arc::as_ptr).collect();
+        groups.retain(|g| !gone.contains(&Arc::as_ptr(g)));
+        groups.append(&mut fresh);
+        groups.sort_by(|a, b| display_order(a, b));
+    }
+}
+
+/// The models `start` reaches through stored pairs (marked in `reached`), and the strongest
+/// of those pairs; `None` when it has no pair.
+fn component(
+    store: &Store,
+    start: ModelId,
+    reached: &mut HashSet<ModelId>,
+) -> StoreResult<(Vec<ModelId>, Option<Strongest>)> {
+    let mut ids = Vec::new();
+    let mut strongest = None;
+    let mut queue = vec![start];
+    while let Some(id) = queue.pop() {
+        ids.push(id);
+        for pair in store.duplicate_pairs_of(id)? {
+            strongest = Some(stronger(strongest, &pair));
+            let other = if pair.a == id { pair.b } else { pair.a };
+            if reached.insert(other) {
+                queue.push(other);
+            }
+        }
+    }
+    ids.sort_unstable();
+    Ok((ids, strongest))
 }

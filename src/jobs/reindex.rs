@@ -215,9 +215,9 @@ pub fn index_listing_changes(
 /// Models a turn may change before the catalogue index is rebuilt rather than patched.
 const PATCH_MODELS_AT_MOST: usize = 10_000;
 
-/// Takes a turn's catalogue changes into the catalogue index: the documents of the models
-/// written or recounted, then of the brands and series whose model counts may have moved,
-/// when the index was current before the turn; else (a rename, a large import, a write between)
+/// Takes a turn's catalogue changes into the catalogue index in one commit: the documents of
+/// the models written or recounted, and of the brands and series whose model counts may have
+/// moved, when the index was current before the turn; else (a rename, a large import, a write between)
 /// a whole rebuild.
 pub fn index_catalogue_changes(
     store: &Store,
@@ -258,50 +258,44 @@ pub fn index_catalogue_changes(
             count,
         )));
     }
-    if changes.brands.is_empty() && changes.series.is_empty() {
-        index.update_and_remove(&docs, &removed, generation)?;
-        return Ok(ReindexReport {
-            documents: docs.len(),
-            generation,
-        });
-    }
-    // Model counts are read from the index once it holds the models, so the first commit
-    // keeps the old generation: a crash between the two leaves the index marked behind.
-    index.update_and_remove(&docs, &removed, generation_before.0)?;
-    let mut counted = count_documents(store, index, changes)?;
-    index.update(&counted, generation)?;
-    counted.append(&mut docs);
+    // Counted against the index before this commit: it still holds the turn's starting point.
+    docs.extend(count_documents(store, index, changes)?);
+    index.update_and_remove(&docs, &removed, generation)?;
     Ok(ReindexReport {
-        documents: counted.len(),
+        documents: docs.len(),
         generation,
     })
 }
 
-/// The brand and series documents of a turn's changes, with their model counts from `index`.
+/// The brand and series documents of a turn's changes, each with its model count: the count
+/// in `index` (as it was before the turn) plus the models the turn moved in or out.
 fn count_documents(
     store: &Store,
     index: &CatalogueIndex,
     changes: &Changes,
 ) -> Result<Vec<CatalogueDoc>, ReindexError> {
-    let models_in = |filters: Filters| -> Result<u64, ReindexError> {
-        Ok(index.count(DocKind::Model, &filters)? as u64)
+    let models_in = |filters: Filters, moved: Option<&i64>| -> Result<u64, ReindexError> {
+        let before = index.count(DocKind::Model, &filters)? as i64;
+        Ok((before + moved.copied().unwrap_or(0)).max(0) as u64)
     };
     let mut docs = Vec::new();
     for &id in &changes.brands {
         if let Some(brand) = store.brand(id)? {
-            let model_count = models_in(Filters {
+            let filters = Filters {
                 brand_id: Some(id.0),
                 ..Filters::default()
-            })?;
+            };
+            let model_count = models_in(filters, changes.brand_models.get(&id))?;
             docs.push(CatalogueDoc::Brand(brand_doc(&brand, model_count)));
         }
     }
     for &id in &changes.series {
         if let Some(series) = store.series(id)? {
-            let model_count = models_in(Filters {
+            let filters = Filters {
                 series_id: Some(id.0),
                 ..Filters::default()
-            })?;
+            };
+            let model_count = models_in(filters, changes.series_models.get(&id))?;
             docs.push(CatalogueDoc::Series(series_doc(&series, model_count)));
         }
     }

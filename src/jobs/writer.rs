@@ -85,12 +85,19 @@ impl Writer {
             .map_err(|error| WriteError::Index(error.into()))?;
         let started = Instant::now();
         let outcome = job(&turn);
+        let job_took = started.elapsed();
         if outcome.is_ok() {
             refresh_duplicates(&turn);
         }
         let write_took = started.elapsed();
         let indexed = self.index_changes(&turn.changes(), before);
         let index_took = started.elapsed() - write_took;
+        tracing::debug!(
+            ?job_took,
+            duplicates_took = ?(write_took - job_took),
+            ?index_took,
+            "write done"
+        );
         match (outcome, indexed) {
             (Ok(value), Ok(indexed)) => Ok(Written {
                 value,
@@ -139,19 +146,24 @@ impl Writer {
     }
 
     fn index_changes(&self, changes: &Changes, before: Before) -> Result<Indexed, ReindexError> {
+        let started = Instant::now();
+        let listings =
+            reindex::index_listing_changes(&self.store, &self.listings, changes, before.listings)?;
+        let listings_took = started.elapsed();
+        let catalogue = reindex::index_catalogue_changes(
+            &self.store,
+            &self.catalogue,
+            changes,
+            before.generation,
+        )?;
+        tracing::debug!(
+            ?listings_took,
+            catalogue_took = ?(started.elapsed() - listings_took),
+            "indexes updated"
+        );
         Ok(Indexed {
-            listings: reindex::index_listing_changes(
-                &self.store,
-                &self.listings,
-                changes,
-                before.listings,
-            )?,
-            catalogue: reindex::index_catalogue_changes(
-                &self.store,
-                &self.catalogue,
-                changes,
-                before.generation,
-            )?,
+            listings,
+            catalogue,
         })
     }
 }
@@ -172,7 +184,7 @@ mod tests {
     use super::*;
     use crate::domain::Slug;
     use crate::jobs::import::{import, DatasetSource, ImportError};
-    use catalogue_index::{DocKind, Filters};
+    use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
     use std::io::BufRead;
 
     /// A dataset held in memory: file name and text.
@@ -315,5 +327,89 @@ mod tests {
         let good = model("fine", "1");
         writer.run(|turn| import(turn, &good)).expect("import");
         assert_eq!(models_of_rolex(&writer), 1);
+    }
+
+    /// Brands, then series, by model count as `index` holds the counts (ties by id).
+    fn by_model_count(index: &CatalogueIndex) -> Vec<Vec<u64>> {
+        [DocKind::Brand, DocKind::Series]
+            .into_iter()
+            .map(|kind| {
+                let mut request = SearchRequest::filtered(kind, Filters::default());
+                request.sort = SortOrder::ModelsDesc;
+                index.search(&request).expect("search").ids
+            })
+            .collect()
+    }
+
+    fn assert_counts_as_rebuilt(writer: &Writer, step: &str) {
+        let fresh = CatalogueIndex::in_memory().expect("index");
+        reindex::rebuild(&writer.store, &fresh).expect("rebuild");
+        assert_eq!(
+            by_model_count(&writer.catalogue),
+            by_model_count(&fresh),
+            "{step}"
+        );
+    }
+
+    #[test]
+    fn patched_brand_and_series_counts_are_what_a_rebuild_counts() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer(dir.path());
+        let others = Lines(vec![
+            (
+                "brands.jsonl",
+                "{\"slug\":\"tudor\",\"name\":\"Tudor\"}\n{\"slug\":\"omega\",\"name\":\"Omega\"}".into(),
+            ),
+            (
+                "series.jsonl",
+                "{\"slug\":\"bb\",\"brand\":\"tudor\",\"name\":\"BB\"}\n{\"slug\":\"sm\",\"brand\":\"omega\",\"name\":\"SM\"}".into(),
+            ),
+        ]);
+        writer.run(|turn| import(turn, &others)).expect("brands");
+        let line = |slug: &str, brand: &str, series: &str| {
+            format!(
+                r#"{{"slug":"{slug}","brand":"{brand}","series":"{series}","name":"{slug}","referenceNumber":"R-{slug}"}}"#
+            )
+        };
+        let models = [
+            ("t1", "tudor", "bb"),
+            ("t2", "tudor", "bb"),
+            ("t3", "tudor", "bb"),
+            ("o1", "omega", "sm"),
+            ("r1", "rolex", "submariner"),
+            ("r2", "rolex", "submariner"),
+        ];
+        for (slug, brand, series) in models {
+            let one = Lines(vec![("models.jsonl", line(slug, brand, series))]);
+            writer.run(|turn| import(turn, &one)).expect("model");
+            assert_counts_as_rebuilt(&writer, slug);
+        }
+        let id = |slug: &str| -> ModelId {
+            let brand = writer
+                .store
+                .brand_by_slug(&Slug::parse("tudor").expect("slug"))
+                .expect("read")
+                .expect("brand");
+            writer
+                .store
+                .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
+                .expect("read")
+                .expect("model")
+                .id
+        };
+        let (keeper, merged) = (id("t1"), [id("t2"), id("t3")]);
+        writer
+            .run(|turn| {
+                crate::jobs::merge::merge(
+                    turn,
+                    &writer.listings,
+                    &crate::jobs::users::Actor::Cli,
+                    keeper,
+                    &merged,
+                )
+            })
+            .expect("merge");
+        // Tudor went from three models to one: below Rolex's two now.
+        assert_counts_as_rebuilt(&writer, "merge");
     }
 }

@@ -5,6 +5,7 @@
 mod codec;
 mod keys;
 pub mod migrate;
+mod touch_log;
 mod turn;
 mod write;
 
@@ -63,6 +64,8 @@ pub struct Store {
     db: sled::Db,
     /// The write turn every clone shares: see [`WriteTurn`].
     writes: Arc<Mutex<()>>,
+    /// The models each recent write of duplicate pairs touched, for regrouping around them.
+    duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
 }
 
 impl Store {
@@ -91,6 +94,7 @@ impl Store {
         let store = Store {
             db,
             writes: Arc::new(Mutex::new(())),
+            duplicates_touched: Arc::default(),
         };
         Ok((store, report))
     }
@@ -116,6 +120,23 @@ impl Store {
         Ok(StoreGeneration(
             self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0),
         ))
+    }
+
+    /// Every model whose duplicate pairs or dismissals the writes after duplicates generation
+    /// `after` up to `upto` changed, sorted; `None` when this process did not see them all.
+    pub fn duplicates_touched_between(
+        &self,
+        after: StoreGeneration,
+        upto: StoreGeneration,
+    ) -> Option<Vec<ModelId>> {
+        self.touch_log().touched_between(after.0, upto.0)
+    }
+
+    fn touch_log(&self) -> std::sync::MutexGuard<'_, touch_log::TouchLog> {
+        // A panic while noting ids leaves at worst a few ids too many: still usable.
+        self.duplicates_touched
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// True when no brand has been written yet.
@@ -157,16 +178,23 @@ impl Store {
         if batch.touches_listings() {
             operations.push((MetaKey::ListingsGeneration.key(), bump));
         }
-        if batch.touches_duplicates() {
-            // A counter of its own: derived writes change pairs without a generation bump.
+        // A counter of its own (derived writes change pairs without a generation bump), moved
+        // last: a write applied in several sled batches shows its new count only once all of
+        // its pairs are in, so groups joined at that count hold them.
+        let duplicates_bump = if batch.touches_duplicates() {
             let next = self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0) + 1;
-            operations.push((
+            self.touch_log()
+                .record(next, batch.duplicates_touched().iter().copied());
+            Some((
                 MetaKey::DuplicatesGeneration.key(),
                 Some(encode_u64(next).to_vec()),
-            ));
-        }
+            ))
+        } else {
+            None
+        };
         let (written, changes) = batch.into_operations()?;
         operations.extend(written);
+        operations.extend(duplicates_bump);
         let mut operations = operations.into_iter().peekable();
         while operations.peek().is_some() {
             let mut sled_batch = sled::Batch::default();

@@ -6,7 +6,7 @@
 use super::write::WriteBatch;
 use super::{Store, StoreGeneration, StoreResult};
 use crate::domain::{BrandId, ListingId, ModelId, SeriesId};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 /// The right to write, held from the first read a write depends on to the last index update.
@@ -31,6 +31,10 @@ pub struct Changes {
     /// Brands and series written, or whose number of models may have moved.
     pub brands: BTreeSet<BrandId>,
     pub series: BTreeSet<SeriesId>,
+    /// How many models each brand and series gained in the turn (negative: lost), so their
+    /// counts are the index's before the turn plus these, without a commit in between.
+    pub brand_models: BTreeMap<BrandId, i64>,
+    pub series_models: BTreeMap<SeriesId, i64>,
     /// A brand or series renamed (its models' documents carry its names): the catalogue index
     /// is rebuilt rather than patched.
     pub renamed: bool,
@@ -55,6 +59,10 @@ impl Changes {
         self.recounted.extend(batch.recounted);
         self.brands.extend(batch.brands);
         self.series.extend(batch.series);
+        for (brand, series, moved) in batch.model_moves {
+            *self.brand_models.entry(brand).or_default() += moved;
+            *self.series_models.entry(series).or_default() += moved;
+        }
         self.renamed |= batch.renamed;
         self.rates |= batch.rates;
     }
@@ -68,6 +76,8 @@ pub(super) struct BatchChanges {
     pub recounted: Vec<ModelId>,
     pub brands: Vec<BrandId>,
     pub series: Vec<SeriesId>,
+    /// A model into (+1) or out of (-1) a brand and series.
+    pub model_moves: Vec<(BrandId, SeriesId, i64)>,
     pub renamed: bool,
     pub rates: bool,
 }

@@ -12,7 +12,7 @@ use crate::domain::{
     PictureRecord, PictureReview, Provider, ReviewStatus, Series, Session, TokenHash, User,
     Username,
 };
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::marker::PhantomData;
 
 /// A key written with its value, or removed (`None`).
@@ -29,8 +29,8 @@ pub struct WriteBatch<'t> {
     next_ids: HashMap<Keyspace, u64>,
     /// True when the write changes what the listings index holds.
     touches_listings: bool,
-    /// True when the write changes the duplicate finder's pairs or dismissals.
-    touches_duplicates: bool,
+    /// The models whose duplicate pairs or dismissals the write changes (both ends of a pair).
+    duplicates_touched: BTreeSet<ModelId>,
     changes: BatchChanges,
     /// How each admin count moves with this write, applied to the stored counts at commit.
     counts: HashMap<Counted, i64>,
@@ -49,7 +49,7 @@ impl<'t> WriteBatch<'t> {
             operations: 0,
             next_ids: HashMap::new(),
             touches_listings: false,
-            touches_duplicates: false,
+            duplicates_touched: BTreeSet::new(),
             changes: BatchChanges::default(),
             counts: HashMap::new(),
             stale_candidates: HashSet::new(),
@@ -69,7 +69,12 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub(super) fn touches_duplicates(&self) -> bool {
-        self.touches_duplicates
+        !self.duplicates_touched.is_empty()
+    }
+
+    /// The models whose duplicate pairs or dismissals the write changes.
+    pub(super) fn duplicates_touched(&self) -> &BTreeSet<ModelId> {
+        &self.duplicates_touched
     }
 
     /// The writes in order, after the id counters they moved (a write applied in several
@@ -186,6 +191,10 @@ impl<'t> WriteBatch<'t> {
             changes.brands.push(model.brand_id);
             changes.series.push(model.series_id);
         }
+        if let Some(old) = old {
+            changes.model_moves.push((old.brand_id, old.series_id, -1));
+        }
+        changes.model_moves.push((new.brand_id, new.series_id, 1));
         self.reindex_keys(old.map(model_keys).unwrap_or_default(), model_keys(new));
         self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
     }
@@ -358,6 +367,7 @@ impl WriteBatch<'_> {
             if !new.iter().any(|n| other(n) == other(pair)) {
                 self.remove(keys::duplicate_pair(model, other(pair)));
                 self.remove(keys::duplicate_pair(other(pair), model));
+                self.duplicates_touched.extend([model, other(pair)]);
             }
         }
         for pair in new {
@@ -365,28 +375,32 @@ impl WriteBatch<'_> {
                 let value = encode_pair(pair);
                 self.put(keys::duplicate_pair(model, other(pair)), &value);
                 self.put(keys::duplicate_pair(other(pair), model), &value);
+                self.duplicates_touched.extend([model, other(pair)]);
             }
         }
-        self.touches_duplicates |= old != new;
     }
 
-    /// Removes reference-base keys (`Store::model_base_keys`), before they are written afresh.
-    pub fn remove_base_keys(&mut self, stale: Vec<Vec<u8>>) {
+    /// Removes reference-base keys (`Store::model_base_keys`) no model has any more.
+    pub fn remove_base_keys(&mut self, stale: impl IntoIterator<Item = Vec<u8>>) {
         for key in stale {
             self.remove(key);
         }
     }
 
-    /// Writes `model`'s reference-base keys as today's rule makes them.
-    pub fn put_base_keys(&mut self, model: &Model) {
+    /// Writes those of `model`'s reference-base keys, as today's rule makes them, that are not
+    /// in `stored`, and takes the others out of `stored`: what is left there in the end is
+    /// stale.
+    pub fn put_missing_base_keys(&mut self, model: &Model, stored: &mut HashSet<Vec<u8>>) {
         for (key, value) in model_base_keys(model) {
-            self.put(key, &value);
+            if !stored.remove(&key) {
+                self.put(key, &value);
+            }
         }
     }
 
     pub fn dismiss_pair(&mut self, a: ModelId, b: ModelId) {
         self.put(keys::dismissed_pair(a, b), &[]);
-        self.touches_duplicates = true;
+        self.duplicates_touched.extend([a, b]);
     }
 
     /// Forgets dismissals naming `model` (merged away): its id is never used again.
@@ -394,7 +408,8 @@ impl WriteBatch<'_> {
         for other in others {
             self.remove(keys::dismissed_pair(model, *other));
         }
-        self.touches_duplicates = true;
+        self.duplicates_touched.insert(model);
+        self.duplicates_touched.extend(others);
     }
 
     /// Deletes `old`, merged into `keeper`: its record and keys go, its slug and id redirect.
@@ -403,6 +418,9 @@ impl WriteBatch<'_> {
         self.changes.models.push(old.id);
         self.changes.brands.push(old.brand_id);
         self.changes.series.push(old.series_id);
+        self.changes
+            .model_moves
+            .push((old.brand_id, old.series_id, -1));
         self.reindex_keys(model_keys(old), Vec::new());
         self.remove(Keyspace::Model.id_key(old.id.0));
         self.remove(keys::model_listing_count(old.id));
@@ -413,7 +431,7 @@ impl WriteBatch<'_> {
             &id_value(keeper.0),
         );
         self.put(Keyspace::MergedId.id_key(old.id.0), &id_value(keeper.0));
-        self.touches_duplicates = true;
+        self.duplicates_touched.extend([old.id, keeper]);
     }
 }
 

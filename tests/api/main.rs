@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod cli;
 mod contract;
+mod duplicate_finder;
 mod duplicates;
 mod fuzz;
 mod ingest;

@@ -183,7 +183,11 @@ pub async fn groups(
             .map(|b| b.id);
         let filter = Filter::new(&app, brand, text.as_deref())?;
         let all = app.duplicate_groups()?;
-        let matching: Vec<&Group> = all.iter().filter(|g| filter.keeps(g)).collect();
+        let matching: Vec<&Group> = all
+            .iter()
+            .map(|g| &**g)
+            .filter(|g| filter.keeps(g))
+            .collect();
         let mut summary = KindSummary::default();
         for group in &matching {
             *match group.kind {

@@ -1,0 +1,204 @@
+//! The duplicate finder below the API: the groups the server keeps between requests, joined
+//! again after each write only around the models it touched, against the groups joined from
+//! every stored pair (equal after each of a long run of random merges, dismissals, reference
+//! edits and new models); and the full pass mending reference-base keys of another rule.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::Path;
+use watch_catalogue::app::App;
+use watch_catalogue::config::DataDir;
+use watch_catalogue::domain::{Model, ModelId};
+use watch_catalogue::jobs::duplicates;
+use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::merge;
+use watch_catalogue::jobs::users::Actor;
+
+/// A small deterministic generator: the run is the same on every machine.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+/// A reference from a small pool, so that many models share one, an alternate or a base.
+fn reference(rng: &mut Lcg) -> String {
+    let base = 1000 + rng.below(50);
+    match rng.below(4) {
+        0 => format!("{base}"),
+        1 => format!("{base}LN"),
+        2 => format!("{base}-00{}", rng.below(3)),
+        _ => format!("M{base}"),
+    }
+}
+
+fn model_line(rng: &mut Lcg, at: usize) -> String {
+    let brand = ["rolex", "tudor"][at % 2];
+    // Few alternates: each may bridge two groups.
+    let alternates = match rng.below(5) {
+        0 => format!(r#""{}""#, reference(rng)),
+        _ => String::new(),
+    };
+    format!(
+        r#"{{"slug":"m-{at}","brand":"{brand}","series":"{brand}-line","name":"Model {}","referenceNumber":"{}","alternateReferences":[{alternates}]}}"#,
+        rng.below(5),
+        reference(rng),
+    )
+}
+
+fn write_dataset(dir: &Path, models: &str) {
+    let brands = r#"{"slug":"rolex","name":"Rolex"}
+{"slug":"tudor","name":"Tudor"}"#;
+    let series = r#"{"slug":"rolex-line","brand":"rolex","name":"Line"}
+{"slug":"tudor-line","brand":"tudor","name":"Line"}"#;
+    std::fs::write(dir.join("brands.jsonl"), brands).expect("brands");
+    std::fs::write(dir.join("series.jsonl"), series).expect("series");
+    std::fs::write(dir.join("models.jsonl"), models).expect("models");
+}
+
+fn import_models(app: &App, dir: &Path, models: &str) {
+    write_dataset(dir, models);
+    let source = DirectorySource(dir.to_owned());
+    app.writer
+        .run(|turn| import(turn, &source))
+        .expect("import");
+}
+
+#[test]
+fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
+    let data = tempfile::tempdir().expect("data dir");
+    let dataset = tempfile::tempdir().expect("dataset");
+    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let mut rng = Lcg(7);
+    let mut models = String::new();
+    let mut next = 0;
+    for _ in 0..80 {
+        writeln!(models, "{}", model_line(&mut rng, next)).expect("line");
+        next += 1;
+    }
+    import_models(&app, dataset.path(), &models);
+    let mut kept = app.duplicate_groups().expect("groups");
+    assert!(kept.len() > 5, "the pool makes groups: {}", kept.len());
+    let actor = Actor::Cli;
+    let mut regrouped = 0;
+    for step in 0..60 {
+        let before = app.store.duplicates_generation().expect("generation");
+        let group = kept[rng.below(kept.len())].clone();
+        match rng.below(4) {
+            0 => {
+                let (keeper, duplicate) = (group.models[0], group.models[1]);
+                app.writer
+                    .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
+                    .expect("merge");
+            }
+            1 => {
+                let ids: Vec<ModelId> = group.models.iter().take(3).copied().collect();
+                app.writer
+                    .run(|turn| merge::dismiss(turn, &actor, &ids))
+                    .expect("dismiss");
+            }
+            _ => {
+                // A new model, or a grouped one edited: its slug again, other references.
+                let at = if rng.below(2) == 0 {
+                    next += 1;
+                    next - 1
+                } else {
+                    let id = group.models[rng.below(group.models.len())];
+                    let model = app.store.model(id).expect("read").expect("model");
+                    model.slug.to_string()[2..].parse().expect("m-N")
+                };
+                import_models(&app, dataset.path(), &model_line(&mut rng, at));
+            }
+        }
+        let after = app.store.duplicates_generation().expect("generation");
+        if after != before {
+            assert!(
+                app.store
+                    .duplicates_touched_between(before, after)
+                    .is_some(),
+                "step {step}: the write's touched models are known"
+            );
+            regrouped += 1;
+        }
+        kept = app.duplicate_groups().expect("groups");
+        let joined = duplicates::groups(&app.store).expect("all groups");
+        assert_eq!(*kept, joined, "step {step}");
+        if kept.is_empty() {
+            break;
+        }
+    }
+    assert!(regrouped > 30, "most steps changed pairs: {regrouped}");
+}
+
+#[test]
+fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
+    let data = tempfile::tempdir().expect("data dir");
+    let dataset = tempfile::tempdir().expect("dataset");
+    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let line = |slug: &str, reference: &str| {
+        format!(
+            r#"{{"slug":"{slug}","brand":"rolex","series":"rolex-line","name":"Sub","referenceNumber":"{reference}"}}"#
+        )
+    };
+    import_models(&app, dataset.path(), &line("m-0", "1000LN"));
+    let first: HashSet<Vec<u8>> = app
+        .store
+        .model_base_keys()
+        .expect("keys")
+        .into_iter()
+        .collect();
+    import_models(&app, dataset.path(), &line("m-1", "1000"));
+    let today: HashSet<Vec<u8>> = app
+        .store
+        .model_base_keys()
+        .expect("keys")
+        .into_iter()
+        .collect();
+    let m0 = app.store.model(ModelId(1)).expect("read").expect("m-0");
+    assert_eq!(m0.slug.to_string(), "m-0");
+    assert!(!app
+        .store
+        .duplicate_pairs_of(m0.id)
+        .expect("pairs")
+        .is_empty());
+
+    // Keys as another rule would have written them: m-0 keyed under a base it does not have.
+    {
+        let turn = app.store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.remove_base_keys(first.iter().cloned());
+        let elsewhere = Model {
+            reference_number: "77770LN".into(),
+            ..m0.clone()
+        };
+        batch.put_missing_base_keys(&elsewhere, &mut HashSet::new());
+        turn.commit_derived(batch).expect("commit");
+    }
+    let skewed: HashSet<Vec<u8>> = app
+        .store
+        .model_base_keys()
+        .expect("keys")
+        .into_iter()
+        .collect();
+    assert_ne!(skewed, today);
+
+    app.writer.run(duplicates::rebuild).expect("full pass");
+    let after: HashSet<Vec<u8>> = app
+        .store
+        .model_base_keys()
+        .expect("keys")
+        .into_iter()
+        .collect();
+    assert_eq!(after, today, "missing keys written, the stale one removed");
+    assert!(!app
+        .store
+        .duplicate_pairs_of(m0.id)
+        .expect("pairs")
+        .is_empty());
+}
