@@ -14,7 +14,8 @@
 # machine's other work is not OOM-killed instead), CACHE (where the generated dataset is kept
 # between runs; default /tmp/catalogue-bench-dup-MODELS-SEED-BASE_VARIANTS-ALTERNATE_OVERLAPS;
 # delete it after changing the generator), KEEP_DATA (a path: the data dir, merges done, is
-# moved there at the end, e.g. for perf; default: removed).
+# moved there at the end, e.g. for perf; default: removed), FROM_DATA (a data dir a run kept:
+# copied and used instead of importing, so steps 3-5 run alone).
 #
 # 1. `catalogue-bench generate --base-variants --alternate-overlaps` into CACHE, once: the
 #    dataset and planted-pairs.jsonl (original, planted model, expected signal).
@@ -50,6 +51,7 @@ MERGES=${MERGES:-5}
 MEM_LIMIT_MIB=${MEM_LIMIT_MIB:-18000}
 CACHE=${CACHE:-/tmp/catalogue-bench-dup-$MODELS-$SEED-$BASE_VARIANTS-$ALTERNATE_OVERLAPS}
 KEEP_DATA=${KEEP_DATA:-}
+FROM_DATA=${FROM_DATA:-}
 # Upper bounds, so a stuck step ends the run instead of hanging it.
 IMPORT_LIMIT_SECS=${IMPORT_LIMIT_SECS:-1800}
 REBUILD_LIMIT_SECS=${REBUILD_LIMIT_SECS:-1200}
@@ -149,7 +151,10 @@ echo "planted pairs: $(jq -r .signal "$CACHE/planted-pairs.jsonl" | sort | uniq 
 
 # 2. Import (with the duplicate full pass each import's write runs).
 CHUNKS=()
-if ((IMPORT_CHUNK > 0 && MODELS > IMPORT_CHUNK)); then
+if [[ -n $FROM_DATA ]]; then
+  echo "copying $FROM_DATA instead of importing"
+  cp -r "$FROM_DATA" "$DATA"
+elif ((IMPORT_CHUNK > 0 && MODELS > IMPORT_CHUNK)); then
   rm -rf "$WORK/chunks"
   mkdir -p "$WORK/chunks"
   split -d -a 3 -l "$IMPORT_CHUNK" "$CACHE/models.jsonl" "$WORK/chunks/models-"
@@ -200,11 +205,13 @@ RECALL_ROW=$(time_row "$WORK/recall.time")
 echo "duplicates-recall (store open, pairs, groups, recall): $RECALL_ROW"
 
 # 5. Serve, read, merge.
-printf 'pw-long-enough-123\n' | "$BIN" --data-dir "$DATA" user add ana --role admin > /dev/null
+printf 'pw-long-enough-123\n' | "$BIN" --data-dir "$DATA" user add ana --role admin > /dev/null 2>&1 \
+  || printf 'pw-long-enough-123\n' | "$BIN" --data-dir "$DATA" user passwd ana > /dev/null
 PORT=$(free_port)
 BASE=http://127.0.0.1:$PORT
-"$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --no-picture-worker \
-  --rate-limit 1000000000 --admin-rate-limit 1000000000 > "$WORK/serve.log" 2>&1 &
+# Debug lines of the groups kept in memory: joined whole, or again around a write.
+RUST_LOG=info,watch_catalogue::app=debug "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" \
+  --no-picture-worker --rate-limit 1000000000 --admin-rate-limit 1000000000 > "$WORK/serve.log" 2>&1 &
 SERVER=$!
 PIDS+=("$SERVER")
 started=$(date +%s)
@@ -266,6 +273,7 @@ while read -r keeper duplicate brand; do
     "${merged%% *}" "$(echo "${merged#* } * 1000" | bc -l)" "$(echo "${after#* } * 1000" | bc -l)"
 done < "$WORK/candidates.txt"
 echo "server peak RSS: $(awk '/VmHWM/ { printf "%.0f MiB", $2 / 1024 }' "/proc/$SERVER/status")"
+echo "groups joined whole $(grep -c 'duplicate groups joined groups' "$WORK/serve.log" || true) times, again around a write $(grep -c 'joined again around a write' "$WORK/serve.log" || true) times"
 
 echo
 echo "| step | models | wall | cpu | cores | peak RSS | written | result |"

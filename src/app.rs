@@ -106,13 +106,17 @@ impl App {
                 return Ok(grouping.groups());
             }
             if let Some(touched) = self.store.duplicates_touched_between(*at, generation) {
+                let started = std::time::Instant::now();
                 grouping.regroup(&self.store, &touched)?;
+                tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
                 *at = generation;
                 return Ok(grouping.groups());
             }
         }
+        let started = std::time::Instant::now();
         let grouping = duplicates::Grouping::of(&self.store)?;
         let groups = grouping.groups();
+        tracing::info!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups joined");
         *cached = Some((generation, grouping));
         Ok(groups)
     }
