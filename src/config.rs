@@ -64,6 +64,8 @@ pub struct ApiConfig {
     pub sessions: crate::auth::SessionPolicy,
     /// Requests an admin session may make per rate-limit window (policy `admin`).
     pub admin_rate_limit: u32,
+    /// Requests answered at once, and waiting for a turn; more are refused with 503.
+    pub capacity: crate::api::layers::capacity::CapacityConfig,
 }
 
 impl Default for ApiConfig {
@@ -75,6 +77,7 @@ impl Default for ApiConfig {
             media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
             sessions: crate::auth::SessionPolicy::default(),
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
+            capacity: Default::default(),
         }
     }
 }

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
+use watch_catalogue::api::layers::capacity::CapacityConfig;
 use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
 use watch_catalogue::config::{
@@ -92,6 +93,14 @@ enum Command {
         /// Requests an admin session may make per window (its own budget, policy `admin`).
         #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_ADMIN_RATE_LIMIT)]
         admin_rate_limit: u32,
+        /// Requests answered at once (default: four per core); their store and index work runs
+        /// on the blocking pool.
+        #[arg(long, env = "WATCH_CATALOGUE_MAX_RUNNING_REQUESTS")]
+        max_running_requests: Option<usize>,
+        /// Requests that may wait for a turn (default: 64 per core); any more are answered 503
+        /// with Retry-After at once.
+        #[arg(long, env = "WATCH_CATALOGUE_MAX_WAITING_REQUESTS")]
+        max_waiting_requests: Option<usize>,
         /// Do not run the image worker in the server.
         #[arg(long, env = "WATCH_CATALOGUE_NO_PICTURE_WORKER")]
         no_picture_worker: bool,
@@ -261,6 +270,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             session_max_secs,
             behind_tls,
             admin_rate_limit,
+            max_running_requests,
+            max_waiting_requests,
             no_picture_worker,
             pictures,
         } => {
@@ -289,6 +300,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 media_base_url,
                 sessions,
                 admin_rate_limit,
+                capacity: capacity(max_running_requests, max_waiting_requests),
                 ..ApiConfig::default()
             };
             let config = ServeConfig {
@@ -422,6 +434,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let app = App::open(&data_dir, cli.cache_bytes)?;
             rebuild_duplicates(&app)
         }
+    }
+}
+
+/// The request slots of `serve`: the defaults, or what the flags set.
+fn capacity(running: Option<usize>, waiting: Option<usize>) -> CapacityConfig {
+    let default = CapacityConfig::default();
+    CapacityConfig {
+        running: running.unwrap_or(default.running),
+        waiting: waiting.unwrap_or(default.waiting),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
+use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::{
     list_request, sort_schema, Page, PageParams, Pagination, Params, PathParams, SortParam,
@@ -68,16 +69,19 @@ pub async fn list_brands(
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<BrandItem>>> {
-    let pagination = page.pagination()?;
-    let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
-    let hits = app.index.search(&request)?;
-    let mut data = Vec::with_capacity(hits.ids.len());
-    for id in hits.ids {
-        if let Some(brand) = app.store.brand(BrandId(id))? {
-            data.push(assemble::brand_item(&app, &brand, &media.0)?);
+    blocking(move || {
+        let pagination = page.pagination()?;
+        let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
+        let hits = app.index.search(&request)?;
+        let mut data = Vec::with_capacity(hits.ids.len());
+        for id in hits.ids {
+            if let Some(brand) = app.store.brand(BrandId(id))? {
+                data.push(assemble::brand_item(&app, &brand, &media.0)?);
+            }
         }
-    }
-    Ok(Json(pagination.wrap(data, hits.total)))
+        Ok(Json(pagination.wrap(data, hits.total)))
+    })
+    .await
 }
 
 /// The editorial row of brands, without paging.
@@ -93,13 +97,16 @@ pub async fn highlighted_brands(
     State(app): State<AppState>,
     Extension(media): Extension<MediaBase>,
 ) -> ApiResult<Json<HighlightedBrands>> {
-    let data = app
-        .store
-        .highlighted_brands()?
-        .iter()
-        .map(|brand| assemble::brand_item(&app, brand, &media.0))
-        .collect::<ApiResult<_>>()?;
-    Ok(Json(HighlightedBrands { data }))
+    blocking(move || {
+        let data = app
+            .store
+            .highlighted_brands()?
+            .iter()
+            .map(|brand| assemble::brand_item(&app, brand, &media.0))
+            .collect::<ApiResult<_>>()?;
+        Ok(Json(HighlightedBrands { data }))
+    })
+    .await
 }
 
 /// One brand, including `stats`.
@@ -111,8 +118,11 @@ pub async fn get_brand(
     Extension(media): Extension<MediaBase>,
     PathParams(slug): PathParams<String>,
 ) -> ApiResult<Json<BrandDetail>> {
-    let brand = assemble::brand_by_slug(&app, &slug)?;
-    Ok(Json(assemble::brand_detail(&app, &brand, &media)?))
+    blocking(move || {
+        let brand = assemble::brand_by_slug(&app, &slug)?;
+        Ok(Json(assemble::brand_detail(&app, &brand, &media)?))
+    })
+    .await
 }
 
 /// A brand's series, each with its model count and lead model.
@@ -126,26 +136,29 @@ pub async fn list_series(
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<SeriesItem>>> {
-    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let pagination = page.pagination()?;
-    let filters = Filters {
-        brand_id: Some(brand.id.0),
-        ..Filters::default()
-    };
-    let hits = app.index.search(&group_request(
-        DocKind::Series,
-        filters,
-        &params,
-        pagination,
-    )?)?;
-    let mut lookups = Lookups::new(&media);
-    let mut data = Vec::with_capacity(hits.ids.len());
-    for id in hits.ids {
-        if let Some(series) = app.store.series(SeriesId(id))? {
-            data.push(assemble::series_item(&app, &series, &mut lookups)?);
+    blocking(move || {
+        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let pagination = page.pagination()?;
+        let filters = Filters {
+            brand_id: Some(brand.id.0),
+            ..Filters::default()
+        };
+        let hits = app.index.search(&group_request(
+            DocKind::Series,
+            filters,
+            &params,
+            pagination,
+        )?)?;
+        let mut lookups = Lookups::new(&media);
+        let mut data = Vec::with_capacity(hits.ids.len());
+        for id in hits.ids {
+            if let Some(series) = app.store.series(SeriesId(id))? {
+                data.push(assemble::series_item(&app, &series, &mut lookups)?);
+            }
         }
-    }
-    Ok(Json(pagination.wrap(data, hits.total)))
+        Ok(Json(pagination.wrap(data, hits.total)))
+    })
+    .await
 }
 
 /// One series, including its parent brand, lead model and `stats`.
@@ -157,9 +170,12 @@ pub async fn get_series(
     Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, series_slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<SeriesDetail>> {
-    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
-    Ok(Json(assemble::series_detail(
-        &app, &brand, &series, &media,
-    )?))
+    blocking(move || {
+        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
+        Ok(Json(assemble::series_detail(
+            &app, &brand, &series, &media,
+        )?))
+    })
+    .await
 }

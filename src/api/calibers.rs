@@ -3,6 +3,7 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
+use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::PathParams;
 use super::views::CaliberDetail;
@@ -21,36 +22,39 @@ pub async fn get_caliber(
     Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, reference)): PathParams<(String, String)>,
 ) -> ApiResult<Json<CaliberDetail>> {
-    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let by_slug = match Slug::parse(&reference) {
-        Ok(slug) => app.store.caliber_by_slug(brand.id, &slug)?,
-        Err(_) => None,
-    };
-    let caliber = match by_slug {
-        Some(caliber) => Some(caliber),
-        None => app
-            .store
-            .caliber_by_reference(brand.id, &normalize_reference(&reference))?,
-    }
-    .ok_or_else(|| {
-        ApiError::not_found(
-            format!("brand `{}` has no calibre `{reference}`", brand.slug),
-            "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug",
-        )
-    })?;
-    let mut request = SearchRequest::filtered(
-        DocKind::Model,
-        Filters {
-            caliber_id: Some(caliber.id.0),
-            ..Filters::default()
-        },
-    );
-    request.sort = SortOrder::NameAsc;
-    let hits = app.index.search(&request)?;
-    let mut lookups = Lookups::new(&media);
-    Ok(Json(CaliberDetail {
-        caliber: assemble::caliber_view(&app, &caliber, &mut lookups)?,
-        model_count: hits.total,
-        models: assemble::model_items(&app, &hits.ids, &mut lookups)?,
-    }))
+    blocking(move || {
+        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let by_slug = match Slug::parse(&reference) {
+            Ok(slug) => app.store.caliber_by_slug(brand.id, &slug)?,
+            Err(_) => None,
+        };
+        let caliber = match by_slug {
+            Some(caliber) => Some(caliber),
+            None => app
+                .store
+                .caliber_by_reference(brand.id, &normalize_reference(&reference))?,
+        }
+        .ok_or_else(|| {
+            ApiError::not_found(
+                format!("brand `{}` has no calibre `{reference}`", brand.slug),
+                "GET /v1/sitemap/calibers lists every calibre as brandSlug/slug",
+            )
+        })?;
+        let mut request = SearchRequest::filtered(
+            DocKind::Model,
+            Filters {
+                caliber_id: Some(caliber.id.0),
+                ..Filters::default()
+            },
+        );
+        request.sort = SortOrder::NameAsc;
+        let hits = app.index.search(&request)?;
+        let mut lookups = Lookups::new(&media);
+        Ok(Json(CaliberDetail {
+            caliber: assemble::caliber_view(&app, &caliber, &mut lookups)?,
+            model_count: hits.total,
+            models: assemble::model_items(&app, &hits.ids, &mut lookups)?,
+        }))
+    })
+    .await
 }

@@ -33,8 +33,12 @@ pub enum ApiError {
     RateLimited { retry_after: u64 },
     /// A server fault (500); its cause was logged when it was made (see [`Logged`]).
     Internal(Logged),
-    /// The service cannot answer yet (503), e.g. its index is being rebuilt.
-    Unavailable { message: String },
+    /// The service cannot answer now (503): its index is being rebuilt, or every request
+    /// slot is taken (then with `Retry-After`, in seconds).
+    Unavailable {
+        message: String,
+        retry_after: Option<u64>,
+    },
 }
 
 /// Proof that the cause of an [`ApiError::Internal`] went to the log: only this module's
@@ -125,8 +129,8 @@ pub const ERROR_TABLE: [ErrorRow; 8] = [
     row(
         "internal_error",
         StatusCode::SERVICE_UNAVAILABLE,
-        "not ready yet (an index is being rebuilt); retry with backoff",
-        Documented::Nowhere,
+        "busy (every request slot taken: retry after Retry-After seconds), or not ready yet (an index is being rebuilt: retry with backoff)",
+        Documented::Everywhere,
     ),
 ];
 
@@ -217,9 +221,16 @@ impl ApiError {
                 Some(format!("retry after {retry_after} seconds")),
             ),
             ApiError::Internal(_) => ("the server failed; retry with backoff".into(), None),
-            ApiError::Unavailable { message } => {
-                (message.clone(), Some("retry with backoff".into()))
-            }
+            ApiError::Unavailable {
+                message,
+                retry_after,
+            } => (
+                message.clone(),
+                Some(match retry_after {
+                    Some(seconds) => format!("retry after {seconds} seconds"),
+                    None => "retry with backoff".into(),
+                }),
+            ),
         };
         ErrorBody {
             error: self.code(),
@@ -239,7 +250,11 @@ impl ApiError {
                     headers.insert(header::ALLOW, value);
                 }
             }
-            ApiError::RateLimited { retry_after } => {
+            ApiError::RateLimited { retry_after }
+            | ApiError::Unavailable {
+                retry_after: Some(retry_after),
+                ..
+            } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
             _ => {}
@@ -324,6 +339,7 @@ mod tests {
             internal_because("test"),
             ApiError::Unavailable {
                 message: "m".into(),
+                retry_after: Some(1),
             },
         ];
         let statuses: Vec<u16> = errors.iter().map(|e| e.status().as_u16()).collect();

@@ -3,6 +3,7 @@
 
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
+use super::layers::capacity::blocking;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ListingPage;
 use super::params::{
@@ -98,21 +99,24 @@ pub async fn list_listings(
     Params(page): Params<PageParams>,
     Params(params): Params<ListingListParams>,
 ) -> ApiResult<Json<Page<ListingView>>> {
-    let pagination = page.pagination()?;
-    let filters = listing_filters(&app, &params)?;
-    let text = parse_text_query(params.q.as_deref())?;
-    let sort = resolve_sort::<ListingSorts>(params.sort.as_deref(), text.is_some())?;
-    let context = listing_context(&app, params.currency.as_deref(), &media)?;
-    let query = ListingQuery {
-        sort,
-        text,
-        filters,
-        offset: pagination.offset(),
-        limit: pagination.page_size,
-    };
-    let hits = app.listings.search(&query)?;
-    let data = assemble::listing_views(&app, &hits.ids, &context)?;
-    Ok(Json(pagination.wrap(data, hits.total)))
+    blocking(move || {
+        let pagination = page.pagination()?;
+        let filters = listing_filters(&app, &params)?;
+        let text = parse_text_query(params.q.as_deref())?;
+        let sort = resolve_sort::<ListingSorts>(params.sort.as_deref(), text.is_some())?;
+        let context = listing_context(&app, params.currency.as_deref(), &media)?;
+        let query = ListingQuery {
+            sort,
+            text,
+            filters,
+            offset: pagination.offset(),
+            limit: pagination.page_size,
+        };
+        let hits = app.listings.search(&query)?;
+        let data = assemble::listing_views(&app, &hits.ids, &context)?;
+        Ok(Json(pagination.wrap(data, hits.total)))
+    })
+    .await
 }
 
 /// The index filters of a `GET /listings` request.
@@ -313,16 +317,19 @@ pub async fn get_listing(
     PathParams(id): PathParams<String>,
     Params(params): Params<ListingParams>,
 ) -> ApiResult<Json<ListingDetail>> {
-    let context = listing_context(&app, params.currency.as_deref(), &media)?;
-    let not_found = || {
-        ApiError::not_found(
-            format!("no listing with id `{id}`"),
-            "GET /v1/listings lists listings and their ids",
-        )
-    };
-    let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
-    let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
-    Ok(Json(detail))
+    blocking(move || {
+        let context = listing_context(&app, params.currency.as_deref(), &media)?;
+        let not_found = || {
+            ApiError::not_found(
+                format!("no listing with id `{id}`"),
+                "GET /v1/listings lists listings and their ids",
+            )
+        };
+        let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
+        let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
+        Ok(Json(detail))
+    })
+    .await
 }
 
 /// Query of `GET /listings/stats`.
@@ -346,41 +353,44 @@ pub async fn listing_stats(
     State(app): State<AppState>,
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
-    let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
-        return Err(ApiError::invalid(
-            "`brand` and `model` are required",
-            "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
-        ));
-    };
-    let brand = assemble::brand_by_slug(&app, brand)?;
-    let model = assemble::model_by_slug(&app, &brand, model)?;
-    let table = app.conversion_table()?;
-    let code = display_code(
-        table.as_deref(),
-        params.currency.as_deref().unwrap_or("USD"),
-    )?;
-    let filters = ListingFilters {
-        model_id: Some(model.id.0),
-        statuses: vec![ListingStatus::Active as u64],
-        ..ListingFilters::default()
-    };
-    let listings = app.listings.prices(&filters, &code)?;
-    let in_display: Vec<u64> = listings
-        .priced
-        .iter()
-        .filter_map(|point| {
-            point
-                .own
-                .or_else(|| usd_to_display(table.as_deref(), point.usd?, &code))
-        })
-        .collect();
-    let figures = price_figures(in_display);
-    Ok(Json(ListingStats {
-        count: listings.count,
-        priced_count: listings.priced.len(),
-        currency: code,
-        low: figures.map(|f| f.0),
-        median: figures.map(|f| f.1),
-        high: figures.map(|f| f.2),
-    }))
+    blocking(move || {
+        let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
+            return Err(ApiError::invalid(
+                "`brand` and `model` are required",
+                "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
+            ));
+        };
+        let brand = assemble::brand_by_slug(&app, brand)?;
+        let model = assemble::model_by_slug(&app, &brand, model)?;
+        let table = app.conversion_table()?;
+        let code = display_code(
+            table.as_deref(),
+            params.currency.as_deref().unwrap_or("USD"),
+        )?;
+        let filters = ListingFilters {
+            model_id: Some(model.id.0),
+            statuses: vec![ListingStatus::Active as u64],
+            ..ListingFilters::default()
+        };
+        let listings = app.listings.prices(&filters, &code)?;
+        let in_display: Vec<u64> = listings
+            .priced
+            .iter()
+            .filter_map(|point| {
+                point
+                    .own
+                    .or_else(|| usd_to_display(table.as_deref(), point.usd?, &code))
+            })
+            .collect();
+        let figures = price_figures(in_display);
+        Ok(Json(ListingStats {
+            count: listings.count,
+            priced_count: listings.priced.len(),
+            currency: code,
+            low: figures.map(|f| f.0),
+            median: figures.map(|f| f.1),
+            high: figures.map(|f| f.2),
+        }))
+    })
+    .await
 }

@@ -47,8 +47,8 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         config.sessions,
         &config.rate_limit,
     ));
-    // Outermost first: who the caller is, then their budget, then the back-office guard, all
-    // before any route or fallback answers.
+    // Outermost first: who the caller is, then their budget, then a request slot, then the
+    // back-office guard, all before any route or fallback answers.
     let api = Router::new()
         .nest("/v1", v1_routes(app.clone()))
         .merge(v1_routes(app.clone()))
@@ -67,6 +67,10 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         .layer(Extension(sign_in))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(from_fn(admin::guard))
+        .layer(from_fn_with_state(
+            Arc::new(layers::capacity::Capacity::new(config.capacity)),
+            layers::capacity::admit,
+        ))
         .layer(from_fn_with_state(budgets, layers::rate_limit::limit_rate))
         .layer(from_fn_with_state(identity, admin::identify));
     let ops = ops::router(ops::OpsState {

@@ -2,6 +2,7 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
+use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
@@ -66,20 +67,23 @@ pub async fn list_models(
     Params(page): Params<PageParams>,
     Params(params): Params<ModelListParams>,
 ) -> ApiResult<Json<Page<ModelListItem>>> {
-    let pagination = page.pagination()?;
-    let Some(filters) = model_filters(&app, &params)? else {
-        return Ok(Json(pagination.wrap(Vec::new(), 0)));
-    };
-    let request = list_request::<ModelSorts>(
-        DocKind::Model,
-        filters,
-        params.q.as_deref(),
-        params.sort.as_deref(),
-        pagination,
-    )?;
-    let hits = app.index.search(&request)?;
-    let data = assemble::model_items(&app, &hits.ids, &mut Lookups::new(&media))?;
-    Ok(Json(pagination.wrap(data, hits.total)))
+    blocking(move || {
+        let pagination = page.pagination()?;
+        let Some(filters) = model_filters(&app, &params)? else {
+            return Ok(Json(pagination.wrap(Vec::new(), 0)));
+        };
+        let request = list_request::<ModelSorts>(
+            DocKind::Model,
+            filters,
+            params.q.as_deref(),
+            params.sort.as_deref(),
+            pagination,
+        )?;
+        let hits = app.index.search(&request)?;
+        let data = assemble::model_items(&app, &hits.ids, &mut Lookups::new(&media))?;
+        Ok(Json(pagination.wrap(data, hits.total)))
+    })
+    .await
 }
 
 /// The index filters of the request; `None` when `id` names no model (an empty page).
@@ -232,12 +236,15 @@ pub async fn get_model(
     OriginalUri(uri): OriginalUri,
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Response> {
-    let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-    let model = match assemble::model_by_slug(&app, &brand, &slug) {
-        Ok(model) => model,
-        Err(not_found) => return moved_or(&app, &brand, &slug, uri.path(), not_found),
-    };
-    Ok(Json(assemble::full_model(&app, &model, &media)?).into_response())
+    blocking(move || {
+        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let model = match assemble::model_by_slug(&app, &brand, &slug) {
+            Ok(model) => model,
+            Err(not_found) => return moved_or(&app, &brand, &slug, uri.path(), not_found),
+        };
+        Ok(Json(assemble::full_model(&app, &model, &media)?).into_response())
+    })
+    .await
 }
 
 /// A merged model's path: `301 Moved Permanently` to the model it was merged into, with a

@@ -232,6 +232,11 @@ fn apply_route_policies(
                         "Retry-After",
                         integer_header("Seconds to wait, equal to RateLimit-Reset"),
                     );
+                } else if row.status == StatusCode::SERVICE_UNAVAILABLE {
+                    response = response.header(
+                        "Retry-After",
+                        integer_header("Seconds to wait, when every request slot is taken"),
+                    );
                 }
                 responses
                     .entry(row.status.as_str().to_owned())
@@ -374,7 +379,7 @@ mod tests {
         };
         assert_eq!(
             statuses(admin),
-            ["200", "400", "401", "403", "404", "405", "429", "500"]
+            ["200", "400", "401", "403", "404", "405", "429", "500", "503"]
         );
         let headers = &admin["responses"]["200"]["headers"];
         assert_eq!(headers["Cache-Control"]["description"], "private, no-store");
@@ -382,7 +387,10 @@ mod tests {
 
         let public = &doc["paths"]["/public/probe"]["get"];
         assert!(public.get("security").is_none());
-        assert_eq!(statuses(public), ["200", "400", "404", "405", "429", "500"]);
+        assert_eq!(
+            statuses(public),
+            ["200", "400", "404", "405", "429", "500", "503"]
+        );
         let headers = &public["responses"]["200"]["headers"];
         assert_eq!(
             headers["Cache-Control"]["description"],

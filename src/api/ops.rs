@@ -57,6 +57,7 @@ async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
     {
         return Err(ApiError::Unavailable {
             message: format!("a search index is behind the store (generation {store_generation}): catalogue index at {index_generation:?}, listings index at {listings_index_generation:?}"),
+            retry_after: None,
         });
     }
     Ok(Json(Readiness {

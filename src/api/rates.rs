@@ -1,6 +1,7 @@
 //! `GET /rates`: the ECB's figures as published and the USD table every conversion uses.
 
 use super::error::{ApiError, ApiResult};
+use super::layers::capacity::blocking;
 use super::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -44,25 +45,28 @@ const ROUNDING: &str = "usd[C] = ecb[C] / ecb[USD] in exact decimal arithmetic, 
 #[utoipa::path(get, path = "/rates", operation_id = "get_rates", tag = "rates",
     responses((status = 200, description = "The rates in force", body = RatesView)))]
 pub async fn get_rates(State(app): State<AppState>) -> ApiResult<Json<RatesView>> {
-    let missing = || {
-        ApiError::not_found(
-            "no exchange rates are loaded",
-            "an operator loads the ECB's daily file with `watch-catalogue rates FILE`",
-        )
-    };
-    let ecb = app.store.rates()?.ok_or_else(missing)?;
-    let table = app.conversion_table()?.ok_or_else(missing)?;
-    Ok(Json(RatesView {
-        date: ecb.date.clone(),
-        source: "European Central Bank euro foreign exchange reference rates",
-        ecb: EcbTable {
-            base: "EUR",
-            rates: ecb.rates.into_iter().collect(),
-        },
-        usd: UsdTable {
-            base: "USD",
-            rounding: ROUNDING,
-            rates: table.rates().map(|(c, r)| (c.to_owned(), r)).collect(),
-        },
-    }))
+    blocking(move || {
+        let missing = || {
+            ApiError::not_found(
+                "no exchange rates are loaded",
+                "an operator loads the ECB's daily file with `watch-catalogue rates FILE`",
+            )
+        };
+        let ecb = app.store.rates()?.ok_or_else(missing)?;
+        let table = app.conversion_table()?.ok_or_else(missing)?;
+        Ok(Json(RatesView {
+            date: ecb.date.clone(),
+            source: "European Central Bank euro foreign exchange reference rates",
+            ecb: EcbTable {
+                base: "EUR",
+                rates: ecb.rates.into_iter().collect(),
+            },
+            usd: UsdTable {
+                base: "USD",
+                rounding: ROUNDING,
+                rates: table.rates().map(|(c, r)| (c.to_owned(), r)).collect(),
+            },
+        }))
+    })
+    .await
 }

@@ -4,6 +4,7 @@
 
 use super::assemble::Lookups;
 use super::error::ApiResult;
+use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
@@ -49,25 +50,28 @@ pub async fn models(
     Extension(media): Extension<MediaBase>,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<ModelSitemapEntry>>> {
-    let pagination = params.pagination()?;
-    let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
-    request.offset = pagination.offset();
-    request.limit = pagination.page_size;
-    let hits = app.index.search(&request)?;
-    let ids: Vec<ModelId> = hits.ids.iter().map(|id| ModelId(*id)).collect();
-    let mut lookups = Lookups::new(&media);
-    let mut data = Vec::with_capacity(ids.len());
-    for model in app.store.models(&ids)? {
-        if let Some(brand) = lookups.brand(&app, model.brand_id)? {
-            data.push(ModelSitemapEntry {
-                id: model.id.to_string(),
-                brand_slug: brand.slug.to_string(),
-                slug: model.slug.to_string(),
-                last_modified: model.updated_at.to_rfc3339(),
-            });
+    blocking(move || {
+        let pagination = params.pagination()?;
+        let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
+        request.offset = pagination.offset();
+        request.limit = pagination.page_size;
+        let hits = app.index.search(&request)?;
+        let ids: Vec<ModelId> = hits.ids.iter().map(|id| ModelId(*id)).collect();
+        let mut lookups = Lookups::new(&media);
+        let mut data = Vec::with_capacity(ids.len());
+        for model in app.store.models(&ids)? {
+            if let Some(brand) = lookups.brand(&app, model.brand_id)? {
+                data.push(ModelSitemapEntry {
+                    id: model.id.to_string(),
+                    brand_slug: brand.slug.to_string(),
+                    slug: model.slug.to_string(),
+                    last_modified: model.updated_at.to_rfc3339(),
+                });
+            }
         }
-    }
-    Ok(Json(pagination.wrap(data, hits.total)))
+        Ok(Json(pagination.wrap(data, hits.total)))
+    })
+    .await
 }
 
 fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
@@ -85,36 +89,39 @@ pub async fn catalog(
     State(app): State<AppState>,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<CatalogSitemapEntry>>> {
-    let pagination = params.pagination()?;
-    let brands = brands_by_id(&app)?;
-    let mut entries: Vec<((String, String), CatalogSitemapEntry)> = brands
-        .values()
-        .map(|b| {
-            let entry = CatalogSitemapEntry {
-                kind: "brand",
-                brand_slug: b.slug.to_string(),
-                series_slug: None,
-                last_modified: b.updated_at.to_rfc3339(),
-            };
-            ((b.slug.to_string(), String::new()), entry)
-        })
-        .collect();
-    for series in app.store.all_series() {
-        let series = series?;
-        if let Some(brand) = brands.get(&series.brand_id) {
-            let entry = CatalogSitemapEntry {
-                kind: "series",
-                brand_slug: brand.slug.to_string(),
-                series_slug: Some(series.slug.to_string()),
-                last_modified: series.updated_at.to_rfc3339(),
-            };
-            entries.push(((brand.slug.to_string(), series.slug.to_string()), entry));
+    blocking(move || {
+        let pagination = params.pagination()?;
+        let brands = brands_by_id(&app)?;
+        let mut entries: Vec<((String, String), CatalogSitemapEntry)> = brands
+            .values()
+            .map(|b| {
+                let entry = CatalogSitemapEntry {
+                    kind: "brand",
+                    brand_slug: b.slug.to_string(),
+                    series_slug: None,
+                    last_modified: b.updated_at.to_rfc3339(),
+                };
+                ((b.slug.to_string(), String::new()), entry)
+            })
+            .collect();
+        for series in app.store.all_series() {
+            let series = series?;
+            if let Some(brand) = brands.get(&series.brand_id) {
+                let entry = CatalogSitemapEntry {
+                    kind: "series",
+                    brand_slug: brand.slug.to_string(),
+                    series_slug: Some(series.slug.to_string()),
+                    last_modified: series.updated_at.to_rfc3339(),
+                };
+                entries.push(((brand.slug.to_string(), series.slug.to_string()), entry));
+            }
         }
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Json(
-        pagination.slice(entries.into_iter().map(|(_, e)| e).collect()),
-    ))
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(Json(
+            pagination.slice(entries.into_iter().map(|(_, e)| e).collect()),
+        ))
+    })
+    .await
 }
 
 /// Every movement, by brand slug then slug.
@@ -124,20 +131,23 @@ pub async fn calibers(
     State(app): State<AppState>,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<CaliberSitemapEntry>>> {
-    let pagination = params.pagination()?;
-    let brands = brands_by_id(&app)?;
-    let mut entries = Vec::new();
-    for caliber in app.store.calibers() {
-        let caliber = caliber?;
-        if let Some(brand) = brands.get(&caliber.brand_id) {
-            entries.push(CaliberSitemapEntry {
-                brand_slug: brand.slug.to_string(),
-                slug: caliber.slug.to_string(),
-                reference: caliber.reference,
-                last_modified: caliber.updated_at.to_rfc3339(),
-            });
+    blocking(move || {
+        let pagination = params.pagination()?;
+        let brands = brands_by_id(&app)?;
+        let mut entries = Vec::new();
+        for caliber in app.store.calibers() {
+            let caliber = caliber?;
+            if let Some(brand) = brands.get(&caliber.brand_id) {
+                entries.push(CaliberSitemapEntry {
+                    brand_slug: brand.slug.to_string(),
+                    slug: caliber.slug.to_string(),
+                    reference: caliber.reference,
+                    last_modified: caliber.updated_at.to_rfc3339(),
+                });
+            }
         }
-    }
-    entries.sort_by(|a, b| (&a.brand_slug, &a.slug).cmp(&(&b.brand_slug, &b.slug)));
-    Ok(Json(pagination.slice(entries)))
+        entries.sort_by(|a, b| (&a.brand_slug, &a.slug).cmp(&(&b.brand_slug, &b.slug)));
+        Ok(Json(pagination.slice(entries)))
+    })
+    .await
 }

@@ -3,6 +3,7 @@
 mod admin;
 mod brands;
 mod calibers;
+mod capacity;
 mod cli;
 mod contract;
 mod duplicate_finder;

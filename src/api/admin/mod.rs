@@ -209,14 +209,7 @@ pub fn write<T, E: std::error::Error + 'static>(
         })
 }
 
-/// Runs `job` on tokio's blocking pool.
-pub async fn blocking<T: Send + 'static>(
-    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
-) -> ApiResult<T> {
-    tokio::task::spawn_blocking(job)
-        .await
-        .map_err(|error| internal(&error))?
-}
+pub(crate) use crate::api::layers::capacity::blocking;
 
 #[cfg(test)]
 mod tests {
