@@ -17,7 +17,7 @@ use crate::store::{
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 /// Store, indexes and writer of one data dir.
 pub struct App {
@@ -31,7 +31,8 @@ pub struct App {
     /// Pictures a person is waiting for: the image worker takes them first.
     pub urgent_pictures: UrgentPictures,
     /// The conversion table and the store generation it was read at.
-    rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
+    /// The conversion table and the store's rates epoch it was read at.
+    rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
     /// The duplicate groups and the generation of the pairs they were joined from.
     duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
 }
@@ -86,7 +87,7 @@ impl App {
             store,
             index,
             listings,
-            rates: Mutex::new(None),
+            rates: RwLock::new(None),
             duplicate_groups: Mutex::new(None),
         };
         Ok((app, report))
@@ -121,21 +122,25 @@ impl App {
         Ok(groups)
     }
 
-    /// The conversion table of the ECB rates in force, read again after any write; `None`
-    /// before rates are loaded.
+    /// The conversion table of the ECB rates in force, read again only after a write that
+    /// changed them (no store read, a shared lock, per request); `None` before rates are loaded.
     pub fn conversion_table(&self) -> StoreResult<Option<Arc<ConversionTable>>> {
-        let generation = self.store.generation()?;
-        let mut cached = self
-            .rates
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((at, table)) = cached.as_ref() {
-            if *at == generation {
-                return Ok(table.clone());
-            }
+        let epoch = self.store.rates_epoch();
+        let current = |cached: &Option<(u64, Option<Arc<ConversionTable>>)>| {
+            cached
+                .as_ref()
+                .filter(|(at, _)| *at == epoch)
+                .map(|(_, table)| table.clone())
+        };
+        if let Some(table) = current(&self.rates.read().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(table);
+        }
+        let mut cached = self.rates.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(table) = current(&cached) {
+            return Ok(table);
         }
         let table = crate::rates::table_in_force(&self.store)?.map(Arc::new);
-        *cached = Some((generation, table.clone()));
+        *cached = Some((epoch, table.clone()));
         Ok(table)
     }
 

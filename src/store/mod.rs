@@ -23,6 +23,7 @@ use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Version of the store's layout: which keys exist and how their values are encoded. A store of
@@ -66,6 +67,8 @@ pub struct Store {
     writes: Arc<Mutex<()>>,
     /// The models each recent write of duplicate pairs touched, for regrouping around them.
     duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
+    /// How many writes through this store changed the rates in force.
+    rates_epoch: Arc<AtomicU64>,
 }
 
 impl Store {
@@ -95,6 +98,7 @@ impl Store {
             db,
             writes: Arc::new(Mutex::new(())),
             duplicates_touched: Arc::default(),
+            rates_epoch: Arc::default(),
         };
         Ok((store, report))
     }
@@ -137,6 +141,12 @@ impl Store {
         self.duplicates_touched
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many writes through this store (and its clones) changed the rates in force since it
+    /// was opened: a conversion table read at one count holds until the count moves.
+    pub fn rates_epoch(&self) -> u64 {
+        self.rates_epoch.load(Ordering::Acquire)
     }
 
     /// True when no brand has been written yet.
@@ -207,6 +217,10 @@ impl Store {
             self.db.apply_batch(sled_batch)?;
         }
         self.db.flush()?;
+        if changes.rates {
+            // After the write is visible: a reader that sees the new count reads the new rates.
+            self.rates_epoch.fetch_add(1, Ordering::Release);
+        }
         Ok((generation, changes))
     }
 

@@ -177,3 +177,27 @@ async fn loading_rates_reprices_listings() {
     let e2 = app.ok("/v1/listings/2").await;
     assert_eq!(e2["priceUSD"], 11250);
 }
+
+#[tokio::test]
+async fn rates_loaded_into_a_serving_data_dir_are_in_force_at_once() {
+    let app = TestApp::start().await;
+    let before = app.ok("/v1/rates").await;
+    assert_eq!(before["usd"]["rates"]["EUR"], "0.8887308923");
+    let feed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/rates.xml"))
+        .expect("rates");
+    let newer = feed
+        .replace("2025-05-09", "2025-05-12")
+        .replace("rate='1.1252'", "rate='1.2500'");
+    let app_data = app.app.clone();
+    tokio::task::spawn_blocking(move || {
+        app_data
+            .writer
+            .run(|turn| watch_catalogue::jobs::rates::load_rates(turn, &newer))
+            .expect("rates loaded")
+    })
+    .await
+    .expect("job");
+    let after = app.ok("/v1/rates").await;
+    assert_eq!(after["date"], "2025-05-12");
+    assert_eq!(after["usd"]["rates"]["EUR"], "0.8", "1 / 1.25");
+}
