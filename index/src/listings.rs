@@ -356,6 +356,12 @@ impl ListingIndex {
         Ok(Hits { ids, total })
     }
 
+    /// Which reload of the index searches answer from now: it changes with every commit, so a
+    /// figure computed from the index holds while it stays the same.
+    pub fn searcher_generation(&self) -> u64 {
+        self.derived.reader.searcher().generation().generation_id()
+    }
+
     /// How many listings `filters` selects, and the prices of the priced ones; `own` prices
     /// are given for listings priced in `currency`.
     pub fn prices(&self, filters: &ListingFilters, currency: &str) -> IndexResult<PricedListings> {

@@ -21,7 +21,8 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
 use serde::Deserialize;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Base URL under which listing pictures are re-hosted.
 #[derive(Debug, Clone)]
@@ -351,6 +352,7 @@ pub struct StatsParams {
     responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
 pub async fn listing_stats(
     State(app): State<AppState>,
+    Extension(cache): Extension<Arc<StatsCache>>,
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
     blocking(move || {
@@ -367,6 +369,10 @@ pub async fn listing_stats(
             table.as_deref(),
             params.currency.as_deref().unwrap_or("USD"),
         )?;
+        let at = app.listings.searcher_generation();
+        if let Some(stats) = cache.get(model.id, &code, at) {
+            return Ok(Json(stats));
+        }
         let filters = ListingFilters {
             model_id: Some(model.id.0),
             statuses: vec![ListingStatus::Active as u64],
@@ -383,14 +389,42 @@ pub async fn listing_stats(
             })
             .collect();
         let figures = price_figures(in_display);
-        Ok(Json(ListingStats {
+        let stats = ListingStats {
             count: listings.count,
             priced_count: listings.priced.len(),
             currency: code,
             low: figures.map(|f| f.0),
             median: figures.map(|f| f.1),
             high: figures.map(|f| f.2),
-        }))
+        };
+        cache.put(model.id, at, &stats);
+        Ok(Json(stats))
     })
     .await
+}
+
+/// Listing figures already computed, by model and currency, with the index reload they were
+/// computed from: a figure is served again only while the index has not changed since, so
+/// it is never stale. Bounded: when full it starts afresh.
+#[derive(Debug, Default)]
+pub struct StatsCache(Mutex<HashMap<(ModelId, String), (u64, ListingStats)>>);
+
+/// Figures kept at most: a few MB.
+const STATS_KEPT: usize = 20_000;
+
+impl StatsCache {
+    fn get(&self, model: ModelId, currency: &str, at: u64) -> Option<ListingStats> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(&(model, currency.to_owned()))
+            .filter(|(when, _)| *when == at)
+            .map(|(_, stats)| stats.clone())
+    }
+
+    fn put(&self, model: ModelId, at: u64, stats: &ListingStats) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= STATS_KEPT {
+            kept.clear();
+        }
+        kept.insert((model, stats.currency.clone()), (at, stats.clone()));
+    }
 }

@@ -61,6 +61,7 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
             get(media::cropped).with_state(app.clone()),
         )
         .fallback(unknown_path)
+        .layer(Extension(Arc::new(listings::StatsCache::default())))
         .layer(Extension(listings::MediaBase(
             config.media_base_url.as_str().into(),
         )))

@@ -440,3 +440,29 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
         0
     );
 }
+
+#[tokio::test]
+async fn stats_served_again_follow_a_revisit_at_once() {
+    let app = TestApp::start().await;
+    let path = "/v1/listings/stats?brand=rolex&model=submariner-date-126610ln";
+    let before = app.ok(path).await;
+    assert_eq!(before["low"], 10000);
+    assert_eq!(app.ok(path).await, before, "the same figures served again");
+    // e2 drops from 9000 EUR (10127 USD) to 8000 EUR (9002 USD): now the lowest.
+    let feed = std::fs::read_to_string(test_feeds().join("listings/ebay.jsonl")).expect("feed");
+    let next = feed.replace(r#""price":9000"#, r#""price":8000"#);
+    let revisit = tokio::task::spawn_blocking({
+        let app = app.app.clone();
+        move || {
+            app.writer
+                .run(|turn| ingest(turn, "ebay", "next", next.as_bytes(), DEFAULT_MAX_INVALID))
+                .map(|_| ())
+        }
+    });
+    revisit.await.expect("job").expect("ingest");
+    let after = app.ok(path).await;
+    assert_eq!(
+        (after["low"].as_u64(), after["high"].as_u64()),
+        (Some(9002), Some(10000))
+    );
+}
