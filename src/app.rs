@@ -7,6 +7,7 @@ use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::pictures::UrgentPictures;
+use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
@@ -30,6 +31,8 @@ pub struct App {
     pub media: MediaStore,
     /// Pictures a person is waiting for: the image worker takes them first.
     pub urgent_pictures: UrgentPictures,
+    /// Batch jobs submitted to the server, run one at a time through the writer.
+    pub jobs: Jobs,
     /// The conversion table and the store generation it was read at.
     rates: Mutex<Option<(StoreGeneration, Option<Arc<ConversionTable>>)>>,
     /// The duplicate groups and the generation of the pairs they were joined from.
@@ -83,6 +86,7 @@ impl App {
             writer: Writer::new(store.clone(), index.clone(), listings.clone()),
             media: MediaStore::new(data_dir.media()),
             urgent_pictures: UrgentPictures::default(),
+            jobs: Jobs::new(data_dir.spool()),
             store,
             index,
             listings,
@@ -195,6 +199,12 @@ fn open_store(
 ) -> anyhow::Result<(Store, MigrationReport)> {
     let store_dir = data_dir.store();
     Store::open_with(&store_dir, cache_bytes, policy).map_err(|error| {
+        if let (StoreError::Sled(_), Some(server)) = (&error, serving_address(data_dir)) {
+            return anyhow::anyhow!(
+                "the data dir {} is held by the server at {server}: run the command against it with --server {server}",
+                data_dir.path().display()
+            );
+        }
         // sled's lock is the usual I/O failure at open; a schema error speaks for itself.
         let hint = match error {
             StoreError::Sled(_) => " (is another process using this data dir?)",
@@ -205,4 +215,12 @@ fn open_store(
             store_dir.display()
         ))
     })
+}
+
+/// The address a server serving `data_dir` wrote when it opened its port (`serve` removes it
+/// on exit; one left by a killed server names no live server, but then the store opens).
+pub fn serving_address(data_dir: &DataDir) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.server_address()).ok()?;
+    let address = text.trim();
+    (!address.is_empty()).then(|| address.to_owned())
 }

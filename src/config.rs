@@ -37,6 +37,14 @@ impl DataDir {
     pub fn media(&self) -> PathBuf {
         self.0.join("media")
     }
+    /// Where posted snapshots wait for their job; emptied at each start.
+    pub fn spool(&self) -> PathBuf {
+        self.0.join("spool")
+    }
+    /// The base URL of the server holding this data dir, while it serves.
+    pub fn server_address(&self) -> PathBuf {
+        self.0.join("server.addr")
+    }
 }
 
 /// Settings of `serve`.
@@ -64,6 +72,9 @@ pub struct ApiConfig {
     pub sessions: crate::auth::SessionPolicy,
     /// Requests an admin session may make per rate-limit window (policy `admin`).
     pub admin_rate_limit: u32,
+    /// Largest snapshot posted to `/admin/providers/{slug}/snapshot`, in bytes: streamed to
+    /// the spool, so only disk bounds it.
+    pub snapshot_limit: u64,
 }
 
 impl Default for ApiConfig {
@@ -75,6 +86,7 @@ impl Default for ApiConfig {
             media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
             sessions: crate::auth::SessionPolicy::default(),
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
+            snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
         }
     }
 }
@@ -84,6 +96,9 @@ pub const DEFAULT_ADMIN_RATE_LIMIT: u32 = 6000;
 
 /// Default base of media URLs: this server's own `/media`, relative to its origin.
 pub const DEFAULT_MEDIA_BASE_URL: &str = "/media";
+
+/// Default largest posted snapshot: 4 GiB.
+pub const DEFAULT_SNAPSHOT_LIMIT: u64 = 4 << 30;
 
 /// Default largest request body: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
