@@ -28,7 +28,9 @@ impl Credentials {
                 std::io::stdin().read_line(&mut line)?;
                 line.trim().to_owned()
             }
-            _ => anyhow::bail!("set WATCH_CATALOGUE_USER and WATCH_CATALOGUE_PASSWORD to sign in to the server"),
+            _ => anyhow::bail!(
+                "set WATCH_CATALOGUE_USER and WATCH_CATALOGUE_PASSWORD to sign in to the server"
+            ),
         };
         let password = match std::env::var("WATCH_CATALOGUE_PASSWORD") {
             Ok(password) if !password.is_empty() => password,

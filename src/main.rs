@@ -16,18 +16,18 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
+use watch_catalogue::client::{self, Credentials, Submission};
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
     DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::domain::{Role, Username};
+use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
-use watch_catalogue::client::{self, Credentials, Submission};
-use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
-use watch_catalogue::jobs::progress::JobControl;
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
+use watch_catalogue::jobs::progress::JobControl;
 use watch_catalogue::jobs::users::{self, Actor};
 use watch_catalogue::jobs::writer::IndexChoice;
 use watch_catalogue::media::{AllowedNets, FetchSettings};
@@ -368,10 +368,26 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             );
             std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
             if let Some(server) = remote.server {
-                return run_remote(&server, Submission::Snapshot { provider, file, max_invalid });
+                return run_remote(
+                    &server,
+                    Submission::Snapshot {
+                        provider,
+                        file,
+                        max_invalid,
+                    },
+                );
             }
             let name = file.display().to_string();
-            run_local(&data_dir, cli.cache_bytes, Batch::Snapshot { provider, file, name, max_invalid })
+            run_local(
+                &data_dir,
+                cli.cache_bytes,
+                Batch::Snapshot {
+                    provider,
+                    file,
+                    name,
+                    max_invalid,
+                },
+            )
         }
         Command::Match { remote } => match remote.server {
             Some(server) => run_remote(&server, Submission::Match),

@@ -5,8 +5,8 @@ use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 #[allow(unused_imports)] // named in the page aliases of the OpenAPI document
 use super::admin::{
-    audit::AuditEntryView, jobs::JobView, pictures::ReviewQueueItem, reconciliation::ReconciliationGroup,
-    stats::UnmatchedListing,
+    audit::AuditEntryView, jobs::JobView, pictures::ReviewQueueItem,
+    reconciliation::ReconciliationGroup, stats::UnmatchedListing,
 };
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,

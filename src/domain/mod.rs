@@ -20,8 +20,8 @@ mod users;
 pub use duplicates::{DuplicatePair, DuplicateSignal};
 pub use fnv::Fnv1a;
 pub use ids::{
-    BrandId, CaliberId, CandidateId, ComplicationId, IdError, JobId, ListingId, ModelId,
-    PictureId, ProviderId, SeriesId,
+    BrandId, CaliberId, CandidateId, ComplicationId, IdError, JobId, ListingId, ModelId, PictureId,
+    ProviderId, SeriesId,
 };
 pub use jobs::{JobKind, JobProgress, JobRecord, JobState};
 pub use listing::{

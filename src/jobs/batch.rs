@@ -28,7 +28,9 @@ pub enum Batch {
         max_invalid: f64,
     },
     /// An ECB daily rates file's text.
-    Rates { xml: String },
+    Rates {
+        xml: String,
+    },
     Match,
     Reindex(IndexChoice),
     Duplicates,
@@ -92,7 +94,10 @@ pub enum BatchError {
 impl BatchError {
     /// True when the job stopped at a chunk boundary because it was asked to (SIGTERM).
     pub fn is_interrupted(&self) -> bool {
-        matches!(self, BatchError::Ingest(WriteError::Job(IngestError::Interrupted)))
+        matches!(
+            self,
+            BatchError::Ingest(WriteError::Job(IngestError::Interrupted))
+        )
     }
 
     /// What a refused snapshot is refused for: its first problems, one a line.
@@ -162,7 +167,9 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
                 ingest::ingest_controlled(turn, provider, name, snapshot, *max_invalid, control)
             })?;
             let mut report = ingest_lines(provider, &done.value);
-            report.summary.push_str(&write_times(&done.value.written, &done));
+            report
+                .summary
+                .push_str(&write_times(&done.value.written, &done));
             Ok(report)
         }
         Batch::Rates { xml } => {
@@ -248,7 +255,10 @@ pub fn ingest_lines(provider: &str, report: &IngestReport) -> BatchReport {
         report.created, report.refreshed, report.reactivated, report.delisted, report.matched,
         report.unmatched, report.skipped.len(), report.written.generation.0
     );
-    BatchReport { skipped, summary: summary + "\n" }
+    BatchReport {
+        skipped,
+        summary: summary + "\n",
+    }
 }
 
 /// How long a listings write and the index updates after it took: on millions of listings

@@ -600,14 +600,28 @@ mod tests {
             let before = store.generation().expect("generation").0;
             let turn = store.write_turn();
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
-            let first =
-                ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &JobControl::default()).expect("ingest");
+            let first = ingest_with(
+                writes,
+                "chrono24",
+                "feed",
+                feed.as_bytes(),
+                0.5,
+                &JobControl::default(),
+            )
+            .expect("ingest");
             let feed_changes = turn.changes();
             drop(turn);
             let turn = store.write_turn();
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
-            let second = ingest_with(writes, "chrono24", "revisit", revisit.as_bytes(), 0.5, &JobControl::default())
-                .expect("revisit");
+            let second = ingest_with(
+                writes,
+                "chrono24",
+                "revisit",
+                revisit.as_bytes(),
+                0.5,
+                &JobControl::default(),
+            )
+            .expect("revisit");
             drop(turn);
             (before, first, feed_changes, second, contents(&store))
         };

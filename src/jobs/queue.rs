@@ -197,7 +197,10 @@ impl Jobs {
 
     /// Waits for the runner to end after [`Jobs::stop`]: the running job recorded as it ended.
     pub async fn finished(&self) {
-        let task = self.runner.get().and_then(|runner| lock(&runner.task).take());
+        let task = self
+            .runner
+            .get()
+            .and_then(|runner| lock(&runner.task).take());
         if let Some(task) = task {
             if let Err(error) = task.await {
                 tracing::error!(%error, "the job runner failed");
@@ -207,7 +210,9 @@ impl Jobs {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Runs queued jobs one at a time until a stop; then marks those still queued interrupted.

@@ -4,8 +4,8 @@
 
 use super::{StoreError, StoreResult};
 use crate::domain::{
-    AuditEntry, Brand, Caliber, Complication, JobRecord, Listing, Model, PictureCandidate, PictureRecord,
-    PictureReview, Provider, Series, Session, User,
+    AuditEntry, Brand, Caliber, Complication, JobRecord, Listing, Model, PictureCandidate,
+    PictureRecord, PictureReview, Provider, Series, Session, User,
 };
 use crate::rates::EcbRates;
 

@@ -14,9 +14,9 @@ pub use write::WriteBatch;
 
 use crate::domain::{
     AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
-    DuplicatePair, JobId, JobRecord, Listing, ListingId, Look, Model, ModelId, PictureCandidate, PictureId,
-    PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId, Session,
-    Slug, TokenHash, User, Username,
+    DuplicatePair, JobId, JobRecord, Listing, ListingId, Look, Model, ModelId, PictureCandidate,
+    PictureId, PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId,
+    Session, Slug, TokenHash, User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;

@@ -357,7 +357,7 @@ async fn the_audit_trail_names_who_did_what_newest_first() {
 }
 
 /// `watch-catalogue user add` with the password on standard input.
-fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
+pub fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
     use std::io::Write;
     let mut child = crate::support::binary(data)
         .args(["user", "add", name, "--role", "admin"])

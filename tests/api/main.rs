@@ -8,6 +8,7 @@ mod contract;
 mod duplicates;
 mod fuzz;
 mod ingest;
+mod jobs;
 mod listings;
 mod migrate;
 mod models;

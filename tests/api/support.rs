@@ -352,6 +352,19 @@ impl ServeProcess {
         Some(line)
     }
 
+    /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
+    /// cleaned up. Returns the log so far.
+    pub fn kill(mut self) -> String {
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        let _ = self.child.wait();
+        while self.lines.try_recv().is_ok() {}
+        self.log
+    }
+
     /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
     pub fn stop(mut self) -> String {
         let terminated = std::process::Command::new("kill")
