@@ -87,9 +87,13 @@ impl Jobs {
     }
 
     /// Marks the jobs a previous process left unfinished as interrupted, empties the spool, and
-    /// starts the runner task (once; later calls do nothing). Call it inside the runtime.
+    /// starts the runner task (once; later calls do nothing). Outside a tokio runtime (a router
+    /// driven in-process by a bench) nothing starts, and submissions are answered 503.
     pub fn start(app: &Arc<App>) -> StoreResult<()> {
         let jobs = &app.jobs;
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Ok(());
+        };
         if jobs.runner.get().is_some() {
             return Ok(());
         }
@@ -103,7 +107,7 @@ impl Jobs {
             task: Mutex::new(None),
         };
         if jobs.runner.set(runner).is_ok() {
-            let task = tokio::spawn(run_jobs(app.clone(), received, stopped));
+            let task = runtime.spawn(run_jobs(app.clone(), received, stopped));
             if let Some(runner) = jobs.runner.get() {
                 *lock(&runner.task) = Some(task);
             }
