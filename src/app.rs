@@ -224,3 +224,16 @@ pub fn serving_address(data_dir: &DataDir) -> Option<String> {
     let address = text.trim();
     (!address.is_empty()).then(|| address.to_owned())
 }
+
+/// An error with its causes, outermost first, on one line: what the CLI prints, the log keeps
+/// and a failed job records.
+pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -199,21 +199,19 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             let rebuilt = app.writer.rebuild_indexes(*which)?;
             let mut report = String::new();
             let mut documents = 0;
-            if let Some(catalogue) = rebuilt.catalogue {
-                documents += catalogue.documents;
-                let _ = writeln!(
-                    report,
-                    "indexed {} catalogue documents at store generation {}",
-                    catalogue.documents, catalogue.generation
-                );
-            }
-            if let Some(listings) = rebuilt.listings {
-                documents += listings.documents;
-                let _ = writeln!(
-                    report,
-                    "indexed {} listings at store generation {}",
-                    listings.documents, listings.generation
-                );
+            let indexes = [
+                ("catalogue documents", rebuilt.catalogue),
+                ("listings", rebuilt.listings),
+            ];
+            for (what, rebuilt) in indexes {
+                if let Some(rebuilt) = rebuilt {
+                    documents += rebuilt.documents;
+                    let _ = writeln!(
+                        report,
+                        "indexed {} {what} at store generation {}",
+                        rebuilt.documents, rebuilt.generation
+                    );
+                }
             }
             let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
             finished(control, documents as u64);

@@ -6,7 +6,7 @@
 use super::batch::{self, Batch};
 use super::progress::JobControl;
 use super::users::{audit_entry, Actor};
-use crate::app::App;
+use crate::app::{causes, App};
 use crate::domain::{JobId, JobRecord, JobState, Timestamp};
 use crate::store::StoreResult;
 use std::path::{Path, PathBuf};
@@ -314,16 +314,4 @@ fn save(app: &App, record: &JobRecord) {
     if let Err(error) = app.store.put_job(record) {
         tracing::error!(job = %record.id, %error, "recording where a job stands");
     }
-}
-
-/// An error with its causes, outermost first, as the CLI prints them.
-fn causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

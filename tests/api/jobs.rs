@@ -350,20 +350,7 @@ impl Remote {
             .timeout(Duration::from_secs(60))
             .build()
             .expect("client");
-        let login = client
-            .post(format!("{base}/auth/login"))
-            .json(&json!({"username": "ana", "password": TEST_PASSWORD}))
-            .send()
-            .await
-            .expect("login");
-        assert_eq!(login.status().as_u16(), 200);
-        let cookie = login
-            .headers()
-            .get("set-cookie")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .expect("cookie")
-            .to_owned();
+        let cookie = crate::support::sign_in(&client, base, "ana").await;
         Remote {
             client,
             base: base.to_owned(),
