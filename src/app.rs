@@ -201,7 +201,7 @@ fn open_store(
     Store::open_with(&store_dir, cache_bytes, policy).map_err(|error| {
         if let (StoreError::Sled(_), Some(server)) = (&error, serving_address(data_dir)) {
             return anyhow::anyhow!(
-                "the data dir {} is held by the server at {server}: run the command against it with --server {server}",
+                "the data dir {} is held by the server at {server}: run ingest, rates, match, reindex and duplicates against it with --server {server} (stop it for anything else)",
                 data_dir.path().display()
             );
         }

@@ -591,6 +591,27 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_ends_the_ingest_at_a_chunk_boundary_and_running_it_again_completes_it() {
+        let feed = snapshot("listings/chrono24.jsonl");
+        let lines = feed.lines().filter(|l| !l.trim().is_empty()).count();
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store(dir.path());
+        let turn = store.write_turn();
+        let control = JobControl::default();
+        control.stop();
+        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
+        let stopped = ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control);
+        assert!(matches!(stopped, Err(IngestError::Interrupted)));
+        assert_eq!(control.progress(), (7, lines as u64), "one chunk committed");
+        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
+        let control = JobControl::default();
+        let done =
+            ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control).expect("again");
+        assert_eq!((done.refreshed, done.created), (7, lines - 7));
+        assert_eq!(control.progress(), (lines as u64, lines as u64));
+    }
+
+    #[test]
     fn a_snapshot_in_small_chunks_writes_what_one_chunk_writes() {
         let feed = snapshot("listings/chrono24.jsonl");
         let revisit = feed.lines().skip(10).collect::<Vec<_>>().join("\n");

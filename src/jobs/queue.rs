@@ -115,6 +115,11 @@ impl Jobs {
         Ok(())
     }
 
+    /// Where posted bodies wait for their job.
+    pub fn spool_dir(&self) -> &Path {
+        &self.spool
+    }
+
     /// A new, empty file for a posted body.
     pub fn spool_file(&self) -> std::io::Result<SpoolFile> {
         std::fs::create_dir_all(&self.spool)?;
@@ -313,5 +318,75 @@ fn interrupt_unfinished(app: &App) -> StoreResult<()> {
 fn save(app: &App, record: &JobRecord) {
     if let Err(error) = app.store.put_job(record) {
         tracing::error!(job = %record.id, %error, "recording where a job stands");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DataDir;
+    use crate::domain::JobKind;
+
+    #[test]
+    fn a_job_that_fails_is_recorded_failed_with_its_reason_and_the_runner_goes_on() {
+        let dir = tempfile::tempdir().expect("dir");
+        let app = App::open(&DataDir::new(dir.path()), 1 << 20).expect("app");
+        let batch = Batch::Snapshot {
+            provider: "chrono24".into(),
+            file: dir.path().join("gone.jsonl"),
+            name: "gone.jsonl".into(),
+            max_invalid: 0.5,
+        };
+        let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
+        app.store.put_job(&record).expect("put");
+        run_one(
+            &app,
+            Queued {
+                record,
+                batch,
+                _spooled: None,
+            },
+        );
+        let job = app.store.job(JobId(1)).expect("read").expect("job");
+        assert_eq!(job.state, JobState::Failed);
+        assert!(job.started_at.is_some() && job.finished_at.is_some());
+        assert!(
+            job.error
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("opening gone.jsonl"),
+            "{job:?}"
+        );
+        assert!(lock(&app.jobs.state).running.is_none());
+    }
+
+    #[test]
+    fn jobs_left_queued_or_running_are_interrupted_at_start() {
+        let dir = tempfile::tempdir().expect("dir");
+        let app = App::open(&DataDir::new(dir.path()), 1 << 20).expect("app");
+        for (id, state) in [
+            (1, JobState::Succeeded),
+            (2, JobState::Running),
+            (3, JobState::Queued),
+        ] {
+            let mut record =
+                JobRecord::queued(JobId(id), JobKind::Match, None, "ana".into(), "listings");
+            record.state = state;
+            app.store.put_job(&record).expect("put");
+        }
+        interrupt_unfinished(&app).expect("interrupt");
+        let states: Vec<JobState> = app
+            .store
+            .jobs_newest_first()
+            .map(|job| job.expect("job").state)
+            .collect();
+        assert_eq!(
+            states,
+            [
+                JobState::Interrupted,
+                JobState::Interrupted,
+                JobState::Succeeded
+            ]
+        );
     }
 }

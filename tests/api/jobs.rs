@@ -618,3 +618,31 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
     serve.stop();
     assert!(!dir.join("server.addr").exists(), "removed on exit");
 }
+
+#[tokio::test]
+async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_nothing() {
+    let config = watch_catalogue::config::ApiConfig {
+        snapshot_limit: 1 << 10,
+        ..Default::default()
+    };
+    let app = TestApp::build()
+        .user("ana", Role::Admin)
+        .config(config)
+        .start()
+        .await;
+    let ana = app.session("ana").await;
+    let big = vec![E12; 20].join("\n");
+    let (status, _, body) = post(&ana, "/v1/admin/providers/ebay/snapshot", big).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert_eq!(body["hint"], "send at most 1 KiB", "{body}");
+    // The public body limit still holds for the other job routes.
+    let (status, _, _) = post(&ana, "/v1/admin/rates", vec![b' '; 2 << 20]).await;
+    assert_eq!(status, 400);
+    assert_eq!(ana.ok("/v1/admin/jobs").await["total"], 0);
+    let spool = std::fs::read_dir(app.app.jobs.spool_dir()).map_or(0, |dir| dir.count());
+    assert_eq!(spool, 0, "a refused body is removed");
+}
