@@ -22,6 +22,8 @@ pub struct Jobs {
     /// The running job and its control, and whether a stop was asked for: one lock, so a
     /// job starting as the stop arrives is stopped too.
     state: Mutex<RunState>,
+    /// Held from a job's id to its place in the queue: ids grow in the order jobs run.
+    submitting: Mutex<()>,
     files: AtomicU64,
 }
 
@@ -82,6 +84,7 @@ impl Jobs {
             spool,
             runner: OnceLock::new(),
             state: Mutex::new(RunState::default()),
+            submitting: Mutex::new(()),
             files: AtomicU64::new(0),
         }
     }
@@ -145,6 +148,7 @@ impl Jobs {
             return Err(SubmitError::Stopping);
         }
         let store = &app.store;
+        let _in_order = lock(&self.submitting);
         let id = store.next_job_id()?;
         let record = JobRecord::queued(
             id,
