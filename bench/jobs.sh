@@ -9,8 +9,8 @@
 #        release/catalogue-bench; build both with `cargo build --release`)
 #
 # Knobs (environment): MODELS=100000 LISTINGS=1000000 SEED=42 CONCURRENCY=4 (load clients)
-# IDLE=20s (the idle load's measured time) DURING=40s (the load's measured time, started with
-# the submission; keep it under the job's run time) PORT=18441 CACHE (the generated dataset,
+# IDLE=20s (the idle load's measured time) DURING=120s (the load's measured time, started once
+# the job runs, after the upload and the check; keep it under the job's run time) PORT=18441 CACHE (the generated dataset,
 # kept between runs; default /tmp/catalogue-bench-jobs-MODELS-LISTINGS-SEED).
 #
 # 1. `catalogue-bench generate` into CACHE, once; its four provider snapshots concatenated into
@@ -18,9 +18,10 @@
 # 2. `watch-catalogue import` of the catalogue alone into a data dir, copied: A and B.
 # 3. Offline: `watch-catalogue ingest --provider provider-1` on A under /usr/bin/time.
 # 4. `serve` on B (no picture worker, rate limits lifted), an admin added first; the load
-#    driver alone for IDLE (the idle figures); then the load driver for DURING started with
-#    `watch-catalogue ingest --provider provider-1 SNAPSHOT --server` (under /usr/bin/time: the
-#    upload, the check, the job), and the job's record read back (startedAt, finishedAt).
+#    driver alone for IDLE (the idle figures); then `watch-catalogue ingest --provider
+#    provider-1 SNAPSHOT --server` (under /usr/bin/time: the upload, the check, the job), the
+#    load driver for DURING from the moment the job is running, and the job's record read back
+#    (startedAt, finishedAt).
 # Everything listens on 127.0.0.1 only. The work dir is removed on exit and every process
 # started here is stopped; the dataset cache is kept.
 set -euo pipefail
@@ -33,7 +34,7 @@ LISTINGS=${LISTINGS:-1000000}
 SEED=${SEED:-42}
 CONCURRENCY=${CONCURRENCY:-4}
 IDLE=${IDLE:-20s}
-DURING=${DURING:-40s}
+DURING=${DURING:-120s}
 PORT=${PORT:-18441}
 CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
 for exe in "$BIN" "$BENCH"; do
@@ -93,16 +94,20 @@ curl -fs -o /dev/null "$BASE/readyz" || { echo "server not ready" >&2; exit 1; }
 echo ">> idle load" >&2
 "$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" --duration "$IDLE" --warmup 2s > "$WORK/idle.md"
 
-echo ">> load during the job" >&2
-"$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" --duration "$DURING" > "$WORK/during.md" &
-LOAD_PID=$!
-export WATCH_CATALOGUE_USER=bench WATCH_CATALOGUE_PASSWORD=bench-password-123
-timed "\`ingest --server\` (upload, check, job)" "$BIN" ingest --provider provider-1 "$SNAPSHOT" --server "$BASE"
-wait "$LOAD_PID" || { echo "the load driver failed" >&2; exit 1; }
-LOAD_PID=
 cookie=$(curl -fs -i -H 'content-type: application/json' \
   -d '{"username":"bench","password":"bench-password-123"}' "$BASE/v1/auth/login" \
   | awk -F'[ ;]' 'tolower($1) == "set-cookie:" { print $2 }')
+state() { curl -fs -H "cookie: $cookie" "$BASE/v1/admin/jobs/1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null || echo none; }
+echo ">> posting the snapshot" >&2
+export WATCH_CATALOGUE_USER=bench WATCH_CATALOGUE_PASSWORD=bench-password-123
+timed "\`ingest --server\` (upload, check, job)" "$BIN" ingest --provider provider-1 "$SNAPSHOT" --server "$BASE" &
+LOAD_PID=$!
+until [[ $(state) == running ]]; do sleep 0.5; kill -0 "$LOAD_PID" 2>/dev/null || { echo "the submission ended before its job ran" >&2; exit 1; }; done
+echo ">> load during the job" >&2
+"$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" --duration "$DURING" > "$WORK/during.md"
+[[ $(state) == running ]] && still=yes || still="no (DURING outlasted the job: lower it)"
+wait "$LOAD_PID" || { echo "the submission failed" >&2; exit 1; }
+LOAD_PID=
 job=$(curl -fs -H "cookie: $cookie" "$BASE/v1/admin/jobs/1")
 rss=$(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$SERVER_PID/status")
 
@@ -124,6 +129,6 @@ echo "## Readers, idle server ($CONCURRENCY clients, $IDLE)"
 echo
 cat "$WORK/idle.md"
 echo
-echo "## Readers while the snapshot is posted and ingested ($CONCURRENCY clients, $DURING from the submission)"
+echo "## Readers while the job runs ($CONCURRENCY clients, $DURING from the job's start; job still running at the end: $still)"
 echo
 cat "$WORK/during.md"
