@@ -7,6 +7,7 @@ use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::pictures::UrgentPictures;
+use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
@@ -30,6 +31,8 @@ pub struct App {
     pub media: MediaStore,
     /// Pictures a person is waiting for: the image worker takes them first.
     pub urgent_pictures: UrgentPictures,
+    /// Batch jobs submitted to the server, run one at a time through the writer.
+    pub jobs: Jobs,
     /// The conversion table and the store generation it was read at.
     /// The conversion table and the store's rates epoch it was read at.
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
@@ -84,6 +87,7 @@ impl App {
             writer: Writer::new(store.clone(), index.clone(), listings.clone()),
             media: MediaStore::new(data_dir.media()),
             urgent_pictures: UrgentPictures::default(),
+            jobs: Jobs::new(data_dir.spool()),
             store,
             index,
             listings,
@@ -212,6 +216,12 @@ fn open_store(
 ) -> anyhow::Result<(Store, MigrationReport)> {
     let store_dir = data_dir.store();
     Store::open_with(&store_dir, cache_bytes, policy).map_err(|error| {
+        if let (StoreError::Sled(_), Some(server)) = (&error, serving_address(data_dir)) {
+            return anyhow::anyhow!(
+                "the data dir {} is held by the server at {server}: run ingest, rates, match, reindex and duplicates against it with --server {server} (stop it for anything else)",
+                data_dir.path().display()
+            );
+        }
         // sled's lock is the usual I/O failure at open; a schema error speaks for itself.
         let hint = match error {
             StoreError::Sled(_) => " (is another process using this data dir?)",
@@ -222,4 +232,25 @@ fn open_store(
             store_dir.display()
         ))
     })
+}
+
+/// The address a server serving `data_dir` wrote when it opened its port (`serve` removes it
+/// on exit; one left by a killed server names no live server, but then the store opens).
+pub fn serving_address(data_dir: &DataDir) -> Option<String> {
+    let text = std::fs::read_to_string(data_dir.server_address()).ok()?;
+    let address = text.trim();
+    (!address.is_empty()).then(|| address.to_owned())
+}
+
+/// An error with its causes, outermost first, on one line: what the CLI prints, the log keeps
+/// and a failed job records.
+pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

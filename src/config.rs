@@ -37,6 +37,14 @@ impl DataDir {
     pub fn media(&self) -> PathBuf {
         self.0.join("media")
     }
+    /// Where posted snapshots wait for their job; emptied at each start.
+    pub fn spool(&self) -> PathBuf {
+        self.0.join("spool")
+    }
+    /// The base URL of the server holding this data dir, while it serves.
+    pub fn server_address(&self) -> PathBuf {
+        self.0.join("server.addr")
+    }
 }
 
 /// Settings of `serve`.
@@ -66,6 +74,9 @@ pub struct ApiConfig {
     pub admin_rate_limit: u32,
     /// Requests answered at once, and waiting for a turn; more are refused with 503.
     pub capacity: crate::api::layers::capacity::CapacityConfig,
+    /// Largest snapshot posted to `/admin/providers/{slug}/snapshot`, in bytes: streamed to
+    /// the spool, so only disk bounds it.
+    pub snapshot_limit: u64,
 }
 
 impl Default for ApiConfig {
@@ -78,6 +89,7 @@ impl Default for ApiConfig {
             sessions: crate::auth::SessionPolicy::default(),
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
             capacity: Default::default(),
+            snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
         }
     }
 }
@@ -87,6 +99,9 @@ pub const DEFAULT_ADMIN_RATE_LIMIT: u32 = 6000;
 
 /// Default base of media URLs: this server's own `/media`, relative to its origin.
 pub const DEFAULT_MEDIA_BASE_URL: &str = "/media";
+
+/// Default largest posted snapshot: 4 GiB.
+pub const DEFAULT_SNAPSHOT_LIMIT: u64 = 4 << 30;
 
 /// Default largest request body: 1 MiB.
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;

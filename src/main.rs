@@ -1,4 +1,5 @@
-//! `watch-catalogue`: serve the API, or run a batch job on a data dir no server holds.
+//! `watch-catalogue`: serve the API, or run a batch job on a data dir no server holds, or as a
+//! job of the server that holds it (`--server`).
 
 use anyhow::Context;
 
@@ -16,22 +17,20 @@ use std::time::{Duration, SystemTime};
 use watch_catalogue::api::layers::capacity::CapacityConfig;
 use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
+use watch_catalogue::client::{self, Credentials, Submission};
 use watch_catalogue::config::{
     ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
     DEFAULT_RATE_WINDOW_SECS,
 };
 use watch_catalogue::domain::{Role, Username};
+use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::dataset::import_dataset;
-use watch_catalogue::jobs::duplicates;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
-use watch_catalogue::jobs::ingest;
-use watch_catalogue::jobs::listing_writes::WrittenListings;
-use watch_catalogue::jobs::matching::rematch_unmatched;
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
-use watch_catalogue::jobs::rates::load_rates;
+use watch_catalogue::jobs::progress::JobControl;
 use watch_catalogue::jobs::users::{self, Actor};
-use watch_catalogue::jobs::writer::{WriteError, Written};
+use watch_catalogue::jobs::writer::IndexChoice;
 use watch_catalogue::media::{AllowedNets, FetchSettings};
 
 #[derive(Parser)]
@@ -101,6 +100,10 @@ enum Command {
         /// with Retry-After at once.
         #[arg(long, env = "WATCH_CATALOGUE_MAX_WAITING_REQUESTS")]
         max_waiting_requests: Option<usize>,
+        /// Largest snapshot posted to /v1/admin/providers/{slug}/snapshot, in bytes (it is
+        /// streamed to disk under the data dir).
+        #[arg(long, env = "WATCH_CATALOGUE_SNAPSHOT_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_SNAPSHOT_LIMIT)]
+        snapshot_limit: u64,
         /// Do not run the image worker in the server.
         #[arg(long, env = "WATCH_CATALOGUE_NO_PICTURE_WORKER")]
         no_picture_worker: bool,
@@ -135,26 +138,55 @@ enum Command {
         /// Share of invalid lines above which the snapshot is refused whole.
         #[arg(long, default_value_t = watch_catalogue::jobs::ingest::DEFAULT_MAX_INVALID)]
         max_invalid: f64,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Try every unmatched listing again (after an import added models).
-    Match,
+    Match {
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// Load an ECB daily reference-rates file (eurofxref-daily.xml) as the rates in force.
     Rates {
         /// The ECB's XML file.
         file: PathBuf,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Rebuild the search indexes from the store, then the duplicate finder's pairs.
-    Reindex,
+    Reindex {
+        /// catalogue, listings or all.
+        #[arg(long, default_value = "all", value_parser = parse_index)]
+        index: IndexChoice,
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// The duplicate finder: `--rebuild` runs its full pass over every model.
     Duplicates {
         /// Find every model's pairs afresh (on every core).
         #[arg(long, required = true)]
         rebuild: bool,
+        #[command(flatten)]
+        remote: Remote,
     },
     /// Bring the store up to this binary's schema, in place (stop the server first).
     Migrate,
     /// Print the OpenAPI document of the API.
     Openapi,
+}
+
+/// Where a batch command runs: on the data dir (no server may hold it), or as a job of the
+/// server at `--server`, signed in as `WATCH_CATALOGUE_USER` (asked for on a terminal).
+#[derive(Args)]
+struct Remote {
+    /// Submit the job to the server at this URL (e.g. http://127.0.0.1:8080) and follow it,
+    /// instead of opening the data dir.
+    #[arg(long)]
+    server: Option<String>,
+}
+
+fn parse_index(text: &str) -> Result<IndexChoice, String> {
+    IndexChoice::parse(text).ok_or_else(|| format!("`{text}` is not catalogue, listings or all"))
 }
 
 #[derive(Subcommand)]
@@ -272,6 +304,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             admin_rate_limit,
             max_running_requests,
             max_waiting_requests,
+            snapshot_limit,
             no_picture_worker,
             pictures,
         } => {
@@ -301,6 +334,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sessions,
                 admin_rate_limit,
                 capacity: capacity(max_running_requests, max_waiting_requests),
+                snapshot_limit,
                 ..ApiConfig::default()
             };
             let config = ServeConfig {
@@ -330,7 +364,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .value;
             println!("imported {}\n{}", source.describe(), imported.catalogue);
             for (provider, report) in imported.feeds {
-                print_ingest(&provider, &report);
+                print_report(&batch::ingest_lines(&provider, &report));
             }
             app.prepare(false)
         }
@@ -338,56 +372,47 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             provider,
             file,
             max_invalid,
+            remote,
         } => {
             anyhow::ensure!(
                 (0.0..=1.0).contains(&max_invalid),
                 "--max-invalid is a share between 0 and 1, not {max_invalid}"
             );
-            let snapshot = std::fs::File::open(&file)
-                .with_context(|| format!("opening {}", file.display()))?;
-            let app = App::open(&data_dir, cli.cache_bytes)?;
-            let name = file.display().to_string();
-            let snapshot = std::io::BufReader::new(snapshot);
-            let result = app
-                .writer
-                .run(|turn| ingest::ingest(turn, &provider, &name, snapshot, max_invalid));
-            if let Err(WriteError::Job(
-                ingest::IngestError::EmptySnapshot { problems }
-                | ingest::IngestError::MostlyInvalid { problems, .. },
-            )) = &result
-            {
-                problems.iter().take(20).for_each(|p| eprintln!("  {p}"));
+            std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+            if let Some(server) = remote.server {
+                return run_remote(
+                    &server,
+                    Submission::Snapshot {
+                        provider,
+                        file,
+                        max_invalid,
+                    },
+                );
             }
-            let done = result?;
-            print_ingest(&provider, &done.value);
-            print_write_times(&done.value.written, &done);
-            Ok(())
+            let name = file.display().to_string();
+            run_local(
+                &data_dir,
+                cli.cache_bytes,
+                Batch::Snapshot {
+                    provider,
+                    file,
+                    name,
+                    max_invalid,
+                },
+            )
         }
-        Command::Match => {
-            let app = App::open(&data_dir, cli.cache_bytes)?;
-            let done = app.writer.run(rematch_unmatched)?;
-            let report = &done.value;
-            println!(
-                "matched {} of {} unmatched listings; store generation {}",
-                report.matched, report.tried, report.written.generation.0
-            );
-            print_write_times(&report.written, &done);
-            Ok(())
-        }
-        Command::Rates { file } => {
-            let text = std::fs::read_to_string(&file)
+        Command::Match { remote } => match remote.server {
+            Some(server) => run_remote(&server, Submission::Match),
+            None => run_local(&data_dir, cli.cache_bytes, Batch::Match),
+        },
+        Command::Rates { file, remote } => {
+            let xml = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
-            let app = App::open(&data_dir, cli.cache_bytes)?;
-            let report = app
-                .writer
-                .run(|turn| load_rates(turn, &text))
-                .with_context(|| format!("loading {}", file.display()))?
-                .value;
-            println!(
-                "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}",
-                report.date, report.currencies, report.convertible, report.generation.0
-            );
-            Ok(())
+            match remote.server {
+                Some(server) => run_remote(&server, Submission::Rates { file }),
+                None => run_local(&data_dir, cli.cache_bytes, Batch::Rates { xml })
+                    .with_context(|| format!("loading {}", file.display())),
+            }
         }
         Command::Migrate => {
             println!(
@@ -414,25 +439,28 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())
         }
-        Command::Reindex => {
-            let app = App::open(&data_dir, cli.cache_bytes)?;
-            let started = std::time::Instant::now();
-            let (catalogue, listings) = app.writer.rebuild_indexes()?;
-            println!(
-                "indexed {} catalogue documents at store generation {}",
-                catalogue.documents, catalogue.generation
-            );
-            println!(
-                "indexed {} listings at store generation {}; both in {:.2?}",
-                listings.documents,
-                listings.generation,
-                started.elapsed()
-            );
-            rebuild_duplicates(&app)
+        Command::Reindex { index, remote } => match remote.server {
+            Some(server) => run_remote(&server, Submission::Reindex(index)),
+            None => run_local(&data_dir, cli.cache_bytes, Batch::Reindex(index)),
+        },
+        Command::Duplicates { rebuild: _, remote } => match remote.server {
+            Some(server) => run_remote(&server, Submission::Duplicates),
+            None => run_local(&data_dir, cli.cache_bytes, Batch::Duplicates),
+        },
+    }
+}
+
+/// A batch job on the data dir, its report printed (skipped lines on standard error).
+fn run_local(data_dir: &DataDir, cache_bytes: u64, job: Batch) -> anyhow::Result<()> {
+    let app = App::open(data_dir, cache_bytes)?;
+    match batch::run(&app, &job, &JobControl::default()) {
+        Ok(report) => {
+            print_report(&report);
+            Ok(())
         }
-        Command::Duplicates { rebuild: _ } => {
-            let app = App::open(&data_dir, cli.cache_bytes)?;
-            rebuild_duplicates(&app)
+        Err(error) => {
+            eprint!("{}", error.report().unwrap_or_default());
+            Err(error.into())
         }
     }
 }
@@ -446,29 +474,32 @@ fn capacity(running: Option<usize>, waiting: Option<usize>) -> CapacityConfig {
     }
 }
 
-/// The duplicate finder's full pass, reported.
-fn rebuild_duplicates(app: &App) -> anyhow::Result<()> {
-    let started = std::time::Instant::now();
-    let pairs = app.writer.run(duplicates::rebuild)?.value;
-    let took = started.elapsed();
-    let groups = duplicates::groups(&app.store)?;
-    println!(
-        "duplicates: {pairs} pairs in {} groups, found in {took:.2?}",
-        groups.len()
-    );
-    Ok(())
+fn print_report(report: &BatchReport) {
+    eprint!("{}", report.skipped);
+    print!("{}", report.summary);
 }
 
-/// How long a listings write and the index updates after it took: on millions of listings
-/// either can dominate.
-fn print_write_times<T>(written: &WrittenListings, done: &Written<T>) {
-    println!(
-        "{} listings written in {:.1} s in {} commits; indexes up to date after {:.1} s more",
-        written.listings,
-        done.write_took.as_secs_f64(),
-        written.commits,
-        done.index_took.as_secs_f64()
-    );
+/// A batch job submitted to the server at `server` and followed until it ends; its report
+/// printed as the local run prints it, and an error when it did not succeed.
+fn run_remote(server: &str, submission: Submission) -> anyhow::Result<()> {
+    let credentials = Credentials::from_env_or_prompt()?;
+    let job = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?
+        .block_on(client::run(server, &credentials, submission))?;
+    let report = job.report.as_deref().unwrap_or_default();
+    if job.succeeded() {
+        print!("{report}");
+        return Ok(());
+    }
+    eprint!("{report}");
+    anyhow::bail!(
+        "job {} {}: {}",
+        job.id,
+        job.state,
+        job.error.as_deref().unwrap_or("no reason given")
+    )
 }
 
 /// `watch-catalogue user ...`, as the operator at the host (`cli` in the audit trail).
@@ -528,18 +559,6 @@ fn read_password() -> anyhow::Result<String> {
     let password = line.trim_end_matches(['\n', '\r']).to_owned();
     anyhow::ensure!(!password.is_empty(), "no password on standard input");
     Ok(password)
-}
-
-/// One line per skipped snapshot line, then what the ingest did.
-fn print_ingest(provider: &str, report: &ingest::IngestReport) {
-    for problem in &report.skipped {
-        eprintln!("skipped {problem}");
-    }
-    println!(
-        "ingested {provider}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
-        report.created, report.refreshed, report.reactivated, report.delisted, report.matched, report.unmatched,
-        report.skipped.len(), report.written.generation.0
-    );
 }
 
 /// `pictures fetch`: one pass of the image worker over a stopped data dir.

@@ -1,5 +1,6 @@
 //! Serving the API: the data dir opened and made ready before the port opens, then axum until
-//! SIGINT or SIGTERM, in-flight requests finished and the store flushed before the process ends.
+//! SIGINT or SIGTERM, in-flight requests finished, a running job stopped at its next chunk
+//! boundary and the store flushed before the process ends.
 
 use crate::app::App;
 use crate::config::ServeConfig;
@@ -38,17 +39,33 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("binding {}", config.addr))?;
-    let base = format!("http://{}/v1", listener.local_addr()?);
+    let origin = format!("http://{}", listener.local_addr()?);
+    let base = format!("{origin}/v1");
+    // Batch commands run on this data dir name this address rather than fail on sled's lock.
+    let address_file = config.data_dir.server_address();
+    std::fs::write(&address_file, format!("{origin}\n"))
+        .with_context(|| format!("writing {}", address_file.display()))?;
     let data_dir = std::fs::canonicalize(config.data_dir.path())
         .unwrap_or_else(|_| config.data_dir.path().to_owned());
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
     let router = crate::api::router(app.clone(), &config.api);
-    axum::serve(
+    let served = axum::serve(
         listener,
         router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    .with_graceful_shutdown({
+        let app = app.clone();
+        async move {
+            shutdown_signal().await;
+            // A running job stops at its next chunk boundary while requests finish.
+            app.jobs.stop();
+        }
+    })
+    .await;
+    app.jobs.stop();
+    app.jobs.finished().await;
+    let _ = std::fs::remove_file(&address_file);
+    served?;
     app.store.flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())

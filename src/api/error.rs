@@ -272,14 +272,7 @@ impl IntoResponse for ApiError {
 
 /// Logs a lower layer's failure, with its whole chain of causes, and answers `internal_error`.
 pub fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
-    let mut chain = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        chain.push_str(": ");
-        chain.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    internal_because(chain)
+    internal_because(crate::app::causes(error))
 }
 
 /// Logs why the server failed (an invariant of the store broken, a panic) and answers

@@ -43,6 +43,10 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         app: app.clone(),
         sessions: config.sessions,
     });
+    // Submitted batch jobs run from here on, one at a time.
+    if let Err(error) = crate::jobs::queue::Jobs::start(&app) {
+        tracing::error!(%error, "starting the job runner");
+    }
     let sign_in = Arc::new(admin::auth::SignIn::new(
         config.sessions,
         &config.rate_limit,
@@ -66,6 +70,7 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
             config.media_base_url.as_str().into(),
         )))
         .layer(Extension(sign_in))
+        .layer(Extension(admin::jobs::SnapshotLimit(config.snapshot_limit)))
         .layer(DefaultBodyLimit::max(config.body_limit))
         .layer(from_fn(admin::guard))
         .layer(from_fn_with_state(
@@ -196,6 +201,20 @@ fn v1_table() -> Vec<Route> {
             get(admin::stats::unmatched_listings),
         ),
         Route::admin("/admin/audit", get(admin::audit::audit)),
+        // Batch jobs
+        Route::admin(
+            "/admin/providers/{slug}/snapshot",
+            post(admin::jobs::submit_snapshot),
+        ),
+        Route::admin("/admin/rates", post(admin::jobs::submit_rates)),
+        Route::admin("/admin/match", post(admin::jobs::submit_match)),
+        Route::admin("/admin/reindex", post(admin::jobs::submit_reindex)),
+        Route::admin(
+            "/admin/duplicates/rebuild",
+            post(admin::jobs::submit_duplicates),
+        ),
+        Route::admin("/admin/jobs", get(admin::jobs::list_jobs)),
+        Route::admin("/admin/jobs/{id}", get(admin::jobs::get_job)),
         // Reconciliation
         Route::admin("/reconciliation", get(admin::reconciliation::groups)),
         Route::admin("/reconciliation/link", post(admin::reconciliation::link)),

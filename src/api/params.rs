@@ -5,8 +5,8 @@ use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 #[allow(unused_imports)] // named in the page aliases of the OpenAPI document
 use super::admin::{
-    audit::AuditEntryView, pictures::ReviewQueueItem, reconciliation::ReconciliationGroup,
-    stats::UnmatchedListing,
+    audit::AuditEntryView, jobs::JobView, pictures::ReviewQueueItem,
+    reconciliation::ReconciliationGroup, stats::UnmatchedListing,
 };
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
@@ -139,6 +139,7 @@ pub struct Pagination {
     ListingPage = Page<ListingView>,
     UnmatchedListingPage = Page<UnmatchedListing>,
     AuditPage = Page<AuditEntryView>,
+    JobPage = Page<JobView>,
     ReconciliationGroupPage = Page<ReconciliationGroup>,
     ReviewQueuePage = Page<ReviewQueueItem>
 )]

@@ -54,6 +54,8 @@ id_type!(
     ListingId,
     /// A picture-review candidate's id.
     CandidateId,
+    /// A batch job's id (`/admin/jobs/{id}`).
+    JobId,
 );
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 mod duplicates;
 mod fnv;
 mod ids;
+mod jobs;
 mod listing;
 mod picture_review;
 mod pictures;
@@ -19,9 +20,10 @@ mod users;
 pub use duplicates::{DuplicatePair, DuplicateSignal};
 pub use fnv::Fnv1a;
 pub use ids::{
-    BrandId, CaliberId, CandidateId, ComplicationId, IdError, ListingId, ModelId, PictureId,
+    BrandId, CaliberId, CandidateId, ComplicationId, IdError, JobId, ListingId, ModelId, PictureId,
     ProviderId, SeriesId,
 };
+pub use jobs::{JobKind, JobProgress, JobRecord, JobState};
 pub use listing::{
     Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
     MatchOutcome, StatusChange,

@@ -10,6 +10,7 @@
 use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
 use super::matching::match_listing;
+use super::progress::JobControl;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, PictureRecord, Provider, ProviderId, Slug, StatusChange, Timestamp,
@@ -68,6 +69,8 @@ pub enum IngestError {
         file: String,
         error: Box<IngestError>,
     },
+    #[error("stopped at a chunk boundary: the server is shutting down; what was committed stays, and submitting the snapshot again completes it")]
+    Interrupted,
     #[error("reading the snapshot")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -108,27 +111,62 @@ pub fn ingest(
     snapshot: impl BufRead,
     max_invalid: f64,
 ) -> Result<IngestReport, IngestError> {
-    let writes = ListingWrites::new(turn)?;
-    ingest_with(writes, provider_slug, name, snapshot, max_invalid)
+    ingest_controlled(
+        turn,
+        provider_slug,
+        name,
+        snapshot,
+        max_invalid,
+        &JobControl::default(),
+    )
 }
 
-/// [`ingest`] through `writes`, which sets the chunk size.
-fn ingest_with(
-    writes: ListingWrites<'_>,
+/// [`ingest`], counting committed listings into `control` and stopping at the first chunk
+/// boundary after `control` is told to stop (nothing is delisted then).
+pub fn ingest_controlled(
+    turn: &WriteTurn<'_>,
     provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
     max_invalid: f64,
+    control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
-    let store = writes.turn().store();
-    let provider = Slug::parse(provider_slug)
+    let writes = ListingWrites::new(turn)?;
+    ingest_with(writes, provider_slug, name, snapshot, max_invalid, control)
+}
+
+/// The provider of `slug`, if there is one.
+pub fn provider(store: &Store, slug: &str) -> Result<Provider, IngestError> {
+    Slug::parse(slug)
         .ok()
         .map(|slug| store.provider_by_slug(&slug))
         .transpose()?
         .flatten()
-        .ok_or_else(|| IngestError::UnknownProvider(provider_slug.to_owned()))?;
-    let (rows, problems, total) = read_snapshot(name, snapshot)?;
-    if rows.is_empty() {
+        .ok_or_else(|| IngestError::UnknownProvider(slug.to_owned()))
+}
+
+/// Reads `snapshot` as [`ingest`] would and refuses it as it would (empty, mostly invalid),
+/// writing nothing and keeping no row: a server checks a posted snapshot before queueing it.
+/// The problems of the lines that would be skipped.
+pub fn check_snapshot(
+    name: &str,
+    snapshot: impl BufRead,
+    max_invalid: f64,
+) -> Result<Vec<Problem>, IngestError> {
+    let mut valid = 0usize;
+    let (problems, total) = read_snapshot(name, snapshot, |_| valid += 1)?;
+    refuse_unless_usable(valid, problems, total, max_invalid)
+}
+
+/// The snapshot's problems when it may be ingested; its refusal when it is empty or mostly
+/// invalid.
+fn refuse_unless_usable(
+    valid: usize,
+    problems: Vec<Problem>,
+    total: usize,
+    max_invalid: f64,
+) -> Result<Vec<Problem>, IngestError> {
+    if valid == 0 {
         return Err(IngestError::EmptySnapshot { problems });
     }
     if problems.len() as f64 > total as f64 * max_invalid {
@@ -139,6 +177,24 @@ fn ingest_with(
             problems,
         });
     }
+    Ok(problems)
+}
+
+/// [`ingest`] through `writes`, which sets the chunk size.
+fn ingest_with(
+    writes: ListingWrites<'_>,
+    provider_slug: &str,
+    name: &str,
+    snapshot: impl BufRead,
+    max_invalid: f64,
+    control: &JobControl,
+) -> Result<IngestReport, IngestError> {
+    let store = writes.turn().store();
+    let provider = provider(store, provider_slug)?;
+    let mut rows = Vec::new();
+    let (problems, total) = read_snapshot(name, snapshot, |row| rows.push(row))?;
+    let problems = refuse_unless_usable(rows.len(), problems, total, max_invalid)?;
+    control.set_total(rows.len() as u64);
     let seen: HashSet<String> = rows.iter().map(|row| row.source_id.clone()).collect();
     let provider_id = provider.id;
     // Reading what is known and matching what changed are independent per line: all cores.
@@ -161,6 +217,7 @@ fn ingest_with(
     };
     let mut prepared = prepare(next_chunk())?;
     loop {
+        let pending = prepared.len() as u64;
         for line in prepared {
             run.upsert(line)?;
         }
@@ -169,10 +226,18 @@ fn ingest_with(
             break;
         }
         prepared = run.writes.commit_chunk_while(|| prepare(chunk))??;
+        control.advance(pending);
+        // Between chunks, before the delistings: a stop leaves no listing wrongly delisted.
+        if control.should_stop() {
+            return Err(IngestError::Interrupted);
+        }
     }
     // The last chunk commits with the delistings: a snapshot within one chunk is one write.
     run.delist_missing(&seen)?;
     let Run { writes, tally, .. } = run;
+    let written = writes.commit()?;
+    let (done, total) = control.progress();
+    control.advance(total.saturating_sub(done));
     Ok(IngestReport {
         created: tally.created,
         refreshed: tally.refreshed,
@@ -181,7 +246,7 @@ fn ingest_with(
         matched: tally.matched,
         unmatched: tally.unmatched,
         skipped: problems,
-        written: writes.commit()?,
+        written,
     })
 }
 
@@ -255,12 +320,14 @@ pub fn ingest_dataset_feeds(
     Ok(reports)
 }
 
-/// The valid rows, the problems of the others, and the number of non-blank lines.
+/// Hands each valid row to `keep`; the problems of the others, and the number of non-blank
+/// lines.
 fn read_snapshot(
     name: &str,
     snapshot: impl BufRead,
-) -> Result<(Vec<FeedRow>, Vec<Problem>, usize), IngestError> {
-    let (mut rows, mut problems, mut total) = (Vec::new(), Vec::new(), 0);
+    mut keep: impl FnMut(FeedRow),
+) -> Result<(Vec<Problem>, usize), IngestError> {
+    let (mut problems, mut total) = (Vec::new(), 0);
     let mut ids = HashMap::new();
     for (index, line) in snapshot.lines().enumerate() {
         let line = line?;
@@ -309,10 +376,10 @@ fn read_snapshot(
         };
         match invalid {
             Some((field, message)) => problems.push(problem(Some(field), message)),
-            None => rows.push(row),
+            None => keep(row),
         }
     }
-    Ok((rows, problems, total))
+    Ok((problems, total))
 }
 
 struct Run<'a> {
@@ -524,6 +591,27 @@ mod tests {
     }
 
     #[test]
+    fn a_stop_ends_the_ingest_at_a_chunk_boundary_and_running_it_again_completes_it() {
+        let feed = snapshot("listings/chrono24.jsonl");
+        let lines = feed.lines().filter(|l| !l.trim().is_empty()).count();
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store(dir.path());
+        let turn = store.write_turn();
+        let control = JobControl::default();
+        control.stop();
+        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
+        let stopped = ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control);
+        assert!(matches!(stopped, Err(IngestError::Interrupted)));
+        assert_eq!(control.progress(), (7, lines as u64), "one chunk committed");
+        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
+        let control = JobControl::default();
+        let done =
+            ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control).expect("again");
+        assert_eq!((done.refreshed, done.created), (7, lines - 7));
+        assert_eq!(control.progress(), (lines as u64, lines as u64));
+    }
+
+    #[test]
     fn a_snapshot_in_small_chunks_writes_what_one_chunk_writes() {
         let feed = snapshot("listings/chrono24.jsonl");
         let revisit = feed.lines().skip(10).collect::<Vec<_>>().join("\n");
@@ -533,14 +621,28 @@ mod tests {
             let before = store.generation().expect("generation").0;
             let turn = store.write_turn();
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
-            let first =
-                ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5).expect("ingest");
+            let first = ingest_with(
+                writes,
+                "chrono24",
+                "feed",
+                feed.as_bytes(),
+                0.5,
+                &JobControl::default(),
+            )
+            .expect("ingest");
             let feed_changes = turn.changes();
             drop(turn);
             let turn = store.write_turn();
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
-            let second = ingest_with(writes, "chrono24", "revisit", revisit.as_bytes(), 0.5)
-                .expect("revisit");
+            let second = ingest_with(
+                writes,
+                "chrono24",
+                "revisit",
+                revisit.as_bytes(),
+                0.5,
+                &JobControl::default(),
+            )
+            .expect("revisit");
             drop(turn);
             (before, first, feed_changes, second, contents(&store))
         };

@@ -4,6 +4,7 @@
 //! picture review. Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it.
 
+pub mod batch;
 pub mod candidates;
 pub mod dataset;
 pub mod duplicates;
@@ -14,6 +15,8 @@ pub mod matching;
 pub mod merge;
 pub mod picture_review;
 pub mod pictures;
+pub mod progress;
+pub mod queue;
 pub mod rates;
 pub mod reconcile;
 pub mod reindex;

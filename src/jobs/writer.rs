@@ -46,7 +46,35 @@ pub enum WriteError<E: std::error::Error + 'static> {
     Index(#[source] ReindexError),
 }
 
-/// What a catch-up rebuilt, when anything.
+/// Which indexes a rebuild takes: the catalogue's, the listings', or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexChoice {
+    Catalogue,
+    Listings,
+    All,
+}
+
+impl IndexChoice {
+    /// `catalogue`, `listings` or `all`.
+    pub fn parse(text: &str) -> Option<IndexChoice> {
+        match text {
+            "catalogue" => Some(IndexChoice::Catalogue),
+            "listings" => Some(IndexChoice::Listings),
+            "all" => Some(IndexChoice::All),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IndexChoice::Catalogue => "catalogue",
+            IndexChoice::Listings => "listings",
+            IndexChoice::All => "all",
+        }
+    }
+}
+
+/// What a catch-up or a rebuild rebuilt, when anything.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct CatchUp {
     pub catalogue: Option<ReindexReport>,
@@ -129,13 +157,18 @@ impl Writer {
         Ok(done)
     }
 
-    /// Rebuilds both indexes from the store (`watch-catalogue reindex`), in the turn.
-    pub fn rebuild_indexes(&self) -> Result<(ReindexReport, ReindexReport), ReindexError> {
+    /// Rebuilds the chosen indexes from the store (`watch-catalogue reindex`), in the turn;
+    /// what each rebuilt index took.
+    pub fn rebuild_indexes(&self, which: IndexChoice) -> Result<CatchUp, ReindexError> {
         let _turn = self.store.write_turn();
-        Ok((
-            reindex::rebuild(&self.store, &self.catalogue)?,
-            reindex::rebuild_listings(&self.store, &self.listings)?,
-        ))
+        let mut done = CatchUp::default();
+        if which != IndexChoice::Listings {
+            done.catalogue = Some(reindex::rebuild(&self.store, &self.catalogue)?);
+        }
+        if which != IndexChoice::Catalogue {
+            done.listings = Some(reindex::rebuild_listings(&self.store, &self.listings)?);
+        }
+        Ok(done)
     }
 
     fn generations(&self) -> Result<Before, StoreError> {

@@ -4,8 +4,8 @@
 
 use super::{StoreError, StoreResult};
 use crate::domain::{
-    AuditEntry, Brand, Caliber, Complication, Listing, Model, PictureCandidate, PictureRecord,
-    PictureReview, Provider, Series, Session, User,
+    AuditEntry, Brand, Caliber, Complication, JobRecord, Listing, Model, PictureCandidate,
+    PictureRecord, PictureReview, Provider, Series, Session, User,
 };
 use crate::rates::EcbRates;
 
@@ -48,6 +48,7 @@ stored_records! {
     PictureRecord => "picture", layout 1;
     PictureCandidate => "picture candidate", layout 1;
     PictureReview => "picture review", layout 1;
+    JobRecord => "job", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

@@ -82,6 +82,9 @@ pub enum Keyspace {
     MergedSlug = 88,
     /// Id of a merged model -> the id it was merged into.
     MergedId = 89,
+    /// Batch jobs submitted to a running server, by id (ids grow with time): records. Written
+    /// outside the write turn, like sessions; a keyspace of its own, so no migration.
+    Job = 90,
 }
 
 impl Keyspace {

@@ -15,9 +15,9 @@ pub use write::WriteBatch;
 
 use crate::domain::{
     AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
-    DuplicatePair, Listing, ListingId, Look, Model, ModelId, PictureCandidate, PictureId,
-    PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId, Session,
-    Slug, TokenHash, User, Username,
+    DuplicatePair, JobId, JobRecord, Listing, ListingId, Look, Model, ModelId, PictureCandidate,
+    PictureId, PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId,
+    Session, Slug, TokenHash, User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -801,6 +801,59 @@ impl Store {
                     })
             })
             .collect()
+    }
+
+    // --- batch jobs -----------------------------------------------------------------------------
+
+    /// A new job's id: a counter of its own, bumped atomically outside the write turn (a job is
+    /// submitted while another holds the turn).
+    pub fn next_job_id(&self) -> StoreResult<JobId> {
+        let key = MetaKey::NextId(Keyspace::Job).key();
+        let next = self.db.update_and_fetch(&key, |old| {
+            let last = old
+                .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
+                .map_or(0, u64::from_be_bytes);
+            Some((last + 1).to_be_bytes().to_vec())
+        })?;
+        let value = next.ok_or_else(|| StoreError::Corrupt {
+            key: key.clone(),
+            reason: "the job counter vanished while it was bumped".into(),
+        })?;
+        Ok(JobId(decode_u64(&key, &value)?))
+    }
+
+    /// Records a submitted job with the audit entry that says who submitted it: one atomic,
+    /// flushed sled batch outside the write turn (bookkeeping, like a session).
+    pub fn submit_job(&self, job: &JobRecord, audit: &AuditEntry) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        batch.insert(Keyspace::Job.id_key(job.id.0), codec::encode(job));
+        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Writes where `job` stands, flushed (see [`Store::submit_job`]).
+    pub fn put_job(&self, job: &JobRecord) -> StoreResult<()> {
+        self.db
+            .insert(Keyspace::Job.id_key(job.id.0), codec::encode(job))?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn job(&self, id: JobId) -> StoreResult<Option<JobRecord>> {
+        self.get(Keyspace::Job.id_key(id.0))
+    }
+
+    /// Every job, newest first.
+    pub fn jobs_newest_first(&self) -> impl Iterator<Item = StoreResult<JobRecord>> + '_ {
+        self.db
+            .scan_prefix(Keyspace::Job.prefix())
+            .rev()
+            .map(|entry| {
+                let (key, value) = entry?;
+                decode(&key, &value)
+            })
     }
 
     /// The audit trail, newest first.

@@ -357,7 +357,7 @@ async fn the_audit_trail_names_who_did_what_newest_first() {
 }
 
 /// `watch-catalogue user add` with the password on standard input.
-fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
+pub fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
     use std::io::Write;
     let mut child = crate::support::binary(data)
         .args(["user", "add", name, "--role", "admin"])
@@ -388,20 +388,7 @@ async fn a_session_survives_a_restart_and_ends_when_its_user_is_removed() {
     );
     let client = reqwest::Client::new();
     let serve = ServeProcess::start(data.path());
-    let login = client
-        .post(format!("{}/auth/login", serve.base))
-        .json(&json!({"username": "ana", "password": TEST_PASSWORD}))
-        .send()
-        .await
-        .expect("login");
-    assert_eq!(login.status().as_u16(), 200);
-    let cookie = login
-        .headers()
-        .get("set-cookie")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .expect("cookie")
-        .to_owned();
+    let cookie = crate::support::sign_in(&client, &serve.base, "ana").await;
     let log = serve.stop();
     assert!(!log.contains(&cookie[24..]), "no token in the log");
     assert!(!log.contains(TEST_PASSWORD), "no password in the log");

@@ -10,6 +10,7 @@ mod duplicate_finder;
 mod duplicates;
 mod fuzz;
 mod ingest;
+mod jobs;
 mod listings;
 mod migrate;
 mod models;

@@ -352,13 +352,27 @@ impl ServeProcess {
         Some(line)
     }
 
-    /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
-    pub fn stop(mut self) -> String {
-        let terminated = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+    /// Sends `signal` (`-TERM`, `-KILL`) to the server by pid.
+    fn signal(&self, signal: &str) {
+        let sent = std::process::Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
             .status()
             .expect("kill");
-        assert!(terminated.success());
+        assert!(sent.success(), "kill {signal}");
+    }
+
+    /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
+    /// cleaned up. Returns the log so far.
+    pub fn kill(mut self) -> String {
+        self.signal("-KILL");
+        let _ = self.child.wait();
+        while self.lines.try_recv().is_ok() {}
+        self.log
+    }
+
+    /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
+    pub fn stop(mut self) -> String {
+        self.signal("-TERM");
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while !self.log.contains("store flushed") && self.next_line(deadline).is_some() {}
         let status = self.child.wait().expect("wait");
@@ -370,6 +384,25 @@ impl ServeProcess {
         assert!(self.log.contains("stopped; store flushed"), "{}", self.log);
         self.log
     }
+}
+
+/// Signs in to the API at `base` (with its `/v1`) as `name`; the session cookie
+/// (`watch_catalogue_session=<token>`).
+pub async fn sign_in(client: &reqwest::Client, base: &str, name: &str) -> String {
+    let login = client
+        .post(format!("{base}/auth/login"))
+        .json(&serde_json::json!({"username": name, "password": TEST_PASSWORD}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(login.status().as_u16(), 200, "login as {name}");
+    login
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("session cookie")
+        .to_owned()
 }
 
 /// A one-shot HTTP/1.1 GET over std (no async runtime), asserting 200; the JSON body.

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod auth;
 pub mod candidates;
 pub mod duplicates;
+pub mod jobs;
 pub mod pictures;
 pub mod reconciliation;
 pub mod stats;

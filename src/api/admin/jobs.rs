@@ -1,0 +1,364 @@
+//! Batch jobs against the running server: a provider's snapshot, ECB rates, a match, a reindex
+//! or a duplicate pass submitted (202 and the job), the jobs listed and read. Bad input is
+//! refused before a job is queued; jobs run one at a time in submission order (`jobs::queue`).
+
+use super::{actor, blocking, Caller};
+use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::layers::BodyLimit;
+use crate::api::params::{Page, PageParams, Params, PathParams};
+use crate::api::AppState;
+use crate::domain::{JobId, JobRecord};
+use crate::jobs::batch::{self, Batch};
+use crate::jobs::ingest::{self, IngestError, DEFAULT_MAX_INVALID};
+use crate::jobs::queue::{SpoolFile, SubmitError};
+use crate::jobs::writer::IndexChoice;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use http_body_util::BodyExt;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+/// The largest snapshot a request may post, in bytes (`ApiConfig::snapshot_limit`).
+#[derive(Debug, Clone, Copy)]
+pub struct SnapshotLimit(pub u64);
+
+/// A batch job and where it stands.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JobView {
+    #[schema(example = "7")]
+    pub id: String,
+    /// snapshot, rates, match, reindex or duplicates.
+    #[schema(example = "snapshot")]
+    pub kind: &'static str,
+    /// The provider's slug of a snapshot, the index of a reindex.
+    #[schema(example = "chrono24")]
+    pub subject: Option<String>,
+    /// queued, running, succeeded, failed or interrupted.
+    #[schema(example = "running")]
+    pub state: &'static str,
+    pub progress: JobProgressView,
+    #[schema(example = "ana")]
+    pub submitted_by: String,
+    #[schema(example = "2026-11-24T09:04:04.523Z")]
+    pub submitted_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// What `watch-catalogue` prints for the same work, one line per fact; a refused
+    /// snapshot's first problems.
+    pub report: Option<String>,
+    /// Why the job failed or stopped.
+    pub error: Option<String>,
+}
+
+/// `done` of `total` `unit`s; 0 of 0 until known (only a snapshot counts as it goes).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct JobProgressView {
+    #[schema(example = 50000)]
+    pub done: u64,
+    #[schema(example = 120000)]
+    pub total: u64,
+    #[schema(example = "listings")]
+    pub unit: String,
+}
+
+impl From<JobRecord> for JobView {
+    fn from(job: JobRecord) -> JobView {
+        JobView {
+            id: job.id.to_string(),
+            kind: job.kind.as_str(),
+            subject: job.subject,
+            state: job.state.as_str(),
+            progress: JobProgressView {
+                done: job.progress.done,
+                total: job.progress.total,
+                unit: job.progress.unit,
+            },
+            submitted_by: job.submitted_by,
+            submitted_at: job.submitted_at.to_rfc3339(),
+            started_at: job.started_at.map(|t| t.to_rfc3339()),
+            finished_at: job.finished_at.map(|t| t.to_rfc3339()),
+            report: job.report,
+            error: job.error,
+        }
+    }
+}
+
+/// Query of `POST /admin/providers/{slug}/snapshot`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SnapshotParams {
+    /// Share of invalid lines above which the snapshot is refused whole, 0 to 1.
+    #[param(value_type = Option<f64>, default = 0.5)]
+    max_invalid: Option<String>,
+}
+
+/// Query of `POST /admin/reindex`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ReindexParams {
+    /// catalogue, listings or all (default).
+    #[param(example = "all")]
+    index: Option<String>,
+}
+
+/// Submits a provider's full current snapshot (NDJSON, the `ingest` format) to be ingested.
+///
+/// The body is streamed to a file under the data dir, then checked as `ingest` checks it: an
+/// unknown provider is 404, an empty snapshot or one over the invalid threshold 400 with its
+/// first problems in the hint, and nothing is queued. Listings missing from the snapshot are
+/// delisted once every listing in it is written.
+#[utoipa::path(post, path = "/admin/providers/{slug}/snapshot", operation_id = "admin_submit_snapshot", tag = "jobs",
+    params(("slug" = String, Path, description = "The provider's slug"), SnapshotParams),
+    request_body(content = String, content_type = "application/x-ndjson", description = "One listing per line"),
+    responses((status = 202, description = "The job, queued; Location names it", body = JobView,
+        headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
+pub async fn submit_snapshot(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(SnapshotLimit(limit)): Extension<SnapshotLimit>,
+    PathParams(slug): PathParams<String>,
+    Params(params): Params<SnapshotParams>,
+    body: Body,
+) -> ApiResult<Response> {
+    let actor = actor(&caller)?;
+    let max_invalid = max_invalid(params.max_invalid.as_deref())?;
+    let known = app.clone();
+    let provider = slug.clone();
+    blocking(move || ingest::provider(&known.store, &provider).map_err(refused)).await?;
+    let spooled = app.jobs.spool_file().map_err(|e| internal(&e))?;
+    let mut file = tokio::fs::File::create(spooled.path())
+        .await
+        .map_err(|e| internal(&e))?;
+    let size = copy_capped(body, limit, &mut file).await?;
+    file.flush().await.map_err(|e| internal(&e))?;
+    drop(file);
+    tracing::info!(provider = %slug, bytes = size, "snapshot received");
+    let name = format!("snapshot of {slug}");
+    let checked = (app.clone(), spooled);
+    let (app, spooled, name) = blocking(move || {
+        let (app, spooled) = checked;
+        let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
+        ingest::check_snapshot(&name, std::io::BufReader::new(file), max_invalid)
+            .map_err(refused)?;
+        Ok((app, spooled, name))
+    })
+    .await?;
+    let batch = Batch::Snapshot {
+        provider: slug.clone(),
+        file: spooled.path().to_owned(),
+        name,
+        max_invalid,
+    };
+    submit(app, actor, batch, Some(spooled)).await
+}
+
+/// Submits an ECB daily reference-rates file (`eurofxref-daily.xml`) to be loaded.
+///
+/// A body that does not parse, or gives no US dollar table, is 400 and nothing is queued.
+#[utoipa::path(post, path = "/admin/rates", operation_id = "admin_submit_rates", tag = "jobs",
+    request_body(content = String, content_type = "application/xml", description = "The ECB's daily XML"),
+    responses((status = 202, description = "The job, queued; Location names it", body = JobView,
+        headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
+pub async fn submit_rates(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Extension(BodyLimit(limit)): Extension<BodyLimit>,
+    body: Body,
+) -> ApiResult<Response> {
+    let actor = actor(&caller)?;
+    let mut bytes = Vec::new();
+    copy_capped(body, limit as u64, &mut bytes).await?;
+    let xml = String::from_utf8(bytes)
+        .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
+    crate::rates::parse_ecb_xml(&xml)
+        .and_then(|rates| crate::rates::ConversionTable::from_ecb(&rates))
+        .map_err(|e| ApiError::invalid(format!("not an ECB rates file: {e}"), ECB_HINT))?;
+    submit(app, actor, Batch::Rates { xml }, None).await
+}
+
+const ECB_HINT: &str = "send the ECB's eurofxref-daily.xml as it is published";
+
+/// Submits a match: every unmatched listing tried again (after an import added models).
+#[utoipa::path(post, path = "/admin/match", operation_id = "admin_submit_match", tag = "jobs",
+    responses((status = 202, description = "The job, queued; Location names it", body = JobView,
+        headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
+pub async fn submit_match(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Response> {
+    submit(app, actor(&caller)?, Batch::Match, None).await
+}
+
+/// Submits a rebuild of the search indexes from the store, then the duplicate finder's pass.
+#[utoipa::path(post, path = "/admin/reindex", operation_id = "admin_submit_reindex", tag = "jobs",
+    params(ReindexParams),
+    responses((status = 202, description = "The job, queued; Location names it", body = JobView,
+        headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
+pub async fn submit_reindex(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Params(params): Params<ReindexParams>,
+) -> ApiResult<Response> {
+    let actor = actor(&caller)?;
+    let which = params.index.as_deref().unwrap_or("all");
+    let which = IndexChoice::parse(which).ok_or_else(|| {
+        ApiError::invalid(
+            format!("`{which}` is not an index"),
+            "index is catalogue, listings or all",
+        )
+    })?;
+    submit(app, actor, Batch::Reindex(which), None).await
+}
+
+/// Submits the duplicate finder's full pass over every model.
+#[utoipa::path(post, path = "/admin/duplicates/rebuild", operation_id = "admin_submit_duplicates", tag = "jobs",
+    responses((status = 202, description = "The job, queued; Location names it", body = JobView,
+        headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
+pub async fn submit_duplicates(
+    State(app): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Response> {
+    submit(app, actor(&caller)?, Batch::Duplicates, None).await
+}
+
+/// The jobs submitted to this data dir, newest first.
+#[utoipa::path(get, path = "/admin/jobs", operation_id = "admin_list_jobs", tag = "jobs",
+    params(PageParams),
+    responses((status = 200, description = "A page of jobs", body = JobPage)))]
+pub async fn list_jobs(
+    State(app): State<AppState>,
+    Params(page): Params<PageParams>,
+) -> ApiResult<Json<Page<JobView>>> {
+    let pagination = page.pagination()?;
+    blocking(move || {
+        let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
+        for job in app.store.jobs_newest_first() {
+            let job = job?;
+            if total >= pagination.offset() && data.len() < pagination.page_size {
+                data.push(app.jobs.live(job).into());
+            }
+            total += 1;
+        }
+        Ok(Json(pagination.wrap(data, total)))
+    })
+    .await
+}
+
+/// One job: its state, progress and, once it ended, its report or error.
+#[utoipa::path(get, path = "/admin/jobs/{id}", operation_id = "admin_get_job", tag = "jobs",
+    params(("id" = String, Path, description = "Job id")),
+    responses((status = 200, description = "The job", body = JobView)))]
+pub async fn get_job(
+    State(app): State<AppState>,
+    PathParams(id): PathParams<String>,
+) -> ApiResult<Json<JobView>> {
+    let unknown = || ApiError::not_found(format!("no job {id}"), "GET /v1/admin/jobs lists them");
+    let job = id.parse::<JobId>().map_err(|_| unknown())?;
+    let found = blocking(move || Ok(app.jobs.job(&app, job)?)).await?;
+    found.map(|job| Json(job.into())).ok_or_else(unknown)
+}
+
+/// Queues `batch` and answers 202 with the job and its `Location`.
+async fn submit(
+    app: AppState,
+    actor: crate::jobs::users::Actor,
+    batch: Batch,
+    spooled: Option<SpoolFile>,
+) -> ApiResult<Response> {
+    let record = blocking(move || {
+        app.jobs
+            .submit(&app, &actor, batch, spooled)
+            .map_err(|error| match error {
+                SubmitError::Stopping => ApiError::Unavailable {
+                    message: error.to_string(),
+                    retry_after: None,
+                },
+                SubmitError::Store(error) => internal(&error),
+            })
+    })
+    .await?;
+    let location = format!("/v1/admin/jobs/{}", record.id);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location)],
+        Json(JobView::from(record)),
+    )
+        .into_response())
+}
+
+/// Copies `body` into `sink` a frame at a time, never holding it whole: 400 past `limit` bytes.
+async fn copy_capped(
+    body: Body,
+    limit: u64,
+    sink: &mut (impl AsyncWrite + Unpin),
+) -> ApiResult<u64> {
+    let mut body = body;
+    let mut size = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::invalid(
+                format!("the body could not be read: {e}"),
+                "send the whole body",
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        size += data.len() as u64;
+        if size > limit {
+            return Err(ApiError::body_too_large(
+                usize::try_from(limit).unwrap_or(usize::MAX),
+            ));
+        }
+        sink.write_all(&data).await.map_err(|e| internal(&e))?;
+    }
+    if size == 0 {
+        return Err(ApiError::invalid(
+            "the body is empty",
+            "send the file in the request body",
+        ));
+    }
+    Ok(size)
+}
+
+/// `maxInvalid`: a share between 0 and 1, by default [`DEFAULT_MAX_INVALID`].
+fn max_invalid(text: Option<&str>) -> ApiResult<f64> {
+    let Some(text) = text else {
+        return Ok(DEFAULT_MAX_INVALID);
+    };
+    text.parse::<f64>()
+        .ok()
+        .filter(|share| (0.0..=1.0).contains(share))
+        .ok_or_else(|| {
+            ApiError::invalid(
+                format!("maxInvalid `{text}` is not a share"),
+                "maxInvalid is a number between 0 and 1",
+            )
+        })
+}
+
+/// A snapshot refused before it was queued: the provider unknown (404), or the snapshot empty
+/// or mostly invalid (400, its first problems in the hint).
+fn refused(error: IngestError) -> ApiError {
+    match error {
+        IngestError::UnknownProvider(slug) => ApiError::not_found(
+            format!("no provider with slug `{slug}`"),
+            "providers come from a dataset's providers.jsonl",
+        ),
+        IngestError::EmptySnapshot { .. } | IngestError::MostlyInvalid { .. } => {
+            let report = batch::refusal(&error).unwrap_or_default();
+            ApiError::invalid(
+                error.to_string(),
+                format!("fix these lines and post the snapshot again:\n{report}"),
+            )
+        }
+        IngestError::Io(error) => internal(&error),
+        IngestError::Store(error) => internal(&error),
+        other => internal(&other),
+    }
+}

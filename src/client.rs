@@ -1,0 +1,302 @@
+//! The CLI against a running server (`--server URL`): sign in through the admin session
+//! endpoint, submit a batch job (a snapshot streamed from its file, never read whole), follow
+//! it (a progress bar on a terminal, plain lines otherwise) and hand back how it ended.
+
+use crate::jobs::writer::IndexChoice;
+use anyhow::Context;
+use serde::Deserialize;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Who the CLI signs in as.
+pub struct Credentials {
+    pub user: String,
+    pub password: String,
+}
+
+impl Credentials {
+    /// `WATCH_CATALOGUE_USER` and `WATCH_CATALOGUE_PASSWORD`, or asked for on a terminal (the
+    /// password without echo). Never an argument, which the host's process list shows.
+    pub fn from_env_or_prompt() -> anyhow::Result<Credentials> {
+        let terminal = std::io::stdin().is_terminal();
+        let user = match std::env::var("WATCH_CATALOGUE_USER") {
+            Ok(user) if !user.is_empty() => user,
+            _ if terminal => {
+                eprint!("user: ");
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)?;
+                line.trim().to_owned()
+            }
+            _ => anyhow::bail!(
+                "set WATCH_CATALOGUE_USER and WATCH_CATALOGUE_PASSWORD to sign in to the server"
+            ),
+        };
+        let password = match std::env::var("WATCH_CATALOGUE_PASSWORD") {
+            Ok(password) if !password.is_empty() => password,
+            _ if terminal => rpassword::prompt_password("password: ")?,
+            _ => anyhow::bail!("set WATCH_CATALOGUE_PASSWORD to sign in to the server"),
+        };
+        Ok(Credentials { user, password })
+    }
+}
+
+/// A batch job to submit.
+pub enum Submission {
+    Snapshot {
+        provider: String,
+        file: PathBuf,
+        max_invalid: f64,
+    },
+    Rates {
+        file: PathBuf,
+    },
+    Match,
+    Reindex(IndexChoice),
+    Duplicates,
+}
+
+/// A job as `GET /v1/admin/jobs/{id}` answers it (the fields the CLI reads).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub id: String,
+    pub state: String,
+    pub progress: Progress,
+    pub report: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Progress {
+    pub done: u64,
+    pub total: u64,
+    pub unit: String,
+}
+
+impl Job {
+    pub fn succeeded(&self) -> bool {
+        self.state == "succeeded"
+    }
+
+    fn is_finished(&self) -> bool {
+        !matches!(self.state.as_str(), "queued" | "running")
+    }
+}
+
+/// The error body of a refused request.
+#[derive(Debug, Deserialize)]
+struct ErrorBody {
+    message: Option<String>,
+    hint: Option<String>,
+}
+
+/// How often a job is asked where it stands.
+const POLL_EVERY: Duration = Duration::from_millis(300);
+
+/// Signs in to `server` (its origin, with or without `/v1`), submits `submission`, follows the
+/// job until it ends and signs out; the job as it ended.
+pub async fn run(
+    server: &str,
+    credentials: &Credentials,
+    submission: Submission,
+) -> anyhow::Result<Job> {
+    let base = format!(
+        "{}/v1",
+        server.trim_end_matches('/').trim_end_matches("/v1")
+    );
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()?;
+    let session = Session::sign_in(http, &base, credentials).await?;
+    let job = session.submit(submission).await;
+    let job = match job {
+        Ok(job) => session.follow(job).await,
+        Err(error) => Err(error),
+    };
+    session.sign_out().await;
+    job
+}
+
+/// A signed-in client of one server.
+struct Session {
+    http: reqwest::Client,
+    base: String,
+    cookie: String,
+}
+
+impl Session {
+    async fn sign_in(
+        http: reqwest::Client,
+        base: &str,
+        credentials: &Credentials,
+    ) -> anyhow::Result<Session> {
+        let response = http
+            .post(format!("{base}/auth/login"))
+            .timeout(Duration::from_secs(30))
+            .json(&serde_json::json!({
+                "username": credentials.user,
+                "password": credentials.password,
+            }))
+            .send()
+            .await
+            .with_context(|| format!("reaching the server at {base}"))?;
+        let response = refused(response, "signing in").await?;
+        let cookie = response
+            .headers()
+            .get(reqwest::header::SET_COOKIE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .context("the server answered the sign-in without a session cookie")?
+            .to_owned();
+        Ok(Session {
+            http,
+            base: base.to_owned(),
+            cookie,
+        })
+    }
+
+    fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .post(format!("{}{path}", self.base))
+            .header(reqwest::header::COOKIE, &self.cookie)
+    }
+
+    async fn submit(&self, submission: Submission) -> anyhow::Result<Job> {
+        let request = match submission {
+            Submission::Snapshot {
+                provider,
+                file,
+                max_invalid,
+            } => {
+                let body = tokio::fs::File::open(&file)
+                    .await
+                    .with_context(|| format!("opening {}", file.display()))?;
+                self.post(&format!("/admin/providers/{provider}/snapshot"))
+                    .query(&[("maxInvalid", max_invalid.to_string())])
+                    .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
+                    .body(body)
+            }
+            Submission::Rates { file } => {
+                let text = tokio::fs::read(&file)
+                    .await
+                    .with_context(|| format!("reading {}", file.display()))?;
+                self.post("/admin/rates")
+                    .header(reqwest::header::CONTENT_TYPE, "application/xml")
+                    .body(text)
+            }
+            Submission::Match => self.post("/admin/match"),
+            Submission::Reindex(which) => self
+                .post("/admin/reindex")
+                .query(&[("index", which.as_str())]),
+            Submission::Duplicates => self.post("/admin/duplicates/rebuild"),
+        };
+        let response = request.send().await.context("submitting the job")?;
+        let response = refused(response, "submitting the job").await?;
+        Ok(response.json().await?)
+    }
+
+    /// Asks where `job` stands until it ends, showing its progress.
+    async fn follow(&self, mut job: Job) -> anyhow::Result<Job> {
+        let mut shown = Shown::new();
+        loop {
+            shown.show(&job);
+            if job.is_finished() {
+                shown.done();
+                return Ok(job);
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+            let response = self
+                .http
+                .get(format!("{}/admin/jobs/{}", self.base, job.id))
+                .header(reqwest::header::COOKIE, &self.cookie)
+                .timeout(Duration::from_secs(30))
+                .send()
+                .await
+                .context("asking where the job stands")?;
+            job = refused(response, "asking where the job stands")
+                .await?
+                .json()
+                .await?;
+        }
+    }
+
+    /// Ends the session; a failure only leaves it to expire.
+    async fn sign_out(&self) {
+        let _ = self
+            .post("/auth/logout")
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await;
+    }
+}
+
+/// `response` when it succeeded; else its error's message and hint.
+async fn refused(response: reqwest::Response, doing: &str) -> anyhow::Result<reqwest::Response> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body: Option<ErrorBody> = response.json().await.ok();
+    let (message, hint) = body
+        .map(|b| (b.message.unwrap_or_default(), b.hint))
+        .unwrap_or_default();
+    let mut text = format!("{doing}: the server answered {status}: {message}");
+    if let Some(hint) = hint {
+        text.push_str("\n  ");
+        text.push_str(&hint);
+    }
+    anyhow::bail!(text)
+}
+
+/// The job's progress: a bar on a terminal, a line whenever it moves otherwise.
+struct Shown {
+    bar: Option<indicatif::ProgressBar>,
+    last: Option<(String, u64, u64)>,
+    last_line: Instant,
+}
+
+impl Shown {
+    fn new() -> Shown {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:40}] {pos}/{len} {per_sec} {eta}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Shown {
+            bar,
+            last: None,
+            last_line: Instant::now(),
+        }
+    }
+
+    fn show(&mut self, job: &Job) {
+        let Progress { done, total, unit } = &job.progress;
+        if let Some(bar) = &self.bar {
+            bar.set_length(*total);
+            bar.set_position(*done);
+            bar.set_message(format!("job {} {} ({unit})", job.id, job.state));
+            return;
+        }
+        let now = (job.state.clone(), *done, *total);
+        // A line when the state changes, and at most every two seconds as the count moves.
+        let moved = self.last.as_ref() != Some(&now);
+        let state_changed = self.last.as_ref().map(|l| &l.0) != Some(&job.state);
+        if state_changed || (moved && self.last_line.elapsed() >= Duration::from_secs(2)) {
+            eprintln!("job {} {}: {done}/{total} {unit}", job.id, job.state);
+            self.last_line = Instant::now();
+            self.last = Some(now);
+        }
+    }
+
+    fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The batch jobs (`ingest`, `rates`, `match`, `reindex`, `duplicates`) as both the CLI and the
+//! server's job runner run them: one function does a job's work through the writer and returns
+//! the report that the CLI prints and that a job submitted to the server keeps.
+
+use super::duplicates;
+use super::ingest::{self, IngestError, IngestReport};
+use super::listing_writes::WrittenListings;
+use super::matching::rematch_unmatched;
+use super::progress::JobControl;
+use super::rates::{load_rates, RatesJobError};
+use super::reindex::ReindexError;
+use super::writer::{IndexChoice, WriteError, Written};
+use crate::app::App;
+use crate::domain::JobKind;
+use crate::store::StoreError;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// A batch job and what it needs.
+#[derive(Debug, Clone)]
+pub enum Batch {
+    /// `file` is the provider's full snapshot, named `name` in its problems.
+    Snapshot {
+        provider: String,
+        file: PathBuf,
+        name: String,
+        max_invalid: f64,
+    },
+    /// An ECB daily rates file's text.
+    Rates {
+        xml: String,
+    },
+    Match,
+    Reindex(IndexChoice),
+    Duplicates,
+}
+
+/// Problems of a refused snapshot shown with its refusal; the rest are only counted.
+pub const PROBLEMS_SHOWN: usize = 20;
+
+impl Batch {
+    pub fn kind(&self) -> JobKind {
+        match self {
+            Batch::Snapshot { .. } => JobKind::Snapshot,
+            Batch::Rates { .. } => JobKind::Rates,
+            Batch::Match => JobKind::Match,
+            Batch::Reindex(_) => JobKind::Reindex,
+            Batch::Duplicates => JobKind::Duplicates,
+        }
+    }
+
+    /// What the job names: the provider's slug, the index.
+    pub fn subject(&self) -> Option<String> {
+        match self {
+            Batch::Snapshot { provider, .. } => Some(provider.clone()),
+            Batch::Reindex(which) => Some(which.as_str().to_owned()),
+            _ => None,
+        }
+    }
+
+    /// What the job's progress counts.
+    pub fn unit(&self) -> &'static str {
+        match self {
+            Batch::Snapshot { .. } | Batch::Match => "listings",
+            Batch::Rates { .. } => "files",
+            Batch::Reindex(_) => "documents",
+            Batch::Duplicates => "pairs",
+        }
+    }
+}
+
+/// Why a batch job failed. What it committed before failing stays (an ingest's chunks).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("opening {file}")]
+    Open {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Ingest(#[from] WriteError<IngestError>),
+    #[error("loading the rates")]
+    Rates(#[from] WriteError<RatesJobError>),
+    #[error(transparent)]
+    Write(#[from] WriteError<StoreError>),
+    #[error("rebuilding the indexes")]
+    Reindex(#[from] ReindexError),
+    #[error("reading the duplicate groups")]
+    Read(#[from] StoreError),
+}
+
+impl BatchError {
+    /// True when the job stopped at a chunk boundary because it was asked to (SIGTERM).
+    pub fn is_interrupted(&self) -> bool {
+        matches!(
+            self,
+            BatchError::Ingest(WriteError::Job(IngestError::Interrupted))
+        )
+    }
+
+    /// What a refused snapshot is refused for: its first problems, one a line.
+    pub fn report(&self) -> Option<String> {
+        match self {
+            BatchError::Ingest(WriteError::Job(error)) => refusal(error),
+            _ => None,
+        }
+    }
+}
+
+/// The first [`PROBLEMS_SHOWN`] problems of a refused snapshot, one a line.
+pub fn refusal(error: &IngestError) -> Option<String> {
+    match error {
+        IngestError::EmptySnapshot { problems } | IngestError::MostlyInvalid { problems, .. } => {
+            let mut text = String::new();
+            for problem in problems.iter().take(PROBLEMS_SHOWN) {
+                let _ = writeln!(text, "  {problem}");
+            }
+            if problems.len() > PROBLEMS_SHOWN {
+                let _ = writeln!(text, "  and {} more", problems.len() - PROBLEMS_SHOWN);
+            }
+            Some(text)
+        }
+        _ => None,
+    }
+}
+
+/// What a batch job reports, one line per fact: the lines it skipped (the CLI prints them on
+/// standard error) and what it did (on standard output). A job's `report` is both, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchReport {
+    pub skipped: String,
+    pub summary: String,
+}
+
+impl std::fmt::Display for BatchReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.skipped, self.summary)
+    }
+}
+
+impl From<String> for BatchReport {
+    fn from(summary: String) -> BatchReport {
+        BatchReport {
+            skipped: String::new(),
+            summary,
+        }
+    }
+}
+
+/// Runs `batch` on `app`'s writer, counting into `control`; what it did.
+pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport, BatchError> {
+    match batch {
+        Batch::Snapshot {
+            provider,
+            file,
+            name,
+            max_invalid,
+        } => {
+            let snapshot = std::fs::File::open(file).map_err(|source| BatchError::Open {
+                file: name.clone(),
+                source,
+            })?;
+            let snapshot = std::io::BufReader::new(snapshot);
+            let done = app.writer.run(|turn| {
+                ingest::ingest_controlled(turn, provider, name, snapshot, *max_invalid, control)
+            })?;
+            let mut report = ingest_lines(provider, &done.value);
+            report
+                .summary
+                .push_str(&write_times(&done.value.written, &done));
+            Ok(report)
+        }
+        Batch::Rates { xml } => {
+            let report = app.writer.run(|turn| load_rates(turn, xml))?.value;
+            finished(control, 1);
+            Ok(format!(
+                "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}\n",
+                report.date, report.currencies, report.convertible, report.generation.0
+            )
+            .into())
+        }
+        Batch::Match => {
+            let done = app.writer.run(rematch_unmatched)?;
+            let report = &done.value;
+            finished(control, report.tried as u64);
+            Ok(format!(
+                "matched {} of {} unmatched listings; store generation {}\n{}",
+                report.matched,
+                report.tried,
+                report.written.generation.0,
+                write_times(&report.written, &done)
+            )
+            .into())
+        }
+        Batch::Reindex(which) => {
+            let started = Instant::now();
+            let rebuilt = app.writer.rebuild_indexes(*which)?;
+            let mut report = String::new();
+            let mut documents = 0;
+            let indexes = [
+                ("catalogue documents", rebuilt.catalogue),
+                ("listings", rebuilt.listings),
+            ];
+            for (what, rebuilt) in indexes {
+                if let Some(rebuilt) = rebuilt {
+                    documents += rebuilt.documents;
+                    let _ = writeln!(
+                        report,
+                        "indexed {} {what} at store generation {}",
+                        rebuilt.documents, rebuilt.generation
+                    );
+                }
+            }
+            let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
+            finished(control, documents as u64);
+            report.push_str(&rebuild_duplicates(app, &JobControl::default())?.summary);
+            Ok(report.into())
+        }
+        Batch::Duplicates => rebuild_duplicates(app, control),
+    }
+}
+
+/// Marks a job that reports no progress while it runs as all done.
+fn finished(control: &JobControl, total: u64) {
+    control.set_total(total);
+    control.advance(total);
+}
+
+/// The duplicate finder's full pass, reported.
+fn rebuild_duplicates(app: &App, control: &JobControl) -> Result<BatchReport, BatchError> {
+    let started = Instant::now();
+    let pairs = app.writer.run(duplicates::rebuild)?.value;
+    let took = started.elapsed();
+    let groups = duplicates::groups(&app.store)?;
+    finished(control, pairs as u64);
+    Ok(format!(
+        "duplicates: {pairs} pairs in {} groups, found in {took:.2?}\n",
+        groups.len()
+    )
+    .into())
+}
+
+/// One line per skipped snapshot line, then what the ingest did.
+pub fn ingest_lines(provider: &str, report: &IngestReport) -> BatchReport {
+    let mut skipped = String::new();
+    for problem in &report.skipped {
+        let _ = writeln!(skipped, "skipped {problem}");
+    }
+    let summary = format!(
+        "ingested {provider}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
+        report.created, report.refreshed, report.reactivated, report.delisted, report.matched,
+        report.unmatched, report.skipped.len(), report.written.generation.0
+    );
+    BatchReport {
+        skipped,
+        summary: summary + "\n",
+    }
+}
+
+/// How long a listings write and the index updates after it took: on millions of listings
+/// either can dominate.
+fn write_times<T>(written: &WrittenListings, done: &Written<T>) -> String {
+    format!(
+        "{} listings written in {:.1} s in {} commits; indexes up to date after {:.1} s more\n",
+        written.listings,
+        done.write_took.as_secs_f64(),
+        written.commits,
+        done.index_took.as_secs_f64()
+    )
+}

@@ -1,0 +1,648 @@
+//! Batch jobs against a running server: a snapshot posted while readers read (the revisit
+//! lifecycle through the public API afterwards), refusals before anything is queued, the job
+//! list and its states, the guard, and through the real binary a job stopped by SIGTERM and
+//! one killed with SIGKILL mid-ingest (interrupted after the restart, completed when submitted
+//! again), the CLI's `--server` path and the clear error on a data dir a server holds.
+
+use crate::admin::add_user_through_the_binary;
+use crate::support::{binary, test_feeds, ServeProcess, SessionClient, TestApp, TEST_PASSWORD};
+use reqwest::Method;
+use serde_json::{json, Value};
+use std::time::Duration;
+use watch_catalogue::domain::Role;
+
+async fn app() -> TestApp {
+    TestApp::build()
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await
+}
+
+/// The test feed of provider `ebay` (e1 to e11, listing ids 1 to 11), one line each.
+fn ebay_feed() -> Vec<String> {
+    std::fs::read_to_string(test_feeds().join("listings/ebay.jsonl"))
+        .expect("feed")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+const E12: &str = r#"{"sourceId":"e12","url":"https://www.ebay.com/itm/e12","title":"Rolex Submariner Date 126610LN","brand":"Rolex","reference":"126610LN","price":11000,"currency":"USD"}"#;
+
+/// POSTs `body` to `path` with the session; status, headers' `Location`, JSON body.
+async fn post(
+    session: &SessionClient<'_>,
+    path: &str,
+    body: impl Into<reqwest::Body>,
+) -> (u16, Option<String>, Value) {
+    let response = session
+        .app
+        .send(session.request(Method::POST, path).body(body))
+        .await;
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.text().await.expect("body");
+    (
+        status,
+        location,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+/// Submits and expects 202 with the job and its `Location`; the job.
+async fn submit(session: &SessionClient<'_>, path: &str, body: impl Into<reqwest::Body>) -> Value {
+    let (status, location, job) = post(session, path, body).await;
+    assert_eq!(status, 202, "{path}: {job}");
+    assert_eq!(
+        location.as_deref(),
+        Some(format!("/v1/admin/jobs/{}", job["id"].as_str().expect("id")).as_str())
+    );
+    assert!(
+        matches!(job["state"].as_str(), Some("queued" | "running")),
+        "{job}"
+    );
+    assert_eq!(job["submittedBy"], "ana");
+    job
+}
+
+/// Asks where job `id` stands until it ends (at most a minute).
+async fn finished(session: &SessionClient<'_>, id: &Value) -> Value {
+    let path = format!("/v1/admin/jobs/{}", id.as_str().expect("id"));
+    for _ in 0..600 {
+        let job = session.ok(&path).await;
+        if !matches!(job["state"].as_str(), Some("queued" | "running")) {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{path} did not finish in a minute");
+}
+
+#[tokio::test]
+async fn a_snapshot_posted_while_readers_read_revisits_the_provider() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let before = app.ok("/v1/listings/11").await["status"].clone();
+    // Readers go on reading while the jobs run: every read answers, none waits for the turn.
+    let reading = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let reader = tokio::spawn({
+        let (base, reading) = (app.base.clone(), reading.clone());
+        async move {
+            let client = reqwest::Client::new();
+            let mut reads = 0;
+            while reading.load(std::sync::atomic::Ordering::Relaxed) && reads < 200 {
+                for path in ["/v1/listings?provider=ebay", "/v1/models?q=126610LN"] {
+                    let response = client
+                        .get(format!("{base}{path}"))
+                        .send()
+                        .await
+                        .expect("read");
+                    assert_eq!(response.status().as_u16(), 200, "{path}");
+                    reads += 1;
+                }
+            }
+            reads
+        }
+    });
+    let feed = ebay_feed();
+    // e11 dropped (delisted), e12 new (created), the other ten refreshed.
+    let first = [&feed[..10], &[E12.to_owned()]].concat().join("\n");
+    let job = submit(&ana, "/v1/admin/providers/ebay/snapshot", first).await;
+    assert_eq!(
+        (job["kind"].as_str(), job["subject"].as_str()),
+        (Some("snapshot"), Some("ebay"))
+    );
+    let job = finished(&ana, &job["id"]).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let report = job["report"].as_str().expect("report");
+    assert!(
+        report.contains("ingested ebay: 1 created, 10 refreshed, 0 reactivated, 1 delisted"),
+        "{report}"
+    );
+    assert_eq!(
+        job["progress"],
+        json!({"done": 11, "total": 11, "unit": "listings"})
+    );
+    for field in ["submittedAt", "startedAt", "finishedAt"] {
+        assert!(job[field].is_string(), "{field}: {job}");
+    }
+    assert!(job["error"].is_null());
+    assert_eq!(app.ok("/v1/listings/11").await["status"], "DELISTED");
+    let created = app.ok("/v1/listings?provider=ebay&pageSize=100").await;
+    assert_eq!(created["total"], 11, "{created}");
+    assert!(created["data"]
+        .as_array()
+        .expect("data")
+        .iter()
+        .any(|l| l["url"] == "https://www.ebay.com/itm/e12"));
+
+    // e11 is back: reactivated, with its id.
+    let second = [&feed[..], &[E12.to_owned()]].concat().join("\n");
+    let job = submit(&ana, "/v1/admin/providers/ebay/snapshot", second).await;
+    let job = finished(&ana, &job["id"]).await;
+    let report = job["report"].as_str().expect("report");
+    assert!(
+        report.contains("ingested ebay: 0 created, 11 refreshed, 1 reactivated, 0 delisted"),
+        "{report}"
+    );
+    assert_eq!(app.ok("/v1/listings/11").await["status"], before);
+    assert_eq!(app.ok("/v1/listings?provider=ebay").await["total"], 12);
+    reading.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.await.expect("reader") > 0);
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_a_job_is_queued_and_a_refused_snapshot_delists_nothing() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let listed = app.ok("/v1/listings?provider=ebay").await["total"].clone();
+    let mostly_bad = [E12, r#"{"sourceId":"x1"}"#, "not json", r#"{"url":"u"}"#].join("\n");
+    let (status, _, body) = post(&ana, "/v1/admin/providers/ebay/snapshot", mostly_bad).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert!(body["message"]
+        .as_str()
+        .expect("message")
+        .contains("3 of 4 lines are invalid"));
+    let hint = body["hint"].as_str().expect("hint");
+    assert!(
+        hint.contains("snapshot of ebay:2: missing field `url`"),
+        "{hint}"
+    );
+    assert!(hint.contains("snapshot of ebay:3:"), "{hint}");
+    let cases = [
+        (
+            "/v1/admin/providers/ebay/snapshot",
+            "",
+            400,
+            "the body is empty",
+        ),
+        (
+            "/v1/admin/providers/ebay/snapshot",
+            "\n\n",
+            400,
+            "no valid listing",
+        ),
+        (
+            "/v1/admin/providers/nope/snapshot",
+            E12,
+            404,
+            "no provider with slug `nope`",
+        ),
+        (
+            "/v1/admin/providers/ebay/snapshot?maxInvalid=2",
+            E12,
+            400,
+            "maxInvalid",
+        ),
+        (
+            "/v1/admin/reindex?index=everything",
+            "",
+            400,
+            "`everything` is not an index",
+        ),
+        ("/v1/admin/rates", "", 400, "the body is empty"),
+        ("/v1/admin/rates", "<xml/>", 400, "not an ECB rates file"),
+    ];
+    for (path, body, status, message) in cases {
+        let (got, _, answer) = post(&ana, path, body).await;
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .expect("message")
+                .contains(message),
+            "{path}: {answer}"
+        );
+    }
+    for path in [
+        "/v1/admin/jobs/999",
+        "/v1/admin/jobs/abc",
+        "/v1/admin/jobs/07",
+    ] {
+        let (status, body) = ana.get(path).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (404, Some("not_found")),
+            "{path}"
+        );
+    }
+    assert_eq!(ana.ok("/v1/admin/jobs").await["total"], 0, "nothing queued");
+    assert_eq!(app.ok("/v1/listings?provider=ebay").await["total"], listed);
+    assert_eq!(app.ok("/v1/listings/11").await["status"], "ACTIVE");
+}
+
+#[tokio::test]
+async fn the_job_list_is_newest_first_each_job_with_its_report_and_its_audit_entry() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let rates = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rates.xml"),
+    )
+    .expect("rates");
+    let mut ids = Vec::new();
+    for (path, body) in [
+        ("/v1/admin/rates", rates),
+        ("/v1/admin/match", String::new()),
+        ("/v1/admin/reindex?index=catalogue", String::new()),
+        ("/v1/admin/duplicates/rebuild", String::new()),
+    ] {
+        ids.push(submit(&ana, path, body).await["id"].clone());
+    }
+    // One at a time, in submission order: the last ends last.
+    let last = finished(&ana, &ids[3]).await;
+    assert_eq!(last["state"], "succeeded", "{last}");
+    let page = ana.ok("/v1/admin/jobs?pageSize=3").await;
+    assert_eq!(
+        (page["total"].as_u64(), page["totalPages"].as_u64()),
+        (Some(4), Some(2))
+    );
+    let listed: Vec<&Value> = page["data"].as_array().expect("data").iter().collect();
+    let newest: Vec<Value> = ids.iter().rev().take(3).cloned().collect();
+    assert_eq!(
+        listed.iter().map(|j| j["id"].clone()).collect::<Vec<_>>(),
+        newest
+    );
+    let expected = [
+        ("duplicates", None, "duplicates: "),
+        (
+            "reindex",
+            Some("catalogue"),
+            "catalogue documents at store generation",
+        ),
+        ("match", None, "matched 0 of"),
+    ];
+    for (job, (kind, subject, report)) in listed.iter().zip(expected) {
+        assert_eq!(job["state"], "succeeded", "{job}");
+        assert_eq!(
+            (job["kind"].as_str(), job["subject"].as_str()),
+            (Some(kind), subject)
+        );
+        assert!(
+            job["report"].as_str().expect("report").contains(report),
+            "{job}"
+        );
+    }
+    let rates = finished(&ana, &ids[0]).await;
+    assert!(rates["report"]
+        .as_str()
+        .expect("report")
+        .starts_with("loaded the ECB rates of"));
+    let audit = ana.ok("/v1/admin/audit?action=job.submit").await;
+    assert_eq!(audit["total"], 4, "{audit}");
+    assert_eq!(
+        audit["data"][0]["targets"],
+        json!([format!("job:{}", ids[3].as_str().unwrap_or(""))])
+    );
+}
+
+#[tokio::test]
+async fn every_job_route_is_401_without_a_session_and_403_for_a_viewer_before_the_body_is_read() {
+    let app = app().await;
+    let vic = app.session("vic").await;
+    let routes = [
+        (Method::POST, "/v1/admin/providers/ebay/snapshot"),
+        (Method::POST, "/v1/admin/providers/nope/snapshot"),
+        (Method::POST, "/v1/admin/rates"),
+        (Method::POST, "/v1/admin/match"),
+        (Method::POST, "/v1/admin/reindex?index=bad"),
+        (Method::POST, "/v1/admin/duplicates/rebuild"),
+        (Method::GET, "/v1/admin/jobs"),
+        (Method::GET, "/v1/admin/jobs/1"),
+        (Method::GET, "/v1/admin/jobs/999"),
+    ];
+    for (method, path) in routes {
+        let anonymous = app.send(app.request(method.clone(), path).body(E12)).await;
+        assert_eq!(anonymous.status().as_u16(), 401, "{method} {path}");
+        let viewer = app.send(vic.request(method.clone(), path).body(E12)).await;
+        assert_eq!(viewer.status().as_u16(), 403, "{method} {path}");
+    }
+    assert_eq!(app.app.store.jobs_newest_first().count(), 0);
+}
+
+/// A data dir with user `ana` (password [`TEST_PASSWORD`]), served by the real binary, which
+/// fills it with the bundled fixtures first.
+fn served_data_dir() -> (tempfile::TempDir, ServeProcess) {
+    let data = tempfile::tempdir().expect("dir");
+    add_user_through_the_binary(data.path(), "ana");
+    let serve = ServeProcess::start(data.path());
+    (data, serve)
+}
+
+/// An admin session on a server started by [`ServeProcess`].
+struct Remote {
+    client: reqwest::Client,
+    base: String,
+    cookie: String,
+}
+
+impl Remote {
+    async fn sign_in(base: &str) -> Remote {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(60))
+            .build()
+            .expect("client");
+        let cookie = crate::support::sign_in(&client, base, "ana").await;
+        Remote {
+            client,
+            base: base.to_owned(),
+            cookie,
+        }
+    }
+
+    async fn post_snapshot(&self, snapshot: &str) -> String {
+        let response = self
+            .client
+            .post(format!("{}/admin/providers/ebay/snapshot", self.base))
+            .header("cookie", &self.cookie)
+            .body(snapshot.to_owned())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status().as_u16(), 202);
+        let job: Value = response.json().await.expect("job");
+        job["id"].as_str().expect("id").to_owned()
+    }
+
+    async fn job(&self, id: &str) -> Value {
+        self.client
+            .get(format!("{}/admin/jobs/{id}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("job")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    /// Waits (at most two minutes) until job `id` is running with `done` listings committed.
+    async fn committed(&self, id: &str, done: u64) -> Value {
+        for _ in 0..1200 {
+            let job = self.job(id).await;
+            assert!(
+                matches!(job["state"].as_str(), Some("queued" | "running")),
+                "the job ended before {done} listings were committed: {job}"
+            );
+            if job["progress"]["done"].as_u64().unwrap_or(0) >= done {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("job {id} committed fewer than {done} listings in two minutes");
+    }
+
+    async fn finished(&self, id: &str) -> Value {
+        for _ in 0..1200 {
+            let job = self.job(id).await;
+            if !matches!(job["state"].as_str(), Some("queued" | "running")) {
+                return job;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("job {id} did not finish in two minutes");
+    }
+
+    async fn total(&self, query: &str) -> u64 {
+        let page: Value = self
+            .client
+            .get(format!("{}/listings?{query}", self.base))
+            .send()
+            .await
+            .expect("listings")
+            .json()
+            .await
+            .expect("json");
+        page["total"].as_u64().expect("total")
+    }
+}
+
+/// Listings enough for three chunks of the ingest's 50 000.
+const BIG: usize = 150_000;
+
+fn big_snapshot() -> String {
+    (0..BIG)
+        .map(|i| {
+            format!(
+                r#"{{"sourceId":"big-{i}","url":"https://www.ebay.com/itm/big-{i}","title":"Rolex Submariner Date 126610LN","brand":"Rolex","reference":"126610LN","price":{},"currency":"USD"}}"#,
+                9000 + i
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// SIGTERM mid-ingest stops at a chunk boundary; SIGKILL mid-ingest leaves the job running in
+/// the store; after each restart the job is interrupted, and the snapshot submitted again is
+/// ingested whole: every listing once, nothing of the provider's wrongly delisted.
+#[tokio::test]
+async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_completes_it() {
+    let (data, serve) = served_data_dir();
+    let snapshot = big_snapshot();
+    let remote = Remote::sign_in(&serve.base).await;
+    let ebay_before = remote.total("provider=ebay").await;
+    assert!(ebay_before > 0, "the fixtures' ebay listings");
+    let stopped = remote.post_snapshot(&snapshot).await;
+    remote.committed(&stopped, 50_000).await;
+    let log = serve.stop();
+    assert!(
+        log.contains("job ended job=1 state=\"interrupted\""),
+        "{log}"
+    );
+
+    let serve = ServeProcess::start(data.path());
+    let remote = Remote::sign_in(&serve.base).await;
+    let job = remote.job(&stopped).await;
+    assert_eq!(job["state"], "interrupted", "{job}");
+    assert!(
+        job["error"]
+            .as_str()
+            .expect("error")
+            .contains("chunk boundary"),
+        "{job}"
+    );
+    let done = job["progress"]["done"].as_u64().expect("done");
+    assert!((50_000..BIG as u64).contains(&done), "{job}");
+    assert_eq!(
+        remote.total("provider=ebay").await,
+        ebay_before + done,
+        "the committed chunks stay; nothing was delisted"
+    );
+
+    let killed = remote.post_snapshot(&snapshot).await;
+    remote.committed(&killed, 50_000).await;
+    serve.kill();
+
+    let serve = ServeProcess::start(data.path());
+    let remote = Remote::sign_in(&serve.base).await;
+    let job = remote.job(&killed).await;
+    assert_eq!(job["state"], "interrupted", "{job}");
+    assert!(job["finishedAt"].is_string());
+
+    let again = remote.post_snapshot(&snapshot).await;
+    let job = remote.finished(&again).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let report = job["report"].as_str().expect("report");
+    let counted = |what: &str| -> u64 {
+        report
+            .split([':', ';', ','])
+            .find_map(|part| part.trim().strip_suffix(what)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{what}` in {report}"))
+    };
+    assert_eq!(
+        counted("created") + counted("refreshed"),
+        BIG as u64,
+        "{report}"
+    );
+    assert!(counted("refreshed") >= 50_000, "{report}");
+    assert_eq!(counted("delisted"), ebay_before, "{report}");
+    assert_eq!(
+        remote.total("provider=ebay").await,
+        BIG as u64,
+        "every listing once"
+    );
+    assert_eq!(
+        remote.total("provider=ebay&includeDelisted=true").await,
+        BIG as u64 + ebay_before,
+        "no listing twice"
+    );
+    serve.stop();
+}
+
+/// Runs the real binary with the credentials in the environment; exit status and output.
+fn cli(data: &std::path::Path, args: &[&str], password: &str) -> (bool, String, String) {
+    let output = binary(data)
+        .args(args)
+        .env("WATCH_CATALOGUE_USER", "ana")
+        .env("WATCH_CATALOGUE_PASSWORD", password)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// `--server`: the job submitted, followed and reported as the local run reports it, a failure
+/// a non-zero exit; without `--server`, every batch command on the held data dir fails at once
+/// naming the server.
+#[tokio::test]
+async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
+    let (data, serve) = served_data_dir();
+    let origin = serve.base.trim_end_matches("/v1").to_owned();
+    let dir = data.path();
+    let snapshot = dir.join("ebay.jsonl");
+    std::fs::write(&snapshot, ebay_feed().join("\n")).expect("snapshot");
+    let snapshot = snapshot.to_str().expect("path");
+
+    let (ok, out, err) = cli(
+        dir,
+        &[
+            "ingest",
+            "--provider",
+            "ebay",
+            snapshot,
+            "--server",
+            &origin,
+        ],
+        TEST_PASSWORD,
+    );
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("ingested ebay: 11 created, 0 refreshed, 0 reactivated,"),
+        "{out}"
+    );
+    assert!(out.contains("listings written in"), "{out}");
+    assert!(
+        err.contains("job 1 succeeded: 11/11 listings"),
+        "plain progress lines: {err}"
+    );
+    for (args, expected) in [
+        (&["match"][..], "matched "),
+        (&["reindex", "--index", "listings"][..], "indexed "),
+        (&["duplicates", "--rebuild"][..], "duplicates: "),
+    ] {
+        let args = [args, &["--server", &serve.base]].concat();
+        let (ok, out, err) = cli(dir, &args, TEST_PASSWORD);
+        assert!(ok && out.contains(expected), "{args:?}: {out}{err}");
+    }
+
+    let bad = dir.join("bad.jsonl");
+    std::fs::write(&bad, "{}\n{}\n").expect("bad");
+    let bad = bad.to_str().expect("path");
+    let (ok, out, err) = cli(
+        dir,
+        &["ingest", "--provider", "ebay", bad, "--server", &origin],
+        TEST_PASSWORD,
+    );
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("no valid listing") && err.contains("missing field `sourceId`"),
+        "{err}"
+    );
+    let (ok, _, err) = cli(dir, &["match", "--server", &origin], "wrong password");
+    assert!(!ok && err.contains("401"), "{err}");
+
+    let held = [
+        vec!["ingest", "--provider", "ebay", snapshot],
+        vec!["match"],
+        vec!["rates", snapshot],
+        vec!["reindex"],
+        vec!["duplicates", "--rebuild"],
+        vec!["import", dir.to_str().expect("path")],
+    ];
+    for args in held {
+        let started = std::time::Instant::now();
+        let (ok, out, err) = cli(dir, &args, TEST_PASSWORD);
+        assert!(!ok, "{args:?}: {out}");
+        assert!(
+            err.contains(&format!("held by the server at {origin}"))
+                && err.contains(&format!("--server {origin}")),
+            "{args:?}: {err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{args:?} failed at once"
+        );
+    }
+    serve.stop();
+    assert!(!dir.join("server.addr").exists(), "removed on exit");
+}
+
+#[tokio::test]
+async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_nothing() {
+    let config = watch_catalogue::config::ApiConfig {
+        snapshot_limit: 1 << 10,
+        ..Default::default()
+    };
+    let app = TestApp::build()
+        .user("ana", Role::Admin)
+        .config(config)
+        .start()
+        .await;
+    let ana = app.session("ana").await;
+    let big = vec![E12; 20].join("\n");
+    let (status, _, body) = post(&ana, "/v1/admin/providers/ebay/snapshot", big).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert_eq!(body["hint"], "send at most 1 KiB", "{body}");
+    // The public body limit still holds for the other job routes.
+    let (status, _, _) = post(&ana, "/v1/admin/rates", vec![b' '; 2 << 20]).await;
+    assert_eq!(status, 400);
+    assert_eq!(ana.ok("/v1/admin/jobs").await["total"], 0);
+    let spool = std::fs::read_dir(app.app.jobs.spool_dir()).map_or(0, |dir| dir.count());
+    assert_eq!(spool, 0, "a refused body is removed");
+}
