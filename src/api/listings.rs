@@ -359,8 +359,19 @@ pub async fn listing_stats(
         table.as_deref(),
         params.currency.as_deref().unwrap_or("USD"),
     )?;
+    Ok(Json(asking_prices(&app, model.id, table.as_deref(), code)?))
+}
+
+/// Asking prices of the model's ACTIVE listings in `code` (a code of `table`, or USD): what
+/// `GET /listings/stats` answers and the reconciliation service's median price extends with.
+pub fn asking_prices(
+    app: &App,
+    model: ModelId,
+    table: Option<&ConversionTable>,
+    code: String,
+) -> ApiResult<ListingStats> {
     let filters = ListingFilters {
-        model_id: Some(model.id.0),
+        model_id: Some(model.0),
         statuses: vec![ListingStatus::Active as u64],
         ..ListingFilters::default()
     };
@@ -371,16 +382,16 @@ pub async fn listing_stats(
         .filter_map(|point| {
             point
                 .own
-                .or_else(|| usd_to_display(table.as_deref(), point.usd?, &code))
+                .or_else(|| usd_to_display(table, point.usd?, &code))
         })
         .collect();
     let figures = price_figures(in_display);
-    Ok(Json(ListingStats {
+    Ok(ListingStats {
         count: listings.count,
         priced_count: listings.priced.len(),
         currency: code,
         low: figures.map(|f| f.0),
         median: figures.map(|f| f.1),
         high: figures.map(|f| f.2),
-    }))
+    })
 }

@@ -3,6 +3,7 @@
 //! Handlers never repeat any of this.
 
 pub mod caching;
+pub mod cors;
 pub mod envelope;
 pub mod metrics;
 pub mod rate_limit;
