@@ -11,6 +11,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::PathItemType;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, ResponseBuilder, Schema,
@@ -215,7 +216,13 @@ fn apply_route_policies(
             .map_or((Access::Public, Caching::Shared), |policy| {
                 (policy.access, policy.caching)
             });
-        for operation in item.operations.values_mut() {
+        for (method, operation) in item.operations.iter_mut() {
+            // The shared cache layer tags reads only: a POST to a shared route is not cached.
+            let caching = match (caching, method) {
+                (Caching::Shared, PathItemType::Get) => Some(Caching::Shared),
+                (Caching::Shared, _) => None,
+                (Caching::NoStore, _) => Some(Caching::NoStore),
+            };
             if access == Access::Admin {
                 let requirement = SecurityRequirement::new(ADMIN_SESSION, Vec::<String>::new());
                 operation
@@ -253,7 +260,7 @@ fn apply_route_policies(
                 for (name, header) in common_headers {
                     response.headers.insert((*name).to_owned(), header.clone());
                 }
-                if status == "200" {
+                if let (Some(caching), "200") = (caching, status.as_str()) {
                     add_caching_headers(response, caching);
                 }
             }
@@ -338,7 +345,7 @@ pub async fn document() -> impl IntoResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use utoipa::openapi::path::{OperationBuilder, PathItem, PathItemType};
+    use utoipa::openapi::path::{OperationBuilder, PathItem};
     use utoipa::openapi::{OpenApiBuilder, PathsBuilder};
 
     /// A document with one GET at each of `paths`, its policies applied.

@@ -189,24 +189,30 @@ fn limit_of(limit: Option<f64>) -> usize {
     }
 }
 
-/// The first usable value of each understood property.
+/// The first usable value of each understood property (for `year`, the first value that
+/// holds a year).
 fn clues_of(properties: Vec<RawProperty>) -> Clues {
     let mut clues = Clues::default();
     for property in properties {
-        let value = property.v.into_vec().iter().find_map(PropertyValue::text);
+        let values: Vec<String> = property
+            .v
+            .into_vec()
+            .iter()
+            .filter_map(PropertyValue::text)
+            .collect();
         let slot = match property.pid.as_str() {
             "brand" => &mut clues.brand,
             "reference" => &mut clues.reference,
             "series" => &mut clues.series,
             "caliber" => &mut clues.caliber,
             "year" => {
-                clues.year = clues.year.or(value.as_deref().and_then(year_in));
+                clues.year = clues.year.or(values.iter().find_map(|v| year_in(v)));
                 continue;
             }
             _ => continue,
         };
         if slot.is_none() {
-            *slot = value;
+            *slot = values.into_iter().next();
         }
     }
     clues

@@ -103,9 +103,10 @@ impl EntityId {
     /// The id an answer gave; `None` for anything else (an id from another service).
     pub fn parse(id: &str) -> Option<EntityId> {
         let mut parts = id.trim_matches('/').split('/');
+        let collection = parts.next()?;
         let kind = EntityType::ALL
             .into_iter()
-            .find(|kind| Some(kind.collection()) == parts.next())?;
+            .find(|kind| kind.collection() == collection)?;
         let brand = Slug::parse(parts.next()?).ok()?;
         let slug = match kind {
             EntityType::Brand => None,
