@@ -641,6 +641,9 @@ async fn the_preview_card_escapes_names_and_carries_a_content_security_policy() 
     assert_error(&app, "/v1/reconcile/preview", 400, "invalid_request", "id=").await;
 }
 
+/// A query about a model, made of its brand name, name and reference.
+type QueryOf = fn(&str, &str, &str) -> Value;
+
 /// Precision on the bundled fixtures: every catalogue model asked for by brand and
 /// reference (as properties, and as free text), and by reference alone. `match: true` must
 /// name the model asked for, and a reference without a brand never matches.
@@ -676,7 +679,7 @@ async fn on_the_bundled_fixtures_match_is_never_wrong() {
             m["referenceNumber"].as_str().expect("reference").to_owned(),
         ));
     }
-    let forms: [(&str, fn(&str, &str, &str) -> Value); 3] = [
+    let forms: [(&str, QueryOf); 3] = [
         (
             "properties",
             |brand, _, reference| json!({"properties": [{"pid": "brand", "v": brand}, {"pid": "reference", "v": reference}]}),
@@ -708,6 +711,9 @@ async fn on_the_bundled_fixtures_match_is_never_wrong() {
                     .expect("result")
                     .clone();
                 first += usize::from(result.first().is_some_and(|c| c["id"] == id.as_str()));
+                if form == "free text" && !result.iter().any(|c| c["match"] == true) {
+                    eprintln!("  not matched by free text: {id}");
+                }
                 for candidate in result.iter().filter(|c| c["match"] == true) {
                     matched += 1;
                     if candidate["id"] != id.as_str() {
@@ -816,6 +822,14 @@ async fn on_the_real_listings_sample_match_is_never_wrong() {
             labelled += usize::from(truth.is_some());
             let first = result.first().and_then(|c| c["id"].as_str());
             right_first += usize::from(truth.is_some() && first == truth.as_deref());
+            if truth.is_some() && first == truth.as_deref() && result[0]["match"] == false {
+                eprintln!(
+                    "  first but no match: {} row {}: {}",
+                    label.file,
+                    label.row,
+                    query(label)
+                );
+            }
             for candidate in result.iter().filter(|c| c["match"] == true) {
                 matched += 1;
                 if Some(candidate["id"].as_str().unwrap_or("")) != truth.as_deref() {

@@ -132,7 +132,7 @@ impl std::fmt::Display for EntityId {
 /// The record an id names, read from the store.
 pub enum Entity {
     Model(Brand, Box<Model>),
-    Caliber(Brand, Caliber),
+    Caliber(Brand, Box<Caliber>),
     Brand(Brand),
 }
 
@@ -153,7 +153,7 @@ impl Entity {
             EntityType::Caliber => app
                 .store
                 .caliber_by_slug(brand.id, slug)?
-                .map(|caliber| Entity::Caliber(brand, caliber)),
+                .map(|caliber| Entity::Caliber(brand, Box::new(caliber))),
             EntityType::Brand => Some(Entity::Brand(brand)),
         })
     }
