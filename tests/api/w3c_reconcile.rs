@@ -795,11 +795,17 @@ async fn on_the_real_listings_sample_match_is_never_wrong() {
         .map(|l| serde_json::from_str(l).expect("label"))
         .collect();
     let query = |label: &Label| -> Value {
-        let brand = json!({"pid": "brand", "v": label.brand.clone().unwrap_or_default()});
+        // The feed's brand when the label has one (the titles file has none: its titles say).
+        let mut properties: Vec<Value> = label
+            .brand
+            .iter()
+            .map(|brand| json!({"pid": "brand", "v": brand}))
+            .collect();
         match label.file.as_str() {
-            TITLES => json!({"query": titles[&label.row].trim(), "properties": [brand]}),
+            TITLES => json!({"query": titles[&label.row].trim(), "properties": properties}),
             REFERENCES => {
-                json!({"properties": [brand, {"pid": "reference", "v": refs[&label.row].trim()}]})
+                properties.push(json!({"pid": "reference", "v": refs[&label.row].trim()}));
+                json!({"properties": properties})
             }
             other => panic!("unknown file {other}"),
         }
