@@ -10,7 +10,7 @@ use crate::api::params::MAX_QUERY_CHARS;
 use crate::app::App;
 use crate::domain::{
     normalize_reference, reference_base, text_runs, Brand, BrandId, Caliber, ListingDetails, Model,
-    ModelId, Slug,
+    ModelId, Slug, TextRun,
 };
 use crate::jobs::duplicates::text_similarity;
 use crate::jobs::matching::match_listing;
@@ -72,8 +72,14 @@ struct Reading<'q> {
     /// The matcher's verdict: the one model brand + reference name, if any.
     matched: Option<ModelId>,
     /// Normalised reference keys: the `reference` property whole, and every run of the text
-    /// and of that property holding a digit (`16610lv`, `16610`).
+    /// and of that property holding a digit (`16610lv`, `16610`). They find candidates.
     keys: BTreeSet<String>,
+    /// The keys the query says, which the signals compare: see [`Reading::settle`].
+    said: BTreeSet<String>,
+    /// The reference bases of what the query says.
+    said_bases: BTreeSet<String>,
+    /// The runs holding a digit, of the text and of the `reference` property.
+    runs: Vec<Vec<TextRun>>,
 }
 
 impl<'q> Reading<'q> {
@@ -89,30 +95,65 @@ impl<'q> Reading<'q> {
         // The listing matcher, as is: a row matches exactly when a listing saying the same
         // would.
         let decided = match_listing(&app.store, &details)?;
-        let mut keys: BTreeSet<String> = clues
+        let whole: BTreeSet<String> = clues
             .reference
             .iter()
             .map(|r| normalize_reference(r))
             .filter(|r| !r.is_empty())
             .collect();
-        for field in [Some(text), clues.reference.as_deref()]
+        let runs: Vec<Vec<TextRun>> = [Some(text), clues.reference.as_deref()]
             .into_iter()
             .flatten()
-        {
-            keys.extend(
-                text_runs(field)
-                    .into_iter()
-                    .map(|run| run.key)
-                    .filter(|key| key.chars().any(|c| c.is_ascii_digit())),
-            );
-        }
+            .map(|field| {
+                let mut runs = text_runs(field);
+                runs.retain(|run| run.key.chars().any(|c| c.is_ascii_digit()));
+                runs
+            })
+            .collect();
+        let keys = whole
+            .iter()
+            .cloned()
+            .chain(runs.iter().flatten().map(|run| run.key.clone()))
+            .collect();
         Ok(Reading {
             text,
             clues,
             brand: decided.brand_id,
             matched: decided.model_id,
             keys,
+            said: whole,
+            said_bases: BTreeSet::new(),
+            runs,
         })
+    }
+
+    /// Narrows the keys to what the query says, given every reference of the models weighed:
+    /// a run inside a longer run that is such a reference is not said on its own (`16610 LV`
+    /// says 16610LV, not 16610 as well), as the matcher reads it.
+    fn settle(&mut self, references: &BTreeSet<String>) {
+        for runs in &self.runs {
+            let shadowed = |run: &TextRun| {
+                runs.iter()
+                    .any(|other| other.covers(run) && references.contains(&other.key))
+            };
+            self.said.extend(
+                runs.iter()
+                    .filter(|run| !shadowed(run))
+                    .map(|run| run.key.clone()),
+            );
+        }
+        // Bases read from the references as written too: a dial code after a hyphen
+        // (`M79030N-0001`) is only recognised before normalising.
+        let written = self.clues.reference.iter().map(String::as_str);
+        let words = self.text.split_whitespace();
+        self.said_bases = self
+            .said
+            .iter()
+            .map(String::as_str)
+            .chain(written)
+            .chain(words)
+            .filter_map(reference_base)
+            .collect();
     }
 
     /// The text names are compared with: the query, else the properties that name.
@@ -137,9 +178,14 @@ fn cut(text: &str) -> &str {
 }
 
 fn model_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
-    let reading = Reading::of(app, query)?;
+    let mut reading = Reading::of(app, query)?;
     let ids = model_pool(app, &reading)?;
     let models = app.store.models(&ids)?;
+    let references = models
+        .iter()
+        .flat_map(|m| m.references().map(normalize_reference))
+        .collect();
+    reading.settle(&references);
     let mut context = Context::default();
     let mut found = Vec::with_capacity(models.len());
     for model in &models {
@@ -291,7 +337,7 @@ impl Signals {
             .map(|r| normalize_reference(r))
             .collect();
         let bases: BTreeSet<String> = model.references().filter_map(reference_base).collect();
-        let keys = &reading.keys;
+        let keys = &reading.said;
         let clues = reading.clues;
         let same = |wanted: Option<&String>, have: &[&str]| {
             wanted.map(|w| {
@@ -303,10 +349,7 @@ impl Signals {
             matched: reading.matched == Some(model.id),
             same_reference: keys.contains(&primary),
             alternate_reference: alternates.iter().any(|a| keys.contains(a)),
-            base_variant: keys
-                .iter()
-                .filter_map(|k| reference_base(k))
-                .any(|b| bases.contains(&b)),
+            base_variant: reading.said_bases.iter().any(|b| bases.contains(b)),
             name_similarity: text_similarity(&reading.name_text(), label),
             brand_match: reading.brand == Some(model.brand_id),
             series_match: same(
@@ -514,6 +557,39 @@ mod tests {
         let long = "é".repeat(MAX_QUERY_CHARS + 5);
         assert_eq!(cut(&long).chars().count(), MAX_QUERY_CHARS);
         assert_eq!(cut("Rolex"), "Rolex");
+    }
+
+    #[test]
+    fn a_run_inside_a_longer_reference_is_not_said_on_its_own() {
+        let clues = Clues::default();
+        let runs = |text: &str| {
+            let mut runs = text_runs(text);
+            runs.retain(|run| run.key.chars().any(|c| c.is_ascii_digit()));
+            vec![runs]
+        };
+        let settled = |text: &str, references: &[&str]| {
+            let mut reading = Reading {
+                text,
+                clues: &clues,
+                brand: None,
+                matched: None,
+                keys: BTreeSet::new(),
+                said: BTreeSet::new(),
+                said_bases: BTreeSet::new(),
+                runs: runs(text),
+            };
+            reading.settle(&references.iter().map(|r| r.to_string()).collect());
+            (reading.said, reading.said_bases)
+        };
+        let said = |text: &str, references: &[&str]| settled(text, references).0;
+        let both = ["16610", "16610lv"];
+        assert!(!said("Rolex 16610 LV", &both).contains("16610"));
+        assert!(said("Rolex 16610 LV", &both).contains("16610lv"));
+        // Nothing longer is a reference: the base reference is what the text says.
+        assert!(said("Rolex 16610 Kermit", &both).contains("16610"));
+        // The base comes from the reference as written: its dial code dropped.
+        let (_, bases) = settled("Tudor M79030N-0001", &["m79030n0001", "79030n"]);
+        assert!(bases.contains("79030"), "{bases:?}");
     }
 
     #[test]
