@@ -41,7 +41,7 @@ impl Lookups {
     }
 }
 
-fn cached<K: std::hash::Hash + Eq, V>(
+pub(crate) fn cached<K: std::hash::Hash + Eq, V>(
     map: &mut HashMap<K, Option<V>>,
     key: K,
     load: impl FnOnce() -> crate::store::StoreResult<Option<V>>,

@@ -373,34 +373,45 @@ pub async fn listing_stats(
         if let Some(stats) = cache.get(model.id, &code, at) {
             return Ok(Json(stats));
         }
-        let filters = ListingFilters {
-            model_id: Some(model.id.0),
-            statuses: vec![ListingStatus::Active as u64],
-            ..ListingFilters::default()
-        };
-        let listings = app.listings.prices(&filters, &code)?;
-        let in_display: Vec<u64> = listings
-            .priced
-            .iter()
-            .filter_map(|point| {
-                point
-                    .own
-                    .or_else(|| usd_to_display(table.as_deref(), point.usd?, &code))
-            })
-            .collect();
-        let figures = price_figures(in_display);
-        let stats = ListingStats {
-            count: listings.count,
-            priced_count: listings.priced.len(),
-            currency: code,
-            low: figures.map(|f| f.0),
-            median: figures.map(|f| f.1),
-            high: figures.map(|f| f.2),
-        };
+        let stats = asking_prices(&app, model.id, table.as_deref(), code)?;
         cache.put(model.id, at, &stats);
         Ok(Json(stats))
     })
     .await
+}
+
+/// Asking prices of the model's ACTIVE listings in `code` (a code of `table`, or USD): what
+/// `GET /listings/stats` answers and the reconciliation service's median price extends with.
+pub fn asking_prices(
+    app: &App,
+    model: ModelId,
+    table: Option<&ConversionTable>,
+    code: String,
+) -> ApiResult<ListingStats> {
+    let filters = ListingFilters {
+        model_id: Some(model.0),
+        statuses: vec![ListingStatus::Active as u64],
+        ..ListingFilters::default()
+    };
+    let listings = app.listings.prices(&filters, &code)?;
+    let in_display: Vec<u64> = listings
+        .priced
+        .iter()
+        .filter_map(|point| {
+            point
+                .own
+                .or_else(|| usd_to_display(table, point.usd?, &code))
+        })
+        .collect();
+    let figures = price_figures(in_display);
+    Ok(ListingStats {
+        count: listings.count,
+        priced_count: listings.priced.len(),
+        currency: code,
+        low: figures.map(|f| f.0),
+        median: figures.map(|f| f.1),
+        high: figures.map(|f| f.2),
+    })
 }
 
 /// Listing figures already computed, by model and currency, with the index reload they were

@@ -16,6 +16,7 @@ pub mod params;
 mod rates;
 mod sitemap;
 pub mod views;
+mod w3c;
 
 use crate::app::App;
 use crate::config::ApiConfig;
@@ -105,13 +106,24 @@ pub enum Caching {
     NoStore,
 }
 
-/// One row of the v1 route table: path, handler, access and caching. Built only by
-/// [`Route::public`] and [`Route::admin`], so an admin route can never be publicly cacheable.
+/// Which web pages may call a route from their own origin (CORS).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origins {
+    /// Only pages of the service's own origin (no CORS headers).
+    Same,
+    /// Any origin: `Access-Control-Allow-Origin: *`, preflights answered.
+    Any,
+}
+
+/// One row of the v1 route table: path, handler, access, caching and origins. Built only by
+/// [`Route::public`], [`Route::private`], [`Route::cross_origin`] and [`Route::admin`], so an
+/// admin route can never be publicly cacheable nor called from another origin.
 pub struct Route {
     path: &'static str,
     handler: MethodRouter<AppState>,
     access: Access,
     caching: Caching,
+    origins: Origins,
 }
 
 impl Route {
@@ -122,6 +134,16 @@ impl Route {
             handler,
             access: Access::Public,
             caching: Caching::Shared,
+            origins: Origins::Same,
+        }
+    }
+
+    /// A public read that any cache may keep and any origin's pages may call: the W3C
+    /// reconciliation service.
+    pub fn cross_origin(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+        Route {
+            origins: Origins::Any,
+            ..Route::public(path, handler)
         }
     }
 
@@ -132,6 +154,7 @@ impl Route {
             handler,
             access: Access::Public,
             caching: Caching::NoStore,
+            origins: Origins::Same,
         }
     }
 
@@ -142,14 +165,20 @@ impl Route {
             handler,
             access: Access::Admin,
             caching: Caching::NoStore,
+            origins: Origins::Same,
         }
     }
 
-    /// The handler with the layers its access and caching call for.
+    /// The handler with the layers its caching and origins call for.
     fn layered(self) -> MethodRouter<AppState> {
-        match self.caching {
+        let handler = match self.caching {
             Caching::Shared => self.handler.route_layer(from_fn(layers::caching::etag)),
             Caching::NoStore => self.handler.route_layer(from_fn(layers::caching::no_store)),
+        };
+        match self.origins {
+            Origins::Same => handler,
+            // Around the whole method router: preflights (OPTIONS) and 405s get it too.
+            Origins::Any => handler.layer(layers::cors::any_origin()),
         }
     }
 }
@@ -190,6 +219,20 @@ fn v1_table() -> Vec<Route> {
         Route::public("/sitemap/models", get(sitemap::models)),
         Route::public("/sitemap/catalog", get(sitemap::catalog)),
         Route::public("/sitemap/calibers", get(sitemap::calibers)),
+        // The W3C reconciliation service (OpenRefine's protocol; not the back office's
+        // /reconciliation below)
+        Route::cross_origin(
+            "/reconcile",
+            get(w3c::reconcile_get).post(w3c::reconcile_post),
+        ),
+        Route::cross_origin("/reconcile/suggest/entity", get(w3c::suggest_entity)),
+        Route::cross_origin("/reconcile/suggest/type", get(w3c::suggest_type)),
+        Route::cross_origin("/reconcile/suggest/property", get(w3c::suggest_property)),
+        Route::cross_origin("/reconcile/preview", get(w3c::preview)),
+        Route::cross_origin(
+            "/reconcile/propose_properties",
+            get(w3c::propose_properties),
+        ),
         // Sessions
         Route::private("/auth/login", post(admin::auth::login)),
         Route::private("/auth/logout", post(admin::auth::logout)),

@@ -11,6 +11,7 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use std::sync::OnceLock;
 use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::PathItemType;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, ResponseBuilder, Schema,
@@ -47,6 +48,13 @@ use crate::auth::SESSION_COOKIE;
         sitemap::models,
         sitemap::catalog,
         sitemap::calibers,
+        super::w3c::reconcile_get,
+        super::w3c::reconcile_post,
+        super::w3c::suggest_entity,
+        super::w3c::suggest_type,
+        super::w3c::suggest_property,
+        super::w3c::preview,
+        super::w3c::propose_properties,
         super::admin::auth::login,
         super::admin::auth::logout,
         super::admin::auth::session,
@@ -101,6 +109,7 @@ use crate::auth::SESSION_COOKIE;
         super::admin::pictures::ReviewQueueItem, super::admin::pictures::FetchView,
         super::admin::pictures::FrontPicture, super::admin::pictures::FrontPictureAnswer,
         super::admin::pictures::FrontPictureBody, super::params::ReviewQueuePage,
+        super::w3c::ServiceParams,
     )),
     modifiers(&SharedResponses),
     tags(
@@ -110,6 +119,7 @@ use crate::auth::SESSION_COOKIE;
         (name = "listings", description = "Marketplace listings matched to the catalogue, and their asking prices"),
         (name = "rates", description = "ECB reference rates and the USD conversion table"),
         (name = "sitemap", description = "Every page, for crawlers"),
+        (name = "reconcile", description = "The W3C Entity Reconciliation API 0.2 (what OpenRefine speaks): rows of a spreadsheet tied to catalogue models, suggest, preview, data extension. Public, callable from any origin. Not the back office's /reconciliation"),
         (name = "auth", description = "Admin sessions: log in, log out, who am I"),
         (name = "admin", description = "Back office: counts, unmatched listings, the audit trail (admin session)"),
         (name = "jobs", description = "Back office: batch jobs against the running server (a provider's snapshot, rates, match, reindex, duplicates), run one at a time, and where each stands (admin session)"),
@@ -215,7 +225,13 @@ fn apply_route_policies(
             .map_or((Access::Public, Caching::Shared), |policy| {
                 (policy.access, policy.caching)
             });
-        for operation in item.operations.values_mut() {
+        for (method, operation) in item.operations.iter_mut() {
+            // The shared cache layer tags reads only: a POST to a shared route is not cached.
+            let caching = match (caching, method) {
+                (Caching::Shared, PathItemType::Get) => Some(Caching::Shared),
+                (Caching::Shared, _) => None,
+                (Caching::NoStore, _) => Some(Caching::NoStore),
+            };
             if access == Access::Admin {
                 let requirement = SecurityRequirement::new(ADMIN_SESSION, Vec::<String>::new());
                 operation
@@ -258,7 +274,7 @@ fn apply_route_policies(
                 for (name, header) in common_headers {
                     response.headers.insert((*name).to_owned(), header.clone());
                 }
-                if status == "200" {
+                if let (Some(caching), "200") = (caching, status.as_str()) {
                     add_caching_headers(response, caching);
                 }
             }
@@ -343,7 +359,7 @@ pub async fn document() -> impl IntoResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use utoipa::openapi::path::{OperationBuilder, PathItem, PathItemType};
+    use utoipa::openapi::path::{OperationBuilder, PathItem};
     use utoipa::openapi::{OpenApiBuilder, PathsBuilder};
 
     /// A document with one GET at each of `paths`, its policies applied.

@@ -18,7 +18,13 @@ const REFRESH_AT_MOST: usize = 20_000;
 
 /// How alike two model names are, 0 to 1: it ranks pairs within a signal, never forms one.
 pub fn name_score(a: &Model, b: &Model) -> f64 {
-    strsim::jaro_winkler(&a.name.to_lowercase(), &b.name.to_lowercase())
+    text_similarity(&a.name, &b.name)
+}
+
+/// How alike two names are, 0 to 1: Jaro-Winkler of the lowercased texts, the measure of
+/// [`name_score`] and of the reconciliation service's `nameSimilarity`.
+pub fn text_similarity(a: &str, b: &str) -> f64 {
+    strsim::jaro_winkler(&a.to_lowercase(), &b.to_lowercase())
 }
 
 /// `model`'s pairs as the store holds the catalogue now: each other model of its brand it

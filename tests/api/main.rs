@@ -24,3 +24,4 @@ mod reconciliation;
 mod sitemap;
 mod startup;
 mod support;
+mod w3c_reconcile;

@@ -14,17 +14,32 @@ use watch_catalogue::store::Store;
 /// that loses a match it used to make fails here.
 const RECALL_FLOOR: f64 = 0.918;
 
-const TITLES: &str = "chrono24-rolex-submariner-titles.csv";
-const REFERENCES: &str = "chrono24-cartier-ap.csv";
+pub const TITLES: &str = "chrono24-rolex-submariner-titles.csv";
+pub const REFERENCES: &str = "chrono24-cartier-ap.csv";
 
+/// A row of the labelled sample (tests/data/real-listings/labels.jsonl).
 #[derive(serde::Deserialize)]
-struct Label {
-    file: String,
-    row: String,
+pub struct Label {
+    pub file: String,
+    pub row: String,
     /// The brand of the feed the row was scraped from (the references file has no brand).
-    brand: Option<String>,
+    pub brand: Option<String>,
     /// `brandSlug/modelSlug`, or null when the text does not say which catalogue model.
-    model: Option<String>,
+    pub model: Option<String>,
+}
+
+/// The real listings in `../shared/data/listings`; `None`, with a note, when they are absent
+/// (they are not part of the project), and the test using them is skipped.
+pub fn shared_listings() -> Option<PathBuf> {
+    let shared = project().join("../shared/data/listings");
+    if shared.join(TITLES).exists() && shared.join(REFERENCES).exists() {
+        return Some(shared);
+    }
+    eprintln!(
+        "skipped: {} is absent (the real listings are not part of the project)",
+        shared.display()
+    );
+    None
 }
 
 fn project() -> PathBuf {
@@ -32,7 +47,7 @@ fn project() -> PathBuf {
 }
 
 /// Column `text` of every row of a CSV file, keyed by column `key`.
-fn column(path: &Path, key: &str, text: &str) -> HashMap<String, String> {
+pub fn column(path: &Path, key: &str, text: &str) -> HashMap<String, String> {
     let mut reader = csv::Reader::from_path(path).expect("csv");
     let headers = reader.headers().expect("headers").clone();
     let at = |name: &str| headers.iter().position(|h| h == name).expect(name);
@@ -82,14 +97,9 @@ struct Tally {
 
 #[test]
 fn real_seller_text_matches_with_full_precision_and_the_measured_recall() {
-    let shared = project().join("../shared/data/listings");
-    if !shared.join(TITLES).exists() || !shared.join(REFERENCES).exists() {
-        eprintln!(
-            "skipped: {} is absent (the real listings are not part of the project)",
-            shared.display()
-        );
+    let Some(shared) = shared_listings() else {
         return;
-    }
+    };
     let data = tempfile::tempdir().expect("dir");
     let store = Store::open(data.path(), 16 << 20).expect("store");
     let sample = project().join("tests/data/real-listings");

@@ -4,6 +4,7 @@
 
 pub mod caching;
 pub mod capacity;
+pub mod cors;
 pub mod envelope;
 pub mod metrics;
 pub mod rate_limit;
