@@ -148,6 +148,16 @@ async fn the_manifest_is_valid_and_the_routes_are_open_to_any_origin() {
         "CORS for any origin"
     );
     assert!(response.headers().get("ratelimit-policy").is_some());
+    let vary: Vec<&str> = response
+        .headers()
+        .get_all("vary")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(
+        vary.iter().any(|v| v.contains("x-forwarded-proto")),
+        "its URLs follow the request's headers, so caches key on them: {vary:?}"
+    );
     let manifest: Value = response.json().await.expect("JSON");
     assert_eq!(manifest["versions"], json!(["0.2"]));
     let types: Vec<&str> = manifest["defaultTypes"]

@@ -91,7 +91,13 @@ pub async fn reconcile_get(
 ) -> ApiResult<Response> {
     let jsonp = Jsonp::parse(params.callback.as_deref())?;
     let ask = Ask::from_fields(params.queries.as_deref(), params.extend.as_deref())?;
-    Ok(jsonp.answer_value(answer(app, &headers, ask).await?))
+    let mut response = jsonp.answer_value(answer(app, &headers, ask).await?);
+    // The manifest's URLs follow these headers: a shared cache must key on them too.
+    response.headers_mut().append(
+        axum::http::header::VARY,
+        axum::http::HeaderValue::from_static("host, x-forwarded-proto"),
+    );
+    Ok(response)
 }
 
 /// A query batch or an extension query, posted as a form (`queries=...`, what OpenRefine
