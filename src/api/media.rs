@@ -3,6 +3,7 @@
 
 use super::error::ApiError;
 use super::layers::caching::matches;
+use super::layers::capacity::blocking;
 use super::AppState;
 use crate::domain::{ContentHash, ImageFormat, PictureId};
 use axum::body::Body;
@@ -18,7 +19,7 @@ pub async fn original(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let picture = fetched_file(&app, &id, |f| Some((f.hash, f.format)))?;
+    let picture = fetched_file(&app, id, |f| Some((f.hash, f.format))).await?;
     serve(&app, picture, &headers).await
 }
 
@@ -27,26 +28,31 @@ pub async fn cropped(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let picture = fetched_file(&app, &id, |f| f.cropped.map(|c| (c, ImageFormat::Jpeg)))?;
+    let picture = fetched_file(&app, id, |f| f.cropped.map(|c| (c, ImageFormat::Jpeg))).await?;
     serve(&app, picture, &headers).await
 }
 
 /// The hash and format of the file `pick` chooses, or the 404 of a picture not fetched (or
-/// not cropped) yet: an unknown id answers the same.
-fn fetched_file(
+/// not cropped) yet: an unknown id answers the same. The record is read in a request slot,
+/// like every store read; the file is read asynchronously after.
+async fn fetched_file(
     app: &AppState,
-    id: &str,
-    pick: impl Fn(&crate::domain::Fetched) -> Option<(ContentHash, ImageFormat)>,
+    id: String,
+    pick: fn(&crate::domain::Fetched) -> Option<(ContentHash, ImageFormat)>,
 ) -> Result<(ContentHash, ImageFormat), ApiError> {
     let Ok(id) = id.parse::<PictureId>() else {
         return Err(not_fetched());
     };
-    app.store
-        .picture(id)?
-        .as_ref()
-        .and_then(|p| p.fetched())
-        .and_then(pick)
-        .ok_or_else(not_fetched)
+    let app = app.clone();
+    blocking(move || {
+        app.store
+            .picture(id)?
+            .as_ref()
+            .and_then(|p| p.fetched())
+            .and_then(pick)
+            .ok_or_else(not_fetched)
+    })
+    .await
 }
 
 async fn serve(
