@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::domain::Slug;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 
 fn project() -> PathBuf {
@@ -838,4 +839,62 @@ async fn on_the_real_listings_sample_match_is_never_wrong() {
         matched as f64 >= 0.918 * labelled as f64,
         "{matched} of {labelled}"
     );
+}
+
+#[tokio::test]
+async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into() {
+    let app = TestApp::start().await;
+    let id_of = |slug: &str| {
+        let brand = app
+            .app
+            .store
+            .brand_by_slug(&Slug::parse("rolex").expect("slug"))
+            .expect("read")
+            .expect("rolex");
+        app.app
+            .store
+            .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
+            .expect("read")
+            .expect("model")
+            .id
+    };
+    let (keeper, merged) = (
+        id_of("submariner-date-126610ln"),
+        id_of("submariner-date-126610lv"),
+    );
+    let app_data = app.app.clone();
+    tokio::task::spawn_blocking(move || {
+        app_data
+            .writer
+            .run(|turn| {
+                watch_catalogue::jobs::merge::merge(
+                    turn,
+                    &app_data.listings,
+                    &watch_catalogue::jobs::users::Actor::Cli,
+                    keeper,
+                    &[merged],
+                )
+            })
+            .map(|_| ())
+    })
+    .await
+    .expect("job")
+    .expect("merge");
+    let old = "models/rolex/submariner-date-126610lv";
+    let (status, body) = post_form(
+        &app,
+        "extend",
+        &json!({"ids": [old], "properties": [{"id": "reference"}]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["rows"][old]["reference"], json!([{"str": "126610LN"}]));
+    let response = app
+        .send(app.request(
+            reqwest::Method::GET,
+            &format!("/v1/reconcile/preview?id={old}"),
+        ))
+        .await;
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(response.text().await.expect("card").contains("126610LN"));
 }

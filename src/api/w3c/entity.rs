@@ -146,10 +146,18 @@ impl Entity {
             return Ok(Some(Entity::Brand(brand)));
         };
         Ok(match id.kind {
-            EntityType::Model => app
-                .store
-                .model_by_slug(brand.id, slug)?
-                .map(|model| Entity::Model(brand, Box::new(model))),
+            EntityType::Model => {
+                // A model merged into another since the id was handed out stands for it, as
+                // its API path does (301 to the keeper's).
+                let model = match app.store.model_by_slug(brand.id, slug)? {
+                    Some(model) => Some(model),
+                    None => match app.store.merged_slug(brand.id, slug)? {
+                        Some(keeper) => app.store.model(keeper)?,
+                        None => None,
+                    },
+                };
+                model.map(|model| Entity::Model(brand, Box::new(model)))
+            }
             EntityType::Caliber => app
                 .store
                 .caliber_by_slug(brand.id, slug)?
