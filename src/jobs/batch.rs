@@ -233,7 +233,9 @@ fn rebuild_duplicates(app: &App, control: &JobControl) -> Result<BatchReport, Ba
     let started = Instant::now();
     let pairs = app.writer.run(duplicates::rebuild)?.value;
     let took = started.elapsed();
-    let groups = duplicates::groups(&app.store)?;
+    // Through the server's kept groups: the full pass leaves them to be joined whole again,
+    // and joining them here for the count serves the next `GET /duplicate-models` too.
+    let groups = app.duplicate_groups()?;
     finished(control, pairs as u64);
     Ok(format!(
         "duplicates: {pairs} pairs in {} groups, found in {took:.2?}\n",

@@ -409,23 +409,33 @@ impl Grouping {
 const SPLICE_ONE_BY_ONE_AT_MOST: usize = 64;
 
 /// Takes `stale` out of `groups` (in display order) and puts `fresh` in, in order.
-fn splice(groups: &mut Vec<Arc<Group>>, stale: &[Arc<Group>], mut fresh: Vec<Arc<Group>>) {
+fn splice(groups: &mut Vec<Arc<Group>>, stale: &[Arc<Group>], fresh: Vec<Arc<Group>>) {
     if stale.len() + fresh.len() <= SPLICE_ONE_BY_ONE_AT_MOST {
-        for group in stale {
-            if let Ok(at) = groups.binary_search_by(|g| display_order(g, group)) {
-                groups.remove(at);
-            }
-        }
-        for group in fresh {
-            let at = groups.partition_point(|g| display_order(g, &group).is_lt());
-            groups.insert(at, group);
-        }
+        splice_one_by_one(groups, stale, fresh);
     } else {
-        let gone: HashSet<*const Group> = stale.iter().map(Arc::as_ptr).collect();
-        groups.retain(|g| !gone.contains(&Arc::as_ptr(g)));
-        groups.append(&mut fresh);
-        groups.sort_by(|a, b| display_order(a, b));
+        splice_by_sort(groups, stale, fresh);
     }
+}
+
+/// [`splice`] for a few groups: each found and moved in place, the list shifted once each.
+fn splice_one_by_one(groups: &mut Vec<Arc<Group>>, stale: &[Arc<Group>], fresh: Vec<Arc<Group>>) {
+    for group in stale {
+        if let Ok(at) = groups.binary_search_by(|g| display_order(g, group)) {
+            groups.remove(at);
+        }
+    }
+    for group in fresh {
+        let at = groups.partition_point(|g| display_order(g, &group).is_lt());
+        groups.insert(at, group);
+    }
+}
+
+/// [`splice`] for many groups: filtered once, then sorted.
+fn splice_by_sort(groups: &mut Vec<Arc<Group>>, stale: &[Arc<Group>], mut fresh: Vec<Arc<Group>>) {
+    let gone: HashSet<*const Group> = stale.iter().map(Arc::as_ptr).collect();
+    groups.retain(|g| !gone.contains(&Arc::as_ptr(g)));
+    groups.append(&mut fresh);
+    groups.sort_by(|a, b| display_order(a, b));
 }
 
 /// The models `start` reaches through stored pairs (marked in `reached`), and the strongest
@@ -450,4 +460,59 @@ fn component(
     }
     ids.sort_unstable();
     Ok((ids, strongest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(at: u64, kind: DuplicateSignal, size: usize, brand: &str) -> Arc<Group> {
+        Arc::new(Group {
+            kind,
+            models: (0..size as u64).map(|i| ModelId(at * 100 + i)).collect(),
+            name_score: 0.5,
+            brand: crate::domain::BrandId(1),
+            references: Vec::new(),
+            brand_name: brand.to_owned(),
+            reference: format!("R{}", at % 7),
+        })
+    }
+
+    /// Groups of every kind, size and brand, `at` from `from` on.
+    fn groups(from: u64, count: u64) -> Vec<Arc<Group>> {
+        (from..from + count)
+            .map(|at| {
+                let kind = DuplicateSignal::ALL[(at % 3) as usize];
+                group(
+                    at,
+                    kind,
+                    2 + (at % 4) as usize,
+                    ["A", "B", "C"][(at % 5 % 3) as usize],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn both_splices_give_the_list_sorted_afresh() {
+        for (kept, out_every, added) in [(50, 7, 3), (300, 2, 90), (10, 1, 40), (0, 1, 5)] {
+            let mut all = groups(0, kept);
+            all.sort_by(|a, b| display_order(a, b));
+            let stale: Vec<Arc<Group>> = all.iter().step_by(out_every).cloned().collect();
+            let fresh = groups(1000, added);
+            let mut expected: Vec<Arc<Group>> = all
+                .iter()
+                .filter(|g| !stale.iter().any(|s| Arc::ptr_eq(s, g)))
+                .cloned()
+                .chain(fresh.iter().cloned())
+                .collect();
+            expected.sort_by(|a, b| display_order(a, b));
+            let mut one_by_one = all.clone();
+            splice_one_by_one(&mut one_by_one, &stale, fresh.clone());
+            let mut by_sort = all.clone();
+            splice_by_sort(&mut by_sort, &stale, fresh.clone());
+            assert_eq!(one_by_one, expected, "one by one, {kept} kept");
+            assert_eq!(by_sort, expected, "by sort, {kept} kept");
+        }
+    }
 }

@@ -3,11 +3,9 @@
 //! with every effect checked through the public API, 301s for a merged model's path, dismissal
 //! and a model joining a dismissed pair later, every 400 and 404 changing nothing.
 
-use crate::support::{keys, test_catalogue_copy, SessionClient, TestApp};
+use crate::support::{admin_app, keys, test_catalogue_copy, SessionClient};
 use reqwest::Method;
 use serde_json::{json, Value};
-use std::path::Path;
-use watch_catalogue::domain::Role;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 
 /// Planted beside the test catalogue: a second 126610LN (same reference), a model whose
@@ -27,14 +25,6 @@ fn planted_dataset() -> tempfile::TempDir {
     text.push_str(PLANTED);
     std::fs::write(models, text).expect("write");
     dir
-}
-
-async fn app_with(dataset: &Path) -> TestApp {
-    TestApp::build()
-        .dataset(dataset)
-        .user("ana", Role::Admin)
-        .start()
-        .await
 }
 
 /// Each group as its kind and its models' slugs.
@@ -91,7 +81,7 @@ async fn state(admin: &SessionClient<'_>) -> (Value, Value, Value) {
 #[tokio::test]
 async fn groups_join_pairs_by_their_strongest_signal_in_order_and_filter() {
     let dataset = planted_dataset();
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
 
     let all = admin.ok("/v1/duplicate-models").await;
@@ -194,7 +184,7 @@ async fn groups_join_pairs_by_their_strongest_signal_in_order_and_filter() {
 #[tokio::test]
 async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
     let dataset = planted_dataset();
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
     let groups = admin.ok("/v1/duplicate-models").await;
     let keeper = id_of(&groups, "submariner-date-126610ln");
@@ -380,7 +370,7 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
 #[tokio::test]
 async fn dismissed_pairs_are_never_offered_again_until_a_third_model_joins() {
     let dataset = planted_dataset();
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
     let groups = admin.ok("/v1/duplicate-models").await;
     let black_bay = id_of(&groups, "black-bay-fifty-eight-79030n");

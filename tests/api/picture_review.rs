@@ -4,12 +4,11 @@
 //! re-import, every 400 and 404 changing nothing, and the audit trail.
 
 use crate::pictures::{pass, source_server};
-use crate::support::{feed, keys, test_catalogue_copy, SessionClient, TestApp};
+use crate::support::{admin_app, feed, keys, test_catalogue_copy, SessionClient, TestApp};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use watch_catalogue::domain::Role;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 
 const LV: &str = "/v1/models/rolex/submariner-date-126610lv";
@@ -34,14 +33,6 @@ fn candidates(source: SocketAddr) -> String {
     .iter()
     .map(|line| format!("{line}\n"))
     .collect()
-}
-
-async fn app_with(dataset: &Path) -> TestApp {
-    TestApp::build()
-        .dataset(dataset)
-        .user("ana", Role::Admin)
-        .start()
-        .await
 }
 
 async fn call(
@@ -93,7 +84,7 @@ async fn everything(app: &TestApp, admin: &SessionClient<'_>) -> (Value, Value, 
 async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_picture() {
     let source = source_server().await;
     let dataset = dataset_with(&candidates(source));
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
 
     let queue = admin.ok("/v1/picture-review").await;
@@ -199,7 +190,7 @@ async fn dataset_candidates_queue_their_models_and_select_makes_a_new_front_pict
 async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
     let source = source_server().await;
     let dataset = dataset_with(&candidates(source));
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
     let before = everything(&app, &admin).await;
 
@@ -266,7 +257,7 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
 #[tokio::test]
 async fn the_front_picture_is_read_set_and_protected_from_a_reimport() {
     let dataset = dataset_with("");
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
     let explorer = model_id(&app, "explorer-124270");
     let lv = model_id(&app, "submariner-date-126610lv");
@@ -389,7 +380,7 @@ fn reimport(app: &TestApp, dataset: &Path) {
 async fn pictures_of_matched_listings_become_candidates_ranked_by_how_many_show_them() {
     let source = source_server().await;
     let dataset = dataset_with("");
-    let app = app_with(dataset.path()).await;
+    let app = admin_app(dataset.path()).await;
     let admin = app.session("ana").await;
     // Two listings of two providers show one photograph (same bytes under two URLs); a third
     // shows another. All are matched to the 16610.

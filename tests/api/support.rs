@@ -432,6 +432,15 @@ pub fn http_get(base: &str, path: &str) -> Value {
     serde_json::from_str(body).expect("JSON body")
 }
 
+/// A server on `dataset` with the admin `ana`: the back office's tests.
+pub async fn admin_app(dataset: &Path) -> TestApp {
+    TestApp::build()
+        .dataset(dataset)
+        .user("ana", Role::Admin)
+        .start()
+        .await
+}
+
 /// A client signed in to a [`TestApp`]: every request carries the session cookie.
 pub struct SessionClient<'a> {
     pub app: &'a TestApp,
