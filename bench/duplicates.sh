@@ -256,6 +256,7 @@ BRAND_NAME=$(jq -r '.data[0].models[0].brandName' "$WORK/body.json")
 measure "pageSize=100&q=$(jq -rn --arg v "$BRAND_NAME" '$v | @uri')" "q=<brand name>"
 measure "pageSize=100&q=brand-1" "q=<brand slug>"
 measure "pageSize=100&page=50" "page 50"
+measure "" "default page (20 groups)"
 echo "server RSS after the first GET: $rss_after"
 
 echo
