@@ -169,6 +169,9 @@ impl Session {
                 file,
                 max_invalid,
             } => {
+                // Into the path only as a slug: `../rates` must not post to another route.
+                let provider = crate::domain::Slug::parse(&provider)
+                    .map_err(|_| anyhow::anyhow!("`{provider}` is not a provider slug"))?;
                 let body = tokio::fs::File::open(&file)
                     .await
                     .with_context(|| format!("opening {}", file.display()))?;

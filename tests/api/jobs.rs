@@ -592,6 +592,14 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
     );
     let (ok, _, err) = cli(dir, &["match", "--server", &origin], "wrong password");
     assert!(!ok && err.contains("401"), "{err}");
+    // A provider goes into the path only as a slug: no posting to another route.
+    let (ok, out, err) = cli(
+        dir,
+        &["ingest", "--provider", "../rates", bad, "--server", &origin],
+        TEST_PASSWORD,
+    );
+    assert!(!ok, "{out}{err}");
+    assert!(err.contains("`../rates` is not a provider slug"), "{err}");
 
     let held = [
         vec!["ingest", "--provider", "ebay", snapshot],
