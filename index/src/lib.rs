@@ -59,7 +59,7 @@ impl CatalogueIndex {
     pub fn open(dir: &Path) -> IndexResult<CatalogueIndex> {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
-            derived: Derived::open(dir, schema)?,
+            derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
             fields,
         })
     }
@@ -68,7 +68,7 @@ impl CatalogueIndex {
     pub fn in_memory() -> IndexResult<CatalogueIndex> {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
-            derived: Derived::in_memory(schema)?,
+            derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
             fields,
         })
     }

@@ -288,7 +288,7 @@ impl ListingIndex {
     pub fn open(dir: &Path) -> IndexResult<ListingIndex> {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
-            derived: Derived::open(dir, schema)?,
+            derived: Derived::open(dir, schema, tantivy::IndexSettings::default())?,
             fields,
         })
     }
@@ -297,7 +297,7 @@ impl ListingIndex {
     pub fn in_memory() -> IndexResult<ListingIndex> {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
-            derived: Derived::in_memory(schema)?,
+            derived: Derived::in_memory(schema, tantivy::IndexSettings::default())?,
             fields,
         })
     }
