@@ -218,6 +218,9 @@ fn benches(c: &mut Criterion) {
                 black_box(hits)
             })
         });
+        group.bench_function(format!("index_every_match_scored/{name}"), |b| {
+            b.iter(|| black_box(s.app.index.search_exhaustively(&request).expect("search")))
+        });
     }
     group.finish();
 

@@ -9,6 +9,7 @@ mod collector;
 mod derived;
 mod docs;
 mod listings;
+mod pruned;
 mod query;
 mod schema;
 mod tokenizer;
@@ -46,6 +47,18 @@ pub type IndexResult<T> = Result<T, IndexError>;
 pub struct Hits {
     pub ids: Vec<u64>,
     pub total: usize,
+}
+
+impl Hits {
+    /// The page of `request` out of its best `offset + limit`.
+    fn page(ranked: Vec<u64>, total: usize, request: &SearchRequest) -> Hits {
+        let ids = ranked
+            .into_iter()
+            .skip(request.offset)
+            .take(request.limit)
+            .collect();
+        Hits { ids, total }
+    }
 }
 
 /// The catalogue index: open once, share between threads.
@@ -124,17 +137,39 @@ impl CatalogueIndex {
         self.derived.replace(updates.chain(removals), generation)
     }
 
-    /// Ids of one page of `request`, and the total number of matches.
+    /// Ids of one page of `request`, and the total number of matches. A relevance-ordered text
+    /// search of models is pruned ([`pruned`]); everything else scores and collects every match.
     pub fn search(&self, request: &SearchRequest) -> IndexResult<Hits> {
+        let k = request.offset.saturating_add(request.limit);
+        let pruned = match (&request.text, request.kind, request.sort) {
+            (Some(text), DocKind::Model, SortOrder::Relevance) => {
+                let searcher = self.derived.reader.searcher();
+                pruned::search(&searcher, &self.fields, request, text, k)?
+            }
+            _ => None,
+        };
+        let (ranked, total) = match pruned {
+            Some(found) => found,
+            None => self.every_match_ranked(request, k)?,
+        };
+        Ok(Hits::page(ranked, total, request))
+    }
+
+    /// [`CatalogueIndex::search`] with every match scored and collected, never pruned: what the
+    /// pruned search is tested and measured against.
+    pub fn search_exhaustively(&self, request: &SearchRequest) -> IndexResult<Hits> {
+        let k = request.offset.saturating_add(request.limit);
+        let (ranked, total) = self.every_match_ranked(request, k)?;
+        Ok(Hits::page(ranked, total, request))
+    }
+
+    fn every_match_ranked(
+        &self,
+        request: &SearchRequest,
+        k: usize,
+    ) -> IndexResult<(Vec<u64>, usize)> {
         let query = query::build(&self.fields, request);
-        let key = request.sort.key();
-        let (ranked, total) = self.ranked(&*query, key, request.offset + request.limit)?;
-        let ids = ranked
-            .into_iter()
-            .skip(request.offset)
-            .take(request.limit)
-            .collect();
-        Ok(Hits { ids, total })
+        self.ranked(&*query, request.sort.key(), k)
     }
 
     /// The brand's models with a primary or alternate reference that begins with `prefix`, a

@@ -85,28 +85,42 @@ const REFERENCE_PREFIX_BOOST: f32 = 20.0;
 const WORD_IS_REFERENCE_BOOST: f32 = 20.0;
 const WORD_IS_REFERENCE_PREFIX_BOOST: f32 = 5.0;
 
+/// The constants a word adds when it is a model's reference, and a prefix of one.
+pub(crate) const WORD_REFERENCE_SCORES: [f32; 2] =
+    [WORD_IS_REFERENCE_BOOST, WORD_IS_REFERENCE_PREFIX_BOOST];
+/// The constants the whole text adds when it is a model's reference, and a prefix of one.
+pub(crate) const WHOLE_REFERENCE_SCORES: [f32; 2] = [EXACT_REFERENCE_BOOST, REFERENCE_PREFIX_BOOST];
+
+/// Every document matching `request`, scored by its text (every result scored by the same
+/// query, in [`crate::collector::TopIds`], or pruned in [`crate::pruned`] for relevance).
 pub fn build(fields: &Fields, request: &SearchRequest) -> Box<dyn Query> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
         Occur::Must,
         filter(term_u64(fields.kind, request.kind as u64)),
     )];
-    let f = &request.filters;
-    let exact = [
-        (fields.id, f.id),
-        (fields.brand_id, f.brand_id),
-        (fields.series_id, f.series_id),
-        (fields.caliber_id, f.caliber_id),
-        (fields.has_front_picture, f.has_front_picture.then_some(1)),
-    ];
-    for (field, value) in exact {
-        if let Some(value) = value {
-            clauses.push((Occur::Must, filter(term_u64(field, value))));
-        }
-    }
+    clauses.extend(filter_clauses(fields, &request.filters));
     if let Some(text) = &request.text {
         clauses.push((Occur::Must, text_query(&fields.text_fields(), text)));
     }
     Box::new(BooleanQuery::new(clauses))
+}
+
+/// A required, unscored clause per constraint of `filters`.
+pub(crate) fn filter_clauses(fields: &Fields, filters: &Filters) -> Vec<(Occur, Box<dyn Query>)> {
+    let exact = [
+        (fields.id, filters.id),
+        (fields.brand_id, filters.brand_id),
+        (fields.series_id, filters.series_id),
+        (fields.caliber_id, filters.caliber_id),
+        (
+            fields.has_front_picture,
+            filters.has_front_picture.then_some(1),
+        ),
+    ];
+    exact
+        .into_iter()
+        .filter_map(|(field, value)| Some((Occur::Must, filter(term_u64(field, value?)))))
+        .collect()
 }
 
 /// The models of `brand_id` that `query` matches, scored by it.
@@ -225,7 +239,7 @@ fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
 }
 
 /// The words of `text` as the text fields index them (lowercased, accents folded).
-fn words_of(text: &str) -> Vec<String> {
+pub(crate) fn words_of(text: &str) -> Vec<String> {
     let mut analyzer = folded_analyzer();
     let mut stream = analyzer.token_stream(text);
     let mut words = Vec::new();

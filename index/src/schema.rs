@@ -40,6 +40,9 @@ pub struct Fields {
     pub brand_name: Field,
     pub series_name: Field,
     pub description: Field,
+    /// A model's words from every text field, without frequencies: whether a model holds a word
+    /// at all is one term, so a search's matches are one postings intersection.
+    pub model_words: Field,
     pub name_sort: Field,
     pub ref_sort: Field,
     pub ref_exact: Field,
@@ -63,6 +66,16 @@ pub(crate) fn text_options() -> TextOptions {
         TextFieldIndexing::default()
             .set_tokenizer(FOLDED)
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    )
+}
+
+/// Words only looked up for presence: no frequencies, positions or norms.
+pub(crate) fn presence_options() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(FOLDED)
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
     )
 }
 
@@ -93,6 +106,7 @@ pub fn build() -> (Schema, Fields) {
         brand_name: s.add_text_field("brand_name", text.clone()),
         series_name: s.add_text_field("series_name", text.clone()),
         description: s.add_text_field("description", text),
+        model_words: s.add_text_field("model_words", presence_options()),
         name_sort: s.add_text_field(names::NAME_SORT, STRING | FAST),
         ref_sort: s.add_text_field(names::REF_SORT, STRING | FAST),
         ref_exact: s.add_text_field("ref_exact", STRING),
@@ -196,6 +210,13 @@ impl Fields {
         out.add_text(self.series_name, &model.series_name);
         if let Some(description) = &model.description {
             out.add_text(self.description, description);
+        }
+        let words = [&model.name, &model.series_name]
+            .into_iter()
+            .chain(&model.brand_names)
+            .chain(&model.description);
+        for text in words {
+            out.add_text(self.model_words, text);
         }
         if let Some(primary) = model.normalized_references.first() {
             out.add_text(self.ref_sort, primary);

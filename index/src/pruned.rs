@@ -1,0 +1,456 @@
+//! Relevance-ranked text search over models, pruned: the page is found without scoring every
+//! match. The scores and the matches are those of [`query::build`]'s nested boolean query; only
+//! the way to the best `k` differs (bench/RESULTS.md, issue 16).
+//!
+//! A model matches when every word of the text is in one of its text fields or is one of its
+//! references (or a reference prefix), or when the whole text is a reference (or a prefix).
+//! Models holding one of those reference terms are few: they are scored one by one first. The
+//! others can only match through their words, and their score is the sum of the words' field
+//! scores: a pure disjunction that tantivy's block-max WAND prunes, each candidate then checked
+//! for every word and the filters, and scored again in one fixed order so that equal models score
+//! equal. The index keeps each segment in id order, so a later candidate that only ties the
+//! worst kept score loses on id and WAND may skip it. The total is counted apart: an
+//! intersection of the words' postings in `model_words` (a one-word search with no filters on a
+//! segment without deletes is the term's document frequency), plus the reference-only matches.
+
+use crate::query::{self, SearchRequest, TextQuery};
+use crate::schema::{names, Fields};
+use crate::tokenizer::MIN_REFERENCE_PREFIX;
+use crate::IndexResult;
+use std::collections::BinaryHeap;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, EnableScoring, Occur, Query, Scorer, TermQuery, Weight,
+};
+use tantivy::schema::IndexRecordOption;
+use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
+
+/// One word of the text: where it counts as present, how it scores in each text field, and the
+/// reference terms that also make it match.
+struct Word {
+    present: Box<dyn Weight>,
+    fields: Vec<Box<dyn Weight>>,
+    references: Vec<Reference>,
+}
+
+/// A reference term and the constant it adds to a model's score.
+struct Reference {
+    weight: Box<dyn Weight>,
+    score: Score,
+}
+
+/// The search, turned into weights once for the whole searcher.
+struct Plan {
+    words: Vec<Word>,
+    /// The whole text as a reference and as a reference prefix.
+    whole: Vec<Reference>,
+    /// The request's filters other than the kind (only models have the fields searched here).
+    filter: Option<Box<dyn Weight>>,
+    /// Every (word, field) term, boosted: what WAND prunes.
+    disjunction: Box<dyn Weight>,
+    /// Models with every word in a text field, passing the filters: the bulk of the total.
+    every_word: Box<dyn Weight>,
+}
+
+/// The best `k` model ids for `request` (a relevance-ordered search of models with text) and the
+/// number of matches; `None` when the text has no word, which the plain query answers cheaply.
+pub(crate) fn search(
+    searcher: &Searcher,
+    fields: &Fields,
+    request: &SearchRequest,
+    text: &TextQuery,
+    k: usize,
+) -> IndexResult<Option<(Vec<u64>, usize)>> {
+    let Some(plan) = Plan::new(searcher, fields, request, text)? else {
+        return Ok(None);
+    };
+    let mut total = 0;
+    let mut kept = Vec::new();
+    for reader in searcher.segment_readers() {
+        let segment = plan.segment(reader, k)?;
+        total += segment.total;
+        let ids = reader.fast_fields().u64(names::ID)?;
+        kept.extend(segment.best.into_iter().map(|best| {
+            let id = ids.first(best.doc).unwrap_or(u64::MAX);
+            (best.rank, id)
+        }));
+    }
+    kept.sort_unstable();
+    Ok(Some((
+        kept.into_iter().take(k).map(|(_, id)| id).collect(),
+        total,
+    )))
+}
+
+/// What one segment contributes: its best `k` and its number of matches.
+struct SegmentResult {
+    best: Vec<Kept>,
+    total: usize,
+}
+
+/// A kept document; `rank` orders best first (score descending), `doc` breaks ties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Kept {
+    rank: u32,
+    doc: DocId,
+}
+
+impl Kept {
+    fn new(score: Score, doc: DocId) -> Kept {
+        // Scores are non-negative, so their bit patterns order like the floats.
+        Kept {
+            rank: !score.max(0.0).to_bits(),
+            doc,
+        }
+    }
+
+    fn score(self) -> Score {
+        f32::from_bits(!self.rank)
+    }
+}
+
+/// The best `k` documents of a segment: a max-heap whose top is the worst kept.
+struct Best {
+    heap: BinaryHeap<Kept>,
+    k: usize,
+}
+
+impl Best {
+    fn new(k: usize) -> Best {
+        Best {
+            heap: BinaryHeap::with_capacity(k + 1),
+            k,
+        }
+    }
+
+    fn offer(&mut self, kept: Kept) {
+        if self.heap.len() < self.k {
+            self.heap.push(kept);
+        } else if self.heap.peek().is_some_and(|worst| kept < *worst) {
+            self.heap.pop();
+            self.heap.push(kept);
+        }
+    }
+
+    /// The score a document met after `doc` must beat to be kept. Documents come in id order,
+    /// so one that only ties the worst kept loses on id, unless that worst came from the
+    /// reference pass and lies further on.
+    fn threshold(&self, doc: DocId) -> Score {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k => {
+                let score = worst.score();
+                if worst.doc < doc || score <= 0.0 {
+                    score
+                } else {
+                    f32::from_bits(score.to_bits() - 1)
+                }
+            }
+            _ => Score::MIN,
+        }
+    }
+}
+
+fn term_weight(
+    searcher: &Searcher,
+    term: Term,
+    boost: Option<Score>,
+) -> IndexResult<Box<dyn Weight>> {
+    let query: Box<dyn Query> = match boost {
+        Some(boost) => Box::new(BoostQuery::new(
+            Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+            boost,
+        )),
+        None => Box::new(TermQuery::new(term, IndexRecordOption::Basic)),
+    };
+    let scoring = match boost {
+        Some(_) => EnableScoring::enabled_from_searcher(searcher),
+        None => EnableScoring::disabled_from_searcher(searcher),
+    };
+    Ok(query.weight(scoring)?)
+}
+
+impl Plan {
+    fn new(
+        searcher: &Searcher,
+        fields: &Fields,
+        request: &SearchRequest,
+        text: &TextQuery,
+    ) -> IndexResult<Option<Plan>> {
+        let words = query::words_of(&text.text);
+        // Each reference term takes a bit of a u64 in the reference pass; a text of over 31
+        // words is answered by the plain query.
+        if words.is_empty() || 2 * (words.len() + 1) > 64 {
+            return Ok(None);
+        }
+        let text_fields = fields.text_fields();
+        let reference = |field, value: &str, score| -> IndexResult<Reference> {
+            Ok(Reference {
+                weight: term_weight(searcher, Term::from_field_text(field, value), None)?,
+                score,
+            })
+        };
+        let references =
+            |value: &str, [exact, prefix]: [Score; 2]| -> IndexResult<Vec<Reference>> {
+                let mut out = vec![reference(text_fields.ref_exact, value, exact)?];
+                if value.chars().count() >= MIN_REFERENCE_PREFIX {
+                    out.push(reference(text_fields.ref_prefix, value, prefix)?);
+                }
+                Ok(out)
+            };
+        let mut plan_words = Vec::with_capacity(words.len());
+        let mut disjunction: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for word in &words {
+            let mut scored = Vec::with_capacity(text_fields.words.len());
+            for &(field, boost) in &text_fields.words {
+                let term = Term::from_field_text(field, word);
+                scored.push(term_weight(searcher, term.clone(), Some(boost))?);
+                disjunction.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(
+                        Box::new(TermQuery::new(term, IndexRecordOption::WithFreqs)),
+                        boost,
+                    )),
+                ));
+            }
+            plan_words.push(Word {
+                present: term_weight(
+                    searcher,
+                    Term::from_field_text(fields.model_words, word),
+                    None,
+                )?,
+                fields: scored,
+                references: references(word, query::WORD_REFERENCE_SCORES)?,
+            });
+        }
+        let whole = match text.normalized_reference.as_str() {
+            "" => Vec::new(),
+            whole => references(whole, query::WHOLE_REFERENCE_SCORES)?,
+        };
+        let filter_clauses = query::filter_clauses(fields, &request.filters);
+        let unscored = EnableScoring::disabled_from_searcher(searcher);
+        let every_word: Box<dyn Query> = if words.len() == 1 && filter_clauses.is_empty() {
+            Box::new(TermQuery::new(
+                Term::from_field_text(fields.model_words, &words[0]),
+                IndexRecordOption::Basic,
+            ))
+        } else {
+            let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
+                .iter()
+                .map(|word| {
+                    let term = Term::from_field_text(fields.model_words, word);
+                    let query: Box<dyn Query> =
+                        Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+                    (Occur::Must, query)
+                })
+                .collect();
+            clauses.extend(query::filter_clauses(fields, &request.filters));
+            Box::new(BooleanQuery::new(clauses))
+        };
+        let filter = match filter_clauses.is_empty() {
+            true => None,
+            false => Some(BooleanQuery::new(filter_clauses).weight(unscored)?),
+        };
+        Ok(Some(Plan {
+            words: plan_words,
+            whole,
+            filter,
+            disjunction: BooleanQuery::new(disjunction)
+                .weight(EnableScoring::enabled_from_searcher(searcher))?,
+            every_word: every_word.weight(unscored)?,
+        }))
+    }
+
+    fn segment(&self, reader: &SegmentReader, k: usize) -> IndexResult<SegmentResult> {
+        let mut best = Best::new(k);
+        let reference_docs = self.reference_pass(reader, &mut best)?;
+        let total = self.every_word.count(reader)? as usize + reference_docs.only;
+        if k > 0 {
+            self.text_pass(reader, &reference_docs.docs, &mut best)?;
+        }
+        Ok(SegmentResult {
+            best: best.heap.into_vec(),
+            total,
+        })
+    }
+
+    /// Scores every live model that holds one of the reference terms, and returns those models
+    /// and how many of the matches among them the word count misses (a word matched only as a
+    /// reference, or the whole text as one).
+    fn reference_pass(
+        &self,
+        reader: &SegmentReader,
+        best: &mut Best,
+    ) -> IndexResult<ReferenceDocs> {
+        let hits = self.reference_hits(reader)?;
+        let mut scan = Scan::new(self, reader)?;
+        let mut only = 0;
+        let mut docs = Vec::with_capacity(hits.len());
+        for (doc, hit) in hits {
+            docs.push(doc);
+            if !scan.is_candidate(doc) {
+                continue;
+            }
+            let mut words_match = true;
+            let mut in_text = true;
+            let mut score: Score = 0.0;
+            let mut bit = 0;
+            for (w, word) in self.words.iter().enumerate() {
+                let present = scan.has_word(w, doc);
+                let mut as_reference: Score = 0.0;
+                let mut is_reference = false;
+                for reference in &word.references {
+                    if hit & (1 << bit) != 0 {
+                        as_reference += reference.score;
+                        is_reference = true;
+                    }
+                    bit += 1;
+                }
+                in_text &= present;
+                words_match &= present || is_reference;
+                score += scan.word_score(w, doc) + as_reference;
+            }
+            let mut whole_match = false;
+            let mut whole_score: Score = 0.0;
+            for reference in &self.whole {
+                if hit & (1 << bit) != 0 {
+                    whole_score += reference.score;
+                    whole_match = true;
+                }
+                bit += 1;
+            }
+            if !words_match && !whole_match {
+                continue;
+            }
+            let score = if words_match {
+                score + whole_score
+            } else {
+                whole_score
+            };
+            only += usize::from(!in_text);
+            best.offer(Kept::new(score, doc));
+        }
+        Ok(ReferenceDocs { docs, only })
+    }
+
+    /// Every document holding a reference term, in doc order, with one bit per term (the words'
+    /// terms first, then the whole text's).
+    fn reference_hits(&self, reader: &SegmentReader) -> IndexResult<Vec<(DocId, u64)>> {
+        let terms = self
+            .words
+            .iter()
+            .flat_map(|word| &word.references)
+            .chain(&self.whole);
+        let mut hits: Vec<(DocId, u64)> = Vec::new();
+        for (bit, reference) in terms.enumerate() {
+            let mut postings = reference.weight.scorer(reader, 1.0)?;
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                hits.push((doc, 1 << bit));
+                doc = postings.advance();
+            }
+        }
+        hits.sort_unstable();
+        hits.dedup_by(|next, kept| {
+            let same = next.0 == kept.0;
+            if same {
+                kept.1 |= next.1;
+            }
+            same
+        });
+        Ok(hits)
+    }
+
+    /// The block-max WAND pass over the words' field terms, skipping the reference pass's
+    /// documents.
+    fn text_pass(
+        &self,
+        reader: &SegmentReader,
+        reference_docs: &[DocId],
+        best: &mut Best,
+    ) -> IndexResult<()> {
+        let mut scan = Scan::new(self, reader)?;
+        let mut skip = reference_docs.iter().copied().peekable();
+        let mut threshold = best.threshold(0);
+        self.disjunction
+            .for_each_pruning(threshold, reader, &mut |doc, _| {
+                while skip.next_if(|&r| r < doc).is_some() {}
+                if skip.peek() == Some(&doc) || !scan.is_candidate(doc) {
+                    return threshold;
+                }
+                if (0..self.words.len()).all(|w| scan.has_word(w, doc)) {
+                    let score = (0..self.words.len()).map(|w| scan.word_score(w, doc)).sum();
+                    best.offer(Kept::new(score, doc));
+                    threshold = best.threshold(doc);
+                }
+                threshold
+            })?;
+        Ok(())
+    }
+}
+
+struct ReferenceDocs {
+    docs: Vec<DocId>,
+    only: usize,
+}
+
+/// Per-segment postings, each only ever moved forward: the passes meet documents in doc order.
+struct Scan<'a> {
+    reader: &'a SegmentReader,
+    filter: Option<Box<dyn Scorer>>,
+    present: Vec<Box<dyn Scorer>>,
+    fields: Vec<Vec<Box<dyn Scorer>>>,
+}
+
+fn holds(postings: &mut dyn Scorer, doc: DocId) -> bool {
+    if postings.doc() < doc {
+        postings.seek(doc);
+    }
+    postings.doc() == doc
+}
+
+impl<'a> Scan<'a> {
+    fn new(plan: &Plan, reader: &'a SegmentReader) -> IndexResult<Scan<'a>> {
+        let scorer = |weight: &dyn Weight| weight.scorer(reader, 1.0);
+        Ok(Scan {
+            reader,
+            filter: plan.filter.as_deref().map(scorer).transpose()?,
+            present: plan
+                .words
+                .iter()
+                .map(|word| scorer(&*word.present))
+                .collect::<Result<_, _>>()?,
+            fields: plan
+                .words
+                .iter()
+                .map(|word| word.fields.iter().map(|f| scorer(&**f)).collect())
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    /// Live and passing the filters.
+    fn is_candidate(&mut self, doc: DocId) -> bool {
+        !self.reader.is_deleted(doc)
+            && self
+                .filter
+                .as_mut()
+                .is_none_or(|filter| holds(filter.as_mut(), doc))
+    }
+
+    fn has_word(&mut self, word: usize, doc: DocId) -> bool {
+        holds(self.present[word].as_mut(), doc)
+    }
+
+    /// The word's score in `doc`: its field scores summed in field order, so that two documents
+    /// with the same statistics score exactly the same.
+    fn word_score(&mut self, word: usize, doc: DocId) -> Score {
+        let mut score: Score = 0.0;
+        for field in &mut self.fields[word] {
+            if holds(field.as_mut(), doc) {
+                score += field.score();
+            }
+        }
+        score
+    }
+}
+
+#[cfg(test)]
+mod tests;

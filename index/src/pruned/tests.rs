@@ -1,0 +1,198 @@
+//! The pruned search against every match scored ([`CatalogueIndex::every_match_ranked`]) on
+//! random catalogues, several segments and deleted documents included.
+
+use crate::{BrandDoc, TextQuery};
+use crate::{CatalogueDoc, CatalogueIndex, DocKind, Filters, ModelDoc, SearchRequest, SortOrder};
+use proptest::prelude::*;
+use rayon::prelude::*;
+
+const WORDS: [&str; 10] = [
+    "ocean", "classic", "steel", "polar", "field", "date", "chrono", "diver", "gold", "moon",
+];
+const REFERENCES: [&str; 6] = ["126610ln", "126610lv", "1266", "5711a", "5711", "abc123"];
+
+#[derive(Debug, Clone)]
+struct Model {
+    brand: u64,
+    series: u64,
+    name: Vec<usize>,
+    description: Vec<usize>,
+    references: Vec<usize>,
+}
+
+fn model_strategy() -> impl Strategy<Value = Model> {
+    (
+        1..=2u64,
+        0..3u64,
+        prop::collection::vec(0..WORDS.len(), 1..4),
+        prop::collection::vec(0..WORDS.len(), 0..6),
+        prop::collection::vec(0..REFERENCES.len(), 0..3),
+    )
+        .prop_map(|(brand, series, name, description, references)| Model {
+            brand,
+            series: brand * 10 + series,
+            name,
+            description,
+            references,
+        })
+}
+
+fn words(indexes: &[usize]) -> String {
+    indexes
+        .iter()
+        .map(|&i| WORDS[i])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn doc(id: u64, model: &Model) -> CatalogueDoc {
+    CatalogueDoc::Model(ModelDoc {
+        id,
+        brand_id: model.brand,
+        series_id: model.series,
+        caliber_id: Some(id % 3),
+        name: words(&model.name),
+        brand_names: vec![if model.brand == 1 { "Rolex" } else { "Oris" }.into()],
+        series_name: WORDS[model.series as usize % WORDS.len()].into(),
+        description: (!model.description.is_empty()).then(|| words(&model.description)),
+        normalized_references: model
+            .references
+            .iter()
+            .map(|&r| REFERENCES[r].to_string())
+            .collect(),
+        has_front_picture: id % 2 == 0,
+        ..ModelDoc::default()
+    })
+}
+
+/// A catalogue built in one rebuild, then models rewritten in later commits (deleting their
+/// first documents and adding segments).
+fn index_of(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
+    let index = CatalogueIndex::in_memory().expect("index");
+    let mut docs: Vec<CatalogueDoc> = models
+        .iter()
+        .enumerate()
+        .map(|(i, m)| doc(i as u64 + 1, m))
+        .collect();
+    docs.push(CatalogueDoc::Brand(BrandDoc {
+        id: 1,
+        name: "Rolex ocean".into(),
+        ..BrandDoc::default()
+    }));
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    for (generation, chunk) in rewritten.chunks(3).enumerate() {
+        let docs: Vec<CatalogueDoc> = chunk
+            .iter()
+            .map(|(i, m)| doc((i % models.len()) as u64 + 1, m))
+            .collect();
+        index.update(&docs, generation as u64 + 2).expect("update");
+    }
+    index
+}
+
+#[derive(Debug, Clone)]
+struct Search {
+    words: Vec<String>,
+    brand: Option<u64>,
+    front_picture: bool,
+    offset: usize,
+    limit: usize,
+}
+
+fn search_strategy() -> impl Strategy<Value = Search> {
+    let word = prop_oneof![
+        6 => (0..WORDS.len()).prop_map(|i| WORDS[i].to_string()),
+        2 => (0..REFERENCES.len()).prop_map(|i| REFERENCES[i].to_string()),
+        1 => Just("rolex".to_string()),
+        1 => Just("nowhere".to_string()),
+    ];
+    (
+        prop::collection::vec(word, 1..4),
+        prop::option::of(1..=2u64),
+        any::<bool>(),
+        0..6usize,
+        1..8usize,
+    )
+        .prop_map(|(words, brand, front_picture, offset, limit)| Search {
+            words,
+            brand,
+            front_picture,
+            offset,
+            limit,
+        })
+}
+
+fn request(search: &Search) -> SearchRequest {
+    let mut request = SearchRequest::filtered(
+        DocKind::Model,
+        Filters {
+            brand_id: search.brand,
+            has_front_picture: search.front_picture,
+            ..Filters::default()
+        },
+    );
+    request.text = Some(TextQuery {
+        text: search.words.join(" "),
+        normalized_reference: search.words.concat(),
+    });
+    request.sort = SortOrder::Relevance;
+    request.offset = search.offset;
+    request.limit = search.limit;
+    request
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn the_pruned_page_and_total_are_those_of_every_match_scored(
+        models in prop::collection::vec(model_strategy(), 1..120),
+        rewritten in prop::collection::vec((0..1000usize, model_strategy()), 0..10),
+        searches in prop::collection::vec(search_strategy(), 1..6),
+    ) {
+        let index = index_of(&models, &rewritten);
+        for search in &searches {
+            let request = request(search);
+            let k = request.offset + request.limit;
+            let expected = index.every_match_ranked(&request, k).expect("exhaustive");
+            let text = request.text.as_ref().expect("text");
+            let searcher = index.derived.reader.searcher();
+            let pruned = super::search(&searcher, &index.fields, &request, text, k)
+                .expect("pruned")
+                .expect("the text has words");
+            prop_assert_eq!(&pruned, &expected, "{:?}", search);
+        }
+    }
+}
+
+#[test]
+fn a_search_of_more_words_than_the_reference_pass_holds_falls_back() {
+    let index = index_of(
+        &[Model {
+            brand: 1,
+            series: 10,
+            name: vec![0],
+            description: vec![],
+            references: vec![],
+        }],
+        &[],
+    );
+    let mut request = request(&Search {
+        words: vec!["ocean".into(); 1],
+        brand: None,
+        front_picture: false,
+        offset: 0,
+        limit: 5,
+    });
+    let many: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+    request.text = Some(TextQuery {
+        text: many.join(" "),
+        normalized_reference: many.concat(),
+    });
+    let searcher = index.derived.reader.searcher();
+    let text = request.text.as_ref().expect("text");
+    assert!(super::search(&searcher, &index.fields, &request, text, 5)
+        .expect("pruned")
+        .is_none());
+    assert_eq!(index.search(&request).expect("search").total, 0);
+}
