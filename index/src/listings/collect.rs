@@ -132,6 +132,9 @@ impl PageCollector {
     }
 }
 
+/// Survivors a segment makes room for before it sees any match.
+const PREALLOCATED: usize = 256;
+
 /// A segment-local rank: smaller first. The last part is the document, which orders like the id.
 type LocalKey = (u64, u64, DocId);
 
@@ -175,10 +178,12 @@ impl Collector for PageCollector {
                 DensePrices::open(segment, names::PRICE_USD, marker)
             })
             .transpose()?;
+        // Callers may ask for every match (`k` up to `usize::MAX`): room grows as needed.
+        let room = self.k.min(PREALLOCATED);
         let kept = match self.sort {
-            ListingSort::Oldest => Kept::First(Vec::with_capacity(self.k)),
-            ListingSort::Newest => Kept::Last(VecDeque::with_capacity(self.k + 1)),
-            _ => Kept::Ranked(BinaryHeap::with_capacity(self.k + 1)),
+            ListingSort::Oldest => Kept::First(Vec::with_capacity(room)),
+            ListingSort::Newest => Kept::Last(VecDeque::with_capacity(room + 1)),
+            _ => Kept::Ranked(BinaryHeap::with_capacity(room + 1)),
         };
         Ok(PageSegment {
             sort: self.sort,
@@ -261,19 +266,22 @@ impl SegmentCollector for PageSegment {
     type Fruit = PageFruit;
 
     fn collect(&mut self, doc: DocId, score: Score) {
-        let mut price = [None];
-        if let Some(prices) = &mut self.prices {
-            let mut read = std::mem::take(&mut self.block_prices);
-            prices.read(&[doc], &mut read);
-            price[0] = read[0];
-            self.block_prices = read;
-        }
-        if !in_range(self.range, price[0]) {
+        let price = match &mut self.prices {
+            Some(prices) => {
+                let mut read = std::mem::take(&mut self.block_prices);
+                prices.read(&[doc], &mut read);
+                let price = read.first().copied().flatten();
+                self.block_prices = read;
+                price
+            }
+            None => None,
+        };
+        if !in_range(self.range, price) {
             return;
         }
         self.total += 1;
         if self.k > 0 {
-            self.keep(doc, price[0], score);
+            self.keep(doc, price, score);
         }
     }
 
