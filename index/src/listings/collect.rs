@@ -16,12 +16,15 @@ use tantivy::query::Weight;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
 
+/// One column's values for a block of documents; `None` where a document has none.
+type Values = Vec<Option<u64>>;
+
 /// A dense price column of one segment, with the documents whose real price is the sentinel.
 struct DensePrices {
     column: Column<u64>,
     /// Documents (ascending) whose price really is [`UNPRICED`]'s value; nearly always none.
     at_max: Vec<DocId>,
-    raw: Vec<Option<u64>>,
+    raw: Values,
 }
 
 impl DensePrices {
@@ -34,7 +37,7 @@ impl DensePrices {
     }
 
     /// The prices of `docs` (`None`: unpriced) into `out`, in the order of `docs`.
-    fn read(&mut self, docs: &[DocId], out: &mut Vec<Option<u64>>) {
+    fn read(&mut self, docs: &[DocId], out: &mut Values) {
         out.clear();
         for chunk in docs.chunks(COLLECT_BLOCK_BUFFER_LEN) {
             let raw = &mut self.raw[..chunk.len()];
@@ -154,7 +157,7 @@ pub(super) struct PageSegment {
     range: Option<(u64, u64)>,
     ids: Column<u64>,
     prices: Option<DensePrices>,
-    block_prices: Vec<Option<u64>>,
+    block_prices: Values,
     kept: Kept,
     total: usize,
 }
@@ -365,7 +368,8 @@ pub(super) struct PriceSegment {
     /// Ordinal of the wanted currency in this segment, if it occurs.
     wanted: Option<u64>,
     range: Option<(u64, u64)>,
-    block: (Vec<Option<u64>>, Vec<Option<u64>>, Vec<Option<u64>>),
+    /// Prices, dollar prices and currencies of the block at hand, kept to reuse their room.
+    block: (Values, Values, Values),
     out: PricedListings,
 }
 
