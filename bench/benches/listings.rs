@@ -243,6 +243,20 @@ fn benches(c: &mut Criterion) {
             "/v1/listings?minPriceUSD=5000&maxPriceUSD=20000&condition=UNWORN&sort=newest"
                 .to_owned(),
         ),
+        // The price ranges of the scale run's profile (bench/RESULTS.md, "What dominates the
+        // misses"), default order (newest).
+        (
+            "usd_400_5100_unworn",
+            "/v1/listings?minPriceUSD=400&maxPriceUSD=5100&condition=UNWORN".to_owned(),
+        ),
+        (
+            "usd_1000_20000_unworn",
+            "/v1/listings?minPriceUSD=1000&maxPriceUSD=20000&condition=UNWORN".to_owned(),
+        ),
+        (
+            "usd_200_1400_unworn",
+            "/v1/listings?minPriceUSD=200&maxPriceUSD=1400&condition=UNWORN".to_owned(),
+        ),
         (
             "model_in_eur/hot",
             format!(
@@ -362,6 +376,27 @@ fn benches(c: &mut Criterion) {
     group.bench_function("prices/hot", |b| {
         b.iter(|| black_box(s.app.listings.prices(&of_hot_model, "USD").expect("prices")))
     });
+    group.finish();
+
+    // What a stats request costs when its figures are not kept (the first request for a model
+    // and currency, or the first after a commit): the index read and the figures.
+    let mut group = c.benchmark_group("listing_stats_uncached");
+    let table = s.app.conversion_table().expect("rates");
+    for code in ["USD", "EUR"] {
+        group.bench_function(format!("hot/{code}"), |b| {
+            b.iter(|| {
+                black_box(
+                    watch_catalogue::api::listings::asking_prices(
+                        &s.app,
+                        hot_model.id,
+                        table.as_deref(),
+                        code.to_owned(),
+                    )
+                    .expect("stats"),
+                )
+            })
+        });
+    }
     group.finish();
 
     // Matching one listing, as ingest does for each new or changed one.

@@ -2,20 +2,28 @@
 //! updates only the listings it touched. Fast fields answer every filter and sort of
 //! `GET /listings` and the asking prices of `GET /listings/stats`; the seller's text is
 //! searchable.
+//!
+//! Laid out for the large lists (issue 16): segments keep their documents in ascending id
+//! order, so `newest` and `oldest` pages are the last or first matches of each segment and
+//! need no column read; prices are dense columns (every document has a value, an unpriced one
+//! [`UNPRICED`]), read in blocks, and a price range is checked on those blocks in the collector
+//! ([`collect`]); a model's listings of one status are one postings list (`model_status`), what
+//! the stats of a model read.
 
-use crate::collector::{SortKey, TopIds};
-use crate::derived::Derived;
+mod collect;
+#[cfg(test)]
+mod proptests;
+
+use crate::derived::{sorted_by, Derived};
 use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
 use crate::schema::{filter_options, prefix_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
+use collect::{PageCollector, PriceCollector};
 use rayon::prelude::*;
-use std::ops::Bound;
 use std::path::Path;
-use tantivy::collector::{Collector, SegmentCollector};
-use tantivy::columnar::{Column, StrColumn};
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
-use tantivy::schema::{Field, Schema, FAST, INDEXED, STRING};
-use tantivy::{DocId, Score, SegmentReader, TantivyDocument, Term};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextOptions, FAST, INDEXED, STRING};
+use tantivy::{TantivyDocument, Term};
 
 /// Fast-field names.
 mod names {
@@ -23,6 +31,24 @@ mod names {
     pub const PRICE_USD: &str = "price_usd";
     pub const PRICE: &str = "price";
     pub const CURRENCY: &str = "currency";
+}
+
+/// What the dense price columns hold for a listing without that price. A real price of
+/// `u64::MAX` is told apart by a term of `price_at_max` ([`AT_MAX_PRICE`], [`AT_MAX_USD`]), so
+/// the sentinel never reads as a price: not in a range, not in a sort, not in the stats.
+pub(crate) const UNPRICED: u64 = u64::MAX;
+/// `price_at_max` term of a listing whose own price really is `u64::MAX`.
+pub(crate) const AT_MAX_PRICE: u64 = 1;
+/// `price_at_max` term of a listing whose US dollar price really is `u64::MAX`.
+pub(crate) const AT_MAX_USD: u64 = 2;
+
+/// The currency column's value: every document has one (a dense column reads without a rank),
+/// `+` and the code when the listing has a currency, `-` when not.
+fn currency_key(currency: Option<&str>) -> String {
+    match currency {
+        Some(code) => format!("+{code}"),
+        None => "-".to_owned(),
+    }
 }
 
 /// One listing as the index sees it. Enumerations (status, condition, availability) are the
@@ -90,23 +116,6 @@ pub enum ListingSort {
     PriceDesc,
 }
 
-impl ListingSort {
-    fn key(self) -> SortKey {
-        let number = |primary, descending| SortKey::Number {
-            primary,
-            secondary: None,
-            descending,
-        };
-        match self {
-            ListingSort::Relevance => SortKey::Score,
-            ListingSort::Newest => number(names::ID, true),
-            ListingSort::Oldest => number(names::ID, false),
-            ListingSort::PriceAsc => number(names::PRICE_USD, false),
-            ListingSort::PriceDesc => number(names::PRICE_USD, true),
-        }
-    }
-}
-
 /// One page of a listing list.
 #[derive(Debug, Clone)]
 pub struct ListingQuery {
@@ -143,9 +152,13 @@ struct Fields {
     status: Field,
     condition: Field,
     availability: Field,
+    /// `model_id` and `status` in one term: a model's listings of one status in one postings
+    /// list, so its stats read no intersection with a status matching most documents.
+    model_status: Field,
     price: Field,
     currency: Field,
     price_usd: Field,
+    price_at_max: Field,
     title: Field,
     scraped_brand: Field,
     scraped_reference: Field,
@@ -165,9 +178,11 @@ fn build_schema() -> (Schema, Fields) {
         status: s.add_u64_field("status", INDEXED),
         condition: s.add_u64_field("condition", INDEXED),
         availability: s.add_u64_field("availability", INDEXED),
+        model_status: s.add_text_field("model_status", STRING),
         price: s.add_u64_field(names::PRICE, FAST),
-        currency: s.add_text_field(names::CURRENCY, STRING | FAST),
-        price_usd: s.add_u64_field(names::PRICE_USD, filter_options()),
+        currency: s.add_text_field(names::CURRENCY, TextOptions::default().set_fast("raw")),
+        price_usd: s.add_u64_field(names::PRICE_USD, FAST),
+        price_at_max: s.add_u64_field("price_at_max", INDEXED),
         title: s.add_text_field("title", text_options()),
         scraped_brand: s.add_text_field("scraped_brand", text_options()),
         scraped_reference: s.add_text_field("scraped_reference", text_options()),
@@ -184,14 +199,16 @@ impl Fields {
         out.add_u64(self.provider_id, doc.provider_id);
         out.add_u64(self.matched, u64::from(doc.model_id.is_some()));
         out.add_u64(self.status, doc.status);
+        if let Some(model) = doc.model_id {
+            out.add_text(self.model_status, model_status(model, doc.status));
+        }
+        self.add_prices(&mut out, doc);
         let optional = [
             (self.model_id, doc.model_id),
             (self.brand_id, doc.brand_id),
             (self.reason, doc.unmatched_reason),
             (self.condition, doc.condition),
             (self.availability, doc.availability),
-            (self.price, doc.price),
-            (self.price_usd, doc.price_usd),
         ];
         for (field, value) in optional {
             if let Some(value) = value {
@@ -199,7 +216,6 @@ impl Fields {
             }
         }
         let texts = [
-            (self.currency, &doc.currency),
             (self.title, &doc.title),
             (self.scraped_brand, &doc.scraped_brand),
             (self.scraped_reference, &doc.scraped_reference),
@@ -217,6 +233,21 @@ impl Fields {
         out
     }
 
+    /// The dense price columns, their `u64::MAX` markers and the dense currency column.
+    fn add_prices(&self, out: &mut TantivyDocument, doc: &ListingDoc) {
+        let prices = [
+            (self.price, doc.price, AT_MAX_PRICE),
+            (self.price_usd, doc.price_usd, AT_MAX_USD),
+        ];
+        for (field, value, marker) in prices {
+            out.add_u64(field, value.unwrap_or(UNPRICED));
+            if value == Some(UNPRICED) {
+                out.add_u64(self.price_at_max, marker);
+            }
+        }
+        out.add_text(self.currency, currency_key(doc.currency.as_deref()));
+    }
+
     fn text_fields(&self) -> TextFields {
         TextFields {
             words: vec![
@@ -229,10 +260,22 @@ impl Fields {
         }
     }
 
+    /// The query of everything `filters` and `text` ask but the price range, which the
+    /// collectors check on blocks of the dense price column.
     fn query(&self, filters: &ListingFilters, text: Option<&TextQuery>) -> Box<dyn Query> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        // One model and one status: their one postings list rather than an intersection.
+        let (model_id, statuses) = match (filters.model_id, filters.statuses.as_slice()) {
+            (Some(model), &[status]) => {
+                let term = Term::from_field_text(self.model_status, &model_status(model, status));
+                let query = TermQuery::new(term, IndexRecordOption::Basic);
+                clauses.push((Occur::Must, filter(Box::new(query))));
+                (None, &[][..])
+            }
+            (model, statuses) => (model, statuses),
+        };
         let exact = [
-            (self.model_id, filters.model_id),
+            (self.model_id, model_id),
             (self.brand_id, filters.brand_id),
             (self.provider_id, filters.provider_id),
             (self.condition, filters.condition),
@@ -245,9 +288,8 @@ impl Fields {
                 clauses.push((Occur::Must, filter(term_u64(field, value))));
             }
         }
-        if !filters.statuses.is_empty() {
-            let any = filters
-                .statuses
+        if !statuses.is_empty() {
+            let any = statuses
                 .iter()
                 .map(|&status| (Occur::Should, term_u64(self.status, status)))
                 .collect();
@@ -258,14 +300,6 @@ impl Fields {
             .iter()
             .map(|&status| (Occur::MustNot, term_u64(self.status, status)));
         clauses.extend(hidden);
-        if filters.min_price_usd.is_some() || filters.max_price_usd.is_some() {
-            let bound = |value: Option<u64>| match value {
-                Some(v) => Bound::Included(Term::from_field_u64(self.price_usd, v)),
-                None => Bound::Unbounded,
-            };
-            let range = RangeQuery::new(bound(filters.min_price_usd), bound(filters.max_price_usd));
-            clauses.push((Occur::Must, filter(Box::new(range))));
-        }
         if let Some(text) = text {
             clauses.push((Occur::Must, text_query(&self.text_fields(), text)));
         }
@@ -274,6 +308,19 @@ impl Fields {
             clauses.push((Occur::Must, Box::new(tantivy::query::AllQuery)));
         }
         Box::new(BooleanQuery::new(clauses))
+    }
+}
+
+/// The `model_status` term of a model's listings of one status.
+fn model_status(model: u64, status: u64) -> String {
+    format!("{model}/{status}")
+}
+
+/// The price range of `filters`, inclusive; `None` when unbounded both ways.
+fn price_range(filters: &ListingFilters) -> Option<(u64, u64)> {
+    match (filters.min_price_usd, filters.max_price_usd) {
+        (None, None) => None,
+        (min, max) => Some((min.unwrap_or(0), max.unwrap_or(u64::MAX))),
     }
 }
 
@@ -288,7 +335,7 @@ impl ListingIndex {
     pub fn open(dir: &Path) -> IndexResult<ListingIndex> {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
-            derived: Derived::open(dir, schema, tantivy::IndexSettings::default())?,
+            derived: Derived::open(dir, schema, sorted_by(names::ID))?,
             fields,
         })
     }
@@ -297,7 +344,7 @@ impl ListingIndex {
     pub fn in_memory() -> IndexResult<ListingIndex> {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
-            derived: Derived::in_memory(schema, tantivy::IndexSettings::default())?,
+            derived: Derived::in_memory(schema, sorted_by(names::ID))?,
             fields,
         })
     }
@@ -346,7 +393,12 @@ impl ListingIndex {
     pub fn search(&self, query: &ListingQuery) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();
         let tantivy_query = self.fields.query(&query.filters, query.text.as_ref());
-        let collector = TopIds::new(query.sort.key(), query.offset + query.limit);
+        let collector = PageCollector::new(
+            query.sort,
+            query.offset + query.limit,
+            price_range(&query.filters),
+            self.fields.price_at_max,
+        );
         let (ranked, total) = searcher.search(&*tantivy_query, &collector)?;
         let ids = ranked
             .into_iter()
@@ -369,81 +421,8 @@ impl ListingIndex {
         let query = self.fields.query(filters, None);
         Ok(searcher.search(
             &*query,
-            &PriceCollector {
-                currency: currency.to_owned(),
-            },
+            &PriceCollector::new(currency, price_range(filters), self.fields.price_at_max),
         )?)
-    }
-}
-
-/// Collects [`PricedListings`].
-struct PriceCollector {
-    currency: String,
-}
-
-struct PriceSegment {
-    price: Column<u64>,
-    price_usd: Column<u64>,
-    /// Ordinal of the wanted currency in this segment, if it occurs.
-    wanted: Option<u64>,
-    currency: Option<StrColumn>,
-    out: PricedListings,
-}
-
-impl Collector for PriceCollector {
-    type Fruit = PricedListings;
-    type Child = PriceSegment;
-
-    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
-        let fast = segment.fast_fields();
-        let currency = fast.str(names::CURRENCY)?;
-        let wanted = match &currency {
-            Some(column) => column.dictionary().term_ord(self.currency.as_bytes())?,
-            None => None,
-        };
-        Ok(PriceSegment {
-            price: fast.u64(names::PRICE)?,
-            price_usd: fast.u64(names::PRICE_USD)?,
-            wanted,
-            currency,
-            out: PricedListings::default(),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        false
-    }
-
-    fn merge_fruits(&self, fruits: Vec<PricedListings>) -> tantivy::Result<PricedListings> {
-        let mut out = PricedListings::default();
-        for fruit in fruits {
-            out.count += fruit.count;
-            out.priced.extend(fruit.priced);
-        }
-        Ok(out)
-    }
-}
-
-impl SegmentCollector for PriceSegment {
-    type Fruit = PricedListings;
-
-    fn collect(&mut self, doc: DocId, _: Score) {
-        self.out.count += 1;
-        let Some(price) = self.price.first(doc) else {
-            return;
-        };
-        let in_wanted = match (&self.currency, self.wanted) {
-            (Some(column), Some(wanted)) => column.ords().first(doc) == Some(wanted),
-            _ => false,
-        };
-        self.out.priced.push(PricePoint {
-            usd: self.price_usd.first(doc),
-            own: in_wanted.then_some(price),
-        });
-    }
-
-    fn harvest(self) -> PricedListings {
-        self.out
     }
 }
 

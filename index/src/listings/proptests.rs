@@ -1,0 +1,252 @@
+//! Property tests: the listings index's pages, totals and prices against a simple reference
+//! (filter a list of documents, sort it, slice it) on random listings, written in several
+//! commits (several segments, replaced documents, so deletes) and random filters.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Prices drawn from few values, so ties and ranges on them happen, and the sentinel's value.
+fn price() -> impl Strategy<Value = Option<u64>> {
+    prop_oneof![
+        2 => Just(None),
+        6 => (0u64..6).prop_map(|p| Some(p * 100)),
+        1 => Just(Some(u64::MAX)),
+        1 => Just(Some(u64::MAX - 1)),
+    ]
+}
+
+fn small(max: u64) -> impl Strategy<Value = Option<u64>> {
+    prop::option::of(0..max)
+}
+
+fn listing(id: u64) -> impl Strategy<Value = ListingDoc> {
+    let currency = prop::option::of(prop::sample::select(vec!["USD", "EUR", "CHF"]));
+    (
+        (0u64..2, small(4), small(3), 0u64..3),
+        (small(3), small(2), price(), price(), currency),
+    )
+        .prop_map(
+            move |(
+                (provider_id, model_id, brand_id, status),
+                (condition, availability, price, price_usd, currency),
+            )| {
+                ListingDoc {
+                    id,
+                    provider_id,
+                    model_id,
+                    brand_id,
+                    unmatched_reason: model_id.is_none().then_some(id % 2),
+                    status,
+                    condition,
+                    availability,
+                    price,
+                    currency: currency.map(str::to_owned),
+                    price_usd,
+                    ..ListingDoc::default()
+                }
+            },
+        )
+}
+
+/// Listings with distinct ids in shuffled order, cut into commits, then some of them written
+/// again with other values: the final state is the last version of each id.
+fn history() -> impl Strategy<Value = Vec<Vec<ListingDoc>>> {
+    prop::collection::btree_set(1u64..400, 1..60)
+        .prop_flat_map(|ids| {
+            let docs: Vec<_> = ids.into_iter().map(listing).collect();
+            (docs, 1usize..4)
+                .prop_flat_map(|(docs, parts)| (Just(docs).prop_shuffle(), Just(parts)))
+        })
+        .prop_flat_map(|(docs, parts)| {
+            let rewrites: Vec<_> = docs
+                .iter()
+                .take(docs.len() / 3)
+                .map(|d| listing(d.id))
+                .collect();
+            (Just(docs), Just(parts), rewrites)
+        })
+        .prop_map(|(docs, parts, rewrites)| {
+            let size = docs.len().div_ceil(parts);
+            let mut commits: Vec<Vec<ListingDoc>> = docs.chunks(size).map(<[_]>::to_vec).collect();
+            commits.push(rewrites);
+            commits
+        })
+}
+
+fn filters() -> impl Strategy<Value = ListingFilters> {
+    let statuses = prop::collection::vec(0u64..3, 0..3);
+    (
+        (small(5), small(4), small(3), small(4), small(3)),
+        (
+            statuses,
+            prop::collection::vec(0u64..3, 0..2),
+            price(),
+            price(),
+        ),
+        (any::<bool>(), small(3)),
+    )
+        .prop_map(
+            |(
+                (model_id, brand_id, provider_id, condition, availability),
+                (statuses, hidden_statuses, min, max),
+                (unmatched, reason),
+            )| {
+                ListingFilters {
+                    model_id,
+                    brand_id,
+                    provider_id,
+                    condition,
+                    availability,
+                    statuses,
+                    hidden_statuses,
+                    min_price_usd: min,
+                    max_price_usd: max,
+                    unmatched,
+                    unmatched_reason: reason,
+                }
+            },
+        )
+}
+
+fn sort() -> impl Strategy<Value = ListingSort> {
+    prop::sample::select(vec![
+        ListingSort::Relevance,
+        ListingSort::Newest,
+        ListingSort::Oldest,
+        ListingSort::PriceAsc,
+        ListingSort::PriceDesc,
+    ])
+}
+
+/// Page sizes, and every match at once (what the back office's jobs ask).
+fn limit() -> impl Strategy<Value = usize> {
+    prop_oneof![4 => 0usize..15, 1 => Just(usize::MAX - 20)]
+}
+
+/// The final listings of a history, by id.
+fn final_state(commits: &[Vec<ListingDoc>]) -> Vec<ListingDoc> {
+    let mut by_id = std::collections::BTreeMap::new();
+    for doc in commits.iter().flatten() {
+        by_id.insert(doc.id, doc.clone());
+    }
+    by_id.into_values().collect()
+}
+
+fn build(commits: &[Vec<ListingDoc>]) -> ListingIndex {
+    let index = ListingIndex::in_memory().expect("index");
+    let (first, rest) = commits.split_first().expect("a commit");
+    index
+        .rebuild(first.clone().into_par_iter().map(Ok::<_, IndexError>), 1)
+        .expect("rebuild");
+    for (generation, docs) in (2..).zip(rest) {
+        index.upsert(docs, generation).expect("upsert");
+    }
+    index
+}
+
+fn selects(f: &ListingFilters, d: &ListingDoc) -> bool {
+    let same = |want: Option<u64>, have: Option<u64>| want.is_none() || want == have;
+    same(f.model_id, d.model_id)
+        && same(f.brand_id, d.brand_id)
+        && same(f.provider_id, Some(d.provider_id))
+        && same(f.condition, d.condition)
+        && same(f.availability, d.availability)
+        && (f.statuses.is_empty() || f.statuses.contains(&d.status))
+        && !f.hidden_statuses.contains(&d.status)
+        && f.min_price_usd
+            .is_none_or(|min| d.price_usd.is_some_and(|p| p >= min))
+        && f.max_price_usd
+            .is_none_or(|max| d.price_usd.is_some_and(|p| p <= max))
+        && (!f.unmatched || d.model_id.is_none())
+        && same(f.unmatched_reason, d.unmatched_reason)
+}
+
+/// The page and total as the contract states them: filter, sort (ties to the lower id,
+/// unpriced last both ways, no text so every score ties), slice.
+fn reference_page(docs: &[ListingDoc], query: &ListingQuery) -> (Vec<u64>, usize) {
+    let mut hits: Vec<&ListingDoc> = docs.iter().filter(|d| selects(&query.filters, d)).collect();
+    let price_key = |d: &ListingDoc, descending: bool| match d.price_usd {
+        Some(p) if descending => (0, u64::MAX - p),
+        Some(p) => (0, p),
+        None => (1, 0),
+    };
+    match query.sort {
+        ListingSort::Relevance | ListingSort::Oldest => hits.sort_by_key(|d| d.id),
+        ListingSort::Newest => hits.sort_by_key(|d| std::cmp::Reverse(d.id)),
+        ListingSort::PriceAsc => hits.sort_by_key(|d| (price_key(d, false), d.id)),
+        ListingSort::PriceDesc => hits.sort_by_key(|d| (price_key(d, true), d.id)),
+    }
+    let ids = hits
+        .iter()
+        .skip(query.offset)
+        .take(query.limit)
+        .map(|d| d.id)
+        .collect();
+    (ids, hits.len())
+}
+
+fn reference_prices(
+    docs: &[ListingDoc],
+    filters: &ListingFilters,
+    currency: &str,
+) -> PricedListings {
+    let selected: Vec<&ListingDoc> = docs.iter().filter(|d| selects(filters, d)).collect();
+    let priced = selected
+        .iter()
+        .filter_map(|d| {
+            let own = (d.currency.as_deref() == Some(currency)).then_some(d.price?);
+            d.price.map(|_| PricePoint {
+                usd: d.price_usd,
+                own,
+            })
+        })
+        .collect();
+    PricedListings {
+        count: selected.len(),
+        priced,
+    }
+}
+
+fn sorted(mut listings: PricedListings) -> PricedListings {
+    listings.priced.sort_by_key(|p| (p.usd, p.own));
+    listings
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pages_and_totals_agree_with_the_reference(
+        commits in history(),
+        queries in prop::collection::vec((filters(), sort(), 0usize..20, limit()), 1..12),
+    ) {
+        let index = build(&commits);
+        let docs = final_state(&commits);
+        prop_assert_eq!(index.len(), docs.len() as u64);
+        for (filters, sort, offset, limit) in queries {
+            let query = ListingQuery { text: None, filters, sort, offset, limit };
+            let hits = index.search(&query).expect("search");
+            let (ids, total) = reference_page(&docs, &query);
+            prop_assert_eq!(&hits.ids, &ids, "{:?}", query);
+            prop_assert_eq!(hits.total, total, "{:?}", query);
+        }
+    }
+
+    #[test]
+    fn prices_agree_with_the_reference(
+        commits in history(),
+        queries in prop::collection::vec((filters(), prop::sample::select(vec!["USD", "EUR", "GBP"])), 1..8),
+    ) {
+        let index = build(&commits);
+        let docs = final_state(&commits);
+        for (mut filters, currency) in queries {
+            // What the stats ask: one model, one status (the one postings list) - and others.
+            if filters.model_id.is_some() {
+                filters.statuses.truncate(1);
+            }
+            let got = index.prices(&filters, currency).expect("prices");
+            let want = reference_prices(&docs, &filters, currency);
+            prop_assert_eq!(sorted(got), sorted(want), "{:?} {}", filters, currency);
+        }
+    }
+}
