@@ -6,11 +6,12 @@
 //! different hits leave the listing unmatched as ambiguous: a wrong model is worse than none.
 
 use super::listing_writes::{ListingWrites, WrittenListings};
+use super::loaded_catalogue::JobCatalogue;
 use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, Match, MatchOutcome, Model,
     ModelId, TextRun, Timestamp,
 };
-use crate::store::{Store, StoreResult, WriteTurn};
+use crate::store::{Counted, Store, StoreResult, WriteTurn};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -332,6 +333,11 @@ pub struct RematchReport {
 /// the changed listings are held in memory.
 pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
     let store = turn.store();
+    // The admin count leaves DELISTED listings out, which `match` tries too: an estimate, only
+    // to choose where the catalogue is read from.
+    let unmatched = store.count_of(Counted::UnmatchedListings)?;
+    let catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
+    let catalogue = catalogue.get();
     let tried = AtomicUsize::new(0);
     let changed: Vec<(Listing, Match)> = store
         .all_listings_parallel()
@@ -342,7 +348,7 @@ pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
                 Err(e) => return Some(Err(e)),
             };
             tried.fetch_add(1, Ordering::Relaxed);
-            match match_listing(store, &old.details) {
+            match match_listing(catalogue, &old.details) {
                 Ok(found) if found == old.current_match() => None,
                 Ok(found) => Some(Ok((old, found))),
                 Err(e) => Some(Err(e)),

@@ -11,6 +11,7 @@ pub mod duplicates;
 pub mod import;
 pub mod ingest;
 pub mod listing_writes;
+pub mod loaded_catalogue;
 pub mod matching;
 pub mod merge;
 pub mod picture_review;

@@ -303,6 +303,24 @@ pub fn model_reference(brand: BrandId, normalized: &str, model: ModelId) -> Vec<
         .id(model.0)
         .done()
 }
+/// The brand, reference text and model of a [`model_reference`] key.
+pub fn parse_model_reference(key: &[u8]) -> Option<(BrandId, String, ModelId)> {
+    let model = trailing_id(key)?;
+    let brand: [u8; 8] = key.get(1..9)?.try_into().ok()?;
+    // The text sits between the brand id and its 0 terminator, before the model id.
+    let text = key.get(9..key.len().checked_sub(9)?)?;
+    Some((
+        BrandId(u64::from_be_bytes(brand)),
+        std::str::from_utf8(text).ok()?.to_owned(),
+        ModelId(model),
+    ))
+}
+/// The normalised name and brand of a [`brand_alias`] key.
+pub fn parse_brand_alias(key: &[u8]) -> Option<(String, BrandId)> {
+    let brand = trailing_id(key)?;
+    let text = key.get(1..key.len().checked_sub(9)?)?;
+    Some((std::str::from_utf8(text).ok()?.to_owned(), BrandId(brand)))
+}
 pub fn model_listing_count(model: ModelId) -> Vec<u8> {
     Keyspace::ModelListingCount.id_key(model.0)
 }

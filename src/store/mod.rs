@@ -207,6 +207,8 @@ impl Store {
         let (written, changes) = batch.into_operations()?;
         operations.extend(written);
         operations.extend(duplicates_bump);
+        let keys = operations.len();
+        let started = std::time::Instant::now();
         if operations.len() <= ATOMIC_OPERATIONS {
             let mut sled_batch = sled::Batch::default();
             for (key, value) in operations {
@@ -225,7 +227,10 @@ impl Store {
                 };
             }
         }
+        let applied = started.elapsed();
         self.db.flush()?;
+        // sled's apply rate is what bounds a large ingest: logged per commit.
+        tracing::debug!(keys, ?applied, flushed = ?(started.elapsed() - applied), "store commit");
         if changes.rates {
             // After the write is visible: a reader that sees the new count reads the new rates.
             self.rates_epoch.fetch_add(1, Ordering::Release);
@@ -326,6 +331,21 @@ impl Store {
             .into_iter()
             .map(BrandId)
             .collect())
+    }
+
+    /// Every brand alias key (a brand's name, alias or slug, normalised) as (text, brand): what
+    /// [`Store::brand_by_alias`] reads, for a matcher that holds them in memory.
+    pub fn brand_alias_keys(&self) -> impl Iterator<Item = StoreResult<(String, BrandId)>> + '_ {
+        self.db
+            .scan_prefix(Keyspace::BrandAlias.prefix())
+            .keys()
+            .map(|key| {
+                let key = key?;
+                keys::parse_brand_alias(&key).ok_or_else(|| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "brand alias key without its text and id".into(),
+                })
+            })
     }
 
     // --- series -------------------------------------------------------------------------
@@ -449,6 +469,24 @@ impl Store {
             }
         }
         Ok(found)
+    }
+
+    /// Every reference key, as (brand, normalised reference, model), in key order: keys only,
+    /// nothing decoded. What [`Store::model_ids_by_reference`] and
+    /// [`Store::model_references_extending`] read, for a matcher that holds them in memory.
+    pub fn model_reference_keys(
+        &self,
+    ) -> impl Iterator<Item = StoreResult<(BrandId, String, ModelId)>> + '_ {
+        self.db
+            .scan_prefix(Keyspace::ModelReference.prefix())
+            .keys()
+            .map(|key| {
+                let key = key?;
+                keys::parse_model_reference(&key).ok_or_else(|| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "reference key without its brand, text and id".into(),
+                })
+            })
     }
 
     pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Offline `watch-catalogue ingest` of one large snapshot into a data dir holding only the
+# catalogue, timed with /usr/bin/time -v, with the writer's debug log (where the time goes).
+# The dataset is bench/jobs.sh's: its four provider snapshots concatenated into one.
+#
+#   bench/ingest.sh [BINARY] [BENCH_BINARY]
+#
+# Knobs (environment): MODELS=100000 LISTINGS=1000000 SEED=42, CACHE (the dataset, shared with
+# bench/jobs.sh), BASE (the imported catalogue, kept between runs; default CACHE.base),
+# AGAIN=1 (ingest the same snapshot a second time: all refreshed), PERF=1 (under perf record -g,
+# into WORK/perf.data, kept). The data dir is removed on exit unless KEEP=1.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+BIN=${1:-$TARGET/release/watch-catalogue}
+BENCH=${2:-$TARGET/release/catalogue-bench}
+MODELS=${MODELS:-100000}
+LISTINGS=${LISTINGS:-1000000}
+SEED=${SEED:-42}
+CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
+BASE=${BASE:-$CACHE.base}
+if [[ ! -d $CACHE ]]; then
+  echo ">> generating $MODELS models, $LISTINGS listings into $CACHE" >&2
+  "$BENCH" generate --models "$MODELS" --listings "$LISTINGS" --seed "$SEED" --out "$CACHE.part" > /dev/null
+  cat "$CACHE.part"/listings/*.jsonl > "$CACHE.part/snapshot.jsonl"
+  rm -rf "$CACHE.part/listings"
+  mv "$CACHE.part" "$CACHE"
+fi
+if [[ ! -d $BASE ]]; then
+  echo ">> importing the catalogue into $BASE" >&2
+  "$BIN" --data-dir "$BASE.part" import "$CACHE" > /dev/null
+  mv "$BASE.part" "$BASE"
+fi
+WORK=$(mktemp -d /tmp/catalogue-bench-ingest.XXXXXX)
+[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$WORK/data"' EXIT
+cp -a "$BASE" "$WORK/data"
+run() {
+  local what=$1
+  local cmd=("$BIN" --data-dir "$WORK/data" ingest --provider provider-1 "$CACHE/snapshot.jsonl")
+  [[ ${PERF:-0} == 1 ]] && cmd=(perf record -g -F 499 -o "$WORK/perf-$what.data" -- "${cmd[@]}")
+  echo ">> $what: ${cmd[*]}" >&2
+  RUST_LOG=watch_catalogue=debug /usr/bin/time -v "${cmd[@]}" > "$WORK/$what.out" 2> "$WORK/$what.err"
+  cat "$WORK/$what.out"
+  grep -E "write done|indexes updated|index committed|ingest chunk|loaded" "$WORK/$what.err" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
+  grep -E "Elapsed|Maximum resident|Percent of CPU|User time|System time" "$WORK/$what.err"
+}
+run first
+[[ ${AGAIN:-0} == 1 ]] && run again
+du -sh "$WORK/data"/* | sed 's/^/   /'
+echo "work dir: $WORK"
