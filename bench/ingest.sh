@@ -39,9 +39,9 @@ run() {
   local cmd=("$BIN" --data-dir "$WORK/data" ingest --provider provider-1 "$CACHE/snapshot.jsonl")
   [[ ${PERF:-0} == 1 ]] && cmd=(perf record -g -F 499 -o "$WORK/perf-$what.data" -- "${cmd[@]}")
   echo ">> $what: ${cmd[*]}" >&2
-  RUST_LOG=watch_catalogue=debug /usr/bin/time -v "${cmd[@]}" > "$WORK/$what.out" 2> "$WORK/$what.err"
+  RUST_LOG=watch_catalogue=debug,catalogue_index=debug /usr/bin/time -v "${cmd[@]}" > "$WORK/$what.out" 2> "$WORK/$what.err"
   cat "$WORK/$what.out"
-  grep -E "write done|indexes updated|index committed|ingest chunk|loaded" "$WORK/$what.err" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
+  grep -E "write done|indexes updated|index committed|index load|loaded" "$WORK/$what.err" | sed 's/\x1b\[[0-9;]*m//g' | tail -12
   grep -E "Elapsed|Maximum resident|Percent of CPU|User time|System time" "$WORK/$what.err"
 }
 run first

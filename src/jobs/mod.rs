@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod duplicates;
 pub mod import;
 pub mod ingest;
+pub mod listing_load;
 pub mod listing_writes;
 pub mod loaded_catalogue;
 pub mod matching;
