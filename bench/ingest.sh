@@ -11,21 +11,13 @@
 # into WORK/perf.data, kept). The data dir is removed on exit unless KEEP=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-BIN=${1:-$TARGET/release/watch-catalogue}
-BENCH=${2:-$TARGET/release/catalogue-bench}
-MODELS=${MODELS:-100000}
-LISTINGS=${LISTINGS:-1000000}
-SEED=${SEED:-42}
+BIN=${1:-${CARGO_TARGET_DIR:-$ROOT/target}/release/watch-catalogue}
+BENCH=${2:-$(dirname "$BIN")/catalogue-bench}
+: "${MODELS:=100000}" "${LISTINGS:=1000000}" "${SEED:=42}"
 CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
 BASE=${BASE:-$CACHE.base}
-if [[ ! -d $CACHE ]]; then
-  echo ">> generating $MODELS models, $LISTINGS listings into $CACHE" >&2
-  "$BENCH" generate --models "$MODELS" --listings "$LISTINGS" --seed "$SEED" --out "$CACHE.part" > /dev/null
-  cat "$CACHE.part"/listings/*.jsonl > "$CACHE.part/snapshot.jsonl"
-  rm -rf "$CACHE.part/listings"
-  mv "$CACHE.part" "$CACHE"
-fi
+# shellcheck source=bench/jobs-dataset.sh
+source "$ROOT/bench/jobs-dataset.sh"
 if [[ ! -d $BASE ]]; then
   echo ">> importing the catalogue into $BASE" >&2
   "$BIN" --data-dir "$BASE.part" import "$CACHE" > /dev/null

@@ -582,8 +582,7 @@ mod tests {
     use super::*;
     use crate::domain::ModelId;
     use crate::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::{import, DatasetSource};
-    use std::io::Read;
+    use crate::jobs::import::import;
 
     fn fixture_store(dir: &std::path::Path) -> Store {
         let store = Store::open(dir, 1 << 22).expect("store");
@@ -592,14 +591,7 @@ mod tests {
     }
 
     fn snapshot(file: &str) -> String {
-        let mut text = String::new();
-        EmbeddedFixtures
-            .open(file)
-            .expect("read")
-            .expect("bundled")
-            .read_to_string(&mut text)
-            .expect("text");
-        text
+        EmbeddedFixtures::text(file).expect("bundled").to_owned()
     }
 
     /// Listings without their timestamps (each run has its own clock), and every model's count.

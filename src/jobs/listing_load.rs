@@ -189,24 +189,16 @@ fn add_all(
 mod tests {
     use super::*;
     use crate::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::{import, DatasetSource};
+    use crate::jobs::import::import;
     use crate::jobs::ingest::{ingest, DEFAULT_MAX_INVALID};
     use crate::jobs::reindex::{listings_are_current, rebuild_listings};
     use crate::jobs::writer::Writer;
     use crate::rates::table_in_force;
     use crate::store::Store;
     use catalogue_index::{CatalogueIndex, ListingFilters, ListingQuery, ListingSort};
-    use std::io::Read;
 
     fn feed(file: &str) -> String {
-        let mut text = String::new();
-        EmbeddedFixtures
-            .open(file)
-            .expect("read")
-            .expect("bundled")
-            .read_to_string(&mut text)
-            .expect("text");
-        text
+        EmbeddedFixtures::text(file).expect("bundled").to_owned()
     }
 
     /// The fixtures' catalogue and rates, no listing, and a listings index current with it.
@@ -250,25 +242,30 @@ mod tests {
         answers(&fresh)
     }
 
-    /// Ingests `text` as `provider`'s snapshot in a turn whose listings go to a load.
+    /// Ingests `text` as chrono24's snapshot in a turn whose listings go to a load, left
+    /// unfinished; what the turn changed.
+    fn ingest_with_load(
+        store: &Store,
+        index: &Arc<ListingIndex>,
+        text: &str,
+    ) -> (Arc<IndexLoad>, Changes) {
+        let table = table_in_force(store).expect("rates");
+        let load = Arc::new(IndexLoad::new(index.clone(), table).starting_at(1));
+        let mut turn = store.write_turn();
+        turn.set_listing_sink(load.clone());
+        let feed = text.as_bytes();
+        ingest(&turn, "chrono24", "feed", feed, DEFAULT_MAX_INVALID).expect("ingest");
+        (load, turn.changes())
+    }
+
+    /// [`ingest_with_load`], the load finished.
     fn ingest_loading(
         store: &Store,
         index: &Arc<ListingIndex>,
         text: &str,
     ) -> Option<ReindexReport> {
-        let table = table_in_force(store).expect("rates");
-        let load = Arc::new(IndexLoad::new(index.clone(), table).starting_at(1));
-        let mut turn = store.write_turn();
-        turn.set_listing_sink(load.clone());
-        ingest(
-            &turn,
-            "chrono24",
-            "feed",
-            text.as_bytes(),
-            DEFAULT_MAX_INVALID,
-        )
-        .expect("ingest");
-        load.finish(&turn.changes())
+        let (load, changes) = ingest_with_load(store, index, text);
+        load.finish(&changes)
     }
 
     #[test]
@@ -299,21 +296,8 @@ mod tests {
         let (store, index) = catalogue(dir.path());
         let before = (index.generation().expect("generation"), index.len());
         let text = feed("listings/chrono24.jsonl");
-        {
-            let table = table_in_force(&store).expect("rates");
-            let load = Arc::new(IndexLoad::new(index.clone(), table).starting_at(1));
-            let mut turn = store.write_turn();
-            turn.set_listing_sink(load.clone());
-            ingest(
-                &turn,
-                "chrono24",
-                "feed",
-                text.as_bytes(),
-                DEFAULT_MAX_INVALID,
-            )
-            .expect("ingest");
-            // The process dies here: the store has the snapshot, the load never committed.
-        }
+        // The process dies after the job: the store has the snapshot, the load never committed.
+        drop(ingest_with_load(&store, &index, &text));
         assert_eq!(
             (index.generation().expect("generation"), index.len()),
             before,

@@ -195,14 +195,15 @@ impl KeyBuilder {
 /// every pair written before it). A crash part-way then leaves at worst keys pointing at
 /// records not written, never a record its natural key does not reach.
 pub fn apply_phase(key: &[u8]) -> u8 {
+    use Keyspace::{Brand, Caliber, Complication, Listing, Model, Provider, Series};
     const FOUND_BY_NATURAL_KEY: [Keyspace; 7] = [
-        Keyspace::Brand,
-        Keyspace::Series,
-        Keyspace::Complication,
-        Keyspace::Caliber,
-        Keyspace::Model,
-        Keyspace::Provider,
-        Keyspace::Listing,
+        Brand,
+        Series,
+        Complication,
+        Caliber,
+        Model,
+        Provider,
+        Listing,
     ];
     match key.first() {
         // Few meta keys per write: building the one to compare with costs nothing.

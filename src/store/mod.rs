@@ -344,16 +344,27 @@ impl Store {
     /// Every brand alias key (a brand's name, alias or slug, normalised) as (text, brand): what
     /// [`Store::brand_by_alias`] reads, for a matcher that holds them in memory.
     pub fn brand_alias_keys(&self) -> impl Iterator<Item = StoreResult<(String, BrandId)>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::BrandAlias.prefix())
-            .keys()
-            .map(|key| {
-                let key = key?;
-                keys::parse_brand_alias(&key).ok_or_else(|| StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "brand alias key without its text and id".into(),
-                })
+        self.parsed_keys(
+            Keyspace::BrandAlias,
+            keys::parse_brand_alias,
+            "brand alias key without its text and id",
+        )
+    }
+
+    /// Every key of `space`, read by `parse`; `what` says what a key `parse` refuses lacks.
+    fn parsed_keys<T: 'static>(
+        &self,
+        space: Keyspace,
+        parse: fn(&[u8]) -> Option<T>,
+        what: &'static str,
+    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
+        self.db.scan_prefix(space.prefix()).keys().map(move |key| {
+            let key = key?;
+            parse(&key).ok_or_else(|| StoreError::Corrupt {
+                key: key.to_vec(),
+                reason: what.into(),
             })
+        })
     }
 
     // --- series -------------------------------------------------------------------------
@@ -485,16 +496,11 @@ impl Store {
     pub fn model_reference_keys(
         &self,
     ) -> impl Iterator<Item = StoreResult<(BrandId, String, ModelId)>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::ModelReference.prefix())
-            .keys()
-            .map(|key| {
-                let key = key?;
-                keys::parse_model_reference(&key).ok_or_else(|| StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "reference key without its brand, text and id".into(),
-                })
-            })
+        self.parsed_keys(
+            Keyspace::ModelReference,
+            keys::parse_model_reference,
+            "reference key without its brand, text and id",
+        )
     }
 
     pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
