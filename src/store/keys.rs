@@ -453,3 +453,43 @@ pub fn session_of(name: &Username, token: &TokenHash) -> Vec<u8> {
     key.extend_from_slice(&token.0);
     key
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ProviderId;
+
+    #[test]
+    fn a_write_applied_key_by_key_puts_natural_keys_before_their_records() {
+        let listing = Keyspace::Listing.id_key(1);
+        let source = listing_source(ProviderId(1), "P1-0000001");
+        let picture = Keyspace::PictureState.id_key(7);
+        let model = Keyspace::Model.id_key(3);
+        let brand = Keyspace::Brand.id_key(9);
+        let slug = model_slug(BrandId(9), &Slug::parse("sub").expect("slug"));
+        let mut keys = vec![
+            MetaKey::DuplicatesGeneration.key(),
+            listing.clone(),
+            model.clone(),
+            source.clone(),
+            brand.clone(),
+            slug.clone(),
+            picture.clone(),
+            MetaKey::Generation.key(),
+        ];
+        keys.sort_by(|a, b| (apply_phase(a), a).cmp(&(apply_phase(b), b)));
+        assert_eq!(
+            keys,
+            [
+                MetaKey::Generation.key(),
+                slug,
+                picture,
+                source,
+                brand,
+                model,
+                listing,
+                MetaKey::DuplicatesGeneration.key(),
+            ]
+        );
+    }
+}
