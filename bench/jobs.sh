@@ -66,13 +66,8 @@ timed() {
   tail -3 "$WORK/out" | sed 's/^/    /' >> "$WORK/reports"
 }
 
-if [[ ! -d $CACHE ]]; then
-  echo ">> generating $MODELS models, $LISTINGS listings into $CACHE" >&2
-  "$BENCH" generate --models "$MODELS" --listings "$LISTINGS" --seed "$SEED" --out "$CACHE.part" > /dev/null
-  cat "$CACHE.part"/listings/*.jsonl > "$CACHE.part/snapshot.jsonl"
-  rm -rf "$CACHE.part/listings"
-  mv "$CACHE.part" "$CACHE"
-fi
+# shellcheck source=bench/jobs-dataset.sh
+source "$ROOT/bench/jobs-dataset.sh"
 SNAPSHOT=$CACHE/snapshot.jsonl
 
 echo ">> importing the catalogue" >&2

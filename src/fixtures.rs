@@ -35,15 +35,22 @@ const FILES: &[(&str, &str)] = &[
 /// The embedded fixtures as a dataset.
 pub struct EmbeddedFixtures;
 
+impl EmbeddedFixtures {
+    /// The text of the bundled file `file` (`listings/chrono24.jsonl`), if there is one.
+    pub fn text(file: &str) -> Option<&'static str> {
+        FILES
+            .iter()
+            .find(|(name, _)| *name == file)
+            .map(|(_, text)| *text)
+    }
+}
+
 impl DatasetSource for EmbeddedFixtures {
     fn describe(&self) -> String {
         "the bundled fixtures".to_owned()
     }
 
     fn open(&self, file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>> {
-        Ok(FILES
-            .iter()
-            .find(|(name, _)| *name == file)
-            .map(|(_, text)| Box::new(text.as_bytes()) as Box<dyn BufRead>))
+        Ok(EmbeddedFixtures::text(file).map(|text| Box::new(text.as_bytes()) as Box<dyn BufRead>))
     }
 }

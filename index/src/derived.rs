@@ -137,6 +137,50 @@ impl Derived {
         self.commit(writer, generation)
     }
 
+    /// A writer for a long load of documents (millions, as the store commits them): every core,
+    /// and no merge while it runs, as [`Derived::commit_load`] merges once at the end.
+    pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let writer = self
+            .index
+            .writer_with_num_threads(threads, threads * WRITER_BYTES_PER_THREAD)?;
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        Ok(writer)
+    }
+
+    /// The segments the index holds now: what a load found before it wrote any.
+    pub fn segment_ids(&self) -> IndexResult<Vec<tantivy::index::SegmentId>> {
+        Ok(self.index.searchable_segment_ids()?)
+    }
+
+    /// Commits a load's `writer` with `generation`, then merges the segments the load made
+    /// (those not in `before`) into one: one merge for the whole load instead of merges of
+    /// merges while it ran. The commit is what makes the load count; the merge keeps its payload.
+    pub fn commit_load(
+        &self,
+        mut writer: IndexWriter<TantivyDocument>,
+        before: &[tantivy::index::SegmentId],
+        generation: u64,
+    ) -> IndexResult<()> {
+        let started = std::time::Instant::now();
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        let committed = started.elapsed();
+        let made: Vec<_> = self
+            .segment_ids()?
+            .into_iter()
+            .filter(|id| !before.contains(id))
+            .collect();
+        if made.len() > 1 {
+            writer.merge(&made).wait()?;
+        }
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        tracing::debug!(?committed, segments = made.len(), took = ?started.elapsed(), "index load committed and merged");
+        Ok(())
+    }
+
     fn commit(&self, mut writer: IndexWriter<TantivyDocument>, generation: u64) -> IndexResult<()> {
         let started = std::time::Instant::now();
         let mut prepared = writer.prepare_commit()?;

@@ -17,7 +17,8 @@ mod tokenizer;
 pub use collector::{CatalogueStats, SortKey};
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
 pub use listings::{
-    ListingDoc, ListingFilters, ListingIndex, ListingQuery, ListingSort, PricePoint, PricedListings,
+    ListingDoc, ListingFilters, ListingIndex, ListingLoad, ListingQuery, ListingSort, PricePoint,
+    PricedListings,
 };
 pub use query::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};

@@ -166,6 +166,21 @@ struct Fields {
     ref_prefix: Field,
 }
 
+/// The seller's text, as the catalogue's text fields without positions: no query of the
+/// listings index reads them (no phrase), and writing them was a share of every listing indexed.
+fn seller_text_options() -> TextOptions {
+    let options = text_options();
+    match options.get_indexing_options() {
+        Some(indexing) => {
+            let indexing = indexing
+                .clone()
+                .set_index_option(IndexRecordOption::WithFreqs);
+            options.set_indexing_options(indexing)
+        }
+        None => options,
+    }
+}
+
 fn build_schema() -> (Schema, Fields) {
     let mut s = Schema::builder();
     let fields = Fields {
@@ -183,9 +198,9 @@ fn build_schema() -> (Schema, Fields) {
         currency: s.add_text_field(names::CURRENCY, TextOptions::default().set_fast("raw")),
         price_usd: s.add_u64_field(names::PRICE_USD, FAST),
         price_at_max: s.add_u64_field("price_at_max", INDEXED),
-        title: s.add_text_field("title", text_options()),
-        scraped_brand: s.add_text_field("scraped_brand", text_options()),
-        scraped_reference: s.add_text_field("scraped_reference", text_options()),
+        title: s.add_text_field("title", seller_text_options()),
+        scraped_brand: s.add_text_field("scraped_brand", seller_text_options()),
+        scraped_reference: s.add_text_field("scraped_reference", seller_text_options()),
         ref_exact: s.add_text_field("ref_exact", STRING),
         ref_prefix: s.add_text_field("ref_prefix", prefix_options()),
     };
@@ -324,6 +339,46 @@ fn price_range(filters: &ListingFilters) -> Option<(u64, u64)> {
     }
 }
 
+/// Documents written through one long-lived writer during a large write (an ingest of
+/// millions of listings): made once, fed as the store commits, committed once at the end with
+/// the generation it reflects, its segments merged once. Dropped without
+/// [`ListingLoad::commit`], it leaves the index as it was: marked behind a store that moved.
+pub struct ListingLoad {
+    writer: tantivy::IndexWriter<TantivyDocument>,
+    fields: Fields,
+    before: Vec<tantivy::index::SegmentId>,
+    documents: usize,
+}
+
+impl ListingLoad {
+    /// Adds the document of a listing the index cannot hold yet (a new id).
+    pub fn add(&mut self, doc: &ListingDoc) -> IndexResult<()> {
+        self.writer.add_document(self.fields.document(doc))?;
+        self.documents += 1;
+        Ok(())
+    }
+
+    /// Writes `doc` over the document with its id, if any.
+    pub fn replace(&mut self, doc: &ListingDoc) -> IndexResult<()> {
+        self.writer
+            .delete_term(Term::from_field_u64(self.fields.id, doc.id));
+        self.add(doc)
+    }
+
+    /// Documents added or replaced so far.
+    pub fn documents(&self) -> usize {
+        self.documents
+    }
+
+    /// Commits everything added with `generation`, then merges what the load made once.
+    pub fn commit(self, index: &ListingIndex, generation: u64) -> IndexResult<usize> {
+        index
+            .derived
+            .commit_load(self.writer, &self.before, generation)?;
+        Ok(self.documents)
+    }
+}
+
 /// The listings index: open once, share between threads.
 pub struct ListingIndex {
     derived: Derived,
@@ -378,6 +433,16 @@ impl ListingIndex {
             }),
             generation,
         )
+    }
+
+    /// A long load of documents: see [`ListingLoad`].
+    pub fn load(&self) -> IndexResult<ListingLoad> {
+        Ok(ListingLoad {
+            before: self.derived.segment_ids()?,
+            writer: self.derived.load_writer()?,
+            fields: self.fields.clone(),
+            documents: 0,
+        })
     }
 
     /// Number of listings indexed.

@@ -5,7 +5,7 @@
 use super::duplicates;
 use super::ingest::{self, IngestError, IngestReport};
 use super::listing_writes::WrittenListings;
-use super::matching::rematch_unmatched;
+use super::matching::rematch_unmatched_indexed;
 use super::progress::JobControl;
 use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
@@ -85,6 +85,8 @@ pub enum BatchError {
     Rates(#[from] WriteError<RatesJobError>),
     #[error(transparent)]
     Write(#[from] WriteError<StoreError>),
+    #[error(transparent)]
+    Match(#[from] WriteError<ReindexError>),
     #[error("rebuilding the indexes")]
     Reindex(#[from] ReindexError),
     #[error("reading the duplicate groups")]
@@ -182,7 +184,9 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             .into())
         }
         Batch::Match => {
-            let done = app.writer.run(rematch_unmatched)?;
+            let done = app
+                .writer
+                .run(|turn| rematch_unmatched_indexed(turn, &app.listings))?;
             let report = &done.value;
             finished(control, report.tried as u64);
             Ok(format!(

@@ -9,7 +9,8 @@
 
 use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
-use super::matching::match_listing;
+use super::loaded_catalogue::JobCatalogue;
+use super::matching::{match_listing, MatchCatalogue};
 use super::progress::JobControl;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
@@ -196,13 +197,16 @@ fn ingest_with(
     let problems = refuse_unless_usable(rows.len(), problems, total, max_invalid)?;
     control.set_total(rows.len() as u64);
     let seen: HashSet<String> = rows.iter().map(|row| row.source_id.clone()).collect();
-    let provider_id = provider.id;
+    // What a line needs to know, read once for the job rather than once per line: the
+    // provider's listings by their code, and (for a large snapshot) the catalogue.
+    let known = KnownListings::of(store, provider.id)?;
+    let catalogue = JobCatalogue::for_listings(store, rows.len())?;
     // Reading what is known and matching what changed are independent per line: all cores.
     // The next chunk is read and matched while the previous one commits.
     let prepare = |chunk: Vec<FeedRow>| -> Result<Vec<Prepared>, StoreError> {
         chunk
             .into_par_iter()
-            .map(|row| Prepared::read(store, provider_id, row))
+            .map(|row| Prepared::read(&known, catalogue.get(), row))
             .collect()
     };
     let mut rows = rows.into_iter();
@@ -233,7 +237,7 @@ fn ingest_with(
         }
     }
     // The last chunk commits with the delistings: a snapshot within one chunk is one write.
-    run.delist_missing(&seen)?;
+    run.delist_missing(&known, &seen)?;
     let Run { writes, tally, .. } = run;
     let written = writes.commit()?;
     let (done, total) = control.progress();
@@ -262,8 +266,37 @@ struct Prepared {
     found: Option<Match>,
 }
 
+/// The provider's listings as (its code, our id), read from the source keys once per job:
+/// a line's listing is then one read by id, and a new line none.
+struct KnownListings<'a> {
+    store: &'a Store,
+    ids: HashMap<String, ListingId>,
+}
+
+impl<'a> KnownListings<'a> {
+    fn of(store: &'a Store, provider: ProviderId) -> Result<KnownListings<'a>, StoreError> {
+        let ids = store
+            .listing_codes_of_provider(provider)?
+            .into_iter()
+            .collect();
+        Ok(KnownListings { store, ids })
+    }
+
+    /// The provider's listing with code `code`, as [`Store::listing_by_source`] reads it.
+    fn listing(&self, code: &str) -> Result<Option<Listing>, StoreError> {
+        match self.ids.get(code) {
+            Some(&id) => self.store.listing(id),
+            None => Ok(None),
+        }
+    }
+}
+
 impl Prepared {
-    fn read(store: &Store, provider: ProviderId, row: FeedRow) -> Result<Prepared, StoreError> {
+    fn read(
+        known: &KnownListings<'_>,
+        catalogue: &dyn MatchCatalogue,
+        row: FeedRow,
+    ) -> Result<Prepared, StoreError> {
         let target = if row.status.as_deref() == Some("RESERVED") {
             ListingStatus::Reserved
         } else {
@@ -272,13 +305,13 @@ impl Prepared {
         let sources = row.pictures.clone();
         let code = row.source_id.clone();
         let details = details_of(row);
-        let existing = store.listing_by_source(provider, &code)?;
+        let existing = known.listing(&code)?;
         // A person's link stands while the seller's claim does, whatever else changed.
         let rematch = existing
             .as_ref()
             .is_none_or(|old| old.details != details && !old.keeps_link(&details));
         let found = rematch
-            .then(|| match_listing(store, &details))
+            .then(|| match_listing(catalogue, &details))
             .transpose()?;
         Ok(Prepared {
             code,
@@ -487,12 +520,20 @@ impl Run<'_> {
         Ok(pictures)
     }
 
-    fn delist_missing(&mut self, seen: &HashSet<String>) -> Result<(), IngestError> {
-        // Only listings missing from the snapshot are read: their codes say which.
-        for (code, id) in self.store.listing_codes_of_provider(self.provider.id)? {
-            if seen.contains(&code) {
-                continue;
-            }
+    fn delist_missing(
+        &mut self,
+        known: &KnownListings<'_>,
+        seen: &HashSet<String>,
+    ) -> Result<(), IngestError> {
+        // Only listings missing from the snapshot are read: their codes say which. Listings
+        // this snapshot created are in it, so the codes known before it are all there are.
+        let mut missing: Vec<(&String, ListingId)> = (known.ids.iter())
+            .filter(|(code, _)| !seen.contains(*code))
+            .map(|(code, &id)| (code, id))
+            .collect();
+        // In code order, as the store's scan of source keys gave them: the same chunks.
+        missing.sort_unstable();
+        for (_, id) in missing {
             let Some(old) = self.store.listing(id)? else {
                 continue;
             };
@@ -541,8 +582,7 @@ mod tests {
     use super::*;
     use crate::domain::ModelId;
     use crate::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::{import, DatasetSource};
-    use std::io::Read;
+    use crate::jobs::import::import;
 
     fn fixture_store(dir: &std::path::Path) -> Store {
         let store = Store::open(dir, 1 << 22).expect("store");
@@ -551,14 +591,7 @@ mod tests {
     }
 
     fn snapshot(file: &str) -> String {
-        let mut text = String::new();
-        EmbeddedFixtures
-            .open(file)
-            .expect("read")
-            .expect("bundled")
-            .read_to_string(&mut text)
-            .expect("text");
-        text
+        EmbeddedFixtures::text(file).expect("bundled").to_owned()
     }
 
     /// Listings without their timestamps (each run has its own clock), and every model's count.

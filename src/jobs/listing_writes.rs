@@ -3,8 +3,9 @@
 //! listings) is committed in chunks of at most [`CHUNK_LISTINGS`], each atomic with its counts,
 //! so its memory stays bounded; the ids written are handed back for the listings index.
 
+use super::reindex::indexed_alike;
 use crate::domain::{Listing, ListingStatus, ModelId};
-use crate::store::{StoreGeneration, StoreResult, WriteBatch, WriteTurn};
+use crate::store::{ListingWrite, StoreGeneration, StoreResult, WriteBatch, WriteTurn};
 use std::collections::HashMap;
 
 /// Listings one store commit takes at most. Past a few tens of thousands a sled batch gets no
@@ -26,6 +27,8 @@ struct Pending<'a> {
     batch: WriteBatch<'a>,
     counts: HashMap<ModelId, i64>,
     listings: usize,
+    /// The listings written, for the turn's listing sink (none kept when it has none).
+    indexed: Vec<ListingWrite>,
 }
 
 /// What a write of listings committed, for its report (the indexes learn the ids from the
@@ -63,7 +66,21 @@ impl<'a> Pending<'a> {
             batch: turn.batch()?,
             counts: HashMap::new(),
             listings: 0,
+            indexed: Vec::new(),
         })
+    }
+
+    /// Commits, then hands what was written to the turn's listing sink: only what committed
+    /// reaches the index.
+    fn commit_and_tell(mut self, turn: &WriteTurn<'_>) -> StoreResult<WrittenListings> {
+        let indexed = std::mem::take(&mut self.indexed);
+        let written = self.commit(turn)?;
+        if let Some(sink) = turn.listing_sink() {
+            if written.commits > 0 {
+                sink.committed(indexed);
+            }
+        }
+        Ok(written)
     }
 
     /// Adds the new counts to the batch and commits it.
@@ -146,6 +163,13 @@ impl<'a> ListingWrites<'a> {
         }
         pending.batch.put_listing(old, &new);
         pending.listings += 1;
+        if self.turn.listing_sink().is_some() {
+            pending.indexed.push(match old {
+                None => ListingWrite::Created(new),
+                Some(old) if indexed_alike(old, &new) => ListingWrite::Same,
+                Some(_) => ListingWrite::Changed(new),
+            });
+        }
     }
 
     /// Commits the pending chunk when it is full.
@@ -164,14 +188,14 @@ impl<'a> ListingWrites<'a> {
     ) -> StoreResult<T> {
         let chunk = std::mem::replace(&mut self.pending, Pending::new(self.turn)?);
         let turn = self.turn;
-        let (committed, value) = rayon::join(move || chunk.commit(turn), meanwhile);
+        let (committed, value) = rayon::join(move || chunk.commit_and_tell(turn), meanwhile);
         self.done.absorb(committed?);
         Ok(value)
     }
 
     /// Commits what is pending; returns everything written.
     pub fn commit(mut self) -> StoreResult<WrittenListings> {
-        let last = self.pending.commit(self.turn)?;
+        let last = self.pending.commit_and_tell(self.turn)?;
         self.done.absorb(last);
         Ok(self.done)
     }

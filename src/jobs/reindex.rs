@@ -302,6 +302,18 @@ fn count_documents(
     Ok(docs)
 }
 
+/// True when `a` and `b` have the same index document ([`listing_doc`] reads exactly these
+/// fields): a refreshed listing whose seller changed nothing needs no index write.
+pub fn indexed_alike(a: &Listing, b: &Listing) -> bool {
+    a.id == b.id
+        && a.provider_id == b.provider_id
+        && a.model_id == b.model_id
+        && a.brand_id == b.brand_id
+        && a.matching.reason_code() == b.matching.reason_code()
+        && a.status == b.status
+        && a.details == b.details
+}
+
 /// The index document of `listing`, its US dollar price through `table`.
 pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> ListingDoc {
     let details = &listing.details;

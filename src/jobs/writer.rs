@@ -4,8 +4,10 @@
 //! to exactly what the job committed before the next job may start. Reads never wait for it.
 
 use super::duplicates;
+use super::listing_load::IndexLoad;
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
+use crate::rates::table_in_force;
 use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
@@ -107,10 +109,16 @@ impl Writer {
         &self,
         job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
     ) -> Result<Written<T>, WriteError<E>> {
-        let turn = self.store.write_turn();
+        let mut turn = self.store.write_turn();
         let before = self
             .generations()
             .map_err(|error| WriteError::Index(error.into()))?;
+        let load = self
+            .listing_load()
+            .map_err(|error| WriteError::Index(error))?;
+        if let Some(load) = &load {
+            turn.set_listing_sink(load.clone());
+        }
         let started = Instant::now();
         let outcome = job(&turn);
         let job_took = started.elapsed();
@@ -118,7 +126,15 @@ impl Writer {
             refresh_duplicates(&turn);
         }
         let write_took = started.elapsed();
-        let indexed = self.index_changes(&turn.changes(), before);
+        let changes = turn.changes();
+        // Whether the job failed or not: what it committed is loaded, and is indexed.
+        let loaded = load.and_then(|load| load.finish(&changes));
+        let indexed = self.index_changes(&changes, before).map(|mut indexed| {
+            if let Some(loaded) = loaded {
+                indexed.listings = loaded;
+            }
+            indexed
+        });
         let index_took = started.elapsed() - write_took;
         tracing::debug!(
             ?job_took,
@@ -169,6 +185,16 @@ impl Writer {
             done.listings = Some(reindex::rebuild_listings(&self.store, &self.listings)?);
         }
         Ok(done)
+    }
+
+    /// A load of the listings index beside the job's listing writes, when the index is
+    /// current: a write into an index behind its store would rebuild it anyway.
+    fn listing_load(&self) -> Result<Option<Arc<IndexLoad>>, ReindexError> {
+        if !reindex::listings_are_current(&self.store, &self.listings)? {
+            return Ok(None);
+        }
+        let table = table_in_force(&self.store)?;
+        Ok(Some(Arc::new(IndexLoad::new(self.listings.clone(), table))))
     }
 
     fn generations(&self) -> Result<Before, StoreError> {

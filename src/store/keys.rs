@@ -188,6 +188,37 @@ impl KeyBuilder {
     }
 }
 
+/// When `key` is applied in a write applied key by key (`Store::apply_with`): the meta
+/// counters first (generation, ids, counts), then secondary keys and everything nothing finds
+/// by a natural key, then the records found by one (a slug, a provider's source id), parents
+/// before children, and last the duplicate finder's counter (groups joined at a count hold
+/// every pair written before it). A crash part-way then leaves at worst keys pointing at
+/// records not written, never a record its natural key does not reach.
+pub fn apply_phase(key: &[u8]) -> u8 {
+    use Keyspace::{Brand, Caliber, Complication, Listing, Model, Provider, Series};
+    const FOUND_BY_NATURAL_KEY: [Keyspace; 7] = [
+        Brand,
+        Series,
+        Complication,
+        Caliber,
+        Model,
+        Provider,
+        Listing,
+    ];
+    match key.first() {
+        // Few meta keys per write: building the one to compare with costs nothing.
+        Some(&space) if space == Keyspace::Meta as u8 => {
+            if key == MetaKey::DuplicatesGeneration.key() {
+                3
+            } else {
+                0
+            }
+        }
+        Some(&space) if FOUND_BY_NATURAL_KEY.iter().any(|s| *s as u8 == space) => 2,
+        _ => 1,
+    }
+}
+
 /// The id in the last 8 bytes of a secondary key.
 pub fn trailing_id(key: &[u8]) -> Option<u64> {
     let tail: [u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
@@ -303,6 +334,24 @@ pub fn model_reference(brand: BrandId, normalized: &str, model: ModelId) -> Vec<
         .id(model.0)
         .done()
 }
+/// The brand, reference text and model of a [`model_reference`] key.
+pub fn parse_model_reference(key: &[u8]) -> Option<(BrandId, String, ModelId)> {
+    let model = trailing_id(key)?;
+    let brand: [u8; 8] = key.get(1..9)?.try_into().ok()?;
+    // The text sits between the brand id and its 0 terminator, before the model id.
+    let text = key.get(9..key.len().checked_sub(9)?)?;
+    Some((
+        BrandId(u64::from_be_bytes(brand)),
+        std::str::from_utf8(text).ok()?.to_owned(),
+        ModelId(model),
+    ))
+}
+/// The normalised name and brand of a [`brand_alias`] key.
+pub fn parse_brand_alias(key: &[u8]) -> Option<(String, BrandId)> {
+    let brand = trailing_id(key)?;
+    let text = key.get(1..key.len().checked_sub(9)?)?;
+    Some((std::str::from_utf8(text).ok()?.to_owned(), BrandId(brand)))
+}
 pub fn model_listing_count(model: ModelId) -> Vec<u8> {
     Keyspace::ModelListingCount.id_key(model.0)
 }
@@ -403,4 +452,44 @@ pub fn session_of(name: &Username, token: &TokenHash) -> Vec<u8> {
     let mut key = sessions_of_prefix(name);
     key.extend_from_slice(&token.0);
     key
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ProviderId;
+
+    #[test]
+    fn a_write_applied_key_by_key_puts_natural_keys_before_their_records() {
+        let listing = Keyspace::Listing.id_key(1);
+        let source = listing_source(ProviderId(1), "P1-0000001");
+        let picture = Keyspace::PictureState.id_key(7);
+        let model = Keyspace::Model.id_key(3);
+        let brand = Keyspace::Brand.id_key(9);
+        let slug = model_slug(BrandId(9), &Slug::parse("sub").expect("slug"));
+        let mut keys = vec![
+            MetaKey::DuplicatesGeneration.key(),
+            listing.clone(),
+            model.clone(),
+            source.clone(),
+            brand.clone(),
+            slug.clone(),
+            picture.clone(),
+            MetaKey::Generation.key(),
+        ];
+        keys.sort_by(|a, b| (apply_phase(a), a).cmp(&(apply_phase(b), b)));
+        assert_eq!(
+            keys,
+            [
+                MetaKey::Generation.key(),
+                slug,
+                picture,
+                source,
+                brand,
+                model,
+                listing,
+                MetaKey::DuplicatesGeneration.key(),
+            ]
+        );
+    }
 }

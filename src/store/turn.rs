@@ -5,15 +5,33 @@
 
 use super::write::WriteBatch;
 use super::{Store, StoreGeneration, StoreResult};
-use crate::domain::{BrandId, ListingId, ModelId, SeriesId};
+use crate::domain::{BrandId, Listing, ListingId, ModelId, SeriesId};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The right to write, held from the first read a write depends on to the last index update.
 pub struct WriteTurn<'s> {
     store: &'s Store,
     _exclusive: MutexGuard<'s, ()>,
     changes: Mutex<Changes>,
+    listing_sink: Option<Arc<dyn ListingSink>>,
+}
+
+/// A listing a commit wrote, as the listings index needs to know it.
+#[derive(Debug)]
+pub enum ListingWrite {
+    /// New to the store: no index can hold its id yet.
+    Created(Listing),
+    /// Written over a version whose index document differs.
+    Changed(Listing),
+    /// Written over a version with the same index document (a refresh): nothing to index.
+    Same,
+}
+
+/// Told of the listings each commit of a turn wrote, right after the commit, in commit order:
+/// the listings index takes a large write while it is written (`jobs::listing_load`).
+pub trait ListingSink: Send + Sync {
+    fn committed(&self, written: Vec<ListingWrite>);
 }
 
 /// What the commits of one turn changed, for the indexes.
@@ -93,6 +111,7 @@ impl Store {
             store: self,
             _exclusive: exclusive,
             changes: Mutex::new(Changes::default()),
+            listing_sink: None,
         }
     }
 }
@@ -101,6 +120,16 @@ impl<'s> WriteTurn<'s> {
     /// The store, for the reads a write depends on.
     pub fn store(&self) -> &'s Store {
         self.store
+    }
+
+    /// Tells `sink` of every listing this turn's commits write from now on.
+    pub fn set_listing_sink(&mut self, sink: Arc<dyn ListingSink>) {
+        self.listing_sink = Some(sink);
+    }
+
+    /// Who is told of the listings committed, if anyone.
+    pub fn listing_sink(&self) -> Option<&dyn ListingSink> {
+        self.listing_sink.as_deref()
     }
 
     /// An empty batch; it allocates ids from the counters as committed.

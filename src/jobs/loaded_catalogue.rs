@@ -1,0 +1,154 @@
+//! The catalogue as matching reads it, held in memory for one job: brand aliases and each
+//! brand's references, loaded once from the same secondary keys the store-backed matcher reads
+//! key by key, so a job matching millions of listings does two prefix scans instead of several
+//! per listing. Decisions are the store's (a test compares them on random listings); the few
+//! model records the variant rule needs are still read from the store.
+
+use super::matching::MatchCatalogue;
+use crate::domain::{BrandId, Model, ModelId};
+use crate::store::{Store, StoreResult};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+
+/// Brand aliases and references, as the store held them when loaded. Load it inside the write
+/// turn of the job that uses it, so no write changes the catalogue under it.
+pub struct LoadedCatalogue {
+    store: Store,
+    aliases: HashMap<String, Vec<BrandId>>,
+    /// Each brand's normalised references, in byte order (the store's key order), with the
+    /// models of each, in id order.
+    references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>>,
+}
+
+impl LoadedCatalogue {
+    /// Reads every brand alias key and model reference key of `store`.
+    pub fn load(store: &Store) -> StoreResult<LoadedCatalogue> {
+        let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
+        for entry in store.brand_alias_keys() {
+            let (text, brand) = entry?;
+            aliases.entry(text).or_default().push(brand);
+        }
+        let mut references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>> = HashMap::new();
+        for entry in store.model_reference_keys() {
+            let (brand, text, model) = entry?;
+            references
+                .entry(brand)
+                .or_default()
+                .entry(text)
+                .or_default()
+                .push(model);
+        }
+        Ok(LoadedCatalogue {
+            store: store.clone(),
+            aliases,
+            references,
+        })
+    }
+
+    /// References loaded, for reports and tests.
+    pub fn reference_count(&self) -> usize {
+        self.references.values().map(BTreeMap::len).sum()
+    }
+}
+
+impl MatchCatalogue for LoadedCatalogue {
+    fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
+        Ok(self.aliases.get(normalized).cloned().unwrap_or_default())
+    }
+
+    fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
+        Ok(self
+            .references
+            .get(&brand)
+            .and_then(|references| references.get(normalized))
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    fn references_extending(
+        &self,
+        brand: BrandId,
+        normalized: &str,
+    ) -> StoreResult<Vec<(String, ModelId)>> {
+        let Some(references) = self.references.get(&brand) else {
+            return Ok(Vec::new());
+        };
+        let from = (Bound::Excluded(normalized), Bound::Unbounded);
+        let mut found = Vec::new();
+        for (reference, models) in references.range::<str, _>(from) {
+            // Byte order: every reference beginning with `normalized` follows it directly.
+            let Some(tail) = reference.strip_prefix(normalized) else {
+                break;
+            };
+            found.extend(models.iter().map(|&model| (tail.to_owned(), model)));
+        }
+        Ok(found)
+    }
+
+    fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
+        // Only the variant rule asks, for a few listings: not worth a million records in memory.
+        self.store.models(ids)
+    }
+}
+
+/// Listings to match from which a job reads the catalogue from memory ([`LoadedCatalogue`])
+/// instead of the store: loading reads every alias and reference key once, where the store
+/// answers each listing with several prefix scans (bench/RESULTS.md, "Fast at scale").
+pub const LOAD_FROM_LISTINGS: usize = 10_000;
+
+/// What matching reads the catalogue through during one job: the store for a few listings,
+/// memory for many.
+pub enum JobCatalogue<'a> {
+    Store(&'a Store),
+    Loaded(LoadedCatalogue),
+}
+
+impl<'a> JobCatalogue<'a> {
+    /// The catalogue for a job matching up to `listings` listings.
+    pub fn for_listings(store: &'a Store, listings: usize) -> StoreResult<JobCatalogue<'a>> {
+        Ok(if listings >= LOAD_FROM_LISTINGS {
+            let started = std::time::Instant::now();
+            let loaded = LoadedCatalogue::load(store)?;
+            tracing::debug!(references = loaded.reference_count(), took = ?started.elapsed(), "catalogue loaded for matching");
+            JobCatalogue::Loaded(loaded)
+        } else {
+            JobCatalogue::Store(store)
+        })
+    }
+
+    pub fn get(&self) -> &dyn MatchCatalogue {
+        match self {
+            JobCatalogue::Store(store) => *store,
+            JobCatalogue::Loaded(loaded) => loaded,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::import;
+    use crate::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+    use crate::jobs::matching::match_listing;
+
+    #[test]
+    fn the_fixture_listings_match_from_memory_as_ingest_matched_them_from_the_store() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 22).expect("store");
+        // The fixtures' feeds are small: their ingest matched through the store.
+        let turn = store.write_turn();
+        import(&turn, &EmbeddedFixtures).expect("fixtures");
+        ingest_dataset_feeds(&turn, &EmbeddedFixtures, DEFAULT_MAX_INVALID).expect("feeds");
+        drop(turn);
+        let loaded = LoadedCatalogue::load(&store).expect("load");
+        let mut listings = 0;
+        for listing in store.all_listings() {
+            let listing = listing.expect("listing");
+            let found = match_listing(&loaded, &listing.details).expect("match");
+            assert_eq!(found, listing.current_match(), "{:?}", listing.details);
+            listings += 1;
+        }
+        assert!(listings > 100, "{listings} fixture listings");
+    }
+}
