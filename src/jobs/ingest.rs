@@ -577,6 +577,19 @@ fn details_of(row: FeedRow) -> ListingDetails {
     }
 }
 
+/// A store holding the bundled catalogue and its provider feeds ingested: the listings the
+/// matching tests decide again.
+#[cfg(test)]
+pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
+    use crate::fixtures::EmbeddedFixtures;
+    let store = Store::open(dir, 1 << 22).expect("store");
+    let turn = store.write_turn();
+    crate::jobs::import::import(&turn, &EmbeddedFixtures).expect("fixtures");
+    ingest_dataset_feeds(&turn, &EmbeddedFixtures, DEFAULT_MAX_INVALID).expect("feeds");
+    drop(turn);
+    store
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,20 +127,14 @@ impl<'a> JobCatalogue<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::import;
-    use crate::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+    use crate::jobs::ingest::fixture_store_with_feeds;
     use crate::jobs::matching::match_listing;
 
     #[test]
     fn the_fixture_listings_match_from_memory_as_ingest_matched_them_from_the_store() {
         let dir = tempfile::tempdir().expect("dir");
-        let store = Store::open(dir.path(), 1 << 22).expect("store");
         // The fixtures' feeds are small: their ingest matched through the store.
-        let turn = store.write_turn();
-        import(&turn, &EmbeddedFixtures).expect("fixtures");
-        ingest_dataset_feeds(&turn, &EmbeddedFixtures, DEFAULT_MAX_INVALID).expect("feeds");
-        drop(turn);
+        let store = fixture_store_with_feeds(dir.path());
         let loaded = LoadedCatalogue::load(&store).expect("load");
         let mut listings = 0;
         for listing in store.all_listings() {

@@ -754,14 +754,11 @@ mod tests {
 
     #[test]
     fn match_tries_the_unmatched_listings_the_index_names_as_a_scan_finds_them() {
-        use crate::fixtures::EmbeddedFixtures;
-        use crate::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+        use crate::jobs::ingest::fixture_store_with_feeds;
         use crate::jobs::reindex::rebuild_listings;
         let dir = tempfile::tempdir().expect("dir");
-        let store = Store::open(dir.path(), 1 << 22).expect("store");
+        let store = fixture_store_with_feeds(dir.path());
         let turn = store.write_turn();
-        import(&turn, &EmbeddedFixtures).expect("fixtures");
-        ingest_dataset_feeds(&turn, &EmbeddedFixtures, DEFAULT_MAX_INVALID).expect("feeds");
         let unmatched = store
             .all_listings()
             .filter(|l| l.as_ref().expect("listing").model_id.is_none())
