@@ -6,20 +6,28 @@
 //! references (or a reference prefix), or when the whole text is a reference (or a prefix).
 //! Models holding one of those reference terms are few: they are scored one by one first. The
 //! others can only match through their words, and their score is the sum of the words' field
-//! scores: a pure disjunction that tantivy's block-max WAND prunes, each candidate then checked
-//! for every word and the filters, and scored again in one fixed order so that equal models score
+//! scores, found two ways:
+//! - one word: a pure disjunction of its field terms that tantivy's block-max WAND prunes, each
+//!   candidate then checked for the word and the filters;
+//! - several words: the models holding every word (one postings intersection, which also gives
+//!   the total) are few beside any word's postings. They are scored a field term at a time, the
+//!   terms that can add most first, and after each term those that cannot reach the best `k`
+//!   whatever the rest adds are dropped (term-at-a-time pruning).
+//!
+//! Either way the models kept are scored again in one fixed order, so that equal models score
 //! equal. The index keeps each segment in id order, so a later candidate that only ties the
-//! worst kept score loses on id and WAND may skip it. The total is counted apart: an
-//! intersection of the words' postings in `model_words` (a one-word search with no filters on a
-//! segment without deletes is the term's document frequency), plus the reference-only matches.
+//! worst kept score loses on id and WAND may skip it. The total is the intersection of the
+//! words' postings in `model_words` (for one word with no filters on a segment without deletes,
+//! the term's document frequency), plus the reference-only matches.
 
 use crate::query::{self, SearchRequest, TextQuery};
 use crate::schema::{names, Fields};
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use crate::IndexResult;
 use std::collections::BinaryHeap;
+use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, EnableScoring, Occur, Query, Scorer, TermQuery, Weight,
+    Bm25Weight, BooleanQuery, BoostQuery, EnableScoring, Occur, Query, Scorer, TermQuery, Weight,
 };
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
@@ -29,7 +37,16 @@ use tantivy::{DocId, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
 struct Word {
     present: Box<dyn Weight>,
     fields: Vec<Box<dyn Weight>>,
+    /// The same (field, boost) terms as `fields`, for scoring many candidates a block at a time.
+    field_terms: Vec<FieldTerm>,
     references: Vec<Reference>,
+}
+
+/// A word in one text field and its BM25 weight with the field's boost: what
+/// [`TermQuery`] scores, read here straight from the postings blocks.
+struct FieldTerm {
+    term: Term,
+    weight: Bm25Weight,
 }
 
 /// A reference term and the constant it adds to a model's score.
@@ -200,9 +217,15 @@ impl Plan {
         let mut disjunction: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for word in &words {
             let mut scored = Vec::with_capacity(text_fields.words.len());
+            let mut field_terms = Vec::with_capacity(text_fields.words.len());
             for &(field, boost) in &text_fields.words {
                 let term = Term::from_field_text(field, word);
                 scored.push(term_weight(searcher, term.clone(), Some(boost))?);
+                field_terms.push(FieldTerm {
+                    weight: Bm25Weight::for_terms(searcher, std::slice::from_ref(&term))?
+                        .boost_by(boost),
+                    term: term.clone(),
+                });
                 disjunction.push((
                     Occur::Should,
                     Box::new(BoostQuery::new(
@@ -218,6 +241,7 @@ impl Plan {
                     None,
                 )?,
                 fields: scored,
+                field_terms,
                 references: references(word, query::WORD_REFERENCE_SCORES)?,
             });
         }
@@ -262,10 +286,15 @@ impl Plan {
     fn segment(&self, reader: &SegmentReader, k: usize) -> IndexResult<SegmentResult> {
         let mut best = Best::new(k);
         let reference_docs = self.reference_pass(reader, &mut best)?;
-        let total = self.every_word.count(reader)? as usize + reference_docs.only;
-        if k > 0 {
+        let in_text = if k == 0 {
+            self.every_word.count(reader)? as usize
+        } else if self.words.len() > 1 {
+            self.conjunction_pass(reader, &reference_docs.docs, &mut best)?
+        } else {
             self.text_pass(reader, &reference_docs.docs, &mut best)?;
-        }
+            self.every_word.count(reader)? as usize
+        };
+        let total = in_text + reference_docs.only;
         Ok(SegmentResult {
             best: best.heap.into_vec(),
             total,
@@ -387,6 +416,140 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Scores every model holding every word (and passing the filters), skipping the reference
+    /// pass's documents; returns how many there are. Several words make the matches a fraction
+    /// of any one word's postings, so they are gathered first and then scored a field term at a
+    /// time, each term's postings walked once beside them.
+    fn conjunction_pass(
+        &self,
+        reader: &SegmentReader,
+        reference_docs: &[DocId],
+        best: &mut Best,
+    ) -> IndexResult<usize> {
+        let (mut candidates, count) = self.every_word_docs(reader, reference_docs)?;
+        let mut partial = vec![0.0; candidates.len()];
+        let mut terms: Vec<&FieldTerm> = self
+            .words
+            .iter()
+            .flat_map(|word| &word.field_terms)
+            .collect();
+        terms.sort_by(|a, b| b.bound().total_cmp(&a.bound()));
+        let mut rest: Score = terms.iter().map(|term| term.bound()).sum();
+        for term in terms {
+            term.add_scores(reader, &candidates, &mut partial)?;
+            rest -= term.bound();
+            drop_hopeless(&mut candidates, &mut partial, rest.max(0.0), best.k);
+        }
+        let mut scan = Scan::new(self, reader)?;
+        for doc in candidates {
+            let score = (0..self.words.len()).map(|w| scan.word_score(w, doc)).sum();
+            best.offer(Kept::new(score, doc));
+        }
+        Ok(count)
+    }
+
+    /// The live documents holding every word and passing the filters, less the reference
+    /// pass's, in doc order; and how many there are, the reference pass's included.
+    fn every_word_docs(
+        &self,
+        reader: &SegmentReader,
+        reference_docs: &[DocId],
+    ) -> IndexResult<(Vec<DocId>, usize)> {
+        let mut matches = self.every_word.scorer(reader, 1.0)?;
+        let alive = reader.alive_bitset();
+        let mut skip = reference_docs.iter().copied().peekable();
+        let mut candidates = Vec::new();
+        let mut count = 0;
+        let mut doc = matches.doc();
+        while doc != TERMINATED {
+            if alive.is_none_or(|alive| alive.is_alive(doc)) {
+                count += 1;
+                while skip.next_if(|&r| r < doc).is_some() {}
+                if skip.peek() != Some(&doc) {
+                    candidates.push(doc);
+                }
+            }
+            doc = matches.advance();
+        }
+        Ok((candidates, count))
+    }
+}
+
+/// Float sums taken in different orders differ in their last bits: a candidate is only dropped
+/// when its bound misses the bar by more than that.
+const BOUND_MARGIN: Score = 1e-4;
+
+/// Drops the candidates that cannot reach the best `k` whatever the terms not yet added give
+/// them (at most `rest`): the `k`-th best partial score is a floor for the `k`-th best score.
+fn drop_hopeless(candidates: &mut Vec<DocId>, partial: &mut Vec<Score>, rest: Score, k: usize) {
+    if k == 0 || candidates.len() <= k {
+        return;
+    }
+    let mut sorted = partial.clone();
+    let (_, &mut kth, _) = sorted.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    let bar = kth - BOUND_MARGIN * kth.abs() - rest;
+    let mut kept = 0;
+    for i in 0..candidates.len() {
+        if partial[i] >= bar {
+            candidates[kept] = candidates[i];
+            partial[kept] = partial[i];
+            kept += 1;
+        }
+    }
+    candidates.truncate(kept);
+    partial.truncate(kept);
+}
+
+impl FieldTerm {
+    /// The most this term adds to any document's score.
+    fn bound(&self) -> Score {
+        self.weight.max_score()
+    }
+
+    /// Adds to `scores[i]` what this term scores in `candidates[i]` (ascending), as
+    /// [`TermQuery`]'s scorer would: BM25 of the term frequency and the field norm.
+    fn add_scores(
+        &self,
+        reader: &SegmentReader,
+        candidates: &[DocId],
+        scores: &mut [Score],
+    ) -> IndexResult<()> {
+        let field = self.term.field();
+        let Some(mut postings) = reader
+            .inverted_index(field)?
+            .read_block_postings(&self.term, IndexRecordOption::WithFreqs)?
+        else {
+            return Ok(());
+        };
+        let norms = match reader.fieldnorms_readers().get_field(field)? {
+            Some(norms) => norms,
+            None => FieldNormReader::constant(reader.max_doc(), 1),
+        };
+        let mut next = 0;
+        while let Some(&target) = candidates.get(next) {
+            let mut at = postings.seek(target);
+            let docs = postings.docs();
+            let Some(&last) = docs.last().filter(|&&last| last >= target) else {
+                break;
+            };
+            let freqs = postings.freqs();
+            while let Some(&doc) = candidates.get(next).filter(|&&doc| doc <= last) {
+                while docs[at] < doc {
+                    at += 1;
+                }
+                if docs[at] == doc {
+                    // A field indexed without frequencies counts each term once, as tantivy does.
+                    let freq = freqs.get(at).copied().unwrap_or(1);
+                    scores[next] += self.weight.score(norms.fieldnorm_id(doc), freq);
+                }
+                next += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
 struct ReferenceDocs {
     docs: Vec<DocId>,
     only: usize,
@@ -443,12 +606,19 @@ impl<'a> Scan<'a> {
     /// with the same statistics score exactly the same.
     fn word_score(&mut self, word: usize, doc: DocId) -> Score {
         let mut score: Score = 0.0;
-        for field in &mut self.fields[word] {
-            if holds(field.as_mut(), doc) {
-                score += field.score();
-            }
+        for field in 0..self.fields[word].len() {
+            score += self.field_score(word, field, doc);
         }
         score
+    }
+
+    /// What the word adds to `doc`'s score through one field (0 when the field lacks it).
+    fn field_score(&mut self, word: usize, field: usize, doc: DocId) -> Score {
+        let postings = self.fields[word][field].as_mut();
+        match holds(postings, doc) {
+            true => postings.score(),
+            false => 0.0,
+        }
     }
 }
 

@@ -196,3 +196,18 @@ fn a_search_of_more_words_than_the_reference_pass_holds_falls_back() {
         .is_none());
     assert_eq!(index.search(&request).expect("search").total, 0);
 }
+
+#[test]
+fn only_candidates_that_cannot_reach_the_best_k_whatever_the_rest_adds_are_dropped() {
+    let mut candidates = vec![1, 2, 3, 4];
+    let mut partial = vec![10.0, 2.0, 9.0, 1.0];
+    // The 2nd best partial is 9: a candidate needs at least 9 - 7 = 2 now to reach it.
+    super::drop_hopeless(&mut candidates, &mut partial, 7.0, 2);
+    assert_eq!(candidates, [1, 2, 3]);
+    assert_eq!(partial, [10.0, 2.0, 9.0]);
+    // No more than k candidates: nothing to drop.
+    super::drop_hopeless(&mut candidates, &mut partial, 0.0, 3);
+    assert_eq!(candidates, [1, 2, 3]);
+    super::drop_hopeless(&mut candidates, &mut partial, 0.5, 1);
+    assert_eq!(candidates, [1]);
+}
