@@ -86,7 +86,10 @@ fn build(index: &ListingIndex, n: u64) {
         load.add(&listing(id, &mut rng, n)).expect("add");
     }
     load.commit(index, 1).expect("commit");
-    println!("built {n} listings in {:.1} s", started.elapsed().as_secs_f64());
+    println!(
+        "built {n} listings in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 fn time<T>(name: &str, reps: usize, mut run: impl FnMut() -> T, describe: impl Fn(&T) -> String) {

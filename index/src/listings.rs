@@ -159,6 +159,11 @@ struct Fields {
     currency: Field,
     price_usd: Field,
     price_at_max: Field,
+    /// The dollar price's [`price_bucket`], and the condition with it ([`condition_bucket`]):
+    /// a narrow price range reads the postings of its buckets instead of every candidate's
+    /// price.
+    price_bucket: Field,
+    condition_price_bucket: Field,
     title: Field,
     scraped_brand: Field,
     scraped_reference: Field,
@@ -198,6 +203,8 @@ fn build_schema() -> (Schema, Fields) {
         currency: s.add_text_field(names::CURRENCY, TextOptions::default().set_fast("raw")),
         price_usd: s.add_u64_field(names::PRICE_USD, FAST),
         price_at_max: s.add_u64_field("price_at_max", INDEXED),
+        price_bucket: s.add_u64_field("price_bucket", INDEXED),
+        condition_price_bucket: s.add_u64_field("condition_price_bucket", INDEXED),
         title: s.add_text_field("title", seller_text_options()),
         scraped_brand: s.add_text_field("scraped_brand", seller_text_options()),
         scraped_reference: s.add_text_field("scraped_reference", seller_text_options()),
@@ -261,6 +268,42 @@ impl Fields {
             }
         }
         out.add_text(self.currency, currency_key(doc.currency.as_deref()));
+        if let Some(usd) = doc.price_usd {
+            let bucket = price_bucket(usd);
+            out.add_u64(self.price_bucket, bucket);
+            if let Some(condition) = doc.condition {
+                out.add_u64(
+                    self.condition_price_bucket,
+                    condition_bucket(condition, bucket),
+                );
+            }
+        }
+    }
+
+    /// The listings whose dollar price may be in `range` (every one that is), as a union of
+    /// price buckets, with the condition when one is asked; `None` when the range spans too
+    /// many buckets for their union to be cheaper than reading the prices.
+    fn price_buckets(
+        &self,
+        range: Option<(u64, u64)>,
+        condition: Option<u64>,
+    ) -> Option<Box<dyn Query>> {
+        let (low, high) = range?;
+        let buckets = price_bucket(low)..=price_bucket(high);
+        if buckets.end().saturating_sub(*buckets.start()) >= MAX_RANGE_BUCKETS {
+            return None;
+        }
+        let terms = buckets
+            .map(|bucket| match condition {
+                Some(condition) => term_u64(
+                    self.condition_price_bucket,
+                    condition_bucket(condition, bucket),
+                ),
+                None => term_u64(self.price_bucket, bucket),
+            })
+            .map(|term| (Occur::Should, term))
+            .collect();
+        Some(filter(Box::new(BooleanQuery::new(terms))))
     }
 
     fn text_fields(&self) -> TextFields {
@@ -289,11 +332,16 @@ impl Fields {
             }
             (model, statuses) => (model, statuses),
         };
+        // A narrow price range with a condition: its (condition, bucket) terms stand for the
+        // condition's, so the candidates are about those in range.
+        let buckets = self.price_buckets(price_range(filters), filters.condition);
+        let condition = filters.condition.filter(|_| buckets.is_none());
+        clauses.extend(buckets.map(|query| (Occur::Must, query)));
         let exact = [
             (self.model_id, model_id),
             (self.brand_id, filters.brand_id),
             (self.provider_id, filters.provider_id),
-            (self.condition, filters.condition),
+            (self.condition, condition),
             (self.availability, filters.availability),
             (self.matched, filters.unmatched.then_some(0)),
             (self.reason, filters.unmatched_reason),
@@ -329,6 +377,28 @@ impl Fields {
 /// The `model_status` term of a model's listings of one status.
 fn model_status(model: u64, status: u64) -> String {
     format!("{model}/{status}")
+}
+
+/// Buckets a price range may span and still be read as their union; a wider range reads
+/// every candidate's price (a union of postings is dearer per document than a dense column).
+const MAX_RANGE_BUCKETS: u64 = 16;
+
+/// A dollar price's bucket: a quarter of a doubling (`4 * log2`, in integers), so that buckets
+/// hold about as many listings across the price scale and a range is a handful of them.
+/// Non-decreasing in the price: every price of `[low, high]` is in a bucket between theirs.
+fn price_bucket(usd: u64) -> u64 {
+    match usd {
+        0..=3 => usd,
+        _ => {
+            let doubling = u64::from(63 - usd.leading_zeros());
+            4 * doubling + ((usd >> (doubling - 2)) & 3)
+        }
+    }
+}
+
+/// A condition and a price bucket as one term value.
+fn condition_bucket(condition: u64, bucket: u64) -> u64 {
+    condition << 8 | bucket
 }
 
 /// The price range of `filters`, inclusive; `None` when unbounded both ways.

@@ -250,3 +250,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// Buckets never decrease with the price, so a range's buckets hold every price in it.
+    #[test]
+    fn price_buckets_never_decrease(a in any::<u64>(), b in any::<u64>()) {
+        let (low, high) = (a.min(b), a.max(b));
+        prop_assert!(price_bucket(low) <= price_bucket(high));
+        prop_assert!(price_bucket(high) <= 255);
+    }
+}
+
+#[test]
+fn a_bucket_is_a_quarter_of_a_doubling() {
+    let buckets: Vec<u64> = [0, 3, 4, 7, 8, 9, 10, 12, 15, 16, 1_000, 1_023, 1_024, 5_000]
+        .into_iter()
+        .map(price_bucket)
+        .collect();
+    assert_eq!(
+        buckets,
+        [0, 3, 8, 11, 12, 12, 13, 14, 15, 16, 39, 39, 40, 48]
+    );
+}
