@@ -381,7 +381,7 @@ fn model_status(model: u64, status: u64) -> String {
 
 /// Buckets a price range may span and still be read as their union; a wider range reads
 /// every candidate's price (a union of postings is dearer per document than a dense column).
-const MAX_RANGE_BUCKETS: u64 = 16;
+const MAX_RANGE_BUCKETS: u64 = 24;
 
 /// A dollar price's bucket: a quarter of a doubling (`4 * log2`, in integers), so that buckets
 /// hold about as many listings across the price scale and a range is a handful of them.
