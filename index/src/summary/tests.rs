@@ -176,7 +176,7 @@ fn a_commit_makes_new_summaries_and_none_is_built_twice() {
         year: Some(2020),
         front: true,
     };
-    let index = index_of(&[model.clone()], &[]);
+    let index = index_of(std::slice::from_ref(&model), &[]);
     let before = index.group_summaries().expect("summaries");
     assert!(std::sync::Arc::ptr_eq(
         &before,
