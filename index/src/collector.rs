@@ -9,6 +9,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::fastfield::FastFieldReaders;
 use tantivy::{DocId, Score, SegmentReader};
 
 /// Ranked ids (best first, at most `k`) and the number of matching documents.
@@ -70,12 +71,7 @@ type LocalKey = (u64, u64, u64);
 /// How a segment reads the key of one document.
 enum KeySource {
     Score,
-    /// Ascending or (with `descending`) descending by a u64 column; missing values last.
-    Number {
-        primary: Column<u64>,
-        secondary: Option<Column<u64>>,
-        descending: bool,
-    },
+    Number(NumberKey),
     /// By a string column's term ordinal.
     Text {
         column: StrColumn,
@@ -116,11 +112,7 @@ impl Collector for TopIds {
                 primary,
                 secondary,
                 descending,
-            } => KeySource::Number {
-                primary: fast.u64(primary)?,
-                secondary: secondary.map(|name| fast.u64(name)).transpose()?,
-                descending,
-            },
+            } => KeySource::Number(NumberKey::open(fast, primary, secondary, descending)?),
             SortKey::Text { field, descending } => KeySource::Text {
                 column: fast.str(field)?.ok_or_else(|| {
                     tantivy::TantivyError::SchemaError(format!(
@@ -154,6 +146,40 @@ impl Collector for TopIds {
     }
 }
 
+/// A segment's reader of a [`SortKey::Number`]: ascending or (with `descending`) descending by
+/// a u64 column, then optionally a second; missing values last. Shared with the group
+/// summaries ([`crate::summary`]), whose leads must rank exactly as [`TopIds`] does.
+pub(crate) struct NumberKey {
+    primary: Column<u64>,
+    secondary: Option<Column<u64>>,
+    descending: bool,
+}
+
+impl NumberKey {
+    pub(crate) fn open(
+        fast: &FastFieldReaders,
+        primary: &str,
+        secondary: Option<&str>,
+        descending: bool,
+    ) -> tantivy::Result<NumberKey> {
+        Ok(NumberKey {
+            primary: fast.u64(primary)?,
+            secondary: secondary.map(|name| fast.u64(name)).transpose()?,
+            descending,
+        })
+    }
+
+    /// The document's key: smaller ranks first.
+    pub(crate) fn of(&self, doc: DocId) -> (u64, u64) {
+        (
+            ordered(self.primary.first(doc), self.descending),
+            self.secondary
+                .as_ref()
+                .map_or(0, |s| ordered(s.first(doc), self.descending)),
+        )
+    }
+}
+
 fn ordered(value: Option<u64>, descending: bool) -> u64 {
     match (value, descending) {
         (Some(v), false) => v,
@@ -174,16 +200,7 @@ impl SegmentCollector for TopIdsSegment {
         let (primary, secondary) = match &self.source {
             // Scores are non-negative, so their bit patterns order like the floats.
             KeySource::Score => (!u64::from(score.max(0.0).to_bits()), 0),
-            KeySource::Number {
-                primary,
-                secondary,
-                descending,
-            } => (
-                ordered(primary.first(doc), *descending),
-                secondary
-                    .as_ref()
-                    .map_or(0, |s| ordered(s.first(doc), *descending)),
-            ),
+            KeySource::Number(key) => key.of(doc),
             KeySource::Text { column, descending } => {
                 (ordered(column.ords().first(doc), *descending), 0)
             }

@@ -12,6 +12,7 @@ mod listings;
 mod pruned;
 mod query;
 mod schema;
+mod summary;
 mod tokenizer;
 
 pub use collector::{CatalogueStats, SortKey};
@@ -21,6 +22,7 @@ pub use listings::{
     PricedListings,
 };
 pub use query::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+pub use summary::{BrandSummary, GroupSummaries, SeriesSummary};
 pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
 
 use collector::{StatsCollector, TopIds};
@@ -28,6 +30,8 @@ use derived::Derived;
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;
+use std::sync::Arc;
+use summary::SummaryCache;
 
 /// Failures of the index layer.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +70,7 @@ impl Hits {
 pub struct CatalogueIndex {
     derived: Derived,
     fields: Fields,
+    summaries: SummaryCache,
 }
 
 impl CatalogueIndex {
@@ -75,6 +80,7 @@ impl CatalogueIndex {
         Ok(CatalogueIndex {
             derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
             fields,
+            summaries: SummaryCache::default(),
         })
     }
 
@@ -84,6 +90,7 @@ impl CatalogueIndex {
         Ok(CatalogueIndex {
             derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
             fields,
+            summaries: SummaryCache::default(),
         })
     }
 
@@ -230,6 +237,15 @@ impl CatalogueIndex {
         request.sort = SortOrder::Lead;
         request.limit = 1;
         Ok(self.search(&request)?.ids.first().copied())
+    }
+
+    /// Every brand's and series' counts and lead model, as [`CatalogueIndex::count`] and
+    /// [`CatalogueIndex::lead_model`] would give them, computed once per reload of the index.
+    pub fn group_summaries(&self) -> IndexResult<Arc<GroupSummaries>> {
+        let searcher = self.derived.reader.searcher();
+        let generation = searcher.generation().generation_id();
+        self.summaries
+            .get_or_build(generation, || GroupSummaries::of(&searcher, &self.fields))
     }
 
     /// Number of documents of `kind` passing `filters`.

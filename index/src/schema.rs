@@ -13,6 +13,8 @@ use tantivy::TantivyDocument;
 /// Fast-field names read by the collectors.
 pub mod names {
     pub const ID: &str = "id";
+    pub const BRAND_ID: &str = "brand_id";
+    pub const SERIES_ID: &str = "series_id";
     pub const NAME_SORT: &str = "name_sort";
     pub const REF_SORT: &str = "ref_sort";
     pub const NEWEST: &str = "newest_key";
@@ -97,8 +99,8 @@ pub fn build() -> (Schema, Fields) {
         kind: s.add_u64_field("kind", INDEXED),
         doc_key: s.add_u64_field("doc_key", INDEXED),
         id: s.add_u64_field(names::ID, filter.clone()),
-        brand_id: s.add_u64_field("brand_id", filter.clone()),
-        series_id: s.add_u64_field("series_id", filter.clone()),
+        brand_id: s.add_u64_field(names::BRAND_ID, filter.clone()),
+        series_id: s.add_u64_field(names::SERIES_ID, filter.clone()),
         caliber_id: s.add_u64_field(names::CALIBER_ID, filter.clone()),
         has_front_picture: s.add_u64_field("has_front_picture", INDEXED),
         name: s.add_text_field("name", text.clone()),

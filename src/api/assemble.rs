@@ -11,7 +11,7 @@ use crate::domain::{
     PictureId, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::rates::{display_price, ConversionTable};
-use catalogue_index::{DocKind, Filters};
+use catalogue_index::Filters;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -158,14 +158,11 @@ fn series_filter(series: SeriesId) -> Filters {
     }
 }
 
-/// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest.
+/// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest
+/// (from the index's group summaries, computed once per reload rather than searched per item).
 pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<BrandItem> {
-    let filter = brand_filter(brand.id);
-    let with_picture = Filters {
-        has_front_picture: true,
-        ..filter.clone()
-    };
-    let lead = match app.index.lead_model(&with_picture)? {
+    let summary = app.index.group_summaries()?.brand(brand.id.0);
+    let lead = match summary.lead_model {
         Some(id) => app.store.model(ModelId(id))?,
         None => None,
     };
@@ -183,8 +180,8 @@ pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<Brand
         id: brand.id.to_string(),
         name: brand.name.clone(),
         slug: brand.slug.to_string(),
-        series_count: app.index.count(DocKind::Series, &filter)?,
-        model_count: app.index.count(DocKind::Model, &filter)?,
+        series_count: summary.series_count,
+        model_count: summary.model_count,
         picture,
     })
 }
@@ -201,10 +198,11 @@ pub fn brand_detail(app: &App, brand: &Brand, media: &MediaBase) -> ApiResult<Br
     })
 }
 
-/// A series' list item: model count and lead model (most listings, then newest).
+/// A series' list item: model count and lead model (most listings, then newest), from the
+/// index's group summaries.
 pub fn series_item(app: &App, series: &Series, lookups: &mut Lookups) -> ApiResult<SeriesItem> {
-    let filter = series_filter(series.id);
-    let lead_model = match app.index.lead_model(&filter)? {
+    let summary = app.index.group_summaries()?.series(series.id.0);
+    let lead_model = match summary.lead_model {
         Some(id) => model_items(app, &[id], lookups)?.pop(),
         None => None,
     };
@@ -212,7 +210,7 @@ pub fn series_item(app: &App, series: &Series, lookups: &mut Lookups) -> ApiResu
         id: series.id.to_string(),
         name: series.name.clone(),
         slug: series.slug.to_string(),
-        model_count: app.index.count(DocKind::Model, &filter)?,
+        model_count: summary.model_count,
         lead_model,
     })
 }
