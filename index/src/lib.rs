@@ -70,7 +70,7 @@ impl Hits {
 pub struct CatalogueIndex {
     derived: Derived,
     fields: Fields,
-    summaries: SummaryCache,
+    summaries: Arc<SummaryCache>,
 }
 
 impl CatalogueIndex {
@@ -80,7 +80,7 @@ impl CatalogueIndex {
         Ok(CatalogueIndex {
             derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
             fields,
-            summaries: SummaryCache::default(),
+            summaries: Arc::default(),
         })
     }
 
@@ -90,7 +90,7 @@ impl CatalogueIndex {
         Ok(CatalogueIndex {
             derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
             fields,
-            summaries: SummaryCache::default(),
+            summaries: Arc::default(),
         })
     }
 
@@ -239,13 +239,75 @@ impl CatalogueIndex {
         Ok(self.search(&request)?.ids.first().copied())
     }
 
-    /// Every brand's and series' counts and lead model, as [`CatalogueIndex::count`] and
-    /// [`CatalogueIndex::lead_model`] would give them, computed once per reload of the index.
+    /// The group summaries of the current searcher, built now if none is kept: what the tests
+    /// and benches compare with. Requests ask [`CatalogueIndex::brand_summary`] and
+    /// [`CatalogueIndex::series_summary`], which never wait for a build.
     pub fn group_summaries(&self) -> IndexResult<Arc<GroupSummaries>> {
         let searcher = self.derived.reader.searcher();
         let generation = searcher.generation().generation_id();
         self.summaries
             .get_or_build(generation, || GroupSummaries::of(&searcher, &self.fields))
+    }
+
+    /// A brand's counts and lead model: from the kept summaries when they are current; else
+    /// searched for this brand alone, while the summaries of the new reload are built in the
+    /// background (a build takes a fraction of a second at 1M models, and after every commit of
+    /// an ingest no request should wait for one).
+    pub fn brand_summary(&self, brand: u64) -> IndexResult<BrandSummary> {
+        match self.current_summaries() {
+            Some(kept) => Ok(kept.brand(brand)),
+            None => self.searched_brand_summary(brand),
+        }
+    }
+
+    /// A brand's summary from searches of this brand alone: what the summaries replace.
+    pub(crate) fn searched_brand_summary(&self, brand: u64) -> IndexResult<BrandSummary> {
+        let filters = Filters {
+            brand_id: Some(brand),
+            ..Filters::default()
+        };
+        Ok(BrandSummary {
+            series_count: self.count(DocKind::Series, &filters)?,
+            model_count: self.count(DocKind::Model, &filters)?,
+            lead_model: self.lead_model(&Filters {
+                has_front_picture: true,
+                ..filters
+            })?,
+        })
+    }
+
+    /// A series' model count and lead model, as [`CatalogueIndex::brand_summary`] finds them.
+    pub fn series_summary(&self, series: u64) -> IndexResult<SeriesSummary> {
+        match self.current_summaries() {
+            Some(kept) => Ok(kept.series(series)),
+            None => self.searched_series_summary(series),
+        }
+    }
+
+    /// A series' summary from searches of this series alone.
+    pub(crate) fn searched_series_summary(&self, series: u64) -> IndexResult<SeriesSummary> {
+        let filters = Filters {
+            series_id: Some(series),
+            ..Filters::default()
+        };
+        Ok(SeriesSummary {
+            model_count: self.count(DocKind::Model, &filters)?,
+            lead_model: self.lead_model(&filters)?,
+        })
+    }
+
+    /// The kept summaries if they are of the current searcher; else `None`, with their build
+    /// started in the background unless one is under way.
+    fn current_summaries(&self) -> Option<Arc<GroupSummaries>> {
+        let searcher = self.derived.reader.searcher();
+        let generation = searcher.generation().generation_id();
+        if let Some(kept) = self.summaries.at_least(generation) {
+            return Some(kept);
+        }
+        let fields = self.fields.clone();
+        self.summaries
+            .build_in_background(generation, move || GroupSummaries::of(&searcher, &fields));
+        None
     }
 
     /// Number of documents of `kind` passing `filters`.

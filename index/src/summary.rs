@@ -13,6 +13,7 @@ use crate::query::{DocKind, SortOrder};
 use crate::schema::{names, Fields};
 use crate::IndexResult;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tantivy::columnar::Column;
 use tantivy::postings::SegmentPostings;
@@ -223,17 +224,19 @@ impl Postings {
 }
 
 /// The summaries of the newest searcher generation asked for. A reload (every commit) makes a
-/// new generation, and the first request of it builds its summaries again, so they are never
-/// stale; requests meanwhile wait for that one build instead of each making their own.
+/// new generation, whose summaries are built again, so they are never stale; one build at a
+/// time, and a build is never started twice for one generation.
 #[derive(Default)]
 pub(crate) struct SummaryCache {
     latest: RwLock<Option<(u64, Arc<GroupSummaries>)>>,
     building: Mutex<()>,
+    /// Set while a background build runs: requests meanwhile search instead of waiting.
+    in_background: AtomicBool,
 }
 
 impl SummaryCache {
     /// The summaries of searcher generation `generation` (or of a newer one), built by `build`
-    /// when none is kept.
+    /// when none is kept; a request arriving during a build waits for it.
     pub(crate) fn get_or_build(
         &self,
         generation: u64,
@@ -248,17 +251,48 @@ impl SummaryCache {
             return Ok(found);
         }
         let built = Arc::new(build()?);
-        let mut latest = self.latest.write().unwrap_or_else(PoisonError::into_inner);
-        // Generations only grow; an older searcher's summaries never replace newer ones.
-        if latest.as_ref().is_none_or(|(kept, _)| *kept < generation) {
-            *latest = Some((generation, built.clone()));
-        }
+        self.keep(generation, built.clone());
         Ok(built)
+    }
+
+    /// Starts building the summaries of `generation` on a thread of their own, unless a
+    /// background build is under way (it will be followed by another when a request finds its
+    /// result already behind).
+    pub(crate) fn build_in_background(
+        self: &Arc<Self>,
+        generation: u64,
+        build: impl FnOnce() -> IndexResult<GroupSummaries> + Send + 'static,
+    ) {
+        if self.in_background.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let cache = Arc::clone(self);
+        let started = std::thread::Builder::new()
+            .name("group-summaries".into())
+            .spawn(move || {
+                if let Err(error) = cache.get_or_build(generation, build) {
+                    tracing::warn!(%error, "building the brand and series summaries failed");
+                }
+                cache.in_background.store(false, Ordering::Release);
+            });
+        if let Err(error) = started {
+            tracing::warn!(%error, "could not start building the brand and series summaries");
+            self.in_background.store(false, Ordering::Release);
+        }
+    }
+
+    /// Keeps `built` unless newer summaries are kept: generations only grow, and an older
+    /// searcher's summaries never replace a newer one's.
+    fn keep(&self, generation: u64, built: Arc<GroupSummaries>) {
+        let mut latest = self.latest.write().unwrap_or_else(PoisonError::into_inner);
+        if latest.as_ref().is_none_or(|(kept, _)| *kept < generation) {
+            *latest = Some((generation, built));
+        }
     }
 
     /// The kept summaries when they are of `generation` or a newer one: a newer searcher saw
     /// every commit this one saw.
-    fn at_least(&self, generation: u64) -> Option<Arc<GroupSummaries>> {
+    pub(crate) fn at_least(&self, generation: u64) -> Option<Arc<GroupSummaries>> {
         let latest = self.latest.read().unwrap_or_else(PoisonError::into_inner);
         latest
             .as_ref()

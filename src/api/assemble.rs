@@ -161,7 +161,7 @@ fn series_filter(series: SeriesId) -> Filters {
 /// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest
 /// (from the index's group summaries, computed once per reload rather than searched per item).
 pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<BrandItem> {
-    let summary = app.index.group_summaries()?.brand(brand.id.0);
+    let summary = app.index.brand_summary(brand.id.0)?;
     let lead = match summary.lead_model {
         Some(id) => app.store.model(ModelId(id))?,
         None => None,
@@ -201,7 +201,7 @@ pub fn brand_detail(app: &App, brand: &Brand, media: &MediaBase) -> ApiResult<Br
 /// A series' list item: model count and lead model (most listings, then newest), from the
 /// index's group summaries.
 pub fn series_item(app: &App, series: &Series, lookups: &mut Lookups) -> ApiResult<SeriesItem> {
-    let summary = app.index.group_summaries()?.series(series.id.0);
+    let summary = app.index.series_summary(series.id.0)?;
     let lead_model = match summary.lead_model {
         Some(id) => model_items(app, &[id], lookups)?.pop(),
         None => None,

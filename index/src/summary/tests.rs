@@ -2,10 +2,7 @@
 //! [`CatalogueIndex::lead_model`]) on random catalogues: several segments, rewritten and
 //! removed models and rewritten series (so deleted documents), ties on listings and years.
 
-use crate::{
-    BrandSummary, CatalogueDoc, CatalogueIndex, DocKind, Filters, ModelDoc, SeriesDoc,
-    SeriesSummary,
-};
+use crate::{BrandSummary, CatalogueDoc, CatalogueIndex, ModelDoc, SeriesDoc, SeriesSummary};
 use proptest::prelude::*;
 use rayon::prelude::*;
 
@@ -119,31 +116,12 @@ fn index_of(models: &[Model], changes: &[Change]) -> CatalogueIndex {
 
 /// What the per-item searches say of a brand.
 fn searched_brand(index: &CatalogueIndex, brand: u64) -> BrandSummary {
-    let filters = Filters {
-        brand_id: Some(brand),
-        ..Filters::default()
-    };
-    let with_front = Filters {
-        has_front_picture: true,
-        ..filters.clone()
-    };
-    BrandSummary {
-        series_count: index.count(DocKind::Series, &filters).expect("count"),
-        model_count: index.count(DocKind::Model, &filters).expect("count"),
-        lead_model: index.lead_model(&with_front).expect("lead"),
-    }
+    index.searched_brand_summary(brand).expect("searches")
 }
 
 /// What the per-item searches say of a series.
 fn searched_series(index: &CatalogueIndex, series: u64) -> SeriesSummary {
-    let filters = Filters {
-        series_id: Some(series),
-        ..Filters::default()
-    };
-    SeriesSummary {
-        model_count: index.count(DocKind::Model, &filters).expect("count"),
-        lead_model: index.lead_model(&filters).expect("lead"),
-    }
+    index.searched_series_summary(series).expect("searches")
 }
 
 proptest! {
@@ -191,4 +169,47 @@ fn a_commit_makes_new_summaries_and_none_is_built_twice() {
     assert_eq!(after.brand(1).lead_model, None);
     assert_eq!(after.brand(2).model_count, 1);
     assert_eq!(after.brand(2).lead_model, Some(1));
+}
+
+#[test]
+fn a_request_never_waits_for_a_build_and_answers_the_same() {
+    let models: Vec<Model> = (0..6)
+        .map(|i| Model {
+            brand: 1 + i % 2,
+            series: series_id(1 + i % 2, i % 3),
+            listings: i,
+            year: Some(2000 + i as i32),
+            front: i % 3 != 0,
+        })
+        .collect();
+    let index = index_of(&models, &[]);
+    // Nothing kept yet: the answer comes from the searches, and a build starts.
+    assert_eq!(
+        index.brand_summary(1).expect("brand"),
+        searched_brand(&index, 1)
+    );
+    assert_eq!(
+        index.series_summary(series_id(2, 1)).expect("series"),
+        searched_series(&index, series_id(2, 1))
+    );
+    let generation = index.derived.reader.searcher().generation().generation_id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while index.summaries.at_least(generation).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the background build never landed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Kept now: the same answers from the summaries.
+    for brand in 1..=2 {
+        assert_eq!(
+            index.brand_summary(brand).expect("brand"),
+            searched_brand(&index, brand)
+        );
+    }
+    assert_eq!(
+        index.series_summary(series_id(2, 1)).expect("series"),
+        searched_series(&index, series_id(2, 1))
+    );
 }
