@@ -14,7 +14,7 @@ use super::matching::{match_listing, MatchCatalogue};
 use super::progress::JobControl;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
-    Match, PictureId, PictureRecord, Provider, ProviderId, Slug, StatusChange, Timestamp,
+    Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
 use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
@@ -488,13 +488,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// A new picture's id, with its pending record in the same write: the image worker
-    /// finds it there.
+    /// A new picture's id, pending in the same write: the image worker finds it there. Queued
+    /// in a group with the pictures around it, a fraction of a key (`WriteBatch::queue_picture`).
     fn new_picture(&mut self, source: &str) -> Result<PictureId, IngestError> {
-        let batch = self.writes.batch();
-        let id = PictureId(batch.allocate_id(RecordKind::Picture)?);
-        batch.put_picture(&PictureRecord::pending(id, source.to_owned(), self.now));
-        Ok(id)
+        Ok(self
+            .writes
+            .batch()
+            .queue_picture(source.to_owned(), self.now)?)
     }
 
     /// Pictures in the snapshot's order, keeping the ids of those already known by source URL.
@@ -710,5 +710,76 @@ mod tests {
         assert_eq!(revisit.delisted, 10);
         assert_eq!(revisit.written.listings, rows);
         assert_eq!(revisit.written.commits as usize, rows.div_ceil(7));
+    }
+
+    /// A feed line of a new listing of a fixture model with `pictures` pictures.
+    fn line(n: usize, pictures: usize) -> String {
+        let pictures: Vec<String> = (0..pictures)
+            .map(|p| format!("https://img.example/{n}-{p}.jpg"))
+            .collect();
+        serde_json::json!({
+            "sourceId": format!("NEW-{n}"),
+            "url": format!("https://shop.example/{n}"),
+            "title": "Tudor Royal M28500-0005",
+            "brand": "Tudor Watch",
+            "reference": "M28500-0005",
+            "price": 1659,
+            "currency": "EUR",
+            "condition": "Used (Fair)",
+            "availability": "In stock",
+            "pictures": pictures,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn a_new_listing_costs_its_record_its_source_key_and_a_share_of_a_pending_pictures_key() {
+        use crate::store::RecordKind::{
+            Listing, ListingSource, PendingPictures, PictureDue, PictureState,
+        };
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store(dir.path());
+        let spaces = [
+            Listing,
+            ListingSource,
+            PendingPictures,
+            PictureState,
+            PictureDue,
+        ];
+        let count = |store: &Store| (spaces.map(|s| store.keys_in(s)), store.keys_total());
+        let (before, total_before) = count(&store);
+        let due_before = store.pictures_maybe_due().expect("due").len();
+        let (listings, pictures) = (40, 3);
+        let feed: Vec<String> = (0..listings).map(|n| line(n, pictures)).collect();
+        let turn = store.write_turn();
+        let writes = ListingWrites::new(&turn).expect("writes");
+        let control = JobControl::default();
+        let done = ingest_with(
+            writes,
+            "chrono24",
+            "feed",
+            feed.join("\n").as_bytes(),
+            0.0,
+            &control,
+        )
+        .expect("ingest");
+        drop(turn);
+        assert_eq!(done.created, listings);
+        let (after, total_after) = count(&store);
+        let added: Vec<usize> = after.iter().zip(before).map(|(a, b)| a - b).collect();
+        // 120 pictures, sixteen to a key: 8 keys, where the old form wrote 240.
+        assert_eq!(added, [listings, listings, 8, 0, 0]);
+        // Besides: the counters the first listings and pictures of the store start.
+        let others = total_after - total_before - added.iter().sum::<usize>();
+        assert!(others <= 6, "{others} other keys");
+        for listing in store.all_listings() {
+            for picture in listing.expect("listing").pictures {
+                let record = store.picture(picture.id).expect("read").expect("record");
+                assert_eq!(record.source_url, picture.source_url);
+                assert_eq!(record.state, crate::domain::FetchState::Pending);
+            }
+        }
+        let due = store.pictures_maybe_due().expect("due").len();
+        assert_eq!(due - due_before, listings * pictures);
     }
 }

@@ -49,6 +49,7 @@ stored_records! {
     PictureCandidate => "picture candidate", layout 1;
     PictureReview => "picture review", layout 1;
     JobRecord => "job", layout 1;
+    super::pending::PendingGroup => "pending pictures", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

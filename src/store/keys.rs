@@ -85,6 +85,11 @@ pub enum Keyspace {
     /// Batch jobs submitted to a running server, by id (ids grow with time): records. Written
     /// outside the write turn, like sessions; a keyspace of its own, so no migration.
     Job = 90,
+    /// Pictures queued for the image worker that nothing has happened to yet, up to 16 to a
+    /// key, by the id of the first: records (`store::pending`). A picture leaves its group
+    /// when its first `PictureState` is written. New in schema 5 without a step: stores
+    /// without it read as before.
+    PendingPictures = 91,
 }
 
 impl Keyspace {

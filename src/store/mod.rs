@@ -5,6 +5,7 @@
 mod codec;
 mod keys;
 pub mod migrate;
+mod pending;
 mod touch_log;
 mod turn;
 mod write;
@@ -705,15 +706,37 @@ impl Store {
         Ok(())
     }
 
-    /// Where the image pipeline is with picture `id`, if it knows the picture.
+    /// Where the image pipeline is with picture `id`, if it knows the picture: its state
+    /// record, or else the pending record its group holds (`pending`).
     pub fn picture(&self, id: PictureId) -> StoreResult<Option<PictureRecord>> {
-        self.get(Keyspace::PictureState.id_key(id.0))
+        if let Some(record) = self.get(Keyspace::PictureState.id_key(id.0))? {
+            return Ok(Some(record));
+        }
+        Ok(pending::group_at(self, id)?.and_then(|(_, group)| group.find(id)))
     }
 
-    /// The records of the pictures the worker may have work for (see `PictureDue`), by id.
+    /// The records of the pictures the worker may have work for, by id: those with a state
+    /// record and a `PictureDue` key, and the pending ones held in groups.
     pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
         let ids = self.ids_under(Keyspace::PictureDue.prefix())?;
-        self.many(Keyspace::PictureState, ids)
+        let mut due = self.many(Keyspace::PictureState, ids)?;
+        due.extend(pending::all_records(self)?);
+        // Stable: were a picture in both, its state record (first) would win.
+        due.sort_by_key(|picture| picture.id);
+        due.dedup_by_key(|picture| picture.id);
+        Ok(due)
+    }
+
+    /// How many keys `space` holds (tests count what a write costs sled).
+    #[cfg(test)]
+    pub(crate) fn keys_in(&self, space: Keyspace) -> usize {
+        self.db.scan_prefix(space.prefix()).count()
+    }
+
+    /// How many keys the store holds in all.
+    #[cfg(test)]
+    pub(crate) fn keys_total(&self) -> usize {
+        self.db.len()
     }
 
     /// What picture `id` looks like, once the worker has fetched it.

@@ -4,13 +4,14 @@
 
 use super::codec::{encode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
+use super::pending::GroupWrites;
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
     normalize_reference, reference_base, AuditEntry, Brand, Caliber, Complication, DuplicatePair,
     DuplicateSignal, Listing, ListingStatus, Look, Model, ModelId, PictureCandidate, PictureId,
-    PictureRecord, PictureReview, Provider, ReviewStatus, Series, Session, TokenHash, User,
-    Username,
+    PictureRecord, PictureReview, Provider, ReviewStatus, Series, Session, Timestamp, TokenHash,
+    User, Username,
 };
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::marker::PhantomData;
@@ -38,6 +39,8 @@ pub struct WriteBatch<'t> {
     stale_candidates: HashSet<ModelId>,
     /// Models this write deletes (merged away): no count is kept for them.
     removed_models: HashSet<ModelId>,
+    /// Pictures queued in groups, and those leaving theirs (`super::pending`).
+    pending: GroupWrites,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -54,6 +57,7 @@ impl<'t> WriteBatch<'t> {
             counts: HashMap::new(),
             stale_candidates: HashSet::new(),
             removed_models: HashSet::new(),
+            pending: GroupWrites::default(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -100,9 +104,11 @@ impl<'t> WriteBatch<'t> {
                 ));
             }
         }
+        let groups = self.pending.into_operations(&self.store)?;
         let operations = counters
             .into_iter()
             .chain(self.operations_in_order)
+            .chain(groups)
             .collect();
         Ok((operations, self.changes))
     }
@@ -288,8 +294,10 @@ impl WriteBatch<'_> {
     }
 
     /// Where the image pipeline is with one picture: no index or count depends on it. Its id
-    /// stays under `PictureDue` exactly while the worker may still have work for it.
+    /// stays under `PictureDue` exactly while the worker may still have work for it; a picture
+    /// queued in a group (`WriteBatch::queue_picture`) leaves it in the same commit.
     pub fn put_picture(&mut self, picture: &PictureRecord) {
+        self.pending.stated(picture.id);
         let id = picture.id.0;
         self.put(Keyspace::PictureState.id_key(id), &encode(picture));
         let due = Keyspace::PictureDue.id_key(id);
@@ -298,6 +306,19 @@ impl WriteBatch<'_> {
         } else {
             self.remove(due);
         }
+    }
+}
+
+/// Pictures queued for the image worker in groups (`super::pending`).
+impl WriteBatch<'_> {
+    /// A new picture's id, pending for the image worker from `at`: the same record as
+    /// `put_picture` of `PictureRecord::pending`, held with the pictures queued next to it in
+    /// one key instead of two keys of its own.
+    pub fn queue_picture(&mut self, source: String, at: Timestamp) -> StoreResult<PictureId> {
+        let id = PictureId(self.allocate_id(Keyspace::Picture)?);
+        self.pending.queue(id, source, at);
+        self.operations += 1;
+        Ok(id)
     }
 }
 

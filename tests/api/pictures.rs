@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
-use watch_catalogue::domain::{FetchState, Fetched, PictureId, PictureRecord, Timestamp};
+use watch_catalogue::domain::{
+    FetchState, Fetched, PictureId, PictureRecord, Provider, ProviderId, Slug, Timestamp,
+};
+use watch_catalogue::jobs::ingest::ingest;
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
 use watch_catalogue::media::crop::{background, content_box};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
@@ -412,6 +415,88 @@ async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
         assert_eq!(record.source_url, source);
         assert_eq!(record.state, FetchState::Pending);
     }
+}
+
+/// Ingests a one-listing snapshot of a new provider, its pictures at `urls`; their ids.
+fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
+    app.writer
+        .run(|turn| -> Result<(), StoreError> {
+            let mut batch = turn.batch()?;
+            let id = ProviderId(batch.allocate_id(RecordKind::Provider)?);
+            let provider = Provider {
+                id,
+                slug: Slug::parse("test-shop").expect("slug"),
+                name: "Test shop".into(),
+                url: "https://shop.example".into(),
+                created_at: Timestamp::now(),
+                updated_at: Timestamp::now(),
+            };
+            batch.put_provider(None, &provider);
+            turn.commit(batch).map(|_| ())
+        })
+        .expect("provider");
+    let line = serde_json::json!({
+        "sourceId": "S-1",
+        "url": "https://shop.example/1",
+        "title": "Rolex Submariner 126610LV",
+        "pictures": urls,
+    });
+    app.writer
+        .run(|turn| ingest(turn, "test-shop", "feed", line.to_string().as_bytes(), 0.0))
+        .expect("ingest");
+    let listing = app
+        .store
+        .all_listings()
+        .next()
+        .expect("one")
+        .expect("listing");
+    listing.pictures.into_iter().map(|p| p.id).collect()
+}
+
+#[tokio::test]
+async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
+    let source = source_server().await;
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let urls: Vec<String> = ["/a.jpg", "/text", "/b.png"]
+        .iter()
+        .map(|p| format!("http://{source}{p}"))
+        .collect();
+    let ids = ingest_listing(&app, &urls);
+    let due: Vec<PictureId> = (app.store.pictures_maybe_due().expect("due").iter())
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(due, ids, "queued for the worker");
+    for (id, url) in ids.iter().zip(&urls) {
+        let record = state(&app, *id);
+        assert_eq!(
+            (&record.source_url, &record.state),
+            (url, &FetchState::Pending)
+        );
+    }
+
+    pass(&app, &["127.0.0.1/32"]).await;
+    let fetched = |i: usize| state(&app, ids[i]).fetched().cloned();
+    assert!(
+        fetched(0).is_some_and(|f| f.cropped.is_some()),
+        "{:?}",
+        state(&app, ids[0])
+    );
+    assert!(
+        fetched(2).is_some_and(|f| f.cropped.is_some()),
+        "{:?}",
+        state(&app, ids[2])
+    );
+    assert!(failure_reason(&app, ids[1]).contains("not a JPEG, PNG or WebP image"));
+    for (id, url) in ids.iter().zip(&urls) {
+        assert_eq!(&state(&app, *id).source_url, url);
+    }
+    // Nothing left to do: a second pass fetches nothing again.
+    assert!(app.store.pictures_maybe_due().expect("due").is_empty());
+    let worker =
+        PictureWorker::new(app.media.clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
+    let report = run_pass(&app, &Arc::new(worker)).await.expect("pass");
+    assert_eq!(report.handled(), 0);
 }
 
 #[tokio::test]
