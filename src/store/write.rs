@@ -35,8 +35,9 @@ pub struct WriteBatch<'t> {
     changes: BatchChanges,
     /// How each admin count moves with this write, applied to the stored counts at commit.
     counts: HashMap<Counted, i64>,
-    /// Models already marked for their listing candidates to be ranked again.
-    stale_candidates: HashSet<ModelId>,
+    /// Models this write marks (true) for their listing candidates to be ranked again, or
+    /// clears the mark of (false): written at commit, a mark only where the store lacks it.
+    stale_candidates: HashMap<ModelId, bool>,
     /// Models this write deletes (merged away): no count is kept for them.
     removed_models: HashSet<ModelId>,
     /// Pictures queued in groups, and those leaving theirs (`super::pending`).
@@ -55,7 +56,7 @@ impl<'t> WriteBatch<'t> {
             duplicates_touched: BTreeSet::new(),
             changes: BatchChanges::default(),
             counts: HashMap::new(),
-            stale_candidates: HashSet::new(),
+            stale_candidates: HashMap::new(),
             removed_models: HashSet::new(),
             pending: GroupWrites::default(),
             store: store.clone(),
@@ -105,10 +106,12 @@ impl<'t> WriteBatch<'t> {
             }
         }
         let groups = self.pending.into_operations(&self.store)?;
+        let stale = stale_operations(&self.store, self.stale_candidates)?;
         let operations = counters
             .into_iter()
             .chain(self.operations_in_order)
             .chain(groups)
+            .chain(stale)
             .collect();
         Ok((operations, self.changes))
     }
@@ -238,8 +241,8 @@ impl<'t> WriteBatch<'t> {
             .filter(|l| !l.pictures.is_empty())
             .filter_map(|l| l.model_id)
         {
-            if self.stale_candidates.insert(model) {
-                self.put(Keyspace::CandidatesStale.id_key(model.0), &[]);
+            if self.stale_candidates.insert(model, true) != Some(true) {
+                self.operations += 1;
             }
         }
     }
@@ -370,7 +373,8 @@ impl WriteBatch<'_> {
 
     /// `model`'s listing candidates were ranked on what the store holds now.
     pub fn clear_candidates_stale(&mut self, model: ModelId) {
-        self.remove(Keyspace::CandidatesStale.id_key(model.0));
+        self.stale_candidates.insert(model, false);
+        self.operations += 1;
     }
 }
 
@@ -454,6 +458,23 @@ impl WriteBatch<'_> {
         self.put(Keyspace::MergedId.id_key(old.id.0), &id_value(keeper.0));
         self.duplicates_touched.extend([old.id, keeper]);
     }
+}
+
+/// The marks of `stale` (see `WriteBatch::stale_candidates`) as writes. A mark the store
+/// holds already is not written again: an ingest's chunks mark the same models over and over
+/// (bench/RESULTS.md, "Ingest and match (part 5)"), and nothing
+/// clears a mark between the read and the commit, both inside the write turn.
+fn stale_operations(store: &Store, stale: HashMap<ModelId, bool>) -> StoreResult<Vec<Operation>> {
+    let mut operations = Vec::new();
+    for (model, marked) in stale {
+        let key = Keyspace::CandidatesStale.id_key(model.0);
+        if !marked {
+            operations.push((key, None));
+        } else if !store.db.contains_key(&key)? {
+            operations.push((key, Some(Vec::new())));
+        }
+    }
+    Ok(operations)
 }
 
 /// A pair's stored value: the signal byte and the name score in thousandths.
@@ -581,4 +602,21 @@ fn listing_keys(listing: &Listing) -> Vec<(Vec<u8>, Vec<u8>)> {
         keys::listing_source(listing.provider_id, &listing.provider_code),
         id_value(listing.id.0),
     )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stale_mark_the_store_holds_is_not_written_again_and_a_clear_always_is() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let mark = |model: u64| Keyspace::CandidatesStale.id_key(model);
+        store.db.insert(mark(1), &[]).expect("mark");
+        let wanted = HashMap::from([(ModelId(1), true), (ModelId(2), true), (ModelId(3), false)]);
+        let mut operations = stale_operations(&store, wanted).expect("operations");
+        operations.sort();
+        assert_eq!(operations, [(mark(2), Some(Vec::new())), (mark(3), None)]);
+    }
 }
