@@ -37,7 +37,8 @@ pub enum Keyspace {
     /// its own, so adding it needed no migration (docs/decisions.md).
     PictureState = 46,
     /// Ids of the pictures the image worker has something to do for, now or at a retry
-    /// time: empty values, so a pass reads only those records, not every picture's.
+    /// time: empty values, so a pass reads only those records, not every picture's. Pictures
+    /// still in a `PendingPictures` group have neither a state nor a due key.
     PictureDue = 47,
     /// What each fetched picture looks like (its 8-byte difference hash), by picture id:
     /// how listing pictures that show one photograph are told apart.
