@@ -179,7 +179,7 @@ fn records_of_the_old_form_read_beside_groups_and_inside_their_id_ranges() {
     }
     // The picture inside the group's range, cropped: read from its record, the group intact.
     let done = cropped(PictureRecord::pending(own, url(2), QUEUED));
-    put_states(&store, &[done.clone()]);
+    put_states(&store, std::slice::from_ref(&done));
     assert_eq!(store.picture(own).expect("read"), Some(done));
     assert_eq!(
         ids(&store.pictures_maybe_due().expect("due")),
