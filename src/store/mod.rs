@@ -57,8 +57,12 @@ pub type StoreResult<T> = Result<T, StoreError>;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StoreGeneration(pub u64);
 
-/// Keys one sled batch writes at most; see [`WriteTurn::commit`].
-pub const ATOMIC_OPERATIONS: usize = 200_000;
+/// Keys one sled batch writes at most; see [`WriteTurn::commit`]. sled applies a batch of
+/// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, one of
+/// 125,000-165,000 twice as slowly and holding gigabytes (bench/RESULTS.md, "Ingest and match
+/// (part 5)"): an ingest chunk of 50,000 new listings, 106,000 keys and up since pictures are
+/// queued in groups, is applied key by key.
+pub const ATOMIC_OPERATIONS: usize = 64_000;
 
 /// Handle on the sled database; cheap to clone.
 #[derive(Clone)]
