@@ -712,7 +712,7 @@ mod tests {
         assert_eq!(revisit.written.commits as usize, rows.div_ceil(7));
     }
 
-    /// A feed line of a new listing of a fixture model with `pictures` pictures.
+    /// A feed line of a new listing with `pictures` pictures.
     fn line(n: usize, pictures: usize) -> String {
         let pictures: Vec<String> = (0..pictures)
             .map(|p| format!("https://img.example/{n}-{p}.jpg"))
