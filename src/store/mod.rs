@@ -5,13 +5,11 @@
 mod codec;
 mod keys;
 pub mod migrate;
-mod small_pages;
 mod touch_log;
 mod turn;
 mod write;
 
 pub use migrate::{MigrationPolicy, MigrationReport};
-pub use small_pages::SmallPages;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
@@ -91,14 +89,10 @@ impl Store {
         cache_bytes: u64,
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
-        let db = {
-            // sled loads its whole page table here: on small pages it is 2-5x faster.
-            let _small_pages = SmallPages::while_loading();
-            sled::Config::new()
-                .path(dir)
-                .cache_capacity(cache_bytes)
-                .open()?
-        };
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         let store = Store {
             db,
