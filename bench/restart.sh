@@ -10,7 +10,7 @@
 # posix_fadvise(DONTNEED) (GNU dd's iflag=nocache), and `fincore` checks that what stays
 # cached is under 1 MiB before the timed start. Knobs (environment): PORT=18987,
 # EVICT_BINARY=1, RUST_LOG (default warn; the server's log goes to WORK/serve-*.log),
-# STRACE=1 (each cold start under `strace -f -c`, its summary printed), LOCK=/tmp/bench.lock
+# LOCK=/tmp/bench.lock
 # (every timed start holds it, so no other benchmark overlaps it), PHASES=1 (the server logs
 # sled's and tantivy's debug lines, and each start is split into: process start to sled's first
 # line (the snapshot file read and decoded), log replay, the segment accountant, the page table
@@ -53,7 +53,6 @@ cached_bytes() {
 timed_start() {
   local mode=$1 run=$2 log="$WORK/serve-$1-$2.log"
   local cmd=("$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000)
-  [[ ${STRACE:-0} == 1 && $mode == cold ]] && cmd=(strace -f -c -o "$WORK/strace-$run.txt" -- "${cmd[@]}")
   local start end pid filter=${RUST_LOG:-warn}
   [[ ${PHASES:-0} == 1 ]] && filter=sled=debug,tantivy=debug,watch_catalogue=info
   start=$(date +%s.%N)
@@ -108,9 +107,6 @@ run() {
   seconds=$(timed_start "$mode" "$run")
   printf '%s %d ready_s=%.3f load=%s %s%s\n' "$mode" "$run" "$seconds" "$load" "$(cat "$WORK/hwm-$mode-$run")" "$before"
   if [[ ${PHASES:-0} == 1 ]]; then phases "$mode" "$run"; fi
-  if [[ ${STRACE:-0} == 1 && $mode == cold ]]; then
-    head -20 "$WORK/strace-$run.txt"
-  fi
 }
 
 export -f evict cached_bytes timed_start phases run
