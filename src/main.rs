@@ -366,7 +366,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             for (provider, report) in imported.feeds {
                 print_report(&batch::ingest_lines(&provider, &report));
             }
-            app.prepare(false)
+            app.prepare(false)?;
+            drop(app);
+            watch_catalogue::app::snapshot_store(&data_dir, cli.cache_bytes);
+            Ok(())
         }
         Command::Ingest {
             provider,
@@ -450,12 +453,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// A batch job on the data dir, its report printed (skipped lines on standard error).
+/// A batch job on the data dir, its report printed (skipped lines on standard error), then
+/// the store opened once more so that sled snapshots it (`app::snapshot_store`).
 fn run_local(data_dir: &DataDir, cache_bytes: u64, job: Batch) -> anyhow::Result<()> {
     let app = App::open(data_dir, cache_bytes)?;
     match batch::run(&app, &job, &JobControl::default()) {
         Ok(report) => {
             print_report(&report);
+            // The next start then replays none of the job's log.
+            drop(app);
+            watch_catalogue::app::snapshot_store(data_dir, cache_bytes);
             Ok(())
         }
         Err(error) => {

@@ -184,3 +184,45 @@ fn calibres_import_in_any_order_and_a_parent_cycle_is_refused() {
     );
     assert_eq!(generation(fresh.path()), 0, "nothing was written");
 }
+
+/// The `snap.*` files of a data dir's sled store, by name (each names the log position it
+/// covers).
+fn sled_snapshots(data_dir: &std::path::Path) -> Vec<String> {
+    let store = watch_catalogue::config::DataDir::new(data_dir).store();
+    let mut names: Vec<String> = std::fs::read_dir(store)
+        .expect("store dir")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| name.starts_with("snap."))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_offline_job_leaves_its_writes_in_a_sled_snapshot_so_the_next_open_replays_none() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
+    assert!(output.status.success(), "{text}");
+    let after_import = sled_snapshots(data.path());
+    let feed = crate::support::test_feeds().join("listings/ebay.jsonl");
+    let (output, text) = run(binary(data.path())
+        .args(["ingest", "--provider", "ebay"])
+        .arg(feed));
+    assert!(output.status.success(), "{text}");
+    let after_ingest = sled_snapshots(data.path());
+    assert_eq!(after_ingest.len(), 1, "{after_ingest:?}");
+    assert_ne!(
+        after_ingest, after_import,
+        "the job's writes are snapshotted"
+    );
+    // Opened again: the store holds every write of the job, and sled had no log to replay,
+    // so it wrote no newer snapshot.
+    assert_eq!(generation(data.path()), 2);
+    assert_eq!(sled_snapshots(data.path()), after_ingest);
+}
