@@ -272,3 +272,63 @@ fn a_bucket_is_a_quarter_of_a_doubling() {
         [0, 3, 8, 11, 12, 12, 13, 14, 15, 16, 39, 39, 40, 48]
     );
 }
+
+/// Prices on both sides of bucket boundaries, in two conditions, against ranges whose ends fall
+/// inside, on and beside buckets: what the split into inner and edge buckets must get right
+/// (random filters rarely land a narrow range on matching listings).
+#[test]
+fn narrow_price_ranges_agree_with_the_reference_at_bucket_edges() {
+    let prices = [
+        999, 1_000, 1_023, 1_024, 1_279, 1_280, 4_095, 4_096, 5_000, 5_001, 6_000, 20_000,
+    ];
+    let docs: Vec<ListingDoc> = prices
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &price)| {
+            (0..2u64).map(move |condition| ListingDoc {
+                id: 2 * i as u64 + condition + 1,
+                condition: Some(condition),
+                price: Some(price),
+                currency: Some("USD".into()),
+                price_usd: Some(price),
+                ..ListingDoc::default()
+            })
+        })
+        .collect();
+    let index = build(&[docs.clone()]);
+    let ranges = [
+        (1_000, 5_000),
+        (1_001, 4_999),
+        (1_024, 1_279),
+        (1_023, 1_024),
+        (1_100, 1_200),
+        (4_096, 4_096),
+        (999, 20_000),
+        (5_000, 1_000),
+    ];
+    for (min, max) in ranges {
+        for condition in [None, Some(1)] {
+            for sort in [
+                ListingSort::Newest,
+                ListingSort::Oldest,
+                ListingSort::PriceAsc,
+            ] {
+                let query = ListingQuery {
+                    text: None,
+                    filters: ListingFilters {
+                        condition,
+                        min_price_usd: Some(min),
+                        max_price_usd: Some(max),
+                        ..ListingFilters::default()
+                    },
+                    sort,
+                    offset: 0,
+                    limit: 5,
+                };
+                let hits = index.search(&query).expect("search");
+                let (ids, total) = reference_page(&docs, &query);
+                assert_eq!((hits.ids, hits.total), (ids, total), "{query:?}");
+            }
+        }
+    }
+}
