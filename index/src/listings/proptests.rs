@@ -295,7 +295,7 @@ fn narrow_price_ranges_agree_with_the_reference_at_bucket_edges() {
             })
         })
         .collect();
-    let index = build(&[docs.clone()]);
+    let index = build(std::slice::from_ref(&docs));
     let ranges = [
         (1_000, 5_000),
         (1_001, 4_999),
