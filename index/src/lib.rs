@@ -254,10 +254,10 @@ impl CatalogueIndex {
     /// background (a build takes a fraction of a second at 1M models, and after every commit of
     /// an ingest no request should wait for one).
     pub fn brand_summary(&self, brand: u64) -> IndexResult<BrandSummary> {
-        match self.current_summaries() {
-            Some(kept) => Ok(kept.brand(brand)),
-            None => self.searched_brand_summary(brand),
-        }
+        self.kept_or_searched(
+            |kept| kept.brand(brand),
+            || self.searched_brand_summary(brand),
+        )
     }
 
     /// A brand's summary from searches of this brand alone: what the summaries replace.
@@ -278,10 +278,10 @@ impl CatalogueIndex {
 
     /// A series' model count and lead model, as [`CatalogueIndex::brand_summary`] finds them.
     pub fn series_summary(&self, series: u64) -> IndexResult<SeriesSummary> {
-        match self.current_summaries() {
-            Some(kept) => Ok(kept.series(series)),
-            None => self.searched_series_summary(series),
-        }
+        self.kept_or_searched(
+            |kept| kept.series(series),
+            || self.searched_series_summary(series),
+        )
     }
 
     /// A series' summary from searches of this series alone.
@@ -294,6 +294,18 @@ impl CatalogueIndex {
             model_count: self.count(DocKind::Model, &filters)?,
             lead_model: self.lead_model(&filters)?,
         })
+    }
+
+    /// `kept` of the current summaries, or `searched` while they are being built.
+    fn kept_or_searched<T>(
+        &self,
+        kept: impl FnOnce(&GroupSummaries) -> T,
+        searched: impl FnOnce() -> IndexResult<T>,
+    ) -> IndexResult<T> {
+        match self.current_summaries() {
+            Some(summaries) => Ok(kept(&summaries)),
+            None => searched(),
+        }
     }
 
     /// The kept summaries if they are of the current searcher; else `None`, with their build

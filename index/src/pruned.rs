@@ -62,8 +62,9 @@ struct Plan {
     whole: Vec<Reference>,
     /// The request's filters other than the kind (only models have the fields searched here).
     filter: Option<Box<dyn Weight>>,
-    /// Every (word, field) term, boosted: what WAND prunes.
-    disjunction: Box<dyn Weight>,
+    /// Every field term of the one word, boosted: what WAND prunes. `None` for several words,
+    /// which the conjunction pass scores instead.
+    disjunction: Option<Box<dyn Weight>>,
     /// Models with every word in a text field, passing the filters: the bulk of the total.
     every_word: Box<dyn Weight>,
 }
@@ -277,8 +278,13 @@ impl Plan {
             words: plan_words,
             whole,
             filter,
-            disjunction: BooleanQuery::new(disjunction)
-                .weight(EnableScoring::enabled_from_searcher(searcher))?,
+            disjunction: match words.len() {
+                1 => Some(
+                    BooleanQuery::new(disjunction)
+                        .weight(EnableScoring::enabled_from_searcher(searcher))?,
+                ),
+                _ => None,
+            },
             every_word: every_word.weight(unscored)?,
         }))
     }
@@ -286,13 +292,13 @@ impl Plan {
     fn segment(&self, reader: &SegmentReader, k: usize) -> IndexResult<SegmentResult> {
         let mut best = Best::new(k);
         let reference_docs = self.reference_pass(reader, &mut best)?;
-        let in_text = if k == 0 {
-            self.every_word.count(reader)? as usize
-        } else if self.words.len() > 1 {
-            self.conjunction_pass(reader, &reference_docs.docs, &mut best)?
-        } else {
-            self.text_pass(reader, &reference_docs.docs, &mut best)?;
-            self.every_word.count(reader)? as usize
+        let in_text = match (&self.disjunction, k) {
+            (_, 0) => self.every_word.count(reader)? as usize,
+            (Some(disjunction), _) => {
+                self.text_pass(&**disjunction, reader, &reference_docs.docs, &mut best)?;
+                self.every_word.count(reader)? as usize
+            }
+            (None, _) => self.conjunction_pass(reader, &reference_docs.docs, &mut best)?,
         };
         let total = in_text + reference_docs.only;
         Ok(SegmentResult {
@@ -388,10 +394,11 @@ impl Plan {
         Ok(hits)
     }
 
-    /// The block-max WAND pass over the words' field terms, skipping the reference pass's
-    /// documents.
+    /// The block-max WAND pass over the word's field terms (`disjunction`), skipping the
+    /// reference pass's documents.
     fn text_pass(
         &self,
+        disjunction: &dyn Weight,
         reader: &SegmentReader,
         reference_docs: &[DocId],
         best: &mut Best,
@@ -399,19 +406,18 @@ impl Plan {
         let mut scan = Scan::new(self, reader)?;
         let mut skip = reference_docs.iter().copied().peekable();
         let mut threshold = best.threshold(0);
-        self.disjunction
-            .for_each_pruning(threshold, reader, &mut |doc, _| {
-                while skip.next_if(|&r| r < doc).is_some() {}
-                if skip.peek() == Some(&doc) || !scan.is_candidate(doc) {
-                    return threshold;
-                }
-                if (0..self.words.len()).all(|w| scan.has_word(w, doc)) {
-                    let score = (0..self.words.len()).map(|w| scan.word_score(w, doc)).sum();
-                    best.offer(Kept::new(score, doc));
-                    threshold = best.threshold(doc);
-                }
-                threshold
-            })?;
+        disjunction.for_each_pruning(threshold, reader, &mut |doc, _| {
+            while skip.next_if(|&r| r < doc).is_some() {}
+            if skip.peek() == Some(&doc) || !scan.is_candidate(doc) {
+                return threshold;
+            }
+            if (0..self.words.len()).all(|w| scan.has_word(w, doc)) {
+                let score = (0..self.words.len()).map(|w| scan.word_score(w, doc)).sum();
+                best.offer(Kept::new(score, doc));
+                threshold = best.threshold(doc);
+            }
+            threshold
+        })?;
         Ok(())
     }
 }
@@ -436,10 +442,12 @@ impl Plan {
             .collect();
         terms.sort_by(|a, b| b.bound().total_cmp(&a.bound()));
         let mut rest: Score = terms.iter().map(|term| term.bound()).sum();
+        let mut scratch = Vec::with_capacity(partial.len());
         for term in terms {
             term.add_scores(reader, &candidates, &mut partial)?;
             rest -= term.bound();
-            drop_hopeless(&mut candidates, &mut partial, rest.max(0.0), best.k);
+            let rest = rest.max(0.0);
+            drop_hopeless(&mut candidates, &mut partial, rest, best.k, &mut scratch);
         }
         let mut scan = Scan::new(self, reader)?;
         for doc in candidates {
@@ -482,12 +490,20 @@ const BOUND_MARGIN: Score = 1e-4;
 
 /// Drops the candidates that cannot reach the best `k` whatever the terms not yet added give
 /// them (at most `rest`): the `k`-th best partial score is a floor for the `k`-th best score.
-fn drop_hopeless(candidates: &mut Vec<DocId>, partial: &mut Vec<Score>, rest: Score, k: usize) {
+/// `scratch` is room to find the `k`-th best partial score in, reused term after term.
+fn drop_hopeless(
+    candidates: &mut Vec<DocId>,
+    partial: &mut Vec<Score>,
+    rest: Score,
+    k: usize,
+    scratch: &mut Vec<Score>,
+) {
     if k == 0 || candidates.len() <= k {
         return;
     }
-    let mut sorted = partial.clone();
-    let (_, &mut kth, _) = sorted.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+    scratch.clear();
+    scratch.extend_from_slice(partial);
+    let (_, &mut kth, _) = scratch.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
     let bar = kth - BOUND_MARGIN * kth.abs() - rest;
     let mut kept = 0;
     for i in 0..candidates.len() {

@@ -202,12 +202,12 @@ fn only_candidates_that_cannot_reach_the_best_k_whatever_the_rest_adds_are_dropp
     let mut candidates = vec![1, 2, 3, 4];
     let mut partial = vec![10.0, 2.0, 9.0, 1.0];
     // The 2nd best partial is 9: a candidate needs at least 9 - 7 = 2 now to reach it.
-    super::drop_hopeless(&mut candidates, &mut partial, 7.0, 2);
+    super::drop_hopeless(&mut candidates, &mut partial, 7.0, 2, &mut Vec::new());
     assert_eq!(candidates, [1, 2, 3]);
     assert_eq!(partial, [10.0, 2.0, 9.0]);
     // No more than k candidates: nothing to drop.
-    super::drop_hopeless(&mut candidates, &mut partial, 0.0, 3);
+    super::drop_hopeless(&mut candidates, &mut partial, 0.0, 3, &mut Vec::new());
     assert_eq!(candidates, [1, 2, 3]);
-    super::drop_hopeless(&mut candidates, &mut partial, 0.5, 1);
+    super::drop_hopeless(&mut candidates, &mut partial, 0.5, 1, &mut Vec::new());
     assert_eq!(candidates, [1]);
 }
