@@ -199,6 +199,10 @@ async fn every_filter_selects_what_it_names() {
         ("minPriceUSD=5000", "e1 e2 e3 e9 e11"),
         ("maxPriceUSD=3000", "e7 e8 e10"),
         ("minPriceUSD=3000&maxPriceUSD=4211", "e6 e10"),
+        // A narrow range with a condition reads the (condition, price bucket) terms.
+        ("condition=UNWORN&minPriceUSD=9000&maxPriceUSD=10000", "e1"),
+        ("condition=UNWORN&minPriceUSD=11000&maxPriceUSD=20000", "e3"),
+        ("condition=NEW&minPriceUSD=9000&maxPriceUSD=12000", ""),
         ("unmatched=true", "e7 e8 e11"),
         ("unmatched=false", "e1 e2 e3 e4 e5 e6 e7 e8 e9 e10 e11"),
         ("q=invicta", "e7"),
