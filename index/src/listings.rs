@@ -11,6 +11,7 @@
 //! the stats of a model read.
 
 mod collect;
+mod model_prices;
 #[cfg(test)]
 mod proptests;
 
@@ -19,6 +20,7 @@ use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
 use crate::schema::{filter_options, prefix_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use collect::{PageCollector, PriceCollector};
+use model_prices::{RunCache, RUN_MIN_LEN};
 use rayon::prelude::*;
 use std::path::Path;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
@@ -453,6 +455,8 @@ impl ListingLoad {
 pub struct ListingIndex {
     derived: Derived,
     fields: Fields,
+    /// The large models' prices per segment, for [`ListingIndex::model_prices`].
+    runs: RunCache,
 }
 
 impl ListingIndex {
@@ -462,6 +466,7 @@ impl ListingIndex {
         Ok(ListingIndex {
             derived: Derived::open(dir, schema, sorted_by(names::ID))?,
             fields,
+            runs: RunCache::new(RUN_MIN_LEN),
         })
     }
 
@@ -471,6 +476,7 @@ impl ListingIndex {
         Ok(ListingIndex {
             derived: Derived::in_memory(schema, sorted_by(names::ID))?,
             fields,
+            runs: RunCache::new(RUN_MIN_LEN),
         })
     }
 
@@ -557,6 +563,24 @@ impl ListingIndex {
         Ok(searcher.search(
             &*query,
             &PriceCollector::new(currency, price_range(filters), self.fields.price_at_max),
+        )?)
+    }
+
+    /// What [`ListingIndex::prices`] gives for one model's listings of one status, with the
+    /// large models' listings read once per segment and kept (see `model_prices`).
+    pub fn model_prices(
+        &self,
+        model: u64,
+        status: u64,
+        currency: &str,
+    ) -> IndexResult<PricedListings> {
+        let searcher = self.derived.reader.searcher();
+        let term = Term::from_field_text(self.fields.model_status, &model_status(model, status));
+        Ok(self.runs.prices(
+            &searcher,
+            &term,
+            &currency_key(Some(currency)),
+            self.fields.price_at_max,
         )?)
     }
 }

@@ -11,16 +11,16 @@
 use super::{names, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED};
 use std::collections::{BinaryHeap, VecDeque};
 use tantivy::collector::{Collector, SegmentCollector};
-use tantivy::columnar::Column;
+use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::Weight;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
 
 /// One column's values for a block of documents; `None` where a document has none.
-type Values = Vec<Option<u64>>;
+pub(super) type Values = Vec<Option<u64>>;
 
 /// A dense price column of one segment, with the documents whose real price is the sentinel.
-struct DensePrices {
+pub(super) struct DensePrices {
     column: Column<u64>,
     /// Documents (ascending) whose price really is [`UNPRICED`]'s value; nearly always none.
     at_max: Vec<DocId>,
@@ -28,7 +28,11 @@ struct DensePrices {
 }
 
 impl DensePrices {
-    fn open(segment: &SegmentReader, name: &str, marker: Term) -> tantivy::Result<DensePrices> {
+    pub(super) fn open(
+        segment: &SegmentReader,
+        name: &str,
+        marker: Term,
+    ) -> tantivy::Result<DensePrices> {
         Ok(DensePrices {
             column: segment.fast_fields().u64(name)?,
             at_max: docs_with(segment, &marker)?,
@@ -37,7 +41,7 @@ impl DensePrices {
     }
 
     /// The prices of `docs` (`None`: unpriced) into `out`, in the order of `docs`.
-    fn read(&mut self, docs: &[DocId], out: &mut Values) {
+    pub(super) fn read(&mut self, docs: &[DocId], out: &mut Values) {
         out.clear();
         for chunk in docs.chunks(COLLECT_BLOCK_BUFFER_LEN) {
             let raw = &mut self.raw[..chunk.len()];
@@ -55,7 +59,7 @@ impl DensePrices {
 }
 
 /// The segment's documents with `term` (a marker term: few or none), ascending.
-fn docs_with(segment: &SegmentReader, term: &Term) -> tantivy::Result<Vec<DocId>> {
+pub(super) fn docs_with(segment: &SegmentReader, term: &Term) -> tantivy::Result<Vec<DocId>> {
     let inverted = segment.inverted_index(term.field())?;
     let mut docs = Vec::new();
     if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
@@ -66,6 +70,44 @@ fn docs_with(segment: &SegmentReader, term: &Term) -> tantivy::Result<Vec<DocId>
         }
     }
     Ok(docs)
+}
+
+/// The segment's currency column, if any document has a currency.
+pub(super) fn currency_column(segment: &SegmentReader) -> tantivy::Result<Option<StrColumn>> {
+    segment.fast_fields().str(names::CURRENCY)
+}
+
+/// The ordinals of `docs` in `column` into `out` (as long as `docs`), read in blocks.
+pub(super) fn read_ords(column: &Column<u64>, docs: &[DocId], out: &mut [Option<u64>]) {
+    for (chunk, out) in docs
+        .chunks(COLLECT_BLOCK_BUFFER_LEN)
+        .zip(out.chunks_mut(COLLECT_BLOCK_BUFFER_LEN))
+    {
+        column.first_vals(chunk, out);
+    }
+}
+
+/// The ordinal of the currency column's value `key` in `column`, if it occurs.
+pub(super) fn currency_ord(column: Option<&StrColumn>, key: &str) -> tantivy::Result<Option<u64>> {
+    match column {
+        Some(column) => Ok(column.dictionary().term_ord(key.as_bytes())?),
+        None => Ok(None),
+    }
+}
+
+/// Counts one selected listing into `out`, and its prices when it has a price: its own too
+/// when its currency is the `wanted` one.
+pub(super) fn add_listing(
+    out: &mut PricedListings,
+    price: Option<u64>,
+    usd: Option<u64>,
+    currency: Option<u64>,
+    wanted: Option<u64>,
+) {
+    out.count += 1;
+    let Some(price) = price else { return };
+    let own = (currency.is_some() && currency == wanted).then_some(price);
+    out.priced.push(PricePoint { usd, own });
 }
 
 fn in_range(range: Option<(u64, u64)>, price: Option<u64>) -> bool {
@@ -379,11 +421,8 @@ impl Collector for PriceCollector {
 
     fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
         let marker = |value| Term::from_field_u64(self.price_at_max, value);
-        let currency = segment.fast_fields().str(names::CURRENCY)?;
-        let wanted = match &currency {
-            Some(column) => column.dictionary().term_ord(self.currency_key.as_bytes())?,
-            None => None,
-        };
+        let currency = currency_column(segment)?;
+        let wanted = currency_ord(currency.as_ref(), &self.currency_key)?;
         Ok(PriceSegment {
             price: DensePrices::open(segment, names::PRICE, marker(AT_MAX_PRICE))?,
             price_usd: DensePrices::open(segment, names::PRICE_USD, marker(AT_MAX_USD))?,
@@ -437,21 +476,13 @@ impl SegmentCollector for PriceSegment {
         currencies.clear();
         currencies.resize(docs.len(), None);
         if let Some(column) = &self.currency {
-            for (chunk, out) in docs
-                .chunks(COLLECT_BLOCK_BUFFER_LEN)
-                .zip(currencies.chunks_mut(COLLECT_BLOCK_BUFFER_LEN))
-            {
-                column.first_vals(chunk, out);
-            }
+            read_ords(column, docs, &mut currencies);
         }
         for ((&price, &usd), &currency) in prices.iter().zip(&usd).zip(&currencies) {
             if !in_range(self.range, usd) {
                 continue;
             }
-            self.out.count += 1;
-            let Some(price) = price else { continue };
-            let own = (currency.is_some() && currency == self.wanted).then_some(price);
-            self.out.priced.push(PricePoint { usd, own });
+            add_listing(&mut self.out, price, usd, currency, self.wanted);
         }
         self.block = (prices, usd, currencies);
     }

@@ -252,6 +252,75 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The stats' runs, every one kept (no minimum length), against the reference and the
+    /// price collector: asked twice (the second time from the kept runs), then again after
+    /// one more commit, so kept runs meet later deletes and a new segment.
+    #[test]
+    fn model_prices_agree_with_the_reference_across_commits(
+        commits in history(),
+        asks in prop::collection::vec(
+            (0u64..4, 0u64..3, prop::sample::select(vec!["USD", "EUR", "GBP"])),
+            1..8,
+        ),
+    ) {
+        let (last, before) = commits.split_last().expect("commits");
+        let mut index = build(before);
+        index.runs = RunCache::new(0);
+        let check = |index: &ListingIndex, docs: &[ListingDoc]| -> Result<(), TestCaseError> {
+            for &(model, status, currency) in &asks {
+                let filters = ListingFilters {
+                    model_id: Some(model),
+                    statuses: vec![status],
+                    ..ListingFilters::default()
+                };
+                let got = index.model_prices(model, status, currency).expect("model prices");
+                let collected = index.prices(&filters, currency).expect("prices");
+                prop_assert_eq!(&got, &collected, "{:?} {}", filters, currency);
+                let want = reference_prices(docs, &filters, currency);
+                prop_assert_eq!(sorted(got), sorted(want), "{:?} {}", filters, currency);
+            }
+            Ok(())
+        };
+        check(&index, &final_state(before))?;
+        check(&index, &final_state(before))?;
+        index.upsert(last, 1_000).expect("upsert");
+        check(&index, &final_state(&commits))?;
+    }
+}
+
+/// A kept run is what answers again, and a later commit's deletes apply to it: one model's
+/// listings, one delisted in a later commit.
+#[test]
+fn a_kept_run_answers_again_with_later_deletes_applied() {
+    let listing = |id, status| ListingDoc {
+        id,
+        model_id: Some(7),
+        status,
+        price: Some(100 * id),
+        currency: Some("EUR".into()),
+        price_usd: Some(110 * id),
+        ..ListingDoc::default()
+    };
+    let mut index = ListingIndex::in_memory().expect("index");
+    index.runs = RunCache::new(3);
+    let docs: Vec<ListingDoc> = (1..=5).map(|id| listing(id, 0)).collect();
+    index.upsert(&docs, 1).expect("upsert");
+    let first = index.model_prices(7, 0, "EUR").expect("prices");
+    assert_eq!(first.count, 5);
+    assert_eq!(index.runs.kept_runs(), 1, "a run of 5 listings is kept");
+    index.upsert(&[listing(2, 1)], 2).expect("upsert");
+    let after = index.model_prices(7, 0, "EUR").expect("prices");
+    assert_eq!(after.count, 4, "the kept run's listing 2 is deleted");
+    let owns: Vec<_> = after.priced.iter().map(|point| point.own).collect();
+    assert_eq!(owns, [Some(100), Some(300), Some(400), Some(500)]);
+    // The new segment holds no listing of model 7 in status 0: a run of none, too short to keep.
+    assert_eq!(index.runs.kept_runs(), 1);
+    assert_eq!(index.model_prices(7, 1, "USD").expect("prices").count, 1);
+}
+
+proptest! {
     /// Buckets never decrease with the price, so a range's buckets hold every price in it.
     #[test]
     fn price_buckets_never_decrease(a in any::<u64>(), b in any::<u64>()) {

@@ -1,0 +1,170 @@
+//! The prices of one model's listings of one status, what `GET /listings/stats` reads, kept
+//! per segment for the models with many. A segment's documents and columns never change, only
+//! which of them are deleted: a run read once serves every later request (the deletes applied
+//! as it is read) until the segment is merged away, so after a commit only new segments are
+//! read, and the hot model's figures cost one pass over a contiguous run, not three columns.
+
+use super::collect::{
+    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, Values,
+};
+use super::{names, PricedListings, AT_MAX_PRICE, AT_MAX_USD};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tantivy::fastfield::AliveBitSet;
+use tantivy::index::SegmentId;
+use tantivy::schema::Field;
+use tantivy::{DocId, Searcher, SegmentReader, Term};
+
+/// Runs shorter than this are read again each time: reading them costs less than keeping them.
+pub(super) const RUN_MIN_LEN: usize = 2_048;
+/// Listings kept across all runs, at most (~56 MB): enough for every large model of 10M.
+const POINTS_KEPT: usize = 1_000_000;
+
+/// One listing of a run: its document and what the figures need of it.
+#[derive(Debug, Clone, Copy)]
+struct RunPoint {
+    doc: DocId,
+    price: Option<u64>,
+    usd: Option<u64>,
+    /// Its currency's ordinal in the segment's currency column.
+    currency: Option<u64>,
+}
+
+/// A model's listings of one status in one segment, deleted ones included.
+#[derive(Debug)]
+struct ModelRun(Vec<RunPoint>);
+
+impl ModelRun {
+    /// The documents of `term` in `segment` and their prices, read once in document order.
+    fn read(segment: &SegmentReader, term: &Term, price_at_max: Field) -> tantivy::Result<Self> {
+        let docs = docs_with(segment, term)?;
+        let marker = |value| Term::from_field_u64(price_at_max, value);
+        let (mut prices, mut usd, mut currencies): (Values, Values, Values) = Default::default();
+        DensePrices::open(segment, names::PRICE, marker(AT_MAX_PRICE))?.read(&docs, &mut prices);
+        DensePrices::open(segment, names::PRICE_USD, marker(AT_MAX_USD))?.read(&docs, &mut usd);
+        currencies.resize(docs.len(), None);
+        if let Some(column) = currency_column(segment)? {
+            read_ords(column.ords(), &docs, &mut currencies);
+        }
+        let points = docs
+            .iter()
+            .zip(prices.iter().zip(&usd).zip(&currencies))
+            .map(|(&doc, ((&price, &usd), &currency))| RunPoint {
+                doc,
+                price,
+                usd,
+                currency,
+            })
+            .collect();
+        Ok(ModelRun(points))
+    }
+
+    /// Adds the run's live listings to `out`; `wanted` is the ordinal of the currency whose
+    /// own prices are asked for, if it occurs in the segment.
+    fn add_to(&self, alive: Option<&AliveBitSet>, wanted: Option<u64>, out: &mut PricedListings) {
+        let live = self
+            .0
+            .iter()
+            .filter(|point| alive.is_none_or(|alive| alive.is_alive(point.doc)));
+        for point in live {
+            add_listing(out, point.price, point.usd, point.currency, wanted);
+        }
+    }
+}
+
+/// Runs kept, by segment and term.
+#[derive(Default)]
+struct Kept {
+    runs: HashMap<(SegmentId, Vec<u8>), Arc<ModelRun>>,
+    points: usize,
+}
+
+/// The runs kept between requests: see the module's doc.
+pub(super) struct RunCache {
+    kept: Mutex<Kept>,
+    min_len: usize,
+}
+
+impl RunCache {
+    /// Keeps the runs of at least `min_len` listings.
+    pub(super) fn new(min_len: usize) -> RunCache {
+        RunCache {
+            kept: Mutex::default(),
+            min_len,
+        }
+    }
+
+    /// The listings of `term` in `searcher` and the prices of the priced ones, `own` for those
+    /// whose currency column holds `currency_key`: what the price collector gives for the same
+    /// term, in the same order.
+    pub(super) fn prices(
+        &self,
+        searcher: &Searcher,
+        term: &Term,
+        currency_key: &str,
+        price_at_max: Field,
+    ) -> tantivy::Result<PricedListings> {
+        let mut out = PricedListings::default();
+        for segment in searcher.segment_readers() {
+            let run = self.run(searcher, segment, term, price_at_max)?;
+            let wanted = currency_ord(currency_column(segment)?.as_ref(), currency_key)?;
+            run.add_to(segment.alive_bitset(), wanted, &mut out);
+        }
+        Ok(out)
+    }
+
+    fn run(
+        &self,
+        searcher: &Searcher,
+        segment: &SegmentReader,
+        term: &Term,
+        price_at_max: Field,
+    ) -> tantivy::Result<Arc<ModelRun>> {
+        let key = (segment.segment_id(), term.serialized_value_bytes().to_vec());
+        if let Some(run) = self.lock().runs.get(&key) {
+            return Ok(Arc::clone(run));
+        }
+        let run = Arc::new(ModelRun::read(segment, term, price_at_max)?);
+        if run.0.len() >= self.min_len {
+            self.keep(searcher, key, Arc::clone(&run));
+        }
+        Ok(run)
+    }
+
+    /// Keeps `run`, first dropping the runs of segments merged away, then everything, when
+    /// the room is short.
+    fn keep(&self, searcher: &Searcher, key: (SegmentId, Vec<u8>), run: Arc<ModelRun>) {
+        if run.0.len() > POINTS_KEPT {
+            return;
+        }
+        let mut kept = self.lock();
+        if kept.points + run.0.len() > POINTS_KEPT {
+            let live: HashSet<SegmentId> = searcher
+                .segment_readers()
+                .iter()
+                .map(SegmentReader::segment_id)
+                .collect();
+            kept.runs.retain(|(segment, _), _| live.contains(segment));
+            kept.points = kept.runs.values().map(|run| run.0.len()).sum();
+        }
+        if kept.points + run.0.len() > POINTS_KEPT {
+            *kept = Kept::default();
+        }
+        kept.points += run.0.len();
+        if let Some(replaced) = kept.runs.insert(key, run) {
+            kept.points -= replaced.0.len();
+        }
+    }
+
+    /// How many runs are kept.
+    #[cfg(test)]
+    pub(super) fn kept_runs(&self) -> usize {
+        self.lock().runs.len()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
