@@ -187,8 +187,50 @@ impl ConversionTable {
 
     /// `usd` whole US dollars in whole units of `currency`; `None` for a currency the table lacks.
     pub fn from_usd(&self, usd: u64, currency: &str) -> Option<u64> {
-        let rate = self.usd_to.get(currency)?;
-        whole(Decimal::from(usd) * rate)
+        self.from_usd_into(currency)?.convert(usd)
+    }
+
+    /// The conversion of whole US dollars into `currency`, looked up once for many amounts.
+    pub fn from_usd_into(&self, currency: &str) -> Option<FromUsd> {
+        self.usd_to.get(currency).map(|&rate| FromUsd::new(rate))
+    }
+}
+
+/// Whole US dollars into whole units of one currency: [`ConversionTable::from_usd`] for many
+/// amounts (a model's asking prices), with the rate looked up once and the exact product taken
+/// in integers when it fits `Decimal`'s 96 bits, where `Decimal` would be exact too: the same
+/// figures, without a decimal multiplication and rounding per amount.
+#[derive(Debug, Clone, Copy)]
+pub struct FromUsd {
+    rate: Decimal,
+    /// The rate as `mantissa / 10^scale`.
+    mantissa: u128,
+    ten_to_scale: u128,
+}
+
+/// Products from here on may not be exact in `Decimal`, so they go through it.
+const DECIMAL_EXACT_BELOW: u128 = 1 << 96;
+
+impl FromUsd {
+    fn new(rate: Decimal) -> FromUsd {
+        FromUsd {
+            rate,
+            // Rates are checked positive when the table is made.
+            mantissa: rate.mantissa().unsigned_abs(),
+            ten_to_scale: 10u128.pow(rate.scale()),
+        }
+    }
+
+    /// `usd` in the currency, rounded to whole units half away from zero; `None` past `u64`.
+    pub fn convert(&self, usd: u64) -> Option<u64> {
+        match u128::from(usd).checked_mul(self.mantissa) {
+            Some(product) if product < DECIMAL_EXACT_BELOW => {
+                let (units, rest) = (product / self.ten_to_scale, product % self.ten_to_scale);
+                let rounded = units + u128::from(2 * rest >= self.ten_to_scale);
+                u64::try_from(rounded).ok()
+            }
+            _ => whole(Decimal::from(usd) * self.rate),
+        }
     }
 }
 
@@ -210,10 +252,23 @@ pub fn display_price(
 
 /// `usd` whole US dollars in `target`; USD converts as the identity, with or without a table.
 pub fn usd_to_display(table: Option<&ConversionTable>, usd: u64, target: &str) -> Option<u64> {
-    match target {
-        "USD" => Some(usd),
-        _ => table?.from_usd(usd, target),
-    }
+    usd_into_display(table, target)?(usd)
+}
+
+/// [`usd_to_display`] into one `target` for many amounts; `None` when `table` cannot convert
+/// into it.
+pub fn usd_into_display(
+    table: Option<&ConversionTable>,
+    target: &str,
+) -> Option<impl Fn(u64) -> Option<u64>> {
+    let rate = match target {
+        "USD" => None,
+        _ => Some(table?.from_usd_into(target)?),
+    };
+    Some(move |usd| match &rate {
+        None => Some(usd),
+        Some(rate) => rate.convert(usd),
+    })
 }
 
 /// The conversion table of the rates in force; `None` before any are loaded.
@@ -357,6 +412,19 @@ mod tests {
             let unit_in_usd = table.to_usd(1_000_000, &currency).expect("converts") as f64 / 1_000_000.0;
             let tolerance = (unit_in_usd.ceil() as u64).max(1);
             prop_assert!(back.abs_diff(usd) <= tolerance, "{} USD -> {} {} -> {} USD", usd, there, currency, back);
+        }
+
+        /// The integer path against `Decimal` itself, from small amounts to the largest.
+        #[test]
+        fn many_amounts_convert_as_decimal_does(
+            usd in prop_oneof![0u64..100_000_000, any::<u64>()],
+            index in 0usize..31,
+        ) {
+            let table = table();
+            let currency = table.currencies().nth(index).expect("currency").to_owned();
+            let rate = *table.usd_to.get(&currency).expect("rate");
+            let by_decimal = whole(Decimal::from(usd) * rate);
+            prop_assert_eq!(table.from_usd(usd, &currency), by_decimal);
         }
 
         #[test]

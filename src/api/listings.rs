@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
-use crate::rates::{check_currency, usd_to_display, ConversionTable};
+use crate::rates::{check_currency, usd_into_display, ConversionTable};
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
@@ -388,21 +388,21 @@ pub fn asking_prices(
     table: Option<&ConversionTable>,
     code: String,
 ) -> ApiResult<ListingStats> {
-    let filters = ListingFilters {
-        model_id: Some(model.0),
-        statuses: vec![ListingStatus::Active as u64],
-        ..ListingFilters::default()
+    let listings = app
+        .listings
+        .model_prices(model.0, ListingStatus::Active as u64, &code)?;
+    let in_display: Vec<u64> = match usd_into_display(table, &code) {
+        Some(convert) => listings
+            .priced
+            .iter()
+            .filter_map(|point| point.own.or_else(|| convert(point.usd?)))
+            .collect(),
+        None => listings
+            .priced
+            .iter()
+            .filter_map(|point| point.own)
+            .collect(),
     };
-    let listings = app.listings.prices(&filters, &code)?;
-    let in_display: Vec<u64> = listings
-        .priced
-        .iter()
-        .filter_map(|point| {
-            point
-                .own
-                .or_else(|| usd_to_display(table, point.usd?, &code))
-        })
-        .collect();
     let figures = price_figures(in_display);
     Ok(ListingStats {
         count: listings.count,
