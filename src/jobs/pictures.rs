@@ -9,7 +9,7 @@ use crate::media::crop::crop;
 use crate::media::fetch::{decode, Downloaded, FetchError};
 use crate::media::look::look;
 use crate::media::{FetchSettings, Fetcher, MediaStore};
-use crate::store::StoreError;
+use crate::store::{DuePage, StoreError};
 use image::codecs::jpeg::JpegEncoder;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -168,22 +168,45 @@ pub enum WorkerError {
 type Handled = (PictureRecord, (PictureRecord, Option<Look>));
 
 /// Handles every picture due now, `concurrency` at a time: a slow source holds one slot, not
-/// the others, and pictures a person is waiting for go first. States are written sixteen to a
-/// commit as they finish; then the stale models' listing candidates are ranked.
+/// the others, and pictures a person is waiting for go first. The due pictures are read a page
+/// at a time ([`DUE_PAGE`]), so a pass over millions holds a page, not all of them. States are
+/// written sixteen to a commit as they finish; then the stale models' listing candidates are
+/// ranked.
 pub async fn run_pass(
     app: &Arc<App>,
     worker: &Arc<PictureWorker>,
 ) -> Result<PassReport, WorkerError> {
     let now = Timestamp::now();
-    let due = {
-        let app = app.clone();
-        tokio::task::spawn_blocking(move || due_pictures(&app, now)).await??
-    };
+    let mut report = PassReport::default();
+    let mut from = Some(PictureId(0));
+    while let Some(start) = from {
+        let page = {
+            let app = app.clone();
+            tokio::task::spawn_blocking(move || due_pictures(&app, now, start)).await??
+        };
+        handle_page(app, worker, page.records, &mut report).await?;
+        from = page.next;
+    }
+    let app = app.clone();
+    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&app)).await??;
+    Ok(report)
+}
+
+/// Pictures read from the store at once by a pass: a few hundred KB.
+const DUE_PAGE: usize = 1_024;
+
+/// Handles the due pictures of one page, and those a person asks for meanwhile; every state
+/// is written before it returns, so the next page reads them.
+async fn handle_page(
+    app: &Arc<App>,
+    worker: &Arc<PictureWorker>,
+    due: Vec<PictureRecord>,
+    report: &mut PassReport,
+) -> Result<(), WorkerError> {
     let mut queue: VecDeque<PictureRecord> = due.into();
     let mut started: HashSet<PictureId> = HashSet::new();
     let mut tasks = JoinSet::new();
     let mut finished: Vec<Handled> = Vec::new();
-    let mut report = PassReport::default();
     loop {
         for urgent in urgent_pictures(app)? {
             queue.push_front(urgent);
@@ -202,13 +225,10 @@ pub async fn run_pass(
         };
         finished.push(done?);
         if finished.len() >= CHUNK || tasks.is_empty() {
-            record(app, std::mem::take(&mut finished), &mut report).await?;
+            record(app, std::mem::take(&mut finished), report).await?;
         }
     }
-    record(app, finished, &mut report).await?;
-    let app = app.clone();
-    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&app)).await??;
-    Ok(report)
+    record(app, finished, report).await
 }
 
 /// The records of the pictures a person asked for since the last look, that are due.
@@ -238,10 +258,11 @@ async fn record(
     tokio::task::spawn_blocking(move || record_states(&app, updated)).await?
 }
 
-fn due_pictures(app: &App, now: Timestamp) -> Result<Vec<PictureRecord>, StoreError> {
-    let mut due = app.store.pictures_maybe_due()?;
-    due.retain(|p| p.is_due(now));
-    Ok(due)
+/// The page of pictures from `from` on, those of them due at `now`.
+fn due_pictures(app: &App, now: Timestamp, from: PictureId) -> Result<DuePage, StoreError> {
+    let mut page = app.store.pictures_maybe_due_page(from, DUE_PAGE)?;
+    page.records.retain(|p| p.is_due(now));
+    Ok(page)
 }
 
 fn tally(report: &mut PassReport, before: &PictureRecord, after: &PictureRecord) {

@@ -65,6 +65,23 @@ pub struct StoreGeneration(pub u64);
 pub const ATOMIC_OPERATIONS: usize = 64_000;
 
 /// Handle on the sled database; cheap to clone.
+/// One page of the pictures the worker may have work for: see [`Store::pictures_maybe_due_page`].
+#[derive(Debug)]
+pub struct DuePage {
+    /// By id.
+    pub records: Vec<PictureRecord>,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<PictureId>,
+}
+
+/// The id a secondary key ends with.
+fn secondary_id(key: &[u8]) -> StoreResult<u64> {
+    keys::trailing_id(key).ok_or_else(|| StoreError::Corrupt {
+        key: key.to_vec(),
+        reason: "secondary key without a trailing id".into(),
+    })
+}
+
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
@@ -287,14 +304,30 @@ impl Store {
         self.db
             .scan_prefix(&prefix)
             .keys()
-            .map(|key| {
-                let key = key?;
-                keys::trailing_id(&key).ok_or_else(|| StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "secondary key without a trailing id".into(),
-                })
-            })
+            .map(|key| secondary_id(&key?))
             .collect()
+    }
+
+    /// At most `limit` trailing ids of `space`'s keys from `from` on, in order, and the next
+    /// id after them if there is one.
+    fn ids_from(
+        &self,
+        space: Keyspace,
+        from: u64,
+        limit: usize,
+    ) -> StoreResult<(Vec<u64>, Option<u64>)> {
+        let prefix = space.prefix();
+        let mut keys = (self.db.range(space.id_key(from)..).keys())
+            .take_while(|key| key.as_ref().map_or(true, |key| key.starts_with(&prefix)));
+        let mut ids = Vec::new();
+        for key in keys.by_ref() {
+            let id = secondary_id(&key?)?;
+            if ids.len() == limit {
+                return Ok((ids, Some(id)));
+            }
+            ids.push(id);
+        }
+        Ok((ids, None))
     }
 
     fn all<T: StoredRecord>(&self, space: Keyspace) -> impl Iterator<Item = StoreResult<T>> + '_ {
@@ -722,13 +755,38 @@ impl Store {
     /// The records of the pictures the worker may have work for, by id: those with a state
     /// record and a `PictureDue` key, and the pending ones held in groups.
     pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
-        let ids = self.ids_under(Keyspace::PictureDue.prefix())?;
+        let mut all = Vec::new();
+        let mut from = Some(PictureId(0));
+        while let Some(start) = from {
+            let page = self.pictures_maybe_due_page(start, 4_096)?;
+            all.extend(page.records);
+            from = page.next;
+        }
+        Ok(all)
+    }
+
+    /// [`Store::pictures_maybe_due`] a page at a time: those from picture `from` on, at most
+    /// `limit` of each kind (state records, pending ones), and where the next page starts.
+    /// What a worker holds at once stays bounded however many pictures are queued (20M after
+    /// an ingest of 10M listings).
+    pub fn pictures_maybe_due_page(&self, from: PictureId, limit: usize) -> StoreResult<DuePage> {
+        // At least one of each kind, so that every page moves past `from`.
+        let limit = limit.max(1);
+        let (ids, stated_rest) = self.ids_from(Keyspace::PictureDue, from.0, limit)?;
         let mut due = self.many(Keyspace::PictureState, ids)?;
-        due.extend(pending::all_records(self)?);
+        let (pending, pending_rest) = pending::records_from(self, from, limit)?;
+        due.extend(pending);
         // Stable: were a picture in both, its state record (first) would win.
         due.sort_by_key(|picture| picture.id);
         due.dedup_by_key(|picture| picture.id);
-        Ok(due)
+        // Each kind is read whole below the first id it left for the next page.
+        let next = (stated_rest.map(PictureId).into_iter())
+            .chain(pending_rest)
+            .min();
+        if let Some(next) = next {
+            due.retain(|picture| picture.id < next);
+        }
+        Ok(DuePage { records: due, next })
     }
 
     /// How many keys `space` holds (tests count what a write costs sled).

@@ -81,15 +81,33 @@ pub(super) fn group_at(store: &Store, id: PictureId) -> StoreResult<Option<(u64,
     }
 }
 
-/// Every pending record held in groups, in id order.
-pub(super) fn all_records(store: &Store) -> StoreResult<Vec<PictureRecord>> {
+/// At most `limit` pending records held in groups, of pictures from `from` on, in id order,
+/// and the id of the next one if there is one.
+pub(super) fn records_from(
+    store: &Store,
+    from: PictureId,
+    limit: usize,
+) -> StoreResult<(Vec<PictureRecord>, Option<PictureId>)> {
+    // The group that may hold `from` starts at or below it.
+    let start = group_at(store, from)?.map_or(from.0, |(key, _)| key);
+    let prefix = Keyspace::PendingPictures.prefix();
+    let groups = (store.db.range(Keyspace::PendingPictures.id_key(start)..)).take_while(|entry| {
+        entry
+            .as_ref()
+            .map_or(true, |(key, _)| key.starts_with(&prefix))
+    });
     let mut records = Vec::new();
-    for entry in store.db.scan_prefix(Keyspace::PendingPictures.prefix()) {
+    for entry in groups {
         let (key, value) = entry?;
         let group: PendingGroup = decode(&key, &value)?;
-        records.extend(group.records());
+        for record in group.records().filter(|record| record.id >= from) {
+            if records.len() == limit {
+                return Ok((records, Some(record.id)));
+            }
+            records.push(record);
+        }
     }
-    Ok(records)
+    Ok((records, None))
 }
 
 /// A group a batch writes: new, or stored and losing pictures.

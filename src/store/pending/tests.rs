@@ -206,3 +206,44 @@ fn pictures_queued_at_another_time_start_a_group_of_their_own() {
         ]
     );
 }
+
+/// Pages of any size walk the same pictures as one read, in order, each page bounded: state
+/// records of both forms and groups interleaved, some pictures out of their group.
+#[test]
+fn the_due_pictures_read_a_page_at_a_time_are_the_whole_list() {
+    let (store, _dir) = open();
+    let before = put_old_form(&store, url(0));
+    let sources: Vec<String> = (1..=40).map(url).collect();
+    let queued = queue(&store, &sources, QUEUED);
+    let pending = |i: usize| PictureRecord::pending(queued[i], sources[i].clone(), QUEUED);
+    put_states(
+        &store,
+        &[
+            retried(pending(3)),
+            retried(pending(20)),
+            cropped(pending(5)),
+        ],
+    );
+    let after = put_old_form(&store, url(41));
+
+    let mut expected = vec![PictureRecord::pending(before, url(0), QUEUED)];
+    for i in (0..40).filter(|&i| i != 5) {
+        expected.push(match i {
+            3 | 20 => retried(pending(i)),
+            _ => pending(i),
+        });
+    }
+    expected.push(PictureRecord::pending(after, url(41), QUEUED));
+    assert_eq!(store.pictures_maybe_due().expect("due"), expected);
+    for limit in [0, 1, 2, 3, 5, 7, 16, 17, 100] {
+        let (mut walked, mut from) = (Vec::new(), Some(PictureId(0)));
+        while let Some(start) = from {
+            let page = store.pictures_maybe_due_page(start, limit).expect("page");
+            assert!(page.records.len() <= 2 * limit.max(1), "limit {limit}");
+            assert!(page.next.is_none_or(|next| next > start), "limit {limit}");
+            walked.extend(page.records);
+            from = page.next;
+        }
+        assert_eq!(walked, expected, "limit {limit}");
+    }
+}
