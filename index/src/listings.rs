@@ -10,6 +10,7 @@
 //! ([`collect`]); a model's listings of one status are one postings list (`model_status`), what
 //! the stats of a model read.
 
+mod bucket_walk;
 mod collect;
 mod model_prices;
 #[cfg(test)]
@@ -19,10 +20,12 @@ use crate::derived::{sorted_by, Derived};
 use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
 use crate::schema::{filter_options, prefix_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
+use bucket_walk::BucketWalk;
 use collect::{PageCollector, PriceCollector};
 use model_prices::{RunCache, RUN_MIN_LEN};
 use rayon::prelude::*;
 use std::path::Path;
+use tantivy::collector::Collector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextOptions, FAST, INDEXED, STRING};
 use tantivy::{TantivyDocument, Term};
@@ -290,22 +293,59 @@ impl Fields {
         range: Option<(u64, u64)>,
         condition: Option<u64>,
     ) -> Option<Box<dyn Query>> {
-        let (low, high) = range?;
+        let terms = self.bucket_terms(range?, condition)?;
+        let any = (terms.into_iter())
+            .map(|term| {
+                let query: Box<dyn Query> =
+                    Box::new(TermQuery::new(term, IndexRecordOption::Basic));
+                (Occur::Should, query)
+            })
+            .collect();
+        Some(filter(Box::new(BooleanQuery::new(any))))
+    }
+
+    /// The bucket terms of `range` by ascending price, with the condition when one is asked;
+    /// `None` when the range spans [`MAX_RANGE_BUCKETS`] or more.
+    fn bucket_terms(&self, (low, high): (u64, u64), condition: Option<u64>) -> Option<Vec<Term>> {
         let buckets = price_bucket(low)..=price_bucket(high);
         if buckets.end().saturating_sub(*buckets.start()) >= MAX_RANGE_BUCKETS {
             return None;
         }
-        let terms = buckets
-            .map(|bucket| match condition {
-                Some(condition) => term_u64(
-                    self.condition_price_bucket,
-                    condition_bucket(condition, bucket),
-                ),
-                None => term_u64(self.price_bucket, bucket),
-            })
-            .map(|term| (Occur::Should, term))
-            .collect();
-        Some(filter(Box::new(BooleanQuery::new(terms))))
+        let term = |bucket| match condition {
+            Some(condition) => Term::from_field_u64(
+                self.condition_price_bucket,
+                condition_bucket(condition, bucket),
+            ),
+            None => Term::from_field_u64(self.price_bucket, bucket),
+        };
+        Some(buckets.map(term).collect())
+    }
+
+    /// The bucket walk of `query` (see `bucket_walk`) when it asks a narrow price range and
+    /// nothing else but a condition and the hidden statuses, in an order other than relevance.
+    fn bucket_walk(&self, query: &ListingQuery) -> Option<BucketWalk> {
+        let f = &query.filters;
+        let other_filters = f.model_id.is_some()
+            || f.brand_id.is_some()
+            || f.provider_id.is_some()
+            || f.availability.is_some()
+            || f.unmatched
+            || f.unmatched_reason.is_some()
+            || !f.statuses.is_empty();
+        if other_filters || query.text.is_some() || query.sort == ListingSort::Relevance {
+            return None;
+        }
+        let range = price_range(f)?;
+        Some(BucketWalk {
+            terms: self.bucket_terms(range, f.condition)?,
+            range,
+            hidden: (f.hidden_statuses.iter())
+                .map(|&status| Term::from_field_u64(self.status, status))
+                .collect(),
+            sort: query.sort,
+            k: query.offset.saturating_add(query.limit),
+            price_at_max: self.price_at_max,
+        })
     }
 
     fn text_fields(&self) -> TextFields {
@@ -533,14 +573,19 @@ impl ListingIndex {
     /// Ids of one page of `query`, and the total number of matches.
     pub fn search(&self, query: &ListingQuery) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();
-        let tantivy_query = self.fields.query(&query.filters, query.text.as_ref());
         let collector = PageCollector::new(
             query.sort,
             query.offset + query.limit,
             price_range(&query.filters),
             self.fields.price_at_max,
         );
-        let (ranked, total) = searcher.search(&*tantivy_query, &collector)?;
+        let (ranked, total) = match self.fields.bucket_walk(query) {
+            Some(walk) => collector.merge_fruits(walk.segment_fruits(&searcher)?)?,
+            None => {
+                let tantivy_query = self.fields.query(&query.filters, query.text.as_ref());
+                searcher.search(&*tantivy_query, &collector)?
+            }
+        };
         let ids = ranked
             .into_iter()
             .skip(query.offset)

@@ -110,7 +110,7 @@ pub(super) fn add_listing(
     out.priced.push(PricePoint { usd, own });
 }
 
-fn in_range(range: Option<(u64, u64)>, price: Option<u64>) -> bool {
+pub(super) fn in_range(range: Option<(u64, u64)>, price: Option<u64>) -> bool {
     match (range, price) {
         (None, _) => true,
         (Some((min, max)), Some(price)) => min <= price && price <= max,
@@ -209,6 +209,12 @@ pub(super) struct PageSegment {
 pub(super) struct PageFruit {
     ranked: Vec<((u64, u64, u64), u64)>,
     total: usize,
+}
+
+impl PageFruit {
+    pub(super) fn new(ranked: Vec<((u64, u64, u64), u64)>, total: usize) -> PageFruit {
+        PageFruit { ranked, total }
+    }
 }
 
 impl Collector for PageCollector {

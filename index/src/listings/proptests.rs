@@ -51,17 +51,25 @@ fn listing(id: u64) -> impl Strategy<Value = ListingDoc> {
 /// Listings with distinct ids in shuffled order, cut into commits, then some of them written
 /// again with other values: the final state is the last version of each id.
 fn history() -> impl Strategy<Value = Vec<Vec<ListingDoc>>> {
-    prop::collection::btree_set(1u64..400, 1..60)
-        .prop_flat_map(|ids| {
-            let docs: Vec<_> = ids.into_iter().map(listing).collect();
+    history_of(|id| listing(id).boxed(), 1..60)
+}
+
+/// [`history`] of listings made by `make`, `count` of them.
+fn history_of(
+    make: fn(u64) -> BoxedStrategy<ListingDoc>,
+    count: std::ops::Range<usize>,
+) -> impl Strategy<Value = Vec<Vec<ListingDoc>>> {
+    prop::collection::btree_set(1u64..4_000, count)
+        .prop_flat_map(move |ids| {
+            let docs: Vec<_> = ids.into_iter().map(make).collect();
             (docs, 1usize..4)
                 .prop_flat_map(|(docs, parts)| (Just(docs).prop_shuffle(), Just(parts)))
         })
-        .prop_flat_map(|(docs, parts)| {
+        .prop_flat_map(move |(docs, parts)| {
             let rewrites: Vec<_> = docs
                 .iter()
                 .take(docs.len() / 3)
-                .map(|d| listing(d.id))
+                .map(|d| make(d.id))
                 .collect();
             (Just(docs), Just(parts), rewrites)
         })
@@ -248,6 +256,95 @@ proptest! {
             let want = reference_prices(&docs, &filters, currency);
             prop_assert_eq!(sorted(got), sorted(want), "{:?} {}", filters, currency);
         }
+    }
+}
+
+/// A listing of the browse page's tests: two conditions, every status, dollar prices dense
+/// around a few buckets (so that bucket edges fall between prices).
+fn browse_listing(id: u64) -> BoxedStrategy<ListingDoc> {
+    let usd = prop_oneof![1 => Just(None), 12 => (90u64..700).prop_map(Some)];
+    (small(2), 0u64..3, usd)
+        .prop_map(move |(condition, status, price_usd)| ListingDoc {
+            id,
+            model_id: Some(1),
+            status,
+            condition,
+            price: price_usd,
+            currency: Some("USD".into()),
+            price_usd,
+            ..ListingDoc::default()
+        })
+        .boxed()
+}
+
+/// What the browse page asks: a condition or none, the hidden statuses, and a price range,
+/// narrow enough for the bucket walk most of the time.
+fn browse_filters() -> impl Strategy<Value = ListingFilters> {
+    let bound = prop_oneof![8 => (90u64..700).prop_map(Some), 1 => price()];
+    (
+        small(2),
+        prop::collection::vec(0u64..3, 0..2),
+        bound.clone(),
+        bound,
+    )
+        .prop_map(|(condition, hidden_statuses, min, max)| ListingFilters {
+            condition,
+            hidden_statuses,
+            min_price_usd: min,
+            max_price_usd: max,
+            ..ListingFilters::default()
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The bucket walk's pages and totals (and the union's, when the range is too wide or the
+    /// order is relevance) against the reference, on pages small beside a bucket's listings.
+    #[test]
+    fn browse_pages_agree_with_the_reference(
+        commits in history_of(browse_listing, 100..400),
+        queries in prop::collection::vec((browse_filters(), sort(), 0usize..4, 1usize..6), 1..12),
+    ) {
+        let index = build(&commits);
+        let docs = final_state(&commits);
+        for (filters, sort, offset, limit) in queries {
+            let query = ListingQuery { text: None, filters, sort, offset, limit };
+            let hits = index.search(&query).expect("search");
+            let (ids, total) = reference_page(&docs, &query);
+            prop_assert_eq!(&hits.ids, &ids, "{:?}", query);
+            prop_assert_eq!(hits.total, total, "{:?}", query);
+        }
+    }
+}
+
+/// The browse page's shape takes the bucket walk (so the property above tests it); other
+/// filters, text, relevance or a wide range do not.
+#[test]
+fn the_browse_page_takes_the_bucket_walk() {
+    let index = ListingIndex::in_memory().expect("index");
+    let browse = ListingQuery {
+        text: None,
+        filters: ListingFilters {
+            condition: Some(1),
+            hidden_statuses: vec![2],
+            min_price_usd: Some(1_000),
+            max_price_usd: Some(5_000),
+            ..ListingFilters::default()
+        },
+        sort: ListingSort::Newest,
+        offset: 0,
+        limit: 20,
+    };
+    assert!(index.fields.bucket_walk(&browse).is_some());
+    let mut by_brand = browse.clone();
+    by_brand.filters.brand_id = Some(1);
+    let mut by_relevance = browse.clone();
+    by_relevance.sort = ListingSort::Relevance;
+    let mut wide = browse.clone();
+    wide.filters.min_price_usd = Some(1);
+    for query in [by_brand, by_relevance, wide] {
+        assert!(index.fields.bucket_walk(&query).is_none(), "{query:?}");
     }
 }
 
