@@ -379,6 +379,40 @@ async fn private_addresses_are_refused_unless_allowed() {
     }
 }
 
+/// A pass reads its due pictures a page at a time: more than two pages of them, of both forms
+/// (state records and pending groups), are each handled once in one pass, none left out.
+#[tokio::test]
+async fn one_pass_handles_every_due_picture_across_its_pages() {
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    // Refused at once (a private address, nothing allowed): no connection is made.
+    let url = |n: usize| format!("http://127.0.0.1:9/{n}.jpg");
+    let stated: Vec<String> = (0..1_300).map(url).collect();
+    let mut ids = seed(&app, &stated);
+    ids.extend(
+        app.writer
+            .run(|turn| -> Result<Vec<PictureId>, StoreError> {
+                let mut batch = turn.batch()?;
+                let queued = (1_300..2_600)
+                    .map(|n| batch.queue_picture(url(n), Timestamp::now()))
+                    .collect::<Result<Vec<_>, _>>()?;
+                turn.commit(batch)?;
+                Ok(queued)
+            })
+            .expect("queue")
+            .value,
+    );
+    let worker = PictureWorker::new(app.media.clone(), &worker_config(&[])).expect("worker");
+    let report = tokio::time::timeout(Duration::from_secs(120), run_pass(&app, &Arc::new(worker)))
+        .await
+        .expect("a pass ends")
+        .expect("pass");
+    assert_eq!(report.failed, 2_600);
+    for id in ids {
+        assert_eq!(state(&app, id).attempts, 1, "picture {id:?}");
+    }
+}
+
 #[tokio::test]
 async fn unknown_and_unfetched_pictures_answer_404_json() {
     let (app, dir) = empty_app();
