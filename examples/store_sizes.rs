@@ -6,12 +6,16 @@
 use std::collections::BTreeMap;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).ok_or("usage: store_sizes DATA_DIR")?;
+    let dir = std::env::args()
+        .nth(1)
+        .ok_or("usage: store_sizes DATA_DIR")?;
     let db = sled::open(std::path::Path::new(&dir).join("store"))?;
     let mut by_space: BTreeMap<u8, (u64, u64, u64)> = BTreeMap::new();
     for entry in db.iter() {
         let (key, value) = entry?;
-        let space = by_space.entry(key.first().copied().unwrap_or(0)).or_default();
+        let space = by_space
+            .entry(key.first().copied().unwrap_or(0))
+            .or_default();
         space.0 += 1;
         space.1 += key.len() as u64;
         space.2 += value.len() as u64;
