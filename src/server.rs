@@ -26,11 +26,13 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         // Its own task: a fetch or crop never holds up a request.
         tokio::spawn(run_forever(app.clone(), Arc::new(worker)));
     }
-    // Joining every duplicate group takes seconds at a million models: done now, in the
-    // background, rather than by the first admin to open the duplicate models.
+    // Joining every duplicate group takes seconds at a million models, and reading the large
+    // models' ACTIVE prices tens of milliseconds: done now, in the background, rather than by
+    // the first admin to open the duplicate models or the first client to ask a model's stats.
     tokio::task::spawn_blocking({
         let app = app.clone();
         move || {
+            keep_large_model_prices(&app);
             if let Err(error) = app.duplicate_groups() {
                 tracing::warn!(%error, "joining the duplicate groups at start-up");
             }
@@ -89,5 +91,14 @@ async fn shutdown_signal() {
     tokio::select! {
         () = interrupt => {},
         () = terminate => {},
+    }
+}
+
+/// Keeps the ACTIVE prices of the models with many listings, for `GET /listings/stats`.
+fn keep_large_model_prices(app: &App) {
+    let started = std::time::Instant::now();
+    match (app.listings).keep_large_model_prices(crate::domain::ListingStatus::Active as u64) {
+        Ok(runs) => tracing::info!(runs, took = ?started.elapsed(), "large models' prices kept"),
+        Err(error) => tracing::warn!(%error, "keeping the large models' prices at start-up"),
     }
 }

@@ -417,7 +417,7 @@ impl Fields {
 }
 
 /// The `model_status` term of a model's listings of one status.
-fn model_status(model: u64, status: u64) -> String {
+fn model_status(model: impl std::fmt::Display, status: u64) -> String {
     format!("{model}/{status}")
 }
 
@@ -608,6 +608,20 @@ impl ListingIndex {
         Ok(searcher.search(
             &*query,
             &PriceCollector::new(currency, price_range(filters), self.fields.price_at_max),
+        )?)
+    }
+
+    /// Keeps the listings of one `status` of every model large enough for
+    /// [`ListingIndex::model_prices`] to keep them, while there is room: so that even their
+    /// first request after a start reads no column. How many runs (model and segment) it kept.
+    pub fn keep_large_model_prices(&self, status: u64) -> IndexResult<usize> {
+        let searcher = self.derived.reader.searcher();
+        let suffix = model_status("", status);
+        Ok(self.runs.keep_large(
+            &searcher,
+            self.fields.model_status,
+            |term| term.ends_with(&suffix),
+            self.fields.price_at_max,
         )?)
     }
 

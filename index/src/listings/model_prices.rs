@@ -113,6 +113,43 @@ impl RunCache {
         Ok(out)
     }
 
+    /// Reads and keeps, in every segment, the runs of the terms of `field` that `wanted`
+    /// accepts and that are long enough to keep, while there is room: done once at start, so
+    /// that a large model's first request finds its runs too. How many runs were kept.
+    pub(super) fn keep_large(
+        &self,
+        searcher: &Searcher,
+        field: Field,
+        wanted: impl Fn(&str) -> bool,
+        price_at_max: Field,
+    ) -> tantivy::Result<usize> {
+        let mut kept = 0;
+        for segment in searcher.segment_readers() {
+            let inverted = segment.inverted_index(field)?;
+            let mut terms = inverted.terms().stream()?;
+            while terms.advance() {
+                let listings = terms.value().doc_freq as usize;
+                let Ok(text) = std::str::from_utf8(terms.key()) else {
+                    continue;
+                };
+                if listings < self.min_len || !wanted(text) {
+                    continue;
+                }
+                if self.lock().points + listings > POINTS_KEPT {
+                    return Ok(kept);
+                }
+                self.run(
+                    searcher,
+                    segment,
+                    &Term::from_field_text(field, text),
+                    price_at_max,
+                )?;
+                kept += 1;
+            }
+        }
+        Ok(kept)
+    }
+
     fn run(
         &self,
         searcher: &Searcher,

@@ -387,6 +387,42 @@ proptest! {
     }
 }
 
+/// Kept at start: the runs of the wanted status long enough to keep, and only those.
+#[test]
+fn the_large_models_runs_of_a_status_are_kept_at_start() {
+    let listing = |id, model, status| ListingDoc {
+        id,
+        model_id: Some(model),
+        status,
+        price: Some(100 * id),
+        currency: Some("EUR".into()),
+        price_usd: Some(110 * id),
+        ..ListingDoc::default()
+    };
+    let mut docs: Vec<ListingDoc> = (1..=5).map(|id| listing(id, 7, 0)).collect();
+    docs.extend((6..=7).map(|id| listing(id, 8, 0)));
+    docs.extend((8..=11).map(|id| listing(id, 7, 10)));
+    let mut index = ListingIndex::in_memory().expect("index");
+    index.runs = RunCache::new(3);
+    index.upsert(&docs, 1).expect("upsert");
+    assert_eq!(index.keep_large_model_prices(0).expect("keep"), 1);
+    assert_eq!(
+        index.runs.kept_runs(),
+        1,
+        "model 7's five; not model 8's two nor status 10"
+    );
+    let filters = ListingFilters {
+        model_id: Some(7),
+        statuses: vec![0],
+        ..ListingFilters::default()
+    };
+    assert_eq!(
+        index.model_prices(7, 0, "EUR").expect("kept"),
+        index.prices(&filters, "EUR").expect("collected")
+    );
+    assert_eq!(index.runs.kept_runs(), 1);
+}
+
 /// A kept run is what answers again, and a later commit's deletes apply to it: one model's
 /// listings, one delisted in a later commit.
 #[test]
