@@ -373,13 +373,25 @@ fn benches(c: &mut Criterion) {
         statuses: vec![ListingStatus::Active as u64],
         ..ListingFilters::default()
     };
+    // Through the price collector, every column read each time; and as the stats read them,
+    // from the runs kept per segment (the first iteration reads and keeps them).
     group.bench_function("prices/hot", |b| {
         b.iter(|| black_box(s.app.listings.prices(&of_hot_model, "USD").expect("prices")))
     });
+    group.bench_function("model_prices/hot", |b| {
+        b.iter(|| {
+            black_box(
+                (s.app.listings)
+                    .model_prices(hot_model.id.0, ListingStatus::Active as u64, "USD")
+                    .expect("prices"),
+            )
+        })
+    });
     group.finish();
 
-    // What a stats request costs when its figures are not kept (the first request for a model
-    // and currency, or the first after a commit): the index read and the figures.
+    // What a stats request costs when the figures cache does not hold its figures (the first
+    // request for a model and currency, or the first after a commit): the prices of the runs
+    // kept per segment, the conversion and the figures.
     let mut group = c.benchmark_group("listing_stats_uncached");
     let table = s.app.conversion_table().expect("rates");
     for code in ["USD", "EUR"] {

@@ -391,18 +391,10 @@ pub fn asking_prices(
     let listings = app
         .listings
         .model_prices(model.0, ListingStatus::Active as u64, &code)?;
-    let in_display: Vec<u64> = match usd_into_display(table, &code) {
-        Some(convert) => listings
-            .priced
-            .iter()
-            .filter_map(|point| point.own.or_else(|| convert(point.usd?)))
-            .collect(),
-        None => listings
-            .priced
-            .iter()
-            .filter_map(|point| point.own)
-            .collect(),
-    };
+    let convert = usd_into_display(table, &code);
+    let in_display: Vec<u64> = (listings.priced.iter())
+        .filter_map(|point| point.own.or_else(|| convert.as_ref()?(point.usd?)))
+        .collect();
     let figures = price_figures(in_display);
     Ok(ListingStats {
         count: listings.count,

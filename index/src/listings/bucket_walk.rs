@@ -13,12 +13,13 @@ use super::{names, ListingSort, AT_MAX_USD};
 use std::collections::BinaryHeap;
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
+use tantivy::index::InvertedIndexReader;
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, Searcher, SegmentReader, Term};
 
 /// What a bucket walk asks: see the module's doc.
 pub(super) struct BucketWalk {
-    /// The range's bucket terms, by ascending price; all of one field.
+    /// The range's bucket terms, by ascending price; all of one field (the first's).
     pub terms: Vec<Term>,
     /// The dollar price range, inclusive.
     pub range: (u64, u64),
@@ -57,10 +58,11 @@ impl BucketWalk {
         if self.sort == ListingSort::PriceDesc {
             order.reverse();
         }
-        for at in order {
-            let term = &self.terms[at];
-            let edge = at == 0 || at == last;
-            walk.bucket(segment, term, edge)?;
+        if let Some(first) = self.terms.first() {
+            let inverted = segment.inverted_index(first.field())?;
+            for at in order {
+                walk.bucket(&inverted, &self.terms[at], at == 0 || at == last)?;
+            }
         }
         let ids = segment.fast_fields().u64(names::ID)?;
         Ok(walk.page.harvest(&ids, walk.total))
@@ -83,8 +85,12 @@ struct SegmentWalk<'a> {
 impl SegmentWalk<'_> {
     /// Counts the bucket of `term` and offers its documents to the page as it needs them;
     /// an `edge` bucket (the range's first or last) has its prices checked.
-    fn bucket(&mut self, segment: &SegmentReader, term: &Term, edge: bool) -> tantivy::Result<()> {
-        let inverted = segment.inverted_index(term.field())?;
+    fn bucket(
+        &mut self,
+        inverted: &InvertedIndexReader,
+        term: &Term,
+        edge: bool,
+    ) -> tantivy::Result<()> {
         let Some(info) = inverted.get_term_info(term)? else {
             return Ok(());
         };

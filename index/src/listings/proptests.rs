@@ -193,6 +193,28 @@ fn reference_page(docs: &[ListingDoc], query: &ListingQuery) -> (Vec<u64>, usize
     (ids, hits.len())
 }
 
+/// Each query's page and total from `index` against [`reference_page`] over `docs`.
+fn pages_agree(
+    index: &ListingIndex,
+    docs: &[ListingDoc],
+    queries: Vec<(ListingFilters, ListingSort, usize, usize)>,
+) -> Result<(), TestCaseError> {
+    for (filters, sort, offset, limit) in queries {
+        let query = ListingQuery {
+            text: None,
+            filters,
+            sort,
+            offset,
+            limit,
+        };
+        let hits = index.search(&query).expect("search");
+        let (ids, total) = reference_page(docs, &query);
+        prop_assert_eq!(&hits.ids, &ids, "{:?}", query);
+        prop_assert_eq!(hits.total, total, "{:?}", query);
+    }
+    Ok(())
+}
+
 fn reference_prices(
     docs: &[ListingDoc],
     filters: &ListingFilters,
@@ -231,13 +253,7 @@ proptest! {
         let index = build(&commits);
         let docs = final_state(&commits);
         prop_assert_eq!(index.len(), docs.len() as u64);
-        for (filters, sort, offset, limit) in queries {
-            let query = ListingQuery { text: None, filters, sort, offset, limit };
-            let hits = index.search(&query).expect("search");
-            let (ids, total) = reference_page(&docs, &query);
-            prop_assert_eq!(&hits.ids, &ids, "{:?}", query);
-            prop_assert_eq!(hits.total, total, "{:?}", query);
-        }
+        pages_agree(&index, &docs, queries)?;
     }
 
     #[test]
@@ -306,15 +322,7 @@ proptest! {
         commits in history_of(browse_listing, 100..400),
         queries in prop::collection::vec((browse_filters(), sort(), 0usize..4, 1usize..6), 1..12),
     ) {
-        let index = build(&commits);
-        let docs = final_state(&commits);
-        for (filters, sort, offset, limit) in queries {
-            let query = ListingQuery { text: None, filters, sort, offset, limit };
-            let hits = index.search(&query).expect("search");
-            let (ids, total) = reference_page(&docs, &query);
-            prop_assert_eq!(&hits.ids, &ids, "{:?}", query);
-            prop_assert_eq!(hits.total, total, "{:?}", query);
-        }
+        pages_agree(&build(&commits), &final_state(&commits), queries)?;
     }
 }
 
@@ -343,7 +351,12 @@ fn the_browse_page_takes_the_bucket_walk() {
     by_relevance.sort = ListingSort::Relevance;
     let mut wide = browse.clone();
     wide.filters.min_price_usd = Some(1);
-    for query in [by_brand, by_relevance, wide] {
+    let mut with_text = browse.clone();
+    with_text.text = Some(crate::query::TextQuery {
+        text: "submariner".into(),
+        normalized_reference: "submariner".into(),
+    });
+    for query in [by_brand, by_relevance, wide, with_text] {
         assert!(index.fields.bucket_walk(&query).is_none(), "{query:?}");
     }
 }
