@@ -32,6 +32,34 @@ pub fn sorted_by(field: &str) -> IndexSettings {
     }
 }
 
+/// Writer memory of a rebuild into one segment: a million models' catalogue takes about 1 GB.
+const ONE_SEGMENT_BYTES: usize = 1536 << 20;
+
+/// How a rebuild's writer uses the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RebuildShape {
+    /// Every core, flushing segments that tantivy's policy then merges: for an index too large
+    /// to hold in memory at once (the listings').
+    EveryCore,
+    /// One thread with room for the whole index as one segment, so that no merge follows and
+    /// the other cores stay free for the work beside it (the duplicate pass after an import):
+    /// a million models imported 2-5 s faster (bench/RESULTS.md, "Import in parallel"). A
+    /// larger index flushes more segments, merged as with `EveryCore`.
+    OneSegment,
+}
+
+impl RebuildShape {
+    fn writer(self) -> (usize, usize) {
+        match self {
+            RebuildShape::EveryCore => {
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (threads, threads * WRITER_BYTES_PER_THREAD)
+            }
+            RebuildShape::OneSegment => (1, ONE_SEGMENT_BYTES),
+        }
+    }
+}
+
 /// A tantivy index and its reader.
 pub struct Derived {
     pub index: Index,
@@ -100,11 +128,12 @@ impl Derived {
         &self,
         docs: impl ParallelIterator<Item = Result<TantivyDocument, E>>,
         generation: u64,
+        shape: RebuildShape,
     ) -> Result<usize, E> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (threads, bytes) = shape.writer();
         let writer: IndexWriter<TantivyDocument> = self
             .index
-            .writer_with_num_threads(threads, threads * WRITER_BYTES_PER_THREAD)
+            .writer_with_num_threads(threads, bytes)
             .map_err(IndexError::from)?;
         writer.delete_all_documents().map_err(IndexError::from)?;
         let count = docs

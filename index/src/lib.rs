@@ -26,7 +26,7 @@ pub use summary::{BrandSummary, GroupSummaries, SeriesSummary};
 pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
 
 use collector::{StatsCollector, TopIds};
-use derived::Derived;
+use derived::{Derived, RebuildShape};
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;
@@ -100,7 +100,8 @@ impl CatalogueIndex {
     }
 
     /// Replaces every document with `docs` (built in parallel by the caller's rayon iterator)
-    /// and commits with `generation` as payload. Returns the number of documents indexed.
+    /// and commits with `generation` as payload, in one segment where it fits. Returns the
+    /// number of documents indexed.
     pub fn rebuild(
         &self,
         docs: impl ParallelIterator<Item = CatalogueDoc>,
@@ -109,6 +110,7 @@ impl CatalogueIndex {
         self.derived.rebuild(
             docs.map(|doc| Ok::<_, IndexError>(self.fields.document(&doc))),
             generation,
+            RebuildShape::OneSegment,
         )
     }
 

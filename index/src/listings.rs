@@ -16,7 +16,7 @@ mod model_prices;
 #[cfg(test)]
 mod proptests;
 
-use crate::derived::{sorted_by, Derived};
+use crate::derived::{sorted_by, Derived, RebuildShape};
 use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
 use crate::schema::{filter_options, prefix_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
@@ -535,6 +535,7 @@ impl ListingIndex {
         self.derived.rebuild(
             docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
             generation,
+            RebuildShape::EveryCore,
         )
     }
 

@@ -23,6 +23,7 @@ use crate::domain::{
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -227,7 +228,9 @@ impl Store {
         } else {
             None
         };
+        let gathering = std::time::Instant::now();
         let (written, changes) = batch.into_operations()?;
+        let gathered = gathering.elapsed();
         operations.extend(written);
         operations.extend(duplicates_bump);
         let keys = operations.len();
@@ -250,23 +253,36 @@ impl Store {
                 .into_iter()
                 .map(|operation| (keys::apply_phase(&operation.0), operation))
                 .collect();
-            ordered.sort_by(|(a, (a_key, _)), (b, (b_key, _))| (a, a_key).cmp(&(b, b_key)));
-            for (_, (key, value)) in ordered {
-                match value {
-                    Some(value) => self.db.insert(key, value)?,
-                    None => self.db.remove(key)?,
-                };
+            ordered.par_sort_by(|(a, (a_key, _)), (b, (b_key, _))| (a, a_key).cmp(&(b, b_key)));
+            for phase in last_write_per_key(ordered).chunk_by(|a, b| a.0 == b.0) {
+                self.apply_phase_in_parallel(phase)?;
             }
         }
         let applied = started.elapsed();
         self.db.flush()?;
         // sled's apply rate is what bounds a large ingest: logged per commit.
-        tracing::debug!(keys, ?applied, flushed = ?(started.elapsed() - applied), "store commit");
+        tracing::debug!(keys, ?gathered, ?applied, flushed = ?(started.elapsed() - applied), "store commit");
         if changes.rates {
             // After the write is visible: a reader that sees the new count reads the new rates.
             self.rates_epoch.fetch_add(1, Ordering::Release);
         }
         Ok((generation, changes))
+    }
+
+    /// Inserts and removes one phase's keys, each key once, on rayon's threads in contiguous
+    /// runs: sled takes concurrent writes to distinct keys, and its apply, not our code, is
+    /// what bounds a large import (bench/RESULTS.md, "Import in parallel").
+    fn apply_phase_in_parallel(&self, phase: &[(u8, write::Operation)]) -> StoreResult<()> {
+        const RUN: usize = 16_384;
+        phase.par_chunks(RUN).try_for_each(|run| {
+            for (_, (key, value)) in run {
+                match value {
+                    Some(value) => self.db.insert(key.as_slice(), value.as_slice())?,
+                    None => self.db.remove(key.as_slice())?,
+                };
+            }
+            Ok(())
+        })
     }
 
     /// Flushes every pending write to disk.
@@ -824,13 +840,20 @@ impl Store {
             .collect())
     }
 
-    /// Every reference-base key, as stored (a full pass writes them afresh).
-    pub fn model_base_keys(&self) -> StoreResult<Vec<Vec<u8>>> {
-        self.db
-            .scan_prefix(Keyspace::ModelBase.prefix())
-            .keys()
-            .map(|key| Ok(key?.to_vec()))
-            .collect()
+    /// Every reference-base key, as stored, but those of the models `left_out` (a full pass
+    /// writes them afresh).
+    pub fn model_base_keys(
+        &self,
+        left_out: &std::collections::BTreeSet<ModelId>,
+    ) -> StoreResult<Vec<Vec<u8>>> {
+        let mut found = Vec::new();
+        for key in self.db.scan_prefix(Keyspace::ModelBase.prefix()).keys() {
+            let key = key?;
+            if !left_out.contains(&ModelId(secondary_id(&key)?)) {
+                found.push(key.to_vec());
+            }
+        }
+        Ok(found)
     }
 
     /// The finder's pairs of `model`.
@@ -1007,6 +1030,16 @@ impl Store {
 }
 
 /// The 8-byte counter under the meta key `key`, if set.
+/// `ordered` (sorted by phase and key, two writes of one key in write order) with only the
+/// last write of each key, so that a phase's keys can be applied in any order.
+fn last_write_per_key(mut ordered: Vec<(u8, write::Operation)>) -> Vec<(u8, write::Operation)> {
+    // Reversed, the first of equal keys is the last write: `dedup_by` keeps it.
+    ordered.reverse();
+    ordered.dedup_by(|older, newest| older.1 .0 == newest.1 .0);
+    ordered.reverse();
+    ordered
+}
+
 fn read_meta(db: &sled::Db, key: MetaKey) -> StoreResult<Option<u64>> {
     let full_key = key.key();
     db.get(&full_key)?

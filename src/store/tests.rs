@@ -166,3 +166,70 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     let mut next = turn.batch().expect("batch");
     assert_eq!(next.allocate_id(RecordKind::Brand).expect("id"), 2);
 }
+
+#[test]
+fn a_large_write_keeps_only_the_last_write_of_each_key_in_key_order() {
+    let op = |phase: u8, key: &[u8], value: Option<&[u8]>| {
+        (phase, (key.to_vec(), value.map(<[u8]>::to_vec)))
+    };
+    // Sorted by phase and key, two writes of one key in write order: what `apply_with` makes.
+    let ordered = vec![
+        op(0, b"a", Some(b"1")),
+        op(1, b"b", Some(b"first")),
+        op(1, b"b", None),
+        op(1, b"b", Some(b"last")),
+        op(1, b"c", Some(b"only")),
+        op(2, b"d", Some(b"put")),
+        op(2, b"d", None),
+    ];
+    assert_eq!(
+        last_write_per_key(ordered),
+        vec![
+            op(0, b"a", Some(b"1")),
+            op(1, b"b", Some(b"last")),
+            op(1, b"c", Some(b"only")),
+            op(2, b"d", None),
+        ]
+    );
+}
+
+#[test]
+fn a_turn_knows_which_models_it_created_and_which_it_only_changed() {
+    use crate::domain::{Model, ModelId, SeriesId};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 22).expect("open");
+    let model = |id: u64, name: &str| Model {
+        id: ModelId(id),
+        brand_id: BrandId(1),
+        series_id: SeriesId(1),
+        slug: Slug::parse(&format!("m-{id}")).expect("slug"),
+        name: name.into(),
+        reference_number: format!("{id}00"),
+        alternate_references: Vec::new(),
+        caliber_id: None,
+        description: None,
+        spec: Default::default(),
+        pictures: Vec::new(),
+        created_at: Timestamp(0),
+        updated_at: Timestamp(0),
+    };
+    {
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.put_model(None, &model(1, "One"));
+        batch.put_model(None, &model(2, "Two"));
+        turn.commit(batch).expect("commit");
+        assert_eq!(
+            turn.changes().created_models,
+            [ModelId(1), ModelId(2)].into()
+        );
+    }
+    let turn = store.write_turn();
+    let mut batch = turn.batch().expect("batch");
+    batch.put_model(Some(&model(2, "Two")), &model(2, "Two, renamed"));
+    batch.put_model(None, &model(3, "Three"));
+    turn.commit(batch).expect("commit");
+    let changes = turn.changes();
+    assert_eq!(changes.models, [ModelId(2), ModelId(3)].into());
+    assert_eq!(changes.created_models, [ModelId(3)].into());
+}

@@ -46,6 +46,9 @@ pub struct Changes {
     /// Models written, and models whose listing count was set.
     pub models: BTreeSet<ModelId>,
     pub recounted: BTreeSet<ModelId>,
+    /// Models the turn created (a subset of `models`): every key they have, it wrote by
+    /// today's rules, and no key of an older one names them (ids are never used again).
+    pub created_models: BTreeSet<ModelId>,
     /// Brands and series written, or whose number of models may have moved.
     pub brands: BTreeSet<BrandId>,
     pub series: BTreeSet<SeriesId>,
@@ -74,6 +77,7 @@ impl Changes {
         self.commits += 1;
         self.listings.extend(batch.listings);
         self.models.extend(batch.models);
+        self.created_models.extend(batch.created_models);
         self.recounted.extend(batch.recounted);
         self.brands.extend(batch.brands);
         self.series.extend(batch.series);
@@ -91,6 +95,7 @@ impl Changes {
 pub(super) struct BatchChanges {
     pub listings: Vec<ListingId>,
     pub models: Vec<ModelId>,
+    pub created_models: Vec<ModelId>,
     pub recounted: Vec<ModelId>,
     pub brands: Vec<BrandId>,
     pub series: Vec<SeriesId>,

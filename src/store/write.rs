@@ -195,6 +195,9 @@ impl<'t> WriteBatch<'t> {
         self.count_new(Counted::Models, old);
         let changes = &mut self.changes;
         changes.models.push(new.id);
+        if old.is_none() {
+            changes.created_models.push(new.id);
+        }
         // A model that is new, or moved, changes the model counts of its brand and series.
         for model in old.iter().copied().chain([new]) {
             changes.brands.push(model.brand_id);

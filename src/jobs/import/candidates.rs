@@ -8,14 +8,15 @@ use crate::domain::{
     CandidateId, CandidateOrigin, ModelId, PictureCandidate, PictureId, PictureRecord,
 };
 use crate::store::RecordKind;
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 const FILE: &str = "candidates.jsonl";
 
 impl Run<'_> {
     pub(super) fn candidates(&mut self, rows: Rows<CandidateRow>) -> ImportResult<KindCounts> {
         let mut counts = KindCounts::default();
-        let mut seen: HashMap<(ModelId, String), usize> = HashMap::new();
+        let mut seen: FxHashMap<(ModelId, String), usize> = FxHashMap::default();
         // Lines per model so far: a line without `rank` ranks by its place among them.
         let mut lines_of: BTreeMap<ModelId, u32> = BTreeMap::new();
         for (line, row) in rows {

@@ -11,7 +11,7 @@ use crate::domain::{
     PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreResult, WriteBatch};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// A record's natural key in a dataset: its slug, within a brand for brand-scoped kinds.
 pub(super) type Key = (Option<BrandId>, Slug);
@@ -107,7 +107,9 @@ impl Run<'_> {
     /// Checks every line and claims its key, so that a line may name any other line of its
     /// file (a calibre's parent) whatever their order.
     pub(super) fn claim<K: Kind>(&mut self, rows: Rows<K::Row>) -> ImportResult<Vec<Claimed<K>>> {
-        let mut seen = HashMap::new();
+        let mut seen = FxHashMap::default();
+        seen.reserve(rows.len());
+        self.claimed.reserve(rows.len());
         let mut claimed = Vec::with_capacity(rows.len());
         for (line, row) in rows {
             self.at(K::FILE, line);

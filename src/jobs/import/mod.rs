@@ -30,6 +30,7 @@ use rows::{
     BrandRow, CaliberRow, CandidateRow, ComplicationRow, ModelRow, PictureRow, ProviderRow,
     SeriesRow,
 };
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{BufRead, Read};
@@ -218,6 +219,7 @@ pub fn import_with_media(
     source: &dyn DatasetSource,
     media: Option<&MediaStore>,
 ) -> Result<ImportReport, ImportError> {
+    let started = std::time::Instant::now();
     let mut problems = Vec::new();
     let brands = read_rows::<BrandRow>(source, "brands.jsonl", &mut problems)?;
     let series = read_rows::<SeriesRow>(source, "series.jsonl", &mut problems)?;
@@ -227,6 +229,7 @@ pub fn import_with_media(
     let providers = read_rows::<ProviderRow>(source, "providers.jsonl", &mut problems)?;
     let candidates = read_rows::<CandidateRow>(source, "candidates.jsonl", &mut problems)?;
 
+    let read_took = started.elapsed();
     let total = brands.len() + series.len() + complications.len() + calibers.len();
     let progress = progress_bar((total + models.len() + providers.len()) as u64);
     let mut run = Run::new(turn, problems)?;
@@ -253,7 +256,9 @@ pub fn import_with_media(
         return Err(ImportError::Invalid(run.problems));
     }
     progress.set_message("writing");
+    let checked_took = started.elapsed() - read_took;
     let generation = turn.commit(run.batch)?;
+    tracing::debug!(?read_took, ?checked_took, took = ?started.elapsed(), "import written");
     progress.finish_and_clear();
     Ok(ImportReport { generation, kinds })
 }
@@ -278,7 +283,7 @@ struct Run<'a> {
     line: usize,
     /// The id of every record this import claimed, by kind and key: later lines and files
     /// resolve their parents here before the store.
-    claimed: HashMap<(RecordKind, kinds::Key), u64>,
+    claimed: FxHashMap<(RecordKind, kinds::Key), u64>,
     /// Each calibre's parent, once resolved against the whole file.
     caliber_parents: HashMap<CaliberId, Option<CaliberId>>,
     /// Where picture files shipped with a dataset come from and go; `None` outside an import.
@@ -310,7 +315,7 @@ impl<'a> Run<'a> {
             now: Timestamp::now(),
             file: "",
             line: 0,
-            claimed: HashMap::new(),
+            claimed: FxHashMap::default(),
             caliber_parents: HashMap::new(),
             files: None,
         }
@@ -346,7 +351,7 @@ impl<'a> Run<'a> {
 
     /// The first line that used `key` in this file, recording it if new.
     fn first_use<K: std::hash::Hash + Eq>(
-        seen: &mut HashMap<K, usize>,
+        seen: &mut FxHashMap<K, usize>,
         key: K,
         line: usize,
     ) -> Option<usize> {

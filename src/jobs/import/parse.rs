@@ -3,10 +3,15 @@
 
 use super::rows::{allowed_fields, Row};
 use super::{DatasetSource, ImportError, Problem};
+use rayon::prelude::*;
 use std::io::BufRead;
 
+/// Lines parsed together on rayon's threads: a million models' lines parse in half the time
+/// on two cores, and a batch of them is all the text held at once.
+const LINES_PER_BATCH: usize = 16_384;
+
 /// The rows of `file` with their 1-based line numbers; an absent file has none.
-pub fn read_rows<T: Row>(
+pub fn read_rows<T: Row + Send>(
     source: &dyn DatasetSource,
     file: &str,
     problems: &mut Vec<Problem>,
@@ -16,23 +21,36 @@ pub fn read_rows<T: Row>(
     };
     let allowed = allowed_fields::<T>();
     let mut rows = Vec::new();
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| ImportError::io(file, e))?;
-        let number = index + 1;
-        if line.trim().is_empty() {
-            continue;
+    let mut lines = reader.lines().enumerate();
+    loop {
+        let mut batch = Vec::with_capacity(LINES_PER_BATCH);
+        let mut read = 0;
+        for (index, line) in lines.by_ref().take(LINES_PER_BATCH) {
+            read += 1;
+            let line = line.map_err(|e| ImportError::io(file, e))?;
+            if !line.trim().is_empty() {
+                batch.push((index + 1, line));
+            }
         }
-        match parse_line(&line, &allowed) {
-            Ok(row) => rows.push((number, row)),
-            Err(found) => problems.extend(found.into_iter().map(|(field, message)| Problem {
-                file: file.to_owned(),
-                line: number,
-                field,
-                message,
-            })),
+        if read == 0 {
+            return Ok(rows);
+        }
+        let parsed: Vec<(usize, Result<T, LineProblems>)> = batch
+            .into_par_iter()
+            .map(|(number, line)| (number, parse_line(&line, &allowed)))
+            .collect();
+        for (number, parsed) in parsed {
+            match parsed {
+                Ok(row) => rows.push((number, row)),
+                Err(found) => problems.extend(found.into_iter().map(|(field, message)| Problem {
+                    file: file.to_owned(),
+                    line: number,
+                    field,
+                    message,
+                })),
+            }
         }
     }
-    Ok(rows)
 }
 
 /// What is wrong with one line: each problem's field, when known, and message.
@@ -108,5 +126,43 @@ mod tests {
         let malformed = problems_of(r#"{"slug":"a","#);
         assert!(malformed[0].1.starts_with("malformed JSON"));
         assert!(problems_of(r#"{"slug":"a","name":"A"}"#).is_empty());
+    }
+
+    /// One file of text, as a dataset.
+    struct OneFile(String);
+
+    impl DatasetSource for OneFile {
+        fn describe(&self) -> String {
+            "memory".into()
+        }
+        fn open(&self, _file: &str) -> std::io::Result<Option<Box<dyn BufRead + '_>>> {
+            Ok(Some(Box::new(self.0.as_bytes())))
+        }
+    }
+
+    #[test]
+    fn rows_and_problems_keep_their_line_numbers_across_parse_batches() {
+        // Two and a half batches, blank lines among them, a bad line in the second batch.
+        let lines = LINES_PER_BATCH * 5 / 2;
+        let bad = LINES_PER_BATCH + 7;
+        let text: String = (1..=lines)
+            .map(|number| match number {
+                _ if number == bad => "{\"slug\":\"broken\"}\n".to_owned(),
+                _ if number % 1000 == 0 => "\n".to_owned(),
+                _ => format!("{{\"slug\":\"b-{number}\",\"name\":\"B {number}\"}}\n"),
+            })
+            .collect();
+        let mut problems = Vec::new();
+        let rows: Vec<(usize, BrandRow)> =
+            read_rows(&OneFile(text), "brands.jsonl", &mut problems).expect("read");
+        let expected: Vec<usize> = (1..=lines).filter(|n| *n != bad && n % 1000 != 0).collect();
+        let numbers: Vec<usize> = rows.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, expected);
+        assert!(rows.iter().all(|(n, row)| row.slug == format!("b-{n}")));
+        assert_eq!(problems.len(), 1);
+        assert_eq!(
+            (problems[0].line, problems[0].field.as_deref()),
+            (bad, Some("name"))
+        );
     }
 }

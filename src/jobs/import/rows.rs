@@ -27,7 +27,9 @@ impl Row for CandidateRow {}
 impl Row for ModelRow {
     /// serde loses the field path inside `flatten`, so the spec's fields are read on their own.
     fn from_object(object: Map<String, Value>) -> Result<Self, FieldError> {
-        let spec_fields = allowed_fields::<ModelSpec>();
+        // Once per import, not per line: a million lines made it a fifth of the parse.
+        static SPEC_FIELDS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+        let spec_fields = SPEC_FIELDS.get_or_init(allowed_fields::<ModelSpec>);
         let (spec, rest): (Map<String, Value>, Map<String, Value>) = object
             .into_iter()
             .partition(|(key, _)| spec_fields.contains(key));
