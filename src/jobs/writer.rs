@@ -20,8 +20,9 @@ pub struct Writer {
     listings: Arc<ListingIndex>,
 }
 
-/// A job's result, how long its write and the index updates after it took, and what those
-/// updates indexed (a patch names the documents it rewrote; a rebuild, all of them).
+/// A job's result, how long its write took and then the index updates and the duplicate pairs'
+/// refresh (side by side), and what those updates indexed (a patch names the documents it
+/// rewrote; a rebuild, all of them).
 #[derive(Debug)]
 pub struct Written<T> {
     pub value: T,
