@@ -71,6 +71,7 @@ pub struct CatalogueIndex {
     derived: Derived,
     fields: Fields,
     summaries: Arc<SummaryCache>,
+    dense_words: pruned::DenseWords,
 }
 
 impl CatalogueIndex {
@@ -81,6 +82,7 @@ impl CatalogueIndex {
             derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
             fields,
             summaries: Arc::default(),
+            dense_words: pruned::DenseWords::default(),
         })
     }
 
@@ -91,6 +93,7 @@ impl CatalogueIndex {
             derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
             fields,
             summaries: Arc::default(),
+            dense_words: pruned::DenseWords::default(),
         })
     }
 
@@ -154,7 +157,7 @@ impl CatalogueIndex {
         let pruned = match (&request.text, request.kind, request.sort) {
             (Some(text), DocKind::Model, SortOrder::Relevance) => {
                 let searcher = self.derived.reader.searcher();
-                pruned::search(&searcher, &self.fields, request, text, k)?
+                pruned::search(&searcher, &self.fields, request, text, k, &self.dense_words)?
             }
             _ => None,
         };

@@ -9,8 +9,9 @@
 //! scores, found two ways:
 //! - one word: a pure disjunction of its field terms that tantivy's block-max WAND prunes, each
 //!   candidate then checked for the word and the filters;
-//! - several words: the models holding every word (one postings intersection, which also gives
-//!   the total) are few beside any word's postings. They are scored a field term at a time, the
+//! - several words: the models holding every word (one postings intersection, or without
+//!   filters, when every word is common in a large segment, an AND of the words' bitsets kept in
+//!   [`DenseWords`]; either also gives the total) are few beside any word's postings. They are scored a field term at a time, the
 //!   terms that can add most first, and after each term those that cannot reach the best `k`
 //!   whatever the rest adds are dropped (term-at-a-time pruning).
 //!
@@ -19,6 +20,10 @@
 //! worst kept score loses on id and WAND may skip it. The total is the intersection of the
 //! words' postings in `model_words` (for one word with no filters on a segment without deletes,
 //! the term's document frequency), plus the reference-only matches.
+
+mod dense;
+
+pub(crate) use dense::DenseWords;
 
 use crate::query::{self, SearchRequest, TextQuery};
 use crate::schema::{names, Fields};
@@ -67,6 +72,8 @@ struct Plan {
     disjunction: Option<Box<dyn Weight>>,
     /// Models with every word in a text field, passing the filters: the bulk of the total.
     every_word: Box<dyn Weight>,
+    /// Each word's term in `model_words`, for intersecting common words as bitsets.
+    word_terms: Vec<Term>,
 }
 
 /// The best `k` model ids for `request` (a relevance-ordered search of models with text) and the
@@ -77,14 +84,21 @@ pub(crate) fn search(
     request: &SearchRequest,
     text: &TextQuery,
     k: usize,
+    dense: &DenseWords,
 ) -> IndexResult<Option<(Vec<u64>, usize)>> {
     let Some(plan) = Plan::new(searcher, fields, request, text)? else {
         return Ok(None);
     };
+    let live: Vec<_> = searcher
+        .segment_readers()
+        .iter()
+        .map(|reader| reader.segment_id())
+        .collect();
+    dense.keep_only(&live);
     let mut total = 0;
     let mut kept = Vec::new();
     for reader in searcher.segment_readers() {
-        let segment = plan.segment(reader, k)?;
+        let segment = plan.segment(reader, k, dense)?;
         total += segment.total;
         let ids = reader.fast_fields().u64(names::ID)?;
         kept.extend(segment.best.into_iter().map(|best| {
@@ -286,10 +300,19 @@ impl Plan {
                 _ => None,
             },
             every_word: every_word.weight(unscored)?,
+            word_terms: words
+                .iter()
+                .map(|word| Term::from_field_text(fields.model_words, word))
+                .collect(),
         }))
     }
 
-    fn segment(&self, reader: &SegmentReader, k: usize) -> IndexResult<SegmentResult> {
+    fn segment(
+        &self,
+        reader: &SegmentReader,
+        k: usize,
+        dense: &DenseWords,
+    ) -> IndexResult<SegmentResult> {
         let mut best = Best::new(k);
         let reference_docs = self.reference_pass(reader, &mut best)?;
         let in_text = match (&self.disjunction, k) {
@@ -298,7 +321,7 @@ impl Plan {
                 self.text_pass(&**disjunction, reader, &reference_docs.docs, &mut best)?;
                 self.every_word.count(reader)? as usize
             }
-            (None, _) => self.conjunction_pass(reader, &reference_docs.docs, &mut best)?,
+            (None, _) => self.conjunction_pass(reader, &reference_docs.docs, &mut best, dense)?,
         };
         let total = in_text + reference_docs.only;
         Ok(SegmentResult {
@@ -432,8 +455,9 @@ impl Plan {
         reader: &SegmentReader,
         reference_docs: &[DocId],
         best: &mut Best,
+        dense: &DenseWords,
     ) -> IndexResult<usize> {
-        let (mut candidates, count) = self.every_word_docs(reader, reference_docs)?;
+        let (mut candidates, count) = self.every_word_docs(reader, reference_docs, dense)?;
         let mut partial = vec![0.0; candidates.len()];
         let mut terms: Vec<&FieldTerm> = self
             .words
@@ -458,30 +482,73 @@ impl Plan {
     }
 
     /// The live documents holding every word and passing the filters, less the reference
-    /// pass's, in doc order; and how many there are, the reference pass's included.
+    /// pass's, in doc order; and how many there are, the reference pass's included. Without
+    /// filters, words common in the segment are intersected as bitsets.
     fn every_word_docs(
         &self,
         reader: &SegmentReader,
         reference_docs: &[DocId],
+        dense: &DenseWords,
     ) -> IndexResult<(Vec<DocId>, usize)> {
-        let mut matches = self.every_word.scorer(reader, 1.0)?;
-        let alive = reader.alive_bitset();
-        let mut skip = reference_docs.iter().copied().peekable();
-        let mut candidates = Vec::new();
-        let mut count = 0;
-        let mut doc = matches.doc();
-        while doc != TERMINATED {
-            if alive.is_none_or(|alive| alive.is_alive(doc)) {
-                count += 1;
-                while skip.next_if(|&r| r < doc).is_some() {}
-                if skip.peek() != Some(&doc) {
-                    candidates.push(doc);
-                }
+        match self.common_words(reader, dense)? {
+            Some(sets) => Ok(live_unless_referenced(
+                reader,
+                dense::every_set(&sets),
+                reference_docs,
+            )),
+            None => {
+                let mut matches = self.every_word.scorer(reader, 1.0)?;
+                let docs = std::iter::from_fn(|| {
+                    let doc = matches.doc();
+                    (doc != TERMINATED).then(|| {
+                        matches.advance();
+                        doc
+                    })
+                });
+                Ok(live_unless_referenced(reader, docs, reference_docs))
             }
-            doc = matches.advance();
         }
-        Ok((candidates, count))
     }
+
+    /// The bitsets of every word, when there are no filters and every word is common here.
+    fn common_words(
+        &self,
+        reader: &SegmentReader,
+        dense: &DenseWords,
+    ) -> IndexResult<Option<Vec<dense::Bits>>> {
+        if self.filter.is_some() {
+            return Ok(None);
+        }
+        let mut sets = Vec::with_capacity(self.word_terms.len());
+        for term in &self.word_terms {
+            match dense.bits(reader, term)? {
+                Some(bits) => sets.push(bits),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(sets))
+    }
+}
+
+/// The live documents of `docs` (ascending) but `reference_docs`, and how many live ones there
+/// are, the reference pass's included.
+fn live_unless_referenced(
+    reader: &SegmentReader,
+    docs: impl Iterator<Item = DocId>,
+    reference_docs: &[DocId],
+) -> (Vec<DocId>, usize) {
+    let alive = reader.alive_bitset();
+    let mut skip = reference_docs.iter().copied().peekable();
+    let mut candidates = Vec::new();
+    let mut count = 0;
+    for doc in docs.filter(|&doc| alive.is_none_or(|alive| alive.is_alive(doc))) {
+        count += 1;
+        while skip.next_if(|&r| r < doc).is_some() {}
+        if skip.peek() != Some(&doc) {
+            candidates.push(doc);
+        }
+    }
+    (candidates, count)
 }
 
 /// Float sums taken in different orders differ in their last bits: a candidate is only dropped

@@ -151,18 +151,66 @@ proptest! {
         searches in prop::collection::vec(search_strategy(), 1..6),
     ) {
         let index = index_of(&models, &rewritten);
+        // Bitsets in segments of any size, so that small catalogues take that path too.
+        let dense = super::DenseWords::for_segments_of(0);
         for search in &searches {
             let request = request(search);
             let k = request.offset + request.limit;
             let expected = index.every_match_ranked(&request, k).expect("exhaustive");
             let text = request.text.as_ref().expect("text");
             let searcher = index.derived.reader.searcher();
-            let pruned = super::search(&searcher, &index.fields, &request, text, k)
+            let pruned = super::search(&searcher, &index.fields, &request, text, k, &dense)
                 .expect("pruned")
                 .expect("the text has words");
             prop_assert_eq!(&pruned, &expected, "{:?}", search);
         }
     }
+}
+
+#[test]
+fn common_words_are_intersected_as_bitsets_with_the_same_page_and_total() {
+    // Every model holds "ocean" or "steel" or both: both words are common in the segment.
+    let models: Vec<Model> = (0..200)
+        .map(|i| Model {
+            brand: 1 + i % 2,
+            series: 10,
+            name: match i % 3 {
+                0 => vec![0],
+                1 => vec![2],
+                _ => vec![0, 2],
+            },
+            description: vec![(i % 10) as usize],
+            references: vec![],
+        })
+        .collect();
+    let index = index_of(&models, &[(7, models[1].clone())]);
+    let dense = super::DenseWords::for_segments_of(0);
+    for (brand, pages) in [
+        (None, [(0, 5), (3, 10), (60, 20)]),
+        (Some(1), [(0, 5), (2, 7), (40, 30)]),
+    ] {
+        for (offset, limit) in pages {
+            let request = request(&Search {
+                words: vec!["ocean".into(), "steel".into()],
+                brand,
+                front_picture: false,
+                offset,
+                limit,
+            });
+            let k = offset + limit;
+            let expected = index.every_match_ranked(&request, k).expect("exhaustive");
+            let text = request.text.as_ref().expect("text");
+            let searcher = index.derived.reader.searcher();
+            let pruned = super::search(&searcher, &index.fields, &request, text, k, &dense)
+                .expect("pruned")
+                .expect("words");
+            assert_eq!(pruned, expected, "brand {brand:?}, offset {offset}");
+        }
+    }
+    assert!(
+        dense.len() >= 2,
+        "the words without a filter were taken as bitsets"
+    );
 }
 
 #[test]
@@ -191,9 +239,16 @@ fn a_search_of_more_words_than_the_reference_pass_holds_falls_back() {
     });
     let searcher = index.derived.reader.searcher();
     let text = request.text.as_ref().expect("text");
-    assert!(super::search(&searcher, &index.fields, &request, text, 5)
-        .expect("pruned")
-        .is_none());
+    assert!(super::search(
+        &searcher,
+        &index.fields,
+        &request,
+        text,
+        5,
+        &index.dense_words
+    )
+    .expect("pruned")
+    .is_none());
     assert_eq!(index.search(&request).expect("search").total, 0);
 }
 
