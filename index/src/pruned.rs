@@ -9,11 +9,12 @@
 //! scores, found two ways:
 //! - one word: a pure disjunction of its field terms that tantivy's block-max WAND prunes, each
 //!   candidate then checked for the word and the filters;
-//! - several words: the models holding every word (one postings intersection, or without
-//!   filters, when every word is common in a large segment, an AND of the words' bitsets kept in
-//!   [`DenseWords`]; either also gives the total) are few beside any word's postings. They are scored a field term at a time, the
-//!   terms that can add most first, and after each term those that cannot reach the best `k`
-//!   whatever the rest adds are dropped (term-at-a-time pruning).
+//! - several words: the models holding every word (one postings intersection or, without
+//!   filters and when every word is common in a large segment, an AND of the words' bitsets kept
+//!   in [`DenseWords`]; either also gives the total) are few beside any word's postings. They
+//!   are scored a field term at a time, the terms that can add most first, and after each term
+//!   those that cannot reach the best `k` whatever the rest adds are dropped (term-at-a-time
+//!   pruning).
 //!
 //! Either way the models kept are scored again in one fixed order, so that equal models score
 //! equal. The index keeps each segment in id order, so a later candidate that only ties the

@@ -58,8 +58,15 @@ impl DenseWords {
             return Ok(None);
         }
         let key = (reader.segment_id(), term.clone());
-        if let Some(bits) = self.lock().get(&key) {
-            return Ok(Some(bits.clone()));
+        {
+            let kept = self.lock();
+            if let Some(bits) = kept.get(&key) {
+                return Ok(Some(bits.clone()));
+            }
+            // Full: a bitset made now would be thrown away, and made again by every search.
+            if kept.len() >= KEPT_AT_MOST {
+                return Ok(None);
+            }
         }
         let mut bits = vec![0u64; (reader.max_doc() as usize).div_ceil(64)];
         let mut postings = inverted.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
@@ -69,11 +76,12 @@ impl DenseWords {
             doc = postings.advance();
         }
         let bits = Arc::new(bits);
+        // Searches that made bitsets at once may have filled it meanwhile: this one then serves
+        // only its search. Two of the same word are equal, and one is kept.
         let mut kept = self.lock();
-        if kept.len() >= KEPT_AT_MOST {
-            return Ok(None);
+        if kept.len() < KEPT_AT_MOST {
+            kept.entry(key).or_insert_with(|| bits.clone());
         }
-        kept.insert(key, bits.clone());
         Ok(Some(bits))
     }
 

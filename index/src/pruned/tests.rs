@@ -141,6 +141,23 @@ fn request(search: &Search) -> SearchRequest {
     request
 }
 
+/// `search`'s page and total by the pruned path, and by every match scored.
+fn pruned_and_exhaustive(
+    index: &CatalogueIndex,
+    dense: &super::DenseWords,
+    search: &Search,
+) -> ((Vec<u64>, usize), (Vec<u64>, usize)) {
+    let request = request(search);
+    let k = request.offset + request.limit;
+    let expected = index.every_match_ranked(&request, k).expect("exhaustive");
+    let text = request.text.as_ref().expect("text");
+    let searcher = index.derived.reader.searcher();
+    let pruned = super::search(&searcher, &index.fields, &request, text, k, dense)
+        .expect("pruned")
+        .expect("the text has words");
+    (pruned, expected)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
@@ -154,14 +171,7 @@ proptest! {
         // Bitsets in segments of any size, so that small catalogues take that path too.
         let dense = super::DenseWords::for_segments_of(0);
         for search in &searches {
-            let request = request(search);
-            let k = request.offset + request.limit;
-            let expected = index.every_match_ranked(&request, k).expect("exhaustive");
-            let text = request.text.as_ref().expect("text");
-            let searcher = index.derived.reader.searcher();
-            let pruned = super::search(&searcher, &index.fields, &request, text, k, &dense)
-                .expect("pruned")
-                .expect("the text has words");
+            let (pruned, expected) = pruned_and_exhaustive(&index, &dense, search);
             prop_assert_eq!(&pruned, &expected, "{:?}", search);
         }
     }
@@ -190,20 +200,14 @@ fn common_words_are_intersected_as_bitsets_with_the_same_page_and_total() {
         (Some(1), [(0, 5), (2, 7), (40, 30)]),
     ] {
         for (offset, limit) in pages {
-            let request = request(&Search {
+            let search = Search {
                 words: vec!["ocean".into(), "steel".into()],
                 brand,
                 front_picture: false,
                 offset,
                 limit,
-            });
-            let k = offset + limit;
-            let expected = index.every_match_ranked(&request, k).expect("exhaustive");
-            let text = request.text.as_ref().expect("text");
-            let searcher = index.derived.reader.searcher();
-            let pruned = super::search(&searcher, &index.fields, &request, text, k, &dense)
-                .expect("pruned")
-                .expect("words");
+            };
+            let (pruned, expected) = pruned_and_exhaustive(&index, &dense, &search);
             assert_eq!(pruned, expected, "brand {brand:?}, offset {offset}");
         }
     }
