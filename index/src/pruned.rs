@@ -6,24 +6,31 @@
 //! references (or a reference prefix), or when the whole text is a reference (or a prefix).
 //! Models holding one of those reference terms are few: they are scored one by one first. The
 //! others can only match through their words, and their score is the sum of the words' field
-//! scores, found two ways:
-//! - one word: a pure disjunction of its field terms that tantivy's block-max WAND prunes, each
-//!   candidate then checked for the word and the filters;
-//! - several words: the models holding every word (one postings intersection or, without
-//!   filters and when every word is common in a large segment, an AND of the words' bitsets kept
-//!   in [`DenseWords`]; either also gives the total) are few beside any word's postings. They
-//!   are scored a field term at a time, the terms that can add most first, and after each term
-//!   those that cannot reach the best `k` whatever the rest adds are dropped (term-at-a-time
-//!   pruning).
+//! scores, found three ways:
+//! - without filters, when every word is common in a large segment: [`DenseWords`] keeps each
+//!   such word whole (a bitset of its documents and, per document, its frequency in each text
+//!   field), so the matches are an AND of bitsets and each is scored from those frequencies and
+//!   the field norms, as tantivy's term scorers would, without a postings list. One word is
+//!   walked a frequency pattern at a time, the patterns that can score most first, and stops
+//!   when no pattern left can reach the best `k`; several words skip the matches whose
+//!   patterns cannot;
+//! - one word otherwise: a pure disjunction of its field terms that tantivy's block-max WAND
+//!   prunes, each candidate then checked for the word and the filters;
+//! - several words otherwise: the models holding every word (one postings intersection, which
+//!   also gives the total) are few beside any word's postings. They are scored a field term at
+//!   a time, the terms that can add most first, and after each term those that cannot reach
+//!   the best `k` whatever the rest adds are dropped (term-at-a-time pruning).
 //!
-//! Either way the models kept are scored again in one fixed order, so that equal models score
-//! equal. The index keeps each segment in id order, so a later candidate that only ties the
-//! worst kept score loses on id and WAND may skip it. The total is the intersection of the
-//! words' postings in `model_words` (for one word with no filters on a segment without deletes,
-//! the term's document frequency), plus the reference-only matches.
+//! The last two score the models kept again in one fixed order, so that equal models score
+//! equal; the first sums in that same order. The index keeps each segment in id order, so a
+//! later candidate that only ties the worst kept score loses on id and WAND may skip it. The
+//! total is the intersection of the words' postings in `model_words` (for one word with no
+//! filters on a segment without deletes, the term's document frequency), plus the
+//! reference-only matches.
 
 mod dense;
 
+use dense::CommonWord;
 pub(crate) use dense::DenseWords;
 
 use crate::query::{self, SearchRequest, TextQuery};
@@ -31,6 +38,7 @@ use crate::schema::{names, Fields};
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use crate::IndexResult;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::query::{
     Bm25Weight, BooleanQuery, BoostQuery, EnableScoring, Occur, Query, Scorer, TermQuery, Weight,
@@ -161,6 +169,14 @@ impl Best {
         } else if self.heap.peek().is_some_and(|worst| kept < *worst) {
             self.heap.pop();
             self.heap.push(kept);
+        }
+    }
+
+    /// The worst kept score once `k` are kept.
+    fn worst_when_full(&self) -> Option<Score> {
+        match self.heap.peek() {
+            Some(worst) if self.heap.len() >= self.k => Some(worst.score()),
+            _ => None,
         }
     }
 
@@ -316,13 +332,21 @@ impl Plan {
     ) -> IndexResult<SegmentResult> {
         let mut best = Best::new(k);
         let reference_docs = self.reference_pass(reader, &mut best)?;
-        let in_text = match (&self.disjunction, k) {
-            (_, 0) => self.every_word.count(reader)? as usize,
-            (Some(disjunction), _) => {
-                self.text_pass(&**disjunction, reader, &reference_docs.docs, &mut best)?;
-                self.every_word.count(reader)? as usize
+        let in_text = if k == 0 {
+            self.every_word.count(reader)? as usize
+        } else if let Some(common) = self.common_words(reader, dense)? {
+            match common.as_slice() {
+                [one] => {
+                    self.common_word_pass(reader, one, &reference_docs.docs, &mut best)?;
+                    self.every_word.count(reader)? as usize
+                }
+                _ => self.common_words_pass(reader, &common, &reference_docs.docs, &mut best)?,
             }
-            (None, _) => self.conjunction_pass(reader, &reference_docs.docs, &mut best, dense)?,
+        } else if let Some(disjunction) = &self.disjunction {
+            self.text_pass(&**disjunction, reader, &reference_docs.docs, &mut best)?;
+            self.every_word.count(reader)? as usize
+        } else {
+            self.conjunction_pass(reader, &reference_docs.docs, &mut best)?
         };
         let total = in_text + reference_docs.only;
         Ok(SegmentResult {
@@ -431,8 +455,7 @@ impl Plan {
         let mut skip = reference_docs.iter().copied().peekable();
         let mut threshold = best.threshold(0);
         disjunction.for_each_pruning(threshold, reader, &mut |doc, _| {
-            while skip.next_if(|&r| r < doc).is_some() {}
-            if skip.peek() == Some(&doc) || !scan.is_candidate(doc) {
+            if is_next_of(&mut skip, doc) || !scan.is_candidate(doc) {
                 return threshold;
             }
             if (0..self.words.len()).all(|w| scan.has_word(w, doc)) {
@@ -456,9 +479,8 @@ impl Plan {
         reader: &SegmentReader,
         reference_docs: &[DocId],
         best: &mut Best,
-        dense: &DenseWords,
     ) -> IndexResult<usize> {
-        let (mut candidates, count) = self.every_word_docs(reader, reference_docs, dense)?;
+        let (mut candidates, count) = self.every_word_docs(reader, reference_docs)?;
         let mut partial = vec![0.0; candidates.len()];
         let mut terms: Vec<&FieldTerm> = self
             .words
@@ -483,73 +505,239 @@ impl Plan {
     }
 
     /// The live documents holding every word and passing the filters, less the reference
-    /// pass's, in doc order; and how many there are, the reference pass's included. Without
-    /// filters, words common in the segment are intersected as bitsets.
+    /// pass's, in doc order; and how many there are, the reference pass's included.
     fn every_word_docs(
         &self,
         reader: &SegmentReader,
         reference_docs: &[DocId],
-        dense: &DenseWords,
     ) -> IndexResult<(Vec<DocId>, usize)> {
-        match self.common_words(reader, dense)? {
-            Some(sets) => Ok(live_unless_referenced(
-                reader,
-                dense::every_set(&sets),
-                reference_docs,
-            )),
-            None => {
-                let mut matches = self.every_word.scorer(reader, 1.0)?;
-                let docs = std::iter::from_fn(|| {
-                    let doc = matches.doc();
-                    (doc != TERMINATED).then(|| {
-                        matches.advance();
-                        doc
-                    })
-                });
-                Ok(live_unless_referenced(reader, docs, reference_docs))
+        let alive = reader.alive_bitset();
+        let mut skip = reference_docs.iter().copied().peekable();
+        let mut candidates = Vec::new();
+        let mut count = 0;
+        let mut matches = self.every_word.scorer(reader, 1.0)?;
+        let mut doc = matches.doc();
+        while doc != TERMINATED {
+            if alive.is_none_or(|alive| alive.is_alive(doc)) {
+                count += 1;
+                if !is_next_of(&mut skip, doc) {
+                    candidates.push(doc);
+                }
             }
+            doc = matches.advance();
         }
+        Ok((candidates, count))
     }
 
-    /// The bitsets of every word, when there are no filters and every word is common here.
+    /// The words kept whole in [`DenseWords`], when there are no filters and every word is
+    /// common here.
     fn common_words(
         &self,
         reader: &SegmentReader,
         dense: &DenseWords,
-    ) -> IndexResult<Option<Vec<dense::Bits>>> {
+    ) -> IndexResult<Option<Vec<Arc<CommonWord>>>> {
         if self.filter.is_some() {
             return Ok(None);
         }
-        let mut sets = Vec::with_capacity(self.word_terms.len());
-        for term in &self.word_terms {
-            match dense.bits(reader, term)? {
-                Some(bits) => sets.push(bits),
+        let mut common = Vec::with_capacity(self.words.len());
+        for (word, presence) in self.words.iter().zip(&self.word_terms) {
+            let field_terms: Vec<Term> = word.field_terms.iter().map(|t| t.term.clone()).collect();
+            match dense.word(reader, presence, &field_terms)? {
+                Some(kept) => common.push(kept),
                 None => return Ok(None),
             }
         }
-        Ok(Some(sets))
+        Ok(Some(common))
+    }
+
+    /// Scores every live model holding every word (all common here), skipping the reference
+    /// pass's documents, from each word's field frequencies and the field norms: what the
+    /// field terms' scorers would give, summed in the same order, so equal to [`Scan`]'s
+    /// scores bit for bit. Returns how many models hold every word, the reference pass's
+    /// included.
+    fn common_words_pass(
+        &self,
+        reader: &SegmentReader,
+        common: &[Arc<CommonWord>],
+        reference_docs: &[DocId],
+        best: &mut Best,
+    ) -> IndexResult<usize> {
+        let scorer = CodeScorer::new(self, reader)?;
+        let bounds: Vec<Vec<Score>> = common
+            .iter()
+            .enumerate()
+            .map(|(w, word)| scorer.word_bounds(w, word))
+            .collect();
+        let alive = reader.alive_bitset();
+        let mut skip = reference_docs.iter().copied().peekable();
+        let mut count = 0;
+        // Read postings only for a word seven times or more in a field, which codes do not hold.
+        let mut exact: Option<Scan> = None;
+        dense::for_each_in_all(common, |doc, codes| {
+            if alive.is_some_and(|alive| !alive.is_alive(doc)) {
+                return Ok(());
+            }
+            count += 1;
+            if is_next_of(&mut skip, doc) {
+                return Ok(());
+            }
+            if let Some(worst) = best.worst_when_full() {
+                let mut bound: Score = 0.0;
+                for (bounds, &code) in bounds.iter().zip(codes) {
+                    bound += bounds[usize::from(code)];
+                }
+                if bound < worst {
+                    return Ok(());
+                }
+            }
+            let mut score: Score = 0.0;
+            for (w, &code) in codes.iter().enumerate() {
+                score += match scorer.word_score(w, code, doc) {
+                    Some(word_score) => word_score,
+                    None => match &mut exact {
+                        Some(scan) => scan.word_score(w, doc),
+                        None => exact.insert(Scan::new(self, reader)?).word_score(w, doc),
+                    },
+                };
+            }
+            best.offer(Kept::new(score, doc));
+            Ok(())
+        })?;
+        Ok(count)
+    }
+
+    /// Scores the documents of the one word (common here) a code at a time, the codes that can
+    /// score most first, until no code left can reach the best `k`; skips the reference pass's
+    /// documents. The word's best are most often in a few codes (in the name, a short one).
+    fn common_word_pass(
+        &self,
+        reader: &SegmentReader,
+        common: &CommonWord,
+        reference_docs: &[DocId],
+        best: &mut Best,
+    ) -> IndexResult<()> {
+        let scorer = CodeScorer::new(self, reader)?;
+        let mut codes: Vec<(Score, u16, &[DocId])> = common
+            .by_code()
+            .map(|(code, docs)| (scorer.word_bound(0, code), code, docs))
+            .collect();
+        codes.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (bound, code, docs) in codes {
+            if best.worst_when_full().is_some_and(|worst| bound < worst) {
+                break;
+            }
+            // Documents come in doc order within a code only: postings are read afresh for each
+            // code that needs them.
+            let mut exact: Option<Scan> = None;
+            for &doc in docs {
+                if reader.is_deleted(doc) || reference_docs.binary_search(&doc).is_ok() {
+                    continue;
+                }
+                let score = match scorer.word_score(0, code, doc) {
+                    Some(score) => score,
+                    None => match &mut exact {
+                        Some(scan) => scan.word_score(0, doc),
+                        None => exact.insert(Scan::new(self, reader)?).word_score(0, doc),
+                    },
+                };
+                best.offer(Kept::new(score, doc));
+            }
+        }
+        Ok(())
     }
 }
 
-/// The live documents of `docs` (ascending) but `reference_docs`, and how many live ones there
-/// are, the reference pass's included.
-fn live_unless_referenced(
-    reader: &SegmentReader,
-    docs: impl Iterator<Item = DocId>,
-    reference_docs: &[DocId],
-) -> (Vec<DocId>, usize) {
-    let alive = reader.alive_bitset();
-    let mut skip = reference_docs.iter().copied().peekable();
-    let mut candidates = Vec::new();
-    let mut count = 0;
-    for doc in docs.filter(|&doc| alive.is_none_or(|alive| alive.is_alive(doc))) {
-        count += 1;
-        while skip.next_if(|&r| r < doc).is_some() {}
-        if skip.peek() != Some(&doc) {
-            candidates.push(doc);
-        }
+/// Scores words from their codes ([`dense::field_frequency`]) and the field norms.
+struct CodeScorer<'a> {
+    words: &'a [Word],
+    /// Each text field's norms, in the order of a word's `field_terms`.
+    norms: Vec<FieldNormReader>,
+    /// Per word and field, the score of a frequency of one at each field norm: most matches.
+    once: Vec<Vec<[Score; 256]>>,
+}
+
+impl<'a> CodeScorer<'a> {
+    fn new(plan: &'a Plan, reader: &SegmentReader) -> IndexResult<CodeScorer<'a>> {
+        let norms = plan.words[0]
+            .field_terms
+            .iter()
+            .map(|term| field_norms(reader, term.term.field()))
+            .collect::<IndexResult<Vec<_>>>()?;
+        let once = plan
+            .words
+            .iter()
+            .map(|word| {
+                word.field_terms
+                    .iter()
+                    .map(|term| std::array::from_fn(|norm| term.weight.score(norm as u8, 1)))
+                    .collect()
+            })
+            .collect();
+        Ok(CodeScorer {
+            words: &plan.words,
+            norms,
+            once,
+        })
     }
-    (candidates, count)
+
+    /// Word `w`'s score in `doc`, its code there `code`: each text field's BM25 summed in field
+    /// order, as [`Scan::word_score`] does, so equal to it bit for bit. `None` when a field
+    /// holds the word too often for the code to say how often.
+    fn word_score(&self, w: usize, code: u16, doc: DocId) -> Option<Score> {
+        let mut score: Score = 0.0;
+        for (field, term) in self.words[w].field_terms.iter().enumerate() {
+            let norm = || self.norms[field].fieldnorm_id(doc);
+            score += match dense::field_frequency(code, field) {
+                0 => continue,
+                1 => self.once[w][field][norm() as usize],
+                dense::FREQUENCY_AT_LEAST => return None,
+                frequency => term.weight.score(norm(), frequency),
+            };
+        }
+        Some(score)
+    }
+
+    /// [`CodeScorer::word_bound`] of word `w` for each code `common` holds, indexed by code.
+    fn word_bounds(&self, w: usize, common: &CommonWord) -> Vec<Score> {
+        let mut bounds = vec![0.0; dense::CODES];
+        for (code, _) in common.by_code() {
+            bounds[usize::from(code)] = self.word_bound(w, code);
+        }
+        bounds
+    }
+
+    /// The most word `w` scores in any document with `code`: each field at its shortest norm
+    /// (BM25 falls as the field grows), and a field with the word too often for the code at
+    /// the term's bound. Float sums keep order, so no document's score exceeds it.
+    fn word_bound(&self, w: usize, code: u16) -> Score {
+        let mut bound: Score = 0.0;
+        for (field, term) in self.words[w].field_terms.iter().enumerate() {
+            bound += match dense::field_frequency(code, field) {
+                0 => continue,
+                dense::FREQUENCY_AT_LEAST => term.bound(),
+                frequency => term.weight.score(0, frequency),
+            };
+        }
+        bound
+    }
+}
+
+/// Whether `doc` is the next of the ascending `docs` not before it (moving past those before).
+fn is_next_of(docs: &mut std::iter::Peekable<impl Iterator<Item = DocId>>, doc: DocId) -> bool {
+    while docs.next_if(|&d| d < doc).is_some() {}
+    docs.peek() == Some(&doc)
+}
+
+/// A field's norms, or a norm of 1 everywhere for a field kept without them, as tantivy's term
+/// scorer reads them.
+fn field_norms(
+    reader: &SegmentReader,
+    field: tantivy::schema::Field,
+) -> IndexResult<FieldNormReader> {
+    Ok(match reader.fieldnorms_readers().get_field(field)? {
+        Some(norms) => norms,
+        None => FieldNormReader::constant(reader.max_doc(), 1),
+    })
 }
 
 /// Float sums taken in different orders differ in their last bits: a candidate is only dropped
@@ -606,10 +794,7 @@ impl FieldTerm {
         else {
             return Ok(());
         };
-        let norms = match reader.fieldnorms_readers().get_field(field)? {
-            Some(norms) => norms,
-            None => FieldNormReader::constant(reader.max_doc(), 1),
-        };
+        let norms = field_norms(reader, field)?;
         let mut next = 0;
         while let Some(&target) = candidates.get(next) {
             let mut at = postings.seek(target);

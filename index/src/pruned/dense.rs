@@ -1,32 +1,88 @@
-//! The documents of a segment's most common words, kept as bitsets: several common words are
-//! intersected a machine word at a time instead of postings list against postings list, which
-//! was the larger part of a two- or three-word search over a million models (bench/RESULTS.md,
-//! "Common words as bitsets").
+//! A segment's most common words kept whole: the documents holding each as a bitset, and per
+//! document how often the word is in each text field. Several common words are then intersected
+//! a machine word at a time, and their matches scored from the field frequencies and the field
+//! norms, without walking a postings list of a text field (bench/RESULTS.md, "Common words as
+//! bitsets" and "Common words scored from their frequencies").
 
 use crate::IndexResult;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tantivy::index::SegmentId;
+use tantivy::postings::Postings;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
 
-/// A word is kept as a bitset when at least one document in this many holds it: the bitset is
-/// then at most two bytes a posting.
+/// A word is kept when at least one document in this many holds it: its bitset is then at most
+/// two bytes a posting.
 const DENSE_AT: u32 = 16;
-/// Bitsets kept at most: 16 MB of them over segments of a million documents.
-const KEPT_AT_MOST: usize = 128;
+/// What the words kept may take at most: 96 MiB, about 160 words over a segment of a million
+/// documents when each is in a fifth of them.
+const KEPT_BYTES_AT_MOST: usize = 96 << 20;
 /// Segments smaller than this intersect their postings: it is quick there, and the small
-/// segments incremental updates make would otherwise fill the bitsets kept.
+/// segments incremental updates make would otherwise fill the words kept.
 const SEGMENT_DOCS_AT_LEAST: u32 = 1 << 16;
+/// Bits of a field's frequency in a [`Frequencies`] code; the largest value means "this many or
+/// more", and the exact frequency is then read from the field's postings.
+const FREQUENCY_BITS: u32 = 3;
+pub(crate) const FREQUENCY_AT_LEAST: u32 = (1 << FREQUENCY_BITS) - 1;
+/// Text fields a code holds at most (five times three bits in a `u16`).
+pub(crate) const CODED_FIELDS_AT_MOST: usize = (u16::BITS / FREQUENCY_BITS) as usize;
+/// How many codes there can be.
+pub(crate) const CODES: usize = 1 << (CODED_FIELDS_AT_MOST * FREQUENCY_BITS as usize);
 
-/// One bit a document of its segment, set where the word is.
-pub(crate) type Bits = Arc<Vec<u64>>;
+/// A common word of one segment.
+pub(crate) struct CommonWord {
+    /// One bit a document, set where the word is.
+    bits: Vec<u64>,
+    /// How many documents hold the word before each machine word of `bits`: with the bits
+    /// below a document's, its place in `codes`.
+    before: Vec<u32>,
+    /// For each document holding the word, in doc order, the word's frequency in each text
+    /// field ([`field_frequency`]).
+    codes: Vec<u16>,
+    /// The documents holding the word ordered by code, then by doc: what a search of the word
+    /// alone walks a code at a time, the codes that can score most first.
+    by_code: Vec<DocId>,
+    /// Each code held and where its documents end in `by_code`, ascending.
+    code_ends: Vec<(u16, u32)>,
+}
 
-/// Bitsets of common words per segment, made on first use. Segments never change but for
-/// deletes, which the caller applies, so a bitset stays right for its segment's life.
+/// The frequency of the text field at `field` in a code, [`FREQUENCY_AT_LEAST`] at most.
+pub(crate) fn field_frequency(code: u16, field: usize) -> u32 {
+    (u32::from(code) >> (field as u32 * FREQUENCY_BITS)) & FREQUENCY_AT_LEAST
+}
+
+impl CommonWord {
+    fn bytes(&self) -> usize {
+        self.bits.len() * 8
+            + self.before.len() * 4
+            + self.codes.len() * 2
+            + self.by_code.len() * 4
+            + self.code_ends.len() * 8
+    }
+
+    /// Each code held, with its documents (ascending).
+    pub(crate) fn by_code(&self) -> impl Iterator<Item = (u16, &[DocId])> + '_ {
+        let starts = std::iter::once(0).chain(self.code_ends.iter().map(|&(_, end)| end));
+        self.code_ends
+            .iter()
+            .zip(starts)
+            .map(|(&(code, end), start)| (code, &self.by_code[start as usize..end as usize]))
+    }
+}
+
+/// Common words per segment, made on first use. Segments never change but for deletes, which
+/// the caller applies, so a word kept stays right for its segment's life.
 pub(crate) struct DenseWords {
-    kept: Mutex<HashMap<(SegmentId, Term), Bits>>,
+    kept: Mutex<Kept>,
     segment_docs_at_least: u32,
+    bytes_at_most: usize,
+}
+
+#[derive(Default)]
+struct Kept {
+    words: HashMap<(SegmentId, Term), Arc<CommonWord>>,
+    bytes: usize,
 }
 
 impl Default for DenseWords {
@@ -36,84 +92,250 @@ impl Default for DenseWords {
 }
 
 impl DenseWords {
-    /// Bitsets in segments of at least `docs` documents (tests take small ones too).
+    /// Words kept in segments of at least `docs` documents (tests take small ones too).
     pub(crate) fn for_segments_of(docs: u32) -> DenseWords {
         DenseWords {
             kept: Mutex::default(),
             segment_docs_at_least: docs,
+            bytes_at_most: KEPT_BYTES_AT_MOST,
         }
     }
 
-    /// The bitset of `term` in `reader`'s segment when the term is common there; `None` when it
-    /// is not, or when no more bitsets are kept (the caller intersects postings instead).
-    pub(crate) fn bits(&self, reader: &SegmentReader, term: &Term) -> IndexResult<Option<Bits>> {
-        if reader.max_doc() < self.segment_docs_at_least {
+    /// The same, keeping at most `bytes` (tests of a full cache).
+    #[cfg(test)]
+    pub(crate) fn with_room_for(docs: u32, bytes: usize) -> DenseWords {
+        DenseWords {
+            bytes_at_most: bytes,
+            ..DenseWords::for_segments_of(docs)
+        }
+    }
+
+    /// The word whose presence term is `word` (it holds every document with the word in one of
+    /// `field_terms`, the text fields), when it is common in `reader`'s segment; `None` when it
+    /// is not, when there are too many fields to code, or when no more room is left (the caller
+    /// then reads postings instead).
+    pub(crate) fn word(
+        &self,
+        reader: &SegmentReader,
+        word: &Term,
+        field_terms: &[Term],
+    ) -> IndexResult<Option<Arc<CommonWord>>> {
+        if reader.max_doc() < self.segment_docs_at_least || field_terms.len() > CODED_FIELDS_AT_MOST
+        {
             return Ok(None);
         }
-        let inverted = reader.inverted_index(term.field())?;
-        let Some(info) = inverted.get_term_info(term)? else {
+        let inverted = reader.inverted_index(word.field())?;
+        let Some(info) = inverted.get_term_info(word)? else {
             return Ok(None);
         };
         if info.doc_freq.saturating_mul(DENSE_AT) < reader.max_doc() {
             return Ok(None);
         }
-        let key = (reader.segment_id(), term.clone());
+        let key = (reader.segment_id(), word.clone());
         {
             let kept = self.lock();
-            if let Some(bits) = kept.get(&key) {
-                return Ok(Some(bits.clone()));
+            if let Some(common) = kept.words.get(&key) {
+                return Ok(Some(common.clone()));
             }
-            // Full: a bitset made now would be thrown away, and made again by every search.
-            if kept.len() >= KEPT_AT_MOST {
+            // Full: a word made now would be thrown away, and made again by every search.
+            if kept.bytes >= self.bytes_at_most {
                 return Ok(None);
             }
         }
-        let mut bits = vec![0u64; (reader.max_doc() as usize).div_ceil(64)];
         let mut postings = inverted.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
-        let mut doc = postings.doc();
-        while doc != TERMINATED {
-            bits[doc as usize / 64] |= 1 << (doc % 64);
-            doc = postings.advance();
+        let mut common = CommonWord::holding(reader.max_doc(), &mut postings);
+        for (field, term) in field_terms.iter().enumerate() {
+            common.add_field(reader, field, term)?;
         }
-        let bits = Arc::new(bits);
-        // Searches that made bitsets at once may have filled it meanwhile: this one then serves
-        // only its search. Two of the same word are equal, and one is kept.
+        common.order_by_code();
+        let common = Arc::new(common);
+        // Searches that made words at once may have filled the room meanwhile: this one then
+        // serves only its search. Two of the same word are equal, and one is kept.
         let mut kept = self.lock();
-        if kept.len() < KEPT_AT_MOST {
-            kept.entry(key).or_insert_with(|| bits.clone());
+        if kept.bytes < self.bytes_at_most && !kept.words.contains_key(&key) {
+            kept.bytes += common.bytes();
+            kept.words.insert(key, common.clone());
         }
-        Ok(Some(bits))
+        Ok(Some(common))
     }
 
-    /// How many bitsets are kept.
+    /// How many words are kept.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().words.len()
     }
 
-    /// Forgets the bitsets of segments not in `live` (merged away).
+    /// Forgets the words of segments not in `live` (merged away).
     pub(crate) fn keep_only(&self, live: &[SegmentId]) {
-        self.lock().retain(|(segment, _), _| live.contains(segment));
+        let mut kept = self.lock();
+        kept.words.retain(|(segment, _), _| live.contains(segment));
+        kept.bytes = kept.words.values().map(|common| common.bytes()).sum();
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(SegmentId, Term), Bits>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
-/// The documents set in every one of `sets` (at least one), ascending.
-pub(crate) fn every_set(sets: &[Bits]) -> impl Iterator<Item = DocId> + '_ {
-    let words = sets.iter().map(|bits| bits.len()).min().unwrap_or(0);
-    (0..words).flat_map(move |at| {
-        let mut word = sets.iter().fold(u64::MAX, |all, bits| all & bits[at]);
-        std::iter::from_fn(move || {
-            (word != 0).then(|| {
-                let bit = word.trailing_zeros();
-                word &= word - 1;
-                at as DocId * 64 + bit
-            })
+impl CommonWord {
+    /// The documents of `postings` (the word's presence), every field frequency still 0.
+    fn holding(max_doc: DocId, postings: &mut impl DocSet) -> CommonWord {
+        let mut bits = vec![0u64; (max_doc as usize).div_ceil(64)];
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            bits[doc as usize / 64] |= 1 << (doc % 64);
+            doc = postings.advance();
+        }
+        let mut before = Vec::with_capacity(bits.len());
+        let mut held = 0u32;
+        for word in &bits {
+            before.push(held);
+            held += word.count_ones();
+        }
+        CommonWord {
+            bits,
+            before,
+            codes: vec![0; held as usize],
+            by_code: Vec::new(),
+            code_ends: Vec::new(),
+        }
+    }
+
+    /// Fills `by_code` and `code_ends` from the codes.
+    fn order_by_code(&mut self) {
+        let docs = self.bits.iter().enumerate().flat_map(|(at, &word)| {
+            (0..64)
+                .filter(move |bit| word & (1 << bit) != 0)
+                .map(move |bit| at as DocId * 64 + bit)
+        });
+        // Documents and codes are both in doc order.
+        let mut pairs: Vec<(u16, DocId)> = self.codes.iter().copied().zip(docs).collect();
+        pairs.sort_unstable();
+        self.by_code = pairs.iter().map(|&(_, doc)| doc).collect();
+        self.code_ends = Vec::new();
+        for (end, pair) in pairs.iter().enumerate() {
+            match self.code_ends.last_mut() {
+                Some((code, last)) if *code == pair.0 => *last = end as u32 + 1,
+                _ => self.code_ends.push((pair.0, end as u32 + 1)),
+            }
+        }
+    }
+
+    /// Records the word's frequency in the text field at `field` (`term` there) for each
+    /// document holding it. Documents of other kinds that have the field (brands) are not
+    /// among the word's and are passed over.
+    fn add_field(&mut self, reader: &SegmentReader, field: usize, term: &Term) -> IndexResult<()> {
+        let Some(mut postings) = reader
+            .inverted_index(term.field())?
+            .read_postings(term, IndexRecordOption::WithFreqs)?
+        else {
+            return Ok(());
+        };
+        let shift = field as u32 * FREQUENCY_BITS;
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if let Some(place) = self.place(doc) {
+                // A field indexed without frequencies counts each term once, as tantivy does.
+                let frequency = postings.term_freq().clamp(1, FREQUENCY_AT_LEAST);
+                self.codes[place] |= (frequency as u16) << shift;
+            }
+            doc = postings.advance();
+        }
+        Ok(())
+    }
+
+    /// Where `doc`'s code is, when it holds the word.
+    fn place(&self, doc: DocId) -> Option<usize> {
+        let at = doc as usize / 64;
+        let bit = doc % 64;
+        let word = *self.bits.get(at)?;
+        (word & (1 << bit) != 0)
+            .then(|| self.before[at] as usize + (word & ((1 << bit) - 1)).count_ones() as usize)
+    }
+}
+
+/// Calls `each` with every document holding all of `words` (at least one), ascending, and the
+/// code of each word there, in the order of `words`; stops at its first error.
+pub(crate) fn for_each_in_all(
+    words: &[Arc<CommonWord>],
+    mut each: impl FnMut(DocId, &[u16]) -> IndexResult<()>,
+) -> IndexResult<()> {
+    let machine_words = words.iter().map(|w| w.bits.len()).min().unwrap_or(0);
+    let mut codes = vec![0u16; words.len()];
+    for at in 0..machine_words {
+        let mut all = words.iter().fold(u64::MAX, |all, w| all & w.bits[at]);
+        while all != 0 {
+            let bit = all.trailing_zeros();
+            all &= all - 1;
+            for (code, w) in codes.iter_mut().zip(words) {
+                let below = (w.bits[at] & ((1 << bit) - 1)).count_ones();
+                *code = w.codes[(w.before[at] + below) as usize];
+            }
+            each(at as DocId * 64 + bit, &codes)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_code_holds_each_fields_frequency_in_its_own_bits() {
+        let code: u16 = 1 | (7 << 3) | (2 << 12);
+        let frequencies: Vec<u32> = (0..CODED_FIELDS_AT_MOST)
+            .map(|field| field_frequency(code, field))
+            .collect();
+        assert_eq!(frequencies, [1, 7, 0, 0, 2]);
+    }
+
+    #[test]
+    fn the_documents_in_all_words_come_with_each_words_code() {
+        let word = |docs: &[DocId], codes: &[u16]| {
+            let mut bits = vec![0u64; 3];
+            for &doc in docs {
+                bits[doc as usize / 64] |= 1 << (doc % 64);
+            }
+            let before = vec![
+                0,
+                bits[0].count_ones(),
+                bits[0].count_ones() + bits[1].count_ones(),
+            ];
+            let mut word = CommonWord {
+                bits,
+                before,
+                codes: codes.to_vec(),
+                by_code: Vec::new(),
+                code_ends: Vec::new(),
+            };
+            word.order_by_code();
+            Arc::new(word)
+        };
+        let a = word(&[1, 5, 64, 130, 131], &[10, 11, 10, 13, 10]);
+        let b = word(&[5, 63, 130, 131, 190], &[20, 21, 22, 23, 24]);
+        let mut seen = Vec::new();
+        for_each_in_all(&[a.clone(), b], |doc, codes| {
+            seen.push((doc, codes.to_vec()));
+            Ok(())
         })
-    })
+        .expect("no error");
+        assert_eq!(
+            seen,
+            [(5, vec![11, 20]), (130, vec![13, 22]), (131, vec![10, 23])]
+        );
+        let by_code: Vec<(u16, Vec<DocId>)> = a
+            .by_code()
+            .map(|(code, docs)| (code, docs.to_vec()))
+            .collect();
+        assert_eq!(
+            by_code,
+            [(10, vec![1, 64, 131]), (11, vec![5]), (13, vec![130])]
+        );
+        assert_eq!(a.place(64), Some(2));
+        assert_eq!(a.place(63), None);
+        assert_eq!(a.place(10_000), None);
+    }
 }

@@ -168,11 +168,15 @@ proptest! {
         searches in prop::collection::vec(search_strategy(), 1..6),
     ) {
         let index = index_of(&models, &rewritten);
-        // Bitsets in segments of any size, so that small catalogues take that path too.
+        // Common words kept in segments of any size, so that small catalogues take that path
+        // too; and no room to keep any, so that every search reads postings.
         let dense = super::DenseWords::for_segments_of(0);
+        let none_kept = super::DenseWords::with_room_for(0, 0);
         for search in &searches {
             let (pruned, expected) = pruned_and_exhaustive(&index, &dense, search);
             prop_assert_eq!(&pruned, &expected, "{:?}", search);
+            let (from_postings, _) = pruned_and_exhaustive(&index, &none_kept, search);
+            prop_assert_eq!(&from_postings, &expected, "{:?} from postings", search);
         }
     }
 }
@@ -215,6 +219,47 @@ fn common_words_are_intersected_as_bitsets_with_the_same_page_and_total() {
         dense.len() >= 2,
         "the words without a filter were taken as bitsets"
     );
+}
+
+#[test]
+fn common_words_are_scored_from_their_field_frequencies_as_from_postings() {
+    // "ocean" seven to nine times in some descriptions (more than a code holds), once or twice
+    // in others, in names of several lengths; "steel" in every name.
+    let models: Vec<Model> = (0..150)
+        .map(|i| Model {
+            brand: 1 + i as u64 % 2,
+            series: 10 + i as u64 % 3,
+            name: [vec![2], vec![0; i % 3], vec![9; i % 4]].concat(),
+            description: [vec![0; [0, 1, 2, 7, 8, 9][i % 6]], vec![i % 10]].concat(),
+            references: vec![],
+        })
+        .collect();
+    let index = index_of(&models, &[(4, models[9].clone()), (5, models[3].clone())]);
+    for words in [
+        vec!["ocean"],
+        vec!["steel"],
+        vec!["ocean", "steel"],
+        vec!["moon", "ocean"],
+    ] {
+        for (offset, limit) in [(0, 5), (3, 10), (40, 30), (0, 200)] {
+            let search = Search {
+                words: words.iter().map(|w| w.to_string()).collect(),
+                brand: None,
+                front_picture: false,
+                offset,
+                limit,
+            };
+            let dense = super::DenseWords::for_segments_of(0);
+            let (pruned, expected) = pruned_and_exhaustive(&index, &dense, &search);
+            assert_eq!(pruned, expected, "{words:?}, offset {offset}");
+            assert!(dense.len() >= words.len(), "{words:?} were kept whole");
+            // With no room to keep a word, the postings give the same page.
+            let full = super::DenseWords::with_room_for(0, 0);
+            let (from_postings, _) = pruned_and_exhaustive(&index, &full, &search);
+            assert_eq!(from_postings, expected, "{words:?} from postings");
+            assert_eq!(full.len(), 0);
+        }
+    }
 }
 
 #[test]
