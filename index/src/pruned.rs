@@ -619,7 +619,7 @@ impl Plan {
         let scorer = CodeScorer::new(self, reader)?;
         let mut codes: Vec<(Score, u16, &[DocId])> = common
             .by_code()
-            .map(|(code, docs)| (scorer.word_bound(0, code), code, docs))
+            .map(|(code, docs)| (scorer.word_bound(0, code, common), code, docs))
             .collect();
         codes.sort_by(|a, b| b.0.total_cmp(&a.0));
         for (bound, code, docs) in codes {
@@ -661,7 +661,7 @@ impl<'a> CodeScorer<'a> {
         let norms = plan.words[0]
             .field_terms
             .iter()
-            .map(|term| field_norms(reader, term.term.field()))
+            .map(|term| dense::field_norms(reader, term.term.field()))
             .collect::<IndexResult<Vec<_>>>()?;
         let once = plan
             .words
@@ -701,21 +701,22 @@ impl<'a> CodeScorer<'a> {
     fn word_bounds(&self, w: usize, common: &CommonWord) -> Vec<Score> {
         let mut bounds = vec![0.0; dense::CODES];
         for (code, _) in common.by_code() {
-            bounds[usize::from(code)] = self.word_bound(w, code);
+            bounds[usize::from(code)] = self.word_bound(w, code, common);
         }
         bounds
     }
 
-    /// The most word `w` scores in any document with `code`: each field at its shortest norm
-    /// (BM25 falls as the field grows), and a field with the word too often for the code at
-    /// the term's bound. Float sums keep order, so no document's score exceeds it.
-    fn word_bound(&self, w: usize, code: u16) -> Score {
+    /// The most word `w` (`common` here) scores in any document with `code`: each field at the
+    /// shortest norm of a document with the word there (BM25 falls as the field grows), and a
+    /// field with the word too often for the code at the term's bound. Float sums keep order,
+    /// so no document's score exceeds it.
+    fn word_bound(&self, w: usize, code: u16, common: &CommonWord) -> Score {
         let mut bound: Score = 0.0;
         for (field, term) in self.words[w].field_terms.iter().enumerate() {
             bound += match dense::field_frequency(code, field) {
                 0 => continue,
                 dense::FREQUENCY_AT_LEAST => term.bound(),
-                frequency => term.weight.score(0, frequency),
+                frequency => term.weight.score(common.least_norm(field), frequency),
             };
         }
         bound
@@ -726,18 +727,6 @@ impl<'a> CodeScorer<'a> {
 fn is_next_of(docs: &mut std::iter::Peekable<impl Iterator<Item = DocId>>, doc: DocId) -> bool {
     while docs.next_if(|&d| d < doc).is_some() {}
     docs.peek() == Some(&doc)
-}
-
-/// A field's norms, or a norm of 1 everywhere for a field kept without them, as tantivy's term
-/// scorer reads them.
-fn field_norms(
-    reader: &SegmentReader,
-    field: tantivy::schema::Field,
-) -> IndexResult<FieldNormReader> {
-    Ok(match reader.fieldnorms_readers().get_field(field)? {
-        Some(norms) => norms,
-        None => FieldNormReader::constant(reader.max_doc(), 1),
-    })
 }
 
 /// Float sums taken in different orders differ in their last bits: a candidate is only dropped
@@ -794,7 +783,7 @@ impl FieldTerm {
         else {
             return Ok(());
         };
-        let norms = field_norms(reader, field)?;
+        let norms = dense::field_norms(reader, field)?;
         let mut next = 0;
         while let Some(&target) = candidates.get(next) {
             let mut at = postings.seek(target);

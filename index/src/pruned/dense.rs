@@ -7,8 +7,10 @@
 use crate::IndexResult;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
+use tantivy::schema::Field;
 use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
 
@@ -40,6 +42,9 @@ pub(crate) struct CommonWord {
     /// For each document holding the word, in doc order, the word's frequency in each text
     /// field ([`field_frequency`]).
     codes: Vec<u16>,
+    /// Per text field, the shortest norm (id) of a document holding the word there: no
+    /// document's field scores more than that norm gives.
+    least_norms: Vec<u8>,
     /// The documents holding the word ordered by code, then by doc: what a search of the word
     /// alone walks a code at a time, the codes that can score most first.
     by_code: Vec<DocId>,
@@ -56,9 +61,15 @@ impl CommonWord {
     fn bytes(&self) -> usize {
         self.bits.len() * 8
             + self.before.len() * 4
+            + self.least_norms.len()
             + self.codes.len() * 2
             + self.by_code.len() * 4
             + self.code_ends.len() * 8
+    }
+
+    /// The shortest norm (id) among the documents with the word in the text field at `field`.
+    pub(crate) fn least_norm(&self, field: usize) -> u8 {
+        self.least_norms.get(field).copied().unwrap_or(0)
     }
 
     /// Each code held, with its documents (ascending).
@@ -198,6 +209,7 @@ impl CommonWord {
             bits,
             before,
             codes: vec![0; held as usize],
+            least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
         }
@@ -227,6 +239,7 @@ impl CommonWord {
     /// document holding it. Documents of other kinds that have the field (brands) are not
     /// among the word's and are passed over.
     fn add_field(&mut self, reader: &SegmentReader, field: usize, term: &Term) -> IndexResult<()> {
+        self.least_norms.resize(field + 1, u8::MAX);
         let Some(mut postings) = reader
             .inverted_index(term.field())?
             .read_postings(term, IndexRecordOption::WithFreqs)?
@@ -234,9 +247,11 @@ impl CommonWord {
             return Ok(());
         };
         let shift = field as u32 * FREQUENCY_BITS;
+        let norms = field_norms(reader, term.field())?;
         let mut doc = postings.doc();
         while doc != TERMINATED {
             if let Some(place) = self.place(doc) {
+                self.least_norms[field] = self.least_norms[field].min(norms.fieldnorm_id(doc));
                 // A field indexed without frequencies counts each term once, as tantivy does.
                 let frequency = postings.term_freq().clamp(1, FREQUENCY_AT_LEAST);
                 self.codes[place] |= (frequency as u16) << shift;
@@ -254,6 +269,15 @@ impl CommonWord {
         (word & (1 << bit) != 0)
             .then(|| self.before[at] as usize + (word & ((1 << bit) - 1)).count_ones() as usize)
     }
+}
+
+/// A field's norms, or a norm of 1 everywhere for a field kept without them, as tantivy's term
+/// scorer reads them.
+pub(crate) fn field_norms(reader: &SegmentReader, field: Field) -> IndexResult<FieldNormReader> {
+    Ok(match reader.fieldnorms_readers().get_field(field)? {
+        Some(norms) => norms,
+        None => FieldNormReader::constant(reader.max_doc(), 1),
+    })
 }
 
 /// Calls `each` with every document holding all of `words` (at least one), ascending, and the
@@ -308,6 +332,7 @@ mod tests {
                 bits,
                 before,
                 codes: codes.to_vec(),
+                least_norms: Vec::new(),
                 by_code: Vec::new(),
                 code_ends: Vec::new(),
             };
