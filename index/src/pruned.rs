@@ -573,7 +573,7 @@ impl Plan {
         let mut count = 0;
         // Read postings only for a word seven times or more in a field, which codes do not hold.
         let mut exact: Option<Scan> = None;
-        dense::for_each_in_all(common, |doc, codes| {
+        dense::for_each_in_all(common, |doc, numbers| {
             if alive.is_some_and(|alive| !alive.is_alive(doc)) {
                 return Ok(());
             }
@@ -583,15 +583,16 @@ impl Plan {
             }
             if let Some(worst) = best.worst_when_full() {
                 let mut bound: Score = 0.0;
-                for (bounds, &code) in bounds.iter().zip(codes) {
-                    bound += bounds[usize::from(code)];
+                for (bounds, &number) in bounds.iter().zip(numbers) {
+                    bound += bounds[usize::from(number)];
                 }
                 if bound < worst {
                     return Ok(());
                 }
             }
             let mut score: Score = 0.0;
-            for (w, &code) in codes.iter().enumerate() {
+            for (w, (word, &number)) in common.iter().zip(numbers).enumerate() {
+                let code = word.codes()[usize::from(number)];
                 score += match scorer.word_score(w, code, doc) {
                     Some(word_score) => word_score,
                     None => match &mut exact {
@@ -697,13 +698,13 @@ impl<'a> CodeScorer<'a> {
         Some(score)
     }
 
-    /// [`CodeScorer::word_bound`] of word `w` for each code `common` holds, indexed by code.
+    /// [`CodeScorer::word_bound`] of word `w` for each code `common` holds, by number.
     fn word_bounds(&self, w: usize, common: &CommonWord) -> Vec<Score> {
-        let mut bounds = vec![0.0; dense::CODES];
-        for (code, _) in common.by_code() {
-            bounds[usize::from(code)] = self.word_bound(w, code, common);
-        }
-        bounds
+        common
+            .codes()
+            .iter()
+            .map(|&code| self.word_bound(w, code, common))
+            .collect()
     }
 
     /// The most word `w` (`common` here) scores in any document with `code`: each field at the

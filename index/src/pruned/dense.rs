@@ -30,17 +30,22 @@ pub(crate) const FREQUENCY_AT_LEAST: u32 = (1 << FREQUENCY_BITS) - 1;
 /// Text fields a code holds at most (five times three bits in a `u16`).
 pub(crate) const CODED_FIELDS_AT_MOST: usize = (u16::BITS / FREQUENCY_BITS) as usize;
 /// How many codes there can be.
-pub(crate) const CODES: usize = 1 << (CODED_FIELDS_AT_MOST * FREQUENCY_BITS as usize);
+const CODES: usize = 1 << (CODED_FIELDS_AT_MOST * FREQUENCY_BITS as usize);
+/// Different codes a word kept has at most: each document holds its code's number in a byte.
+const CODES_HELD_AT_MOST: usize = 1 << u8::BITS;
 
 /// A common word of one segment.
 pub(crate) struct CommonWord {
     /// One bit a document, set where the word is.
     bits: Vec<u64>,
     /// How many documents hold the word before each machine word of `bits`: with the bits
-    /// below a document's, its place in `codes`.
+    /// below a document's, its place in `code_of`.
     before: Vec<u32>,
-    /// For each document holding the word, in doc order, the word's frequency in each text
-    /// field ([`field_frequency`]).
+    /// For each document holding the word, in doc order, the number of its code in `codes`:
+    /// a byte a posting, where most searches spend their time reading.
+    code_of: Vec<u8>,
+    /// The codes held, ascending: the word's frequency in each text field
+    /// ([`field_frequency`]).
     codes: Vec<u16>,
     /// Per text field, the shortest norm (id) of a document holding the word there: no
     /// document's field scores more than that norm gives.
@@ -48,8 +53,8 @@ pub(crate) struct CommonWord {
     /// The documents holding the word ordered by code, then by doc: what a search of the word
     /// alone walks a code at a time, the codes that can score most first.
     by_code: Vec<DocId>,
-    /// Each code held and where its documents end in `by_code`, ascending.
-    code_ends: Vec<(u16, u32)>,
+    /// Where each code's documents end in `by_code`, in the order of `codes`.
+    code_ends: Vec<u32>,
 }
 
 /// The frequency of the text field at `field` in a code, [`FREQUENCY_AT_LEAST`] at most.
@@ -62,9 +67,10 @@ impl CommonWord {
         self.bits.len() * 8
             + self.before.len() * 4
             + self.least_norms.len()
+            + self.code_of.len()
             + self.codes.len() * 2
             + self.by_code.len() * 4
-            + self.code_ends.len() * 8
+            + self.code_ends.len() * 4
     }
 
     /// The shortest norm (id) among the documents with the word in the text field at `field`.
@@ -72,13 +78,18 @@ impl CommonWord {
         self.least_norms.get(field).copied().unwrap_or(0)
     }
 
+    /// The codes held; a document's code is one of these, by number.
+    pub(crate) fn codes(&self) -> &[u16] {
+        &self.codes
+    }
+
     /// Each code held, with its documents (ascending).
     pub(crate) fn by_code(&self) -> impl Iterator<Item = (u16, &[DocId])> + '_ {
-        let starts = std::iter::once(0).chain(self.code_ends.iter().map(|&(_, end)| end));
-        self.code_ends
+        let starts = std::iter::once(0).chain(self.code_ends.iter().copied());
+        self.codes
             .iter()
-            .zip(starts)
-            .map(|(&(code, end), start)| (code, &self.by_code[start as usize..end as usize]))
+            .zip(self.code_ends.iter().zip(starts))
+            .map(|(&code, (&end, start))| (code, &self.by_code[start as usize..end as usize]))
     }
 }
 
@@ -123,8 +134,8 @@ impl DenseWords {
 
     /// The word whose presence term is `word` (it holds every document with the word in one of
     /// `field_terms`, the text fields), when it is common in `reader`'s segment; `None` when it
-    /// is not, when there are too many fields to code, or when no more room is left (the caller
-    /// then reads postings instead).
+    /// is not, when there are too many fields or different codes to keep, or when no more room
+    /// is left (the caller then reads postings instead).
     pub(crate) fn word(
         &self,
         reader: &SegmentReader,
@@ -155,10 +166,13 @@ impl DenseWords {
         }
         let mut postings = inverted.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
         let mut common = CommonWord::holding(reader.max_doc(), &mut postings);
+        let mut codes = vec![0u16; common.code_of.len()];
         for (field, term) in field_terms.iter().enumerate() {
-            common.add_field(reader, field, term)?;
+            common.add_field(reader, field, term, &mut codes)?;
         }
-        common.order_by_code();
+        if !common.number(&codes) {
+            return Ok(None);
+        }
         let common = Arc::new(common);
         // Searches that made words at once may have filled the room meanwhile: this one then
         // serves only its search. Two of the same word are equal, and one is kept.
@@ -208,37 +222,79 @@ impl CommonWord {
         CommonWord {
             bits,
             before,
-            codes: vec![0; held as usize],
+            code_of: vec![0; held as usize],
+            codes: Vec::new(),
             least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
         }
     }
 
-    /// Fills `by_code` and `code_ends` from the codes.
+    /// Keeps `codes` (one a document holding the word, in doc order) as numbers into the codes
+    /// held, and orders the documents by code; `false` when there are too many different codes.
+    fn number(&mut self, codes: &[u16]) -> bool {
+        let mut held = vec![false; CODES];
+        for &code in codes {
+            held[usize::from(code)] = true;
+        }
+        self.codes = (0..CODES)
+            .filter(|&code| held[code])
+            .filter_map(|code| u16::try_from(code).ok())
+            .collect();
+        if self.codes.len() > CODES_HELD_AT_MOST {
+            return false;
+        }
+        let mut number = vec![0u8; CODES];
+        for (n, &code) in self.codes.iter().enumerate() {
+            number[usize::from(code)] = n as u8;
+        }
+        self.code_of = codes
+            .iter()
+            .map(|&code| number[usize::from(code)])
+            .collect();
+        self.order_by_code();
+        true
+    }
+
+    /// Fills `by_code` and `code_ends` from the code numbers (a counting sort: documents stay
+    /// in doc order within a code).
     fn order_by_code(&mut self) {
+        let mut ends = vec![0u32; self.codes.len()];
+        for &n in &self.code_of {
+            ends[usize::from(n)] += 1;
+        }
+        let mut next: Vec<u32> = Vec::with_capacity(ends.len());
+        let mut total = 0;
+        for count in &mut ends {
+            next.push(total);
+            total += *count;
+            *count = total;
+        }
         let docs = self.bits.iter().enumerate().flat_map(|(at, &word)| {
             (0..64)
                 .filter(move |bit| word & (1 << bit) != 0)
                 .map(move |bit| at as DocId * 64 + bit)
         });
-        // Documents and codes are both in doc order.
-        let mut pairs: Vec<(u16, DocId)> = self.codes.iter().copied().zip(docs).collect();
-        pairs.sort_unstable();
-        self.by_code = pairs.iter().map(|&(_, doc)| doc).collect();
-        self.code_ends = Vec::new();
-        for (end, pair) in pairs.iter().enumerate() {
-            match self.code_ends.last_mut() {
-                Some((code, last)) if *code == pair.0 => *last = end as u32 + 1,
-                _ => self.code_ends.push((pair.0, end as u32 + 1)),
-            }
+        self.by_code = vec![0; self.code_of.len()];
+        // Documents and code numbers are both in doc order.
+        for (doc, &n) in docs.zip(&self.code_of) {
+            let at = &mut next[usize::from(n)];
+            self.by_code[*at as usize] = doc;
+            *at += 1;
         }
+        self.code_ends = ends;
     }
 
     /// Records the word's frequency in the text field at `field` (`term` there) for each
-    /// document holding it. Documents of other kinds that have the field (brands) are not
-    /// among the word's and are passed over.
-    fn add_field(&mut self, reader: &SegmentReader, field: usize, term: &Term) -> IndexResult<()> {
+    /// document holding it, into `codes` (one a document holding the word). Documents of other
+    /// kinds that have the field (brands) are not among the word's and are passed over.
+    fn add_field(
+        &mut self,
+        reader: &SegmentReader,
+        field: usize,
+        term: &Term,
+        codes: &mut [u16],
+    ) -> IndexResult<()> {
         self.least_norms.resize(field + 1, u8::MAX);
         let Some(mut postings) = reader
             .inverted_index(term.field())?
@@ -254,7 +310,7 @@ impl CommonWord {
                 self.least_norms[field] = self.least_norms[field].min(norms.fieldnorm_id(doc));
                 // A field indexed without frequencies counts each term once, as tantivy does.
                 let frequency = postings.term_freq().clamp(1, FREQUENCY_AT_LEAST);
-                self.codes[place] |= (frequency as u16) << shift;
+                codes[place] |= (frequency as u16) << shift;
             }
             doc = postings.advance();
         }
@@ -281,13 +337,14 @@ pub(crate) fn field_norms(reader: &SegmentReader, field: Field) -> IndexResult<F
 }
 
 /// Calls `each` with every document holding all of `words` (at least one), ascending, and the
-/// code of each word there, in the order of `words`; stops at its first error.
+/// number of each word's code there (in its [`CommonWord::codes`]), in the order of `words`;
+/// stops at its first error.
 pub(crate) fn for_each_in_all(
     words: &[Arc<CommonWord>],
-    mut each: impl FnMut(DocId, &[u16]) -> IndexResult<()>,
+    mut each: impl FnMut(DocId, &[u8]) -> IndexResult<()>,
 ) -> IndexResult<()> {
     let machine_words = words.iter().map(|w| w.bits.len()).min().unwrap_or(0);
-    let mut codes = vec![0u16; words.len()];
+    let mut codes = vec![0u8; words.len()];
     for at in 0..machine_words {
         let mut all = words.iter().fold(u64::MAX, |all, w| all & w.bits[at]);
         while all != 0 {
@@ -295,7 +352,7 @@ pub(crate) fn for_each_in_all(
             all &= all - 1;
             for (code, w) in codes.iter_mut().zip(words) {
                 let below = (w.bits[at] & ((1 << bit) - 1)).count_ones();
-                *code = w.codes[(w.before[at] + below) as usize];
+                *code = w.code_of[(w.before[at] + below) as usize];
             }
             each(at as DocId * 64 + bit, &codes)?;
         }
@@ -306,6 +363,40 @@ pub(crate) fn for_each_in_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A word held by `docs` (ascending, below 320), its codes not yet numbered.
+    fn holding(docs: &[DocId]) -> CommonWord {
+        let mut bits = vec![0u64; 5];
+        for &doc in docs {
+            bits[doc as usize / 64] |= 1 << (doc % 64);
+        }
+        let before = bits
+            .iter()
+            .scan(0, |held, word| {
+                let before = *held;
+                *held += word.count_ones();
+                Some(before)
+            })
+            .collect();
+        CommonWord {
+            bits,
+            before,
+            code_of: vec![0; docs.len()],
+            codes: Vec::new(),
+            least_norms: Vec::new(),
+            by_code: Vec::new(),
+            code_ends: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_word_with_more_different_codes_than_a_byte_numbers_is_not_kept() {
+        let mut word = holding(&(0..300).collect::<Vec<_>>());
+        let codes: Vec<u16> = (1..=300).collect();
+        assert!(!word.number(&codes), "300 different codes");
+        assert!(word.number(&codes.iter().map(|c| c % 256).collect::<Vec<_>>()));
+        assert_eq!(word.codes().len(), 256);
+    }
 
     #[test]
     fn a_code_holds_each_fields_frequency_in_its_own_bits() {
@@ -319,31 +410,21 @@ mod tests {
     #[test]
     fn the_documents_in_all_words_come_with_each_words_code() {
         let word = |docs: &[DocId], codes: &[u16]| {
-            let mut bits = vec![0u64; 3];
-            for &doc in docs {
-                bits[doc as usize / 64] |= 1 << (doc % 64);
-            }
-            let before = vec![
-                0,
-                bits[0].count_ones(),
-                bits[0].count_ones() + bits[1].count_ones(),
-            ];
-            let mut word = CommonWord {
-                bits,
-                before,
-                codes: codes.to_vec(),
-                least_norms: Vec::new(),
-                by_code: Vec::new(),
-                code_ends: Vec::new(),
-            };
-            word.order_by_code();
+            let mut word = holding(docs);
+            assert!(word.number(codes));
             Arc::new(word)
         };
         let a = word(&[1, 5, 64, 130, 131], &[10, 11, 10, 13, 10]);
         let b = word(&[5, 63, 130, 131, 190], &[20, 21, 22, 23, 24]);
         let mut seen = Vec::new();
-        for_each_in_all(&[a.clone(), b], |doc, codes| {
-            seen.push((doc, codes.to_vec()));
+        for_each_in_all(&[a.clone(), b.clone()], |doc, numbers| {
+            seen.push((
+                doc,
+                vec![
+                    a.codes()[usize::from(numbers[0])],
+                    b.codes()[usize::from(numbers[1])],
+                ],
+            ));
             Ok(())
         })
         .expect("no error");
