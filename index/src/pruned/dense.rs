@@ -17,7 +17,7 @@ use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
 /// A word is kept when at least one document in this many holds it: its bitset is then at most
 /// two bytes a posting.
 const DENSE_AT: u32 = 16;
-/// What the words kept may take at most: 96 MiB, about 70 words over a segment of a million
+/// What the words kept may take at most: 96 MiB, about 80 words over a segment of a million
 /// documents when each is in a fifth of them.
 const KEPT_BYTES_AT_MOST: usize = 96 << 20;
 /// Segments smaller than this intersect their postings: it is quick there, and the small
