@@ -541,8 +541,8 @@ impl Plan {
         }
         let mut common = Vec::with_capacity(self.words.len());
         for (word, presence) in self.words.iter().zip(&self.word_terms) {
-            let field_terms: Vec<Term> = word.field_terms.iter().map(|t| t.term.clone()).collect();
-            match dense.word(reader, presence, &field_terms)? {
+            let field_terms = word.field_terms.iter().map(|term| &term.term);
+            match dense.word(reader, presence, field_terms)? {
                 Some(kept) => common.push(kept),
                 None => return Ok(None),
             }
@@ -571,8 +571,7 @@ impl Plan {
         let alive = reader.alive_bitset();
         let mut skip = reference_docs.iter().copied().peekable();
         let mut count = 0;
-        // Read postings only for a word seven times or more in a field, which codes do not hold.
-        let mut exact: Option<Scan> = None;
+        let mut exact = None;
         dense::for_each_in_all(common, |doc, numbers| {
             if alive.is_some_and(|alive| !alive.is_alive(doc)) {
                 return Ok(());
@@ -593,13 +592,7 @@ impl Plan {
             let mut score: Score = 0.0;
             for (w, (word, &number)) in common.iter().zip(numbers).enumerate() {
                 let code = word.codes()[usize::from(number)];
-                score += match scorer.word_score(w, code, doc) {
-                    Some(word_score) => word_score,
-                    None => match &mut exact {
-                        Some(scan) => scan.word_score(w, doc),
-                        None => exact.insert(Scan::new(self, reader)?).word_score(w, doc),
-                    },
-                };
+                score += scorer.word_score_or_postings(&mut exact, w, code, doc)?;
             }
             best.offer(Kept::new(score, doc));
             Ok(())
@@ -629,18 +622,12 @@ impl Plan {
             }
             // Documents come in doc order within a code only: postings are read afresh for each
             // code that needs them.
-            let mut exact: Option<Scan> = None;
+            let mut exact = None;
             for &doc in docs {
                 if reader.is_deleted(doc) || reference_docs.binary_search(&doc).is_ok() {
                     continue;
                 }
-                let score = match scorer.word_score(0, code, doc) {
-                    Some(score) => score,
-                    None => match &mut exact {
-                        Some(scan) => scan.word_score(0, doc),
-                        None => exact.insert(Scan::new(self, reader)?).word_score(0, doc),
-                    },
-                };
+                let score = scorer.word_score_or_postings(&mut exact, 0, code, doc)?;
                 best.offer(Kept::new(score, doc));
             }
         }
@@ -650,6 +637,8 @@ impl Plan {
 
 /// Scores words from their codes ([`dense::field_frequency`]) and the field norms.
 struct CodeScorer<'a> {
+    plan: &'a Plan,
+    reader: &'a SegmentReader,
     words: &'a [Word],
     /// Each text field's norms, in the order of a word's `field_terms`.
     norms: Vec<FieldNormReader>,
@@ -658,7 +647,7 @@ struct CodeScorer<'a> {
 }
 
 impl<'a> CodeScorer<'a> {
-    fn new(plan: &'a Plan, reader: &SegmentReader) -> IndexResult<CodeScorer<'a>> {
+    fn new(plan: &'a Plan, reader: &'a SegmentReader) -> IndexResult<CodeScorer<'a>> {
         let norms = plan.words[0]
             .field_terms
             .iter()
@@ -675,6 +664,8 @@ impl<'a> CodeScorer<'a> {
             })
             .collect();
         Ok(CodeScorer {
+            plan,
+            reader,
             words: &plan.words,
             norms,
             once,
@@ -696,6 +687,26 @@ impl<'a> CodeScorer<'a> {
             };
         }
         Some(score)
+    }
+
+    /// [`CodeScorer::word_score`], or the word's score from its postings when the code cannot
+    /// say (a word seven times or more in a field). `exact` holds those postings, made on
+    /// first need; it only moves forward, so documents must come in doc order while it lives.
+    fn word_score_or_postings(
+        &self,
+        exact: &mut Option<Scan<'a>>,
+        w: usize,
+        code: u16,
+        doc: DocId,
+    ) -> IndexResult<Score> {
+        if let Some(score) = self.word_score(w, code, doc) {
+            return Ok(score);
+        }
+        let scan = match exact {
+            Some(scan) => scan,
+            None => exact.insert(Scan::new(self.plan, self.reader)?),
+        };
+        Ok(scan.word_score(w, doc))
     }
 
     /// [`CodeScorer::word_bound`] of word `w` for each code `common` holds, by number.

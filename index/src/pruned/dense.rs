@@ -5,7 +5,7 @@
 //! bitsets" and "Common words scored from their frequencies").
 
 use crate::IndexResult;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
@@ -23,8 +23,8 @@ const KEPT_BYTES_AT_MOST: usize = 96 << 20;
 /// Segments smaller than this intersect their postings: it is quick there, and the small
 /// segments incremental updates make would otherwise fill the words kept.
 const SEGMENT_DOCS_AT_LEAST: u32 = 1 << 16;
-/// Bits of a field's frequency in a [`Frequencies`] code; the largest value means "this many or
-/// more", and the exact frequency is then read from the field's postings.
+/// Bits of a field's frequency in a code; the largest value means "this many or more", and the
+/// exact frequency is then read from the field's postings.
 const FREQUENCY_BITS: u32 = 3;
 pub(crate) const FREQUENCY_AT_LEAST: u32 = (1 << FREQUENCY_BITS) - 1;
 /// Text fields a code holds at most (five times three bits in a `u16`).
@@ -104,7 +104,13 @@ pub(crate) struct DenseWords {
 #[derive(Default)]
 struct Kept {
     words: HashMap<(SegmentId, Term), Arc<CommonWord>>,
+    /// Common words that have too many different codes to keep: remembered, so that no
+    /// search makes them again only to throw them away.
+    refused: HashSet<(SegmentId, Term)>,
     bytes: usize,
+    /// Words made so far (tests of what is made again).
+    #[cfg(test)]
+    made: usize,
 }
 
 impl Default for DenseWords {
@@ -136,11 +142,11 @@ impl DenseWords {
     /// `field_terms`, the text fields), when it is common in `reader`'s segment; `None` when it
     /// is not, when there are too many fields or different codes to keep, or when no more room
     /// is left (the caller then reads postings instead).
-    pub(crate) fn word(
+    pub(crate) fn word<'t>(
         &self,
         reader: &SegmentReader,
         word: &Term,
-        field_terms: &[Term],
+        field_terms: impl ExactSizeIterator<Item = &'t Term>,
     ) -> IndexResult<Option<Arc<CommonWord>>> {
         if reader.max_doc() < self.segment_docs_at_least || field_terms.len() > CODED_FIELDS_AT_MOST
         {
@@ -160,17 +166,22 @@ impl DenseWords {
                 return Ok(Some(common.clone()));
             }
             // Full: a word made now would be thrown away, and made again by every search.
-            if kept.bytes >= self.bytes_at_most {
+            if kept.bytes >= self.bytes_at_most || kept.refused.contains(&key) {
                 return Ok(None);
             }
         }
         let mut postings = inverted.read_postings_from_terminfo(&info, IndexRecordOption::Basic)?;
         let mut common = CommonWord::holding(reader.max_doc(), &mut postings);
         let mut codes = vec![0u16; common.code_of.len()];
-        for (field, term) in field_terms.iter().enumerate() {
+        for (field, term) in field_terms.enumerate() {
             common.add_field(reader, field, term, &mut codes)?;
         }
+        #[cfg(test)]
+        {
+            self.lock().made += 1;
+        }
         if !common.number(&codes) {
+            self.lock().refused.insert(key);
             return Ok(None);
         }
         let common = Arc::new(common);
@@ -184,16 +195,18 @@ impl DenseWords {
         Ok(Some(common))
     }
 
-    /// How many words are kept.
+    /// How many words are kept, how many were refused, and how many were made.
     #[cfg(test)]
-    pub(crate) fn len(&self) -> usize {
-        self.lock().words.len()
+    pub(crate) fn len(&self) -> (usize, usize, usize) {
+        let kept = self.lock();
+        (kept.words.len(), kept.refused.len(), kept.made)
     }
 
     /// Forgets the words of segments not in `live` (merged away).
     pub(crate) fn keep_only(&self, live: &[SegmentId]) {
         let mut kept = self.lock();
         kept.words.retain(|(segment, _), _| live.contains(segment));
+        kept.refused.retain(|(segment, _)| live.contains(segment));
         kept.bytes = kept.words.values().map(|common| common.bytes()).sum();
     }
 
