@@ -32,6 +32,9 @@ pub fn sorted_by(field: &str) -> IndexSettings {
     }
 }
 
+/// Writer memory of a load's one thread: the two threads' worth a load had before.
+const LOAD_WRITER_BYTES: usize = 2 * WRITER_BYTES_PER_THREAD;
+
 /// Writer memory of a rebuild into one segment: a million models' catalogue takes about 1 GB.
 const ONE_SEGMENT_BYTES: usize = 1536 << 20;
 
@@ -166,13 +169,16 @@ impl Derived {
         self.commit(writer, generation)
     }
 
-    /// A writer for a long load of documents (millions, as the store commits them): every core,
-    /// and no merge while it runs, as [`Derived::commit_load`] merges once at the end.
+    /// A writer for a long load of documents (millions, as the store commits them): one thread,
+    /// and no merge while it runs, as [`Derived::commit_load`] merges once at the end. One
+    /// thread makes segments that each hold a run of the load's documents in the order given:
+    /// documents given in id order (new listings) then make segments whose id ranges do not
+    /// overlap, which tantivy merges by stacking them instead of interleaving every posting
+    /// (bench/RESULTS.md, "Ingest at 10M").
     pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let writer = self
             .index
-            .writer_with_num_threads(threads, threads * WRITER_BYTES_PER_THREAD)?;
+            .writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         Ok(writer)
     }
