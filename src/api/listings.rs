@@ -365,19 +365,21 @@ pub async fn listing_stats(
         let brand = assemble::brand_by_slug(&app, brand)?;
         let model = assemble::model_by_slug(&app, &brand, model)?;
         let table = app.conversion_table()?;
-        let code = display_code(
+        let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
+        Ok(Json(cache.asking_prices(
+            &app,
+            model.id,
             table.as_deref(),
-            params.currency.as_deref().unwrap_or("USD"),
-        )?;
-        let at = app.listings.searcher_generation();
-        if let Some(stats) = cache.get(model.id, &code, at) {
-            return Ok(Json(stats));
-        }
-        let stats = asking_prices(&app, model.id, table.as_deref(), code)?;
-        cache.put(model.id, at, &stats);
-        Ok(Json(stats))
+            code,
+        )?))
     })
     .await
+}
+
+/// The currency of asking-price figures `currency` asks for: USD when absent, else a code of
+/// `GET /rates` (400 otherwise).
+pub fn stats_currency(table: Option<&ConversionTable>, currency: Option<&str>) -> ApiResult<String> {
+    display_code(table, currency.unwrap_or("USD"))
 }
 
 /// Asking prices of the model's ACTIVE listings in `code` (a code of `table`, or USD): what
@@ -416,6 +418,26 @@ pub struct StatsCache(Mutex<HashMap<(ModelId, String), (u64, ListingStats)>>);
 const STATS_KEPT: usize = 20_000;
 
 impl StatsCache {
+    /// [`asking_prices`], served from the figures kept while the listings index is the one
+    /// they were computed from.
+    pub fn asking_prices(
+        &self,
+        app: &App,
+        model: ModelId,
+        table: Option<&ConversionTable>,
+        code: String,
+    ) -> ApiResult<ListingStats> {
+        // Read before computing: a reload during the computation leaves the figures marked
+        // with the older index, so they are computed again, never served stale.
+        let at = app.listings.searcher_generation();
+        if let Some(stats) = self.get(model, &code, at) {
+            return Ok(stats);
+        }
+        let stats = asking_prices(app, model, table, code)?;
+        self.put(model, at, &stats);
+        Ok(stats)
+    }
+
     fn get(&self, model: ModelId, currency: &str, at: u64) -> Option<ListingStats> {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         kept.get(&(model, currency.to_owned()))

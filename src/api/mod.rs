@@ -207,6 +207,7 @@ fn v1_table() -> Vec<Route> {
         // Models
         Route::public("/models", get(models::list_models)),
         Route::public("/models/{brandSlug}/{slug}", get(models::get_model)),
+        Route::public("/models/compare", get(models::compare_models)),
         // Calibers
         Route::public("/calibers/{brandSlug}/{ref}", get(calibers::get_caliber)),
         // Listings

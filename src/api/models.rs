@@ -1,24 +1,26 @@
-//! `GET /models` and `GET /models/{brandSlug}/{slug}`.
+//! `GET /models`, `GET /models/{brandSlug}/{slug}` and `GET /models/compare`.
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
 use super::layers::capacity::blocking;
-use super::listings::MediaBase;
+use super::error::internal;
+use super::listings::{stats_currency, MediaBase, StatsCache};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
 use super::params::{list_request, sort_schema, Page, PageParams, Params, PathParams, SortParam};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::FullModel;
-use super::views::ModelListItem;
+use super::views::{ComparedModel, ModelComparison, ModelListItem};
 use super::AppState;
 use crate::app::App;
-use crate::domain::{Brand, ModelId, Slug};
+use crate::domain::{Brand, Model, ModelId, Slug};
 use axum::extract::{OriginalUri, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SortOrder};
 use serde::Deserialize;
+use std::sync::Arc;
 
 /// `sort` of `GET /models`.
 pub struct ModelSorts;
@@ -256,11 +258,7 @@ fn moved_or(
     path: &str,
     not_found: ApiError,
 ) -> ApiResult<Response> {
-    let keeper = match Slug::parse(slug) {
-        Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
-        Err(_) => None,
-    };
-    let Some(keeper) = keeper.map(|id| app.store.model(id)).transpose()?.flatten() else {
+    let Some(keeper) = merged_keeper(app, brand, slug)? else {
         return Err(not_found);
     };
     let prefix = if path.starts_with("/v1/") { "/v1" } else { "" };
@@ -275,4 +273,176 @@ fn moved_or(
         response.headers_mut().insert(header::LOCATION, value);
     }
     Ok(response)
+}
+
+/// The model that the brand's model `slug` was merged into, if it was.
+fn merged_keeper(app: &App, brand: &Brand, slug: &str) -> ApiResult<Option<Model>> {
+    let keeper = match Slug::parse(slug) {
+        Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
+        Err(_) => None,
+    };
+    Ok(keeper.map(|id| app.store.model(id)).transpose()?.flatten())
+}
+
+/// How many models a comparison takes.
+const COMPARED: std::ops::RangeInclusive<usize> = 2..=6;
+
+/// Fields each model has its own value of: naming them as differences would say nothing.
+const OWN_FIELDS: [&str; 4] = ["id", "slug", "updatedAt", "pictures"];
+
+const COMPARE_EXAMPLE: &str =
+    "GET /v1/models/compare?models=rolex/submariner-date-126610ln,tudor/black-bay-fifty-eight-79030n";
+
+/// Query of `GET /models/compare`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CompareParams {
+    /// Two to six models, comma-separated, each as `brandSlug/slug`.
+    #[param(required = true)]
+    models: Option<String>,
+    /// Currency of the asking prices; USD by default.
+    currency: Option<String>,
+}
+
+/// Two to six models side by side: every field of the full model, the fields on which they
+/// differ, and each model's listing count and asking prices.
+#[utoipa::path(get, path = "/models/compare", operation_id = "compare_models", tag = "models", params(CompareParams),
+    responses((status = 200, description = "The models side by side", body = ModelComparison)))]
+pub async fn compare_models(
+    State(app): State<AppState>,
+    Extension(media): Extension<MediaBase>,
+    Extension(cache): Extension<Arc<StatsCache>>,
+    Params(params): Params<CompareParams>,
+) -> ApiResult<Json<ModelComparison>> {
+    blocking(move || {
+        let named = compared_names(params.models.as_deref())?;
+        let table = app.conversion_table()?;
+        let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
+        let models = compared_models(&app, &named)?;
+        let data = (models.iter())
+            .map(|model| {
+                Ok(ComparedModel {
+                    model: assemble::full_model(&app, model, &media)?,
+                    listing_count: app.store.listing_count(model.id)?,
+                    asking_prices: cache.asking_prices(
+                        &app,
+                        model.id,
+                        table.as_deref(),
+                        code.clone(),
+                    )?,
+                })
+            })
+            .collect::<ApiResult<Vec<_>>>()?;
+        let fields = (data.iter())
+            .map(|compared| serde_json::to_value(&compared.model))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| internal(&error))?;
+        Ok(Json(ModelComparison {
+            data,
+            differences: differing_fields(&fields),
+        }))
+    })
+    .await
+}
+
+/// The `(brandSlug, slug)` pairs `models` names: 400 unless two to six, each `brandSlug/slug`.
+fn compared_names(models: Option<&str>) -> ApiResult<Vec<(&str, &str)>> {
+    let models = models.ok_or_else(|| ApiError::invalid("`models` is required", COMPARE_EXAMPLE))?;
+    let names: Vec<&str> = models.split(',').map(str::trim).collect();
+    if !COMPARED.contains(&names.len()) {
+        return Err(ApiError::invalid(
+            format!(
+                "`models` names {} models; a comparison takes {} to {}",
+                names.len(),
+                COMPARED.start(),
+                COMPARED.end()
+            ),
+            COMPARE_EXAMPLE,
+        ));
+    }
+    (names.into_iter())
+        .map(|name| {
+            name.split_once('/')
+                .filter(|(brand, slug)| !brand.is_empty() && !slug.is_empty() && !slug.contains('/'))
+                .ok_or_else(|| {
+                    ApiError::invalid(
+                        format!("`{name}` in `models` is not brandSlug/slug"),
+                        COMPARE_EXAMPLE,
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The models named, in order: 404 naming the first unknown one, 400 when one is named twice
+/// (a merged model's slug stands for the model it was merged into, as on its own path).
+fn compared_models(app: &App, named: &[(&str, &str)]) -> ApiResult<Vec<Model>> {
+    let mut models: Vec<Model> = Vec::with_capacity(named.len());
+    for (brand_slug, slug) in named {
+        let brand = assemble::brand_by_slug(app, brand_slug)?;
+        let model = match assemble::model_by_slug(app, &brand, slug) {
+            Ok(model) => model,
+            Err(not_found) => merged_keeper(app, &brand, slug)?.ok_or(not_found)?,
+        };
+        if models.iter().any(|seen| seen.id == model.id) {
+            return Err(ApiError::invalid(
+                format!("`models` names `{}/{}` twice", brand.slug, model.slug),
+                "name each model once",
+            ));
+        }
+        models.push(model);
+    }
+    Ok(models)
+}
+
+/// The fields of `models` (JSON objects of one shape) whose values are not all the same,
+/// leaving out each model's own fields, in alphabetical order.
+fn differing_fields(models: &[serde_json::Value]) -> Vec<String> {
+    let Some((first, others)) = models.split_first() else {
+        return Vec::new();
+    };
+    let Some(fields) = first.as_object() else {
+        return Vec::new();
+    };
+    let mut differing: Vec<String> = (fields.iter())
+        .filter(|(name, _)| !OWN_FIELDS.contains(&name.as_str()))
+        .filter(|(name, value)| others.iter().any(|other| other.get(name.as_str()) != Some(*value)))
+        .map(|(name, _)| name.clone())
+        .collect();
+    differing.sort();
+    differing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn differing_fields_name_what_is_not_the_same_everywhere_but_own_fields() {
+        let a = json!({"id": "1", "slug": "a", "updatedAt": "x", "pictures": [1],
+            "name": "A", "diameter": 41.0, "caseMaterials": ["steel"], "brand": {"slug": "rolex"}});
+        let b = json!({"id": "2", "slug": "b", "updatedAt": "y", "pictures": [],
+            "name": "A", "diameter": 40.0, "caseMaterials": ["steel"], "brand": {"slug": "rolex"}});
+        let c = json!({"id": "3", "slug": "c", "updatedAt": "z", "pictures": [],
+            "name": "A", "diameter": 41.0, "caseMaterials": ["steel", "gold"], "brand": {"slug": "rolex"}});
+        assert_eq!(differing_fields(&[a.clone(), b.clone()]), ["diameter"]);
+        assert_eq!(differing_fields(&[a.clone(), b, c]), ["caseMaterials", "diameter"]);
+        assert!(differing_fields(&[a.clone(), a]).is_empty());
+    }
+
+    #[test]
+    fn compared_names_take_two_to_six_brand_slug_pairs() {
+        assert_eq!(
+            compared_names(Some("rolex/a, tudor/b")).ok(),
+            Some(vec![("rolex", "a"), ("tudor", "b")])
+        );
+        for bad in [None, Some(""), Some("rolex/a"), Some("a/b,c/d,e/f,g/h,i/j,k/l,m/n"),
+            Some("rolex/a,rolex"), Some("rolex/a,/b"), Some("rolex/a,rolex/"), Some("rolex/a,r/b/c"),
+            Some("rolex/a,,rolex/b")]
+        {
+            let error = compared_names(bad).expect_err("rejected");
+            assert_eq!(error.code(), "invalid_request", "{bad:?}");
+        }
+    }
 }

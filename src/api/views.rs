@@ -468,6 +468,28 @@ pub struct ListingStats {
     pub high: Option<u64>,
 }
 
+/// `GET /models/compare`: two to six full models side by side.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelComparison {
+    /// The models in the order `models` named them.
+    pub data: Vec<ComparedModel>,
+    /// The full model's fields whose values are not the same on every model, in alphabetical
+    /// order. `id`, `slug`, `updatedAt` and `pictures` are each model's own and never named.
+    pub differences: Vec<String>,
+}
+
+/// One model of a comparison, with what the marketplace asks for it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ComparedModel {
+    pub model: FullModel,
+    /// ACTIVE listings matched to the model, as on its model list item.
+    pub listing_count: u64,
+    /// Asking prices of those listings in the requested `currency`, as `GET /listings/stats`.
+    pub asking_prices: ListingStats,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

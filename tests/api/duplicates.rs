@@ -3,7 +3,7 @@
 //! with every effect checked through the public API, 301s for a merged model's path, dismissal
 //! and a model joining a dismissed pair later, every 400 and 404 changing nothing.
 
-use crate::support::{admin_app, keys, test_catalogue_copy, SessionClient};
+use crate::support::{admin_app, assert_error, keys, test_catalogue_copy, SessionClient};
 use reqwest::Method;
 use serde_json::{json, Value};
 use watch_catalogue::jobs::import::{import, DirectorySource};
@@ -354,6 +354,13 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
         let body: Value = response.json().await.expect("json");
         assert_eq!(body["model"]["id"], keeper.as_str());
     }
+    // In a comparison the merged slug stands for the keeper too, so it cannot sit beside it.
+    let compared = app
+        .ok("/v1/models/compare?models=rolex/submariner-126610ln-twin,rolex/submariner-date-16610")
+        .await;
+    assert_eq!(compared["data"][0]["model"]["id"], keeper.as_str());
+    let twice = "/v1/models/compare?models=rolex/submariner-126610ln-twin,rolex/submariner-date-126610ln";
+    assert_error(&app, twice, 400, "invalid_request", "each model once").await;
     let audit = admin.ok("/v1/admin/audit?pageSize=2").await;
     assert_eq!(audit["data"][1]["action"], "duplicates.merge", "{audit}");
 

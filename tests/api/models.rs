@@ -516,3 +516,130 @@ async fn unknown_models_are_404_with_a_hint() {
     )
     .await;
 }
+
+const LN: &str = "rolex/submariner-date-126610ln";
+const LV: &str = "rolex/submariner-date-126610lv";
+
+#[tokio::test]
+async fn compare_sets_full_models_side_by_side_with_their_differences_and_prices() {
+    let app = TestApp::start().await;
+    let body = app
+        .ok(&format!("/v1/models/compare?models={LN},{LV}&currency=EUR"))
+        .await;
+    assert_eq!(keys(&body), ["data", "differences"]);
+    let data = body["data"].as_array().expect("data");
+    assert_eq!(data.len(), 2);
+    for (compared, path) in data.iter().zip([LN, LV]) {
+        assert_eq!(keys(compared), ["askingPrices", "listingCount", "model"]);
+        // Every field of the full model, as its own path answers it.
+        assert_eq!(compared["model"], app.ok(&format!("/v1/models/{path}")).await);
+        let (brand, slug) = path.split_once('/').expect("brand/slug");
+        let stats = format!("/v1/listings/stats?brand={brand}&model={slug}&currency=EUR");
+        assert_eq!(compared["askingPrices"], app.ok(&stats).await);
+    }
+    // The 126610LN's ACTIVE listings e1, e2, e4 and e5: e1 8887 EUR, e2 9000 EUR, e5 unpriced
+    // in EUR (AED); computed by hand in listings.rs.
+    assert_eq!(data[0]["listingCount"], 4);
+    assert_eq!(
+        data[0]["askingPrices"],
+        json!({"count": 4, "pricedCount": 3, "currency": "EUR", "low": 8887, "median": 8944, "high": 9000})
+    );
+    // The LV's dataset line leaves most of the specification empty; both are 41 mm Oystersteel
+    // Submariner Dates on the 3235 from 2020, so those fields are not named.
+    assert_eq!(
+        body["differences"],
+        json!([
+            "alternateReferences",
+            "bandClasp",
+            "bandMaterials",
+            "bandWidth",
+            "bezel",
+            "bezelColors",
+            "bezelMaterials",
+            "description",
+            "dialColors",
+            "glass",
+            "lugWidth",
+            "referenceNumber",
+            "thickness",
+            "waterResistance"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn compare_names_the_fields_any_model_differs_on_in_the_order_asked() {
+    let app = TestApp::start().await;
+    let three = format!("/v1/models/compare?models=rolex/submariner-date-16610,{LN},{LV}");
+    let body = app.ok(&three).await;
+    let slugs: Vec<&str> = (body["data"].as_array().expect("data").iter())
+        .map(|compared| compared["model"]["slug"].as_str().expect("slug"))
+        .collect();
+    assert_eq!(
+        slugs,
+        [
+            "submariner-date-16610",
+            "submariner-date-126610ln",
+            "submariner-date-126610lv"
+        ]
+    );
+    let differences: Vec<&str> = (body["differences"].as_array().expect("differences").iter())
+        .map(|name| name.as_str().expect("a name"))
+        .collect();
+    // The 16610 has its own calibre, case, size and years; the three share name, brand and
+    // series, and each model's own fields are never named.
+    for differing in [
+        "caliber",
+        "caseMaterials",
+        "diameter",
+        "discontinuationYear",
+        "releaseYear",
+    ] {
+        assert!(differences.contains(&differing), "{differing}: {body}");
+    }
+    for same in ["name", "brand", "series", "id", "slug", "updatedAt", "pictures"] {
+        assert!(!differences.contains(&same), "{same}: {body}");
+    }
+    // USD unless asked: the figures of GET /listings/stats.
+    assert_eq!(body["data"][1]["askingPrices"]["currency"], "USD");
+    assert_eq!(body["data"][1]["askingPrices"]["median"], 10064);
+}
+
+#[tokio::test]
+async fn compare_refuses_bad_lists_and_names_unknown_models() {
+    let app = TestApp::start().await;
+    let seven = vec![LN; 7].join(",");
+    for (query, hint) in [
+        ("", "models="),
+        ("models=", "models="),
+        (&format!("models={LN}") as &str, "models="),
+        (&format!("models={seven}"), "models="),
+        (&format!("models={LN},rolex"), "models="),
+        (&format!("models={LN},/submariner-date-126610lv"), "models="),
+        (&format!("models={LN},,{LV}"), "models="),
+        (&format!("models={LN},rolex/a/b"), "models="),
+        (&format!("models={LN},{LN}"), "each model once"),
+        (&format!("models={LN},{LV}&currency=XYZ"), "EUR"),
+    ] {
+        let path = format!("/v1/models/compare?{query}");
+        assert_error(&app, &path, 400, "invalid_request", hint).await;
+    }
+    // The list is checked before any model is looked up: too many unknown models are a 400.
+    let unknown = vec!["nope/nope"; 7].join(",");
+    let path = format!("/v1/models/compare?models={unknown}");
+    assert_error(&app, &path, 400, "invalid_request", "models=").await;
+    for (models, named, hint) in [
+        (format!("{LN},nope/x"), "`nope`", "GET /v1/brands"),
+        (
+            format!("{LN},rolex/nope"),
+            "`nope`",
+            "GET /v1/models?brand=rolex",
+        ),
+    ] {
+        let path = format!("/v1/models/compare?models={models}");
+        assert_error(&app, &path, 404, "not_found", hint).await;
+        let (_, body) = app.get(&path).await;
+        let message = body["message"].as_str().expect("message");
+        assert!(message.contains(named), "{message}");
+    }
+}
