@@ -3,8 +3,10 @@
 //! floor of an ingest that keeps one key a listing in sled, with nothing else running
 //! (docs/decisions.md, "Where the floor is").
 //!
-//! `cargo run --release --example sled_floor -- DIR [LISTINGS] [VALUE_BYTES] [CHUNK]`
+//! `cargo run --release --example sled_floor -- DIR [LISTINGS] [VALUE_BYTES] [CHUNK] [SOURCE]`
 //! (defaults: 10,000,000 listings of 337 bytes, the scale run's average, 50,000 a chunk).
+//! `SOURCE` 1 also writes each listing's source key (provider and code, as the generated feeds
+//! number them, to the id), as the store's layout does today: two keys a listing.
 
 use rayon::prelude::*;
 use std::time::Instant;
@@ -14,6 +16,15 @@ fn key(id: u64) -> [u8; 9] {
     let mut key = [0u8; 9];
     key[0] = 60;
     key[1..].copy_from_slice(&id.to_be_bytes());
+    key
+}
+
+/// The source key of a listing of provider 1 whose code is `P1-` and its number, as the
+/// store's listing source keys and the generated feeds' codes.
+fn source_key(id: u64) -> Vec<u8> {
+    let mut key = vec![61u8];
+    key.extend_from_slice(&1u64.to_be_bytes());
+    key.extend_from_slice(format!("P1-{:07}", id + 1).as_bytes());
     key
 }
 
@@ -37,6 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .ok_or("usage: sled_floor DIR [LISTINGS] [VALUE_BYTES] [CHUNK]")?;
     let (listings, bytes, chunk) = (arg(2, 10_000_000)?, arg(3, 337)?, arg(4, 50_000)?);
+    let sources = arg(5, 0)? == 1;
     let db = sled::Config::new()
         .path(&dir)
         .cache_capacity(256 << 20)
@@ -45,8 +57,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut applying, mut flushing) = (0.0, 0.0);
     for first in (0..listings as u64).step_by(chunk) {
         let last = (first + chunk as u64).min(listings as u64);
-        let records: Vec<([u8; 9], Vec<u8>)> =
-            (first..last).map(|id| (key(id), value(id, bytes))).collect();
+        let mut records: Vec<(Vec<u8>, Vec<u8>)> = (first..last)
+            .map(|id| (key(id).to_vec(), value(id, bytes)))
+            .collect();
+        if sources {
+            records.extend((first..last).map(|id| (source_key(id), id.to_be_bytes().to_vec())));
+        }
         let applied = Instant::now();
         records.par_chunks(16_384).try_for_each(|run| {
             run.iter()
@@ -64,7 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{listings} records of {bytes} bytes in {:.1} s ({:.0} a second): apply {applying:.1} s, flush {flushing:.1} s",
+        "{listings} records of {bytes} bytes (source keys: {sources}) in {:.1} s ({:.0} a second): apply {applying:.1} s, flush {flushing:.1} s",
         started.elapsed().as_secs_f64(),
         listings as f64 / started.elapsed().as_secs_f64()
     );

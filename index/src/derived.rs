@@ -176,9 +176,7 @@ impl Derived {
     /// overlap, which tantivy merges by stacking them instead of interleaving every posting
     /// (bench/RESULTS.md, "Ingest at 10M").
     pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
-        let writer = self
-            .index
-            .writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
+        let writer = self.index.writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         Ok(writer)
     }

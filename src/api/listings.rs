@@ -378,7 +378,10 @@ pub async fn listing_stats(
 
 /// The currency of asking-price figures `currency` asks for: USD when absent, else a code of
 /// `GET /rates` (400 otherwise).
-pub fn stats_currency(table: Option<&ConversionTable>, currency: Option<&str>) -> ApiResult<String> {
+pub fn stats_currency(
+    table: Option<&ConversionTable>,
+    currency: Option<&str>,
+) -> ApiResult<String> {
     display_code(table, currency.unwrap_or("USD"))
 }
 

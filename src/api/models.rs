@@ -1,9 +1,9 @@
 //! `GET /models`, `GET /models/{brandSlug}/{slug}` and `GET /models/compare`.
 
 use super::assemble::{self, Lookups};
+use super::error::internal;
 use super::error::{ApiError, ApiResult};
 use super::layers::capacity::blocking;
-use super::error::internal;
 use super::listings::{stats_currency, MediaBase, StatsCache};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::params::ModelPage;
@@ -347,7 +347,8 @@ pub async fn compare_models(
 
 /// The `(brandSlug, slug)` pairs `models` names: 400 unless two to six, each `brandSlug/slug`.
 fn compared_names(models: Option<&str>) -> ApiResult<Vec<(&str, &str)>> {
-    let models = models.ok_or_else(|| ApiError::invalid("`models` is required", COMPARE_EXAMPLE))?;
+    let models =
+        models.ok_or_else(|| ApiError::invalid("`models` is required", COMPARE_EXAMPLE))?;
     let names: Vec<&str> = models.split(',').map(str::trim).collect();
     if !COMPARED.contains(&names.len()) {
         return Err(ApiError::invalid(
@@ -363,7 +364,9 @@ fn compared_names(models: Option<&str>) -> ApiResult<Vec<(&str, &str)>> {
     (names.into_iter())
         .map(|name| {
             name.split_once('/')
-                .filter(|(brand, slug)| !brand.is_empty() && !slug.is_empty() && !slug.contains('/'))
+                .filter(|(brand, slug)| {
+                    !brand.is_empty() && !slug.is_empty() && !slug.contains('/')
+                })
                 .ok_or_else(|| {
                     ApiError::invalid(
                         format!("`{name}` in `models` is not brandSlug/slug"),
@@ -406,7 +409,11 @@ fn differing_fields(models: &[serde_json::Value]) -> Vec<String> {
     };
     let mut differing: Vec<String> = (fields.iter())
         .filter(|(name, _)| !OWN_FIELDS.contains(&name.as_str()))
-        .filter(|(name, value)| others.iter().any(|other| other.get(name.as_str()) != Some(*value)))
+        .filter(|(name, value)| {
+            others
+                .iter()
+                .any(|other| other.get(name.as_str()) != Some(*value))
+        })
         .map(|(name, _)| name.clone())
         .collect();
     differing.sort();
@@ -427,7 +434,10 @@ mod tests {
         let c = json!({"id": "3", "slug": "c", "updatedAt": "z", "pictures": [],
             "name": "A", "diameter": 41.0, "caseMaterials": ["steel", "gold"], "brand": {"slug": "rolex"}});
         assert_eq!(differing_fields(&[a.clone(), b.clone()]), ["diameter"]);
-        assert_eq!(differing_fields(&[a.clone(), b, c]), ["caseMaterials", "diameter"]);
+        assert_eq!(
+            differing_fields(&[a.clone(), b, c]),
+            ["caseMaterials", "diameter"]
+        );
         assert!(differing_fields(&[a.clone(), a]).is_empty());
     }
 
@@ -437,10 +447,17 @@ mod tests {
             compared_names(Some("rolex/a, tudor/b")).ok(),
             Some(vec![("rolex", "a"), ("tudor", "b")])
         );
-        for bad in [None, Some(""), Some("rolex/a"), Some("a/b,c/d,e/f,g/h,i/j,k/l,m/n"),
-            Some("rolex/a,rolex"), Some("rolex/a,/b"), Some("rolex/a,rolex/"), Some("rolex/a,r/b/c"),
-            Some("rolex/a,,rolex/b")]
-        {
+        for bad in [
+            None,
+            Some(""),
+            Some("rolex/a"),
+            Some("a/b,c/d,e/f,g/h,i/j,k/l,m/n"),
+            Some("rolex/a,rolex"),
+            Some("rolex/a,/b"),
+            Some("rolex/a,rolex/"),
+            Some("rolex/a,r/b/c"),
+            Some("rolex/a,,rolex/b"),
+        ] {
             let error = compared_names(bad).expect_err("rejected");
             assert_eq!(error.code(), "invalid_request", "{bad:?}");
         }

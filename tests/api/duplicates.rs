@@ -359,7 +359,8 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
         .ok("/v1/models/compare?models=rolex/submariner-126610ln-twin,rolex/submariner-date-16610")
         .await;
     assert_eq!(compared["data"][0]["model"]["id"], keeper.as_str());
-    let twice = "/v1/models/compare?models=rolex/submariner-126610ln-twin,rolex/submariner-date-126610ln";
+    let twice =
+        "/v1/models/compare?models=rolex/submariner-126610ln-twin,rolex/submariner-date-126610ln";
     assert_error(&app, twice, 400, "invalid_request", "each model once").await;
     let audit = admin.ok("/v1/admin/audit?pageSize=2").await;
     assert_eq!(audit["data"][1]["action"], "duplicates.merge", "{audit}");

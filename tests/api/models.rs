@@ -532,7 +532,10 @@ async fn compare_sets_full_models_side_by_side_with_their_differences_and_prices
     for (compared, path) in data.iter().zip([LN, LV]) {
         assert_eq!(keys(compared), ["askingPrices", "listingCount", "model"]);
         // Every field of the full model, as its own path answers it.
-        assert_eq!(compared["model"], app.ok(&format!("/v1/models/{path}")).await);
+        assert_eq!(
+            compared["model"],
+            app.ok(&format!("/v1/models/{path}")).await
+        );
         let (brand, slug) = path.split_once('/').expect("brand/slug");
         let stats = format!("/v1/listings/stats?brand={brand}&model={slug}&currency=EUR");
         assert_eq!(compared["askingPrices"], app.ok(&stats).await);
@@ -597,7 +600,15 @@ async fn compare_names_the_fields_any_model_differs_on_in_the_order_asked() {
     ] {
         assert!(differences.contains(&differing), "{differing}: {body}");
     }
-    for same in ["name", "brand", "series", "id", "slug", "updatedAt", "pictures"] {
+    for same in [
+        "name",
+        "brand",
+        "series",
+        "id",
+        "slug",
+        "updatedAt",
+        "pictures",
+    ] {
         assert!(!differences.contains(&same), "{same}: {body}");
     }
     // USD unless asked: the figures of GET /listings/stats.
@@ -608,7 +619,7 @@ async fn compare_names_the_fields_any_model_differs_on_in_the_order_asked() {
 #[tokio::test]
 async fn compare_refuses_bad_lists_and_names_unknown_models() {
     let app = TestApp::start().await;
-    let seven = vec![LN; 7].join(",");
+    let seven = [LN; 7].join(",");
     for (query, hint) in [
         ("", "models="),
         ("models=", "models="),
@@ -625,7 +636,7 @@ async fn compare_refuses_bad_lists_and_names_unknown_models() {
         assert_error(&app, &path, 400, "invalid_request", hint).await;
     }
     // The list is checked before any model is looked up: too many unknown models are a 400.
-    let unknown = vec!["nope/nope"; 7].join(",");
+    let unknown = ["nope/nope"; 7].join(",");
     let path = format!("/v1/models/compare?models={unknown}");
     assert_error(&app, &path, 400, "invalid_request", "models=").await;
     for (models, named, hint) in [

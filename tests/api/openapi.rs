@@ -22,6 +22,10 @@ fn example_path(path: &str) -> String {
         "/reconcile/preview" => {
             "/reconcile/preview?id=models/rolex/submariner-date-16610".to_owned()
         }
+        "/models/compare" => {
+            "/models/compare?models=rolex/submariner-date-126610ln,rolex/submariner-date-16610"
+                .to_owned()
+        }
         "/listings/stats" => {
             "/listings/stats?brand=rolex&model=submariner-date-126610ln".to_owned()
         }
