@@ -1,8 +1,7 @@
 //! `GET /models`, `GET /models/{brandSlug}/{slug}` and `GET /models/compare`.
 
 use super::assemble::{self, Lookups};
-use super::error::internal;
-use super::error::{ApiError, ApiResult};
+use super::error::{internal, ApiError, ApiResult};
 use super::layers::capacity::blocking;
 use super::listings::{stats_currency, MediaBase, StatsCache};
 #[allow(unused_imports)] // named in the OpenAPI annotations
@@ -353,8 +352,9 @@ fn compared_names(models: Option<&str>) -> ApiResult<Vec<(&str, &str)>> {
     if !COMPARED.contains(&names.len()) {
         return Err(ApiError::invalid(
             format!(
-                "`models` names {} models; a comparison takes {} to {}",
+                "`models` names {} model{}; a comparison takes {} to {}",
                 names.len(),
+                if names.len() == 1 { "" } else { "s" },
                 COMPARED.start(),
                 COMPARED.end()
             ),

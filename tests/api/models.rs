@@ -635,6 +635,11 @@ async fn compare_refuses_bad_lists_and_names_unknown_models() {
         let path = format!("/v1/models/compare?{query}");
         assert_error(&app, &path, 400, "invalid_request", hint).await;
     }
+    let (_, one) = app.get(&format!("/v1/models/compare?models={LN}")).await;
+    assert_eq!(
+        one["message"],
+        "`models` names 1 model; a comparison takes 2 to 6"
+    );
     // The list is checked before any model is looked up: too many unknown models are a 400.
     let unknown = ["nope/nope"; 7].join(",");
     let path = format!("/v1/models/compare?models={unknown}");
