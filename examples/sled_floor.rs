@@ -1,7 +1,7 @@
 //! What sled alone takes to write one record per listing, as an ingest writes them: keys in
 //! order, chunks applied key by key on every core and flushed, into a store of its own. The
 //! floor of an ingest that keeps one key a listing in sled, with nothing else running
-//! (docs/decisions.md, "Where the floor is").
+//! (docs/decisions.md, "Where the floor is" and "sled alone is not that floor").
 //!
 //! `cargo run --release --example sled_floor -- DIR [LISTINGS] [VALUE_BYTES] [CHUNK] [SOURCE]`
 //! (defaults: 10,000,000 listings of 337 bytes, the scale run's average, 50,000 a chunk).
@@ -46,7 +46,7 @@ fn arg(n: usize, default: usize) -> Result<usize, Box<dyn std::error::Error>> {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
-        .ok_or("usage: sled_floor DIR [LISTINGS] [VALUE_BYTES] [CHUNK]")?;
+        .ok_or("usage: sled_floor DIR [LISTINGS] [VALUE_BYTES] [CHUNK] [SOURCE: 0 or 1]")?;
     let (listings, bytes, chunk) = (arg(2, 10_000_000)?, arg(3, 337)?, arg(4, 50_000)?);
     let sources = arg(5, 0)? == 1;
     let db = sled::Config::new()

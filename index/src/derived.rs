@@ -174,7 +174,7 @@ impl Derived {
     /// thread makes segments that each hold a run of the load's documents in the order given:
     /// documents given in id order (new listings) then make segments whose id ranges do not
     /// overlap, which tantivy merges by stacking them instead of interleaving every posting
-    /// (bench/RESULTS.md, "Ingest at 10M").
+    /// (bench/RESULTS.md, "Scale run on a slower day").
     pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
         let writer = self.index.writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));

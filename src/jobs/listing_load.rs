@@ -291,6 +291,58 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_job_whose_listings_are_loaded_brings_both_indexes_up_to_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (store, index) = catalogue(dir.path());
+        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
+        let writer = Writer::new(store.clone(), catalogue.clone(), index.clone()).loading_from(1);
+        writer.catch_up().expect("catch up");
+        let run = |text: &str| {
+            writer
+                .run(|turn| {
+                    ingest(
+                        turn,
+                        "chrono24",
+                        "feed",
+                        text.as_bytes(),
+                        DEFAULT_MAX_INVALID,
+                    )
+                })
+                .expect("ingest")
+                .indexed
+        };
+        let text = feed("listings/chrono24.jsonl");
+        let first = run(&text);
+        assert!(first.listings.documents > 20);
+        assert_eq!(answers(&index), rebuilt(&store));
+        // The catalogue index was brought up beside the load: its models' listing counts are
+        // the store's, as a rebuild of it reads them.
+        assert!(first.catalogue.documents > 0);
+        let listed = |index: &CatalogueIndex| {
+            let everything = catalogue_index::Filters::default();
+            index.model_stats(&everything).expect("stats").listing_count
+        };
+        let listed_after_rebuild = || {
+            let fresh = CatalogueIndex::in_memory().expect("index");
+            crate::jobs::reindex::rebuild(&store, &fresh).expect("rebuild");
+            listed(&fresh)
+        };
+        assert!(listed(&catalogue) > 0);
+        assert_eq!(listed(&catalogue), listed_after_rebuild());
+
+        // Only a load reports just the rewritten documents of a revisit (a patch names every
+        // listing the job touched): the load's report is the one the writer returns.
+        let lines: Vec<&str> = text.lines().skip(10).collect();
+        let revisit = run(&lines.join("\n"));
+        assert_eq!(
+            revisit.listings.documents, 10,
+            "the delisted, not the refreshed"
+        );
+        assert_eq!(answers(&index), rebuilt(&store));
+        assert_eq!(listed(&catalogue), listed_after_rebuild());
+    }
+
+    #[test]
     fn a_crash_before_the_load_commits_leaves_the_index_behind_and_a_rerun_completes_it() {
         let dir = tempfile::tempdir().expect("dir");
         let (store, index) = catalogue(dir.path());

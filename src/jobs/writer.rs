@@ -4,7 +4,7 @@
 //! to exactly what the job committed before the next job may start. Reads never wait for it.
 
 use super::duplicates;
-use super::listing_load::IndexLoad;
+use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
 use crate::rates::table_in_force;
@@ -18,6 +18,8 @@ pub struct Writer {
     store: Store,
     catalogue: Arc<CatalogueIndex>,
     listings: Arc<ListingIndex>,
+    /// Listings a job writes before its listings go to a load of the index.
+    load_from: usize,
 }
 
 /// A job's result, how long its write took and then the index updates and the duplicate pairs'
@@ -101,7 +103,15 @@ impl Writer {
             store,
             catalogue,
             listings,
+            load_from: LOAD_FROM_LISTINGS,
         }
+    }
+
+    /// Loads the listings index from a job's `listings`-th listing write on, instead of from
+    /// [`LOAD_FROM_LISTINGS`]: lets a test's small feed take the path of a large ingest.
+    pub fn loading_from(mut self, listings: usize) -> Writer {
+        self.load_from = listings;
+        self
     }
 
     /// Runs `job` alone, then takes what it committed into the indexes. The job gets the write
@@ -193,7 +203,8 @@ impl Writer {
             return Ok(None);
         }
         let table = table_in_force(&self.store)?;
-        Ok(Some(Arc::new(IndexLoad::new(self.listings.clone(), table))))
+        let load = IndexLoad::new(self.listings.clone(), table).starting_at(self.load_from);
+        Ok(Some(Arc::new(load)))
     }
 
     fn generations(&self) -> Result<Before, StoreError> {
@@ -205,7 +216,7 @@ impl Writer {
 
     /// Brings both indexes up to `changes`, side by side: neither reads the other, and after
     /// an ingest of millions of listings each is minutes of one core (the load's merge, the
-    /// catalogue rebuilt for its recounted models; bench/RESULTS.md, "Ingest at 10M").
+    /// catalogue rebuilt for its recounted models; bench/RESULTS.md, "Scale run on a slower day").
     fn index_changes(
         &self,
         changes: &Changes,
