@@ -153,6 +153,7 @@ impl Setup {
 fn search(text: &str) -> SearchRequest {
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
     request.text = Some(TextQuery {
+        typo_tolerance: false,
         text: text.to_owned(),
         normalized_reference: normalize_reference(text),
     });

@@ -42,6 +42,7 @@ fn main() {
 fn request(text: &str) -> SearchRequest {
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
     request.text = Some(TextQuery {
+        typo_tolerance: false,
         text: text.to_owned(),
         normalized_reference: text
             .chars()

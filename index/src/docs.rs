@@ -37,11 +37,31 @@ pub struct ModelDoc {
     pub release_year: Option<i32>,
     pub diameter: Option<f64>,
     pub case_materials: Vec<String>,
+    /// What the specification filters and facets read, beside the fields above.
+    pub spec: ModelSpecDoc,
     pub listing_count: u64,
     pub has_front_picture: bool,
 }
 
+/// A model's specification as it is filtered and faceted: words as the catalogue writes them
+/// (the index folds their case), the movement's type and complications from its calibre.
+#[derive(Debug, Clone, Default)]
+pub struct ModelSpecDoc {
+    pub dial_colors: Vec<String>,
+    pub bezel_materials: Vec<String>,
+    pub band_materials: Vec<String>,
+    pub movement_type: Option<String>,
+    /// Complication slugs.
+    pub complications: Vec<String>,
+    pub water_resistance: Option<f64>,
+    pub limited: bool,
+    pub discontinued: bool,
+}
+
 /// Any document of the catalogue index.
+// Models are nearly every document: boxing the large variant would allocate once more per
+// model to save space on the few brands and series.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum CatalogueDoc {
     Brand(BrandDoc),

@@ -8,22 +8,28 @@
 mod collector;
 mod derived;
 mod docs;
+mod facets;
 mod listings;
 mod pruned;
 mod query;
 mod schema;
+mod spec;
 mod summary;
 mod tokenizer;
+mod typos;
 
 pub use collector::{CatalogueStats, SortKey};
-pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
+pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
+pub use facets::{Facet, FacetCounts, FacetValue, MAX_FACET_VALUES};
 pub use listings::{
     ListingDoc, ListingFilters, ListingIndex, ListingLoad, ListingQuery, ListingSort, PricePoint,
     PricedListings,
 };
-pub use query::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
+pub use query::{Bounds, DocKind, Filters, SearchRequest, SortOrder, SpecFilters, TextQuery};
+pub use spec::{spec_key, SpecTerm};
 pub use summary::{BrandSummary, GroupSummaries, SeriesSummary};
 pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
+pub use typos::MAX_LOOSE_FORMS;
 
 use collector::{StatsCollector, TopIds};
 use derived::{Derived, RebuildShape};
@@ -66,12 +72,20 @@ impl Hits {
     }
 }
 
+/// Whether a search may take the pruned path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pruning {
+    WhereItApplies,
+    Never,
+}
+
 /// The catalogue index: open once, share between threads.
 pub struct CatalogueIndex {
     derived: Derived,
     fields: Fields,
     summaries: Arc<SummaryCache>,
     dense_words: pruned::DenseWords,
+    facet_cache: facets::FacetCache,
 }
 
 impl CatalogueIndex {
@@ -83,6 +97,7 @@ impl CatalogueIndex {
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
+            facet_cache: facets::FacetCache::default(),
         })
     }
 
@@ -94,6 +109,7 @@ impl CatalogueIndex {
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
+            facet_cache: facets::FacetCache::default(),
         })
     }
 
@@ -153,36 +169,123 @@ impl CatalogueIndex {
     /// Ids of one page of `request`, and the total number of matches. A relevance-ordered text
     /// search of models is pruned ([`pruned`]); everything else scores and collects every match.
     pub fn search(&self, request: &SearchRequest) -> IndexResult<Hits> {
-        let k = request.offset.saturating_add(request.limit);
-        let pruned = match (&request.text, request.kind, request.sort) {
-            (Some(text), DocKind::Model, SortOrder::Relevance) => {
-                let searcher = self.derived.reader.searcher();
-                pruned::search(&searcher, &self.fields, request, text, k, &self.dense_words)?
-            }
-            _ => None,
-        };
-        let (ranked, total) = match pruned {
-            Some(found) => found,
-            None => self.every_match_ranked(request, k)?,
-        };
-        Ok(Hits::page(ranked, total, request))
+        self.search_with(request, Pruning::WhereItApplies)
     }
 
     /// [`CatalogueIndex::search`] with every match scored and collected, never pruned: what the
     /// pruned search is tested and measured against.
     pub fn search_exhaustively(&self, request: &SearchRequest) -> IndexResult<Hits> {
+        self.search_with(request, Pruning::Never)
+    }
+
+    /// With typo tolerance, a relevance order puts every exact match first, as the search
+    /// without it ranks them, then the matches with typos or a prefix; other orders sort both
+    /// alike.
+    fn search_with(&self, request: &SearchRequest, pruning: Pruning) -> IndexResult<Hits> {
         let k = request.offset.saturating_add(request.limit);
-        let (ranked, total) = self.every_match_ranked(request, k)?;
+        let loose = self.loose_query(request)?;
+        let (ranked, total) = match (loose, request.sort) {
+            (None, _) => self.exact_ranked(request, k, pruning)?,
+            (Some((text, loose)), SortOrder::Relevance) => {
+                let (mut ranked, total) = self.exact_ranked(request, k, pruning)?;
+                let rest = k.saturating_sub(ranked.len());
+                let only_loose = query::only_loosely(&self.fields, request, &text, loose);
+                let (more, more_total) = self.ranked(&*only_loose, SortKey::Score, rest)?;
+                ranked.extend(more);
+                (ranked, total + more_total)
+            }
+            (Some((text, loose)), sort) => {
+                let either = query::loosely(&self.fields, request, &text, loose);
+                self.ranked(&*either, sort.key(), k)?
+            }
+        };
         Ok(Hits::page(ranked, total, request))
     }
 
-    fn every_match_ranked(
+    /// The request's text and the query of its matches that need a typo or a prefix; `None`
+    /// when it has none ([`typos`]).
+    fn loose_query(
+        &self,
+        request: &SearchRequest,
+    ) -> IndexResult<Option<(TextQuery, Box<dyn tantivy::query::Query>)>> {
+        let Some(text) = request
+            .text
+            .as_ref()
+            .filter(|_| request.kind == DocKind::Model)
+        else {
+            return Ok(None);
+        };
+        let searcher = self.derived.reader.searcher();
+        let loose = typos::loose_query(&searcher, &self.fields, text)?;
+        Ok(loose.map(|loose| (text.clone(), loose)))
+    }
+
+    /// The query of everything `request` matches, loosely where its text may.
+    fn matching(&self, request: &SearchRequest) -> IndexResult<Box<dyn tantivy::query::Query>> {
+        Ok(match self.loose_query(request)? {
+            Some((text, loose)) => query::loosely(&self.fields, request, &text, loose),
+            None => query::build(&self.fields, request),
+        })
+    }
+
+    /// The best `k` exact matches of `request` and their number.
+    fn exact_ranked(
         &self,
         request: &SearchRequest,
         k: usize,
+        pruning: Pruning,
     ) -> IndexResult<(Vec<u64>, usize)> {
-        let query = query::build(&self.fields, request);
-        self.ranked(&*query, request.sort.key(), k)
+        let pruned = match (&request.text, request.kind, request.sort, pruning) {
+            (Some(text), DocKind::Model, SortOrder::Relevance, Pruning::WhereItApplies) => {
+                let searcher = self.derived.reader.searcher();
+                pruned::search(&searcher, &self.fields, request, text, k, &self.dense_words)?
+            }
+            _ => None,
+        };
+        match pruned {
+            Some(found) => Ok(found),
+            None => {
+                let query = query::build(&self.fields, request);
+                self.ranked(&*query, request.sort.key(), k)
+            }
+        }
+    }
+
+    /// The value counts of `facets` over what `request` matches (its page and order aside),
+    /// each facet without its own filter; in the order asked.
+    pub fn facets(
+        &self,
+        request: &SearchRequest,
+        facets: &[Facet],
+    ) -> IndexResult<Vec<FacetCounts>> {
+        let searcher = self.derived.reader.searcher();
+        let generation = searcher.generation().generation_id();
+        let mut counted = Vec::with_capacity(facets.len());
+        for (filters, group) in facets::passes(&request.filters, facets) {
+            let under = SearchRequest {
+                filters,
+                ..request.clone()
+            };
+            // Debug output names every field of the match set: a key no two passes share.
+            let key = format!(
+                "{:?} {:?} {:?} {group:?}",
+                under.kind, under.filters, under.text
+            );
+            counted.extend(self.facet_cache.get_or_count(generation, key, || {
+                let query = self.matching(&under)?;
+                Ok(searcher.search(&*query, &facets::FacetCollector { facets: group })?)
+            })?);
+        }
+        Ok(facets
+            .iter()
+            .filter_map(|facet| counted.iter().find(|c| c.facet == *facet).cloned())
+            .collect())
+    }
+
+    /// The values models have for `term`, lowercased and sorted: what its filter accepts.
+    pub fn vocabulary(&self, term: SpecTerm) -> IndexResult<Vec<String>> {
+        let searcher = self.derived.reader.searcher();
+        Ok(spec::vocabulary(&searcher, self.fields.spec_term(term))?)
     }
 
     /// The brand's models with a primary or alternate reference that begins with `prefix`, a

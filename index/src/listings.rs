@@ -767,6 +767,7 @@ mod tests {
         let search = |text: &str| {
             let query = ListingQuery {
                 text: Some(TextQuery {
+                    typo_tolerance: false,
                     text: text.to_owned(),
                     normalized_reference: text
                         .chars()

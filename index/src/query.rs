@@ -3,8 +3,13 @@
 //! text, normalised as a reference, is tried as an exact reference and as a reference prefix.
 
 use crate::schema::Fields;
+use crate::spec::{spec_key, SpecTerm};
 use crate::tokenizer::{folded_analyzer, MIN_REFERENCE_PREFIX};
-use tantivy::query::{BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use tantivy::query::{
+    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, RangeQuery, TermQuery,
+};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::Term;
 
@@ -35,7 +40,7 @@ pub enum SortOrder {
 }
 
 /// Exact-value filters; `None` means no constraint.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filters {
     pub id: Option<u64>,
     pub brand_id: Option<u64>,
@@ -43,6 +48,42 @@ pub struct Filters {
     pub caliber_id: Option<u64>,
     /// Only models with a FRONT picture.
     pub has_front_picture: bool,
+    /// Constraints on a model's specification.
+    pub spec: SpecFilters,
+}
+
+/// Filters on a model's specification; each empty or `None` field is no constraint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpecFilters {
+    /// Per worded field, the values asked (any of them; all of them for complications),
+    /// matched case-insensitively.
+    pub terms: BTreeMap<SpecTerm, Vec<String>>,
+    /// Millimetres, bounds included.
+    pub diameter: Bounds<f64>,
+    /// Metres, at least.
+    pub min_water_resistance: Option<f64>,
+    pub release_year: Bounds<u64>,
+    pub limited: Option<bool>,
+    pub discontinued: Option<bool>,
+    pub has_listings: Option<bool>,
+}
+
+/// An inclusive range; an absent bound is open.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Bounds<T> {
+    pub min: Option<T>,
+    pub max: Option<T>,
+}
+
+impl<T: Copy> Bounds<T> {
+    fn is_open(&self) -> bool {
+        self.min.is_none() && self.max.is_none()
+    }
+
+    fn terms(&self, term: impl Fn(T) -> Term) -> (Bound<Term>, Bound<Term>) {
+        let bound = |value: Option<T>| value.map_or(Bound::Unbounded, |v| Bound::Included(term(v)));
+        (bound(self.min), bound(self.max))
+    }
 }
 
 /// Free text as the user typed it, with its normalised-reference form (computed by the caller's
@@ -51,6 +92,8 @@ pub struct Filters {
 pub struct TextQuery {
     pub text: String,
     pub normalized_reference: String,
+    /// Words also match with typos, the last one also as a prefix ([`crate::typos`]).
+    pub typo_tolerance: bool,
 }
 
 /// One list request.
@@ -94,15 +137,52 @@ pub(crate) const WHOLE_REFERENCE_SCORES: [f32; 2] = [EXACT_REFERENCE_BOOST, REFE
 /// Every document matching `request`, scored by its text (every result scored by the same
 /// query, in [`crate::collector::TopIds`], or pruned in [`crate::pruned`] for relevance).
 pub fn build(fields: &Fields, request: &SearchRequest) -> Box<dyn Query> {
+    let text = request.text.as_ref().map(|text| {
+        let query = text_query(&fields.text_fields(), text);
+        (Occur::Must, query)
+    });
+    build_with(fields, request, text.into_iter().collect())
+}
+
+/// The documents of the request's kind passing its filters, and `text` clauses.
+fn build_with(
+    fields: &Fields,
+    request: &SearchRequest,
+    text: Vec<(Occur, Box<dyn Query>)>,
+) -> Box<dyn Query> {
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
         Occur::Must,
         filter(term_u64(fields.kind, request.kind as u64)),
     )];
     clauses.extend(filter_clauses(fields, &request.filters));
-    if let Some(text) = &request.text {
-        clauses.push((Occur::Must, text_query(&fields.text_fields(), text)));
-    }
+    clauses.extend(text);
     Box::new(BooleanQuery::new(clauses))
+}
+
+/// What `request` matches with its text also taken loosely ([`crate::typos`]): exact matches
+/// and typo or prefix matches alike.
+pub(crate) fn loosely(
+    fields: &Fields,
+    request: &SearchRequest,
+    text: &TextQuery,
+    loose: Box<dyn Query>,
+) -> Box<dyn Query> {
+    let exact = text_query(&fields.text_fields(), text);
+    let either = BooleanQuery::new(vec![(Occur::Should, exact), (Occur::Should, loose)]);
+    build_with(fields, request, vec![(Occur::Must, Box::new(either))])
+}
+
+/// What `request` matches only loosely, scored by its loose text: the results ranked after
+/// every exact match.
+pub(crate) fn only_loosely(
+    fields: &Fields,
+    request: &SearchRequest,
+    text: &TextQuery,
+    loose: Box<dyn Query>,
+) -> Box<dyn Query> {
+    let exact = crate::typos::as_typed(fields, text);
+    let clauses = vec![(Occur::Must, loose), (Occur::MustNot, exact)];
+    build_with(fields, request, clauses)
 }
 
 /// A required, unscored clause per constraint of `filters`.
@@ -117,10 +197,64 @@ pub(crate) fn filter_clauses(fields: &Fields, filters: &Filters) -> Vec<(Occur, 
             filters.has_front_picture.then_some(1),
         ),
     ];
-    exact
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = exact
         .into_iter()
         .filter_map(|(field, value)| Some((Occur::Must, filter(term_u64(field, value?)))))
-        .collect()
+        .collect();
+    clauses.extend(
+        spec_clauses(fields, &filters.spec)
+            .into_iter()
+            .map(|query| (Occur::Must, filter(query))),
+    );
+    clauses
+}
+
+/// A query per constraint of `spec`.
+fn spec_clauses(fields: &Fields, spec: &SpecFilters) -> Vec<Box<dyn Query>> {
+    let mut out: Vec<Box<dyn Query>> = Vec::new();
+    for (&term, values) in spec.terms.iter().filter(|(_, v)| !v.is_empty()) {
+        let field = fields.spec_term(term);
+        let terms = values
+            .iter()
+            .map(|value| Term::from_field_text(field, &spec_key(value)));
+        if term.needs_all() {
+            out.extend(terms.map(term_query));
+        } else {
+            let any = terms.map(|t| (Occur::Should, term_query(t))).collect();
+            out.push(Box::new(BooleanQuery::new(any)));
+        }
+    }
+    if !spec.diameter.is_open() {
+        let (min, max) = spec
+            .diameter
+            .terms(|mm| Term::from_field_f64(fields.diameter, mm));
+        out.push(Box::new(RangeQuery::new(min, max)));
+    }
+    if let Some(metres) = spec.min_water_resistance {
+        let min = Bound::Included(Term::from_field_f64(fields.water_resistance, metres));
+        out.push(Box::new(RangeQuery::new(min, Bound::Unbounded)));
+    }
+    if !spec.release_year.is_open() {
+        let (min, max) = spec
+            .release_year
+            .terms(|year| Term::from_field_u64(fields.release_year, year));
+        out.push(Box::new(RangeQuery::new(min, max)));
+    }
+    let flags = [
+        (fields.limited, spec.limited),
+        (fields.discontinued, spec.discontinued),
+        (fields.has_listings, spec.has_listings),
+    ];
+    for (field, wanted) in flags {
+        if let Some(wanted) = wanted {
+            out.push(term_u64(field, u64::from(wanted)));
+        }
+    }
+    out
+}
+
+pub(crate) fn term_query(term: Term) -> Box<dyn Query> {
+    Box::new(TermQuery::new(term, IndexRecordOption::Basic))
 }
 
 /// The models of `brand_id` that `query` matches, scored by it.
@@ -159,10 +293,7 @@ pub(crate) fn filter(query: Box<dyn Query>) -> Box<dyn Query> {
 }
 
 pub(crate) fn term_u64(field: Field, value: u64) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_u64(field, value),
-        IndexRecordOption::Basic,
-    ))
+    term_query(Term::from_field_u64(field, value))
 }
 
 fn term_text(field: Field, text: &str, boost: f32) -> Box<dyn Query> {
@@ -220,6 +351,12 @@ pub(crate) fn text_query(fields: &TextFields, text: &TextQuery) -> Box<dyn Query
 }
 
 fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
+    Box::new(BooleanQuery::new(word_alternatives(fields, word)))
+}
+
+/// The ways one word matches exactly: a term of each text field, a model's reference, a prefix
+/// of one.
+fn word_alternatives(fields: &TextFields, word: &str) -> Vec<(Occur, Box<dyn Query>)> {
     let mut any: Vec<(Occur, Box<dyn Query>)> = fields
         .words
         .iter()
@@ -235,7 +372,7 @@ fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
             term_reference(fields.ref_prefix, word, WORD_IS_REFERENCE_PREFIX_BOOST),
         ));
     }
-    Box::new(BooleanQuery::new(any))
+    any
 }
 
 /// The words of `text` as the text fields index them (lowercased, accents folded).

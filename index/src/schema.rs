@@ -3,6 +3,7 @@
 
 use crate::docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
 use crate::query::{DocKind, TextFields};
+use crate::spec::{spec_key, SpecTerm};
 use crate::tokenizer::{FOLDED, REFERENCE_PREFIX};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
@@ -24,6 +25,7 @@ pub mod names {
     pub const DIAMETER: &str = "diameter";
     pub const CASE_MATERIAL: &str = "case_material";
     pub const CALIBER_ID: &str = "caliber_id";
+    pub const WATER_RESISTANCE: &str = "water_resistance";
 }
 
 /// Handles on every field.
@@ -55,6 +57,13 @@ pub struct Fields {
     pub release_year: Field,
     pub diameter: Field,
     pub case_material: Field,
+    /// The worded specification fields, lowercased, in [`SpecTerm::ALL`] order.
+    pub spec_terms: [Field; 6],
+    pub water_resistance: Field,
+    /// Flags (1 or 0) of models only.
+    pub limited: Field,
+    pub discontinued: Field,
+    pub has_listings: Field,
 }
 
 /// A u64 that is filtered on (indexed) and read by collectors (fast).
@@ -119,6 +128,11 @@ pub fn build() -> (Schema, Fields) {
         release_year: s.add_u64_field(names::RELEASE_YEAR, FAST),
         diameter: s.add_f64_field(names::DIAMETER, FAST),
         case_material: s.add_text_field(names::CASE_MATERIAL, STRING | FAST),
+        spec_terms: SpecTerm::ALL.map(|term| s.add_text_field(term.field_name(), STRING | FAST)),
+        water_resistance: s.add_f64_field(names::WATER_RESISTANCE, FAST),
+        limited: s.add_u64_field("limited", INDEXED),
+        discontinued: s.add_u64_field("discontinued", INDEXED),
+        has_listings: s.add_u64_field("has_listings", INDEXED),
     };
     (s.build(), fields)
 }
@@ -238,5 +252,33 @@ impl Fields {
         for material in &model.case_materials {
             out.add_text(self.case_material, material);
         }
+        self.model_spec(out, model);
+    }
+
+    fn model_spec(&self, out: &mut TantivyDocument, model: &ModelDoc) {
+        for term in SpecTerm::ALL {
+            let mut keys: Vec<String> = term.values(model).iter().map(|v| spec_key(v)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            for key in keys.iter().filter(|k| !k.is_empty()) {
+                out.add_text(self.spec_term(term), key);
+            }
+        }
+        if let Some(metres) = model.spec.water_resistance {
+            out.add_f64(self.water_resistance, metres);
+        }
+        let flags = [
+            (self.limited, model.spec.limited),
+            (self.discontinued, model.spec.discontinued),
+            (self.has_listings, model.listing_count > 0),
+        ];
+        for (field, set) in flags {
+            out.add_u64(field, u64::from(set));
+        }
+    }
+
+    /// The field of a worded specification field.
+    pub fn spec_term(&self, term: SpecTerm) -> Field {
+        self.spec_terms[term as usize]
     }
 }

@@ -1,5 +1,7 @@
 use super::*;
 
+mod spec_search;
+
 fn model(id: u64, brand: u64, name: &str, refs: &[&str], year: Option<i32>) -> CatalogueDoc {
     CatalogueDoc::Model(ModelDoc {
         id,
@@ -16,6 +18,7 @@ fn model(id: u64, brand: u64, name: &str, refs: &[&str], year: Option<i32>) -> C
         case_materials: vec!["stainless steel".into()],
         listing_count: id % 3,
         has_front_picture: id != 4,
+        spec: ModelSpecDoc::default(),
     })
 }
 
@@ -55,6 +58,7 @@ fn fixture() -> CatalogueIndex {
 fn search(index: &CatalogueIndex, q: &str, normalized: &str, sort: SortOrder) -> Vec<u64> {
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
     request.text = Some(TextQuery {
+        typo_tolerance: false,
         text: q.into(),
         normalized_reference: normalized.into(),
     });
@@ -188,6 +192,7 @@ fn brands_sort_by_name_case_insensitively_and_by_depth() {
     r.sort = SortOrder::ModelsDesc;
     assert_eq!(index.search(&r).expect("s").ids, [1, 2]);
     r.text = Some(TextQuery {
+        typo_tolerance: false,
         text: "watch".into(),
         normalized_reference: "watch".into(),
     });

@@ -9,6 +9,7 @@ pub mod error;
 pub mod layers;
 pub mod listings;
 mod media;
+mod model_search;
 mod models;
 pub mod openapi;
 mod ops;

@@ -4,12 +4,11 @@ use super::assemble::{self, Lookups};
 use super::error::{internal, ApiError, ApiResult};
 use super::layers::capacity::blocking;
 use super::listings::{stats_currency, MediaBase, StatsCache};
-#[allow(unused_imports)] // named in the OpenAPI annotations
-use super::params::ModelPage;
-use super::params::{list_request, sort_schema, Page, PageParams, Params, PathParams, SortParam};
+use super::model_search::{FacetsView, ModelPage, SpecParams, SpecTermParams};
+use super::params::{list_request, sort_schema, PageParams, Params, PathParams, SortParam};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::FullModel;
-use super::views::{ComparedModel, ModelComparison, ModelListItem};
+use super::views::{ComparedModel, ModelComparison};
 use super::AppState;
 use crate::app::App;
 use crate::domain::{Brand, Model, ModelId, Slug};
@@ -17,7 +16,7 @@ use axum::extract::{OriginalUri, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use catalogue_index::{DocKind, Filters, SortOrder};
+use catalogue_index::{DocKind, FacetCounts, Filters, SortOrder};
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -60,29 +59,57 @@ pub struct ModelListParams {
 }
 
 /// Models, searched by text or reference, filtered and sorted.
-#[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(PageParams, ModelListParams),
+/// Searched by text (typos tolerated in words) or reference, filtered by catalogue and
+/// specification, sorted, and with facet counts when asked.
+#[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(PageParams, ModelListParams, SpecParams, SpecTermParams),
     responses((status = 200, description = "A page of models", body = ModelPage)))]
 pub async fn list_models(
     State(app): State<AppState>,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<ModelListParams>,
-) -> ApiResult<Json<Page<ModelListItem>>> {
+    Params(spec): Params<SpecParams>,
+    terms: SpecTermParams,
+) -> ApiResult<Json<ModelPage>> {
     blocking(move || {
         let pagination = page.pagination()?;
-        let Some(filters) = model_filters(&app, &params)? else {
-            return Ok(Json(pagination.wrap(Vec::new(), 0)));
+        let facets = spec.facets()?;
+        let typo_tolerance = spec.typo_tolerance()?;
+        let spec_filters = spec.filters(&app, terms)?;
+        let Some(mut filters) = model_filters(&app, &params)? else {
+            let empty = facets
+                .iter()
+                .map(|&facet| FacetCounts {
+                    facet,
+                    values: Vec::new(),
+                })
+                .collect();
+            let facets = (!facets.is_empty())
+                .then(|| FacetsView::of(&app, empty))
+                .transpose()?;
+            return Ok(Json(ModelPage::new(pagination.wrap(Vec::new(), 0), facets)));
         };
-        let request = list_request::<ModelSorts>(
+        filters.spec = spec_filters;
+        let mut request = list_request::<ModelSorts>(
             DocKind::Model,
             filters,
             params.q.as_deref(),
             params.sort.as_deref(),
             pagination,
         )?;
+        if let Some(text) = &mut request.text {
+            text.typo_tolerance = typo_tolerance;
+        }
         let hits = app.index.search(&request)?;
         let data = assemble::model_items(&app, &hits.ids, &mut Lookups::new(&media))?;
-        Ok(Json(pagination.wrap(data, hits.total)))
+        let facets = match facets.is_empty() {
+            true => None,
+            false => Some(FacetsView::of(&app, app.index.facets(&request, &facets)?)?),
+        };
+        Ok(Json(ModelPage::new(
+            pagination.wrap(data, hits.total),
+            facets,
+        )))
     })
     .await
 }

@@ -91,7 +91,7 @@ use crate::auth::SESSION_COOKIE;
         brands::HighlightedBrands,
         rates::RatesView,
         rates::EcbTable,
-        rates::UsdTable, super::params::BrandPage, super::params::SeriesPage, super::params::ModelPage,
+        rates::UsdTable, super::params::BrandPage, super::params::SeriesPage, super::model_search::ModelPage, super::model_search::FacetsView, super::model_search::FacetValueView,
         super::params::ModelSitemapPage, super::params::CatalogSitemapPage, super::params::CaliberSitemapPage,
         super::admin::auth::Credentials, super::admin::auth::SessionView, super::admin::stats::AdminStats,
         super::admin::stats::UnmatchedListing, super::admin::audit::AuditEntryView,
@@ -195,7 +195,7 @@ impl Modify for SharedResponses {
         let requests = request_body_schemas(doc);
         let components = doc.components.get_or_insert_with(Default::default);
         for (name, schema) in components.schemas.iter_mut() {
-            if name != "ErrorBody" && !requests.contains(name) {
+            if !PARTIAL_SCHEMAS.contains(&name.as_str()) && !requests.contains(name) {
                 require_every_property(schema);
             }
         }
@@ -320,8 +320,13 @@ fn request_body_schemas(doc: &Document) -> Vec<String> {
         .collect()
 }
 
-/// The properties a response carries only on request: a listing's conversion into `currency`.
-const OPTIONAL_PROPERTIES: [&str; 2] = ["convertedPrice", "convertedCurrency"];
+/// The properties a response carries only on request: a listing's conversion into `currency`,
+/// a model page's facet counts.
+const OPTIONAL_PROPERTIES: [&str; 3] = ["convertedPrice", "convertedCurrency", "facets"];
+
+/// Response schemas whose properties are each present only sometimes: an error's hint and
+/// details, the facets a request names.
+const PARTIAL_SCHEMAS: [&str; 2] = ["ErrorBody", "FacetsView"];
 
 /// Response bodies carry every field, null or [] when empty: each property is required, but
 /// for [`OPTIONAL_PROPERTIES`].

@@ -9,8 +9,7 @@ use super::admin::{
     reconciliation::ReconciliationGroup, stats::UnmatchedListing,
 };
 use super::views::{
-    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelListItem,
-    ModelSitemapEntry, SeriesItem,
+    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelSitemapEntry, SeriesItem,
 };
 use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
@@ -132,7 +131,6 @@ pub struct Pagination {
 #[aliases(
     BrandPage = Page<BrandItem>,
     SeriesPage = Page<SeriesItem>,
-    ModelPage = Page<ModelListItem>,
     ModelSitemapPage = Page<ModelSitemapEntry>,
     CatalogSitemapPage = Page<CatalogSitemapEntry>,
     CaliberSitemapPage = Page<CaliberSitemapEntry>,
@@ -333,9 +331,11 @@ pub fn parse_whole(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiEr
     })
 }
 
-/// `q` as the index takes it: the text and its normalised-reference form.
+/// `q` as the index takes it: the text and its normalised-reference form, matched as typed
+/// (a list that tolerates typos turns them on).
 pub fn parse_text_query(value: Option<&str>) -> Result<Option<TextQuery>, ApiError> {
     Ok(parse_text(value)?.map(|text| TextQuery {
+        typo_tolerance: false,
         normalized_reference: normalize_reference(&text),
         text,
     }))

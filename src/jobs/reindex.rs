@@ -3,13 +3,14 @@
 //! the writer makes after each job. Each index commit records the store generation it reflects.
 
 use crate::domain::{
-    normalize_reference, text_runs, Brand, BrandId, Listing, Model, ModelId, Series, SeriesId,
+    normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, Listing,
+    Model, ModelId, Series, SeriesId,
 };
 use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
     BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc, ListingIndex,
-    ModelDoc, SeriesDoc,
+    ModelDoc, ModelSpecDoc, SeriesDoc,
 };
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -66,6 +67,7 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     }
     let brand_by_id: HashMap<BrandId, &Brand> = brands.iter().map(|b| (b.id, b)).collect();
     let series_by_id: HashMap<SeriesId, &Series> = series.iter().map(|s| (s.id, s)).collect();
+    let movements = all_movements(store)?;
 
     let brand_docs = brands.par_iter().map(|brand| {
         let count = models_per_brand.get(&brand.id).copied().unwrap_or(0);
@@ -80,6 +82,7 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
             model,
             brand_by_id.get(&model.brand_id).copied(),
             series_by_id.get(&model.series_id).copied(),
+            model.caliber_id.and_then(|id| movements.get(&id)),
             *listings,
         ))
     });
@@ -110,13 +113,63 @@ fn series_doc(series: &Series, model_count: u64) -> SeriesDoc {
     }
 }
 
+/// What a model's document reads of its calibre: the type and the complications' slugs.
+#[derive(Debug, Clone, Default)]
+pub struct Movement {
+    kind: Option<String>,
+    complications: Vec<String>,
+}
+
+impl Movement {
+    fn of(
+        caliber: &Caliber,
+        slug_of: impl Fn(ComplicationId) -> Result<Option<String>, StoreError>,
+    ) -> Result<Movement, StoreError> {
+        let mut complications = Vec::with_capacity(caliber.complication_ids.len());
+        for &id in &caliber.complication_ids {
+            complications.extend(slug_of(id)?);
+        }
+        Ok(Movement {
+            kind: caliber.kind.clone(),
+            complications,
+        })
+    }
+
+    /// The movement of the calibre `id`, read from the store.
+    fn read(store: &Store, id: CaliberId) -> Result<Option<Movement>, StoreError> {
+        let Some(caliber) = store.caliber(id)? else {
+            return Ok(None);
+        };
+        let slug_of = |c| Ok(store.complication(c)?.map(|c| c.slug.to_string()));
+        Movement::of(&caliber, slug_of).map(Some)
+    }
+}
+
+/// Every calibre's movement, read once for a rebuild.
+fn all_movements(store: &Store) -> Result<HashMap<CaliberId, Movement>, StoreError> {
+    let slugs: HashMap<ComplicationId, String> = store
+        .complications()
+        .map(|c| c.map(|c| (c.id, c.slug.to_string())))
+        .collect::<Result<_, _>>()?;
+    store
+        .calibers()
+        .map(|caliber| {
+            let caliber = caliber?;
+            let movement = Movement::of(&caliber, |id| Ok(slugs.get(&id).cloned()))?;
+            Ok((caliber.id, movement))
+        })
+        .collect()
+}
+
 /// The index document of `model`.
 pub fn model_doc(
     model: &Model,
     brand: Option<&Brand>,
     series: Option<&Series>,
+    movement: Option<&Movement>,
     listing_count: u64,
 ) -> ModelDoc {
+    let spec = &model.spec;
     ModelDoc {
         id: model.id.0,
         brand_id: model.brand_id.0,
@@ -137,6 +190,18 @@ pub fn model_doc(
         release_year: model.spec.release_year,
         diameter: model.spec.diameter,
         case_materials: model.spec.case_materials.clone(),
+        spec: ModelSpecDoc {
+            dial_colors: spec.dial_colors.clone(),
+            bezel_materials: spec.bezel_materials.clone(),
+            band_materials: spec.band_materials.clone(),
+            movement_type: movement.and_then(|m| m.kind.clone()),
+            complications: movement
+                .map(|m| m.complications.clone())
+                .unwrap_or_default(),
+            water_resistance: spec.water_resistance,
+            limited: spec.limited_amount.is_some(),
+            discontinued: spec.discontinuation_year.is_some(),
+        },
         listing_count,
         has_front_picture: model.front_picture().is_some(),
     }
@@ -250,11 +315,16 @@ pub fn index_catalogue_changes(
         };
         let brand = store.brand(model.brand_id)?;
         let series = store.series(model.series_id)?;
+        let movement = match model.caliber_id {
+            Some(caliber) => Movement::read(store, caliber)?,
+            None => None,
+        };
         let count = store.listing_count(id)?;
         docs.push(CatalogueDoc::Model(model_doc(
             &model,
             brand.as_ref(),
             series.as_ref(),
+            movement.as_ref(),
             count,
         )));
     }

@@ -447,6 +447,10 @@ impl Store {
         self.get(Keyspace::Complication.id_key(id.0))
     }
 
+    pub fn complications(&self) -> impl Iterator<Item = StoreResult<Complication>> + '_ {
+        self.all(Keyspace::Complication)
+    }
+
     pub fn complication_by_slug(&self, slug: &Slug) -> StoreResult<Option<Complication>> {
         self.get_via(keys::complication_slug(slug), Keyspace::Complication)
     }

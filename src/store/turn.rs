@@ -56,8 +56,8 @@ pub struct Changes {
     /// counts are the index's before the turn plus these, without a commit in between.
     pub brand_models: BTreeMap<BrandId, i64>,
     pub series_models: BTreeMap<SeriesId, i64>,
-    /// A brand or series renamed (its models' documents carry its names): the catalogue index
-    /// is rebuilt rather than patched.
+    /// A brand or series renamed, or a calibre's type, complications or a complication's slug
+    /// changed (models' documents carry them): the catalogue index is rebuilt, not patched.
     pub renamed: bool,
     /// The rates in force changed: every listing's US dollar price may have moved.
     pub rates: bool,

@@ -181,12 +181,18 @@ impl<'t> WriteBatch<'t> {
 
     pub fn put_complication(&mut self, old: Option<&Complication>, new: &Complication) {
         let keys_of = |c: &Complication| vec![(keys::complication_slug(&c.slug), id_value(c.id.0))];
+        // Models' documents carry the slugs of their calibre's complications.
+        self.changes.renamed |= old.is_some_and(|old| old.slug != new.slug);
         self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
         self.put(Keyspace::Complication.id_key(new.id.0), &encode(new));
     }
 
     pub fn put_caliber(&mut self, old: Option<&Caliber>, new: &Caliber) {
         self.count_new(Counted::Calibers, old);
+        // Models' documents carry their calibre's type and complications.
+        self.changes.renamed |= old.is_some_and(|old| {
+            old.kind != new.kind || old.complication_ids != new.complication_ids
+        });
         self.reindex_keys(old.map(caliber_keys).unwrap_or_default(), caliber_keys(new));
         self.put(Keyspace::Caliber.id_key(new.id.0), &encode(new));
     }

@@ -13,6 +13,7 @@ mod ingest;
 mod jobs;
 mod listings;
 mod migrate;
+mod model_search;
 mod models;
 mod openapi;
 mod picture_review;

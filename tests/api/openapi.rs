@@ -176,6 +176,14 @@ async fn the_document_is_openapi_3_0_and_names_exactly_the_routes_served() {
             "reference_asc"
         ])
     );
+    // A model page carries `facets` only when asked, and only the facets asked.
+    let schemas = &doc["components"]["schemas"];
+    let page_required = schemas["ModelPage"]["required"]
+        .as_array()
+        .expect("required");
+    assert!(page_required.contains(&Value::from("total")));
+    assert!(!page_required.contains(&Value::from("facets")));
+    assert!(schemas["FacetsView"]["required"].is_null());
 }
 
 fn collect_references(value: &Value, out: &mut Vec<String>) {

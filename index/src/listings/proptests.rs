@@ -353,6 +353,7 @@ fn the_browse_page_takes_the_bucket_walk() {
     wide.filters.min_price_usd = Some(1);
     let mut with_text = browse.clone();
     with_text.text = Some(crate::query::TextQuery {
+        typo_tolerance: false,
         text: "submariner".into(),
         normalized_reference: "submariner".into(),
     });

@@ -1,4 +1,4 @@
-//! The pruned search against every match scored ([`CatalogueIndex::every_match_ranked`]) on
+//! The pruned search against every match scored ([`CatalogueIndex::search_exhaustively`]) on
 //! random catalogues, several segments and deleted documents included.
 
 use crate::{BrandDoc, TextQuery};
@@ -68,6 +68,7 @@ fn doc(id: u64, model: &Model) -> CatalogueDoc {
             .map(|&r| REFERENCES[r].to_string())
             .collect(),
         has_front_picture: id % 2 == 0,
+        spec: Default::default(),
         ..ModelDoc::default()
     })
 }
@@ -139,6 +140,7 @@ fn request(search: &Search) -> SearchRequest {
         },
     );
     request.text = Some(TextQuery {
+        typo_tolerance: false,
         text: search.words.join(" "),
         normalized_reference: search.words.concat(),
     });
@@ -156,7 +158,9 @@ fn pruned_and_exhaustive(
 ) -> ((Vec<u64>, usize), (Vec<u64>, usize)) {
     let request = request(search);
     let k = request.offset + request.limit;
-    let expected = index.every_match_ranked(&request, k).expect("exhaustive");
+    let expected = index
+        .exact_ranked(&request, k, crate::Pruning::Never)
+        .expect("exhaustive");
     let text = request.text.as_ref().expect("text");
     let searcher = index.derived.reader.searcher();
     let pruned = super::search(&searcher, &index.fields, &request, text, k, dense)
@@ -332,6 +336,7 @@ fn a_search_of_more_words_than_the_reference_pass_holds_falls_back() {
     });
     let many: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
     request.text = Some(TextQuery {
+        typo_tolerance: false,
         text: many.join(" "),
         normalized_reference: many.concat(),
     });

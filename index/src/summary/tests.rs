@@ -48,6 +48,7 @@ fn model_doc(id: u64, model: &Model) -> CatalogueDoc {
         release_year: model.year,
         listing_count: model.listings,
         has_front_picture: model.front,
+        spec: Default::default(),
         ..ModelDoc::default()
     })
 }

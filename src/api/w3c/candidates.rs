@@ -232,6 +232,7 @@ fn search(text: &str, brand: Option<BrandId>) -> SearchRequest {
     SearchRequest {
         kind: DocKind::Model,
         text: Some(TextQuery {
+            typo_tolerance: false,
             text: text.to_owned(),
             normalized_reference: normalize_reference(text),
         }),

@@ -1,0 +1,342 @@
+//! Facet counts: for each facet asked, how many matching models have each value, counted from
+//! fast fields in one pass over the matches. Facets whose own filter is not set share a pass;
+//! a facet whose filter is set is counted without it, as faceted navigation expects.
+
+use crate::collector::terms_of;
+use crate::query::{Bounds, Filters};
+use crate::schema::names;
+use crate::spec::SpecTerm;
+use std::collections::HashMap;
+use tantivy::collector::{Collector, SegmentCollector};
+use tantivy::columnar::{Cardinality, Column, StrColumn};
+use tantivy::{DocId, Score, SegmentReader};
+
+/// Most values a facet returns, most frequent first.
+pub const MAX_FACET_VALUES: usize = 100;
+
+/// What models are counted by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Facet {
+    Brand,
+    Series,
+    Term(SpecTerm),
+    /// 1-mm buckets: a model of 40.5 mm counts in 40.
+    Diameter,
+}
+
+/// One value of a facet.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FacetValue {
+    /// A brand or series id.
+    Id(u64),
+    /// A worded value, lowercased.
+    Text(String),
+    /// The whole millimetres of a diameter bucket.
+    Millimetres(u64),
+}
+
+/// A facet's values and their model counts, most frequent first, then by value; at most
+/// [`MAX_FACET_VALUES`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FacetCounts {
+    pub facet: Facet,
+    pub values: Vec<(FacetValue, u64)>,
+}
+
+impl Facet {
+    /// `filters` without this facet's own constraint.
+    pub(crate) fn exclude_from(self, filters: &Filters) -> Filters {
+        let mut out = filters.clone();
+        match self {
+            Facet::Brand => out.brand_id = None,
+            Facet::Series => out.series_id = None,
+            Facet::Term(term) => {
+                out.spec.terms.remove(&term);
+            }
+            Facet::Diameter => out.spec.diameter = Bounds::default(),
+        }
+        out
+    }
+}
+
+/// `facets` grouped by the filters each is counted under, in first-asked order.
+pub(crate) fn passes(filters: &Filters, facets: &[Facet]) -> Vec<(Filters, Vec<Facet>)> {
+    let mut out: Vec<(Filters, Vec<Facet>)> = Vec::new();
+    for &facet in facets {
+        let under = facet.exclude_from(filters);
+        match out.iter_mut().find(|(f, _)| *f == under) {
+            Some((_, group)) => group.push(facet),
+            None => out.push((under, vec![facet])),
+        }
+    }
+    out
+}
+
+/// Counts kept for one searcher generation, by pass: faceted navigation asks the same counts
+/// again and again (the first page; a brand's page counts brands over the whole catalogue), and
+/// a count over a million models takes tens of milliseconds. A new generation starts afresh, so
+/// counts are never stale.
+#[derive(Default)]
+pub(crate) struct FacetCache {
+    kept: std::sync::Mutex<(u64, HashMap<String, Vec<FacetCounts>>)>,
+}
+
+/// Passes kept per generation at most; then the cache starts again. A pass holds at most
+/// seven facets of 100 values: a full cache is a few megabytes, whatever a client asks.
+const KEPT_PASSES: usize = 256;
+/// Only passes that took this long are kept: a brand's own facets count in microseconds,
+/// and keeping them would push out the costly ones.
+const KEEP_FROM: std::time::Duration = std::time::Duration::from_millis(2);
+
+impl FacetCache {
+    /// The counts of the pass `key` at `generation`, counted by `count` unless kept.
+    pub(crate) fn get_or_count(
+        &self,
+        generation: u64,
+        key: String,
+        count: impl FnOnce() -> crate::IndexResult<Vec<FacetCounts>>,
+    ) -> crate::IndexResult<Vec<FacetCounts>> {
+        if let Ok(kept) = self.kept.lock() {
+            if kept.0 == generation {
+                if let Some(counts) = kept.1.get(&key) {
+                    return Ok(counts.clone());
+                }
+            }
+        }
+        let started = std::time::Instant::now();
+        let counts = count()?;
+        if started.elapsed() < KEEP_FROM {
+            return Ok(counts);
+        }
+        if let Ok(mut kept) = self.kept.lock() {
+            if kept.0 != generation || kept.1.len() >= KEPT_PASSES {
+                *kept = (generation, HashMap::new());
+            }
+            kept.1.insert(key, counts.clone());
+        }
+        Ok(counts)
+    }
+}
+
+/// Counts the values of `facets` over the matching documents.
+pub(crate) struct FacetCollector {
+    pub facets: Vec<Facet>,
+}
+
+/// Values below this are counted in a vector indexed by value; larger ones in a map. Brand and
+/// series ids, term ordinals and millimetres are all far below it.
+const DENSE_VALUES: u64 = 1 << 18;
+
+/// Counts of u64 values.
+enum Counts {
+    Dense(Vec<u64>),
+    Sparse(HashMap<u64, u64>),
+}
+
+impl Counts {
+    fn up_to(max: u64) -> Counts {
+        match max < DENSE_VALUES {
+            true => Counts::Dense(vec![0; max as usize + 1]),
+            false => Counts::Sparse(HashMap::new()),
+        }
+    }
+
+    fn add(&mut self, value: u64) {
+        match self {
+            Counts::Dense(counts) => {
+                if let Some(count) = counts.get_mut(value as usize) {
+                    *count += 1;
+                }
+            }
+            Counts::Sparse(counts) => *counts.entry(value).or_default() += 1,
+        }
+    }
+
+    fn into_nonzero(self) -> Vec<(u64, u64)> {
+        match self {
+            Counts::Dense(counts) => (0..).zip(counts).filter(|&(_, count)| count > 0).collect(),
+            Counts::Sparse(counts) => counts.into_iter().collect(),
+        }
+    }
+}
+
+/// Where a facet's values come from in a segment: a u64 column (ids, term ordinals) or the
+/// diameter column, bucketed to whole millimetres.
+enum Source {
+    Ids(Column<u64>),
+    Ords(StrColumn),
+    Millimetres(Column<f64>),
+    Absent,
+}
+
+/// How a segment reads one facet, and what it has counted.
+struct Counter {
+    source: Source,
+    counts: Counts,
+}
+
+pub(crate) struct FacetSegment {
+    counters: Vec<Counter>,
+    /// Scratch for a block's values, reused.
+    ids: Vec<Option<u64>>,
+    millimetres: Vec<Option<f64>>,
+}
+
+type Tally = HashMap<FacetValue, u64>;
+
+impl Counter {
+    fn of(facet: Facet, segment: &SegmentReader) -> tantivy::Result<Counter> {
+        let fast = segment.fast_fields();
+        let source = match facet {
+            Facet::Brand => Source::Ids(fast.u64(names::BRAND_ID)?),
+            Facet::Series => Source::Ids(fast.u64(names::SERIES_ID)?),
+            Facet::Term(term) => fast
+                .str(term.field_name())?
+                .map_or(Source::Absent, Source::Ords),
+            Facet::Diameter => fast
+                .column_opt(names::DIAMETER)?
+                .map_or(Source::Absent, Source::Millimetres),
+        };
+        let max = match &source {
+            Source::Ids(column) => column.max_value(),
+            Source::Ords(column) => column.num_terms() as u64,
+            Source::Millimetres(column) => bucket(column.max_value()).unwrap_or(0),
+            Source::Absent => 0,
+        };
+        Ok(Counter {
+            source,
+            counts: Counts::up_to(max),
+        })
+    }
+
+    /// Counts the values of `docs`, reading single-valued columns a block at a time.
+    fn count(&mut self, docs: &[DocId], ids: &mut Vec<Option<u64>>, mm: &mut Vec<Option<f64>>) {
+        let counts = &mut self.counts;
+        let column = match &self.source {
+            Source::Ids(column) => column,
+            Source::Ords(column) => column.ords(),
+            Source::Millimetres(column) => {
+                first_values(column, docs, mm);
+                mm.iter()
+                    .flatten()
+                    .filter_map(|&d| bucket(d))
+                    .for_each(|b| counts.add(b));
+                return;
+            }
+            Source::Absent => return,
+        };
+        if column.get_cardinality() == Cardinality::Multivalued {
+            for &doc in docs {
+                column.values_for_doc(doc).for_each(|v| counts.add(v));
+            }
+        } else {
+            first_values(column, docs, ids);
+            ids.iter().flatten().for_each(|&v| counts.add(v));
+        }
+    }
+
+    fn tally(self) -> Tally {
+        let counted = self.counts.into_nonzero();
+        match self.source {
+            Source::Ids(_) => counted
+                .into_iter()
+                .map(|(id, n)| (FacetValue::Id(id), n))
+                .collect(),
+            Source::Millimetres(_) => counted
+                .into_iter()
+                .map(|(mm, n)| (FacetValue::Millimetres(mm), n))
+                .collect(),
+            Source::Ords(column) => {
+                let n_of: HashMap<u64, u64> = counted.into_iter().collect();
+                terms_of(&column, n_of.keys().copied().collect())
+                    .into_iter()
+                    .map(|(ord, text)| (FacetValue::Text(text), n_of[&ord]))
+                    .collect()
+            }
+            Source::Absent => Tally::new(),
+        }
+    }
+}
+
+/// Whole millimetres of a diameter; `None` for what no watch measures.
+fn bucket(diameter: f64) -> Option<u64> {
+    (diameter.is_finite() && (0.0..1e6).contains(&diameter)).then(|| diameter.floor() as u64)
+}
+
+/// The first value of each of `docs` in `column`, into `out` (resized to match).
+fn first_values<T: PartialOrd + Copy + std::fmt::Debug + Send + Sync + 'static>(
+    column: &Column<T>,
+    docs: &[DocId],
+    out: &mut Vec<Option<T>>,
+) {
+    out.clear();
+    out.resize(docs.len(), None);
+    column.first_vals(docs, out);
+}
+
+impl Collector for FacetCollector {
+    type Fruit = Vec<FacetCounts>;
+    type Child = FacetSegment;
+
+    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<FacetSegment> {
+        let counters = self
+            .facets
+            .iter()
+            .map(|&facet| Counter::of(facet, segment))
+            .collect::<tantivy::Result<_>>()?;
+        Ok(FacetSegment {
+            counters,
+            ids: Vec::new(),
+            millimetres: Vec::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, segments: Vec<Vec<Tally>>) -> tantivy::Result<Vec<FacetCounts>> {
+        let mut totals: Vec<Tally> = vec![Tally::new(); self.facets.len()];
+        for segment in segments {
+            for (total, tally) in totals.iter_mut().zip(segment) {
+                for (value, count) in tally {
+                    *total.entry(value).or_default() += count;
+                }
+            }
+        }
+        Ok(self
+            .facets
+            .iter()
+            .zip(totals)
+            .map(|(&facet, tally)| FacetCounts {
+                facet,
+                values: most_frequent(tally),
+            })
+            .collect())
+    }
+}
+
+fn most_frequent(tally: Tally) -> Vec<(FacetValue, u64)> {
+    let mut values: Vec<(FacetValue, u64)> = tally.into_iter().collect();
+    values.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    values.truncate(MAX_FACET_VALUES);
+    values
+}
+
+impl SegmentCollector for FacetSegment {
+    type Fruit = Vec<Tally>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        self.collect_block(&[doc]);
+    }
+
+    fn collect_block(&mut self, docs: &[DocId]) {
+        for counter in &mut self.counters {
+            counter.count(docs, &mut self.ids, &mut self.millimetres);
+        }
+    }
+
+    fn harvest(self) -> Vec<Tally> {
+        self.counters.into_iter().map(Counter::tally).collect()
+    }
+}

@@ -1,0 +1,266 @@
+//! Typo tolerance. A word of `q` may also match with typos, the last one also as a prefix; the
+//! forms each word reaches are found by walking each text field's term dictionary with the
+//! word's Levenshtein automaton, and the matches that need one are a query over those few
+//! terms, so a correctly spelt search costs a dictionary walk, not a second search.
+
+use crate::query::{term_query, words_of, TextQuery};
+use crate::schema::Fields;
+use crate::tokenizer::MIN_REFERENCE_PREFIX;
+use std::collections::BTreeSet;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, DfaWrapper, FuzzyTermQuery, Occur, Query};
+use tantivy::schema::Field;
+use tantivy::{Searcher, Term};
+
+/// Words of this many characters match with one typo; shorter ones only as they are.
+const ONE_TYPO_FROM: usize = 5;
+/// Words of this many characters match with two typos.
+const TWO_TYPOS_FROM: usize = 9;
+/// The last word matches as a prefix from this many characters: one letter would match most
+/// of the catalogue.
+const PREFIX_FROM: usize = 2;
+/// A loose match of a word in a field scores this share of the field's weight.
+const LOOSE_SHARE: f32 = 0.5;
+/// Among loose matches, a word found as typed scores this: the weight of a name match, above
+/// any loose form.
+const TYPED_SCORE: f32 = 3.0;
+/// Longer words match only as typed: no watch word is this long, and an automaton of two
+/// typos grows with the word (a `q` of 200 letters must not cost a second).
+const LOOSE_WORD_CHARS: usize = 24;
+/// Words of the text after this many match only as typed, for the same reason.
+const LOOSE_WORDS: usize = 8;
+/// Most loose forms a word takes in one field, in dictionary order: a two-letter prefix can
+/// reach thousands of words of descriptions, each a postings list to union.
+pub const MAX_LOOSE_FORMS: usize = 128;
+
+/// How a word may match besides exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Looseness {
+    typos: u8,
+    prefix: bool,
+}
+
+impl Looseness {
+    const AS_TYPED: Looseness = Looseness {
+        typos: 0,
+        prefix: false,
+    };
+
+    /// Words with a digit are numbers or references, matched only as they are: `126610`
+    /// must never find `126611`.
+    fn of(word: &str, is_last: bool) -> Looseness {
+        let length = word.chars().count();
+        if length > LOOSE_WORD_CHARS || word.chars().any(|c| c.is_ascii_digit()) {
+            return Looseness::AS_TYPED;
+        }
+        let typos = match length {
+            n if n >= TWO_TYPOS_FROM => 2,
+            n if n >= ONE_TYPO_FROM => 1,
+            _ => 0,
+        };
+        Looseness {
+            typos,
+            prefix: is_last && length >= PREFIX_FROM,
+        }
+    }
+
+    fn is_exact(self) -> bool {
+        self == Looseness::AS_TYPED
+    }
+
+    /// The automaton's query: tantivy's, with a transposition counting as one typo
+    /// (Damerau-Levenshtein).
+    fn query(self, field: Field, word: &str) -> FuzzyTermQuery {
+        let term = Term::from_field_text(field, word);
+        match self.prefix {
+            true => FuzzyTermQuery::new_prefix(term, self.typos, true),
+            false => FuzzyTermQuery::new(term, self.typos, true),
+        }
+    }
+}
+
+/// One word of the text and the terms other than itself it reaches in each text field.
+struct LooseWord {
+    word: String,
+    /// (field, its weight, the forms found there).
+    forms: Vec<(Field, f32, Vec<String>)>,
+}
+
+/// The text's matches that need a typo or a prefix: every word matches as typed or through
+/// one of its forms, and at least one word through a form. `None` when typo tolerance is off
+/// or no word reaches any term but itself: the loose matches are then the exact ones. Only
+/// models are searched loosely.
+///
+/// Loose matches are ranked among themselves by constants (a word as typed, a form by the
+/// weight of the field it is found in), not BM25: each clause is then a term's postings or a
+/// small union that seeks cheaply, where the text fields' scored union would be read a window
+/// at a time around every candidate.
+pub(crate) fn loose_query(
+    searcher: &Searcher,
+    fields: &Fields,
+    text: &TextQuery,
+) -> tantivy::Result<Option<Box<dyn Query>>> {
+    if !text.typo_tolerance {
+        return Ok(None);
+    }
+    let words = loose_words(searcher, fields, &text.text)?;
+    let any_form: Vec<(Occur, Box<dyn Query>)> = words
+        .iter()
+        .flat_map(|w| &w.forms)
+        .flat_map(|(field, _, forms)| {
+            forms.iter().map(|form| {
+                (
+                    Occur::Should,
+                    term_query(Term::from_field_text(*field, form)),
+                )
+            })
+        })
+        .collect();
+    if any_form.is_empty() {
+        return Ok(None);
+    }
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
+        .iter()
+        .map(|w| (Occur::Must, word_or_its_forms(fields, w)))
+        .collect();
+    clauses.push((Occur::Must, Box::new(BooleanQuery::new(any_form))));
+    Ok(Some(Box::new(BooleanQuery::new(clauses))))
+}
+
+/// The models the text matches as typed, unscored: every word is one of the model's words or
+/// references (or a reference prefix), or the whole text is a reference (or a prefix). The
+/// same models as [`crate::query::text_query`] finds (`model_words` holds every text field's
+/// words), by postings that seek cheaply.
+pub(crate) fn as_typed(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
+    let words = words_of(&text.text);
+    let mut any: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    if !words.is_empty() {
+        let every = words
+            .iter()
+            .map(|w| (Occur::Must, word_as_typed(fields, w)))
+            .collect();
+        any.push((Occur::Should, Box::new(BooleanQuery::new(every))));
+    }
+    any.extend(
+        references(fields, &text.normalized_reference)
+            .into_iter()
+            .map(|q| (Occur::Should, q)),
+    );
+    Box::new(BooleanQuery::new(any))
+}
+
+/// A word as typed: one of the model's words, references or reference prefixes.
+fn word_as_typed(fields: &Fields, word: &str) -> Box<dyn Query> {
+    let mut any = vec![(
+        Occur::Should,
+        term_query(Term::from_field_text(fields.model_words, word)),
+    )];
+    any.extend(
+        references(fields, word)
+            .into_iter()
+            .map(|q| (Occur::Should, q)),
+    );
+    Box::new(BooleanQuery::new(any))
+}
+
+/// `value` as a whole reference and as a reference prefix.
+fn references(fields: &Fields, value: &str) -> Vec<Box<dyn Query>> {
+    let mut out = Vec::new();
+    if !value.is_empty() {
+        out.push(term_query(Term::from_field_text(fields.ref_exact, value)));
+        if value.chars().count() >= MIN_REFERENCE_PREFIX {
+            out.push(term_query(Term::from_field_text(fields.ref_prefix, value)));
+        }
+    }
+    out
+}
+
+/// The word as typed, or any of its forms, each scoring a constant.
+fn word_or_its_forms(fields: &Fields, word: &LooseWord) -> Box<dyn Query> {
+    let typed = ConstScoreQuery::new(word_as_typed(fields, &word.word), TYPED_SCORE);
+    let mut any: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, Box::new(typed))];
+    for (field, boost, forms) in &word.forms {
+        for form in forms {
+            let term = term_query(Term::from_field_text(*field, form));
+            let scored = ConstScoreQuery::new(term, boost * LOOSE_SHARE);
+            any.push((Occur::Should, Box::new(scored)));
+        }
+    }
+    Box::new(BooleanQuery::new(any))
+}
+
+/// The words of `text` with their forms in each text field.
+fn loose_words(
+    searcher: &Searcher,
+    fields: &Fields,
+    text: &str,
+) -> tantivy::Result<Vec<LooseWord>> {
+    let words = words_of(text);
+    let last = words.len().saturating_sub(1);
+    let mut out = Vec::with_capacity(words.len());
+    for (i, word) in words.into_iter().enumerate() {
+        let looseness = match i < LOOSE_WORDS {
+            true => Looseness::of(&word, i == last),
+            false => Looseness::AS_TYPED,
+        };
+        let mut forms = Vec::new();
+        if !looseness.is_exact() {
+            // One automaton for every field: building one of two typos costs more than
+            // walking a dictionary with it.
+            let automaton = looseness.query(fields.model_words, &word).automaton()?;
+            for (field, boost) in fields.text_fields().words {
+                let found = forms_in(searcher, field, &word, &automaton)?;
+                if !found.is_empty() {
+                    forms.push((field, boost, found));
+                }
+            }
+        }
+        out.push(LooseWord { word, forms });
+    }
+    Ok(out)
+}
+
+/// The terms of `field` that `automaton` (of `word`) accepts, other than `word`; the first
+/// [`MAX_LOOSE_FORMS`] in dictionary order.
+fn forms_in(
+    searcher: &Searcher,
+    field: Field,
+    word: &str,
+    automaton: &DfaWrapper,
+) -> tantivy::Result<Vec<String>> {
+    let mut found = BTreeSet::new();
+    for reader in searcher.segment_readers() {
+        let inverted = reader.inverted_index(field)?;
+        let mut terms = inverted.terms().search(automaton).into_stream()?;
+        while terms.advance() && found.len() < MAX_LOOSE_FORMS {
+            if terms.key() != word.as_bytes() {
+                if let Ok(form) = std::str::from_utf8(terms.key()) {
+                    found.insert(form.to_owned());
+                }
+            }
+        }
+    }
+    Ok(found.into_iter().take(MAX_LOOSE_FORMS).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn how_loosely_a_word_matches_follows_its_length_and_place() {
+        let of = |word: &str, last: bool| {
+            let l = Looseness::of(word, last);
+            (l.typos, l.prefix)
+        };
+        assert_eq!(of("rolx", false), (0, false));
+        assert_eq!(of("rolex", false), (1, false));
+        assert_eq!(of("explorer", false), (1, false));
+        assert_eq!(of("submariner", false), (2, false));
+        assert_eq!(of("ro", true), (0, true));
+        assert_eq!(of("r", true), (0, false));
+        assert_eq!(of("speedm", true), (1, true));
+        assert_eq!(of("126610ln", true), (0, false), "references never");
+        assert_eq!(of("3235", true), (0, false), "numbers never");
+        assert_eq!(of(&"a".repeat(LOOSE_WORD_CHARS + 1), true), (0, false));
+    }
+}

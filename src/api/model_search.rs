@@ -1,0 +1,413 @@
+//! What `GET /models` adds to a plain list: filters by specification (checked against the
+//! catalogue's vocabulary), the typo switch, and facet counts with their view. The handler is
+//! [`super::models::list_models`].
+
+use super::error::{ApiError, ApiResult};
+use super::params::{parse_bool, parse_choice, Page};
+use super::views::ModelListItem;
+use crate::app::App;
+use crate::domain::{BrandId, SeriesId, Slug};
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use catalogue_index::{spec_key, Bounds, Facet, FacetCounts, FacetValue, SpecFilters, SpecTerm};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The single-valued specification parameters of `GET /models`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct SpecParams {
+    /// Smallest case diameter, in millimetres (0 to 100).
+    #[param(value_type = Option<f64>)]
+    min_diameter: Option<String>,
+    /// Largest case diameter, in millimetres (0 to 100).
+    #[param(value_type = Option<f64>)]
+    max_diameter: Option<String>,
+    /// Least water resistance, in metres (0 to 20000).
+    #[param(value_type = Option<f64>)]
+    min_water_resistance: Option<String>,
+    /// Earliest release year.
+    #[param(value_type = Option<u32>)]
+    min_year: Option<String>,
+    /// Latest release year.
+    #[param(value_type = Option<u32>)]
+    max_year: Option<String>,
+    /// Only limited editions (`true`), or none (`false`).
+    #[param(value_type = Option<bool>)]
+    limited: Option<String>,
+    /// Only discontinued models (`true`), or only current ones (`false`).
+    #[param(value_type = Option<bool>)]
+    discontinued: Option<String>,
+    /// Only models with at least one listing (`true`), or with none (`false`).
+    #[param(value_type = Option<bool>)]
+    has_listings: Option<String>,
+    /// `false` matches `q`'s words only as typed: no typos, no prefix. `true` by default.
+    #[param(value_type = Option<bool>)]
+    typo_tolerance: Option<String>,
+    /// Facets to count, comma-separated: brand, series, caseMaterial, dialColor, movementType,
+    /// complication, diameter.
+    facets: Option<String>,
+}
+
+/// The repeatable specification parameters of `GET /models`, read from the raw query string
+/// (`caseMaterial=steel&caseMaterial=gold`), which serde's form reader refuses.
+#[derive(Debug, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query, style = Form, rename_all = "camelCase")]
+pub struct SpecTermParams {
+    /// Case material, any of; repeatable. Case-insensitive, on the catalogue's vocabulary.
+    #[param(value_type = Option<Vec<String>>)]
+    case_material: Vec<String>,
+    /// Dial colour, any of; repeatable.
+    #[param(value_type = Option<Vec<String>>)]
+    dial_color: Vec<String>,
+    /// Bezel material, any of; repeatable.
+    #[param(value_type = Option<Vec<String>>)]
+    bezel_material: Vec<String>,
+    /// Band or bracelet material, any of; repeatable.
+    #[param(value_type = Option<Vec<String>>)]
+    band_material: Vec<String>,
+    /// Movement type (automatic, manual, quartz, spring-drive...), any of; repeatable.
+    #[param(value_type = Option<Vec<String>>)]
+    movement_type: Vec<String>,
+    /// Complication slug, all of; repeatable.
+    #[param(value_type = Option<Vec<String>>)]
+    complication: Vec<String>,
+}
+
+/// The query-string name of each worded field.
+const TERM_PARAMETERS: [(SpecTerm, &str); 6] = [
+    (SpecTerm::CaseMaterial, "caseMaterial"),
+    (SpecTerm::DialColor, "dialColor"),
+    (SpecTerm::BezelMaterial, "bezelMaterial"),
+    (SpecTerm::BandMaterial, "bandMaterial"),
+    (SpecTerm::MovementType, "movementType"),
+    (SpecTerm::Complication, "complication"),
+];
+
+/// The `facets` names and what each counts.
+const FACET_NAMES: &[(&str, Facet)] = &[
+    ("brand", Facet::Brand),
+    ("series", Facet::Series),
+    ("caseMaterial", Facet::Term(SpecTerm::CaseMaterial)),
+    ("dialColor", Facet::Term(SpecTerm::DialColor)),
+    ("movementType", Facet::Term(SpecTerm::MovementType)),
+    ("complication", Facet::Term(SpecTerm::Complication)),
+    ("diameter", Facet::Diameter),
+];
+
+impl SpecTermParams {
+    fn values(&mut self, term: SpecTerm) -> &mut Vec<String> {
+        match term {
+            SpecTerm::CaseMaterial => &mut self.case_material,
+            SpecTerm::DialColor => &mut self.dial_color,
+            SpecTerm::BezelMaterial => &mut self.bezel_material,
+            SpecTerm::BandMaterial => &mut self.band_material,
+            SpecTerm::MovementType => &mut self.movement_type,
+            SpecTerm::Complication => &mut self.complication,
+        }
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SpecTermParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let query = parts.uri.query().unwrap_or("");
+        let mut params = SpecTermParams::default();
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            if let Some((term, _)) = TERM_PARAMETERS.iter().find(|(_, n)| *n == name) {
+                params.values(*term).push(value.into_owned());
+            }
+        }
+        Ok(params)
+    }
+}
+
+impl SpecParams {
+    /// `typoTolerance`, on unless `false`.
+    pub fn typo_tolerance(&self) -> ApiResult<bool> {
+        Ok(parse_bool("typoTolerance", self.typo_tolerance.as_deref())?.unwrap_or(true))
+    }
+
+    /// The facets asked, each once, in the order named; 400 for an unknown name.
+    pub fn facets(&self) -> ApiResult<Vec<Facet>> {
+        let Some(list) = self.facets.as_deref() else {
+            return Ok(Vec::new());
+        };
+        let mut facets = Vec::new();
+        for name in list.split(',').map(str::trim) {
+            if let Some(facet) = parse_choice("facet", Some(name), FACET_NAMES)? {
+                if !facets.contains(&facet) {
+                    facets.push(facet);
+                }
+            }
+        }
+        Ok(facets)
+    }
+
+    /// The specification filters of the request; 400 naming the first bad parameter.
+    pub fn filters(&self, app: &App, mut terms: SpecTermParams) -> ApiResult<SpecFilters> {
+        let mut spec = SpecFilters {
+            diameter: bounds(
+                ("minDiameter", self.min_diameter.as_deref()),
+                ("maxDiameter", self.max_diameter.as_deref()),
+                |name, raw| number(name, raw, 100.0, "millimetres"),
+            )?,
+            min_water_resistance: self
+                .min_water_resistance
+                .as_deref()
+                .map(|raw| number("minWaterResistance", raw, 20_000.0, "metres"))
+                .transpose()?,
+            release_year: bounds(
+                ("minYear", self.min_year.as_deref()),
+                ("maxYear", self.max_year.as_deref()),
+                year,
+            )?,
+            limited: parse_bool("limited", self.limited.as_deref())?,
+            discontinued: parse_bool("discontinued", self.discontinued.as_deref())?,
+            has_listings: parse_bool("hasListings", self.has_listings.as_deref())?,
+            terms: BTreeMap::new(),
+        };
+        for term in SpecTerm::ALL {
+            let values = std::mem::take(terms.values(term));
+            if !values.is_empty() {
+                spec.terms.insert(term, known_values(app, term, values)?);
+            }
+        }
+        Ok(spec)
+    }
+}
+
+/// `values` case-folded, each one the catalogue's models have; else 400 listing those.
+fn known_values(app: &App, term: SpecTerm, values: Vec<String>) -> ApiResult<Vec<String>> {
+    let vocabulary = app.index.vocabulary(term)?;
+    let name = parameter_name(term);
+    values
+        .into_iter()
+        .map(|value| {
+            let key = spec_key(&value);
+            match vocabulary.binary_search(&key) {
+                Ok(_) => Ok(key),
+                Err(_) => Err(ApiError::invalid(
+                    format!("unknown {name} `{value}`"),
+                    allowed_values(name, &vocabulary),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// The allowed values in a hint: all of them up to a screenful.
+fn allowed_values(name: &str, vocabulary: &[String]) -> String {
+    const SHOWN: usize = 50;
+    if vocabulary.is_empty() {
+        return format!("no model has a {name} yet");
+    }
+    let mut hint = format!(
+        "{name} is one of: {}",
+        vocabulary[..vocabulary.len().min(SHOWN)].join(", ")
+    );
+    if vocabulary.len() > SHOWN {
+        hint.push_str(&format!(
+            " and {} more (facets={name} counts them all)",
+            vocabulary.len() - SHOWN
+        ));
+    }
+    hint
+}
+
+fn parameter_name(term: SpecTerm) -> &'static str {
+    TERM_PARAMETERS
+        .iter()
+        .find(|(t, _)| *t == term)
+        .map_or("", |(_, name)| name)
+}
+
+/// A range from its two parameters; 400 when the lower bound is above the upper one.
+fn bounds<T: Copy + PartialOrd>(
+    (min_name, min): (&str, Option<&str>),
+    (max_name, max): (&str, Option<&str>),
+    parse: impl Fn(&str, &str) -> ApiResult<T>,
+) -> ApiResult<Bounds<T>> {
+    let min = min.map(|raw| parse(min_name, raw)).transpose()?;
+    let max = max.map(|raw| parse(max_name, raw)).transpose()?;
+    if let (Some(low), Some(high)) = (min, max) {
+        if low > high {
+            return Err(ApiError::invalid(
+                format!("`{min_name}` is above `{max_name}`"),
+                format!("give {min_name} at most {max_name}"),
+            ));
+        }
+    }
+    Ok(Bounds { min, max })
+}
+
+/// A number from 0 to `max`, in `unit`.
+fn number(name: &str, raw: &str, max: f64, unit: &str) -> ApiResult<f64> {
+    match raw.parse::<f64>() {
+        Ok(value) if (0.0..=max).contains(&value) => Ok(value),
+        _ => Err(ApiError::invalid(
+            format!("`{name}` must be a number from 0 to {max}, not `{raw}`"),
+            format!("{name} is in {unit}, from 0 to {max}"),
+        )),
+    }
+}
+
+const YEARS: std::ops::RangeInclusive<u64> = 1700..=2100;
+
+fn year(name: &str, raw: &str) -> ApiResult<u64> {
+    match raw.parse::<u64>() {
+        Ok(year) if YEARS.contains(&year) => Ok(year),
+        _ => Err(ApiError::invalid(
+            format!(
+                "`{name}` must be a year from {} to {}, not `{raw}`",
+                YEARS.start(),
+                YEARS.end()
+            ),
+            format!("{name} is a release year such as 2020"),
+        )),
+    }
+}
+
+/// A page of `GET /models`, with the facet counts when `facets` was given.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPage {
+    pub data: Vec<ModelListItem>,
+    pub page: usize,
+    pub page_size: usize,
+    pub total: usize,
+    pub total_pages: usize,
+    /// Present when `facets` was given: per facet named, its values with their model counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<FacetsView>,
+}
+
+impl ModelPage {
+    pub fn new(page: Page<ModelListItem>, facets: Option<FacetsView>) -> ModelPage {
+        let Page {
+            data,
+            page,
+            page_size,
+            total,
+            total_pages,
+        } = page;
+        ModelPage {
+            data,
+            page,
+            page_size,
+            total,
+            total_pages,
+            facets,
+        }
+    }
+}
+
+/// The facets asked, each the values of the models matching `q` and every filter but the
+/// facet's own, most frequent first (then by value), at most 100.
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FacetsView {
+    /// `value` is the brand slug, `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brand: Option<Vec<FacetValueView>>,
+    /// `value` is `brandSlug/seriesSlug` (what the `series` filter takes), `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<FacetValueView>>,
+    /// `value` is the material, lowercased.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case_material: Option<Vec<FacetValueView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dial_color: Option<Vec<FacetValueView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub movement_type: Option<Vec<FacetValueView>>,
+    /// `value` is the complication slug, `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complication: Option<Vec<FacetValueView>>,
+    /// `value` is whole millimetres: `40` counts the models from 40 mm to under 41 mm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diameter: Option<Vec<FacetValueView>>,
+}
+
+/// One value of a facet and how many models have it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FacetValueView {
+    pub value: String,
+    /// The display name of a brand, series or complication; null for the others.
+    pub name: Option<String>,
+    pub count: u64,
+}
+
+impl FacetsView {
+    /// The view of the index's counts, with slugs and names read from the store.
+    pub fn of(app: &App, counted: Vec<FacetCounts>) -> ApiResult<FacetsView> {
+        let mut view = FacetsView::default();
+        for FacetCounts { facet, values } in counted {
+            let mut shown = Vec::with_capacity(values.len());
+            for (value, count) in values {
+                shown.extend(
+                    facet_value(app, facet, value)?.map(|(value, name)| FacetValueView {
+                        value,
+                        name,
+                        count,
+                    }),
+                );
+            }
+            if matches!(facet, Facet::Brand | Facet::Series) {
+                // The index breaks ties by id; clients see slugs.
+                shown.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.value.cmp(&b.value)));
+            }
+            if let Some(slot) = view.slot(facet) {
+                *slot = Some(shown);
+            }
+        }
+        Ok(view)
+    }
+
+    /// Where a facet's values go; bezel and band materials are filters, not facets.
+    fn slot(&mut self, facet: Facet) -> Option<&mut Option<Vec<FacetValueView>>> {
+        match facet {
+            Facet::Brand => Some(&mut self.brand),
+            Facet::Series => Some(&mut self.series),
+            Facet::Term(SpecTerm::CaseMaterial) => Some(&mut self.case_material),
+            Facet::Term(SpecTerm::DialColor) => Some(&mut self.dial_color),
+            Facet::Term(SpecTerm::MovementType) => Some(&mut self.movement_type),
+            Facet::Term(SpecTerm::Complication) => Some(&mut self.complication),
+            Facet::Term(SpecTerm::BezelMaterial | SpecTerm::BandMaterial) => None,
+            Facet::Diameter => Some(&mut self.diameter),
+        }
+    }
+}
+
+/// A facet value as the filter takes it, and its display name; `None` for a brand or series the
+/// store no longer has (written since the index was read).
+fn facet_value(
+    app: &App,
+    facet: Facet,
+    value: FacetValue,
+) -> ApiResult<Option<(String, Option<String>)>> {
+    Ok(match (facet, value) {
+        (Facet::Brand, FacetValue::Id(id)) => app
+            .store
+            .brand(BrandId(id))?
+            .map(|brand| (brand.slug.to_string(), Some(brand.name))),
+        (Facet::Series, FacetValue::Id(id)) => match app.store.series(SeriesId(id))? {
+            Some(series) => app.store.brand(series.brand_id)?.map(|brand| {
+                let value = format!("{}/{}", brand.slug, series.slug);
+                (value, Some(series.name))
+            }),
+            None => None,
+        },
+        (Facet::Term(SpecTerm::Complication), FacetValue::Text(slug)) => {
+            let name = match Slug::parse(&slug) {
+                Ok(parsed) => app.store.complication_by_slug(&parsed)?.map(|c| c.name),
+                Err(_) => None,
+            };
+            Some((slug, name))
+        }
+        (_, FacetValue::Text(text)) => Some((text, None)),
+        (_, FacetValue::Millimetres(mm)) => Some((mm.to_string(), None)),
+        (_, FacetValue::Id(id)) => Some((id.to_string(), None)),
+    })
+}
