@@ -50,10 +50,14 @@ pub enum Kind {
     ListingStats,
     /// `GET /v1/listings/{id}`.
     ListingById,
+    /// `GET /v1/models?q=<one to three words, one of them misspelt>` (issue 18).
+    TextSearchTypo,
+    /// `GET /v1/models?facets=<all seven>`, alone, with a brand or with a word (issue 18).
+    ModelsFaceted,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 9] = [
+    pub const ALL: [Kind; 11] = [
         Kind::ModelBySlugs,
         Kind::ReferenceSearch,
         Kind::TextSearch1w,
@@ -63,6 +67,8 @@ impl Kind {
         Kind::ListingsFiltered,
         Kind::ListingStats,
         Kind::ListingById,
+        Kind::TextSearchTypo,
+        Kind::ModelsFaceted,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +82,8 @@ impl Kind {
             Kind::ListingsFiltered => "listings_filtered",
             Kind::ListingStats => "listing_stats",
             Kind::ListingById => "listing_by_id",
+            Kind::TextSearchTypo => "text_search_typo",
+            Kind::ModelsFaceted => "models_faceted",
         }
     }
 }
@@ -614,7 +622,58 @@ pub async fn discover(
             format!("/v1/listings/{}", query_value(id)),
         )?;
     }
+    // Drawn last, so that the pools above stay what they were for a seed.
+    for words in &named {
+        let count = rng.random_range(1..=words.len().clamp(1, 3));
+        let mut q: Vec<String> = pick_ascending(&mut rng, words.len(), count)
+            .into_iter()
+            .map(|i| words[i].clone())
+            .collect();
+        if let Some(longest) = q.iter_mut().max_by_key(|w| w.chars().count()) {
+            *longest = misspell(longest);
+        }
+        add(
+            Kind::TextSearchTypo,
+            format!("/v1/models?q={}", query_value(&q.join(" "))),
+        )?;
+    }
+    const EVERY_FACET: &str =
+        "brand,series,caseMaterial,dialColor,movementType,complication,diameter";
+    add(
+        Kind::ModelsFaceted,
+        format!("/v1/models?facets={EVERY_FACET}"),
+    )?;
+    for brand in &brands {
+        add(
+            Kind::ModelsFaceted,
+            format!(
+                "/v1/models?brand={}&facets={EVERY_FACET}",
+                query_value(brand)
+            ),
+        )?;
+    }
+    for words in &named {
+        if let Some(word) = words.first() {
+            add(
+                Kind::ModelsFaceted,
+                format!("/v1/models?q={}&facets={EVERY_FACET}", query_value(word)),
+            )?;
+        }
+    }
     Ok(Targets { pools })
+}
+
+/// `word` with its two middle letters swapped, or its last letter dropped when they are the
+/// same or it is short: one typo, as a user makes it.
+pub fn misspell(word: &str) -> String {
+    let mut letters: Vec<char> = word.chars().collect();
+    let middle = letters.len() / 2;
+    if letters.len() >= 5 && letters[middle - 1] != letters[middle] {
+        letters.swap(middle - 1, middle);
+    } else if letters.len() > 1 {
+        letters.pop();
+    }
+    letters.into_iter().collect()
 }
 
 /// Every kind's request pool as JSON lines, `{"kind": "…", "url": "/v1/…"}` (the path and
@@ -1025,6 +1084,14 @@ mod tests {
             "{\"kind\":\"model_by_slugs\",\"url\":\"/v1/models/rolex/sub\"}\n\
              {\"kind\":\"text_search_1w\",\"url\":\"/v1/models?q=speedmaster\"}\n"
         );
+    }
+
+    #[test]
+    fn a_misspelling_is_one_typo() {
+        assert_eq!(misspell("speedmaster"), "speemdaster");
+        assert_eq!(misspell("rolex"), "rloex");
+        assert_eq!(misspell("date"), "dat");
+        assert_eq!(misspell("seeing"), "seieng");
     }
 
     #[test]

@@ -93,7 +93,8 @@ enum Command {
         warmup: std::time::Duration,
         /// `default`, or `kind=weight,…` (kinds: model_by_slugs, reference_search,
         /// text_search_1w, text_search_2w, text_search_3w, models_filtered, listings_filtered,
-        /// listing_stats, listing_by_id).
+        /// listing_stats, listing_by_id, text_search_typo, models_faceted; the last two are not
+        /// in `default`).
         #[arg(long, default_value = "default")]
         mix: load::Mix,
         /// One kind alone (overrides --mix).
