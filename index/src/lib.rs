@@ -190,8 +190,16 @@ impl CatalogueIndex {
                 let (mut ranked, total) = self.exact_ranked(request, k, pruning)?;
                 let rest = k.saturating_sub(ranked.len());
                 let only_loose = query::only_loosely(&self.fields, request, &text, loose);
-                let (more, more_total) = self.ranked(&*only_loose, SortKey::Score, rest)?;
-                ranked.extend(more);
+                // A page the exact matches fill needs only the loose ones' number, which
+                // counts without scoring.
+                let more_total = match rest {
+                    0 => self.count_matches(&*only_loose)?,
+                    _ => {
+                        let (more, more_total) = self.ranked(&*only_loose, SortKey::Score, rest)?;
+                        ranked.extend(more);
+                        more_total
+                    }
+                };
                 (ranked, total + more_total)
             }
             (Some((text, loose)), sort) => {
@@ -331,6 +339,12 @@ impl CatalogueIndex {
         Ok(searcher.search(query, &TopIds::new(key, k))?)
     }
 
+    /// How many documents `query` matches.
+    fn count_matches(&self, query: &dyn tantivy::query::Query) -> IndexResult<usize> {
+        let searcher = self.derived.reader.searcher();
+        Ok(searcher.search(query, &tantivy::collector::Count)?)
+    }
+
     /// Figures over the models that `filters` selects.
     pub fn model_stats(&self, filters: &Filters) -> IndexResult<CatalogueStats> {
         let searcher = self.derived.reader.searcher();
@@ -433,12 +447,7 @@ impl CatalogueIndex {
     /// Number of documents of `kind` passing `filters`.
     pub fn count(&self, kind: DocKind, filters: &Filters) -> IndexResult<usize> {
         let request = SearchRequest::filtered(kind, filters.clone());
-        let query = query::build(&self.fields, &request);
-        Ok(self
-            .derived
-            .reader
-            .searcher()
-            .search(&*query, &tantivy::collector::Count)?)
+        self.count_matches(&*query::build(&self.fields, &request))
     }
 }
 

@@ -196,6 +196,10 @@ fn exact_matches_rank_above_typo_matches_and_other_orders_sort_both() {
     let mut by_id = request(Some("speedmastre"), true, Filters::default());
     by_id.sort = SortOrder::IdAsc;
     assert_eq!(found(&index, &by_id), (vec![1, 2], 2));
+    // A page the exact matches fill still counts the typo ones.
+    let mut first = request(Some("speedmastre"), true, Filters::default());
+    first.limit = 1;
+    assert_eq!(found(&index, &first), (vec![2], 2));
     // Paging crosses from the exact matches to the typo ones.
     let mut second = request(Some("speedmastre"), true, Filters::default());
     second.offset = 1;
