@@ -179,11 +179,13 @@ impl SpecParams {
     }
 }
 
-/// `values` case-folded, each one the catalogue's models have; else 400 listing those.
+/// `values` case-folded, each once, each one the catalogue's models have; else 400 listing
+/// those. Once: a value repeated thousands of times in a URL would otherwise be as many
+/// postings lists read for one request.
 fn known_values(app: &App, term: SpecTerm, values: Vec<String>) -> ApiResult<Vec<String>> {
     let vocabulary = app.index.vocabulary(term)?;
     let name = parameter_name(term);
-    values
+    let mut keys = values
         .into_iter()
         .map(|value| {
             let key = spec_key(&value);
@@ -195,7 +197,10 @@ fn known_values(app: &App, term: SpecTerm, values: Vec<String>) -> ApiResult<Vec
                 )),
             }
         })
-        .collect()
+        .collect::<ApiResult<Vec<String>>>()?;
+    keys.sort_unstable();
+    keys.dedup();
+    Ok(keys)
 }
 
 /// The allowed values in a hint: all of them up to a screenful.

@@ -89,6 +89,15 @@ async fn specification_filters_select_and_combine() {
             "caseMaterial=titanium&caseMaterial=OYSTERSTEEL&maxDiameter=38",
             &["explorer-124270"],
         ),
+        // A value given twice, in two spellings, is one value.
+        (
+            "caseMaterial=titanium&caseMaterial=Titanium",
+            &["prospex-diver-2254-50"],
+        ),
+        (
+            "complication=gmt&complication=GMT&complication=date",
+            &["gmt-master-ii-126710blro"],
+        ),
         ("dialColor=black&brand=seiko", &["sarb033"]),
         ("bezelMaterial=ceramic", &["submariner-date-126610ln"]),
         ("bandMaterial=oystersteel", &["submariner-date-126610ln"]),
