@@ -12,7 +12,7 @@ use tantivy::columnar::{Cardinality, Column, StrColumn};
 use tantivy::{DocId, Score, SegmentReader};
 
 /// Most values a facet returns, most frequent first.
-pub const MAX_FACET_VALUES: usize = 100;
+pub(crate) const MAX_FACET_VALUES: usize = 100;
 
 /// What models are counted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -76,9 +76,18 @@ pub(crate) fn passes(filters: &Filters, facets: &[Facet]) -> Vec<(Filters, Vec<F
 /// again and again (the first page; a brand's page counts brands over the whole catalogue), and
 /// a count over a million models takes tens of milliseconds. A new generation starts afresh, so
 /// counts are never stale.
-#[derive(Default)]
 pub(crate) struct FacetCache {
     kept: std::sync::Mutex<(u64, HashMap<String, Vec<FacetCounts>>)>,
+    keep_from: std::time::Duration,
+}
+
+impl Default for FacetCache {
+    fn default() -> FacetCache {
+        FacetCache {
+            kept: Default::default(),
+            keep_from: KEEP_FROM,
+        }
+    }
 }
 
 /// Passes kept per generation at most; then the cache starts again. A pass holds at most
@@ -89,6 +98,21 @@ const KEPT_PASSES: usize = 256;
 const KEEP_FROM: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl FacetCache {
+    /// A cache that keeps every pass, however quick: for tests on small indexes.
+    #[cfg(test)]
+    pub(crate) fn keeping_every_pass() -> FacetCache {
+        FacetCache {
+            keep_from: std::time::Duration::ZERO,
+            ..FacetCache::default()
+        }
+    }
+
+    /// How many passes are kept.
+    #[cfg(test)]
+    pub(crate) fn kept(&self) -> usize {
+        self.kept.lock().map_or(0, |kept| kept.1.len())
+    }
+
     /// The counts of the pass `key` at `generation`, counted by `count` unless kept.
     pub(crate) fn get_or_count(
         &self,
@@ -105,7 +129,7 @@ impl FacetCache {
         }
         let started = std::time::Instant::now();
         let counts = count()?;
-        if started.elapsed() < KEEP_FROM {
+        if started.elapsed() < self.keep_from {
             return Ok(counts);
         }
         if let Ok(mut kept) = self.kept.lock() {

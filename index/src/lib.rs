@@ -20,7 +20,7 @@ mod typos;
 
 pub use collector::{CatalogueStats, SortKey};
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
-pub use facets::{Facet, FacetCounts, FacetValue, MAX_FACET_VALUES};
+pub use facets::{Facet, FacetCounts, FacetValue};
 pub use listings::{
     ListingDoc, ListingFilters, ListingIndex, ListingLoad, ListingQuery, ListingSort, PricePoint,
     PricedListings,
@@ -29,7 +29,6 @@ pub use query::{Bounds, DocKind, Filters, SearchRequest, SortOrder, SpecFilters,
 pub use spec::{spec_key, SpecTerm};
 pub use summary::{BrandSummary, GroupSummaries, SeriesSummary};
 pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
-pub use typos::MAX_LOOSE_FORMS;
 
 use collector::{StatsCollector, TopIds};
 use derived::{Derived, RebuildShape};
@@ -38,6 +37,7 @@ use schema::Fields;
 use std::path::Path;
 use std::sync::Arc;
 use summary::SummaryCache;
+use tantivy::Searcher;
 
 /// Failures of the index layer.
 #[derive(Debug, thiserror::Error)]
@@ -180,22 +180,24 @@ impl CatalogueIndex {
 
     /// With typo tolerance, a relevance order puts every exact match first, as the search
     /// without it ranks them, then the matches with typos or a prefix; other orders sort both
-    /// alike.
+    /// alike. One searcher answers the whole request, so both tiers count the same commit.
     fn search_with(&self, request: &SearchRequest, pruning: Pruning) -> IndexResult<Hits> {
+        let searcher = self.derived.reader.searcher();
         let k = request.offset.saturating_add(request.limit);
-        let loose = self.loose_query(request)?;
+        let loose = self.loose_query(&searcher, request)?;
         let (ranked, total) = match (loose, request.sort) {
-            (None, _) => self.exact_ranked(request, k, pruning)?,
+            (None, _) => self.exact_ranked(&searcher, request, k, pruning)?,
             (Some((text, loose)), SortOrder::Relevance) => {
-                let (mut ranked, total) = self.exact_ranked(request, k, pruning)?;
+                let (mut ranked, total) = self.exact_ranked(&searcher, request, k, pruning)?;
                 let rest = k.saturating_sub(ranked.len());
                 let only_loose = query::only_loosely(&self.fields, request, &text, loose);
                 // A page the exact matches fill needs only the loose ones' number, which
                 // counts without scoring.
                 let more_total = match rest {
-                    0 => self.count_matches(&*only_loose)?,
+                    0 => searcher.search(&*only_loose, &tantivy::collector::Count)?,
                     _ => {
-                        let (more, more_total) = self.ranked(&*only_loose, SortKey::Score, rest)?;
+                        let (more, more_total) =
+                            ranked_in(&searcher, &*only_loose, SortKey::Score, rest)?;
                         ranked.extend(more);
                         more_total
                     }
@@ -204,7 +206,7 @@ impl CatalogueIndex {
             }
             (Some((text, loose)), sort) => {
                 let either = query::loosely(&self.fields, request, &text, loose);
-                self.ranked(&*either, sort.key(), k)?
+                ranked_in(&searcher, &*either, sort.key(), k)?
             }
         };
         Ok(Hits::page(ranked, total, request))
@@ -214,6 +216,7 @@ impl CatalogueIndex {
     /// when it has none ([`typos`]).
     fn loose_query(
         &self,
+        searcher: &Searcher,
         request: &SearchRequest,
     ) -> IndexResult<Option<(TextQuery, Box<dyn tantivy::query::Query>)>> {
         let Some(text) = request
@@ -223,30 +226,21 @@ impl CatalogueIndex {
         else {
             return Ok(None);
         };
-        let searcher = self.derived.reader.searcher();
-        let loose = typos::loose_query(&searcher, &self.fields, text)?;
+        let loose = typos::loose_query(searcher, &self.fields, text)?;
         Ok(loose.map(|loose| (text.clone(), loose)))
-    }
-
-    /// The query of everything `request` matches, loosely where its text may.
-    fn matching(&self, request: &SearchRequest) -> IndexResult<Box<dyn tantivy::query::Query>> {
-        Ok(match self.loose_query(request)? {
-            Some((text, loose)) => query::loosely(&self.fields, request, &text, loose),
-            None => query::build(&self.fields, request),
-        })
     }
 
     /// The best `k` exact matches of `request` and their number.
     fn exact_ranked(
         &self,
+        searcher: &Searcher,
         request: &SearchRequest,
         k: usize,
         pruning: Pruning,
     ) -> IndexResult<(Vec<u64>, usize)> {
         let pruned = match (&request.text, request.kind, request.sort, pruning) {
             (Some(text), DocKind::Model, SortOrder::Relevance, Pruning::WhereItApplies) => {
-                let searcher = self.derived.reader.searcher();
-                pruned::search(&searcher, &self.fields, request, text, k, &self.dense_words)?
+                pruned::search(searcher, &self.fields, request, text, k, &self.dense_words)?
             }
             _ => None,
         };
@@ -254,13 +248,14 @@ impl CatalogueIndex {
             Some(found) => Ok(found),
             None => {
                 let query = query::build(&self.fields, request);
-                self.ranked(&*query, request.sort.key(), k)
+                ranked_in(searcher, &*query, request.sort.key(), k)
             }
         }
     }
 
     /// The value counts of `facets` over what `request` matches (its page and order aside),
-    /// each facet without its own filter; in the order asked.
+    /// each facet without its own filter; in the order asked. The text's loose forms are
+    /// looked up once for every pass.
     pub fn facets(
         &self,
         request: &SearchRequest,
@@ -268,6 +263,7 @@ impl CatalogueIndex {
     ) -> IndexResult<Vec<FacetCounts>> {
         let searcher = self.derived.reader.searcher();
         let generation = searcher.generation().generation_id();
+        let loose = self.loose_query(&searcher, request)?;
         let mut counted = Vec::with_capacity(facets.len());
         for (filters, group) in facets::passes(&request.filters, facets) {
             let under = SearchRequest {
@@ -280,7 +276,12 @@ impl CatalogueIndex {
                 under.kind, under.filters, under.text
             );
             counted.extend(self.facet_cache.get_or_count(generation, key, || {
-                let query = self.matching(&under)?;
+                let query = match &loose {
+                    Some((text, loose)) => {
+                        query::loosely(&self.fields, &under, text, loose.box_clone())
+                    }
+                    None => query::build(&self.fields, &under),
+                };
                 Ok(searcher.search(&*query, &facets::FacetCollector { facets: group })?)
             })?);
         }
@@ -310,7 +311,13 @@ impl CatalogueIndex {
             brand_id,
             query::reference_prefix(&self.fields, prefix),
         );
-        Ok(self.ranked(&*query, SortOrder::IdAsc.key(), limit)?.0)
+        Ok(ranked_in(
+            &self.derived.reader.searcher(),
+            &*query,
+            SortOrder::IdAsc.key(),
+            limit,
+        )?
+        .0)
     }
 
     /// The brand's models whose name or series name shares a word with `text` (lowercased,
@@ -325,24 +332,13 @@ impl CatalogueIndex {
             return Ok(Vec::new());
         };
         let query = query::brand_models(&self.fields, brand_id, words);
-        Ok(self.ranked(&*query, SortKey::Score, limit)?.0)
-    }
-
-    /// The best `k` ids `query` matches by `key`, and how many it matches.
-    fn ranked(
-        &self,
-        query: &dyn tantivy::query::Query,
-        key: SortKey,
-        k: usize,
-    ) -> IndexResult<(Vec<u64>, usize)> {
-        let searcher = self.derived.reader.searcher();
-        Ok(searcher.search(query, &TopIds::new(key, k))?)
-    }
-
-    /// How many documents `query` matches.
-    fn count_matches(&self, query: &dyn tantivy::query::Query) -> IndexResult<usize> {
-        let searcher = self.derived.reader.searcher();
-        Ok(searcher.search(query, &tantivy::collector::Count)?)
+        Ok(ranked_in(
+            &self.derived.reader.searcher(),
+            &*query,
+            SortKey::Score,
+            limit,
+        )?
+        .0)
     }
 
     /// Figures over the models that `filters` selects.
@@ -447,8 +443,23 @@ impl CatalogueIndex {
     /// Number of documents of `kind` passing `filters`.
     pub fn count(&self, kind: DocKind, filters: &Filters) -> IndexResult<usize> {
         let request = SearchRequest::filtered(kind, filters.clone());
-        self.count_matches(&*query::build(&self.fields, &request))
+        let query = query::build(&self.fields, &request);
+        Ok(self
+            .derived
+            .reader
+            .searcher()
+            .search(&*query, &tantivy::collector::Count)?)
     }
+}
+
+/// The best `k` ids `query` matches in `searcher` by `key`, and how many it matches.
+fn ranked_in(
+    searcher: &Searcher,
+    query: &dyn tantivy::query::Query,
+    key: SortKey,
+    k: usize,
+) -> IndexResult<(Vec<u64>, usize)> {
+    Ok(searcher.search(query, &TopIds::new(key, k))?)
 }
 
 #[cfg(test)]

@@ -351,12 +351,6 @@ pub(crate) fn text_query(fields: &TextFields, text: &TextQuery) -> Box<dyn Query
 }
 
 fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
-    Box::new(BooleanQuery::new(word_alternatives(fields, word)))
-}
-
-/// The ways one word matches exactly: a term of each text field, a model's reference, a prefix
-/// of one.
-fn word_alternatives(fields: &TextFields, word: &str) -> Vec<(Occur, Box<dyn Query>)> {
     let mut any: Vec<(Occur, Box<dyn Query>)> = fields
         .words
         .iter()
@@ -372,7 +366,7 @@ fn word_alternatives(fields: &TextFields, word: &str) -> Vec<(Occur, Box<dyn Que
             term_reference(fields.ref_prefix, word, WORD_IS_REFERENCE_PREFIX_BOOST),
         ));
     }
-    any
+    Box::new(BooleanQuery::new(any))
 }
 
 /// The words of `text` as the text fields index them (lowercased, accents folded).

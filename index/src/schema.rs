@@ -56,8 +56,10 @@ pub struct Fields {
     pub model_count: Field,
     pub release_year: Field,
     pub diameter: Field,
+    /// Case materials as the catalogue writes them: what brand and series stats list.
     pub case_material: Field,
-    /// The worded specification fields, lowercased, in [`SpecTerm::ALL`] order.
+    /// The worded specification fields, lowercased, in [`SpecTerm::ALL`] order: what filters
+    /// match and facets count (case materials again, folded, so `Steel` and `steel` are one).
     pub spec_terms: [Field; 6],
     pub water_resistance: Field,
     /// Flags (1 or 0) of models only.

@@ -30,7 +30,7 @@ const LOOSE_WORD_CHARS: usize = 24;
 const LOOSE_WORDS: usize = 8;
 /// Most loose forms a word takes in one field, in dictionary order: a two-letter prefix can
 /// reach thousands of words of descriptions, each a postings list to union.
-pub const MAX_LOOSE_FORMS: usize = 128;
+const MAX_LOOSE_FORMS: usize = 128;
 
 /// How a word may match besides exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -328,3 +328,46 @@ async fn a_facet_leaves_out_its_own_filter_and_follows_the_others() {
     assert_eq!(body["total"], 0);
     assert_eq!(body["facets"], json!({"brand": []}));
 }
+
+/// Models carry their calibre's type and complications in the index: a calibre changed by a
+/// later import moves them between filters and facets, though no model was written.
+#[tokio::test]
+async fn a_calibre_changed_by_an_import_moves_its_models_between_filters() {
+    use watch_catalogue::jobs::import::{import, DirectorySource};
+    let app = TestApp::start().await;
+    assert_eq!(
+        app.ok("/v1/models?movementType=automatic").await["total"],
+        10
+    );
+    let (status, _) = app.get("/v1/models?movementType=manual").await;
+    assert_eq!(status, 400, "no model is manual yet");
+
+    let dataset = tempfile::tempdir().expect("dataset");
+    let changed = r#"{"slug":"3235","brand":"rolex","reference":"3235","type":"manual","jewels":31,"frequency":28800,"powerReserve":70,"complications":["date","gmt"]}"#;
+    std::fs::write(dataset.path().join("calibers.jsonl"), changed).expect("calibres");
+    let source = DirectorySource(dataset.path().to_owned());
+    app.app
+        .writer
+        .run(|turn| import(turn, &source))
+        .expect("import");
+
+    let manual = ["submariner-date-126610ln", "submariner-date-126610lv"];
+    assert_eq!(slugs(&app, "movementType=manual").await, manual);
+    assert_eq!(
+        app.ok("/v1/models?movementType=automatic").await["total"],
+        8
+    );
+    assert_eq!(
+        slugs(&app, "complication=gmt").await,
+        [
+            "gmt-master-ii-126710blro",
+            "submariner-date-126610ln",
+            "submariner-date-126610lv"
+        ]
+    );
+    let body = app.ok("/v1/models?facets=complication").await;
+    assert_eq!(
+        facet(&body, "complication"),
+        pairs(&[("date", 9), ("gmt", 3)])
+    );
+}

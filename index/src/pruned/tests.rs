@@ -158,11 +158,11 @@ fn pruned_and_exhaustive(
 ) -> ((Vec<u64>, usize), (Vec<u64>, usize)) {
     let request = request(search);
     let k = request.offset + request.limit;
+    let searcher = index.derived.reader.searcher();
     let expected = index
-        .exact_ranked(&request, k, crate::Pruning::Never)
+        .exact_ranked(&searcher, &request, k, crate::Pruning::Never)
         .expect("exhaustive");
     let text = request.text.as_ref().expect("text");
-    let searcher = index.derived.reader.searcher();
     let pruned = super::search(&searcher, &index.fields, &request, text, k, dense)
         .expect("pruned")
         .expect("the text has words");

@@ -3,6 +3,7 @@
 
 use crate::*;
 
+#[derive(Clone)]
 struct M {
     id: u64,
     brand: u64,
@@ -420,4 +421,30 @@ fn long_words_match_as_typed() {
     let long = format!("speedmastre{}", "x".repeat(20));
     assert_eq!(text(&index, &long, true).1, 0);
     assert_eq!(text(&index, "exlporer", true).1, 1);
+}
+
+#[test]
+fn kept_facet_counts_follow_the_next_commit() {
+    let mut index = index();
+    index.facet_cache = crate::facets::FacetCache::keeping_every_pass();
+    let all = request(None, true, Filters::default());
+    let movement = Facet::Term(SpecTerm::MovementType);
+    let text = |s: &str| FacetValue::Text(s.into());
+    let before = [
+        (text("automatic"), 3),
+        (text("manual"), 1),
+        (text("quartz"), 1),
+    ];
+    assert_eq!(counts(&index, &all, movement), before);
+    // Kept, then asked again: the same, from the one kept pass.
+    assert_eq!(index.facet_cache.kept(), 1);
+    assert_eq!(counts(&index, &all, movement), before);
+    assert_eq!(index.facet_cache.kept(), 1);
+    let mut changed = MODELS[0].clone();
+    changed.movement = Some("quartz");
+    index.update(&[doc(&changed)], 2).expect("update");
+    assert_eq!(
+        counts(&index, &all, movement),
+        [(text("automatic"), 3), (text("quartz"), 2)]
+    );
 }
