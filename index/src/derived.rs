@@ -7,10 +7,11 @@ use crate::{IndexError, IndexResult};
 use rayon::prelude::*;
 use std::path::Path;
 use tantivy::directory::MmapDirectory;
+use tantivy::query::Query;
 use tantivy::schema::Schema;
 use tantivy::{
     Index, IndexReader, IndexSettings, IndexSortByField, IndexWriter, Order, ReloadPolicy,
-    TantivyDocument, Term,
+    TantivyDocument,
 };
 
 /// Indexing memory per writer thread; tantivy needs at least 15 MB.
@@ -151,17 +152,17 @@ impl Derived {
         Ok(count)
     }
 
-    /// Replaces the documents whose `key` term is given with the new documents (a key with no
-    /// document deletes), and commits with `generation`.
+    /// Deletes the documents each query matches and adds its new document, if any, and commits
+    /// with `generation`.
     pub fn replace(
         &self,
-        changes: impl IntoIterator<Item = (Term, Option<TantivyDocument>)>,
+        changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
         let writer: IndexWriter<TantivyDocument> =
             self.index.writer_with_num_threads(1, UPDATE_WRITER_BYTES)?;
-        for (key, doc) in changes {
-            writer.delete_term(key);
+        for (old, doc) in changes {
+            writer.delete_query(old)?;
             if let Some(doc) = doc {
                 writer.add_document(doc)?;
             }

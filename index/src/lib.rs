@@ -147,9 +147,8 @@ impl CatalogueIndex {
         removed: &[u64],
         generation: u64,
     ) -> IndexResult<()> {
-        let model_key = |id| {
-            tantivy::Term::from_field_u64(self.fields.doc_key, schema::doc_key(DocKind::Model, id))
-        };
+        let model_key =
+            |id| query::term_u64(self.fields.doc_key, schema::doc_key(DocKind::Model, id));
         let updates = docs.iter().map(|doc| {
             let (kind, id) = match doc {
                 CatalogueDoc::Brand(brand) => (DocKind::Brand, brand.id),
@@ -158,7 +157,7 @@ impl CatalogueIndex {
             };
             let key = schema::doc_key(kind, id);
             (
-                tantivy::Term::from_field_u64(self.fields.doc_key, key),
+                query::term_u64(self.fields.doc_key, key),
                 Some(self.fields.document(doc)),
             )
         });

@@ -11,16 +11,18 @@
 //! the stats of a model read.
 
 mod bucket_walk;
+mod by_id;
 mod collect;
 mod model_prices;
 #[cfg(test)]
 mod proptests;
 
 use crate::derived::{sorted_by, Derived, RebuildShape};
-use crate::query::{filter, term_u64, text_query, TextFields, TextQuery};
-use crate::schema::{filter_options, prefix_options, text_options};
+use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, TextQuery};
+use crate::schema::text_options;
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::BucketWalk;
+use by_id::ListingById;
 use collect::{PageCollector, PriceCollector};
 use model_prices::{RunCache, RUN_MIN_LEN};
 use rayon::prelude::*;
@@ -173,7 +175,10 @@ struct Fields {
     scraped_brand: Field,
     scraped_reference: Field,
     ref_exact: Field,
-    ref_prefix: Field,
+    /// The seller's reference, normalised, whole: a reference prefix is read as the range of
+    /// this field's terms that start with it, rather than indexing every prefix of every
+    /// listing's reference (about half of what indexing a listing cost).
+    reference: Field,
 }
 
 /// The seller's text, as the catalogue's text fields without positions: no query of the
@@ -194,7 +199,8 @@ fn seller_text_options() -> TextOptions {
 fn build_schema() -> (Schema, Fields) {
     let mut s = Schema::builder();
     let fields = Fields {
-        id: s.add_u64_field(names::ID, filter_options()),
+        // Not indexed: a listing's document is found by the id column ([`ListingById`]).
+        id: s.add_u64_field(names::ID, FAST),
         provider_id: s.add_u64_field("provider_id", INDEXED),
         model_id: s.add_u64_field("model_id", INDEXED),
         brand_id: s.add_u64_field("brand_id", INDEXED),
@@ -214,7 +220,7 @@ fn build_schema() -> (Schema, Fields) {
         scraped_brand: s.add_text_field("scraped_brand", seller_text_options()),
         scraped_reference: s.add_text_field("scraped_reference", seller_text_options()),
         ref_exact: s.add_text_field("ref_exact", STRING),
-        ref_prefix: s.add_text_field("ref_prefix", prefix_options()),
+        reference: s.add_text_field("reference", STRING),
     };
     (s.build(), fields)
 }
@@ -247,7 +253,7 @@ impl Fields {
             (self.scraped_brand, &doc.scraped_brand),
             (self.scraped_reference, &doc.scraped_reference),
             (self.ref_exact, &doc.normalized_reference),
-            (self.ref_prefix, &doc.normalized_reference),
+            (self.reference, &doc.normalized_reference),
         ];
         for (field, value) in texts {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
@@ -356,7 +362,7 @@ impl Fields {
                 (self.scraped_reference, 2.0),
             ],
             ref_exact: self.ref_exact,
-            ref_prefix: self.ref_prefix,
+            ref_prefix: ReferencePrefixes::Ranges(self.reference),
         }
     }
 
@@ -472,8 +478,7 @@ impl ListingLoad {
 
     /// Writes `doc` over the document with its id, if any.
     pub fn replace(&mut self, doc: &ListingDoc) -> IndexResult<()> {
-        self.writer
-            .delete_term(Term::from_field_u64(self.fields.id, doc.id));
+        self.writer.delete_query(Box::new(ListingById(doc.id)))?;
         self.add(doc)
     }
 
@@ -543,10 +548,8 @@ impl ListingIndex {
     pub fn upsert(&self, docs: &[ListingDoc], generation: u64) -> IndexResult<()> {
         self.derived.replace(
             docs.iter().map(|doc| {
-                (
-                    Term::from_field_u64(self.fields.id, doc.id),
-                    Some(self.fields.document(doc)),
-                )
+                let old: Box<dyn Query> = Box::new(ListingById(doc.id));
+                (old, Some(self.fields.document(doc)))
             }),
             generation,
         )
@@ -786,5 +789,52 @@ mod tests {
         assert_eq!(search("126610-LN"), 5);
         assert_eq!(search("12661"), 5);
         assert_eq!(search("daytona"), 0);
+    }
+
+    /// A word finds the listings whose own reference starts with it (from three characters),
+    /// as every prefix indexed as a term did: not those whose title alone holds a reference
+    /// that starts with it, and not a reference that merely contains it.
+    #[test]
+    fn a_reference_prefix_is_read_from_the_dictionary_range() {
+        let index = ListingIndex::in_memory().expect("index");
+        let listing =
+            |id: u64, reference: Option<&str>, title: &str, in_title: &[&str]| ListingDoc {
+                id,
+                title: Some(title.to_owned()),
+                normalized_reference: reference.map(str::to_owned),
+                title_references: in_title.iter().map(|r| r.to_string()).collect(),
+                ..ListingDoc::default()
+            };
+        let docs = vec![
+            listing(1, Some("126610ln"), "Rolex Submariner", &[]),
+            listing(2, Some("126610lv"), "Rolex Submariner Hulk", &[]),
+            listing(3, Some("126613lb"), "Rolex Submariner two-tone", &[]),
+            listing(4, None, "Rolex 126600 Sea-Dweller", &["126600"]),
+            listing(5, Some("a126610"), "Submariner lookalike", &[]),
+            listing(6, Some("12"), "Odd reference", &[]),
+        ];
+        index.upsert(&docs, 1).expect("upsert");
+        let search = |text: &str| {
+            let query = ListingQuery {
+                text: Some(TextQuery {
+                    typo_tolerance: false,
+                    text: text.to_owned(),
+                    normalized_reference: text.to_lowercase().replace(' ', ""),
+                }),
+                filters: ListingFilters::default(),
+                sort: ListingSort::Oldest,
+                offset: 0,
+                limit: 10,
+            };
+            index.search(&query).expect("search").ids
+        };
+        assert_eq!(search("126610"), [1, 2]);
+        assert_eq!(search("12661"), [1, 2, 3]);
+        assert_eq!(search("126"), [1, 2, 3]);
+        assert_eq!(search("126610lv"), [2]);
+        assert_eq!(search("12"), [6], "a whole reference, not a prefix");
+        assert_eq!(search("126610lvx"), Vec::<u64>::new());
+        assert_eq!(search("submariner 126610"), [1, 2]);
+        assert_eq!(search("126600"), [4], "the title's reference, exactly");
     }
 }

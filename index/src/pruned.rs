@@ -241,7 +241,7 @@ impl Plan {
             |value: &str, [exact, prefix]: [Score; 2]| -> IndexResult<Vec<Reference>> {
                 let mut out = vec![reference(text_fields.ref_exact, value, exact)?];
                 if value.chars().count() >= MIN_REFERENCE_PREFIX {
-                    out.push(reference(text_fields.ref_prefix, value, prefix)?);
+                    out.push(reference(fields.ref_prefix, value, prefix)?);
                 }
                 Ok(out)
             };

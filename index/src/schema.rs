@@ -2,7 +2,7 @@
 //! for search, raw fields for exact terms, fast fields for every filter, sort and stat.
 
 use crate::docs::{BrandDoc, CatalogueDoc, ModelDoc, SeriesDoc};
-use crate::query::{DocKind, TextFields};
+use crate::query::{DocKind, ReferencePrefixes, TextFields};
 use crate::spec::{spec_key, SpecTerm};
 use crate::tokenizer::{FOLDED, REFERENCE_PREFIX};
 use tantivy::schema::{
@@ -171,7 +171,7 @@ impl Fields {
                 (self.description, 0.5),
             ],
             ref_exact: self.ref_exact,
-            ref_prefix: self.ref_prefix,
+            ref_prefix: ReferencePrefixes::Terms(self.ref_prefix),
         }
     }
 
