@@ -4,6 +4,7 @@
 //! `cargo run --release -p catalogue-index --example search_timing -- DATA/index "gold" "summit gold"`
 //!
 //! `REPS` (default 20) sets how many times each search runs; the best time is printed.
+//! `TYPOS=1` searches with typo tolerance, as `GET /models` does by default.
 
 use catalogue_index::{CatalogueIndex, DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use std::time::Instant;
@@ -42,7 +43,7 @@ fn main() {
 fn request(text: &str) -> SearchRequest {
     let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
     request.text = Some(TextQuery {
-        typo_tolerance: false,
+        typo_tolerance: std::env::var("TYPOS").is_ok_and(|v| v == "1"),
         text: text.to_owned(),
         normalized_reference: text
             .chars()

@@ -196,7 +196,6 @@ impl SegmentCollector for TopIdsSegment {
         if self.k == 0 {
             return;
         }
-        let id = self.ids.first(doc).unwrap_or(u64::MAX);
         let (primary, secondary) = match &self.source {
             // Scores are non-negative, so their bit patterns order like the floats.
             KeySource::Score => (!u64::from(score.max(0.0).to_bits()), 0),
@@ -205,6 +204,18 @@ impl SegmentCollector for TopIdsSegment {
                 (ordered(column.ords().first(doc), *descending), 0)
             }
         };
+        // The index keeps each segment in id order, so every document kept so far has a
+        // smaller id: one that only ties the worst kept loses on id, read for none of them.
+        let full = self.heap.len() >= self.k;
+        if full
+            && self
+                .heap
+                .peek()
+                .is_some_and(|worst| (primary, secondary) >= (worst.0, worst.1))
+        {
+            return;
+        }
+        let id = self.ids.first(doc).unwrap_or(u64::MAX);
         let key = (primary, secondary, id);
         if self.heap.len() < self.k {
             self.heap.push(key);

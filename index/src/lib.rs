@@ -189,14 +189,20 @@ impl CatalogueIndex {
             (Some((text, loose)), SortOrder::Relevance) => {
                 let (mut ranked, total) = self.exact_ranked(&searcher, request, k, pruning)?;
                 let rest = k.saturating_sub(ranked.len());
-                let only_loose = query::only_loosely(&self.fields, request, &text, loose);
+                let tier = match (rest, pruning) {
+                    (0, _) | (_, Pruning::Never) => None,
+                    _ => loose.ranked(&searcher, &self.fields, request, &text, rest)?,
+                };
+                let only_loose = || query::only_loosely(&self.fields, request, &text, loose.query);
                 // A page the exact matches fill needs only the loose ones' number, which
                 // counts without scoring.
-                let more_total = match rest {
-                    0 => searcher.search(&*only_loose, &tantivy::collector::Count)?,
-                    _ => {
-                        let (more, more_total) =
-                            ranked_in(&searcher, &*only_loose, SortKey::Score, rest)?;
+                let more_total = match (rest, tier) {
+                    (0, _) => searcher.search(&*only_loose(), &tantivy::collector::Count)?,
+                    (_, found) => {
+                        let (more, more_total) = match found {
+                            Some(found) => found,
+                            None => ranked_in(&searcher, &*only_loose(), SortKey::Score, rest)?,
+                        };
                         ranked.extend(more);
                         more_total
                     }
@@ -204,7 +210,7 @@ impl CatalogueIndex {
                 (ranked, total + more_total)
             }
             (Some((text, loose)), sort) => {
-                let either = query::loosely(&self.fields, request, &text, loose);
+                let either = query::loosely(&self.fields, request, &text, loose.query);
                 ranked_in(&searcher, &*either, sort.key(), k)?
             }
         };
@@ -217,7 +223,7 @@ impl CatalogueIndex {
         &self,
         searcher: &Searcher,
         request: &SearchRequest,
-    ) -> IndexResult<Option<(TextQuery, Box<dyn tantivy::query::Query>)>> {
+    ) -> IndexResult<Option<(TextQuery, typos::Loose)>> {
         let Some(text) = request
             .text
             .as_ref()
@@ -277,7 +283,7 @@ impl CatalogueIndex {
             counted.extend(self.facet_cache.get_or_count(generation, key, || {
                 let query = match &loose {
                     Some((text, loose)) => {
-                        query::loosely(&self.fields, &under, text, loose.box_clone())
+                        query::loosely(&self.fields, &under, text, loose.query.box_clone())
                     }
                     None => query::build(&self.fields, &under),
                 };

@@ -8,8 +8,8 @@ use crate::tokenizer::{folded_analyzer, MIN_REFERENCE_PREFIX};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use tantivy::query::{
-    BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, Query, RangeQuery,
-    TermQuery,
+    AllQuery, BooleanQuery, BoostQuery, ConstScoreQuery, Occur, PhrasePrefixQuery, Query,
+    RangeQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::Term;
@@ -151,13 +151,26 @@ fn build_with(
     request: &SearchRequest,
     text: Vec<(Occur, Box<dyn Query>)>,
 ) -> Box<dyn Query> {
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(
-        Occur::Must,
-        filter(term_u64(fields.kind, request.kind as u64)),
-    )];
+    let mut clauses = kind_clauses(fields, request.kind);
     clauses.extend(filter_clauses(fields, &request.filters));
     clauses.extend(text);
     Box::new(BooleanQuery::new(clauses))
+}
+
+/// The documents of `kind`. Models are nearly every document, so they are every document but
+/// the few brands and series: excluding short postings lists costs a seek in each, where
+/// requiring the models' list cost a seek in a list of a million for every candidate
+/// (bench/RESULTS.md, "The typo tier in one pass").
+fn kind_clauses(fields: &Fields, kind: DocKind) -> Vec<(Occur, Box<dyn Query>)> {
+    let kind_term = |kind: DocKind| filter(term_u64(fields.kind, kind as u64));
+    match kind {
+        DocKind::Model => vec![
+            (Occur::Must, Box::new(AllQuery)),
+            (Occur::MustNot, kind_term(DocKind::Brand)),
+            (Occur::MustNot, kind_term(DocKind::Series)),
+        ],
+        other => vec![(Occur::Must, kind_term(other))],
+    }
 }
 
 /// What `request` matches with its text also taken loosely ([`crate::typos`]): exact matches

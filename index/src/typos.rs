@@ -1,9 +1,12 @@
 //! Typo tolerance. A word of `q` may also match with typos, the last one also as a prefix; the
 //! forms each word reaches are found by walking each text field's term dictionary with the
 //! word's Levenshtein automaton, and the matches that need one are a query over those few
-//! terms, so a correctly spelt search costs a dictionary walk, not a second search.
+//! terms, so a correctly spelt search costs a dictionary walk, not a second search. A page
+//! that reaches those matches ranks them in one pass over the terms' postings ([`tier`]).
 
-use crate::query::{term_query, words_of, TextQuery};
+mod tier;
+
+use crate::query::{filter, term_query, words_of, SearchRequest, TextQuery};
 use crate::schema::Fields;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use std::collections::BTreeSet;
@@ -85,10 +88,12 @@ struct LooseWord {
     forms: Vec<(Field, f32, Vec<String>)>,
 }
 
-/// The text's matches that need a typo or a prefix: every word matches as typed or through
-/// one of its forms, and at least one word through a form. `None` when typo tolerance is off
-/// or no word reaches any term but itself: the loose matches are then the exact ones. Only
-/// models are searched loosely.
+/// The text's loose matches: every word matches as typed or through one of its forms. With
+/// the exact matches taken out ([`as_typed`]) they are the matches that need a typo or a
+/// prefix: a model every word of which matched as typed is an exact match, so no clause needs
+/// to ask for at least one form (one that did read every form's postings a second time).
+/// `None` when typo tolerance is off or no word reaches any term but itself: the loose
+/// matches are then the exact ones. Only models are searched loosely.
 ///
 /// Loose matches are ranked among themselves by constants (a word as typed, a form by the
 /// weight of the field it is found in), not BM25: each clause is then a term's postings or a
@@ -98,32 +103,71 @@ pub(crate) fn loose_query(
     searcher: &Searcher,
     fields: &Fields,
     text: &TextQuery,
-) -> tantivy::Result<Option<Box<dyn Query>>> {
+) -> tantivy::Result<Option<Loose>> {
     if !text.typo_tolerance {
         return Ok(None);
     }
     let words = loose_words(searcher, fields, &text.text)?;
-    let any_form: Vec<(Occur, Box<dyn Query>)> = words
-        .iter()
-        .flat_map(|w| &w.forms)
-        .flat_map(|(field, _, forms)| {
-            forms.iter().map(|form| {
-                (
-                    Occur::Should,
-                    term_query(Term::from_field_text(*field, form)),
-                )
-            })
-        })
-        .collect();
-    if any_form.is_empty() {
+    let form_terms: Vec<Term> = words.iter().flat_map(LooseWord::form_terms).collect();
+    if form_terms.is_empty() {
         return Ok(None);
     }
     let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
         .iter()
         .map(|w| (Occur::Must, word_or_its_forms(fields, w)))
         .collect();
-    clauses.push((Occur::Must, Box::new(BooleanQuery::new(any_form))));
-    Ok(Some(Box::new(BooleanQuery::new(clauses))))
+    // Every loose-only match holds a form, so the forms' union may lead the intersection:
+    // worth it when it is smaller than every word's own union (a common word with a rare
+    // typo), not when a word matches only through its forms (it would read them twice).
+    let forms_size = postings_size(searcher, &form_terms)?;
+    let mut smallest_word = u64::MAX;
+    for word in &words {
+        let own: Vec<Term> = word_as_typed_terms(fields, &word.word)
+            .into_iter()
+            .chain(word.form_terms())
+            .collect();
+        smallest_word = smallest_word.min(postings_size(searcher, &own)?);
+    }
+    if forms_size < smallest_word {
+        let any_form = form_terms
+            .into_iter()
+            .map(|term| (Occur::Should, term_query(term)))
+            .collect();
+        clauses.push((Occur::Must, filter(Box::new(BooleanQuery::new(any_form)))));
+    }
+    Ok(Some(Loose {
+        query: Box::new(BooleanQuery::new(clauses)),
+        words,
+    }))
+}
+
+/// A text's loose matches: their query, and its words with their forms.
+pub(crate) struct Loose {
+    pub query: Box<dyn Query>,
+    words: Vec<LooseWord>,
+}
+
+impl Loose {
+    /// The best `k` of the matches that need a typo or a prefix (ids) and their number, ranked
+    /// as [`crate::query::only_loosely`] ranks them, in one pass over the terms' postings
+    /// ([`tier`]); `None` when the text has too many words for the pass.
+    pub(crate) fn ranked(
+        &self,
+        searcher: &Searcher,
+        fields: &Fields,
+        request: &SearchRequest,
+        text: &TextQuery,
+        k: usize,
+    ) -> crate::IndexResult<Option<(Vec<u64>, usize)>> {
+        tier::ranked(
+            searcher,
+            fields,
+            request,
+            &text.normalized_reference,
+            &self.words,
+            k,
+        )
+    }
 }
 
 /// The models the text matches as typed, unscored: every word is one of the model's words or
@@ -150,28 +194,46 @@ pub(crate) fn as_typed(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
 
 /// A word as typed: one of the model's words, references or reference prefixes.
 fn word_as_typed(fields: &Fields, word: &str) -> Box<dyn Query> {
-    let mut any = vec![(
-        Occur::Should,
-        term_query(Term::from_field_text(fields.model_words, word)),
-    )];
-    any.extend(
-        references(fields, word)
-            .into_iter()
-            .map(|q| (Occur::Should, q)),
-    );
+    let any = word_as_typed_terms(fields, word)
+        .into_iter()
+        .map(|term| (Occur::Should, term_query(term)))
+        .collect();
     Box::new(BooleanQuery::new(any))
+}
+
+/// The terms of a word as typed: [`word_as_typed`]'s.
+fn word_as_typed_terms(fields: &Fields, word: &str) -> Vec<Term> {
+    let mut terms = vec![Term::from_field_text(fields.model_words, word)];
+    terms.extend(reference_terms(fields, word));
+    terms
 }
 
 /// `value` as a whole reference and as a reference prefix.
 fn references(fields: &Fields, value: &str) -> Vec<Box<dyn Query>> {
+    reference_terms(fields, value)
+        .into_iter()
+        .map(term_query)
+        .collect()
+}
+
+fn reference_terms(fields: &Fields, value: &str) -> Vec<Term> {
     let mut out = Vec::new();
     if !value.is_empty() {
-        out.push(term_query(Term::from_field_text(fields.ref_exact, value)));
+        out.push(Term::from_field_text(fields.ref_exact, value));
         if value.chars().count() >= MIN_REFERENCE_PREFIX {
-            out.push(term_query(Term::from_field_text(fields.ref_prefix, value)));
+            out.push(Term::from_field_text(fields.ref_prefix, value));
         }
     }
     out
+}
+
+/// How many postings `terms` hold together: what reading their union costs.
+fn postings_size(searcher: &Searcher, terms: &[Term]) -> tantivy::Result<u64> {
+    let mut size = 0;
+    for term in terms {
+        size += searcher.doc_freq(term)?;
+    }
+    Ok(size)
 }
 
 /// The word as typed, or any of its forms, each scoring a constant.
@@ -186,6 +248,16 @@ fn word_or_its_forms(fields: &Fields, word: &LooseWord) -> Box<dyn Query> {
         }
     }
     Box::new(BooleanQuery::new(any))
+}
+
+impl LooseWord {
+    fn form_terms(&self) -> impl Iterator<Item = Term> + '_ {
+        self.forms.iter().flat_map(|(field, _, forms)| {
+            forms
+                .iter()
+                .map(move |form| Term::from_field_text(*field, form))
+        })
+    }
 }
 
 /// The words of `text` with their forms in each text field.

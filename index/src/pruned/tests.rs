@@ -9,6 +9,11 @@ use rayon::prelude::*;
 const WORDS: [&str; 10] = [
     "ocean", "classic", "steel", "polar", "field", "date", "chrono", "diver", "gold", "moon",
 ];
+/// Loose forms of words of [`WORDS`] (a typo or a prefix away), which names and descriptions
+/// also hold, so that a typo-tolerant search finds some models as typed and others through a
+/// form. Word indexes past [`WORDS`] are these.
+const NEAR_FORMS: [&str; 4] = ["oceans", "steels", "golden", "divers"];
+const ANY_WORD: usize = WORDS.len() + NEAR_FORMS.len();
 const REFERENCES: [&str; 6] = ["126610ln", "126610lv", "1266", "5711a", "5711", "abc123"];
 
 #[derive(Debug, Clone)]
@@ -26,8 +31,8 @@ fn model_strategy() -> impl Strategy<Value = Model> {
     (
         1..=2u64,
         0..3u64,
-        prop::collection::vec(0..WORDS.len(), 1..4),
-        prop::collection::vec(0..WORDS.len(), 0..6),
+        prop::collection::vec(0..ANY_WORD, 1..4),
+        prop::collection::vec(0..ANY_WORD, 0..6),
         prop::collection::vec(0..REFERENCES.len(), 0..3),
     )
         .prop_map(|(brand, series, name, description, references)| Model {
@@ -43,7 +48,7 @@ fn model_strategy() -> impl Strategy<Value = Model> {
 fn words(indexes: &[usize]) -> String {
     indexes
         .iter()
-        .map(|&i| WORDS[i])
+        .map(|&i| *WORDS.get(i).unwrap_or_else(|| &NEAR_FORMS[i - WORDS.len()]))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -188,6 +193,55 @@ proptest! {
             prop_assert_eq!(&pruned, &expected, "{:?}", search);
             let (from_postings, _) = pruned_and_exhaustive(&index, &none_kept, search);
             prop_assert_eq!(&from_postings, &expected, "{:?} from postings", search);
+        }
+    }
+}
+
+/// A word of the catalogue misspelt (a letter dropped, two swapped or one replaced), cut to a
+/// prefix, or as it is.
+fn loose_word_strategy() -> impl Strategy<Value = String> {
+    (0..WORDS.len(), 0..4usize, 0..8usize).prop_map(|(w, how, at)| {
+        let mut word: Vec<char> = WORDS[w].chars().collect();
+        let at = at % word.len();
+        match how {
+            0 => {
+                word.remove(at);
+            }
+            1 if at + 1 < word.len() => word.swap(at, at + 1),
+            2 => word[at] = 'x',
+            3 => word.truncate(at.max(2)),
+            _ => {}
+        }
+        word.into_iter().collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// With typo tolerance, the page and total (the typo tier ranked and counted in one pass
+    /// over its postings) are those of the tier's query with every match scored.
+    #[test]
+    fn the_typo_tier_is_that_of_its_query_with_every_match_scored(
+        models in prop::collection::vec(model_strategy(), 1..120),
+        rewritten in prop::collection::vec((0..1000usize, model_strategy()), 0..10),
+        searches in prop::collection::vec(
+            (search_strategy(), prop::collection::vec(loose_word_strategy(), 1..4)),
+            1..6,
+        ),
+    ) {
+        let index = index_of(&models, &rewritten);
+        for (search, loose) in &searches {
+            let mut request = request(search);
+            let text = [search.words.as_slice(), loose.as_slice()].concat();
+            request.text = Some(TextQuery {
+                typo_tolerance: true,
+                text: text.join(" "),
+                normalized_reference: text.concat(),
+            });
+            let tier = index.search(&request).expect("search");
+            let expected = index.search_exhaustively(&request).expect("exhaustive");
+            prop_assert_eq!(&tier, &expected, "{:?}", request.text);
         }
     }
 }
