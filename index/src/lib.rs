@@ -5,6 +5,7 @@
 //! The crate knows nothing of the store: callers hand it plain documents ([`BrandDoc`],
 //! [`SeriesDoc`], [`ModelDoc`]) with references already normalised, and get ids back.
 
+mod by_name;
 mod collector;
 mod derived;
 mod docs;
@@ -247,6 +248,11 @@ impl CatalogueIndex {
             (Some(text), DocKind::Model, SortOrder::Relevance, Pruning::WhereItApplies) => {
                 pruned::search(searcher, &self.fields, request, text, k, &self.dense_words)?
             }
+            (None, DocKind::Model, SortOrder::NameAsc, Pruning::WhereItApplies)
+                if request.filters == Filters::default() =>
+            {
+                by_name::first_models(searcher, &self.fields, k)?
+            }
             _ => None,
         };
         match pruned {
@@ -281,6 +287,12 @@ impl CatalogueIndex {
                 under.kind, under.filters, under.text
             );
             counted.extend(self.facet_cache.get_or_count(generation, key, || {
+                let every_model = under.kind == DocKind::Model
+                    && under.text.is_none()
+                    && under.filters == Filters::default();
+                if every_model {
+                    return Ok(facets::every_model(&searcher, &self.fields, &group)?);
+                }
                 let query = match &loose {
                     Some((text, loose)) => {
                         query::loosely(&self.fields, &under, text, loose.query.box_clone())

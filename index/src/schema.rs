@@ -56,6 +56,9 @@ pub struct Fields {
     pub model_count: Field,
     pub release_year: Field,
     pub diameter: Field,
+    /// The diameter's whole millimetres as a term: the `diameter` facet of every model is
+    /// counted from these terms' document frequencies ([`crate::facets::every_model`]).
+    pub diameter_mm: Field,
     /// Case materials as the catalogue writes them: what brand and series stats list.
     pub case_material: Field,
     /// The worded specification fields, lowercased, in [`SpecTerm::ALL`] order: what filters
@@ -129,6 +132,7 @@ pub fn build() -> (Schema, Fields) {
         model_count: s.add_u64_field(names::MODEL_COUNT, FAST),
         release_year: s.add_u64_field(names::RELEASE_YEAR, FAST),
         diameter: s.add_f64_field(names::DIAMETER, FAST),
+        diameter_mm: s.add_u64_field("diameter_mm", INDEXED),
         case_material: s.add_text_field(names::CASE_MATERIAL, STRING | FAST),
         spec_terms: SpecTerm::ALL.map(|term| s.add_text_field(term.field_name(), STRING | FAST)),
         water_resistance: s.add_f64_field(names::WATER_RESISTANCE, FAST),
@@ -156,8 +160,21 @@ pub fn doc_key(kind: DocKind, id: u64) -> u64 {
 
 /// How names sort: case-insensitively.
 pub fn sort_name(name: &str) -> String {
-    name.to_lowercase()
+    // Cut to a length the term dictionary takes (tantivy drops a term over 65,530 bytes), so
+    // every document has a sort-name term: the first page by name is read from those terms.
+    let mut sort = name.to_lowercase();
+    if sort.len() > SORT_NAME_BYTES {
+        let cut = (0..=SORT_NAME_BYTES)
+            .rev()
+            .find(|&i| sort.is_char_boundary(i))
+            .unwrap_or(0);
+        sort.truncate(cut);
+    }
+    sort
 }
+
+/// Longest sort name kept, in bytes.
+const SORT_NAME_BYTES: usize = 1024;
 
 impl Fields {
     /// Where `q` looks in the catalogue.
@@ -250,6 +267,9 @@ impl Fields {
         }
         if let Some(diameter) = model.diameter {
             out.add_f64(self.diameter, diameter);
+            if let Some(mm) = crate::facets::bucket(diameter) {
+                out.add_u64(self.diameter_mm, mm);
+            }
         }
         for material in &model.case_materials {
             out.add_text(self.case_material, material);

@@ -1,5 +1,6 @@
 use super::*;
 
+mod every_model;
 mod spec_search;
 
 fn model(id: u64, brand: u64, name: &str, refs: &[&str], year: Option<i32>) -> CatalogueDoc {
