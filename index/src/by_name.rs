@@ -4,6 +4,7 @@
 //! name from its column (35 ms at 1M models). The same page as [`crate::collector::TopIds`] by
 //! `name_sort`, whose ties also go to the smaller id.
 
+use crate::collector::best_ids;
 use crate::facets::not_live_models;
 use crate::schema::{names, Fields};
 use crate::IndexResult;
@@ -26,11 +27,7 @@ pub(crate) fn first_models(
         ranked.extend(first);
         total += models;
     }
-    ranked.sort_unstable();
-    Ok(Some((
-        ranked.into_iter().take(k).map(|(_, id)| id).collect(),
-        total,
-    )))
+    Ok(Some((best_ids(ranked, k), total)))
 }
 
 /// A model's sort name (the term's bytes) and id: the order of the page.

@@ -137,13 +137,16 @@ impl Collector for TopIds {
 
     fn merge_fruits(&self, fruits: Vec<SegmentFruit>) -> tantivy::Result<(Vec<u64>, usize)> {
         let total = fruits.iter().map(|f| f.total).sum();
-        let mut all: Vec<(GlobalKey, u64)> = fruits.into_iter().flat_map(|f| f.ranked).collect();
-        all.sort_unstable();
-        Ok((
-            all.into_iter().take(self.k).map(|(_, id)| id).collect(),
-            total,
-        ))
+        let all = fruits.into_iter().flat_map(|f| f.ranked).collect();
+        Ok((best_ids(all, self.k), total))
     }
+}
+
+/// The ids of the `k` smallest (key, id) pairs of every segment's best, in order: how the
+/// segments' pages of any ranking merge into one.
+pub(crate) fn best_ids<K: Ord>(mut ranked: Vec<(K, u64)>, k: usize) -> Vec<u64> {
+    ranked.sort_unstable();
+    ranked.into_iter().take(k).map(|(_, id)| id).collect()
 }
 
 /// A segment's reader of a [`SortKey::Number`]: ascending or (with `descending`) descending by

@@ -3,16 +3,14 @@
 //! a facet whose filter is set is counted without it, as faceted navigation expects.
 
 use crate::collector::terms_of;
-use crate::query::{Bounds, DocKind, Filters};
+use crate::query::{for_each_doc, Bounds, DocKind, Filters};
 use crate::schema::{names, Fields};
 use crate::spec::SpecTerm;
 use std::collections::HashMap;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, StrColumn};
-use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{
-    DocId, DocSet, Score, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED,
-};
+use tantivy::schema::Field;
+use tantivy::{DocId, Score, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
 
 /// Most values a facet returns, most frequent first.
 pub(crate) const MAX_FACET_VALUES: usize = 100;
@@ -47,6 +45,16 @@ pub struct FacetCounts {
 }
 
 impl Facet {
+    pub const ALL: [Facet; 7] = [
+        Facet::Brand,
+        Facet::Series,
+        Facet::Term(SpecTerm::CaseMaterial),
+        Facet::Term(SpecTerm::DialColor),
+        Facet::Term(SpecTerm::MovementType),
+        Facet::Term(SpecTerm::Complication),
+        Facet::Diameter,
+    ];
+
     /// `filters` without this facet's own constraint.
     pub(crate) fn exclude_from(self, filters: &Filters) -> Filters {
         let mut out = filters.clone();
@@ -421,13 +429,7 @@ pub(crate) fn not_live_models(
     let mut out = Vec::new();
     for kind in [DocKind::Brand, DocKind::Series] {
         let term = Term::from_field_u64(fields.kind, kind as u64);
-        let inverted = segment.inverted_index(fields.kind)?;
-        if let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)? {
-            while postings.doc() != TERMINATED {
-                out.push(postings.doc());
-                postings.advance();
-            }
-        }
+        for_each_doc(segment, &term, |doc| out.push(doc))?;
     }
     if let Some(alive) = segment.alive_bitset() {
         out.extend((0..segment.max_doc()).filter(|&doc| alive.is_deleted(doc)));

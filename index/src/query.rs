@@ -424,3 +424,21 @@ pub(crate) fn words_of(text: &str) -> Vec<String> {
     }
     words
 }
+
+/// Calls `each` with every document holding `term`, deleted ones included.
+pub(crate) fn for_each_doc(
+    reader: &tantivy::SegmentReader,
+    term: &Term,
+    mut each: impl FnMut(tantivy::DocId),
+) -> tantivy::Result<()> {
+    use tantivy::DocSet;
+    let inverted = reader.inverted_index(term.field())?;
+    if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
+        let mut doc = postings.doc();
+        while doc != tantivy::TERMINATED {
+            each(doc);
+            doc = postings.advance();
+        }
+    }
+    Ok(())
+}

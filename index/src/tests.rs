@@ -3,6 +3,21 @@ use super::*;
 mod every_model;
 mod spec_search;
 
+/// An index of `docs` in one rebuild (generation 1), then each of `commits` in an update of its
+/// own (generations 2, 3, …): a document written again deletes its first one and lands in a
+/// segment of its own, as a random catalogue with several segments and deletes needs.
+pub(crate) fn rebuilt_then_updated(
+    docs: Vec<CatalogueDoc>,
+    commits: impl IntoIterator<Item = Vec<CatalogueDoc>>,
+) -> CatalogueIndex {
+    let index = CatalogueIndex::in_memory().expect("index");
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    for (generation, docs) in (2..).zip(commits) {
+        index.update(&docs, generation).expect("update");
+    }
+    index
+}
+
 fn model(id: u64, brand: u64, name: &str, refs: &[&str], year: Option<i32>) -> CatalogueDoc {
     CatalogueDoc::Model(ModelDoc {
         id,

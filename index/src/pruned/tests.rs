@@ -4,7 +4,6 @@
 use crate::{BrandDoc, TextQuery};
 use crate::{CatalogueDoc, CatalogueIndex, DocKind, Filters, ModelDoc, SearchRequest, SortOrder};
 use proptest::prelude::*;
-use rayon::prelude::*;
 
 const WORDS: [&str; 10] = [
     "ocean", "classic", "steel", "polar", "field", "date", "chrono", "diver", "gold", "moon",
@@ -81,7 +80,6 @@ fn doc(id: u64, model: &Model) -> CatalogueDoc {
 /// A catalogue built in one rebuild, then models rewritten in later commits (deleting their
 /// first documents and adding segments).
 fn index_of(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
-    let index = CatalogueIndex::in_memory().expect("index");
     let mut docs: Vec<CatalogueDoc> = models
         .iter()
         .enumerate()
@@ -92,15 +90,12 @@ fn index_of(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
         name: "Rolex ocean".into(),
         ..BrandDoc::default()
     }));
-    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
-    for (generation, chunk) in rewritten.chunks(3).enumerate() {
-        let docs: Vec<CatalogueDoc> = chunk
-            .iter()
+    let commits = rewritten.chunks(3).map(|chunk| {
+        (chunk.iter())
             .map(|(i, m)| doc((i % models.len()) as u64 + 1, m))
-            .collect();
-        index.update(&docs, generation as u64 + 2).expect("update");
-    }
-    index
+            .collect()
+    });
+    crate::tests::rebuilt_then_updated(docs, commits)
 }
 
 #[derive(Debug, Clone)]

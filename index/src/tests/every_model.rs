@@ -80,19 +80,8 @@ fn doc(id: u64, m: &Model) -> CatalogueDoc {
     })
 }
 
-const ALL_FACETS: [Facet; 7] = [
-    Facet::Brand,
-    Facet::Series,
-    Facet::Term(SpecTerm::CaseMaterial),
-    Facet::Term(SpecTerm::DialColor),
-    Facet::Term(SpecTerm::MovementType),
-    Facet::Term(SpecTerm::Complication),
-    Facet::Diameter,
-];
-
 /// A catalogue of `models`, then `rewritten` in later commits, then `removed`.
 fn catalogue(models: &[Model], rewritten: &[(usize, Model)], removed: &[usize]) -> CatalogueIndex {
-    let index = CatalogueIndex::in_memory().expect("index");
     let mut docs: Vec<CatalogueDoc> = models
         .iter()
         .enumerate()
@@ -111,14 +100,12 @@ fn catalogue(models: &[Model], rewritten: &[(usize, Model)], removed: &[usize]) 
             ..SeriesDoc::default()
         }));
     }
-    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
-    for (generation, chunk) in rewritten.chunks(4).enumerate() {
-        let docs: Vec<CatalogueDoc> = chunk
-            .iter()
+    let commits = rewritten.chunks(4).map(|chunk| {
+        (chunk.iter())
             .map(|(i, m)| doc((i % models.len()) as u64 + 1, m))
-            .collect();
-        index.update(&docs, generation as u64 + 2).expect("update");
-    }
+            .collect()
+    });
+    let index = rebuilt_then_updated(docs, commits);
     let removed: Vec<u64> = removed
         .iter()
         .map(|i| (i % models.len()) as u64 + 1)
@@ -140,9 +127,9 @@ proptest! {
         let searcher = index.derived.reader.searcher();
         let every = SearchRequest::filtered(DocKind::Model, Filters::default());
         let pass = searcher
-            .search(&*query::build(&index.fields, &every), &FacetCollector { facets: ALL_FACETS.to_vec() })
+            .search(&*query::build(&index.fields, &every), &FacetCollector { facets: Facet::ALL.to_vec() })
             .expect("pass");
-        let counted = every_model(&searcher, &index.fields, &ALL_FACETS).expect("frequencies");
+        let counted = every_model(&searcher, &index.fields, &Facet::ALL).expect("frequencies");
         prop_assert_eq!(counted, pass);
     }
 

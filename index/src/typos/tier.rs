@@ -12,13 +12,13 @@
 //! order, so the document order is the id order.
 
 use super::{reference_terms, word_as_typed_terms, LooseWord, LOOSE_SHARE, TYPED_SCORE};
-use crate::query::{filter_clauses, DocKind, SearchRequest};
+use crate::collector::best_ids;
+use crate::query::{filter_clauses, for_each_doc, DocKind, SearchRequest};
 use crate::schema::{names, Fields};
 use crate::IndexResult;
 use std::collections::BinaryHeap;
 use tantivy::query::{BitSetDocSet, BooleanQuery, EnableScoring, Query, Weight};
-use tantivy::schema::IndexRecordOption;
-use tantivy::{BitSet, DocId, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
+use tantivy::{BitSet, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
 
 /// Most words the pass counts per document (a byte each); a longer text takes the query.
 const MOST_WORDS: usize = u8::MAX as usize;
@@ -44,11 +44,7 @@ pub(crate) fn ranked(
         ranked.extend(best);
         total += count;
     }
-    ranked.sort_unstable();
-    Ok(Some((
-        ranked.into_iter().take(k).map(|(_, id)| id).collect(),
-        total,
-    )))
+    Ok(Some((best_ids(ranked, k), total)))
 }
 
 /// The pass's terms and checks, made once for every segment.
@@ -214,21 +210,4 @@ struct Sums {
     score: Vec<Score>,
     matched: Vec<u8>,
     typed: Vec<u8>,
-}
-
-/// Calls `each` with every document holding `term`, deleted ones included.
-fn for_each_doc(
-    reader: &SegmentReader,
-    term: &Term,
-    mut each: impl FnMut(DocId),
-) -> IndexResult<()> {
-    let inverted = reader.inverted_index(term.field())?;
-    if let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? {
-        let mut doc = postings.doc();
-        while doc != TERMINATED {
-            each(doc);
-            doc = postings.advance();
-        }
-    }
-    Ok(())
 }
