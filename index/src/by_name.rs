@@ -5,23 +5,26 @@
 //! `name_sort`, whose ties also go to the smaller id.
 
 use crate::collector::best_ids;
-use crate::facets::not_live_models;
+use crate::not_models::NotModelsCache;
 use crate::schema::{names, Fields};
 use crate::IndexResult;
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocSet, Searcher, SegmentReader, TERMINATED};
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, TERMINATED};
 
 /// The `k` first models by name (ids) and the number of models; `None` when a segment's names
 /// do not account for its models (the page is then read from the columns).
 pub(crate) fn first_models(
     searcher: &Searcher,
     fields: &Fields,
+    not_models: &NotModelsCache,
     k: usize,
 ) -> IndexResult<Option<(Vec<u64>, usize)>> {
     let mut ranked: Vec<Named> = Vec::new();
     let mut total = 0;
-    for segment in searcher.segment_readers() {
-        let Some((first, models)) = segment_first(segment, fields, k)? else {
+    let not_models = not_models.of(searcher, fields)?;
+    for (segment, not_models) in searcher.segment_readers().iter().zip(not_models) {
+        let others = &not_models.not_live_models;
+        let Some((first, models)) = segment_first(segment, fields, others, k)? else {
             return Ok(None);
         };
         ranked.extend(first);
@@ -34,12 +37,13 @@ pub(crate) fn first_models(
 type Named = (Vec<u8>, u64);
 
 /// The segment's `k` first models by (name, id) and its number of models.
+/// `others` are the segment's documents that are not live models, ascending.
 fn segment_first(
     segment: &SegmentReader,
     fields: &Fields,
+    others: &[DocId],
     k: usize,
 ) -> IndexResult<Option<(Vec<Named>, usize)>> {
-    let others = not_live_models(segment, fields)?;
     let models = segment.max_doc() as usize - others.len();
     let ids = segment.fast_fields().u64(names::ID)?;
     let inverted = segment.inverted_index(fields.name_sort)?;

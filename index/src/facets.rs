@@ -3,14 +3,15 @@
 //! a facet whose filter is set is counted without it, as faceted navigation expects.
 
 use crate::collector::terms_of;
-use crate::query::{for_each_doc, Bounds, DocKind, Filters};
+use crate::not_models::NotModelsCache;
+use crate::query::{Bounds, Filters};
 use crate::schema::{names, Fields};
 use crate::spec::SpecTerm;
 use std::collections::HashMap;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Cardinality, Column, StrColumn};
 use tantivy::schema::Field;
-use tantivy::{DocId, Score, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN};
+use tantivy::{DocId, Score, Searcher, SegmentReader, COLLECT_BLOCK_BUFFER_LEN};
 
 /// Most values a facet returns, most frequent first.
 pub(crate) const MAX_FACET_VALUES: usize = 100;
@@ -166,6 +167,8 @@ const DENSE_VALUES: u64 = 1 << 18;
 enum Counts {
     Dense(Vec<u64>),
     Sparse(HashMap<u64, u64>),
+    /// Each value as it comes, counted when done: for a few documents' values.
+    Listed(Vec<u64>),
 }
 
 impl Counts {
@@ -184,6 +187,7 @@ impl Counts {
                 }
             }
             Counts::Sparse(counts) => *counts.entry(value).or_default() += 1,
+            Counts::Listed(values) => values.push(value),
         }
     }
 
@@ -191,6 +195,13 @@ impl Counts {
         match self {
             Counts::Dense(counts) => (0..).zip(counts).filter(|&(_, count)| count > 0).collect(),
             Counts::Sparse(counts) => counts.into_iter().collect(),
+            Counts::Listed(mut values) => {
+                values.sort_unstable();
+                values
+                    .chunk_by(|a, b| a == b)
+                    .map(|run| (run[0], run.len() as u64))
+                    .collect()
+            }
         }
     }
 }
@@ -220,7 +231,30 @@ pub(crate) struct FacetSegment {
 type Tally = HashMap<FacetValue, u64>;
 
 impl Counter {
+    /// A counter of `facet` over many of `segment`'s documents.
     fn of(facet: Facet, segment: &SegmentReader) -> tantivy::Result<Counter> {
+        let source = Counter::source(facet, segment)?;
+        let max = match &source {
+            Source::Ids(column) => column.max_value(),
+            Source::Ords(column) => column.num_terms() as u64,
+            Source::Millimetres(column) => bucket(column.max_value()).unwrap_or(0),
+            Source::Absent => 0,
+        };
+        Ok(Counter {
+            source,
+            counts: Counts::up_to(max),
+        })
+    }
+
+    /// A counter of `facet` over a few of `segment`'s documents.
+    fn of_few(facet: Facet, segment: &SegmentReader) -> tantivy::Result<Counter> {
+        Ok(Counter {
+            source: Counter::source(facet, segment)?,
+            counts: Counts::Listed(Vec::new()),
+        })
+    }
+
+    fn source(facet: Facet, segment: &SegmentReader) -> tantivy::Result<Source> {
         let fast = segment.fast_fields();
         let source = match facet {
             Facet::Brand => Source::Ids(fast.u64(names::BRAND_ID)?),
@@ -232,16 +266,7 @@ impl Counter {
                 .column_opt(names::DIAMETER)?
                 .map_or(Source::Absent, Source::Millimetres),
         };
-        let max = match &source {
-            Source::Ids(column) => column.max_value(),
-            Source::Ords(column) => column.num_terms() as u64,
-            Source::Millimetres(column) => bucket(column.max_value()).unwrap_or(0),
-            Source::Absent => 0,
-        };
-        Ok(Counter {
-            source,
-            counts: Counts::up_to(max),
-        })
+        Ok(source)
     }
 
     /// Counts the values of `docs`, reading single-valued columns a block at a time.
@@ -345,16 +370,20 @@ impl Collector for FacetCollector {
             .zip(totals)
             .map(|(&facet, tally)| FacetCounts {
                 facet,
-                values: most_frequent(tally),
+                values: most_frequent(tally.into_iter().collect()),
             })
             .collect())
     }
 }
 
-fn most_frequent(tally: Tally) -> Vec<(FacetValue, u64)> {
-    let mut values: Vec<(FacetValue, u64)> = tally.into_iter().collect();
-    values.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    values.truncate(MAX_FACET_VALUES);
+/// The [`MAX_FACET_VALUES`] most frequent of `values`, most frequent first, then by value.
+fn most_frequent(mut values: Vec<(FacetValue, u64)>) -> Vec<(FacetValue, u64)> {
+    let order = |a: &(FacetValue, u64), b: &(FacetValue, u64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+    if values.len() > MAX_FACET_VALUES {
+        values.select_nth_unstable_by(MAX_FACET_VALUES - 1, order);
+        values.truncate(MAX_FACET_VALUES);
+    }
+    values.sort_unstable_by(order);
     values
 }
 
@@ -379,28 +408,30 @@ impl SegmentCollector for FacetSegment {
 /// The counts of `facets` over every model, none filtered out: the first page of faceted
 /// navigation. A pass over a million models took 200 ms; here each value's count is its
 /// term's document frequency in each segment, less the values of the segment's documents that
-/// are not live models (the brands and series, and the deleted documents), read from the
-/// columns as a pass would. The same counts as [`FacetCollector`] over every model.
+/// are not live models, read from the columns as a pass would. The same counts as
+/// [`FacetCollector`] over every model.
+///
+/// Values are kept in lists sorted by value (the term dictionaries' order) and summed by
+/// merging them: hashing each of tens of thousands of series into a map took most of the time.
 pub(crate) fn every_model(
     searcher: &Searcher,
     fields: &Fields,
+    not_models: &NotModelsCache,
     facets: &[Facet],
 ) -> tantivy::Result<Vec<FacetCounts>> {
-    let mut totals: Vec<HashMap<FacetValue, i64>> = vec![HashMap::new(); facets.len()];
-    for segment in searcher.segment_readers() {
-        let others = not_live_models(segment, fields)?;
+    let mut totals: Vec<Signed> = vec![Signed::new(); facets.len()];
+    let not_models = not_models.of(searcher, fields)?;
+    for (segment, not_models) in searcher.segment_readers().iter().zip(not_models) {
         for (total, &facet) in totals.iter_mut().zip(facets) {
-            for (value, frequency) in term_frequencies(segment, fields, facet)? {
-                *total.entry(value).or_default() += i64::from(frequency);
-            }
-            let mut counter = Counter::of(facet, segment)?;
-            let (mut ids, mut mm) = (Vec::new(), Vec::new());
-            for block in others.chunks(COLLECT_BLOCK_BUFFER_LEN) {
-                counter.count(block, &mut ids, &mut mm);
-            }
-            for (value, count) in counter.tally() {
-                *total.entry(value).or_default() -= count as i64;
-            }
+            // Brands and series carry a brand id and no other faceted field (`Fields::document`):
+            // only the brand facet counts them.
+            let others = match facet {
+                Facet::Brand => &not_models.not_live_models,
+                _ => &not_models.deleted,
+            };
+            let counted = term_frequencies(segment, fields, facet)?;
+            let counted = merge_sum(counted, negated(values_of(facet, segment, others)?));
+            *total = merge_sum(std::mem::take(total), counted);
         }
     }
     Ok(facets
@@ -420,35 +451,59 @@ pub(crate) fn every_model(
         .collect())
 }
 
-/// The documents of `segment` that are not live models, ascending: its brands and series, and
-/// its deleted documents.
-pub(crate) fn not_live_models(
-    segment: &SegmentReader,
-    fields: &Fields,
-) -> tantivy::Result<Vec<DocId>> {
-    let mut out = Vec::new();
-    for kind in [DocKind::Brand, DocKind::Series] {
-        let term = Term::from_field_u64(fields.kind, kind as u64);
-        for_each_doc(segment, &term, |doc| out.push(doc))?;
+/// A facet's values with signed counts, sorted by value, each value once.
+type Signed = Vec<(FacetValue, i64)>;
+
+/// The sum of two value-sorted lists, sorted by value.
+fn merge_sum(a: Signed, b: Signed) -> Signed {
+    let mut out = Signed::with_capacity(a.len().max(b.len()));
+    let mut b = b.into_iter().peekable();
+    for (value, n) in a {
+        while let Some(before) = b.next_if(|(v, _)| *v < value) {
+            out.push(before);
+        }
+        let same = b.next_if(|(v, _)| *v == value).map_or(0, |(_, m)| m);
+        out.push((value, n + same));
     }
-    if let Some(alive) = segment.alive_bitset() {
-        out.extend((0..segment.max_doc()).filter(|&doc| alive.is_deleted(doc)));
+    out.extend(b);
+    out
+}
+
+/// The counts of `facet`'s values over `docs` of `segment`, negated and sorted by value.
+fn values_of(facet: Facet, segment: &SegmentReader, docs: &[DocId]) -> tantivy::Result<Signed> {
+    if docs.is_empty() {
+        return Ok(Signed::new());
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    let mut counter = Counter::of_few(facet, segment)?;
+    let (mut ids, mut mm) = (Vec::new(), Vec::new());
+    for block in docs.chunks(COLLECT_BLOCK_BUFFER_LEN) {
+        counter.count(block, &mut ids, &mut mm);
+    }
+    let mut values: Signed = counter
+        .tally()
+        .into_iter()
+        .map(|(value, n)| (value, n as i64))
+        .collect();
+    values.sort_unstable();
+    Ok(values)
+}
+
+fn negated(mut values: Signed) -> Signed {
+    values.iter_mut().for_each(|(_, n)| *n = -*n);
+    values
 }
 
 /// A facet's value from its field's term bytes.
 type ValueOfTerm = fn(&[u8]) -> Option<FacetValue>;
 
 /// Each value of `facet` in `segment` and the number of its documents (deleted ones included),
-/// from the term dictionary of the facet's indexed field.
+/// from the term dictionary of the facet's indexed field, sorted by value (the dictionary's
+/// order: big-endian numbers, then text by bytes as `String` orders it).
 fn term_frequencies(
     segment: &SegmentReader,
     fields: &Fields,
     facet: Facet,
-) -> tantivy::Result<Vec<(FacetValue, u32)>> {
+) -> tantivy::Result<Signed> {
     let (field, value_of): (Field, ValueOfTerm) = match facet {
         Facet::Brand => (fields.brand_id, |bytes| u64_term(bytes).map(FacetValue::Id)),
         Facet::Series => (fields.series_id, |bytes| {
@@ -468,7 +523,7 @@ fn term_frequencies(
     let mut out = Vec::new();
     while terms.advance() {
         if let Some(value) = value_of(terms.key()) {
-            out.push((value, terms.value().doc_freq));
+            out.push((value, i64::from(terms.value().doc_freq)));
         }
     }
     Ok(out)

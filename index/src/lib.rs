@@ -11,6 +11,7 @@ mod derived;
 mod docs;
 mod facets;
 mod listings;
+mod not_models;
 mod pruned;
 mod query;
 mod schema;
@@ -87,6 +88,7 @@ pub struct CatalogueIndex {
     summaries: Arc<SummaryCache>,
     dense_words: pruned::DenseWords,
     facet_cache: facets::FacetCache,
+    not_models: not_models::NotModelsCache,
 }
 
 impl CatalogueIndex {
@@ -99,6 +101,7 @@ impl CatalogueIndex {
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
+            not_models: not_models::NotModelsCache::default(),
         })
     }
 
@@ -111,6 +114,7 @@ impl CatalogueIndex {
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
+            not_models: not_models::NotModelsCache::default(),
         })
     }
 
@@ -251,7 +255,7 @@ impl CatalogueIndex {
             (None, DocKind::Model, SortOrder::NameAsc, Pruning::WhereItApplies)
                 if request.filters == Filters::default() =>
             {
-                by_name::first_models(searcher, &self.fields, k)?
+                by_name::first_models(searcher, &self.fields, &self.not_models, k)?
             }
             _ => None,
         };
@@ -291,7 +295,13 @@ impl CatalogueIndex {
                     && under.text.is_none()
                     && under.filters == Filters::default();
                 if every_model {
-                    return Ok(facets::every_model(&searcher, &self.fields, &group)?);
+                    let not_models = &self.not_models;
+                    return Ok(facets::every_model(
+                        &searcher,
+                        &self.fields,
+                        not_models,
+                        &group,
+                    )?);
                 }
                 let query = match &loose {
                     Some((text, loose)) => {

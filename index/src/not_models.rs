@@ -1,0 +1,84 @@
+//! The documents of each segment that are not live models (its brands, series and deleted
+//! documents), kept per segment and delete state. The first page by name and the facets of
+//! every model skip them; listing a segment's deleted documents reads every document's bit
+//! (milliseconds at a million models), so it is done once a commit, not once a request.
+
+use crate::query::{for_each_doc, DocKind};
+use crate::schema::Fields;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tantivy::index::SegmentId;
+use tantivy::{DocId, Opstamp, Searcher, SegmentReader, Term};
+
+/// One segment's documents that are not live models, each list ascending.
+#[derive(Debug, Default)]
+pub(crate) struct NotModels {
+    /// Its deleted documents, of any kind.
+    pub deleted: Vec<DocId>,
+    /// Its brands and series, and its deleted documents.
+    pub not_live_models: Vec<DocId>,
+}
+
+/// A segment's documents are fixed; its deletes are named by the opstamp of their commit.
+type SegmentState = (SegmentId, Option<Opstamp>);
+
+/// [`NotModels`] of the segments last asked for.
+#[derive(Default)]
+pub(crate) struct NotModelsCache {
+    kept: Mutex<HashMap<SegmentState, Arc<NotModels>>>,
+}
+
+impl NotModelsCache {
+    /// The [`NotModels`] of each of `searcher`'s segments, in its order. Those of segments no
+    /// longer searched are dropped.
+    pub(crate) fn of(
+        &self,
+        searcher: &Searcher,
+        fields: &Fields,
+    ) -> tantivy::Result<Vec<Arc<NotModels>>> {
+        let states: Vec<SegmentState> = searcher
+            .segment_readers()
+            .iter()
+            .map(|segment| (segment.segment_id(), segment.delete_opstamp()))
+            .collect();
+        let kept = self
+            .kept
+            .lock()
+            .map(|kept| kept.clone())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(states.len());
+        for (segment, state) in searcher.segment_readers().iter().zip(&states) {
+            out.push(match kept.get(state) {
+                Some(known) => Arc::clone(known),
+                None => Arc::new(NotModels::of(segment, fields)?),
+            });
+        }
+        if let Ok(mut kept) = self.kept.lock() {
+            *kept = states.into_iter().zip(out.iter().cloned()).collect();
+        }
+        Ok(out)
+    }
+}
+
+impl NotModels {
+    fn of(segment: &SegmentReader, fields: &Fields) -> tantivy::Result<NotModels> {
+        let deleted: Vec<DocId> = match segment.alive_bitset() {
+            Some(alive) if segment.num_deleted_docs() > 0 => (0..segment.max_doc())
+                .filter(|&doc| alive.is_deleted(doc))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut not_live_models = deleted.clone();
+        for kind in [DocKind::Brand, DocKind::Series] {
+            let term = Term::from_field_u64(fields.kind, kind as u64);
+            for_each_doc(segment, &term, |doc| not_live_models.push(doc))?;
+        }
+        // Three ascending runs: the stable sort finds and merges them in one pass.
+        not_live_models.sort();
+        not_live_models.dedup();
+        Ok(NotModels {
+            deleted,
+            not_live_models,
+        })
+    }
+}
