@@ -4,11 +4,14 @@
 //! `cargo run --release -p catalogue-index --example facets_timing -- DATA/index`
 //!
 //! `REPS` (default 20) sets how many times each step runs again; the best and median are
-//! printed. With `BRAND=ID` the page is that brand's. With `REMOVE=N` the first N models by
+//! printed. With `BRAND=ID` the page is that brand's; with `Q=TEXT` it is that text's, by
+//! relevance, typos tolerated as the API does by default. With `REMOVE=N` the first N models by
 //! name are removed and committed first, as a merge of duplicates does, so the counts read a
 //! segment with deleted documents: **on a copy of the index only**, as its generation moves.
 
-use catalogue_index::{CatalogueIndex, DocKind, Facet, Filters, SearchRequest, SortOrder};
+use catalogue_index::{
+    CatalogueIndex, DocKind, Facet, Filters, SearchRequest, SortOrder, TextQuery,
+};
 use std::time::Instant;
 
 fn main() {
@@ -27,6 +30,18 @@ fn main() {
     let mut request = SearchRequest::filtered(DocKind::Model, filters);
     request.sort = SortOrder::NameAsc;
     request.limit = 24;
+    if let Ok(text) = std::env::var("Q") {
+        request.sort = SortOrder::Relevance;
+        request.text = Some(TextQuery {
+            normalized_reference: text
+                .chars()
+                .flat_map(char::to_lowercase)
+                .filter(|c| c.is_alphanumeric())
+                .collect(),
+            text,
+            typo_tolerance: true,
+        });
+    }
     let remove: usize = std::env::var("REMOVE")
         .ok()
         .and_then(|n| n.parse().ok())

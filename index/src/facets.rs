@@ -9,7 +9,7 @@ use crate::schema::{names, Fields};
 use crate::spec::SpecTerm;
 use std::collections::HashMap;
 use tantivy::collector::{Collector, SegmentCollector};
-use tantivy::columnar::{Cardinality, Column, StrColumn};
+use tantivy::columnar::{Column, RowId, StrColumn};
 use tantivy::schema::Field;
 use tantivy::{DocId, Score, Searcher, SegmentReader, COLLECT_BLOCK_BUFFER_LEN};
 
@@ -223,12 +223,11 @@ struct Counter {
 
 pub(crate) struct FacetSegment {
     counters: Vec<Counter>,
-    /// Scratch for a block's values, reused.
-    ids: Vec<Option<u64>>,
-    millimetres: Vec<Option<f64>>,
+    scratch: Scratch,
 }
 
-type Tally = HashMap<FacetValue, u64>;
+/// A facet's values with their counts, sorted by value, each value once.
+type Counted = Vec<(FacetValue, u64)>;
 
 impl Counter {
     /// A counter of `facet` over many of `segment`'s documents.
@@ -269,34 +268,28 @@ impl Counter {
         Ok(source)
     }
 
-    /// Counts the values of `docs`, reading single-valued columns a block at a time.
-    fn count(&mut self, docs: &[DocId], ids: &mut Vec<Option<u64>>, mm: &mut Vec<Option<f64>>) {
+    /// Counts the values of `docs` (ascending), each value of a many-valued field.
+    fn count(&mut self, docs: &[DocId], scratch: &mut Scratch) {
         let counts = &mut self.counts;
-        let column = match &self.source {
-            Source::Ids(column) => column,
-            Source::Ords(column) => column.ords(),
+        match &self.source {
+            Source::Ids(column) => scratch.ids(column, docs).iter(),
+            Source::Ords(column) => scratch.ids(column.ords(), docs).iter(),
             Source::Millimetres(column) => {
-                first_values(column, docs, mm);
-                mm.iter()
-                    .flatten()
+                let diameters = scratch.diameters(column, docs).iter();
+                diameters
                     .filter_map(|&d| bucket(d))
                     .for_each(|b| counts.add(b));
                 return;
             }
             Source::Absent => return,
-        };
-        if column.get_cardinality() == Cardinality::Multivalued {
-            for &doc in docs {
-                column.values_for_doc(doc).for_each(|v| counts.add(v));
-            }
-        } else {
-            first_values(column, docs, ids);
-            ids.iter().flatten().for_each(|&v| counts.add(v));
         }
+        .for_each(|&v| counts.add(v));
     }
 
-    fn tally(self) -> Tally {
-        let counted = self.counts.into_nonzero();
+    /// The values counted and their counts, sorted by value.
+    fn tally(self) -> Counted {
+        let mut counted = self.counts.into_nonzero();
+        counted.sort_unstable();
         match self.source {
             Source::Ids(_) => counted
                 .into_iter()
@@ -307,13 +300,14 @@ impl Counter {
                 .map(|(mm, n)| (FacetValue::Millimetres(mm), n))
                 .collect(),
             Source::Ords(column) => {
-                let n_of: HashMap<u64, u64> = counted.into_iter().collect();
-                terms_of(&column, n_of.keys().copied().collect())
+                // Ordinals are in the order of their terms' bytes, which is `String`'s order.
+                let texts = terms_of(&column, counted.iter().map(|&(ord, _)| ord).collect());
+                counted
                     .into_iter()
-                    .map(|(ord, text)| (FacetValue::Text(text), n_of[&ord]))
+                    .filter_map(|(ord, n)| Some((FacetValue::Text(texts.get(&ord)?.clone()), n)))
                     .collect()
             }
-            Source::Absent => Tally::new(),
+            Source::Absent => Counted::new(),
         }
     }
 }
@@ -323,15 +317,45 @@ pub(crate) fn bucket(diameter: f64) -> Option<u64> {
     (diameter.is_finite() && (0.0..1e6).contains(&diameter)).then(|| diameter.floor() as u64)
 }
 
-/// The first value of each of `docs` in `column`, into `out` (resized to match).
-fn first_values<T: PartialOrd + Copy + std::fmt::Debug + Send + Sync + 'static>(
+/// Buffers for a block's values, reused from block to block.
+#[derive(Default)]
+struct Scratch {
+    docs: Vec<DocId>,
+    rows: Vec<RowId>,
+    ids: Vec<u64>,
+    diameters: Vec<f64>,
+}
+
+impl Scratch {
+    fn ids(&mut self, column: &Column<u64>, docs: &[DocId]) -> &[u64] {
+        self.rows_of(column, docs);
+        values(column, &self.rows, &mut self.ids)
+    }
+
+    fn diameters(&mut self, column: &Column<f64>, docs: &[DocId]) -> &[f64] {
+        self.rows_of(column, docs);
+        values(column, &self.rows, &mut self.diameters)
+    }
+
+    /// The rows of `docs`' values in `column`, read a block at a time: a value at a time, an
+    /// optional column's rank of each document took most of a facet count.
+    fn rows_of<T>(&mut self, column: &Column<T>, docs: &[DocId]) {
+        self.docs.clear();
+        self.rows.clear();
+        (column.index).docids_to_rowids(docs, &mut self.docs, &mut self.rows);
+    }
+}
+
+/// The values of `column` at `rows`, into `out`.
+fn values<'a, T: Copy + Default + PartialOrd + std::fmt::Debug + Send + Sync + 'static>(
     column: &Column<T>,
-    docs: &[DocId],
-    out: &mut Vec<Option<T>>,
-) {
+    rows: &[RowId],
+    out: &'a mut Vec<T>,
+) -> &'a [T] {
     out.clear();
-    out.resize(docs.len(), None);
-    column.first_vals(docs, out);
+    out.resize(rows.len(), T::default());
+    column.values.get_vals(rows, out);
+    out
 }
 
 impl Collector for FacetCollector {
@@ -346,8 +370,7 @@ impl Collector for FacetCollector {
             .collect::<tantivy::Result<_>>()?;
         Ok(FacetSegment {
             counters,
-            ids: Vec::new(),
-            millimetres: Vec::new(),
+            scratch: Scratch::default(),
         })
     }
 
@@ -355,22 +378,20 @@ impl Collector for FacetCollector {
         false
     }
 
-    fn merge_fruits(&self, segments: Vec<Vec<Tally>>) -> tantivy::Result<Vec<FacetCounts>> {
-        let mut totals: Vec<Tally> = vec![Tally::new(); self.facets.len()];
+    fn merge_fruits(&self, segments: Vec<Vec<Counted>>) -> tantivy::Result<Vec<FacetCounts>> {
+        let mut totals: Vec<Counted> = vec![Counted::new(); self.facets.len()];
         for segment in segments {
-            for (total, tally) in totals.iter_mut().zip(segment) {
-                for (value, count) in tally {
-                    *total.entry(value).or_default() += count;
-                }
+            for (total, counted) in totals.iter_mut().zip(segment) {
+                *total = merge_sum(std::mem::take(total), counted);
             }
         }
         Ok(self
             .facets
             .iter()
             .zip(totals)
-            .map(|(&facet, tally)| FacetCounts {
+            .map(|(&facet, total)| FacetCounts {
                 facet,
-                values: most_frequent(tally.into_iter().collect()),
+                values: most_frequent(total),
             })
             .collect())
     }
@@ -388,7 +409,7 @@ fn most_frequent(mut values: Vec<(FacetValue, u64)>) -> Vec<(FacetValue, u64)> {
 }
 
 impl SegmentCollector for FacetSegment {
-    type Fruit = Vec<Tally>;
+    type Fruit = Vec<Counted>;
 
     fn collect(&mut self, doc: DocId, _: Score) {
         self.collect_block(&[doc]);
@@ -396,11 +417,11 @@ impl SegmentCollector for FacetSegment {
 
     fn collect_block(&mut self, docs: &[DocId]) {
         for counter in &mut self.counters {
-            counter.count(docs, &mut self.ids, &mut self.millimetres);
+            counter.count(docs, &mut self.scratch);
         }
     }
 
-    fn harvest(self) -> Vec<Tally> {
+    fn harvest(self) -> Vec<Counted> {
         self.counters.into_iter().map(Counter::tally).collect()
     }
 }
@@ -430,7 +451,7 @@ pub(crate) fn every_model(
                 _ => &not_models.deleted,
             };
             let counted = term_frequencies(segment, fields, facet)?;
-            let counted = merge_sum(counted, negated(values_of(facet, segment, others)?));
+            let counted = merge_sum(counted, values_of(facet, segment, others)?);
             *total = merge_sum(std::mem::take(total), counted);
         }
     }
@@ -455,42 +476,40 @@ pub(crate) fn every_model(
 type Signed = Vec<(FacetValue, i64)>;
 
 /// The sum of two value-sorted lists, sorted by value.
-fn merge_sum(a: Signed, b: Signed) -> Signed {
-    let mut out = Signed::with_capacity(a.len().max(b.len()));
+fn merge_sum<N: std::ops::Add<Output = N> + Default>(
+    a: Vec<(FacetValue, N)>,
+    b: Vec<(FacetValue, N)>,
+) -> Vec<(FacetValue, N)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
     let mut b = b.into_iter().peekable();
     for (value, n) in a {
         while let Some(before) = b.next_if(|(v, _)| *v < value) {
             out.push(before);
         }
-        let same = b.next_if(|(v, _)| *v == value).map_or(0, |(_, m)| m);
+        let same = b
+            .next_if(|(v, _)| *v == value)
+            .map_or_else(N::default, |(_, m)| m);
         out.push((value, n + same));
     }
     out.extend(b);
     out
 }
 
-/// The counts of `facet`'s values over `docs` of `segment`, negated and sorted by value.
+/// The counts of `facet`'s values over `docs` of `segment`, negated, sorted by value.
 fn values_of(facet: Facet, segment: &SegmentReader, docs: &[DocId]) -> tantivy::Result<Signed> {
     if docs.is_empty() {
         return Ok(Signed::new());
     }
     let mut counter = Counter::of_few(facet, segment)?;
-    let (mut ids, mut mm) = (Vec::new(), Vec::new());
+    let mut scratch = Scratch::default();
     for block in docs.chunks(COLLECT_BLOCK_BUFFER_LEN) {
-        counter.count(block, &mut ids, &mut mm);
+        counter.count(block, &mut scratch);
     }
-    let mut values: Signed = counter
+    Ok(counter
         .tally()
         .into_iter()
-        .map(|(value, n)| (value, n as i64))
-        .collect();
-    values.sort_unstable();
-    Ok(values)
-}
-
-fn negated(mut values: Signed) -> Signed {
-    values.iter_mut().for_each(|(_, n)| *n = -*n);
-    values
+        .map(|(value, n)| (value, -(n as i64)))
+        .collect())
 }
 
 /// A facet's value from its field's term bytes.
