@@ -26,6 +26,8 @@ fi
 WORK=$(mktemp -d /tmp/catalogue-bench-ingest.XXXXXX)
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$WORK/data"' EXIT
 cp -a "$BASE" "$WORK/data"
+# A base imported by an older binary is brought to this one's schema first (nothing when current).
+"$BIN" --data-dir "$WORK/data" migrate >&2
 run() {
   local what=$1
   local cmd=("$BIN" --data-dir "$WORK/data" ingest --provider provider-1 "$CACHE/snapshot.jsonl")

@@ -712,6 +712,16 @@ mod tests {
         assert_eq!(revisit.written.commits as usize, rows.div_ceil(7));
     }
 
+    /// An ingest of `lines` as chrono24's snapshot, in a write turn of its own.
+    fn ingest_lines(store: &Store, lines: impl Iterator<Item = String>) -> IngestReport {
+        let feed: Vec<String> = lines.collect();
+        let turn = store.write_turn();
+        let writes = ListingWrites::new(&turn).expect("writes");
+        let control = JobControl::default();
+        let feed = feed.join("\n");
+        ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.0, &control).expect("ingest")
+    }
+
     /// A feed line of a new listing with `pictures` pictures.
     fn line(n: usize, pictures: usize) -> String {
         let pictures: Vec<String> = (0..pictures)
@@ -733,15 +743,16 @@ mod tests {
     }
 
     #[test]
-    fn a_new_listing_costs_its_record_its_source_key_and_a_share_of_a_pending_pictures_key() {
+    fn a_new_listing_costs_its_record_and_a_share_of_a_source_key_and_a_pending_pictures_key() {
         use crate::store::RecordKind::{
-            Listing, ListingSource, PendingPictures, PictureDue, PictureState,
+            Listing, ListingSource, ListingSourceGroup, PendingPictures, PictureDue, PictureState,
         };
         let dir = tempfile::tempdir().expect("dir");
         let store = fixture_store(dir.path());
         let spaces = [
             Listing,
             ListingSource,
+            ListingSourceGroup,
             PendingPictures,
             PictureState,
             PictureDue,
@@ -750,25 +761,13 @@ mod tests {
         let (before, total_before) = count(&store);
         let due_before = store.pictures_maybe_due().expect("due").len();
         let (listings, pictures) = (40, 3);
-        let feed: Vec<String> = (0..listings).map(|n| line(n, pictures)).collect();
-        let turn = store.write_turn();
-        let writes = ListingWrites::new(&turn).expect("writes");
-        let control = JobControl::default();
-        let done = ingest_with(
-            writes,
-            "chrono24",
-            "feed",
-            feed.join("\n").as_bytes(),
-            0.0,
-            &control,
-        )
-        .expect("ingest");
-        drop(turn);
+        let done = ingest_lines(&store, (0..listings).map(|n| line(n, pictures)));
         assert_eq!(done.created, listings);
         let (after, total_after) = count(&store);
         let added: Vec<usize> = after.iter().zip(before).map(|(a, b)| a - b).collect();
-        // 120 pictures, sixteen to a key: 8 keys, where the old form wrote 240.
-        assert_eq!(added, [listings, listings, 8, 0, 0]);
+        // 40 sources in one key, where the old form wrote 40; 120 pictures, sixteen to a
+        // key: 8 keys, where the old form wrote 240.
+        assert_eq!(added, [listings, 0, 1, 8, 0, 0]);
         // Besides: the counters the first listings and pictures of the store start.
         let others = total_after - total_before - added.iter().sum::<usize>();
         assert!(others <= 6, "{others} other keys");
@@ -781,5 +780,40 @@ mod tests {
         }
         let due = store.pictures_maybe_due().expect("due").len();
         assert_eq!(due - due_before, listings * pictures);
+    }
+
+    #[test]
+    fn listings_a_store_before_source_groups_holds_are_found_again_not_duplicated() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store(dir.path());
+        let ingest =
+            |lines: std::ops::Range<usize>| ingest_lines(&store, lines.map(|n| line(n, 1)));
+        assert_eq!(ingest(0..5).created, 5);
+        // As a store of schema 5 holds them: a key per listing, no group.
+        let ungrouped = store.ungroup_listing_sources();
+        assert_eq!(ungrouped, 5);
+        let listings = store.count(crate::store::RecordKind::Listing);
+        // Three known through the old keys, two new ones into a group.
+        let again = ingest(2..9);
+        assert_eq!(again.created, 4);
+        assert_eq!(store.count(crate::store::RecordKind::Listing), listings + 4);
+        let provider = store
+            .provider_by_slug(&crate::domain::Slug::parse("chrono24").expect("slug"))
+            .expect("read")
+            .expect("provider");
+        let codes = store.listing_codes_of_provider(provider.id).expect("codes");
+        let mut named: Vec<&str> = codes.iter().map(|(code, _)| code.as_str()).collect();
+        named.retain(|code| code.starts_with("NEW-"));
+        named.sort_unstable();
+        let expected: Vec<String> = (0..9).map(|n| format!("NEW-{n}")).collect();
+        assert_eq!(
+            named,
+            expected.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        let found = store
+            .listing_by_source(provider.id, "NEW-3")
+            .expect("read")
+            .expect("listing");
+        assert_eq!(found.provider_code, "NEW-3");
     }
 }

@@ -50,6 +50,7 @@ stored_records! {
     PictureReview => "picture review", layout 1;
     JobRecord => "job", layout 1;
     super::pending::PendingGroup => "pending pictures", layout 1;
+    super::sources::SourceGroup => "listing sources", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

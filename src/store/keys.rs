@@ -2,8 +2,8 @@
 //! return a parent's children in id order. Secondary keys end in the id they point at.
 
 use crate::domain::{
-    BrandId, CaliberId, CandidateId, ModelId, ProviderId, ReviewStatus, SeriesId, Slug, TokenHash,
-    Username,
+    BrandId, CaliberId, CandidateId, ListingId, ModelId, ProviderId, ReviewStatus, SeriesId, Slug,
+    TokenHash, Username,
 };
 
 /// The kinds of key in the store's single tree. Brand, Series, Complication, Caliber, Model,
@@ -91,6 +91,10 @@ pub enum Keyspace {
     /// when its first `PictureState` is written. New in schema 5 without a step: stores
     /// without it read as before.
     PendingPictures = 91,
+    /// Provider id + the id of the first listing: the provider's own ids of listings created by
+    /// one write, up to 1,024 to a key (`store::sources`), where each had a `ListingSource`
+    /// key. New in schema 6; the `ListingSource` keys of older stores are read as before.
+    ListingSourceGroup = 92,
 }
 
 impl Keyspace {
@@ -366,6 +370,9 @@ pub fn provider_slug(slug: &Slug) -> Vec<u8> {
         .text(slug.as_str())
         .done()
 }
+/// A listing's source key as stores before schema 6 wrote it, for tests that make one; such
+/// keys are read by prefix ([`listing_source_prefix`]).
+#[cfg(test)]
 pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ListingSource)
         .id(provider.0)
@@ -374,6 +381,17 @@ pub fn listing_source(provider: ProviderId, code: &str) -> Vec<u8> {
 }
 pub fn listing_source_prefix(provider: ProviderId) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ListingSource)
+        .id(provider.0)
+        .done()
+}
+pub fn listing_source_group(provider: ProviderId, first: ListingId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingSourceGroup)
+        .id(provider.0)
+        .id(first.0)
+        .done()
+}
+pub fn listing_source_group_prefix(provider: ProviderId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::ListingSourceGroup)
         .id(provider.0)
         .done()
 }

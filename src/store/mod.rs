@@ -6,6 +6,7 @@ mod codec;
 mod keys;
 pub mod migrate;
 mod pending;
+mod sources;
 mod touch_log;
 mod turn;
 mod write;
@@ -34,7 +35,7 @@ use std::sync::{Arc, Mutex};
 /// 4: the admin counts (`keys::Counted`) are kept as meta counters by every write.
 /// 5: every model picture is found by id (`ModelPicture`), reference bases are keyed
 ///    (`ModelBase`), and every picture has a pipeline record unless the dataset hosts it.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -61,8 +62,8 @@ pub struct StoreGeneration(pub u64);
 /// Keys one sled batch writes at most; see [`WriteTurn::commit`]. sled applies a batch of
 /// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, one of
 /// 125,000-165,000 twice as slowly and holding gigabytes (bench/RESULTS.md, "Ingest and match
-/// (part 5)"): an ingest chunk of 50,000 new listings, 106,000 keys and up since pictures are
-/// queued in groups, is applied key by key.
+/// (part 5)"): an ingest chunk of 50,000 new listings is ~57,000 keys (their records, pictures
+/// and sources in groups), one batch.
 pub const ATOMIC_OPERATIONS: usize = 64_000;
 
 /// Handle on the sled database; cheap to clone.
@@ -632,13 +633,19 @@ impl Store {
         self.get(Keyspace::Listing.id_key(id.0))
     }
 
-    /// The provider's listing with the provider's own id `code`.
+    /// The provider's listing with the provider's own id `code`. Reads every source of the
+    /// provider: for tests and checks, not for a request.
     pub fn listing_by_source(
         &self,
         provider: ProviderId,
         code: &str,
     ) -> StoreResult<Option<Listing>> {
-        self.get_via(keys::listing_source(provider, code), Keyspace::Listing)
+        let id = self
+            .listing_codes_of_provider(provider)?
+            .into_iter()
+            .rev()
+            .find_map(|(known, id)| (known == code).then_some(id));
+        id.map_or(Ok(None), |id| self.listing(id))
     }
 
     /// Every listing, in id order (for batch jobs; the API never scans).
@@ -646,30 +653,14 @@ impl Store {
         self.all(Keyspace::Listing)
     }
 
-    /// Ids of every listing the provider ever published, delisted ones included.
-    /// Every listing of `provider` as (the provider's own id, our id), read from the source keys
-    /// alone: no listing is decoded.
+    /// Every listing of `provider` as (the provider's own id, our id), delisted ones included,
+    /// read from the source keys alone: no listing is decoded. Were a code listed twice, the
+    /// later pair is the one in force.
     pub fn listing_codes_of_provider(
         &self,
         provider: ProviderId,
     ) -> StoreResult<Vec<(String, ListingId)>> {
-        let prefix = keys::listing_source_prefix(provider);
-        self.db
-            .scan_prefix(&prefix)
-            .map(|entry| {
-                let (key, value) = entry?;
-                let corrupt = |reason: &str| StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: reason.to_owned(),
-                };
-                // The code sits between the prefix and its 0 terminator.
-                let code = key
-                    .get(prefix.len()..key.len().saturating_sub(1))
-                    .and_then(|bytes| std::str::from_utf8(bytes).ok())
-                    .ok_or_else(|| corrupt("listing source key without a code"))?;
-                Ok((code.to_owned(), ListingId(decode_u64(&key, &value)?)))
-            })
-            .collect()
+        sources::codes_of_provider(self, provider)
     }
 
     // --- rates --------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 use super::codec::{encode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::pending::GroupWrites;
+use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
@@ -42,6 +43,8 @@ pub struct WriteBatch<'t> {
     removed_models: HashSet<ModelId>,
     /// Pictures queued in groups, and those leaving theirs (`super::pending`).
     pending: GroupWrites,
+    /// Sources of the listings created, written in groups (`super::sources`).
+    sources: SourceWrites,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -59,6 +62,7 @@ impl<'t> WriteBatch<'t> {
             stale_candidates: HashMap::new(),
             removed_models: HashSet::new(),
             pending: GroupWrites::default(),
+            sources: SourceWrites::default(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -111,6 +115,7 @@ impl<'t> WriteBatch<'t> {
             .into_iter()
             .chain(self.operations_in_order)
             .chain(groups)
+            .chain(self.sources.into_operations())
             .chain(stale)
             .collect();
         Ok((operations, self.changes))
@@ -217,7 +222,8 @@ impl<'t> WriteBatch<'t> {
         self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
     }
 
-    /// Writes `new`, moving its secondary keys from `old`'s.
+    /// Writes `new`, over `old` when it is not new. A new listing's source (the provider's
+    /// own id) joins its write's group (`super::sources`); a listing's source never changes.
     pub fn put_listing(&mut self, old: Option<&Listing>, new: &Listing) {
         self.touches_listings = true;
         self.changes.listings.push(new.id);
@@ -225,7 +231,9 @@ impl<'t> WriteBatch<'t> {
         let (was_listed, was_unmatched) = was.unwrap_or((0, 0));
         self.count(Counted::Listings, is.0 - was_listed);
         self.count(Counted::UnmatchedListings, is.1 - was_unmatched);
-        self.reindex_keys(old.map(listing_keys).unwrap_or_default(), listing_keys(new));
+        if old.is_none() {
+            (self.sources).created(new.provider_id, new.provider_code.clone(), new.id);
+        }
         self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
         self.mark_candidates_stale(old, new);
     }
@@ -604,13 +612,6 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     }
     out.extend(model_base_keys(model));
     out
-}
-
-fn listing_keys(listing: &Listing) -> Vec<(Vec<u8>, Vec<u8>)> {
-    vec![(
-        keys::listing_source(listing.provider_id, &listing.provider_code),
-        id_value(listing.id.0),
-    )]
 }
 
 #[cfg(test)]
