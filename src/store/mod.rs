@@ -62,8 +62,8 @@ pub struct StoreGeneration(pub u64);
 /// Keys one sled batch writes at most; see [`WriteTurn::commit`]. sled applies a batch of
 /// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, one of
 /// 125,000-165,000 twice as slowly and holding gigabytes (bench/RESULTS.md, "Ingest and match
-/// (part 5)"): an ingest chunk of 50,000 new listings is ~57,000 keys (their records, pictures
-/// and sources in groups), one batch.
+/// (part 5)"): an ingest chunk of 50,000 new listings, 73,000-86,000 keys with its pictures and
+/// sources in groups, is applied key by key.
 pub const ATOMIC_OPERATIONS: usize = 64_000;
 
 /// Handle on the sled database; cheap to clone.
