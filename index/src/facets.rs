@@ -301,10 +301,10 @@ impl Counter {
                 .collect(),
             Source::Ords(column) => {
                 // Ordinals are in the order of their terms' bytes, which is `String`'s order.
-                let texts = terms_of(&column, counted.iter().map(|&(ord, _)| ord).collect());
+                let mut texts = terms_of(&column, counted.iter().map(|&(ord, _)| ord).collect());
                 counted
                     .into_iter()
-                    .filter_map(|(ord, n)| Some((FacetValue::Text(texts.get(&ord)?.clone()), n)))
+                    .filter_map(|(ord, n)| Some((FacetValue::Text(texts.remove(&ord)?), n)))
                     .collect()
             }
             Source::Absent => Counted::new(),

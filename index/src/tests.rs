@@ -3,16 +3,25 @@ use super::*;
 mod every_model;
 mod spec_search;
 
-/// An index of `docs` in one rebuild (generation 1), then each of `commits` in an update of its
-/// own (generations 2, 3, …): a document written again deletes its first one and lands in a
-/// segment of its own, as a random catalogue with several segments and deletes needs.
-pub(crate) fn rebuilt_then_updated(
-    docs: Vec<CatalogueDoc>,
-    commits: impl IntoIterator<Item = Vec<CatalogueDoc>>,
+/// An index of `models` (model `i` as id `i + 1`, by `doc`) and `others` in one rebuild
+/// (generation 1), then `rewritten` (model `i` modulo their number, as its new version) in
+/// updates of `per_commit` (generations 2, 3, …): a document written again deletes its first
+/// one and lands in a segment of its own, as a random catalogue with several segments and
+/// deletes needs.
+pub(crate) fn rebuilt_then_rewritten<M>(
+    models: &[M],
+    others: Vec<CatalogueDoc>,
+    rewritten: &[(usize, M)],
+    per_commit: usize,
+    doc: impl Fn(u64, &M) -> CatalogueDoc,
 ) -> CatalogueIndex {
+    let id_of = |i: usize| (i % models.len()) as u64 + 1;
+    let mut docs: Vec<CatalogueDoc> = (0..).zip(models).map(|(i, m)| doc(id_of(i), m)).collect();
+    docs.extend(others);
     let index = CatalogueIndex::in_memory().expect("index");
     index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
-    for (generation, docs) in (2..).zip(commits) {
+    for (generation, chunk) in (2..).zip(rewritten.chunks(per_commit.max(1))) {
+        let docs: Vec<CatalogueDoc> = chunk.iter().map(|(i, m)| doc(id_of(*i), m)).collect();
         index.update(&docs, generation).expect("update");
     }
     index

@@ -80,22 +80,12 @@ fn doc(id: u64, model: &Model) -> CatalogueDoc {
 /// A catalogue built in one rebuild, then models rewritten in later commits (deleting their
 /// first documents and adding segments).
 fn index_of(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
-    let mut docs: Vec<CatalogueDoc> = models
-        .iter()
-        .enumerate()
-        .map(|(i, m)| doc(i as u64 + 1, m))
-        .collect();
-    docs.push(CatalogueDoc::Brand(BrandDoc {
+    let brand = CatalogueDoc::Brand(BrandDoc {
         id: 1,
         name: "Rolex ocean".into(),
         ..BrandDoc::default()
-    }));
-    let commits = rewritten.chunks(3).map(|chunk| {
-        (chunk.iter())
-            .map(|(i, m)| doc((i % models.len()) as u64 + 1, m))
-            .collect()
     });
-    crate::tests::rebuilt_then_updated(docs, commits)
+    crate::tests::rebuilt_then_rewritten(models, vec![brand], rewritten, 3, doc)
 }
 
 #[derive(Debug, Clone)]

@@ -80,38 +80,33 @@ fn doc(id: u64, m: &Model) -> CatalogueDoc {
     })
 }
 
-/// A catalogue of `models`, then `rewritten` in later commits.
+/// A catalogue of `models` and three brands with a series each, then `rewritten` in later
+/// commits.
 fn catalogue(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
-    let mut docs: Vec<CatalogueDoc> = models
-        .iter()
-        .enumerate()
-        .map(|(i, m)| doc(i as u64 + 1, m))
-        .collect();
+    let mut others = Vec::new();
     for brand in 1..4 {
-        docs.push(CatalogueDoc::Brand(BrandDoc {
+        others.push(CatalogueDoc::Brand(BrandDoc {
             id: brand,
             name: format!("brand {brand}"),
             ..BrandDoc::default()
         }));
-        docs.push(CatalogueDoc::Series(SeriesDoc {
+        others.push(CatalogueDoc::Series(SeriesDoc {
             id: brand * 10,
             brand_id: brand,
             name: "alpha".into(),
             ..SeriesDoc::default()
         }));
     }
-    let commits = rewritten.chunks(4).map(|chunk| {
-        (chunk.iter())
-            .map(|(i, m)| doc((i % models.len()) as u64 + 1, m))
-            .collect()
-    });
-    rebuilt_then_updated(docs, commits)
+    rebuilt_then_rewritten(models, others, rewritten, 4, doc)
 }
 
-/// Removes the models at `removed` (modulo `models`) in one more commit, as a merge does.
-fn remove(index: &CatalogueIndex, models: usize, removed: &[usize]) {
+/// Removes the models at `removed` (modulo `models`) in a commit of `generation`, as a merge
+/// does.
+fn remove(index: &CatalogueIndex, models: usize, removed: &[usize], generation: u64) {
     let removed: Vec<u64> = removed.iter().map(|i| (i % models) as u64 + 1).collect();
-    index.update_and_remove(&[], &removed, 100).expect("remove");
+    index
+        .update_and_remove(&[], &removed, generation)
+        .expect("remove");
 }
 
 proptest! {
@@ -126,8 +121,8 @@ proptest! {
         let index = catalogue(&models, &rewritten);
         // Counted before and after a commit that only deletes: what is kept of the first
         // count must not outlive its deletes.
-        for removing in [&[][..], &removed] {
-            remove(&index, models.len(), removing);
+        for (generation, removing) in [(100, &[][..]), (101, &removed)] {
+            remove(&index, models.len(), removing, generation);
             let searcher = index.derived.reader.searcher();
             let every = SearchRequest::filtered(DocKind::Model, Filters::default());
             let pass = searcher
@@ -147,8 +142,8 @@ proptest! {
         pages in prop::collection::vec((0..90usize, 1..30usize), 1..4),
     ) {
         let index = catalogue(&models, &rewritten);
-        for removing in [&[][..], &removed] {
-            remove(&index, models.len(), removing);
+        for (generation, removing) in [(100, &[][..]), (101, &removed)] {
+            remove(&index, models.len(), removing, generation);
             for &(offset, limit) in &pages {
                 let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
                 request.sort = SortOrder::NameAsc;
