@@ -118,6 +118,14 @@ impl CatalogueIndex {
         })
     }
 
+    /// The same index keeping the common words of segments of any size, as the index of a
+    /// large catalogue keeps those of its large segments (tests of what is made from them).
+    #[cfg(test)]
+    pub(crate) fn keeping_common_words_of_any_segment(mut self) -> CatalogueIndex {
+        self.dense_words = pruned::DenseWords::for_segments_of(0);
+        self
+    }
+
     /// The store generation the last commit reflects; `None` for an index never built.
     pub fn generation(&self) -> IndexResult<Option<u64>> {
         self.derived.generation()
@@ -198,12 +206,23 @@ impl CatalogueIndex {
                     (0, _) | (_, Pruning::Never) => None,
                     _ => loose.ranked(&searcher, &self.fields, request, &text, rest)?,
                 };
-                let only_loose = || query::only_loosely(&self.fields, request, &text, loose.query);
+                let only_loose =
+                    || query::only_loosely(&self.fields, request, &text, loose.query.box_clone());
                 // A page the exact matches fill needs only the loose ones' number, which
                 // counts without scoring.
-                let more_total = match (rest, tier) {
-                    (0, _) => searcher.search(&*only_loose(), &tantivy::collector::Count)?,
-                    (_, found) => {
+                let more_total = match (rest, tier, pruning) {
+                    (0, _, Pruning::WhereItApplies) => loose.counted(
+                        &searcher,
+                        &self.fields,
+                        request,
+                        &text,
+                        &self.not_models,
+                        &self.dense_words,
+                    )?,
+                    (0, _, Pruning::Never) => {
+                        searcher.search(&*only_loose(), &tantivy::collector::Count)?
+                    }
+                    (_, found, _) => {
                         let (more, more_total) = match found {
                             Some(found) => found,
                             None => ranked_in(&searcher, &*only_loose(), SortKey::Score, rest)?,

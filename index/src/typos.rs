@@ -4,8 +4,11 @@
 //! terms, so a correctly spelt search costs a dictionary walk, not a second search. A page
 //! that reaches those matches ranks them in one pass over the terms' postings ([`tier`]).
 
+mod count;
 mod tier;
 
+use crate::not_models::NotModelsCache;
+use crate::pruned::DenseWords;
 use crate::query::{filter, term_query, words_of, SearchRequest, TextQuery};
 use crate::schema::Fields;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
@@ -167,6 +170,31 @@ impl Loose {
             &self.words,
             k,
         )
+    }
+}
+
+impl Loose {
+    /// How many matches need a typo or a prefix, as [`Loose::ranked`] counts them, without
+    /// ranking them: for a page the exact matches fill ([`count`]). `not_models` holds each
+    /// of the searcher's segments' ([`NotModelsCache`]); `dense` the exact search's words.
+    pub(crate) fn counted(
+        &self,
+        searcher: &Searcher,
+        fields: &Fields,
+        request: &SearchRequest,
+        text: &TextQuery,
+        not_models: &NotModelsCache,
+        dense: &DenseWords,
+    ) -> crate::IndexResult<usize> {
+        let tier = tier::Tier::new(
+            searcher,
+            fields,
+            request,
+            &text.normalized_reference,
+            &self.words,
+        )?;
+        let not_models = not_models.of(searcher, fields)?;
+        count::counted(&tier, searcher.segment_readers(), &not_models, dense)
     }
 }
 

@@ -78,6 +78,11 @@ impl CommonWord {
         self.least_norms.get(field).copied().unwrap_or(0)
     }
 
+    /// One bit a document, set where the word is.
+    pub(crate) fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
     /// The codes held; a document's code is one of these, by number.
     pub(crate) fn codes(&self) -> &[u16] {
         &self.codes
@@ -193,6 +198,13 @@ impl DenseWords {
             kept.words.insert(key, common.clone());
         }
         Ok(Some(common))
+    }
+
+    /// The word whose presence term is `word` in `reader`'s segment, when a search has kept
+    /// it already; never makes one.
+    pub(crate) fn kept(&self, reader: &SegmentReader, word: &Term) -> Option<Arc<CommonWord>> {
+        let key = (reader.segment_id(), word.clone());
+        self.lock().words.get(&key).cloned()
     }
 
     /// How many words are kept, how many were refused, and how many were made.

@@ -13,7 +13,11 @@ const WORDS: [&str; 10] = [
 /// form. Word indexes past [`WORDS`] are these.
 const NEAR_FORMS: [&str; 4] = ["oceans", "steels", "golden", "divers"];
 const ANY_WORD: usize = WORDS.len() + NEAR_FORMS.len();
-const REFERENCES: [&str; 6] = ["126610ln", "126610lv", "1266", "5711a", "5711", "abc123"];
+/// References; "ocean" is also a word of [`WORDS`], so that a common word is found as typed
+/// through a reference in models whose text holds only its form "oceans".
+const REFERENCES: [&str; 7] = [
+    "126610ln", "126610lv", "1266", "5711a", "5711", "abc123", "ocean",
+];
 
 #[derive(Debug, Clone)]
 struct Model {
@@ -80,12 +84,16 @@ fn doc(id: u64, model: &Model) -> CatalogueDoc {
 /// A catalogue built in one rebuild, then models rewritten in later commits (deleting their
 /// first documents and adding segments).
 fn index_of(models: &[Model], rewritten: &[(usize, Model)]) -> CatalogueIndex {
-    let brand = CatalogueDoc::Brand(BrandDoc {
-        id: 1,
-        name: "Rolex ocean".into(),
-        ..BrandDoc::default()
-    });
-    crate::tests::rebuilt_then_rewritten(models, vec![brand], rewritten, 3, doc)
+    let brand = |id, name: &str| {
+        CatalogueDoc::Brand(BrandDoc {
+            id,
+            name: name.into(),
+            ..BrandDoc::default()
+        })
+    };
+    // "divers" is a form of "diver": a loose search must not find the brand.
+    let brands = vec![brand(1, "Rolex ocean"), brand(2, "Oris divers")];
+    crate::tests::rebuilt_then_rewritten(models, brands, rewritten, 3, doc)
 }
 
 #[derive(Debug, Clone)]
@@ -205,17 +213,22 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     /// With typo tolerance, the page and total (the typo tier ranked and counted in one pass
-    /// over its postings) are those of the tier's query with every match scored.
+    /// over its postings, or counted as bitsets when the exact matches fill the page) are
+    /// those of the tier's query with every match scored; with common words kept whole too.
     #[test]
     fn the_typo_tier_is_that_of_its_query_with_every_match_scored(
         models in prop::collection::vec(model_strategy(), 1..120),
         rewritten in prop::collection::vec((0..1000usize, model_strategy()), 0..10),
         searches in prop::collection::vec(
-            (search_strategy(), prop::collection::vec(loose_word_strategy(), 1..4)),
+            (search_strategy(), prop::collection::vec(loose_word_strategy(), 0..4)),
             1..6,
         ),
+        common_words_kept in any::<bool>(),
     ) {
-        let index = index_of(&models, &rewritten);
+        let mut index = index_of(&models, &rewritten);
+        if common_words_kept {
+            index = index.keeping_common_words_of_any_segment();
+        }
         for (search, loose) in &searches {
             let mut request = request(search);
             let text = [search.words.as_slice(), loose.as_slice()].concat();
@@ -229,6 +242,55 @@ proptest! {
             prop_assert_eq!(&tier, &expected, "{:?}", request.text);
         }
     }
+}
+
+#[test]
+fn a_page_the_exact_matches_fill_counts_the_typo_tier_from_the_words_kept_whole() {
+    let (ocean, steel, oceans) = (0, 2, WORDS.len());
+    let ocean_reference = REFERENCES
+        .iter()
+        .position(|r| *r == "ocean")
+        .expect("ocean");
+    // A quarter hold both words, a quarter "steel" and the form "oceans", a quarter the same
+    // with "ocean" as a reference (exact matches), a quarter "steel" alone.
+    let models: Vec<Model> = (0..200)
+        .map(|i| Model {
+            brand: 1,
+            brand_words: vec![],
+            // Named "classic".
+            series: 11,
+            name: match i % 4 {
+                0 => vec![ocean, steel],
+                1 | 2 => vec![oceans, steel],
+                _ => vec![steel],
+            },
+            description: vec![],
+            references: match i % 4 {
+                2 => vec![ocean_reference],
+                _ => vec![],
+            },
+        })
+        .collect();
+    let index = index_of(&models, &[]).keeping_common_words_of_any_segment();
+    let mut request = request(&Search {
+        words: vec!["ocean".into(), "steel".into()],
+        brand: None,
+        front_picture: false,
+        offset: 0,
+        limit: 5,
+    });
+    request.text = Some(TextQuery {
+        typo_tolerance: true,
+        text: "ocean steel".into(),
+        normalized_reference: "oceansteel".into(),
+    });
+    let found = index.search(&request).expect("search");
+    assert_eq!(found.total, 150, "100 exact matches, 50 through the form");
+    assert_eq!(
+        found,
+        index.search_exhaustively(&request).expect("every match")
+    );
+    assert!(index.dense_words.len().0 >= 2, "both words were kept whole");
 }
 
 #[test]

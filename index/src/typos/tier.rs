@@ -48,19 +48,20 @@ pub(crate) fn ranked(
 }
 
 /// The pass's terms and checks, made once for every segment.
-struct Tier<'a> {
-    words: &'a [LooseWord],
-    typed: Vec<Vec<Term>>,
+pub(super) struct Tier<'a> {
+    pub(super) words: &'a [LooseWord],
+    /// Each word's terms as typed ([`word_as_typed_terms`]), its `model_words` term first.
+    pub(super) typed: Vec<Vec<Term>>,
     /// Documents the whole text finds as a reference: exact matches.
-    whole: Vec<Term>,
+    pub(super) whole: Vec<Term>,
     /// Documents of another kind than models.
     other_kinds: Vec<Term>,
     /// The request's other filters, when it has any.
-    filter: Option<Box<dyn Weight>>,
+    pub(super) filter: Option<Box<dyn Weight>>,
 }
 
 impl<'a> Tier<'a> {
-    fn new(
+    pub(super) fn new(
         searcher: &Searcher,
         fields: &'a Fields,
         request: &SearchRequest,
