@@ -7,6 +7,7 @@
 use crate::IndexResult;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use tantivy::fastfield::AliveBitSet;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
@@ -88,13 +89,26 @@ impl CommonWord {
         &self.codes
     }
 
+    /// The documents whose code is the one numbered `number` (ascending).
+    pub(crate) fn docs_numbered(&self, number: usize) -> &[DocId] {
+        let start = match number {
+            0 => 0,
+            n => self.code_ends.get(n - 1).copied().unwrap_or(0),
+        };
+        let end = self.code_ends.get(number).copied().unwrap_or(start);
+        &self.by_code[start as usize..end as usize]
+    }
+
+    /// The number of `doc`'s code, when it holds the word.
+    pub(crate) fn number_at(&self, doc: DocId) -> Option<u8> {
+        self.place(doc).map(|place| self.code_of[place])
+    }
+
     /// Each code held, with its documents (ascending).
     pub(crate) fn by_code(&self) -> impl Iterator<Item = (u16, &[DocId])> + '_ {
-        let starts = std::iter::once(0).chain(self.code_ends.iter().copied());
-        self.codes
-            .iter()
-            .zip(self.code_ends.iter().zip(starts))
-            .map(|(&code, (&end, start))| (code, &self.by_code[start as usize..end as usize]))
+        (self.codes.iter())
+            .enumerate()
+            .map(|(number, &code)| (code, self.docs_numbered(number)))
     }
 }
 
@@ -361,6 +375,27 @@ pub(crate) fn field_norms(reader: &SegmentReader, field: Field) -> IndexResult<F
     })
 }
 
+/// How many live documents hold all of `words` (at least one): their bitsets intersected a
+/// machine word at a time, each document checked against `alive` only in a segment with deletes.
+pub(crate) fn count_in_all(words: &[Arc<CommonWord>], alive: Option<&AliveBitSet>) -> usize {
+    let machine_words = words.iter().map(|w| w.bits.len()).min().unwrap_or(0);
+    let mut count = 0;
+    for at in 0..machine_words {
+        let mut all = words.iter().fold(u64::MAX, |all, w| all & w.bits[at]);
+        match alive {
+            None => count += all.count_ones() as usize,
+            Some(alive) => {
+                while all != 0 {
+                    let doc = at as DocId * 64 + all.trailing_zeros();
+                    all &= all - 1;
+                    count += usize::from(alive.is_alive(doc));
+                }
+            }
+        }
+    }
+    count
+}
+
 /// Calls `each` with every document holding all of `words` (at least one), ascending, and the
 /// number of each word's code there (in its [`CommonWord::codes`]), in the order of `words`;
 /// stops at its first error.
@@ -433,7 +468,7 @@ mod tests {
     }
 
     #[test]
-    fn the_documents_in_all_words_come_with_each_words_code() {
+    fn the_documents_in_all_words_are_counted_and_found_by_code() {
         let word = |docs: &[DocId], codes: &[u16]| {
             let mut word = holding(docs);
             assert!(word.number(codes));
@@ -441,22 +476,17 @@ mod tests {
         };
         let a = word(&[1, 5, 64, 130, 131], &[10, 11, 10, 13, 10]);
         let b = word(&[5, 63, 130, 131, 190], &[20, 21, 22, 23, 24]);
-        let mut seen = Vec::new();
-        for_each_in_all(&[a.clone(), b.clone()], |doc, numbers| {
-            seen.push((
-                doc,
-                vec![
-                    a.codes()[usize::from(numbers[0])],
-                    b.codes()[usize::from(numbers[1])],
-                ],
-            ));
-            Ok(())
-        })
-        .expect("no error");
         assert_eq!(
-            seen,
-            [(5, vec![11, 20]), (130, vec![13, 22]), (131, vec![10, 23])]
+            count_in_all(&[a.clone(), b.clone()], None),
+            3,
+            "5, 130, 131"
         );
+        let code_at = |w: &CommonWord, doc| w.number_at(doc).map(|n| w.codes()[usize::from(n)]);
+        assert_eq!(code_at(&a, 130), Some(13));
+        assert_eq!(code_at(&b, 130), Some(22));
+        assert_eq!(code_at(&b, 64), None);
+        let numbered: Vec<Vec<DocId>> = (0..4).map(|n| a.docs_numbered(n).to_vec()).collect();
+        assert_eq!(numbered, [vec![1, 64, 131], vec![5], vec![130], vec![]]);
         let by_code: Vec<(u16, Vec<DocId>)> = a
             .by_code()
             .map(|(code, docs)| (code, docs.to_vec()))
