@@ -717,6 +717,24 @@ impl<'a> CodeScorer<'a> {
     }
 }
 
+/// A bound ordered as a float that is never NaN (a sum of BM25 scores).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct OrderedBound(Score);
+
+impl Eq for OrderedBound {}
+
+impl PartialOrd for OrderedBound {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OrderedBound {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
 /// The code numbers of a word, the highest of `bounds` first.
 fn by_bound(bounds: &[Score]) -> Vec<usize> {
     let mut numbers: Vec<usize> = (0..bounds.len()).collect();
@@ -744,17 +762,25 @@ impl CommonWalk<'_> {
     /// The count is the words' bitsets intersected.
     fn by_pairs(&self, best: &mut Best) -> IndexResult<usize> {
         let [first, second] = [&self.bounds[0], &self.bounds[1]];
-        let most = second.iter().copied().fold(0.0, Score::max);
-        let misses = |best: &Best, bound: Score| best.worst_when_full().is_some_and(|w| bound < w);
-        for n0 in by_bound(first) {
-            if misses(best, first[n0] + most) {
+        let seconds = by_bound(second);
+        // Pairs in descending bound, so the worst kept rises as early as it can: each of the
+        // first word's codes with the next of the second's it has not met (a k-way merge).
+        let bound =
+            |n0: usize, at: usize| first[n0] + seconds.get(at).map_or(0.0, |&n1| second[n1]);
+        let mut next: BinaryHeap<(OrderedBound, usize, usize)> = (0..first.len())
+            .filter(|_| !seconds.is_empty())
+            .map(|n0| (OrderedBound(bound(n0, 0)), n0, 0))
+            .collect();
+        while let Some((OrderedBound(pair_bound), n0, at)) = next.pop() {
+            if best
+                .worst_when_full()
+                .is_some_and(|worst| pair_bound < worst)
+            {
                 break;
             }
-            for n1 in by_bound(second) {
-                if misses(best, first[n0] + second[n1]) {
-                    break;
-                }
-                self.pair([n0, n1], best)?;
+            self.pair([n0, seconds[at]], best)?;
+            if at + 1 < seconds.len() {
+                next.push((OrderedBound(bound(n0, at + 1)), n0, at + 1));
             }
         }
         Ok(dense::count_in_all(self.common, self.alive))
