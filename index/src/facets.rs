@@ -3,6 +3,7 @@
 //! a facet whose filter is set is counted without it, as faceted navigation expects.
 
 use crate::collector::terms_of;
+use crate::generation_cache::GenerationCache;
 use crate::not_models::NotModelsCache;
 use crate::query::{Bounds, Filters};
 use crate::schema::{names, Fields};
@@ -89,14 +90,14 @@ pub(crate) fn passes(filters: &Filters, facets: &[Facet]) -> Vec<(Filters, Vec<F
 /// a count over a million models takes tens of milliseconds. A new generation starts afresh, so
 /// counts are never stale.
 pub(crate) struct FacetCache {
-    kept: std::sync::Mutex<(u64, HashMap<String, Vec<FacetCounts>>)>,
+    kept: GenerationCache<String, Vec<FacetCounts>>,
     keep_from: std::time::Duration,
 }
 
 impl Default for FacetCache {
     fn default() -> FacetCache {
         FacetCache {
-            kept: Default::default(),
+            kept: GenerationCache::holding_at_most(KEPT_PASSES),
             keep_from: KEEP_FROM,
         }
     }
@@ -122,7 +123,7 @@ impl FacetCache {
     /// How many passes are kept.
     #[cfg(test)]
     pub(crate) fn kept(&self) -> usize {
-        self.kept.lock().map_or(0, |kept| kept.1.len())
+        self.kept.len()
     }
 
     /// The counts of the pass `key` at `generation`, counted by `count` unless kept.
@@ -132,23 +133,13 @@ impl FacetCache {
         key: String,
         count: impl FnOnce() -> crate::IndexResult<Vec<FacetCounts>>,
     ) -> crate::IndexResult<Vec<FacetCounts>> {
-        if let Ok(kept) = self.kept.lock() {
-            if kept.0 == generation {
-                if let Some(counts) = kept.1.get(&key) {
-                    return Ok(counts.clone());
-                }
-            }
+        if let Some(counts) = self.kept.get(generation, &key) {
+            return Ok(counts);
         }
         let started = std::time::Instant::now();
         let counts = count()?;
-        if started.elapsed() < self.keep_from {
-            return Ok(counts);
-        }
-        if let Ok(mut kept) = self.kept.lock() {
-            if kept.0 != generation || kept.1.len() >= KEPT_PASSES {
-                *kept = (generation, HashMap::new());
-            }
-            kept.1.insert(key, counts.clone());
+        if started.elapsed() >= self.keep_from {
+            self.kept.keep(generation, key, counts.clone());
         }
         Ok(counts)
     }

@@ -10,6 +10,7 @@ mod collector;
 mod derived;
 mod docs;
 mod facets;
+mod generation_cache;
 mod listings;
 mod not_models;
 mod pruned;
@@ -88,6 +89,7 @@ pub struct CatalogueIndex {
     summaries: Arc<SummaryCache>,
     dense_words: pruned::DenseWords,
     facet_cache: facets::FacetCache,
+    word_forms: typos::WordForms,
     not_models: not_models::NotModelsCache,
 }
 
@@ -101,6 +103,7 @@ impl CatalogueIndex {
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
+            word_forms: typos::WordForms::default(),
             not_models: not_models::NotModelsCache::default(),
         })
     }
@@ -114,6 +117,7 @@ impl CatalogueIndex {
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
+            word_forms: typos::WordForms::default(),
             not_models: not_models::NotModelsCache::default(),
         })
     }
@@ -255,7 +259,7 @@ impl CatalogueIndex {
         else {
             return Ok(None);
         };
-        let loose = typos::loose_query(searcher, &self.fields, text)?;
+        let loose = typos::loose_query(searcher, &self.fields, text, &self.word_forms)?;
         Ok(loose.map(|loose| (text.clone(), loose)))
     }
 

@@ -7,12 +7,14 @@
 mod count;
 mod tier;
 
+use crate::generation_cache::GenerationCache;
 use crate::not_models::NotModelsCache;
 use crate::pruned::DenseWords;
 use crate::query::{filter, term_query, words_of, SearchRequest, TextQuery};
 use crate::schema::Fields;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, DfaWrapper, FuzzyTermQuery, Occur, Query};
 use tantivy::schema::Field;
 use tantivy::{Searcher, Term};
@@ -38,8 +40,30 @@ const LOOSE_WORDS: usize = 8;
 /// reach thousands of words of descriptions, each a postings list to union.
 const MAX_LOOSE_FORMS: usize = 128;
 
+/// Words whose forms are kept per searcher generation at most; then the cache starts again.
+/// A word holds at most [`MAX_LOOSE_FORMS`] forms in each text field.
+const KEPT_WORDS: usize = 4096;
+
+/// The forms of a word in each text field: (field, its weight, the forms found there).
+type Forms = Vec<(Field, f32, Vec<String>)>;
+
+/// The forms each word of recent searches reaches, kept per searcher generation: walking five
+/// term dictionaries with a word's automaton was an eighth of a three-word search, and the
+/// words of searches repeat (a catalogue's vocabulary is small).
+pub(crate) struct WordForms {
+    kept: GenerationCache<(String, Looseness), Arc<Forms>>,
+}
+
+impl Default for WordForms {
+    fn default() -> WordForms {
+        WordForms {
+            kept: GenerationCache::holding_at_most(KEPT_WORDS),
+        }
+    }
+}
+
 /// How a word may match besides exactly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Looseness {
     typos: u8,
     prefix: bool,
@@ -87,8 +111,7 @@ impl Looseness {
 /// One word of the text and the terms other than itself it reaches in each text field.
 struct LooseWord {
     word: String,
-    /// (field, its weight, the forms found there).
-    forms: Vec<(Field, f32, Vec<String>)>,
+    forms: Arc<Forms>,
 }
 
 /// The text's loose matches: every word matches as typed or through one of its forms. With
@@ -106,11 +129,12 @@ pub(crate) fn loose_query(
     searcher: &Searcher,
     fields: &Fields,
     text: &TextQuery,
+    kept: &WordForms,
 ) -> tantivy::Result<Option<Loose>> {
     if !text.typo_tolerance {
         return Ok(None);
     }
-    let words = loose_words(searcher, fields, &text.text)?;
+    let words = loose_words(searcher, fields, &text.text, kept)?;
     let form_terms: Vec<Term> = words.iter().flat_map(LooseWord::form_terms).collect();
     if form_terms.is_empty() {
         return Ok(None);
@@ -268,7 +292,7 @@ fn postings_size(searcher: &Searcher, terms: &[Term]) -> tantivy::Result<u64> {
 fn word_or_its_forms(fields: &Fields, word: &LooseWord) -> Box<dyn Query> {
     let typed = ConstScoreQuery::new(word_as_typed(fields, &word.word), TYPED_SCORE);
     let mut any: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, Box::new(typed))];
-    for (field, boost, forms) in &word.forms {
+    for (field, boost, forms) in word.forms.iter() {
         for form in forms {
             let term = term_query(Term::from_field_text(*field, form));
             let scored = ConstScoreQuery::new(term, boost * LOOSE_SHARE);
@@ -288,12 +312,15 @@ impl LooseWord {
     }
 }
 
-/// The words of `text` with their forms in each text field.
+/// The words of `text` with their forms in each text field, as `kept` has them for the
+/// searcher's generation or found now.
 fn loose_words(
     searcher: &Searcher,
     fields: &Fields,
     text: &str,
+    kept: &WordForms,
 ) -> tantivy::Result<Vec<LooseWord>> {
+    let generation = searcher.generation().generation_id();
     let words = words_of(text);
     let last = words.len().saturating_sub(1);
     let mut out = Vec::with_capacity(words.len());
@@ -302,21 +329,41 @@ fn loose_words(
             true => Looseness::of(&word, i == last),
             false => Looseness::AS_TYPED,
         };
-        let mut forms = Vec::new();
-        if !looseness.is_exact() {
-            // One automaton for every field: building one of two typos costs more than
-            // walking a dictionary with it.
-            let automaton = looseness.query(fields.model_words, &word).automaton()?;
-            for (field, boost) in fields.text_fields().words {
-                let found = forms_in(searcher, field, &word, &automaton)?;
-                if !found.is_empty() {
-                    forms.push((field, boost, found));
-                }
+        let key = (word, looseness);
+        let forms = match kept.kept.get(generation, &key) {
+            Some(forms) => forms,
+            None => {
+                let forms = Arc::new(forms_of(searcher, fields, &key.0, looseness)?);
+                kept.kept.keep(generation, key.clone(), forms.clone());
+                forms
             }
-        }
-        out.push(LooseWord { word, forms });
+        };
+        out.push(LooseWord { word: key.0, forms });
     }
     Ok(out)
+}
+
+/// The forms of `word` in each text field, found by walking their term dictionaries.
+fn forms_of(
+    searcher: &Searcher,
+    fields: &Fields,
+    word: &str,
+    looseness: Looseness,
+) -> tantivy::Result<Forms> {
+    let mut forms = Vec::new();
+    if looseness.is_exact() {
+        return Ok(forms);
+    }
+    // One automaton for every field: building one of two typos costs more than walking a
+    // dictionary with it.
+    let automaton = looseness.query(fields.model_words, word).automaton()?;
+    for (field, boost) in fields.text_fields().words {
+        let found = forms_in(searcher, field, word, &automaton)?;
+        if !found.is_empty() {
+            forms.push((field, boost, found));
+        }
+    }
+    Ok(forms)
 }
 
 /// The terms of `field` that `automaton` (of `word`) accepts, other than `word`; the first

@@ -173,6 +173,20 @@ fn a_word_of_five_to_eight_letters_takes_one_typo_and_nine_or_more_two() {
 }
 
 #[test]
+fn a_words_forms_are_found_again_after_a_commit() {
+    let index = index();
+    assert_eq!(text(&index, "navitmer", true).1, 0, "no navitimer yet");
+    let navitimer = M {
+        id: 7,
+        name: "Navitimer Chronograph",
+        reference: "210.30.42",
+        ..MODELS[0].clone()
+    };
+    index.update(&[doc(&navitimer)], 2).expect("update");
+    assert_eq!(text(&index, "navitmer", true), (vec![7], 1));
+}
+
+#[test]
 fn without_typo_tolerance_words_match_as_typed() {
     let index = index();
     assert_eq!(text(&index, "speedmaster", false), (vec![1], 1));
@@ -400,7 +414,7 @@ fn a_loose_search_runs_only_when_a_word_has_another_form() {
             normalized_reference: String::new(),
             typo_tolerance,
         };
-        crate::typos::loose_query(&searcher, &index.fields, &text)
+        crate::typos::loose_query(&searcher, &index.fields, &text, &index.word_forms)
             .expect("terms")
             .is_some()
     };

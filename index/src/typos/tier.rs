@@ -163,7 +163,7 @@ impl<'a> Tier<'a> {
                     }
                 })?;
             }
-            for (field, boost, forms) in &word.forms {
+            for (field, boost, forms) in word.forms.iter() {
                 let score = boost * LOOSE_SHARE;
                 for form in forms {
                     let term = Term::from_field_text(*field, form);
