@@ -16,6 +16,7 @@ mod not_models;
 mod pruned;
 mod query;
 mod schema;
+mod segment_cache;
 mod spec;
 mod summary;
 mod tokenizer;
@@ -90,6 +91,7 @@ pub struct CatalogueIndex {
     dense_words: pruned::DenseWords,
     facet_cache: facets::FacetCache,
     word_forms: typos::WordForms,
+    id_columns: segment_cache::IdColumns,
     not_models: not_models::NotModelsCache,
 }
 
@@ -104,6 +106,7 @@ impl CatalogueIndex {
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
             word_forms: typos::WordForms::default(),
+            id_columns: segment_cache::IdColumns::default(),
             not_models: not_models::NotModelsCache::default(),
         })
     }
@@ -118,6 +121,7 @@ impl CatalogueIndex {
             dense_words: pruned::DenseWords::default(),
             facet_cache: facets::FacetCache::default(),
             word_forms: typos::WordForms::default(),
+            id_columns: segment_cache::IdColumns::default(),
             not_models: not_models::NotModelsCache::default(),
         })
     }
@@ -208,7 +212,14 @@ impl CatalogueIndex {
                 let rest = k.saturating_sub(ranked.len());
                 let tier = match (rest, pruning) {
                     (0, _) | (_, Pruning::Never) => None,
-                    _ => loose.ranked(&searcher, &self.fields, request, &text, rest)?,
+                    _ => loose.ranked(
+                        &searcher,
+                        &self.fields,
+                        request,
+                        &text,
+                        rest,
+                        &self.id_columns,
+                    )?,
                 };
                 let only_loose =
                     || query::only_loosely(&self.fields, request, &text, loose.query.box_clone());
@@ -273,7 +284,15 @@ impl CatalogueIndex {
     ) -> IndexResult<(Vec<u64>, usize)> {
         let pruned = match (&request.text, request.kind, request.sort, pruning) {
             (Some(text), DocKind::Model, SortOrder::Relevance, Pruning::WhereItApplies) => {
-                pruned::search(searcher, &self.fields, request, text, k, &self.dense_words)?
+                pruned::search(
+                    searcher,
+                    &self.fields,
+                    request,
+                    text,
+                    k,
+                    &self.dense_words,
+                    &self.id_columns,
+                )?
             }
             (None, DocKind::Model, SortOrder::NameAsc, Pruning::WhereItApplies)
                 if request.filters == Filters::default() =>

@@ -5,8 +5,8 @@
 
 use crate::query::{for_each_doc, DocKind};
 use crate::schema::Fields;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use crate::segment_cache::SegmentCache;
+use std::sync::Arc;
 use tantivy::index::SegmentId;
 use tantivy::{DocId, Opstamp, Searcher, SegmentReader, Term};
 
@@ -25,7 +25,7 @@ type SegmentState = (SegmentId, Option<Opstamp>);
 /// [`NotModels`] of the segments last asked for.
 #[derive(Default)]
 pub(crate) struct NotModelsCache {
-    kept: Mutex<HashMap<SegmentState, Arc<NotModels>>>,
+    kept: SegmentCache<SegmentState, NotModels>,
 }
 
 impl NotModelsCache {
@@ -36,27 +36,11 @@ impl NotModelsCache {
         searcher: &Searcher,
         fields: &Fields,
     ) -> tantivy::Result<Vec<Arc<NotModels>>> {
-        let states: Vec<SegmentState> = searcher
-            .segment_readers()
-            .iter()
-            .map(|segment| (segment.segment_id(), segment.delete_opstamp()))
-            .collect();
-        let kept = self
-            .kept
-            .lock()
-            .map(|kept| kept.clone())
-            .unwrap_or_default();
-        let mut out = Vec::with_capacity(states.len());
-        for (segment, state) in searcher.segment_readers().iter().zip(&states) {
-            out.push(match kept.get(state) {
-                Some(known) => Arc::clone(known),
-                None => Arc::new(NotModels::of(segment, fields)?),
-            });
-        }
-        if let Ok(mut kept) = self.kept.lock() {
-            *kept = states.into_iter().zip(out.iter().cloned()).collect();
-        }
-        Ok(out)
+        self.kept.of(
+            searcher,
+            |segment| (segment.segment_id(), segment.delete_opstamp()),
+            |segment| NotModels::of(segment, fields),
+        )
     }
 }
 

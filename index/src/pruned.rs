@@ -34,7 +34,8 @@ use dense::CommonWord;
 pub(crate) use dense::DenseWords;
 
 use crate::query::{self, SearchRequest, TextQuery};
-use crate::schema::{names, Fields};
+use crate::schema::Fields;
+use crate::segment_cache::IdColumns;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use crate::IndexResult;
 use std::collections::BinaryHeap;
@@ -95,6 +96,7 @@ pub(crate) fn search(
     text: &TextQuery,
     k: usize,
     dense: &DenseWords,
+    id_columns: &IdColumns,
 ) -> IndexResult<Option<(Vec<u64>, usize)>> {
     let Some(plan) = Plan::new(searcher, fields, request, text)? else {
         return Ok(None);
@@ -107,10 +109,13 @@ pub(crate) fn search(
     dense.keep_only(&live);
     let mut total = 0;
     let mut kept = Vec::new();
-    for reader in searcher.segment_readers() {
+    for (reader, ids) in searcher
+        .segment_readers()
+        .iter()
+        .zip(id_columns.of(searcher)?)
+    {
         let segment = plan.segment(reader, k, dense)?;
         total += segment.total;
-        let ids = reader.fast_fields().u64(names::ID)?;
         kept.extend(segment.best.into_iter().map(|best| {
             let id = ids.first(best.doc).unwrap_or(u64::MAX);
             (best.rank, id)

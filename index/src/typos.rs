@@ -12,6 +12,7 @@ use crate::not_models::NotModelsCache;
 use crate::pruned::DenseWords;
 use crate::query::{filter, term_query, words_of, SearchRequest, TextQuery};
 use crate::schema::Fields;
+use crate::segment_cache::IdColumns;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -185,6 +186,7 @@ impl Loose {
         request: &SearchRequest,
         text: &TextQuery,
         k: usize,
+        id_columns: &IdColumns,
     ) -> crate::IndexResult<Option<(Vec<u64>, usize)>> {
         tier::ranked(
             searcher,
@@ -193,6 +195,7 @@ impl Loose {
             &text.normalized_reference,
             &self.words,
             k,
+            id_columns,
         )
     }
 }

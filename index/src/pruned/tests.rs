@@ -161,7 +161,8 @@ fn pruned_and_exhaustive(
         .exact_ranked(&searcher, &request, k, crate::Pruning::Never)
         .expect("exhaustive");
     let text = request.text.as_ref().expect("text");
-    let pruned = super::search(&searcher, &index.fields, &request, text, k, dense)
+    let ids = crate::segment_cache::IdColumns::default();
+    let pruned = super::search(&searcher, &index.fields, &request, text, k, dense, &ids)
         .expect("pruned")
         .expect("the text has words");
     (pruned, expected)
@@ -449,7 +450,8 @@ fn a_search_of_more_words_than_the_reference_pass_holds_falls_back() {
         &request,
         text,
         5,
-        &index.dense_words
+        &index.dense_words,
+        &index.id_columns
     )
     .expect("pruned")
     .is_none());

@@ -14,9 +14,11 @@
 use super::{reference_terms, word_as_typed_terms, LooseWord, LOOSE_SHARE, TYPED_SCORE};
 use crate::collector::best_ids;
 use crate::query::{filter_clauses, for_each_doc, DocKind, SearchRequest};
-use crate::schema::{names, Fields};
+use crate::schema::Fields;
+use crate::segment_cache::IdColumns;
 use crate::IndexResult;
 use std::collections::BinaryHeap;
+use tantivy::columnar::Column;
 use tantivy::query::{BitSetDocSet, BooleanQuery, EnableScoring, Query, Weight};
 use tantivy::{BitSet, DocSet, Score, Searcher, SegmentReader, Term, TERMINATED};
 
@@ -32,6 +34,7 @@ pub(crate) fn ranked(
     normalized_reference: &str,
     words: &[LooseWord],
     k: usize,
+    id_columns: &IdColumns,
 ) -> IndexResult<Option<(Vec<u64>, usize)>> {
     if words.is_empty() || words.len() > MOST_WORDS {
         return Ok(None);
@@ -39,8 +42,12 @@ pub(crate) fn ranked(
     let tier = Tier::new(searcher, fields, request, normalized_reference, words)?;
     let mut ranked: Vec<(u64, u64)> = Vec::new();
     let mut total = 0;
-    for reader in searcher.segment_readers() {
-        let (best, count) = tier.segment(reader, k)?;
+    for (reader, ids) in searcher
+        .segment_readers()
+        .iter()
+        .zip(id_columns.of(searcher)?)
+    {
+        let (best, count) = tier.segment(reader, &ids, k)?;
         ranked.extend(best);
         total += count;
     }
@@ -90,7 +97,12 @@ impl<'a> Tier<'a> {
     }
 
     /// The segment's best `k` as (score key, id), and its number of matches.
-    fn segment(&self, reader: &SegmentReader, k: usize) -> IndexResult<(Vec<(u64, u64)>, usize)> {
+    fn segment(
+        &self,
+        reader: &SegmentReader,
+        ids: &Column<u64>,
+        k: usize,
+    ) -> IndexResult<(Vec<(u64, u64)>, usize)> {
         let (sums, fewest) = self.sums(reader)?;
         let excluded = self.union(reader, self.whole.iter().chain(&self.other_kinds))?;
         let alive = reader.alive_bitset();
@@ -131,7 +143,6 @@ impl<'a> Tier<'a> {
                 best.push(key);
             }
         }
-        let ids = reader.fast_fields().u64(names::ID)?;
         let ranked = best
             .into_iter()
             .map(|(score, doc)| (score, ids.first(doc).unwrap_or(u64::MAX)))
