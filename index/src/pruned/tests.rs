@@ -161,8 +161,8 @@ fn pruned_and_exhaustive(
         .exact_ranked(&searcher, &request, k, crate::Pruning::Never)
         .expect("exhaustive");
     let text = request.text.as_ref().expect("text");
-    let ids = crate::segment_cache::IdColumns::default();
-    let pruned = super::search(&searcher, &index.fields, &request, text, k, dense, &ids)
+    let ids = &index.id_columns;
+    let pruned = super::search(&searcher, &index.fields, &request, text, k, dense, ids)
         .expect("pruned")
         .expect("the text has words");
     (pruned, expected)
