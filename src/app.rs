@@ -3,6 +3,7 @@
 //! rebuilt). The CLI and the server both work through it.
 
 use crate::config::DataDir;
+use crate::domain::{Brand, BrandId, Series, SeriesId};
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
@@ -16,7 +17,7 @@ use crate::store::{
     MigrationPolicy, MigrationReport, Store, StoreError, StoreGeneration, StoreResult,
 };
 use anyhow::Context;
-use catalogue_index::{CatalogueIndex, ListingIndex};
+use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
 
@@ -33,11 +34,32 @@ pub struct App {
     pub urgent_pictures: UrgentPictures,
     /// Batch jobs submitted to the server, run one at a time through the writer.
     pub jobs: Jobs,
-    /// The conversion table and the store generation it was read at.
     /// The conversion table and the store's rates epoch it was read at.
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
     /// The duplicate groups and the generation of the pairs they were joined from.
     duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
+    /// Brands and series as the store's generation has them: every page of models names each
+    /// model's, which was a tenth of a text search's time read from sled.
+    pub names: CatalogueNames,
+}
+
+/// Brands and series kept per store generation, a generation's at most [`KEPT_NAMES`] of each.
+pub struct CatalogueNames {
+    pub brands: GenerationCache<BrandId, Option<Brand>>,
+    pub series: GenerationCache<SeriesId, Option<Series>>,
+}
+
+/// Brands or series kept per generation at most (then the cache starts again): a catalogue
+/// of a million models has 2,000 brands and 24,000 series.
+const KEPT_NAMES: usize = 100_000;
+
+impl Default for CatalogueNames {
+    fn default() -> CatalogueNames {
+        CatalogueNames {
+            brands: GenerationCache::holding_at_most(KEPT_NAMES),
+            series: GenerationCache::holding_at_most(KEPT_NAMES),
+        }
+    }
 }
 
 impl App {
@@ -93,6 +115,7 @@ impl App {
             listings,
             rates: RwLock::new(None),
             duplicate_groups: Mutex::new(None),
+            names: CatalogueNames::default(),
         };
         Ok((app, report))
     }

@@ -1,18 +1,19 @@
-//! Values worked out from one searcher generation (the index as one commit left it), kept until
-//! the next commit, so that they are never stale: facet counts, and the loose forms of a word.
+//! Values worked out from one generation (the index as one commit left it, or the store), kept
+//! until the next, so that they are never stale: facet counts and the loose forms of a word
+//! here, the brands and series the API names beside each model.
 
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 
 /// At most `most` values of the generation last asked for; when full, it starts again.
-pub(crate) struct GenerationCache<K, V> {
+pub struct GenerationCache<K, V> {
     kept: Mutex<(u64, HashMap<K, V>)>,
     most: usize,
 }
 
 impl<K: Hash + Eq, V: Clone> GenerationCache<K, V> {
-    pub(crate) fn holding_at_most(most: usize) -> GenerationCache<K, V> {
+    pub fn holding_at_most(most: usize) -> GenerationCache<K, V> {
         GenerationCache {
             kept: Mutex::new((0, HashMap::new())),
             most,
@@ -20,7 +21,7 @@ impl<K: Hash + Eq, V: Clone> GenerationCache<K, V> {
     }
 
     /// The value kept for `key` at `generation`.
-    pub(crate) fn get(&self, generation: u64, key: &K) -> Option<V> {
+    pub fn get(&self, generation: u64, key: &K) -> Option<V> {
         let kept = self.kept.lock().ok()?;
         (kept.0 == generation)
             .then(|| kept.1.get(key).cloned())
@@ -28,7 +29,7 @@ impl<K: Hash + Eq, V: Clone> GenerationCache<K, V> {
     }
 
     /// Keeps `value` for `key` at `generation`, forgetting every value of another generation.
-    pub(crate) fn keep(&self, generation: u64, key: K, value: V) {
+    pub fn keep(&self, generation: u64, key: K, value: V) {
         if let Ok(mut kept) = self.kept.lock() {
             if kept.0 != generation || kept.1.len() >= self.most {
                 *kept = (generation, HashMap::new());

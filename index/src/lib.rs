@@ -36,6 +36,7 @@ pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
 
 use collector::{StatsCollector, TopIds};
 use derived::{Derived, RebuildShape};
+pub use generation_cache::GenerationCache;
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;

@@ -11,15 +11,18 @@ use crate::domain::{
     PictureId, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::rates::{display_price, ConversionTable};
-use catalogue_index::Filters;
+use crate::store::StoreGeneration;
+use catalogue_index::{Filters, GenerationCache};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Brands and series read while building one response, each read once, and the base URL
-/// of re-hosted pictures.
+/// of re-hosted pictures. Those not read yet come from [`App::names`] at the store generation
+/// the response first needed one at.
 pub struct Lookups {
     brands: HashMap<BrandId, Option<Brand>>,
     series: HashMap<SeriesId, Option<Series>>,
+    generation: Option<StoreGeneration>,
     media_base: Arc<str>,
 }
 
@@ -28,17 +31,47 @@ impl Lookups {
         Lookups {
             brands: HashMap::new(),
             series: HashMap::new(),
+            generation: None,
             media_base: media.0.clone(),
         }
     }
 
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
-        cached(&mut self.brands, id, || app.store.brand(id))
+        let generation = self.generation(app)?;
+        cached(&mut self.brands, id, || {
+            kept(&app.names.brands, generation, id, || app.store.brand(id))
+        })
     }
 
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
-        cached(&mut self.series, id, || app.store.series(id))
+        let generation = self.generation(app)?;
+        cached(&mut self.series, id, || {
+            kept(&app.names.series, generation, id, || app.store.series(id))
+        })
     }
+
+    fn generation(&mut self, app: &App) -> ApiResult<u64> {
+        let generation = match self.generation {
+            Some(generation) => generation,
+            None => *self.generation.insert(app.store.generation()?),
+        };
+        Ok(generation.0)
+    }
+}
+
+/// The value of `key` kept in `cache` at `generation`, or read by `load` and kept.
+fn kept<K: std::hash::Hash + Eq + Copy, V: Clone>(
+    cache: &GenerationCache<K, Option<V>>,
+    generation: u64,
+    key: K,
+    load: impl FnOnce() -> crate::store::StoreResult<Option<V>>,
+) -> crate::store::StoreResult<Option<V>> {
+    if let Some(value) = cache.get(generation, &key) {
+        return Ok(value);
+    }
+    let value = load()?;
+    cache.keep(generation, key, value.clone());
+    Ok(value)
 }
 
 pub(crate) fn cached<K: std::hash::Hash + Eq, V>(

@@ -659,3 +659,38 @@ async fn compare_refuses_bad_lists_and_names_unknown_models() {
         assert!(message.contains(named), "{message}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_of_models_names_brands_and_series_as_the_latest_write_has_them() {
+    let dataset = test_catalogue_copy();
+    let app = TestApp::build().dataset(dataset.path()).start().await;
+    let series_of = |page: &Value| -> Vec<String> {
+        let items = page["data"].as_array().expect("data");
+        items
+            .iter()
+            .map(|item| item["series"]["name"].as_str().expect("name").to_owned())
+            .collect()
+    };
+    // Twice, so that the second page is served from the names kept for the generation.
+    for _ in 0..2 {
+        let page = app.ok("/v1/models?brand=rolex&series=submariner").await;
+        assert!(series_of(&page).iter().all(|name| name == "Submariner"));
+    }
+    let series = dataset.path().join("series.jsonl");
+    let renamed = std::fs::read_to_string(&series)
+        .expect("series")
+        .replace(r#""name":"Submariner""#, r#""name":"Submariner Date""#);
+    std::fs::write(&series, renamed).expect("write");
+    let source = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_path_buf());
+    app.app
+        .writer
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
+        .expect("re-import");
+    let page = app.ok("/v1/models?brand=rolex&series=submariner").await;
+    let names = series_of(&page);
+    assert!(!names.is_empty());
+    assert!(
+        names.iter().all(|name| name == "Submariner Date"),
+        "{names:?}"
+    );
+}
