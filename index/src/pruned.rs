@@ -30,7 +30,7 @@
 
 mod dense;
 
-use dense::CommonWord;
+pub(crate) use dense::CommonWord;
 pub(crate) use dense::DenseWords;
 
 use crate::query::{self, SearchRequest, TextQuery};

@@ -1,69 +1,89 @@
 //! The typo tier counted, not ranked: what a page the exact matches fill still needs for its
-//! `total`. Each word's matches (as typed, and through a form) become a bitset of the segment,
-//! the words' bitsets are intersected a machine word at a time, and the tier is the documents
-//! every word matched less those every word matched as typed. A common word's bitset is the one
-//! the exact search kept ([`DenseWords`]), so a correctly spelt search of common words does
-//! not read their postings again; tantivy's conjunction of unions did, a window at a time
-//! (bench/RESULTS.md, "The typo tier counted as bitsets").
+//! `total`. The tier is the documents every word matched (as typed or through a form) less those
+//! every word matched as typed, so each of its documents holds a form of some word: only the
+//! machine words (64 documents) holding a form can hold one. There, each word's matches are read
+//! a machine word at a time, its typed matches from the bitset the exact search kept for it
+//! ([`DenseWords`]) when it is common; nothing is allocated a segment long. The forms of a
+//! correctly spelt word are a few hundred documents beside its hundreds of thousands, so this
+//! costs microseconds where tantivy's conjunction of unions, seeking a window at a time, cost
+//! half the search (bench/RESULTS.md, "The typo tier counted as bitsets").
 
 use super::tier::Tier;
 use crate::not_models::NotModels;
-use crate::pruned::DenseWords;
+use crate::pruned::{CommonWord, DenseWords};
 use crate::query::for_each_doc;
 use crate::IndexResult;
 use std::sync::Arc;
 use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
 
-/// One bit a document of a segment.
-struct Bits(Vec<u64>);
+/// The bits of some documents of a segment, kept only for the machine words holding one, in
+/// ascending order of machine word.
+#[derive(Default)]
+struct SparseBits(Vec<(usize, u64)>);
 
-impl Bits {
-    fn empty(max_doc: DocId) -> Bits {
-        Bits(vec![0; (max_doc as usize).div_ceil(64)])
+impl SparseBits {
+    /// The documents holding any of `terms`.
+    fn of_terms<'t>(
+        reader: &SegmentReader,
+        terms: impl IntoIterator<Item = &'t Term>,
+    ) -> IndexResult<SparseBits> {
+        let mut docs = Vec::new();
+        for term in terms {
+            for_each_doc(reader, term, |doc| docs.push(doc))?;
+        }
+        docs.sort_unstable();
+        let mut words: Vec<(usize, u64)> = Vec::new();
+        for doc in docs {
+            let (at, bit) = (doc as usize / 64, 1u64 << (doc % 64));
+            match words.last_mut() {
+                Some((last, bits)) if *last == at => *bits |= bit,
+                _ => words.push((at, bit)),
+            }
+        }
+        Ok(SparseBits(words))
     }
 
-    fn insert(&mut self, doc: DocId) {
-        if let Some(word) = self.0.get_mut(doc as usize / 64) {
-            *word |= 1 << (doc % 64);
+    fn machine_words(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().map(|(at, _)| *at)
+    }
+}
+
+/// Reads a [`SparseBits`] at ascending machine words.
+struct Cursor<'a> {
+    words: &'a [(usize, u64)],
+}
+
+impl Cursor<'_> {
+    /// The bits at machine word `at`, not before the last asked for.
+    fn at(&mut self, at: usize) -> u64 {
+        while self.words.first().is_some_and(|(first, _)| *first < at) {
+            self.words = &self.words[1..];
+        }
+        match self.words.first() {
+            Some((first, bits)) if *first == at => *bits,
+            _ => 0,
         }
     }
+}
 
-    fn remove(&mut self, doc: DocId) {
-        if let Some(word) = self.0.get_mut(doc as usize / 64) {
-            *word &= !(1 << (doc % 64));
-        }
-    }
+/// The documents a word matches as typed: the bitset the exact search kept when the word is
+/// common (and its references, few), or its terms' postings.
+struct Typed {
+    kept: Option<Arc<CommonWord>>,
+    read: SparseBits,
+}
 
-    fn insert_docs_of(&mut self, reader: &SegmentReader, term: &Term) -> IndexResult<()> {
-        Ok(for_each_doc(reader, term, |doc| self.insert(doc))?)
-    }
-
-    fn and(&mut self, other: &Bits) {
-        for (mine, theirs) in self.0.iter_mut().zip(&other.0) {
-            *mine &= *theirs;
-        }
-    }
-
-    fn and_not(&mut self, other: &Bits) {
-        for (mine, theirs) in self.0.iter_mut().zip(&other.0) {
-            *mine &= !*theirs;
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.0.iter().map(|word| word.count_ones() as usize).sum()
-    }
-
-    fn docs(&self) -> impl Iterator<Item = DocId> + '_ {
-        self.0.iter().enumerate().flat_map(|(at, &word)| {
-            let mut rest = word;
-            std::iter::from_fn(move || {
-                (rest != 0).then(|| {
-                    let bit = rest.trailing_zeros();
-                    rest &= rest - 1;
-                    at as DocId * 64 + bit
-                })
-            })
+impl Typed {
+    fn of(reader: &SegmentReader, terms: &[Term], dense: &DenseWords) -> IndexResult<Typed> {
+        // The word's `model_words` term comes first ([`super::word_as_typed_terms`]).
+        let kept = terms.first().and_then(|word| dense.kept(reader, word));
+        let rest = match kept {
+            Some(_) => terms.get(1..).unwrap_or_default(),
+            None => terms,
+        };
+        Ok(Typed {
+            kept,
+            read: SparseBits::of_terms(reader, rest)?,
         })
     }
 }
@@ -78,64 +98,61 @@ impl Tier<'_> {
         not_models: &NotModels,
         dense: &DenseWords,
     ) -> IndexResult<usize> {
-        let mut every_word: Option<Bits> = None;
-        let mut every_word_typed: Option<Bits> = None;
-        for (word, typed) in self.words.iter().zip(&self.typed) {
-            let mut matched = self.typed_docs(reader, typed, dense)?;
-            match every_word_typed.as_mut() {
-                Some(all) => all.and(&matched),
-                None => every_word_typed = Some(Bits(matched.0.clone())),
-            }
-            for term in word.form_terms() {
-                matched.insert_docs_of(reader, &term)?;
-            }
-            match every_word.as_mut() {
-                Some(all) => all.and(&matched),
-                None => every_word = Some(matched),
-            }
-        }
-        let (Some(mut tier), Some(exact)) = (every_word, every_word_typed) else {
-            return Ok(0);
+        let typed = (self.typed.iter())
+            .map(|terms| Typed::of(reader, terms, dense))
+            .collect::<IndexResult<Vec<_>>>()?;
+        let forms = (self.words.iter())
+            .map(|word| SparseBits::of_terms(reader, &word.form_terms().collect::<Vec<_>>()))
+            .collect::<IndexResult<Vec<_>>>()?;
+        let mut holding_a_form: Vec<usize> = forms.iter().flat_map(|f| f.machine_words()).collect();
+        holding_a_form.sort_unstable();
+        holding_a_form.dedup();
+        let mut typed_read: Vec<Cursor> =
+            typed.iter().map(|t| Cursor { words: &t.read.0 }).collect();
+        let mut form_read: Vec<Cursor> = forms.iter().map(|f| Cursor { words: &f.0 }).collect();
+        let mut excluded = self.whole_reference_docs(reader)?;
+        excluded.extend(&not_models.not_live_models);
+        excluded.sort_unstable();
+        let mut filter = match &self.filter {
+            Some(weight) => Some(weight.scorer(reader, 1.0)?),
+            None => None,
         };
-        tier.and_not(&exact);
-        for &doc in &not_models.not_live_models {
-            tier.remove(doc);
-        }
-        for term in &self.whole {
-            for_each_doc(reader, term, |doc| tier.remove(doc))?;
-        }
-        let Some(filter) = &self.filter else {
-            return Ok(tier.len());
-        };
-        let mut filter = filter.scorer(reader, 1.0)?;
         let mut count = 0;
-        for doc in tier.docs() {
-            if filter.doc() < doc && filter.seek(doc) == TERMINATED {
-                break;
+        for at in holding_a_form {
+            let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
+            for w in 0..typed.len() {
+                let kept =
+                    (typed[w].kept.as_ref()).map_or(0, |k| k.bits().get(at).copied().unwrap_or(0));
+                let as_typed = kept | typed_read[w].at(at);
+                every_typed &= as_typed;
+                every_matched &= as_typed | form_read[w].at(at);
             }
-            count += usize::from(filter.doc() == doc);
+            let mut tier = every_matched & !every_typed;
+            while tier != 0 {
+                let doc = (at * 64) as DocId + tier.trailing_zeros();
+                tier &= tier - 1;
+                if excluded.binary_search(&doc).is_ok() {
+                    continue;
+                }
+                if let Some(filter) = filter.as_mut() {
+                    if filter.doc() < doc && filter.seek(doc) == TERMINATED {
+                        return Ok(count);
+                    }
+                    if filter.doc() != doc {
+                        continue;
+                    }
+                }
+                count += 1;
+            }
         }
         Ok(count)
     }
 
-    /// The documents a word matches as typed (`typed`, its terms): the bitset the exact search
-    /// kept for its word when it is common, with the word's references added; else postings.
-    fn typed_docs(
-        &self,
-        reader: &SegmentReader,
-        typed: &[Term],
-        dense: &DenseWords,
-    ) -> IndexResult<Bits> {
-        let (kept, rest) = match typed.split_first() {
-            Some((word, rest)) => match dense.kept(reader, word) {
-                Some(common) => (Some(Bits(common.bits().to_vec())), rest),
-                None => (None, typed),
-            },
-            None => (None, typed),
-        };
-        let mut docs = kept.unwrap_or_else(|| Bits::empty(reader.max_doc()));
-        for term in rest {
-            docs.insert_docs_of(reader, term)?;
+    /// The documents the whole text finds as a reference: exact matches, never the tier's.
+    fn whole_reference_docs(&self, reader: &SegmentReader) -> IndexResult<Vec<DocId>> {
+        let mut docs = Vec::new();
+        for term in &self.whole {
+            for_each_doc(reader, term, |doc| docs.push(doc))?;
         }
         Ok(docs)
     }
