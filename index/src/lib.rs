@@ -205,7 +205,7 @@ impl CatalogueIndex {
     fn search_with(&self, request: &SearchRequest, pruning: Pruning) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();
         let k = request.offset.saturating_add(request.limit);
-        let loose = self.loose_query(&searcher, request)?;
+        let loose = self.loose_matches(&searcher, request)?;
         let (ranked, total) = match (loose, request.sort) {
             (None, _) => self.exact_ranked(&searcher, request, k, pruning)?,
             (Some((text, loose)), SortOrder::Relevance) => {
@@ -222,8 +222,10 @@ impl CatalogueIndex {
                         &self.id_columns,
                     )?,
                 };
-                let only_loose =
-                    || query::only_loosely(&self.fields, request, &text, loose.query.box_clone());
+                let only_loose = || -> IndexResult<Box<dyn tantivy::query::Query>> {
+                    let query = loose.query(&searcher, &self.fields)?;
+                    Ok(query::only_loosely(&self.fields, request, &text, query))
+                };
                 // A page the exact matches fill needs only the loose ones' number, which
                 // counts without scoring.
                 let more_total = match (rest, tier, pruning) {
@@ -236,12 +238,12 @@ impl CatalogueIndex {
                         &self.dense_words,
                     )?,
                     (0, _, Pruning::Never) => {
-                        searcher.search(&*only_loose(), &tantivy::collector::Count)?
+                        searcher.search(&*only_loose()?, &tantivy::collector::Count)?
                     }
                     (_, found, _) => {
                         let (more, more_total) = match found {
                             Some(found) => found,
-                            None => ranked_in(&searcher, &*only_loose(), SortKey::Score, rest)?,
+                            None => ranked_in(&searcher, &*only_loose()?, SortKey::Score, rest)?,
                         };
                         ranked.extend(more);
                         more_total
@@ -250,16 +252,17 @@ impl CatalogueIndex {
                 (ranked, total + more_total)
             }
             (Some((text, loose)), sort) => {
-                let either = query::loosely(&self.fields, request, &text, loose.query);
+                let loose = loose.query(&searcher, &self.fields)?;
+                let either = query::loosely(&self.fields, request, &text, loose);
                 ranked_in(&searcher, &*either, sort.key(), k)?
             }
         };
         Ok(Hits::page(ranked, total, request))
     }
 
-    /// The request's text and the query of its matches that need a typo or a prefix; `None`
-    /// when it has none ([`typos`]).
-    fn loose_query(
+    /// The request's text and its words' loose forms, for the matches that need a typo or a
+    /// prefix; `None` when it has none ([`typos`]).
+    fn loose_matches(
         &self,
         searcher: &Searcher,
         request: &SearchRequest,
@@ -271,7 +274,7 @@ impl CatalogueIndex {
         else {
             return Ok(None);
         };
-        let loose = typos::loose_query(searcher, &self.fields, text, &self.word_forms)?;
+        let loose = typos::loose_matches(searcher, &self.fields, text, &self.word_forms)?;
         Ok(loose.map(|loose| (text.clone(), loose)))
     }
 
@@ -312,8 +315,8 @@ impl CatalogueIndex {
     }
 
     /// The value counts of `facets` over what `request` matches (its page and order aside),
-    /// each facet without its own filter; in the order asked. The text's loose forms are
-    /// looked up once for every pass.
+    /// each facet without its own filter; in the order asked. The text's loose query is made
+    /// once for every pass.
     pub fn facets(
         &self,
         request: &SearchRequest,
@@ -321,7 +324,10 @@ impl CatalogueIndex {
     ) -> IndexResult<Vec<FacetCounts>> {
         let searcher = self.derived.reader.searcher();
         let generation = searcher.generation().generation_id();
-        let loose = self.loose_query(&searcher, request)?;
+        let loose = match self.loose_matches(&searcher, request)? {
+            Some((text, loose)) => Some((text, loose.query(&searcher, &self.fields)?)),
+            None => None,
+        };
         let mut counted = Vec::with_capacity(facets.len());
         for (filters, group) in facets::passes(&request.filters, facets) {
             let under = SearchRequest {
@@ -348,7 +354,7 @@ impl CatalogueIndex {
                 }
                 let query = match &loose {
                     Some((text, loose)) => {
-                        query::loosely(&self.fields, &under, text, loose.query.box_clone())
+                        query::loosely(&self.fields, &under, text, loose.box_clone())
                     }
                     None => query::build(&self.fields, &under),
                 };

@@ -722,24 +722,6 @@ impl<'a> CodeScorer<'a> {
     }
 }
 
-/// A bound ordered as a float that is never NaN (a sum of BM25 scores).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct OrderedBound(Score);
-
-impl Eq for OrderedBound {}
-
-impl PartialOrd for OrderedBound {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for OrderedBound {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&other.0)
-    }
-}
-
 /// The code numbers of a word, the highest of `bounds` first.
 fn by_bound(bounds: &[Score]) -> Vec<usize> {
     let mut numbers: Vec<usize> = (0..bounds.len()).collect();
@@ -770,13 +752,17 @@ impl CommonWalk<'_> {
         let seconds = by_bound(second);
         // Pairs in descending bound, so the worst kept rises as early as it can: each of the
         // first word's codes with the next of the second's it has not met (a k-way merge).
-        let bound =
-            |n0: usize, at: usize| first[n0] + seconds.get(at).map_or(0.0, |&n1| second[n1]);
-        let mut next: BinaryHeap<(OrderedBound, usize, usize)> = (0..first.len())
+        // Bounds are sums of BM25 scores, never negative: their bit patterns order like them.
+        let key = |n0: usize, at: usize| {
+            let bound = first[n0] + seconds.get(at).map_or(0.0, |&n1| second[n1]);
+            (bound.max(0.0).to_bits(), n0, at)
+        };
+        let mut next: BinaryHeap<(u32, usize, usize)> = (0..first.len())
             .filter(|_| !seconds.is_empty())
-            .map(|n0| (OrderedBound(bound(n0, 0)), n0, 0))
+            .map(|n0| key(n0, 0))
             .collect();
-        while let Some((OrderedBound(pair_bound), n0, at)) = next.pop() {
+        while let Some((pair_bound, n0, at)) = next.pop() {
+            let pair_bound = f32::from_bits(pair_bound);
             if best
                 .worst_when_full()
                 .is_some_and(|worst| pair_bound < worst)
@@ -785,7 +771,7 @@ impl CommonWalk<'_> {
             }
             self.pair([n0, seconds[at]], best)?;
             if at + 1 < seconds.len() {
-                next.push((OrderedBound(bound(n0, at + 1)), n0, at + 1));
+                next.push(key(n0, at + 1));
             }
         }
         Ok(dense::count_in_all(self.common, self.alive))

@@ -115,7 +115,7 @@ struct LooseWord {
     forms: Arc<Forms>,
 }
 
-/// The text's loose matches: every word matches as typed or through one of its forms. With
+/// The text's loose matches ([`Loose::query`]): every word matches as typed or through one of its forms. With
 /// the exact matches taken out ([`as_typed`]) they are the matches that need a typo or a
 /// prefix: a model every word of which matched as typed is an exact match, so no clause needs
 /// to ask for at least one form (one that did read every form's postings a second time).
@@ -126,7 +126,7 @@ struct LooseWord {
 /// weight of the field it is found in), not BM25: each clause is then a term's postings or a
 /// small union that seeks cheaply, where the text fields' scored union would be read a window
 /// at a time around every candidate.
-pub(crate) fn loose_query(
+pub(crate) fn loose_matches(
     searcher: &Searcher,
     fields: &Fields,
     text: &TextQuery,
@@ -136,46 +136,54 @@ pub(crate) fn loose_query(
         return Ok(None);
     }
     let words = loose_words(searcher, fields, &text.text, kept)?;
-    let form_terms: Vec<Term> = words.iter().flat_map(LooseWord::form_terms).collect();
-    if form_terms.is_empty() {
+    if words.iter().all(|word| word.forms.is_empty()) {
         return Ok(None);
     }
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
-        .iter()
-        .map(|w| (Occur::Must, word_or_its_forms(fields, w)))
-        .collect();
-    // Every loose-only match holds a form, so the forms' union may lead the intersection:
-    // worth it when it is smaller than every word's own union (a common word with a rare
-    // typo), not when a word matches only through its forms (it would read them twice).
-    let forms_size = postings_size(searcher, &form_terms)?;
-    let mut smallest_word = u64::MAX;
-    for word in &words {
-        let own: Vec<Term> = word_as_typed_terms(fields, &word.word)
-            .into_iter()
-            .chain(word.form_terms())
-            .collect();
-        smallest_word = smallest_word.min(postings_size(searcher, &own)?);
-    }
-    if forms_size < smallest_word {
-        let any_form = form_terms
-            .into_iter()
-            .map(|term| (Occur::Should, term_query(term)))
-            .collect();
-        clauses.push((Occur::Must, filter(Box::new(BooleanQuery::new(any_form)))));
-    }
-    Ok(Some(Loose {
-        query: Box::new(BooleanQuery::new(clauses)),
-        words,
-    }))
+    Ok(Some(Loose { words }))
 }
 
-/// A text's loose matches: their query, and its words with their forms.
+/// A text's words with their forms, when some word has one.
 pub(crate) struct Loose {
-    pub query: Box<dyn Query>,
     words: Vec<LooseWord>,
 }
 
 impl Loose {
+    /// The query of the loose matches: each word as typed or through one of its forms. Built
+    /// only by the paths that search with it: a page's typo tier is ranked and counted without
+    /// it ([`tier`], [`count`]).
+    pub(crate) fn query(
+        &self,
+        searcher: &Searcher,
+        fields: &Fields,
+    ) -> tantivy::Result<Box<dyn Query>> {
+        let words = &self.words;
+        let form_terms: Vec<Term> = words.iter().flat_map(LooseWord::form_terms).collect();
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = words
+            .iter()
+            .map(|w| (Occur::Must, word_or_its_forms(fields, w)))
+            .collect();
+        // Every loose-only match holds a form, so the forms' union may lead the intersection:
+        // worth it when it is smaller than every word's own union (a common word with a rare
+        // typo), not when a word matches only through its forms (it would read them twice).
+        let forms_size = postings_size(searcher, &form_terms)?;
+        let mut smallest_word = u64::MAX;
+        for word in words {
+            let own: Vec<Term> = word_as_typed_terms(fields, &word.word)
+                .into_iter()
+                .chain(word.form_terms())
+                .collect();
+            smallest_word = smallest_word.min(postings_size(searcher, &own)?);
+        }
+        if forms_size < smallest_word {
+            let any_form = form_terms
+                .into_iter()
+                .map(|term| (Occur::Should, term_query(term)))
+                .collect();
+            clauses.push((Occur::Must, filter(Box::new(BooleanQuery::new(any_form)))));
+        }
+        Ok(Box::new(BooleanQuery::new(clauses)))
+    }
+
     /// The best `k` of the matches that need a typo or a prefix (ids) and their number, ranked
     /// as [`crate::query::only_loosely`] ranks them, in one pass over the terms' postings
     /// ([`tier`]); `None` when the text has too many words for the pass.
@@ -198,9 +206,7 @@ impl Loose {
             id_columns,
         )
     }
-}
 
-impl Loose {
     /// How many matches need a typo or a prefix, as [`Loose::ranked`] counts them, without
     /// ranking them: for a page the exact matches fill ([`count`]). `not_models` holds each
     /// of the searcher's segments' ([`NotModelsCache`]); `dense` the exact search's words.

@@ -414,7 +414,7 @@ fn a_loose_search_runs_only_when_a_word_has_another_form() {
             normalized_reference: String::new(),
             typo_tolerance,
         };
-        crate::typos::loose_query(&searcher, &index.fields, &text, &index.word_forms)
+        crate::typos::loose_matches(&searcher, &index.fields, &text, &index.word_forms)
             .expect("terms")
             .is_some()
     };

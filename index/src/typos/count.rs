@@ -110,9 +110,7 @@ impl Tier<'_> {
         let mut typed_read: Vec<Cursor> =
             typed.iter().map(|t| Cursor { words: &t.read.0 }).collect();
         let mut form_read: Vec<Cursor> = forms.iter().map(|f| Cursor { words: &f.0 }).collect();
-        let mut excluded = self.whole_reference_docs(reader)?;
-        excluded.extend(&not_models.not_live_models);
-        excluded.sort_unstable();
+        let whole = self.whole_reference_docs(reader)?;
         let mut filter = match &self.filter {
             Some(weight) => Some(weight.scorer(reader, 1.0)?),
             None => None,
@@ -131,7 +129,9 @@ impl Tier<'_> {
             while tier != 0 {
                 let doc = (at * 64) as DocId + tier.trailing_zeros();
                 tier &= tier - 1;
-                if excluded.binary_search(&doc).is_ok() {
+                if not_models.not_live_models.binary_search(&doc).is_ok()
+                    || whole.binary_search(&doc).is_ok()
+                {
                     continue;
                 }
                 if let Some(filter) = filter.as_mut() {
@@ -148,12 +148,14 @@ impl Tier<'_> {
         Ok(count)
     }
 
-    /// The documents the whole text finds as a reference: exact matches, never the tier's.
+    /// The documents the whole text finds as a reference (exact matches, never the tier's),
+    /// ascending.
     fn whole_reference_docs(&self, reader: &SegmentReader) -> IndexResult<Vec<DocId>> {
         let mut docs = Vec::new();
         for term in &self.whole {
             for_each_doc(reader, term, |doc| docs.push(doc))?;
         }
+        docs.sort_unstable();
         Ok(docs)
     }
 }
