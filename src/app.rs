@@ -3,7 +3,7 @@
 //! rebuilt). The CLI and the server both work through it.
 
 use crate::config::DataDir;
-use crate::domain::{Brand, BrandId, Series, SeriesId};
+use crate::domain::{Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
@@ -38,26 +38,42 @@ pub struct App {
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
     /// The duplicate groups and the generation of the pairs they were joined from.
     duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
-    /// Brands and series as the store's generation has them: every page of models names each
-    /// model's, which was a tenth of a text search's time read from sled.
-    pub names: CatalogueNames,
+    /// What pages of models read from the store, as its generation has it: a page shows each
+    /// model from four sled reads, which were a third of a text search's time over HTTP.
+    pub kept: KeptReads,
 }
 
-/// Brands and series kept per store generation, a generation's at most [`KEPT_NAMES`] of each.
-pub struct CatalogueNames {
+/// Store reads kept per store generation (`api::assemble::Lookups`), a generation's at most
+/// [`KEPT_NAMES`] brands and series and [`KEPT_MODEL_CARDS`] model cards.
+pub struct KeptReads {
     pub brands: GenerationCache<BrandId, Option<Brand>>,
     pub series: GenerationCache<SeriesId, Option<Series>>,
+    pub model_cards: GenerationCache<ModelId, Option<Arc<ModelCard>>>,
+}
+
+/// What a model's list item is made from: the model, its FRONT picture's pipeline record (when
+/// the dataset did not give its crop) and its listing count.
+#[derive(Debug)]
+pub struct ModelCard {
+    pub model: Model,
+    pub front_record: Option<PictureRecord>,
+    pub listing_count: u64,
 }
 
 /// Brands or series kept per generation at most (then the cache starts again): a catalogue
 /// of a million models has 2,000 brands and 24,000 series.
 const KEPT_NAMES: usize = 100_000;
 
-impl Default for CatalogueNames {
-    fn default() -> CatalogueNames {
-        CatalogueNames {
+/// Model cards kept per generation at most, about a kilobyte each: the models of the pages
+/// asked most often within a generation, not the catalogue.
+const KEPT_MODEL_CARDS: usize = 50_000;
+
+impl Default for KeptReads {
+    fn default() -> KeptReads {
+        KeptReads {
             brands: GenerationCache::holding_at_most(KEPT_NAMES),
             series: GenerationCache::holding_at_most(KEPT_NAMES),
+            model_cards: GenerationCache::holding_at_most(KEPT_MODEL_CARDS),
         }
     }
 }
@@ -115,7 +131,7 @@ impl App {
             listings,
             rates: RwLock::new(None),
             duplicate_groups: Mutex::new(None),
-            names: CatalogueNames::default(),
+            kept: KeptReads::default(),
         };
         Ok((app, report))
     }

@@ -5,24 +5,24 @@
 use super::error::{internal_because, ApiError, ApiResult};
 use super::listings::MediaBase;
 use super::views::*;
-use crate::app::App;
+use crate::app::{App, ModelCard};
 use crate::domain::{
     Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId, Picture,
-    PictureId, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
+    PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::rates::{display_price, ConversionTable};
-use crate::store::StoreGeneration;
+use crate::store::ReadAt;
 use catalogue_index::{Filters, GenerationCache};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Brands and series read while building one response, each read once, and the base URL
-/// of re-hosted pictures. Those not read yet come from [`App::names`] at the store generation
-/// the response first needed one at.
+/// of re-hosted pictures. Those not read yet, and model cards, come from [`App::kept`] at the
+/// store generation the response first needed one at.
 pub struct Lookups {
     brands: HashMap<BrandId, Option<Brand>>,
     series: HashMap<SeriesId, Option<Series>>,
-    generation: Option<StoreGeneration>,
+    read_at: Option<ReadAt>,
     media_base: Arc<str>,
 }
 
@@ -31,47 +31,74 @@ impl Lookups {
         Lookups {
             brands: HashMap::new(),
             series: HashMap::new(),
-            generation: None,
+            read_at: None,
             media_base: media.0.clone(),
         }
     }
 
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
-        let generation = self.generation(app)?;
+        let at = self.read_at(app)?;
         cached(&mut self.brands, id, || {
-            kept(&app.names.brands, generation, id, || app.store.brand(id))
+            kept(app, &app.kept.brands, at, id, || app.store.brand(id))
         })
     }
 
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
-        let generation = self.generation(app)?;
+        let at = self.read_at(app)?;
         cached(&mut self.series, id, || {
-            kept(&app.names.series, generation, id, || app.store.series(id))
+            kept(app, &app.kept.series, at, id, || app.store.series(id))
         })
     }
 
-    fn generation(&mut self, app: &App) -> ApiResult<u64> {
-        let generation = match self.generation {
-            Some(generation) => generation,
-            None => *self.generation.insert(app.store.generation()?),
-        };
-        Ok(generation.0)
+    /// The model's card, `None` for no such model.
+    fn model_card(&mut self, app: &App, id: ModelId) -> ApiResult<Option<Arc<ModelCard>>> {
+        let at = self.read_at(app)?;
+        Ok(kept(app, &app.kept.model_cards, at, id, || {
+            read_model_card(app, id)
+        })?)
+    }
+
+    /// Read before anything it keeps: what is read after it is at least as new.
+    fn read_at(&mut self, app: &App) -> ApiResult<ReadAt> {
+        Ok(match self.read_at {
+            Some(at) => at,
+            None => *self.read_at.insert(app.store.read_at()?),
+        })
     }
 }
 
-/// The value of `key` kept in `cache` at `generation`, or read by `load` and kept.
+/// The value of `key` kept in `cache` at `at`'s generation, or read by `load` and kept when
+/// the store says the read was whole at it.
 fn kept<K: std::hash::Hash + Eq + Copy, V: Clone>(
+    app: &App,
     cache: &GenerationCache<K, Option<V>>,
-    generation: u64,
+    at: ReadAt,
     key: K,
     load: impl FnOnce() -> crate::store::StoreResult<Option<V>>,
 ) -> crate::store::StoreResult<Option<V>> {
-    if let Some(value) = cache.get(generation, &key) {
+    if let Some(value) = cache.get(at.generation.0, &key) {
         return Ok(value);
     }
     let value = load()?;
-    cache.keep(generation, key, value.clone());
+    if app.store.whole_since(&at) {
+        cache.keep(at.generation.0, key, value.clone());
+    }
     Ok(value)
+}
+
+fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<Arc<ModelCard>>> {
+    let Some(model) = app.store.model(id)? else {
+        return Ok(None);
+    };
+    let front_record = match model.front_picture() {
+        Some(front) => picture_record(app, front)?,
+        None => None,
+    };
+    Ok(Some(Arc::new(ModelCard {
+        listing_count: app.store.listing_count(model.id)?,
+        front_record,
+        model,
+    })))
 }
 
 pub(crate) fn cached<K: std::hash::Hash + Eq, V>(
@@ -137,15 +164,15 @@ pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series>
         })
 }
 
-/// List items of the models with these ids, in this order.
+/// List items of the models with these ids, in this order; ids of no model are left out.
 pub fn model_items(app: &App, ids: &[u64], lookups: &mut Lookups) -> ApiResult<Vec<ModelListItem>> {
-    let ids: Vec<ModelId> = ids.iter().map(|id| ModelId(*id)).collect();
-    let models = app.store.models(&ids)?;
-    models
-        .iter()
-        .map(|m| model_item(app, m, lookups))
-        .collect::<ApiResult<Vec<_>>>()
-        .map(|items| items.into_iter().flatten().collect())
+    let mut items = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(card) = lookups.model_card(app, ModelId(*id))? {
+            items.extend(card_item(app, &card, lookups)?);
+        }
+    }
+    Ok(items)
 }
 
 /// The list item of `model`; `None` if its brand or series vanished (never after a clean write).
@@ -154,15 +181,26 @@ pub fn model_item(
     model: &Model,
     lookups: &mut Lookups,
 ) -> ApiResult<Option<ModelListItem>> {
+    match lookups.model_card(app, model.id)? {
+        Some(card) => card_item(app, &card, lookups),
+        None => Ok(None),
+    }
+}
+
+fn card_item(
+    app: &App,
+    card: &ModelCard,
+    lookups: &mut Lookups,
+) -> ApiResult<Option<ModelListItem>> {
+    let model = &card.model;
     let brand = lookups.brand(app, model.brand_id)?.map(EntityRef::from);
     let series = lookups.series(app, model.series_id)?.map(EntityRef::from);
     let (Some(brand), Some(series)) = (brand, series) else {
         return Ok(None);
     };
-    let front = match model.front_picture() {
-        Some(front) => Some(shown_picture(app, &lookups.media_base, front)?),
-        None => None,
-    };
+    let front = model
+        .front_picture()
+        .map(|front| show_picture(&lookups.media_base, front, card.front_record.clone()));
     let cropped = front.as_ref().and_then(|f| f.cropped_url.clone());
     Ok(Some(ModelListItem {
         id: model.id.to_string(),
@@ -173,7 +211,7 @@ pub fn model_item(
         thumbnail_url: cropped.or_else(|| front.map(|p| p.url)),
         brand,
         series,
-        listing_count: app.store.listing_count(model.id)?,
+        listing_count: card.listing_count,
     }))
 }
 
@@ -369,29 +407,52 @@ pub struct ShownPicture {
 /// pipeline: it is shown re-hosted, `{media base}/pictures/{id}`, and its `croppedUrl` is
 /// `null` until the worker has made the crop.
 pub fn shown_picture(app: &App, media_base: &str, picture: &Picture) -> ApiResult<ShownPicture> {
+    Ok(show_picture(
+        media_base,
+        picture,
+        picture_record(app, picture)?,
+    ))
+}
+
+/// The pipeline's record of `picture`: none for a picture the dataset gave with its crop.
+fn picture_record(
+    app: &App,
+    picture: &Picture,
+) -> crate::store::StoreResult<Option<PictureRecord>> {
+    match picture.cropped_url {
+        Some(_) => Ok(None),
+        None => app.store.picture(picture.id),
+    }
+}
+
+/// [`shown_picture`] from the record [`picture_record`] read.
+fn show_picture(
+    media_base: &str,
+    picture: &Picture,
+    record: Option<PictureRecord>,
+) -> ShownPicture {
     if picture.cropped_url.is_some() {
-        return Ok(ShownPicture {
+        return ShownPicture {
             url: picture.url.clone(),
             cropped_url: picture.cropped_url.clone(),
             record: None,
-        });
+        };
     }
-    let record = app.store.picture(picture.id)?;
     let Some(found) = &record else {
         // No record: written before the pipeline, and never fetched; shown as the dataset said.
-        return Ok(ShownPicture {
+        return ShownPicture {
             url: picture.url.clone(),
             cropped_url: None,
             record,
-        });
+        };
     };
     let cropped = found.fetched().and_then(|f| f.cropped);
     let url = media_url(media_base, picture.id);
-    Ok(ShownPicture {
+    ShownPicture {
         cropped_url: cropped.map(|_| format!("{url}/cropped")),
         url,
         record,
-    })
+    }
 }
 
 /// How listings are shown in one response: the conversion table in force (read once per

@@ -93,6 +93,19 @@ pub struct Store {
     duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
     /// How many writes through this store changed the rates in force.
     rates_epoch: Arc<AtomicU64>,
+    /// Writes applied key by key through this store, counted as each begins and as it ends
+    /// (odd: one is under way): see [`ReadAt`].
+    key_by_key_writes: Arc<AtomicU64>,
+}
+
+/// The store's generation as a reader found it, for values kept per generation (the API's
+/// brands, series and model list items). A write applied key by key bumps the generation
+/// first, so what is read while it runs may be part-written yet carry its generation: such
+/// reads are never kept ([`Store::whole_since`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ReadAt {
+    pub generation: StoreGeneration,
+    key_by_key_writes: u64,
 }
 
 impl Store {
@@ -123,6 +136,7 @@ impl Store {
             writes: Arc::new(Mutex::new(())),
             duplicates_touched: Arc::default(),
             rates_epoch: Arc::default(),
+            key_by_key_writes: Arc::default(),
         };
         Ok((store, report))
     }
@@ -132,6 +146,23 @@ impl Store {
         Ok(StoreGeneration(
             self.meta(MetaKey::Generation)?.unwrap_or(0),
         ))
+    }
+
+    /// The generation to read at, for values kept per generation: see [`ReadAt`].
+    pub fn read_at(&self) -> StoreResult<ReadAt> {
+        // The count before the generation: a write begun after it moves the count.
+        let key_by_key_writes = self.key_by_key_writes.load(Ordering::SeqCst);
+        Ok(ReadAt {
+            generation: self.generation()?,
+            key_by_key_writes,
+        })
+    }
+
+    /// True when everything read since `at` is whole at its generation: no write was being
+    /// applied key by key then, and none has begun since.
+    pub fn whole_since(&self, at: &ReadAt) -> bool {
+        at.key_by_key_writes % 2 == 0
+            && self.key_by_key_writes.load(Ordering::SeqCst) == at.key_by_key_writes
     }
 
     /// The generation of the last write that changed listings or the rates in force: the
@@ -245,6 +276,7 @@ impl Store {
             }
             self.db.apply_batch(sled_batch)?;
         } else {
+            let _under_way = KeyByKeyWrite::begin(&self.key_by_key_writes);
             // Not atomic anyway: see above.
             // In key order within each phase (stable: two writes of one key keep their order):
             // sled applies neighbouring keys faster, 1.0-1.4 s instead of 1.4-2.0 s for an
@@ -1020,6 +1052,23 @@ impl Store {
                 let (key, value) = entry?;
                 decode(&key, &value)
             })
+    }
+}
+
+/// A write being applied key by key, counted in [`Store`]'s `key_by_key_writes` from its
+/// beginning to its end, also when it fails.
+struct KeyByKeyWrite<'a>(&'a AtomicU64);
+
+impl<'a> KeyByKeyWrite<'a> {
+    fn begin(count: &'a AtomicU64) -> KeyByKeyWrite<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        KeyByKeyWrite(count)
+    }
+}
+
+impl Drop for KeyByKeyWrite<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 

@@ -233,3 +233,37 @@ fn a_turn_knows_which_models_it_created_and_which_it_only_changed() {
     assert_eq!(changes.models, [ModelId(2), ModelId(3)].into());
     assert_eq!(changes.created_models, [ModelId(3)].into());
 }
+
+#[test]
+fn reads_are_whole_at_their_generation_unless_a_write_applied_key_by_key_overlaps_them() {
+    use crate::domain::ModelId;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 22).expect("open");
+    let turn = store.write_turn();
+
+    // A small write is one sled batch: a read at the generation before it stays whole.
+    let at = store.read_at().expect("read at");
+    let mut small = turn.batch().expect("batch");
+    small.set_listing_count(ModelId(1), 3);
+    turn.commit(small).expect("commit");
+    assert!(store.whole_since(&at));
+
+    // A write applied key by key after the read: it may have read part of it.
+    let at = store.read_at().expect("read at");
+    let mut large = turn.batch().expect("batch");
+    for model in 0..ATOMIC_OPERATIONS as u64 + 10 {
+        large.set_listing_count(ModelId(model), 1);
+    }
+    turn.commit(large).expect("commit");
+    assert!(!store.whole_since(&at));
+
+    // A read begun while one is applied, whenever it ends.
+    let under_way = KeyByKeyWrite::begin(&store.key_by_key_writes);
+    let at = store.read_at().expect("read at");
+    drop(under_way);
+    assert!(!store.whole_since(&at));
+
+    // After it, reads are whole again.
+    let at = store.read_at().expect("read at");
+    assert!(store.whole_since(&at));
+}

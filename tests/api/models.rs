@@ -694,3 +694,72 @@ async fn a_page_of_models_names_brands_and_series_as_the_latest_write_has_them()
         "{names:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_page_of_models_shows_each_model_as_the_latest_write_has_it() {
+    let dataset = test_catalogue_copy();
+    let app = TestApp::build().dataset(dataset.path()).start().await;
+    let page_path = "/v1/models?brand=rolex&series=submariner&sort=name_asc";
+    let item = |page: &Value, reference: &str| -> Value {
+        page["data"]
+            .as_array()
+            .expect("data")
+            .iter()
+            .find(|item| item["referenceNumber"] == reference)
+            .cloned()
+            .unwrap_or_else(|| panic!("{reference} in {page}"))
+    };
+    // Twice, so that the second page is served from the cards kept for the generation.
+    let before = app.ok(page_path).await;
+    let again = app.ok(page_path).await;
+    assert_eq!(before["data"], again["data"]);
+    let count_before = item(&before, "126610LN")["listingCount"]
+        .as_u64()
+        .expect("count");
+
+    // A Chrono24 listing of the model (it has none yet): its count moves by one on the next page.
+    let listing = r#"{"sourceId":"w1","url":"https://www.chrono24.com/w1","title":"Rolex Submariner Date","brand":"Rolex","reference":"126610LN","price":11000,"currency":"EUR"}"#;
+    app.app
+        .writer
+        .run(|turn| {
+            watch_catalogue::jobs::ingest::ingest(
+                turn,
+                "chrono24",
+                "first",
+                listing.as_bytes(),
+                0.5,
+            )
+        })
+        .expect("ingest");
+    let after = app.ok(page_path).await;
+    assert_eq!(
+        item(&after, "126610LN")["listingCount"],
+        count_before + 1,
+        "{after}"
+    );
+
+    // A re-import renaming the model: the next page names it so.
+    let models = dataset.path().join("models.jsonl");
+    let old_name = item(&after, "126610LN")["name"]
+        .as_str()
+        .expect("name")
+        .to_owned();
+    let text = std::fs::read_to_string(&models).expect("models");
+    let renamed = text.replace(
+        &format!(r#""name":"{old_name}""#),
+        r#""name":"Submariner Date Kermit""#,
+    );
+    assert_ne!(text, renamed, "{old_name} in models.jsonl");
+    std::fs::write(&models, renamed).expect("write");
+    let source = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_path_buf());
+    app.app
+        .writer
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
+        .expect("re-import");
+    let renamed_page = app.ok(page_path).await;
+    assert_eq!(
+        item(&renamed_page, "126610LN")["name"],
+        "Submariner Date Kermit",
+        "{renamed_page}"
+    );
+}
