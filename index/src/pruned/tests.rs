@@ -15,8 +15,15 @@ const NEAR_FORMS: [&str; 4] = ["oceans", "steels", "golden", "divers"];
 const ANY_WORD: usize = WORDS.len() + NEAR_FORMS.len();
 /// References; "ocean" is also a word of [`WORDS`], so that a common word is found as typed
 /// through a reference in models whose text holds only its form "oceans".
-const REFERENCES: [&str; 7] = [
-    "126610ln", "126610lv", "1266", "5711a", "5711", "abc123", "ocean",
+const REFERENCES: [&str; 8] = [
+    "126610ln",
+    "126610lv",
+    "1266",
+    "5711a",
+    "5711",
+    "abc123",
+    "ocean",
+    "oceensteel",
 ];
 
 #[derive(Debug, Clone)]
@@ -292,6 +299,53 @@ fn a_page_the_exact_matches_fill_counts_the_typo_tier_from_the_words_kept_whole(
         index.search_exhaustively(&request).expect("every match")
     );
     assert!(index.dense_words.len().0 >= 2, "both words were kept whole");
+}
+
+#[test]
+fn the_typo_tier_counts_no_model_the_whole_text_finds_as_a_reference() {
+    let (ocean, steel, steels) = (0, 2, WORDS.len() + 1);
+    let whole = REFERENCES
+        .iter()
+        .position(|r| *r == "oceensteel")
+        .expect("reference");
+    // Half hold "ocean" (a typo away from "oceen") and "steels" (a prefix of the last word),
+    // a quarter of all with the whole text as their reference too: exact matches, never the
+    // tier's, though "steel" finds them only through a form. The rest hold "steel" alone.
+    let models: Vec<Model> = (0..200)
+        .map(|i| Model {
+            brand: 1,
+            brand_words: vec![],
+            series: 11,
+            name: match i % 2 {
+                0 => vec![ocean, steels],
+                _ => vec![steel],
+            },
+            description: vec![],
+            references: match i % 4 {
+                0 => vec![whole],
+                _ => vec![],
+            },
+        })
+        .collect();
+    let index = index_of(&models, &[]).keeping_common_words_of_any_segment();
+    let mut request = request(&Search {
+        words: vec!["oceen".into(), "steel".into()],
+        brand: None,
+        front_picture: false,
+        offset: 0,
+        limit: 5,
+    });
+    request.text = Some(TextQuery {
+        typo_tolerance: true,
+        text: "oceen steel".into(),
+        normalized_reference: "oceensteel".into(),
+    });
+    let found = index.search(&request).expect("search");
+    assert_eq!(found.total, 100, "50 references, 50 more through the form");
+    assert_eq!(
+        found,
+        index.search_exhaustively(&request).expect("every match")
+    );
 }
 
 #[test]

@@ -31,6 +31,22 @@ impl SparseBits {
         for term in terms {
             for_each_doc(reader, term, |doc| docs.push(doc))?;
         }
+        Ok(SparseBits::of_docs(docs, reader.max_doc()))
+    }
+
+    /// The bits of `docs` (in any order, repeats allowed) of a segment of `max_doc` documents.
+    fn of_docs(mut docs: Vec<DocId>, max_doc: DocId) -> SparseBits {
+        let machine_words = (max_doc as usize).div_ceil(64);
+        if docs.len() > machine_words {
+            // More documents than machine words (the forms of a misspelt common word: 600,000
+            // at 1M models): setting bits a segment long beats sorting them, 13 ms of 15.
+            let mut bits = vec![0u64; machine_words];
+            for doc in docs {
+                bits[doc as usize / 64] |= 1 << (doc % 64);
+            }
+            let held = bits.into_iter().enumerate().filter(|(_, bits)| *bits != 0);
+            return SparseBits(held.collect());
+        }
         docs.sort_unstable();
         let mut words: Vec<(usize, u64)> = Vec::new();
         for doc in docs {
@@ -40,7 +56,7 @@ impl SparseBits {
                 _ => words.push((at, bit)),
             }
         }
-        Ok(SparseBits(words))
+        SparseBits(words)
     }
 
     fn machine_words(&self) -> impl Iterator<Item = usize> + '_ {
@@ -63,6 +79,31 @@ impl Cursor<'_> {
             Some((first, bits)) if *first == at => *bits,
             _ => 0,
         }
+    }
+}
+
+/// Ascending documents read as bits at ascending machine words: a list the walk meets in
+/// order, where a binary search per match (207,000 of them for a misspelt common word) cost
+/// most of the count.
+struct Ascending<'a>(&'a [DocId]);
+
+impl Ascending<'_> {
+    /// The bits of the documents in machine word `at`, not before the last asked for.
+    fn bits_at(&mut self, at: usize) -> u64 {
+        let first = at as u64 * 64;
+        while self.0.first().is_some_and(|&doc| u64::from(doc) < first) {
+            self.0 = &self.0[1..];
+        }
+        let mut bits = 0;
+        while let Some((&doc, rest)) = self.0.split_first() {
+            let offset = u64::from(doc) - first;
+            if offset >= 64 {
+                break;
+            }
+            bits |= 1 << offset;
+            self.0 = rest;
+        }
+        bits
     }
 }
 
@@ -111,6 +152,8 @@ impl Tier<'_> {
             typed.iter().map(|t| Cursor { words: &t.read.0 }).collect();
         let mut form_read: Vec<Cursor> = forms.iter().map(|f| Cursor { words: &f.0 }).collect();
         let whole = self.whole_reference_docs(reader)?;
+        let mut not_live = Ascending(&not_models.not_live_models);
+        let mut whole = Ascending(&whole);
         let mut filter = match &self.filter {
             Some(weight) => Some(weight.scorer(reader, 1.0)?),
             None => None,
@@ -125,24 +168,21 @@ impl Tier<'_> {
                 every_typed &= as_typed;
                 every_matched &= as_typed | form_read[w].at(at);
             }
-            let mut tier = every_matched & !every_typed;
+            let excluded = not_live.bits_at(at) | whole.bits_at(at);
+            let mut tier = every_matched & !every_typed & !excluded;
+            let Some(filter) = filter.as_mut() else {
+                count += tier.count_ones() as usize;
+                continue;
+            };
             while tier != 0 {
                 let doc = (at * 64) as DocId + tier.trailing_zeros();
                 tier &= tier - 1;
-                if not_models.not_live_models.binary_search(&doc).is_ok()
-                    || whole.binary_search(&doc).is_ok()
-                {
-                    continue;
+                if filter.doc() < doc && filter.seek(doc) == TERMINATED {
+                    return Ok(count);
                 }
-                if let Some(filter) = filter.as_mut() {
-                    if filter.doc() < doc && filter.seek(doc) == TERMINATED {
-                        return Ok(count);
-                    }
-                    if filter.doc() != doc {
-                        continue;
-                    }
+                if filter.doc() == doc {
+                    count += 1;
                 }
-                count += 1;
             }
         }
         Ok(count)
