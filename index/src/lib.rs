@@ -218,6 +218,8 @@ impl CatalogueIndex {
                         &self.fields,
                         request,
                         &text,
+                        &self.not_models,
+                        &self.dense_words,
                         rest,
                         &self.id_columns,
                     )?,

@@ -30,8 +30,8 @@
 
 mod dense;
 
-pub(crate) use dense::CommonWord;
 pub(crate) use dense::DenseWords;
+pub(crate) use dense::{field_frequency, CommonWord};
 
 use crate::query::{self, SearchRequest, TextQuery};
 use crate::schema::Fields;

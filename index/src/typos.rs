@@ -185,31 +185,28 @@ impl Loose {
     }
 
     /// The best `k` of the matches that need a typo or a prefix (ids) and their number, ranked
-    /// as [`crate::query::only_loosely`] ranks them, in one pass over the terms' postings
-    /// ([`tier`]); `None` when the text has too many words for the pass.
+    /// as [`crate::query::only_loosely`] ranks them, in one walk of the words' matches as bits
+    /// ([`tier`]); `None` for a text without words. `not_models` holds each of the searcher's
+    /// segments' ([`NotModelsCache`]); `dense` the words kept whole.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn ranked(
         &self,
         searcher: &Searcher,
         fields: &Fields,
         request: &SearchRequest,
         text: &TextQuery,
+        not_models: &NotModelsCache,
+        dense: &DenseWords,
         k: usize,
         id_columns: &IdColumns,
     ) -> crate::IndexResult<Option<(Vec<u64>, usize)>> {
-        tier::ranked(
-            searcher,
-            fields,
-            request,
-            &text.normalized_reference,
-            &self.words,
-            k,
-            id_columns,
-        )
+        let tier = self.tier(searcher, fields, request, text)?;
+        let not_models = not_models.of(searcher, fields)?;
+        tier::ranked(&tier, searcher, &not_models, dense, k, id_columns)
     }
 
     /// How many matches need a typo or a prefix, as [`Loose::ranked`] counts them, without
-    /// ranking them: for a page the exact matches fill ([`count`]). `not_models` holds each
-    /// of the searcher's segments' ([`NotModelsCache`]); `dense` the exact search's words.
+    /// ranking them: for a page the exact matches fill ([`count`]).
     pub(crate) fn counted(
         &self,
         searcher: &Searcher,
@@ -219,15 +216,25 @@ impl Loose {
         not_models: &NotModelsCache,
         dense: &DenseWords,
     ) -> crate::IndexResult<usize> {
-        let tier = tier::Tier::new(
+        let tier = self.tier(searcher, fields, request, text)?;
+        let not_models = not_models.of(searcher, fields)?;
+        count::counted(&tier, searcher.segment_readers(), &not_models, dense)
+    }
+
+    fn tier<'a>(
+        &'a self,
+        searcher: &Searcher,
+        fields: &'a Fields,
+        request: &SearchRequest,
+        text: &TextQuery,
+    ) -> crate::IndexResult<tier::Tier<'a>> {
+        tier::Tier::new(
             searcher,
             fields,
             request,
             &text.normalized_reference,
             &self.words,
-        )?;
-        let not_models = not_models.of(searcher, fields)?;
-        count::counted(&tier, searcher.segment_readers(), &not_models, dense)
+        )
     }
 }
 

@@ -155,6 +155,24 @@ fn request(search: &Search) -> SearchRequest {
     request
 }
 
+/// A typo-tolerant relevance page of the first `limit` models for `text`, unfiltered.
+fn typo_tolerant(text: &str, limit: usize) -> SearchRequest {
+    let words: Vec<String> = text.split(' ').map(str::to_owned).collect();
+    let mut request = request(&Search {
+        words,
+        brand: None,
+        front_picture: false,
+        offset: 0,
+        limit,
+    });
+    request.text = Some(TextQuery {
+        typo_tolerance: true,
+        text: text.into(),
+        normalized_reference: text.replace(' ', ""),
+    });
+    request
+}
+
 /// `search`'s page and total by the pruned path, and by every match scored.
 fn pruned_and_exhaustive(
     index: &CatalogueIndex,
@@ -280,18 +298,7 @@ fn a_page_the_exact_matches_fill_counts_the_typo_tier_from_the_words_kept_whole(
         })
         .collect();
     let index = index_of(&models, &[]).keeping_common_words_of_any_segment();
-    let mut request = request(&Search {
-        words: vec!["ocean".into(), "steel".into()],
-        brand: None,
-        front_picture: false,
-        offset: 0,
-        limit: 5,
-    });
-    request.text = Some(TextQuery {
-        typo_tolerance: true,
-        text: "ocean steel".into(),
-        normalized_reference: "oceansteel".into(),
-    });
+    let request = typo_tolerant("ocean steel", 5);
     let found = index.search(&request).expect("search");
     assert_eq!(found.total, 150, "100 exact matches, 50 through the form");
     assert_eq!(
@@ -328,24 +335,47 @@ fn the_typo_tier_counts_no_model_the_whole_text_finds_as_a_reference() {
         })
         .collect();
     let index = index_of(&models, &[]).keeping_common_words_of_any_segment();
-    let mut request = request(&Search {
-        words: vec!["oceen".into(), "steel".into()],
-        brand: None,
-        front_picture: false,
-        offset: 0,
-        limit: 5,
-    });
-    request.text = Some(TextQuery {
-        typo_tolerance: true,
-        text: "oceen steel".into(),
-        normalized_reference: "oceensteel".into(),
-    });
+    let request = typo_tolerant("oceen steel", 5);
     let found = index.search(&request).expect("search");
     assert_eq!(found.total, 100, "50 references, 50 more through the form");
     assert_eq!(
         found,
         index.search_exhaustively(&request).expect("every match")
     );
+}
+
+#[test]
+fn the_typo_tiers_best_matches_are_found_after_its_first_machine_words() {
+    let (ocean, steel) = (0, 2);
+    // "ocean" is a typo away from "oceen": in the description of the first 150 models (a
+    // quarter of the weight of a name), in the name of the last 50, which rank first.
+    let models: Vec<Model> = (0..200)
+        .map(|i| Model {
+            brand: 1,
+            brand_words: vec![],
+            series: 11,
+            name: match i < 150 {
+                true => vec![steel],
+                false => vec![ocean, steel],
+            },
+            description: match i < 150 {
+                true => vec![ocean],
+                false => vec![],
+            },
+            references: vec![],
+        })
+        .collect();
+    for kept in [false, true] {
+        let mut index = index_of(&models, &[]);
+        if kept {
+            index = index.keeping_common_words_of_any_segment();
+        }
+        let request = typo_tolerant("oceen", 5);
+        let found = index.search(&request).expect("search");
+        let expected = index.search_exhaustively(&request).expect("every match");
+        assert_eq!(found, expected, "common words kept: {kept}");
+        assert_eq!(found.total, 200);
+    }
 }
 
 #[test]

@@ -1,20 +1,25 @@
-//! The typo tier counted, not ranked: what a page the exact matches fill still needs for its
-//! `total`. The tier is the documents every word matched (as typed or through a form) less those
-//! every word matched as typed, so each of its documents holds a form of some word: only the
-//! machine words (64 documents) holding a form can hold one. There, each word's matches are read
-//! a machine word at a time, its typed matches from the bitset the exact search kept for it
-//! ([`DenseWords`]) when it is common; nothing is allocated a segment long. The forms of a
-//! correctly spelt word are a few hundred documents beside its hundreds of thousands, so this
-//! costs microseconds where tantivy's conjunction of unions, seeking a window at a time, cost
-//! half the search (bench/RESULTS.md, "The typo tier counted as bitsets").
+//! The typo tier walked as bits, counted or ranked. The tier is the documents every word
+//! matched (as typed or through a form) less those every word matched as typed, so each of its
+//! documents holds a form of some word: only the machine words (64 documents) holding a form
+//! can hold one. There, each word's matches are read a machine word at a time: as typed from
+//! the bitset the exact search kept for it ([`DenseWords`]) when it is common, through a
+//! common form from that form's bitset (its documents' codes say which text fields hold it, so
+//! its score needs no postings), and the rest from sparse lists. The forms of a correctly
+//! spelt word are a few hundred documents beside its hundreds of thousands, so a count costs
+//! microseconds where tantivy's conjunction of unions cost half the search (bench/RESULTS.md,
+//! "The typo tier counted as bitsets"); a misspelt common word reads no postings of its forms.
 
 use super::tier::Tier;
+use super::{LooseWord, LOOSE_SHARE, TYPED_SCORE};
 use crate::not_models::NotModels;
-use crate::pruned::{CommonWord, DenseWords};
+use crate::pruned::{field_frequency, CommonWord, DenseWords};
 use crate::query::for_each_doc;
+use crate::schema::Fields;
 use crate::IndexResult;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
-use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
+use tantivy::columnar::Column;
+use tantivy::{DocId, Score, SegmentReader, Term, TERMINATED};
 
 /// The bits of some documents of a segment, kept only for the machine words holding one, in
 /// ascending order of machine word.
@@ -131,26 +136,112 @@ impl Typed {
 
 impl Tier<'_> {
     /// How many documents of `reader`'s segment the tier holds: the same number as
-    /// [`Tier::segment`] gives, without scores. `not_models` is the segment's
-    /// ([`NotModels`]): its brands, series and deleted documents are none of the tier's.
+    /// [`Tier::ranked_in`] gives. `not_models` is the segment's ([`NotModels`]): its brands,
+    /// series and deleted documents are none of the tier's.
     pub(super) fn count(
         &self,
         reader: &SegmentReader,
         not_models: &NotModels,
         dense: &DenseWords,
     ) -> IndexResult<usize> {
-        let typed = (self.typed.iter())
-            .map(|terms| Typed::of(reader, terms, dense))
-            .collect::<IndexResult<Vec<_>>>()?;
-        let forms = (self.words.iter())
-            .map(|word| SparseBits::of_terms(reader, &word.form_terms().collect::<Vec<_>>()))
-            .collect::<IndexResult<Vec<_>>>()?;
-        let mut holding_a_form: Vec<usize> = forms.iter().flat_map(|f| f.machine_words()).collect();
+        let words = self.word_matches(reader, dense)?;
+        let mut count = 0;
+        self.walk(reader, not_models, &words, |_, tier, _| {
+            count += tier.count_ones() as usize;
+        })?;
+        Ok(count)
+    }
+
+    /// The segment's best `k` of the tier as (score key, id), and how many it holds: the
+    /// scores are sums of constants ([`super::tier`]), ties go to the smaller document.
+    pub(super) fn ranked_in(
+        &self,
+        reader: &SegmentReader,
+        ids: &Column<u64>,
+        not_models: &NotModels,
+        dense: &DenseWords,
+        k: usize,
+    ) -> IndexResult<(Vec<(u64, u64)>, usize)> {
+        let words = self.word_matches(reader, dense)?;
+        let mut read: Vec<&[(DocId, Score)]> = words.iter().map(|w| w.read.as_slice()).collect();
+        let mut best = BinaryHeap::new();
+        let mut count = 0;
+        self.walk(reader, not_models, &words, |at, mut tier, typed| {
+            count += tier.count_ones() as usize;
+            // Later documents lose ties: none here can pass the worst kept when even the
+            // best the machine word's matches could score does not.
+            if best.len() >= k {
+                let bound: Score = (words.iter().zip(typed))
+                    .map(|(word, typed)| word.best_at(at, tier, *typed))
+                    .sum();
+                if best
+                    .peek()
+                    .is_some_and(|&(worst, _)| bound <= score_of_key(worst))
+                {
+                    return;
+                }
+            }
+            while tier != 0 {
+                let bit = tier.trailing_zeros();
+                tier &= tier - 1;
+                let doc = (at * 64) as DocId + bit;
+                let mut score = 0.0;
+                for (w, word) in words.iter().enumerate() {
+                    if typed[w] & (1 << bit) != 0 {
+                        score += TYPED_SCORE;
+                    }
+                    score += word.kept_forms_score(doc) + read_score(&mut read[w], doc);
+                }
+                // Documents come in id order: one that only ties the worst kept loses on id.
+                let key = (!u64::from(score.to_bits()), doc);
+                if best.len() < k {
+                    best.push(key);
+                } else if best.peek().is_some_and(|worst| key < *worst) {
+                    best.pop();
+                    best.push(key);
+                }
+            }
+        })?;
+        let ranked = best
+            .into_iter()
+            .map(|(score, doc)| (score, ids.first(doc).unwrap_or(u64::MAX)))
+            .collect();
+        Ok((ranked, count))
+    }
+
+    fn word_matches(
+        &self,
+        reader: &SegmentReader,
+        dense: &DenseWords,
+    ) -> IndexResult<Vec<WordMatches>> {
+        (self.words.iter().zip(&self.typed))
+            .map(|(word, typed)| WordMatches::of(reader, self.fields, word, typed, dense))
+            .collect()
+    }
+
+    /// Calls `each` with every machine word holding documents of the tier, ascending: its
+    /// place, the tier's bits there (through the filters) and each word's bits as typed.
+    fn walk(
+        &self,
+        reader: &SegmentReader,
+        not_models: &NotModels,
+        words: &[WordMatches],
+        mut each: impl FnMut(usize, u64, &[u64]),
+    ) -> IndexResult<()> {
+        let mut holding_a_form: Vec<usize> =
+            words.iter().flat_map(WordMatches::machine_words).collect();
         holding_a_form.sort_unstable();
         holding_a_form.dedup();
-        let mut typed_read: Vec<Cursor> =
-            typed.iter().map(|t| Cursor { words: &t.read.0 }).collect();
-        let mut form_read: Vec<Cursor> = forms.iter().map(|f| Cursor { words: &f.0 }).collect();
+        let mut typed_read: Vec<Cursor> = (words.iter())
+            .map(|w| Cursor {
+                words: &w.typed.read.0,
+            })
+            .collect();
+        let mut form_read: Vec<Cursor> = (words.iter())
+            .map(|w| Cursor {
+                words: &w.read_bits.0,
+            })
+            .collect();
         let whole = self.whole_reference_docs(reader)?;
         let mut not_live = Ascending(&not_models.not_live_models);
         let mut whole = Ascending(&whole);
@@ -158,34 +249,28 @@ impl Tier<'_> {
             Some(weight) => Some(weight.scorer(reader, 1.0)?),
             None => None,
         };
-        let mut count = 0;
+        let mut typed = vec![0u64; words.len()];
         for at in holding_a_form {
             let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
-            for w in 0..typed.len() {
-                let kept =
-                    (typed[w].kept.as_ref()).map_or(0, |k| k.bits().get(at).copied().unwrap_or(0));
-                let as_typed = kept | typed_read[w].at(at);
-                every_typed &= as_typed;
-                every_matched &= as_typed | form_read[w].at(at);
+            for (w, word) in words.iter().enumerate() {
+                typed[w] = bits_at(word.typed.kept.as_deref(), at) | typed_read[w].at(at);
+                every_typed &= typed[w];
+                every_matched &= typed[w] | word.kept_form_bits(at) | form_read[w].at(at);
             }
             let excluded = not_live.bits_at(at) | whole.bits_at(at);
-            let mut tier = every_matched & !every_typed & !excluded;
-            let Some(filter) = filter.as_mut() else {
-                count += tier.count_ones() as usize;
-                continue;
+            let tier = every_matched & !every_typed & !excluded;
+            let tier = match filter.as_mut() {
+                Some(filter) => match filtered(filter.as_mut(), at, tier) {
+                    Some(tier) => tier,
+                    None => return Ok(()),
+                },
+                None => tier,
             };
-            while tier != 0 {
-                let doc = (at * 64) as DocId + tier.trailing_zeros();
-                tier &= tier - 1;
-                if filter.doc() < doc && filter.seek(doc) == TERMINATED {
-                    return Ok(count);
-                }
-                if filter.doc() == doc {
-                    count += 1;
-                }
+            if tier != 0 {
+                each(at, tier, &typed);
             }
         }
-        Ok(count)
+        Ok(())
     }
 
     /// The documents the whole text finds as a reference (exact matches, never the tier's),
@@ -213,4 +298,213 @@ pub(super) fn counted(
         total += tier.count(reader, not_models, dense)?;
     }
     Ok(total)
+}
+
+/// The bits of `tier` (machine word `at`) whose documents pass `filter`; `None` once it has
+/// none left.
+fn filtered(filter: &mut dyn tantivy::query::Scorer, at: usize, mut tier: u64) -> Option<u64> {
+    let mut passed = 0;
+    while tier != 0 {
+        let bit = tier.trailing_zeros();
+        tier &= tier - 1;
+        let doc = (at * 64) as DocId + bit;
+        if filter.doc() < doc && filter.seek(doc) == TERMINATED {
+            return (passed != 0).then_some(passed);
+        }
+        if filter.doc() == doc {
+            passed |= 1 << bit;
+        }
+    }
+    Some(passed)
+}
+
+/// The score a ranking key holds.
+fn score_of_key(key: u64) -> Score {
+    // Keys are `!u64::from(score.to_bits())`: the low half, inverted back.
+    Score::from_bits(!key as u32)
+}
+
+/// The bits of a kept word at machine word `at`.
+fn bits_at(kept: Option<&CommonWord>, at: usize) -> u64 {
+    kept.map_or(0, |k| k.bits().get(at).copied().unwrap_or(0))
+}
+
+/// The scores `read` holds for `doc` (ascending documents, not before the last asked for).
+fn read_score(read: &mut &[(DocId, Score)], doc: DocId) -> Score {
+    while read.first().is_some_and(|(first, _)| *first < doc) {
+        *read = &read[1..];
+    }
+    let mut score = 0.0;
+    while let Some(((first, add), rest)) = read.split_first() {
+        if *first != doc {
+            break;
+        }
+        score += add;
+        *read = rest;
+    }
+    score
+}
+
+/// A common form of a word, kept whole: each text field holding it in a document adds that
+/// field's score (its weight's loose share).
+struct KeptForm {
+    word: Arc<CommonWord>,
+    /// What a document adds, by the number of its code.
+    by_number: Vec<Score>,
+    /// The most a document adds.
+    best: Score,
+}
+
+impl KeptForm {
+    fn new(word: Arc<CommonWord>, field_scores: &[Score]) -> KeptForm {
+        let by_number: Vec<Score> = (word.codes().iter())
+            .map(|&code| {
+                (field_scores.iter().enumerate())
+                    .filter(|(field, _)| field_frequency(code, *field) > 0)
+                    .map(|(_, score)| *score)
+                    .sum()
+            })
+            .collect();
+        let best = by_number.iter().copied().fold(0.0, Score::max);
+        KeptForm {
+            word,
+            by_number,
+            best,
+        }
+    }
+
+    fn score_at(&self, doc: DocId) -> Score {
+        (self.word.number_at(doc))
+            .and_then(|number| self.by_number.get(usize::from(number)))
+            .copied()
+            .unwrap_or(0.0)
+    }
+}
+
+/// One word's matches in a segment: as typed, through its common forms kept whole, and
+/// through the others read from their postings.
+struct WordMatches {
+    typed: Typed,
+    kept_forms: Vec<KeptForm>,
+    /// The other forms' documents, ascending, once per field and form holding them, each
+    /// with that field's score.
+    read: Vec<(DocId, Score)>,
+    read_bits: SparseBits,
+    /// The most the read forms add to a document: every one of their terms' scores.
+    read_best: Score,
+}
+
+impl WordMatches {
+    fn of(
+        reader: &SegmentReader,
+        fields: &Fields,
+        word: &LooseWord,
+        typed: &[Term],
+        dense: &DenseWords,
+    ) -> IndexResult<WordMatches> {
+        let text_fields = fields.text_fields().words;
+        // Each form with the score of each text field that lists it.
+        let mut forms: BTreeMap<&str, Vec<Option<Score>>> = BTreeMap::new();
+        let mut read = Vec::new();
+        let mut read_best = 0.0;
+        for (field, boost, field_forms) in word.forms.iter() {
+            let Some(at) = text_fields.iter().position(|(f, _)| f == field) else {
+                for form in field_forms {
+                    let term = Term::from_field_text(*field, form);
+                    for_each_doc(reader, &term, |doc| read.push((doc, boost * LOOSE_SHARE)))?;
+                    read_best += boost * LOOSE_SHARE;
+                }
+                continue;
+            };
+            for form in field_forms {
+                let scores = forms
+                    .entry(form.as_str())
+                    .or_insert_with(|| vec![None; text_fields.len()]);
+                scores[at] = Some(boost * LOOSE_SHARE);
+            }
+        }
+        let mut kept_forms = Vec::new();
+        for (form, scores) in forms {
+            let field_terms: Vec<Term> = (text_fields.iter())
+                .map(|(field, _)| Term::from_field_text(*field, form))
+                .collect();
+            match kept_form(reader, fields, form, &field_terms, &scores, dense)? {
+                Some(word) => {
+                    let field_scores: Vec<Score> =
+                        scores.iter().map(|s| s.unwrap_or(0.0)).collect();
+                    kept_forms.push(KeptForm::new(word, &field_scores));
+                }
+                None => {
+                    for (term, score) in field_terms.iter().zip(&scores) {
+                        if let Some(score) = *score {
+                            for_each_doc(reader, term, |doc| read.push((doc, score)))?;
+                            read_best += score;
+                        }
+                    }
+                }
+            }
+        }
+        read.sort_unstable_by_key(|(doc, _)| *doc);
+        let read_bits =
+            SparseBits::of_docs(read.iter().map(|(doc, _)| *doc).collect(), reader.max_doc());
+        Ok(WordMatches {
+            typed: Typed::of(reader, typed, dense)?,
+            kept_forms,
+            read,
+            read_bits,
+            read_best,
+        })
+    }
+
+    /// The most this word adds to a document of `tier` (machine word `at`), its bits as
+    /// typed there `typed`.
+    fn best_at(&self, at: usize, tier: u64, typed: u64) -> Score {
+        let as_typed = match typed & tier {
+            0 => 0.0,
+            _ => TYPED_SCORE,
+        };
+        let kept: Score = (self.kept_forms.iter())
+            .filter(|form| bits_at(Some(&form.word), at) & tier != 0)
+            .map(|form| form.best)
+            .sum();
+        as_typed + kept + self.read_best
+    }
+
+    /// The machine words holding one of the word's forms, ascending within each source.
+    fn machine_words(&self) -> impl Iterator<Item = usize> + '_ {
+        let kept = self.kept_forms.iter().flat_map(|form| {
+            (form.word.bits().iter().enumerate())
+                .filter(|(_, bits)| **bits != 0)
+                .map(|(at, _)| at)
+        });
+        kept.chain(self.read_bits.machine_words())
+    }
+
+    fn kept_form_bits(&self, at: usize) -> u64 {
+        (self.kept_forms.iter()).fold(0, |bits, form| bits | bits_at(Some(&form.word), at))
+    }
+
+    fn kept_forms_score(&self, doc: DocId) -> Score {
+        self.kept_forms.iter().map(|form| form.score_at(doc)).sum()
+    }
+}
+
+/// The form kept whole when it is common here and every text field holding it lists it among
+/// the word's forms (a field's forms stop at [`super::MAX_LOOSE_FORMS`]): its bits are then
+/// exactly the documents the form matches.
+fn kept_form(
+    reader: &SegmentReader,
+    fields: &Fields,
+    form: &str,
+    field_terms: &[Term],
+    scores: &[Option<Score>],
+    dense: &DenseWords,
+) -> IndexResult<Option<Arc<CommonWord>>> {
+    for (term, score) in field_terms.iter().zip(scores) {
+        if score.is_none() && reader.inverted_index(term.field())?.doc_freq(term)? > 0 {
+            return Ok(None);
+        }
+    }
+    let presence = Term::from_field_text(fields.model_words, form);
+    dense.word(reader, &presence, field_terms.iter())
 }
