@@ -211,18 +211,19 @@ impl CatalogueIndex {
             (Some((text, loose)), SortOrder::Relevance) => {
                 let (mut ranked, total) = self.exact_ranked(&searcher, request, k, pruning)?;
                 let rest = k.saturating_sub(ranked.len());
-                let tier = match (rest, pruning) {
-                    (0, _) | (_, Pruning::Never) => None,
-                    _ => loose.ranked(
+                let tier = || {
+                    loose.tier(
                         &searcher,
                         &self.fields,
                         request,
                         &text,
                         &self.not_models,
                         &self.dense_words,
-                        rest,
-                        &self.id_columns,
-                    )?,
+                    )
+                };
+                let ranked_tier = match (rest, pruning) {
+                    (0, _) | (_, Pruning::Never) => None,
+                    _ => tier()?.ranked(&searcher, rest, &self.id_columns)?,
                 };
                 let only_loose = || -> IndexResult<Box<dyn tantivy::query::Query>> {
                     let query = loose.query(&searcher, &self.fields)?;
@@ -230,15 +231,8 @@ impl CatalogueIndex {
                 };
                 // A page the exact matches fill needs only the loose ones' number, which
                 // counts without scoring.
-                let more_total = match (rest, tier, pruning) {
-                    (0, _, Pruning::WhereItApplies) => loose.counted(
-                        &searcher,
-                        &self.fields,
-                        request,
-                        &text,
-                        &self.not_models,
-                        &self.dense_words,
-                    )?,
+                let more_total = match (rest, ranked_tier, pruning) {
+                    (0, _, Pruning::WhereItApplies) => tier()?.counted(&searcher)?,
                     (0, _, Pruning::Never) => {
                         searcher.search(&*only_loose()?, &tantivy::collector::Count)?
                     }

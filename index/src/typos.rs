@@ -4,15 +4,14 @@
 //! terms, so a correctly spelt search costs a dictionary walk, not a second search. A page
 //! that reaches those matches ranks them in one pass over the terms' postings ([`tier`]).
 
-mod count;
 mod tier;
+mod walk;
 
 use crate::generation_cache::GenerationCache;
 use crate::not_models::NotModelsCache;
 use crate::pruned::DenseWords;
 use crate::query::{filter, term_query, words_of, SearchRequest, TextQuery};
 use crate::schema::Fields;
-use crate::segment_cache::IdColumns;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -150,7 +149,7 @@ pub(crate) struct Loose {
 impl Loose {
     /// The query of the loose matches: each word as typed or through one of its forms. Built
     /// only by the paths that search with it: a page's typo tier is ranked and counted without
-    /// it ([`tier`], [`count`]).
+    /// it ([`Loose::tier`]).
     pub(crate) fn query(
         &self,
         searcher: &Searcher,
@@ -184,49 +183,18 @@ impl Loose {
         Ok(Box::new(BooleanQuery::new(clauses)))
     }
 
-    /// The best `k` of the matches that need a typo or a prefix (ids) and their number, ranked
-    /// as [`crate::query::only_loosely`] ranks them, in one walk of the words' matches as bits
-    /// ([`tier`]); `None` for a text without words. `not_models` holds each of the searcher's
-    /// segments' ([`NotModelsCache`]); `dense` the words kept whole.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn ranked(
-        &self,
-        searcher: &Searcher,
-        fields: &Fields,
-        request: &SearchRequest,
-        text: &TextQuery,
-        not_models: &NotModelsCache,
-        dense: &DenseWords,
-        k: usize,
-        id_columns: &IdColumns,
-    ) -> crate::IndexResult<Option<(Vec<u64>, usize)>> {
-        let tier = self.tier(searcher, fields, request, text)?;
-        let not_models = not_models.of(searcher, fields)?;
-        tier::ranked(&tier, searcher, &not_models, dense, k, id_columns)
-    }
-
-    /// How many matches need a typo or a prefix, as [`Loose::ranked`] counts them, without
-    /// ranking them: for a page the exact matches fill ([`count`]).
-    pub(crate) fn counted(
-        &self,
-        searcher: &Searcher,
-        fields: &Fields,
-        request: &SearchRequest,
-        text: &TextQuery,
-        not_models: &NotModelsCache,
-        dense: &DenseWords,
-    ) -> crate::IndexResult<usize> {
-        let tier = self.tier(searcher, fields, request, text)?;
-        let not_models = not_models.of(searcher, fields)?;
-        count::counted(&tier, searcher.segment_readers(), &not_models, dense)
-    }
-
-    fn tier<'a>(
+    /// The matches that need a typo or a prefix, ranked or counted in one walk of the words'
+    /// matches as bits ([`tier`], [`walk`]) as [`crate::query::only_loosely`] finds them.
+    /// `not_models` holds the searcher's segments' brands, series and deleted documents;
+    /// `dense` the common words kept whole.
+    pub(crate) fn tier<'a>(
         &'a self,
         searcher: &Searcher,
         fields: &'a Fields,
         request: &SearchRequest,
         text: &TextQuery,
+        not_models: &NotModelsCache,
+        dense: &'a DenseWords,
     ) -> crate::IndexResult<tier::Tier<'a>> {
         tier::Tier::new(
             searcher,
@@ -234,6 +202,8 @@ impl Loose {
             request,
             &text.normalized_reference,
             &self.words,
+            not_models,
+            dense,
         )
     }
 }

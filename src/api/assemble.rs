@@ -168,20 +168,19 @@ pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series>
 pub fn model_items(app: &App, ids: &[u64], lookups: &mut Lookups) -> ApiResult<Vec<ModelListItem>> {
     let mut items = Vec::with_capacity(ids.len());
     for id in ids {
-        if let Some(card) = lookups.model_card(app, ModelId(*id))? {
-            items.extend(card_item(app, &card, lookups)?);
-        }
+        items.extend(model_item(app, ModelId(*id), lookups)?);
     }
     Ok(items)
 }
 
-/// The list item of `model`; `None` if its brand or series vanished (never after a clean write).
+/// The list item of the model with this id; `None` if it, its brand or its series vanished
+/// (never after a clean write).
 pub fn model_item(
     app: &App,
-    model: &Model,
+    id: ModelId,
     lookups: &mut Lookups,
 ) -> ApiResult<Option<ModelListItem>> {
-    match lookups.model_card(app, model.id)? {
+    match lookups.model_card(app, id)? {
         Some(card) => card_item(app, &card, lookups),
         None => Ok(None),
     }

@@ -676,16 +676,13 @@ async fn a_page_of_models_names_brands_and_series_as_the_latest_write_has_them()
         let page = app.ok("/v1/models?brand=rolex&series=submariner").await;
         assert!(series_of(&page).iter().all(|name| name == "Submariner"));
     }
-    let series = dataset.path().join("series.jsonl");
-    let renamed = std::fs::read_to_string(&series)
-        .expect("series")
-        .replace(r#""name":"Submariner""#, r#""name":"Submariner Date""#);
-    std::fs::write(&series, renamed).expect("write");
-    let source = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_path_buf());
-    app.app
-        .writer
-        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
-        .expect("re-import");
+    reimport_replacing(
+        &app,
+        dataset.path(),
+        "series.jsonl",
+        r#""name":"Submariner""#,
+        r#""name":"Submariner Date""#,
+    );
     let page = app.ok("/v1/models?brand=rolex&series=submariner").await;
     let names = series_of(&page);
     assert!(!names.is_empty());
@@ -739,27 +736,35 @@ async fn a_page_of_models_shows_each_model_as_the_latest_write_has_it() {
     );
 
     // A re-import renaming the model: the next page names it so.
-    let models = dataset.path().join("models.jsonl");
     let old_name = item(&after, "126610LN")["name"]
         .as_str()
         .expect("name")
         .to_owned();
-    let text = std::fs::read_to_string(&models).expect("models");
-    let renamed = text.replace(
+    reimport_replacing(
+        &app,
+        dataset.path(),
+        "models.jsonl",
         &format!(r#""name":"{old_name}""#),
         r#""name":"Submariner Date Kermit""#,
     );
-    assert_ne!(text, renamed, "{old_name} in models.jsonl");
-    std::fs::write(&models, renamed).expect("write");
-    let source = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_path_buf());
-    app.app
-        .writer
-        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
-        .expect("re-import");
     let renamed_page = app.ok(page_path).await;
     assert_eq!(
         item(&renamed_page, "126610LN")["name"],
         "Submariner Date Kermit",
         "{renamed_page}"
     );
+}
+
+/// Replaces `from` with `to` in the dataset's `file` (it must hold `from`) and imports the
+/// dataset again through the app's writer.
+fn reimport_replacing(app: &TestApp, dataset: &std::path::Path, file: &str, from: &str, to: &str) {
+    let path = dataset.join(file);
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.contains(from), "{from} in {file}");
+    std::fs::write(&path, text.replace(from, to)).expect("write");
+    let source = watch_catalogue::jobs::import::DirectorySource(dataset.to_path_buf());
+    app.app
+        .writer
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
+        .expect("re-import");
 }

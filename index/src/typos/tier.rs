@@ -1,5 +1,5 @@
 //! The typo tier of a relevance-ordered search, ranked and counted in one walk of its words'
-//! matches as bits ([`super::count`]): the documents every word matched (as typed or through a
+//! matches as bits ([`super::walk`]): the documents every word matched (as typed or through a
 //! form) but not every word as typed. The same matches and scores as the tier's query
 //! ([`crate::query::only_loosely`]), whose unions of large postings lists a conjunction seeks
 //! window by window: a misspelt common word cost 24 ms at 1M models (bench/RESULTS.md,
@@ -12,7 +12,7 @@
 
 use super::{reference_terms, word_as_typed_terms, LooseWord};
 use crate::collector::best_ids;
-use crate::not_models::NotModels;
+use crate::not_models::{NotModels, NotModelsCache};
 use crate::pruned::DenseWords;
 use crate::query::{filter_clauses, SearchRequest};
 use crate::schema::Fields;
@@ -22,31 +22,8 @@ use std::sync::Arc;
 use tantivy::query::{BooleanQuery, EnableScoring, Query, Weight};
 use tantivy::{Searcher, Term};
 
-/// The best `k` documents of the tier (ids) and how many it holds; `None` for a text without
-/// words. `not_models` holds each segment's, in the searcher's order; `dense` the words kept.
-pub(crate) fn ranked(
-    tier: &Tier<'_>,
-    searcher: &Searcher,
-    not_models: &[Arc<NotModels>],
-    dense: &DenseWords,
-    k: usize,
-    id_columns: &IdColumns,
-) -> IndexResult<Option<(Vec<u64>, usize)>> {
-    if tier.words.is_empty() {
-        return Ok(None);
-    }
-    let mut ranked: Vec<(u64, u64)> = Vec::new();
-    let mut total = 0;
-    let segments = searcher.segment_readers().iter().zip(not_models);
-    for ((reader, not_models), ids) in segments.zip(id_columns.of(searcher)?) {
-        let (best, count) = tier.ranked_in(reader, &ids, not_models, dense, k)?;
-        ranked.extend(best);
-        total += count;
-    }
-    Ok(Some((best_ids(ranked, k), total)))
-}
-
-/// The walk's terms and checks, made once for every segment.
+/// The matches that need a typo or a prefix: the walk's terms and checks, made once for every
+/// segment, ranked ([`Tier::ranked`]) or only counted ([`Tier::counted`]).
 pub(crate) struct Tier<'a> {
     pub(super) fields: &'a Fields,
     pub(super) words: &'a [LooseWord],
@@ -56,15 +33,21 @@ pub(crate) struct Tier<'a> {
     pub(super) whole: Vec<Term>,
     /// The request's other filters, when it has any.
     pub(super) filter: Option<Box<dyn Weight>>,
+    /// Each segment's brands, series and deleted documents, in the searcher's order.
+    not_models: Vec<Arc<NotModels>>,
+    /// The common words kept whole.
+    pub(super) dense: &'a DenseWords,
 }
 
 impl<'a> Tier<'a> {
-    pub(crate) fn new(
+    pub(super) fn new(
         searcher: &Searcher,
         fields: &'a Fields,
         request: &SearchRequest,
         normalized_reference: &str,
         words: &'a [LooseWord],
+        not_models: &NotModelsCache,
+        dense: &'a DenseWords,
     ) -> IndexResult<Tier<'a>> {
         let clauses = filter_clauses(fields, &request.filters);
         let filter = match clauses.is_empty() {
@@ -82,6 +65,40 @@ impl<'a> Tier<'a> {
                 .collect(),
             whole: reference_terms(fields, normalized_reference),
             filter,
+            not_models: not_models.of(searcher, fields)?,
+            dense,
         })
+    }
+
+    /// The best `k` documents of the tier (ids) and how many it holds, ranked as
+    /// [`crate::query::only_loosely`] ranks them; `None` for a text without words.
+    pub(crate) fn ranked(
+        &self,
+        searcher: &Searcher,
+        k: usize,
+        id_columns: &IdColumns,
+    ) -> IndexResult<Option<(Vec<u64>, usize)>> {
+        if self.words.is_empty() {
+            return Ok(None);
+        }
+        let mut ranked: Vec<(u64, u64)> = Vec::new();
+        let mut total = 0;
+        let segments = searcher.segment_readers().iter().zip(&self.not_models);
+        for ((reader, not_models), ids) in segments.zip(id_columns.of(searcher)?) {
+            let (best, count) = self.ranked_in(reader, &ids, not_models, k)?;
+            ranked.extend(best);
+            total += count;
+        }
+        Ok(Some((best_ids(ranked, k), total)))
+    }
+
+    /// How many documents the tier holds, without ranking them: for a page the exact matches
+    /// fill.
+    pub(crate) fn counted(&self, searcher: &Searcher) -> IndexResult<usize> {
+        let mut total = 0;
+        for (reader, not_models) in searcher.segment_readers().iter().zip(&self.not_models) {
+            total += self.count(reader, not_models)?;
+        }
+        Ok(total)
     }
 }

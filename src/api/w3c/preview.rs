@@ -78,7 +78,7 @@ pub async fn preview(
 fn card_of(app: &App, media: &MediaBase, entity: Entity) -> ApiResult<Option<String>> {
     Ok(match entity {
         Entity::Model(_, model) => {
-            let Some(item) = assemble::model_item(app, &model, &mut Lookups::new(media))? else {
+            let Some(item) = assemble::model_item(app, model.id, &mut Lookups::new(media))? else {
                 return Ok(None);
             };
             let caliber = match model.caliber_id {

@@ -142,9 +142,8 @@ impl Tier<'_> {
         &self,
         reader: &SegmentReader,
         not_models: &NotModels,
-        dense: &DenseWords,
     ) -> IndexResult<usize> {
-        let words = self.word_matches(reader, dense)?;
+        let words = self.word_matches(reader)?;
         let mut count = 0;
         self.walk(reader, not_models, &words, |_, tier, _| {
             count += tier.count_ones() as usize;
@@ -159,10 +158,9 @@ impl Tier<'_> {
         reader: &SegmentReader,
         ids: &Column<u64>,
         not_models: &NotModels,
-        dense: &DenseWords,
         k: usize,
     ) -> IndexResult<(Vec<(u64, u64)>, usize)> {
-        let words = self.word_matches(reader, dense)?;
+        let words = self.word_matches(reader)?;
         let mut read: Vec<&[(DocId, Score)]> = words.iter().map(|w| w.read.as_slice()).collect();
         let mut best = BinaryHeap::new();
         let mut count = 0;
@@ -209,13 +207,9 @@ impl Tier<'_> {
         Ok((ranked, count))
     }
 
-    fn word_matches(
-        &self,
-        reader: &SegmentReader,
-        dense: &DenseWords,
-    ) -> IndexResult<Vec<WordMatches>> {
+    fn word_matches(&self, reader: &SegmentReader) -> IndexResult<Vec<WordMatches>> {
         (self.words.iter().zip(&self.typed))
-            .map(|(word, typed)| WordMatches::of(reader, self.fields, word, typed, dense))
+            .map(|(word, typed)| WordMatches::of(reader, self.fields, word, typed, self.dense))
             .collect()
     }
 
@@ -280,21 +274,6 @@ impl Tier<'_> {
         docs.sort_unstable();
         Ok(docs)
     }
-}
-
-/// The tier's number of matches, counted segment by segment as [`Tier::count`] does;
-/// `not_models` holds each segment's, in the searcher's order.
-pub(super) fn counted(
-    tier: &Tier<'_>,
-    readers: &[SegmentReader],
-    not_models: &[Arc<NotModels>],
-    dense: &DenseWords,
-) -> IndexResult<usize> {
-    let mut total = 0;
-    for (reader, not_models) in readers.iter().zip(not_models) {
-        total += tier.count(reader, not_models, dense)?;
-    }
-    Ok(total)
 }
 
 /// The machine words holding a form of some word, ascending: marked in a bitset of machine
