@@ -56,7 +56,23 @@ pub(crate) struct CommonWord {
     by_code: Vec<DocId>,
     /// Where each code's documents end in `by_code`, in the order of `codes`.
     code_ends: Vec<u32>,
+    /// Per machine word of `bits`, which sets of text fields its documents hold the word in:
+    /// bit `m` set where a document's fields holding it are the set `m` ([`fields_of`]). What
+    /// a machine word's documents can score at most, without reading their codes.
+    field_sets: Vec<u32>,
 }
+
+/// The text fields a code holds the word in, as bits (bit `f` for the field at `f`): one of
+/// [`FIELD_SETS`].
+pub(crate) fn fields_of(code: u16) -> usize {
+    (0..CODED_FIELDS_AT_MOST)
+        .filter(|&field| field_frequency(code, field) > 0)
+        .fold(0, |set, field| set | 1 << field)
+}
+
+/// How many sets of text fields there are: each is a bit of a machine word's
+/// [`CommonWord::field_sets_at`].
+pub(crate) const FIELD_SETS: usize = 1 << CODED_FIELDS_AT_MOST;
 
 /// The frequency of the text field at `field` in a code, [`FREQUENCY_AT_LEAST`] at most.
 pub(crate) fn field_frequency(code: u16, field: usize) -> u32 {
@@ -72,6 +88,7 @@ impl CommonWord {
             + self.codes.len() * 2
             + self.by_code.len() * 4
             + self.code_ends.len() * 4
+            + self.field_sets.len() * 4
     }
 
     /// The shortest norm (id) among the documents with the word in the text field at `field`.
@@ -102,6 +119,12 @@ impl CommonWord {
     /// The number of `doc`'s code, when it holds the word.
     pub(crate) fn number_at(&self, doc: DocId) -> Option<u8> {
         self.place(doc).map(|place| self.code_of[place])
+    }
+
+    /// The sets of text fields holding the word in the documents of machine word `at`, as
+    /// bits ([`CommonWord::field_sets`]).
+    pub(crate) fn field_sets_at(&self, at: usize) -> u32 {
+        self.field_sets.get(at).copied().unwrap_or(0)
     }
 
     /// Each code held, with its documents (ascending).
@@ -266,6 +289,7 @@ impl CommonWord {
             least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
+            field_sets: Vec::new(),
         }
     }
 
@@ -292,7 +316,19 @@ impl CommonWord {
             .map(|&code| number[usize::from(code)])
             .collect();
         self.order_by_code();
+        self.note_field_sets(codes);
         true
+    }
+
+    /// Fills `field_sets` from `codes` (one a document holding the word, in doc order).
+    fn note_field_sets(&mut self, codes: &[u16]) {
+        let mut codes = codes.iter();
+        self.field_sets = (self.bits.iter())
+            .map(|word| {
+                (codes.by_ref().take(word.count_ones() as usize))
+                    .fold(0u32, |sets, &code| sets | 1 << fields_of(code))
+            })
+            .collect();
     }
 
     /// Fills `by_code` and `code_ends` from the code numbers (a counting sort: documents stay
@@ -446,6 +482,7 @@ mod tests {
             least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
+            field_sets: Vec::new(),
         }
     }
 
@@ -456,6 +493,17 @@ mod tests {
         assert!(!word.number(&codes), "300 different codes");
         assert!(word.number(&codes.iter().map(|c| c % 256).collect::<Vec<_>>()));
         assert_eq!(word.codes().len(), 256);
+    }
+
+    #[test]
+    fn each_machine_word_notes_the_sets_of_fields_its_documents_hold_the_word_in() {
+        // Doc 0 in field 0, doc 3 in field 1, doc 64 in fields 0 and 1, doc 200 in field 4.
+        let mut word = holding(&[0, 3, 64, 200]);
+        assert!(word.number(&[1, 1 << 3, 1 | 1 << 3, 2 << 12]));
+        assert_eq!(fields_of(1 | 1 << 3), 0b11);
+        let sets: Vec<u32> = (0..5).map(|at| word.field_sets_at(at)).collect();
+        assert_eq!(sets, [1 << 0b1 | 1 << 0b10, 1 << 0b11, 0, 1 << 0b10000, 0]);
+        assert_eq!(word.field_sets_at(99), 0, "past the segment");
     }
 
     #[test]

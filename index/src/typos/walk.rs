@@ -8,14 +8,17 @@
 //! spelt word are a few hundred documents beside its hundreds of thousands, so a count costs
 //! microseconds where tantivy's conjunction of unions cost half the search (bench/RESULTS.md,
 //! "The typo tier counted as bitsets"); a misspelt common word reads no postings of its forms.
+//! A page of the tier scores the machine words that can score most first, bounded by the sets
+//! of text fields their kept forms are in ([`CommonWord::field_sets_at`]).
 
 use super::tier::Tier;
 use super::{LooseWord, LOOSE_SHARE, TYPED_SCORE};
 use crate::not_models::NotModels;
-use crate::pruned::{field_frequency, CommonWord, DenseWords};
+use crate::pruned::{fields_of, CommonWord, DenseWords, FIELD_SETS};
 use crate::query::for_each_doc;
 use crate::schema::Fields;
 use crate::IndexResult;
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use tantivy::columnar::Column;
@@ -153,6 +156,11 @@ impl Tier<'_> {
 
     /// The segment's best `k` of the tier as (score key, id), and how many it holds: the
     /// scores are sums of constants ([`super::tier`]), ties go to the smaller document.
+    /// Machine words are scored in descending order of the most their documents can score
+    /// (from the sets of fields their forms are in), until none left can reach the worst kept:
+    /// walked in document order, a misspelt common word's best (its form in the name, the
+    /// series and the description at once) were rare enough that most of the tier was scored
+    /// before the page held them.
     pub(super) fn ranked_in(
         &self,
         reader: &SegmentReader,
@@ -161,45 +169,16 @@ impl Tier<'_> {
         k: usize,
     ) -> IndexResult<(Vec<(u64, u64)>, usize)> {
         let words = self.word_matches(reader)?;
-        let mut read: Vec<&[(DocId, Score)]> = words.iter().map(|w| w.read.as_slice()).collect();
-        let mut best = BinaryHeap::new();
         let mut count = 0;
-        self.walk(reader, not_models, &words, |at, mut tier, typed| {
+        let mut held = Held::default();
+        self.walk(reader, not_models, &words, |at, tier, bits| {
             count += tier.count_ones() as usize;
-            // Later documents lose ties: none here can pass the worst kept when even the
-            // best the machine word's matches could score does not.
-            if best.len() >= k {
-                let bound: Score = (words.iter().zip(typed))
-                    .map(|(word, typed)| word.best_at(at, tier, *typed))
-                    .sum();
-                if best
-                    .peek()
-                    .is_some_and(|&(worst, _)| bound <= score_of_key(worst))
-                {
-                    return;
-                }
-            }
-            while tier != 0 {
-                let bit = tier.trailing_zeros();
-                tier &= tier - 1;
-                let doc = (at * 64) as DocId + bit;
-                let mut score = 0.0;
-                for (w, word) in words.iter().enumerate() {
-                    if typed[w] & (1 << bit) != 0 {
-                        score += TYPED_SCORE;
-                    }
-                    score += word.kept_forms_score(doc) + read_score(&mut read[w], doc);
-                }
-                // Documents come in id order: one that only ties the worst kept loses on id.
-                let key = (!u64::from(score.to_bits()), doc);
-                if best.len() < k {
-                    best.push(key);
-                } else if best.peek().is_some_and(|worst| key < *worst) {
-                    best.pop();
-                    best.push(key);
-                }
-            }
+            held.push(at, tier, bound_at(&words, at, tier, bits), bits);
         })?;
+        let mut best = BinaryHeap::new();
+        if k > 0 {
+            held.rank(&words, k, &mut best);
+        }
         let ranked = best
             .into_iter()
             .map(|(score, doc)| (score, ids.first(doc).unwrap_or(u64::MAX)))
@@ -214,13 +193,14 @@ impl Tier<'_> {
     }
 
     /// Calls `each` with every machine word holding documents of the tier, ascending: its
-    /// place, the tier's bits there (through the filters) and each word's bits as typed.
+    /// place, the tier's bits there (through the filters) and each word's bits as typed and
+    /// through its read forms.
     fn walk(
         &self,
         reader: &SegmentReader,
         not_models: &NotModels,
         words: &[WordMatches],
-        mut each: impl FnMut(usize, u64, &[u64]),
+        mut each: impl FnMut(usize, u64, &[WordBits]),
     ) -> IndexResult<()> {
         let holding_a_form = holding_a_form(words, reader.max_doc());
         let mut typed_read: Vec<Cursor> = (words.iter())
@@ -240,13 +220,15 @@ impl Tier<'_> {
             Some(weight) => Some(weight.scorer(reader, 1.0)?),
             None => None,
         };
-        let mut typed = vec![0u64; words.len()];
+        let mut bits = vec![WordBits::default(); words.len()];
         for at in holding_a_form {
             let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
             for (w, word) in words.iter().enumerate() {
-                typed[w] = bits_at(word.typed.kept.as_deref(), at) | typed_read[w].at(at);
-                every_typed &= typed[w];
-                every_matched &= typed[w] | word.kept_form_bits(at) | form_read[w].at(at);
+                let typed = bits_at(word.typed.kept.as_deref(), at) | typed_read[w].at(at);
+                let read = form_read[w].at(at);
+                bits[w] = WordBits { typed, read };
+                every_typed &= typed;
+                every_matched &= typed | word.kept_form_bits(at) | read;
             }
             let excluded = not_live.bits_at(at) | whole.bits_at(at);
             let tier = every_matched & !every_typed & !excluded;
@@ -258,7 +240,7 @@ impl Tier<'_> {
                 None => tier,
             };
             if tier != 0 {
-                each(at, tier, &typed);
+                each(at, tier, &bits);
             }
         }
         Ok(())
@@ -313,10 +295,99 @@ fn filtered(filter: &mut dyn tantivy::query::Scorer, at: usize, mut tier: u64) -
     Some(passed)
 }
 
-/// The score a ranking key holds.
-fn score_of_key(key: u64) -> Score {
-    // Keys are `!u64::from(score.to_bits())`: the low half, inverted back.
-    Score::from_bits(!key as u32)
+/// A word's bits in one machine word: its documents as typed, and through its read forms.
+#[derive(Clone, Copy, Default)]
+struct WordBits {
+    typed: u64,
+    read: u64,
+}
+
+/// The machine words holding documents of the tier, ascending, each with the most any of
+/// them can score and each word's bits there as typed.
+#[derive(Default)]
+struct Held {
+    /// Per machine word held: its bound's bits (scores are never negative, so their bit
+    /// patterns order like them), and its place in `at`, `tier` and `typed`.
+    bounds: Vec<(u32, Reverse<u32>)>,
+    at: Vec<usize>,
+    tier: Vec<u64>,
+    /// The words' bits as typed, a run of one a word per machine word held.
+    typed: Vec<u64>,
+}
+
+impl Held {
+    fn push(&mut self, at: usize, tier: u64, bound: Score, bits: &[WordBits]) {
+        let place = self.at.len() as u32;
+        self.bounds.push((bound.to_bits(), Reverse(place)));
+        self.at.push(at);
+        self.tier.push(tier);
+        self.typed.extend(bits.iter().map(|bits| bits.typed));
+    }
+
+    /// Keeps in `best` the best `k` documents as (score key, doc): the machine words taken in
+    /// descending bound, ascending within a bound (a heap made in linear time, popped only as
+    /// far as needed), until the next cannot beat the worst kept (the key of its bound and its
+    /// first document is no better).
+    fn rank(self, words: &[WordMatches], k: usize, best: &mut BinaryHeap<(u64, DocId)>) {
+        let mut next = BinaryHeap::from(self.bounds);
+        while let Some((bound, Reverse(place))) = next.pop() {
+            let place = place as usize;
+            let first = (self.at[place] * 64) as DocId;
+            let full = best.len() >= k;
+            if full
+                && best
+                    .peek()
+                    .is_some_and(|worst| (!u64::from(bound), first) >= *worst)
+            {
+                return;
+            }
+            let typed = &self.typed[place * words.len()..(place + 1) * words.len()];
+            let mut tier = self.tier[place];
+            while tier != 0 {
+                let bit = tier.trailing_zeros();
+                tier &= tier - 1;
+                let doc = first + bit;
+                let key = (!u64::from(score_of(words, typed, bit, doc).to_bits()), doc);
+                if best.len() < k {
+                    best.push(key);
+                } else if best.peek().is_some_and(|worst| key < *worst) {
+                    best.pop();
+                    best.push(key);
+                }
+            }
+        }
+    }
+}
+
+/// The most a document of `tier` (machine word `at`) can score, each word's bits there
+/// `bits`: summed as [`score_of`] sums a document's, of terms each no smaller, so never below
+/// it (float sums are monotone in each term).
+fn bound_at(words: &[WordMatches], at: usize, tier: u64, bits: &[WordBits]) -> Score {
+    let mut bound = 0.0;
+    for (word, bits) in words.iter().zip(bits) {
+        if bits.typed & tier != 0 {
+            bound += TYPED_SCORE;
+        }
+        let read = match bits.read & tier {
+            0 => 0.0,
+            _ => word.read_best,
+        };
+        bound += word.kept_forms_best_at(at, tier) + read;
+    }
+    bound
+}
+
+/// The score of `doc` (bit `bit` of its machine word), each word's bits there as typed
+/// `typed`.
+fn score_of(words: &[WordMatches], typed: &[u64], bit: u32, doc: DocId) -> Score {
+    let mut score = 0.0;
+    for (word, typed) in words.iter().zip(typed) {
+        if typed & (1 << bit) != 0 {
+            score += TYPED_SCORE;
+        }
+        score += word.kept_forms_score(doc) + read_score(&word.read, doc);
+    }
+    score
 }
 
 /// The bits of a kept word at machine word `at`.
@@ -324,20 +395,12 @@ fn bits_at(kept: Option<&CommonWord>, at: usize) -> u64 {
     kept.map_or(0, |k| k.bits().get(at).copied().unwrap_or(0))
 }
 
-/// The scores `read` holds for `doc` (ascending documents, not before the last asked for).
-fn read_score(read: &mut &[(DocId, Score)], doc: DocId) -> Score {
-    while read.first().is_some_and(|(first, _)| *first < doc) {
-        *read = &read[1..];
-    }
-    let mut score = 0.0;
-    while let Some(((first, add), rest)) = read.split_first() {
-        if *first != doc {
-            break;
-        }
-        score += add;
-        *read = rest;
-    }
-    score
+/// The scores `read` (ascending documents) holds for `doc`, summed in its order.
+fn read_score(read: &[(DocId, Score)], doc: DocId) -> Score {
+    let from = read.partition_point(|(first, _)| *first < doc);
+    (read[from..].iter())
+        .take_while(|(first, _)| *first == doc)
+        .fold(0.0, |score, (_, add)| score + add)
 }
 
 /// A common form of a word, kept whole: each text field holding it in a document adds that
@@ -346,26 +409,40 @@ struct KeptForm {
     word: Arc<CommonWord>,
     /// What a document adds, by the number of its code.
     by_number: Vec<Score>,
-    /// The most a document adds.
-    best: Score,
+    /// What a document adds, by the set of text fields holding the form there
+    /// ([`fields_of`]).
+    by_fields: [Score; FIELD_SETS],
 }
 
 impl KeptForm {
     fn new(word: Arc<CommonWord>, field_scores: &[Score]) -> KeptForm {
-        let by_number: Vec<Score> = (word.codes().iter())
-            .map(|&code| {
-                (field_scores.iter().enumerate())
-                    .filter(|(field, _)| field_frequency(code, *field) > 0)
-                    .map(|(_, score)| *score)
-                    .sum()
-            })
+        // Each field's score summed in field order, the same sum for a code and its fields.
+        let of_fields = |fields: usize| -> Score {
+            (field_scores.iter().enumerate())
+                .filter(|(field, _)| fields & 1 << field != 0)
+                .map(|(_, score)| *score)
+                .sum()
+        };
+        let by_number = (word.codes().iter())
+            .map(|&code| of_fields(fields_of(code)))
             .collect();
-        let best = by_number.iter().copied().fold(0.0, Score::max);
         KeptForm {
             word,
             by_number,
-            best,
+            by_fields: std::array::from_fn(of_fields),
         }
+    }
+
+    /// The most a document of machine word `at` adds: the best of the sets of fields the
+    /// form is in there.
+    fn best_at(&self, at: usize) -> Score {
+        let mut sets = self.word.field_sets_at(at);
+        let mut best: Score = 0.0;
+        while sets != 0 {
+            best = best.max(self.by_fields[sets.trailing_zeros() as usize]);
+            sets &= sets - 1;
+        }
+        best
     }
 
     fn score_at(&self, doc: DocId) -> Score {
@@ -451,18 +528,13 @@ impl WordMatches {
         })
     }
 
-    /// The most this word adds to a document of `tier` (machine word `at`), its bits as
-    /// typed there `typed`.
-    fn best_at(&self, at: usize, tier: u64, typed: u64) -> Score {
-        let as_typed = match typed & tier {
-            0 => 0.0,
-            _ => TYPED_SCORE,
-        };
-        let kept: Score = (self.kept_forms.iter())
+    /// The most this word's kept forms add to a document of `tier` (machine word `at`),
+    /// summed in the order [`WordMatches::kept_forms_score`] sums.
+    fn kept_forms_best_at(&self, at: usize, tier: u64) -> Score {
+        (self.kept_forms.iter())
             .filter(|form| bits_at(Some(&form.word), at) & tier != 0)
-            .map(|form| form.best)
-            .sum();
-        as_typed + kept + self.read_best
+            .map(|form| form.best_at(at))
+            .sum()
     }
 
     /// The machine words holding one of the word's forms, ascending within each source.
