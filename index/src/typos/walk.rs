@@ -99,9 +99,16 @@ impl Ascending<'_> {
     /// The bits of the documents in machine word `at`, not before the last asked for.
     fn bits_at(&mut self, at: usize) -> u64 {
         let first = at as u64 * 64;
-        while self.0.first().is_some_and(|&doc| u64::from(doc) < first) {
-            self.0 = &self.0[1..];
+        // Galloping past the documents before it: a walk of a few hundred machine words (the
+        // sparse forms of three correctly spelt words) stepped one by one through the
+        // segment's 26,000 brands, series and deleted documents, a tenth of the search.
+        let mut end = 1;
+        while end < self.0.len() && u64::from(self.0[end]) < first {
+            end *= 2;
         }
+        let end = end.min(self.0.len());
+        let before = self.0[..end].partition_point(|&doc| u64::from(doc) < first);
+        self.0 = &self.0[before..];
         let mut bits = 0;
         while let Some((&doc, rest)) = self.0.split_first() {
             let offset = u64::from(doc) - first;
