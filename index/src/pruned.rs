@@ -31,7 +31,7 @@
 mod dense;
 
 pub(crate) use dense::DenseWords;
-pub(crate) use dense::{fields_of, CommonWord, FIELD_SETS};
+pub(crate) use dense::{fields_of, CommonWord};
 
 use crate::query::{self, SearchRequest, TextQuery};
 use crate::schema::Fields;

@@ -6,14 +6,14 @@
 
 use crate::IndexResult;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tantivy::fastfield::AliveBitSet;
 use tantivy::fieldnorm::FieldNormReader;
 use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
 use tantivy::schema::Field;
 use tantivy::schema::IndexRecordOption;
-use tantivy::{DocId, DocSet, SegmentReader, Term, TERMINATED};
+use tantivy::{DocId, DocSet, Score, SegmentReader, Term, TERMINATED};
 
 /// A word is kept when at least one document in this many holds it: its bitset is then at most
 /// two bytes a posting.
@@ -56,23 +56,18 @@ pub(crate) struct CommonWord {
     by_code: Vec<DocId>,
     /// Where each code's documents end in `by_code`, in the order of `codes`.
     code_ends: Vec<u32>,
-    /// Per machine word of `bits`, which sets of text fields its documents hold the word in:
-    /// bit `m` set where a document's fields holding it are the set `m` ([`fields_of`]). What
-    /// a machine word's documents can score at most, without reading their codes.
-    field_sets: Vec<u32>,
+    /// Per machine word of `bits`, the most its documents score as a loose form of a word,
+    /// with the scores of the codes (by number) it was worked out from
+    /// ([`CommonWord::best_by_machine_word`]): made the first time the word is a form.
+    loose_best: OnceLock<(Vec<Score>, Arc<[Score]>)>,
 }
 
-/// The text fields a code holds the word in, as bits (bit `f` for the field at `f`): one of
-/// [`FIELD_SETS`].
+/// The text fields a code holds the word in, as bits (bit `f` for the field at `f`).
 pub(crate) fn fields_of(code: u16) -> usize {
     (0..CODED_FIELDS_AT_MOST)
         .filter(|&field| field_frequency(code, field) > 0)
         .fold(0, |set, field| set | 1 << field)
 }
-
-/// How many sets of text fields there are: each is a bit of a machine word's
-/// [`CommonWord::field_sets_at`].
-pub(crate) const FIELD_SETS: usize = 1 << CODED_FIELDS_AT_MOST;
 
 /// The frequency of the text field at `field` in a code, [`FREQUENCY_AT_LEAST`] at most.
 pub(crate) fn field_frequency(code: u16, field: usize) -> u32 {
@@ -88,7 +83,9 @@ impl CommonWord {
             + self.codes.len() * 2
             + self.by_code.len() * 4
             + self.code_ends.len() * 4
-            + self.field_sets.len() * 4
+            // The loose best, counted before it is made: a word is kept once, its best made
+            // later, and the room must hold both.
+            + self.bits.len() * 4
     }
 
     /// The shortest norm (id) among the documents with the word in the text field at `field`.
@@ -121,10 +118,23 @@ impl CommonWord {
         self.place(doc).map(|place| self.code_of[place])
     }
 
-    /// The sets of text fields holding the word in the documents of machine word `at`, as
-    /// bits ([`CommonWord::field_sets`]).
-    pub(crate) fn field_sets_at(&self, at: usize) -> u32 {
-        self.field_sets.get(at).copied().unwrap_or(0)
+    /// Per machine word, the most one of its documents scores when each code scores
+    /// `by_number` (by the code's number). Worked out once, by the first caller, and shared
+    /// with every caller that scores the codes alike: the typo tier is the only one, and its
+    /// scores of a code are the text fields' fixed weights. `None` for other scores.
+    pub(crate) fn best_by_machine_word(&self, by_number: &[Score]) -> Option<Arc<[Score]>> {
+        let (scored_by, best) = self.loose_best.get_or_init(|| {
+            let best = (self.bits.iter().zip(&self.before))
+                .map(|(bits, &before)| {
+                    let numbers = &self.code_of[before as usize..][..bits.count_ones() as usize];
+                    (numbers.iter())
+                        .map(|&n| by_number.get(usize::from(n)).copied().unwrap_or(0.0))
+                        .fold(0.0, Score::max)
+                })
+                .collect();
+            (by_number.to_vec(), best)
+        });
+        (scored_by.as_slice() == by_number).then(|| best.clone())
     }
 
     /// Each code held, with its documents (ascending).
@@ -237,13 +247,6 @@ impl DenseWords {
         Ok(Some(common))
     }
 
-    /// The word whose presence term is `word` in `reader`'s segment, when a search has kept
-    /// it already; never makes one.
-    pub(crate) fn kept(&self, reader: &SegmentReader, word: &Term) -> Option<Arc<CommonWord>> {
-        let key = (reader.segment_id(), word.clone());
-        self.lock().words.get(&key).cloned()
-    }
-
     /// How many words are kept, how many were refused, and how many were made.
     #[cfg(test)]
     pub(crate) fn len(&self) -> (usize, usize, usize) {
@@ -289,7 +292,7 @@ impl CommonWord {
             least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
-            field_sets: Vec::new(),
+            loose_best: OnceLock::new(),
         }
     }
 
@@ -316,19 +319,7 @@ impl CommonWord {
             .map(|&code| number[usize::from(code)])
             .collect();
         self.order_by_code();
-        self.note_field_sets(codes);
         true
-    }
-
-    /// Fills `field_sets` from `codes` (one a document holding the word, in doc order).
-    fn note_field_sets(&mut self, codes: &[u16]) {
-        let mut codes = codes.iter();
-        self.field_sets = (self.bits.iter())
-            .map(|word| {
-                (codes.by_ref().take(word.count_ones() as usize))
-                    .fold(0u32, |sets, &code| sets | 1 << fields_of(code))
-            })
-            .collect();
     }
 
     /// Fills `by_code` and `code_ends` from the code numbers (a counting sort: documents stay
@@ -482,7 +473,7 @@ mod tests {
             least_norms: Vec::new(),
             by_code: Vec::new(),
             code_ends: Vec::new(),
-            field_sets: Vec::new(),
+            loose_best: OnceLock::new(),
         }
     }
 
@@ -496,14 +487,19 @@ mod tests {
     }
 
     #[test]
-    fn each_machine_word_notes_the_sets_of_fields_its_documents_hold_the_word_in() {
-        // Doc 0 in field 0, doc 3 in field 1, doc 64 in fields 0 and 1, doc 200 in field 4.
+    fn each_machine_word_keeps_the_most_its_documents_score_as_a_loose_form() {
+        // Docs 0 and 3 in machine word 0, 64 in word 1, 200 in word 3.
         let mut word = holding(&[0, 3, 64, 200]);
         assert!(word.number(&[1, 1 << 3, 1 | 1 << 3, 2 << 12]));
         assert_eq!(fields_of(1 | 1 << 3), 0b11);
-        let sets: Vec<u32> = (0..5).map(|at| word.field_sets_at(at)).collect();
-        assert_eq!(sets, [1 << 0b1 | 1 << 0b10, 1 << 0b11, 0, 1 << 0b10000, 0]);
-        assert_eq!(word.field_sets_at(99), 0, "past the segment");
+        // Codes ascending: 1, 8, 9, 8192.
+        let by_number = [3.0, 2.0, 5.0, 0.5];
+        let best = word.best_by_machine_word(&by_number).map(|b| b.to_vec());
+        assert_eq!(best, Some(vec![3.0, 5.0, 0.0, 0.5, 0.0]));
+        assert!(
+            word.best_by_machine_word(&[1.0, 1.0, 1.0, 1.0]).is_none(),
+            "scored otherwise than the first caller"
+        );
     }
 
     #[test]

@@ -8,13 +8,13 @@
 //! spelt word are a few hundred documents beside its hundreds of thousands, so a count costs
 //! microseconds where tantivy's conjunction of unions cost half the search (bench/RESULTS.md,
 //! "The typo tier counted as bitsets"); a misspelt common word reads no postings of its forms.
-//! A page of the tier scores the machine words that can score most first, bounded by the sets
-//! of text fields their kept forms are in ([`CommonWord::field_sets_at`]).
+//! A page of the tier scores the machine words that can score most first, bounded by the most
+//! their kept forms score there ([`CommonWord::best_by_machine_word`]).
 
 use super::tier::Tier;
 use super::{LooseWord, LOOSE_SHARE, TYPED_SCORE};
 use crate::not_models::NotModels;
-use crate::pruned::{fields_of, CommonWord, DenseWords, FIELD_SETS};
+use crate::pruned::{fields_of, CommonWord, DenseWords};
 use crate::query::for_each_doc;
 use crate::schema::Fields;
 use crate::IndexResult;
@@ -22,6 +22,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use tantivy::columnar::Column;
+use tantivy::schema::Field;
 use tantivy::{DocId, Score, SegmentReader, Term, TERMINATED};
 
 /// The bits of some documents of a segment, kept only for the machine words holding one, in
@@ -131,9 +132,23 @@ struct Typed {
 }
 
 impl Typed {
-    fn of(reader: &SegmentReader, terms: &[Term], dense: &DenseWords) -> IndexResult<Typed> {
-        // The word's `model_words` term comes first ([`super::word_as_typed_terms`]).
-        let kept = terms.first().and_then(|word| dense.kept(reader, word));
+    fn of(
+        reader: &SegmentReader,
+        text_fields: &[(Field, Score)],
+        word: &str,
+        terms: &[Term],
+        dense: &DenseWords,
+    ) -> IndexResult<Typed> {
+        // The word's `model_words` term comes first ([`super::word_as_typed_terms`]). Made
+        // here when no search has kept it yet: the exact search of `clsasic carbon diver`
+        // never keeps `carbon` (its misspelt first word ends it), and reading a common word's
+        // postings into a sparse list was half of that search.
+        let kept = match terms.first() {
+            Some(presence) => {
+                dense.word(reader, presence, text_field_terms(text_fields, word).iter())?
+            }
+            None => None,
+        };
         let rest = match kept {
             Some(_) => terms.get(1..).unwrap_or_default(),
             None => terms,
@@ -429,9 +444,13 @@ struct KeptForm {
     word: Arc<CommonWord>,
     /// What a document adds, by the number of its code.
     by_number: Vec<Score>,
-    /// What a document adds, by the set of text fields holding the form there
-    /// ([`fields_of`]).
-    by_fields: [Score; FIELD_SETS],
+    /// The most a document adds, per machine word: kept with the word, since a form's scores
+    /// are the same in every search, where working it out per search was a third of a
+    /// misspelt word's.
+    best_by_machine_word: Option<Arc<[Score]>>,
+    /// The most a document adds anywhere: the bound of every machine word when the word kept
+    /// none for these scores.
+    best_anywhere: Score,
 }
 
 impl KeptForm {
@@ -443,26 +462,23 @@ impl KeptForm {
                 .map(|(_, score)| *score)
                 .sum()
         };
-        let by_number = (word.codes().iter())
+        let by_number: Vec<Score> = (word.codes().iter())
             .map(|&code| of_fields(fields_of(code)))
             .collect();
         KeptForm {
+            best_by_machine_word: word.best_by_machine_word(&by_number),
+            best_anywhere: by_number.iter().copied().fold(0.0, Score::max),
             word,
             by_number,
-            by_fields: std::array::from_fn(of_fields),
         }
     }
 
-    /// The most a document of machine word `at` adds: the best of the sets of fields the
-    /// form is in there.
+    /// The most a document of machine word `at` adds.
     fn best_at(&self, at: usize) -> Score {
-        let mut sets = self.word.field_sets_at(at);
-        let mut best: Score = 0.0;
-        while sets != 0 {
-            best = best.max(self.by_fields[sets.trailing_zeros() as usize]);
-            sets &= sets - 1;
+        match &self.best_by_machine_word {
+            Some(best) => best.get(at).copied().unwrap_or(0.0),
+            None => self.best_anywhere,
         }
-        best
     }
 
     fn score_at(&self, doc: DocId) -> Score {
@@ -517,9 +533,7 @@ impl WordMatches {
         }
         let mut kept_forms = Vec::new();
         for (form, scores) in forms {
-            let field_terms: Vec<Term> = (text_fields.iter())
-                .map(|(field, _)| Term::from_field_text(*field, form))
-                .collect();
+            let field_terms = text_field_terms(&text_fields, form);
             match kept_form(reader, fields, form, &field_terms, &scores, dense)? {
                 Some(word) => {
                     let field_scores: Vec<Score> =
@@ -540,7 +554,7 @@ impl WordMatches {
         let read_bits =
             SparseBits::of_docs(read.iter().map(|(doc, _)| *doc).collect(), reader.max_doc());
         Ok(WordMatches {
-            typed: Typed::of(reader, typed, dense)?,
+            typed: Typed::of(reader, &text_fields, &word.word, typed, dense)?,
             kept_forms,
             read,
             read_bits,
@@ -574,6 +588,13 @@ impl WordMatches {
     fn kept_forms_score(&self, doc: DocId) -> Score {
         self.kept_forms.iter().map(|form| form.score_at(doc)).sum()
     }
+}
+
+/// `text`'s term in each of `text_fields` (the fields with their weights), in their order.
+fn text_field_terms(text_fields: &[(Field, Score)], text: &str) -> Vec<Term> {
+    (text_fields.iter())
+        .map(|(field, _)| Term::from_field_text(*field, text))
+        .collect()
 }
 
 /// The form kept whole when it is common here and every text field holding it lists it among
