@@ -262,7 +262,7 @@ impl CatalogueIndex {
         &self,
         searcher: &Searcher,
         request: &SearchRequest,
-    ) -> IndexResult<Option<(TextQuery, typos::Loose)>> {
+    ) -> IndexResult<Option<(TextQuery, typos::Loose<'_>)>> {
         let Some(text) = request
             .text
             .as_ref()

@@ -15,9 +15,10 @@ use crate::schema::Fields;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use tantivy::index::SegmentId;
 use tantivy::query::{BooleanQuery, ConstScoreQuery, DfaWrapper, FuzzyTermQuery, Occur, Query};
 use tantivy::schema::Field;
-use tantivy::{Searcher, Term};
+use tantivy::{Searcher, SegmentReader, Term};
 
 /// Words of this many characters match with one typo; shorter ones only as they are.
 const ONE_TYPO_FROM: usize = 5;
@@ -43,22 +44,54 @@ const MAX_LOOSE_FORMS: usize = 128;
 /// Words whose forms are kept per searcher generation at most; then the cache starts again.
 /// A word holds at most [`MAX_LOOSE_FORMS`] forms in each text field.
 const KEPT_WORDS: usize = 4096;
+/// A word's matches in a segment ([`walk::WordMatches`]) kept per searcher generation at
+/// most, each of [`KEPT_MATCH_BYTES`] at most: 32 MiB in all. A correctly spelt word's take a
+/// few kilobytes (its forms' few hundred documents), a misspelt common word's less (its common
+/// forms are the words kept whole, shared).
+const KEPT_MATCHES: usize = 1024;
+const KEPT_MATCH_BYTES: usize = 32 << 10;
 
 /// The forms of a word in each text field: (field, its weight, the forms found there).
 type Forms = Vec<(Field, f32, Vec<String>)>;
 
-/// The forms each word of recent searches reaches, kept per searcher generation: walking five
-/// term dictionaries with a word's automaton was an eighth of a three-word search, and the
-/// words of searches repeat (a catalogue's vocabulary is small).
+/// The forms each word of recent searches reaches, and its matches in each segment, kept per
+/// searcher generation: walking five term dictionaries with a word's automaton was an eighth
+/// of a three-word search, reading its forms' postings by their terms a third of one whose
+/// exact matches fill the page, and the words of searches repeat (a catalogue's vocabulary is
+/// small).
 pub(crate) struct WordForms {
     kept: GenerationCache<(String, Looseness), Arc<Forms>>,
+    matches: GenerationCache<(SegmentId, String, Looseness), Arc<walk::WordMatches>>,
 }
 
 impl Default for WordForms {
     fn default() -> WordForms {
         WordForms {
             kept: GenerationCache::holding_at_most(KEPT_WORDS),
+            matches: GenerationCache::holding_at_most(KEPT_MATCHES),
         }
+    }
+}
+
+impl WordForms {
+    /// `word`'s matches in `reader`'s segment at `generation`: as kept, or made by `make` (and
+    /// kept when small enough).
+    fn matches_of(
+        &self,
+        generation: u64,
+        reader: &SegmentReader,
+        word: &LooseWord,
+        make: impl FnOnce() -> crate::IndexResult<walk::WordMatches>,
+    ) -> crate::IndexResult<Arc<walk::WordMatches>> {
+        let key = (reader.segment_id(), word.word.clone(), word.looseness);
+        if let Some(matches) = self.matches.get(generation, &key) {
+            return Ok(matches);
+        }
+        let matches = Arc::new(make()?);
+        if matches.bytes() <= KEPT_MATCH_BYTES {
+            self.matches.keep(generation, key, matches.clone());
+        }
+        Ok(matches)
     }
 }
 
@@ -111,6 +144,7 @@ impl Looseness {
 /// One word of the text and the terms other than itself it reaches in each text field.
 struct LooseWord {
     word: String,
+    looseness: Looseness,
     forms: Arc<Forms>,
 }
 
@@ -125,12 +159,12 @@ struct LooseWord {
 /// weight of the field it is found in), not BM25: each clause is then a term's postings or a
 /// small union that seeks cheaply, where the text fields' scored union would be read a window
 /// at a time around every candidate.
-pub(crate) fn loose_matches(
+pub(crate) fn loose_matches<'k>(
     searcher: &Searcher,
     fields: &Fields,
     text: &TextQuery,
-    kept: &WordForms,
-) -> tantivy::Result<Option<Loose>> {
+    kept: &'k WordForms,
+) -> tantivy::Result<Option<Loose<'k>>> {
     if !text.typo_tolerance {
         return Ok(None);
     }
@@ -138,15 +172,17 @@ pub(crate) fn loose_matches(
     if words.iter().all(|word| word.forms.is_empty()) {
         return Ok(None);
     }
-    Ok(Some(Loose { words }))
+    Ok(Some(Loose { words, kept }))
 }
 
 /// A text's words with their forms, when some word has one.
-pub(crate) struct Loose {
+pub(crate) struct Loose<'k> {
     words: Vec<LooseWord>,
+    /// Where the words' matches in each segment are kept.
+    kept: &'k WordForms,
 }
 
-impl Loose {
+impl Loose<'_> {
     /// The query of the loose matches: each word as typed or through one of its forms. Built
     /// only by the paths that search with it: a page's typo tier is ranked and counted without
     /// it ([`Loose::tier`]).
@@ -201,7 +237,7 @@ impl Loose {
             fields,
             request,
             &text.normalized_reference,
-            &self.words,
+            self,
             not_models,
             dense,
         )
@@ -324,7 +360,11 @@ fn loose_words(
                 forms
             }
         };
-        out.push(LooseWord { word: key.0, forms });
+        out.push(LooseWord {
+            word: key.0,
+            looseness,
+            forms,
+        });
     }
     Ok(out)
 }

@@ -379,6 +379,40 @@ fn the_typo_tiers_best_matches_are_found_after_its_first_machine_words() {
 }
 
 #[test]
+fn a_words_matches_kept_for_one_commit_are_not_the_next_ones() {
+    let (ocean, steel) = (0, 2);
+    let model = |name: Vec<usize>, description: Vec<usize>| Model {
+        brand: 1,
+        brand_words: vec![],
+        series: 11,
+        name,
+        description,
+        references: vec![],
+    };
+    // Every model named "steel", every other with "ocean" (a typo away from "oceen") in its
+    // description: the typo tier of "oceen steel".
+    let models: Vec<Model> = (0..200)
+        .map(|i| model(vec![steel], if i % 2 == 0 { vec![ocean] } else { vec![] }))
+        .collect();
+    let index = index_of(&models, &[]).keeping_common_words_of_any_segment();
+    let request = typo_tolerant("oceen steel", 5);
+    assert_eq!(index.search(&request).expect("search").total, 100);
+    // The next commit writes ten of the others again with "ocean" in their names (a segment
+    // of their own, their first versions deleted): a search must see them, first on the page.
+    let rewritten: Vec<CatalogueDoc> = (0..10u64)
+        .map(|i| doc(2 * i + 2, &model(vec![ocean, steel], vec![])))
+        .collect();
+    index.update(&rewritten, 2).expect("update");
+    let found = index.search(&request).expect("search");
+    assert_eq!(found.total, 110);
+    assert_eq!(found.ids[..3], [2, 4, 6]);
+    assert_eq!(
+        found,
+        index.search_exhaustively(&request).expect("every match")
+    );
+}
+
+#[test]
 fn common_words_are_intersected_as_bitsets_with_the_same_page_and_total() {
     // Every model holds "ocean" or "steel" or both: both words are common in the segment.
     let models: Vec<Model> = (0..200)

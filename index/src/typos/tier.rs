@@ -10,7 +10,7 @@
 //! go to the smaller id, as every order here breaks them. The index keeps each segment in id
 //! order, so the document order is the id order.
 
-use super::{reference_terms, word_as_typed_terms, LooseWord};
+use super::{reference_terms, word_as_typed_terms, Loose, LooseWord, WordForms};
 use crate::collector::best_ids;
 use crate::not_models::{NotModels, NotModelsCache};
 use crate::pruned::DenseWords;
@@ -37,6 +37,9 @@ pub(crate) struct Tier<'a> {
     not_models: Vec<Arc<NotModels>>,
     /// The common words kept whole.
     pub(super) dense: &'a DenseWords,
+    /// Where each word's matches in a segment are kept, for the searcher's generation.
+    pub(super) kept: &'a WordForms,
+    pub(super) generation: u64,
 }
 
 impl<'a> Tier<'a> {
@@ -45,10 +48,11 @@ impl<'a> Tier<'a> {
         fields: &'a Fields,
         request: &SearchRequest,
         normalized_reference: &str,
-        words: &'a [LooseWord],
+        loose: &'a Loose,
         not_models: &NotModelsCache,
         dense: &'a DenseWords,
     ) -> IndexResult<Tier<'a>> {
+        let words = &loose.words;
         let clauses = filter_clauses(fields, &request.filters);
         let filter = match clauses.is_empty() {
             true => None,
@@ -67,6 +71,8 @@ impl<'a> Tier<'a> {
             filter,
             not_models: not_models.of(searcher, fields)?,
             dense,
+            kept: loose.kept,
+            generation: searcher.generation().generation_id(),
         })
     }
 

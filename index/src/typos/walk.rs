@@ -209,9 +209,14 @@ impl Tier<'_> {
         Ok((ranked, count))
     }
 
-    fn word_matches(&self, reader: &SegmentReader) -> IndexResult<Vec<WordMatches>> {
+    /// Each word's matches in `reader`'s segment, as kept for the generation or read now.
+    fn word_matches(&self, reader: &SegmentReader) -> IndexResult<Vec<Arc<WordMatches>>> {
         (self.words.iter().zip(&self.typed))
-            .map(|(word, typed)| WordMatches::of(reader, self.fields, word, typed, self.dense))
+            .map(|(word, typed)| {
+                self.kept.matches_of(self.generation, reader, word, || {
+                    WordMatches::of(reader, self.fields, word, typed, self.dense)
+                })
+            })
             .collect()
     }
 
@@ -222,7 +227,7 @@ impl Tier<'_> {
         &self,
         reader: &SegmentReader,
         not_models: &NotModels,
-        words: &[WordMatches],
+        words: &[Arc<WordMatches>],
         mut each: impl FnMut(usize, u64, &[WordBits]),
     ) -> IndexResult<()> {
         let holding_a_form = holding_a_form(words, reader.max_doc());
@@ -284,9 +289,9 @@ impl Tier<'_> {
 /// The machine words holding a form of some word, ascending: marked in a bitset of machine
 /// words (a common form holds most of them), where sorting their list was a tenth of a
 /// misspelt search.
-fn holding_a_form(words: &[WordMatches], max_doc: DocId) -> impl Iterator<Item = usize> {
+fn holding_a_form(words: &[Arc<WordMatches>], max_doc: DocId) -> impl Iterator<Item = usize> {
     let mut held = vec![0u64; (max_doc as usize).div_ceil(64).div_ceil(64)];
-    for at in words.iter().flat_map(WordMatches::machine_words) {
+    for at in words.iter().flat_map(|word| word.machine_words()) {
         held[at / 64] |= 1 << (at % 64);
     }
     held.into_iter().enumerate().flat_map(|(i, mut bits)| {
@@ -363,7 +368,7 @@ impl Held {
     /// descending bound, ascending within a bound (a heap made in linear time, popped only as
     /// far as needed), until the next cannot beat the worst kept (the key of its bound and its
     /// first document is no better).
-    fn rank(self, words: &[WordMatches], k: usize, best: &mut BinaryHeap<(u64, DocId)>) {
+    fn rank(self, words: &[Arc<WordMatches>], k: usize, best: &mut BinaryHeap<(u64, DocId)>) {
         let mut next = BinaryHeap::from(self.bounds);
         while let Some((bound, Reverse(place))) = next.pop() {
             let place = place as usize;
@@ -397,7 +402,7 @@ impl Held {
 /// The most a document of `tier` (machine word `at`) can score, each word's bits there
 /// `bits`: summed as [`score_of`] sums a document's, of terms each no smaller, so never below
 /// it (float sums are monotone in each term).
-fn bound_at(words: &[WordMatches], at: usize, tier: u64, bits: &[WordBits]) -> Score {
+fn bound_at(words: &[Arc<WordMatches>], at: usize, tier: u64, bits: &[WordBits]) -> Score {
     let mut bound = 0.0;
     for (word, bits) in words.iter().zip(bits) {
         if bits.typed & tier != 0 {
@@ -414,7 +419,7 @@ fn bound_at(words: &[WordMatches], at: usize, tier: u64, bits: &[WordBits]) -> S
 
 /// The score of `doc` (bit `bit` of its machine word), each word's bits there as typed
 /// `typed`.
-fn score_of(words: &[WordMatches], typed: &[u64], bit: u32, doc: DocId) -> Score {
+fn score_of(words: &[Arc<WordMatches>], typed: &[u64], bit: u32, doc: DocId) -> Score {
     let mut score = 0.0;
     for (word, typed) in words.iter().zip(typed) {
         if typed & (1 << bit) != 0 {
@@ -491,7 +496,7 @@ impl KeptForm {
 
 /// One word's matches in a segment: as typed, through its common forms kept whole, and
 /// through the others read from their postings.
-struct WordMatches {
+pub(super) struct WordMatches {
     typed: Typed,
     kept_forms: Vec<KeptForm>,
     /// The other forms' documents, ascending, once per field and form holding them, each
@@ -560,6 +565,18 @@ impl WordMatches {
             read_bits,
             read_best,
         })
+    }
+
+    /// About how many bytes these matches hold beside the common words they share.
+    pub(super) fn bytes(&self) -> usize {
+        let kept_forms: usize = (self.kept_forms.iter())
+            .map(|form| std::mem::size_of::<KeptForm>() + form.by_number.len() * 4)
+            .sum();
+        std::mem::size_of::<WordMatches>()
+            + kept_forms
+            + self.read.len() * std::mem::size_of::<(DocId, Score)>()
+            + (self.read_bits.0.len() + self.typed.read.0.len())
+                * std::mem::size_of::<(usize, u64)>()
     }
 
     /// The most this word's kept forms add to a document of `tier` (machine word `at`),
