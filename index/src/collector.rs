@@ -5,8 +5,9 @@
 
 use crate::query::SortOrder;
 use crate::schema::names;
+use crate::top_k::TopK;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::fastfield::FastFieldReaders;
@@ -83,7 +84,7 @@ pub struct TopIdsSegment {
     ids: Column<u64>,
     source: KeySource,
     k: usize,
-    heap: BinaryHeap<LocalKey>,
+    best: TopK<LocalKey>,
     total: usize,
 }
 
@@ -126,7 +127,7 @@ impl Collector for TopIds {
             ids: fast.u64(names::ID)?,
             source,
             k: self.k,
-            heap: BinaryHeap::new(),
+            best: TopK::new(self.k),
             total: 0,
         })
     }
@@ -209,30 +210,19 @@ impl SegmentCollector for TopIdsSegment {
         };
         // The index keeps each segment in id order, so every document kept so far has a
         // smaller id: one that only ties the worst kept loses on id, read for none of them.
-        let full = self.heap.len() >= self.k;
-        if full
-            && self
-                .heap
-                .peek()
-                .is_some_and(|worst| (primary, secondary) >= (worst.0, worst.1))
+        if (self.best.worst_when_full())
+            .is_some_and(|worst| (primary, secondary) >= (worst.0, worst.1))
         {
             return;
         }
         let id = self.ids.first(doc).unwrap_or(u64::MAX);
-        let key = (primary, secondary, id);
-        if self.heap.len() < self.k {
-            self.heap.push(key);
-        } else if self.heap.peek().is_some_and(|worst| key < *worst) {
-            self.heap.pop();
-            self.heap.push(key);
-        }
+        self.best.offer((primary, secondary, id));
     }
 
     fn harvest(self) -> SegmentFruit {
+        let best = self.best.into_vec();
         let KeySource::Text { column, descending } = &self.source else {
-            let ranked = self
-                .heap
-                .into_iter()
+            let ranked = (best.into_iter())
                 .map(|(primary, secondary, id)| (GlobalKey::Local(primary, secondary), id))
                 .collect();
             return SegmentFruit {
@@ -242,15 +232,11 @@ impl SegmentCollector for TopIdsSegment {
         };
         let descending = *descending;
         let ord_of = |primary: u64| if descending { !primary } else { primary };
-        let ords: Vec<u64> = self
-            .heap
-            .iter()
+        let ords: Vec<u64> = (best.iter())
             .map(|&(primary, _, _)| ord_of(primary))
             .collect();
         let texts = terms_of(column, ords);
-        let ranked = self
-            .heap
-            .into_iter()
+        let ranked = (best.into_iter())
             .map(|(primary, _, id)| {
                 // A missing ordinal (u64::MAX) resolves to nothing: sorts as "".
                 let text = texts.get(&ord_of(primary)).cloned().unwrap_or_default();

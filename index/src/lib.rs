@@ -20,6 +20,7 @@ mod segment_cache;
 mod spec;
 mod summary;
 mod tokenizer;
+mod top_k;
 mod typos;
 
 pub use collector::{CatalogueStats, SortKey};

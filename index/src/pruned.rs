@@ -37,6 +37,7 @@ use crate::query::{self, SearchRequest, TextQuery};
 use crate::schema::Fields;
 use crate::segment_cache::IdColumns;
 use crate::tokenizer::MIN_REFERENCE_PREFIX;
+use crate::top_k::TopK;
 use crate::IndexResult;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -155,43 +156,29 @@ impl Kept {
     }
 }
 
-/// The best `k` documents of a segment: a max-heap whose top is the worst kept.
-struct Best {
-    heap: BinaryHeap<Kept>,
-    k: usize,
-}
+/// The best `k` documents of a segment.
+struct Best(TopK<Kept>);
 
 impl Best {
     fn new(k: usize) -> Best {
-        Best {
-            heap: BinaryHeap::with_capacity(k + 1),
-            k,
-        }
+        Best(TopK::new(k))
     }
 
     fn offer(&mut self, kept: Kept) {
-        if self.heap.len() < self.k {
-            self.heap.push(kept);
-        } else if self.heap.peek().is_some_and(|worst| kept < *worst) {
-            self.heap.pop();
-            self.heap.push(kept);
-        }
+        self.0.offer(kept);
     }
 
     /// The worst kept score once `k` are kept.
     fn worst_when_full(&self) -> Option<Score> {
-        match self.heap.peek() {
-            Some(worst) if self.heap.len() >= self.k => Some(worst.score()),
-            _ => None,
-        }
+        self.0.worst_when_full().map(|worst| worst.score())
     }
 
     /// The score a document met after `doc` must beat to be kept. Documents come in id order,
     /// so one that only ties the worst kept loses on id, unless that worst came from the
     /// reference pass and lies further on.
     fn threshold(&self, doc: DocId) -> Score {
-        match self.heap.peek() {
-            Some(worst) if self.heap.len() >= self.k => {
+        match self.0.worst_when_full() {
+            Some(worst) => {
                 let score = worst.score();
                 if worst.doc < doc || score <= 0.0 {
                     score
@@ -356,7 +343,7 @@ impl Plan {
         };
         let total = in_text + reference_docs.only;
         Ok(SegmentResult {
-            best: best.heap.into_vec(),
+            best: best.0.into_vec(),
             total,
         })
     }
@@ -500,7 +487,13 @@ impl Plan {
             term.add_scores(reader, &candidates, &mut partial)?;
             rest -= term.bound();
             let rest = rest.max(0.0);
-            drop_hopeless(&mut candidates, &mut partial, rest, best.k, &mut scratch);
+            drop_hopeless(
+                &mut candidates,
+                &mut partial,
+                rest,
+                best.0.k(),
+                &mut scratch,
+            );
         }
         let mut scan = Scan::new(self, reader)?;
         for doc in candidates {

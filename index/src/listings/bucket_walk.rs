@@ -10,7 +10,7 @@
 
 use super::collect::{docs_with, in_range, DensePrices, PageFruit, Values};
 use super::{names, ListingSort, AT_MAX_USD};
-use std::collections::BinaryHeap;
+use crate::top_k::TopK;
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::index::InvertedIndexReader;
@@ -174,20 +174,17 @@ impl Hidden {
 struct Page {
     sort: ListingSort,
     k: usize,
-    best: BinaryHeap<(u64, DocId)>,
+    best: TopK<(u64, DocId)>,
     /// Documents offered from the bucket at hand (a page by `oldest` takes a bucket's first `k`).
     offered: usize,
 }
-
-/// Room made before any match: callers may ask for every match.
-const PREALLOCATED: usize = 256;
 
 impl Page {
     fn new(sort: ListingSort, k: usize) -> Page {
         Page {
             sort,
             k,
-            best: BinaryHeap::with_capacity(k.min(PREALLOCATED) + 1),
+            best: TopK::new(k),
             offered: 0,
         }
     }
@@ -200,7 +197,7 @@ impl Page {
     /// hold the first or last ids); by price only while the page is short, buckets coming in
     /// price order.
     fn wants_bucket(&self) -> bool {
-        self.k > 0 && (!self.by_price() || self.best.len() < self.k)
+        self.k > 0 && (!self.by_price() || !self.best.is_full())
     }
 
     fn start_bucket(&mut self) {
@@ -227,18 +224,12 @@ impl Page {
             ListingSort::PriceDesc => !price,
             _ => u64::from(doc),
         };
-        let key = (rank, doc);
-        if self.best.len() < self.k {
-            self.best.push(key);
-        } else if self.best.peek().is_some_and(|worst| key < *worst) {
-            self.best.pop();
-            self.best.push(key);
-        }
+        self.best.offer((rank, doc));
     }
 
     /// The page's survivors with the merge keys of the page collector's fruit.
     fn harvest(self, ids: &Column<u64>, total: usize) -> PageFruit {
-        let ranked = (self.best.into_iter())
+        let ranked = (self.best.into_vec().into_iter())
             .map(|(rank, doc)| {
                 let id = ids.first(doc).unwrap_or(u64::MAX);
                 let key = match self.sort {

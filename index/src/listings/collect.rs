@@ -9,7 +9,8 @@
 //! document, and only the survivors' ids are read, to merge segments.
 
 use super::{names, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED};
-use std::collections::{BinaryHeap, VecDeque};
+use crate::top_k::TopK;
+use std::collections::VecDeque;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::query::Weight;
@@ -190,7 +191,7 @@ enum Kept {
     /// Descending id: the last `k` matches.
     Last(VecDeque<DocId>),
     /// By score or price: the best `k` keys.
-    Ranked(BinaryHeap<LocalKey>),
+    Ranked(TopK<LocalKey>),
 }
 
 pub(super) struct PageSegment {
@@ -234,7 +235,7 @@ impl Collector for PageCollector {
         let kept = match self.sort {
             ListingSort::Oldest => Kept::First(Vec::with_capacity(room)),
             ListingSort::Newest => Kept::Last(VecDeque::with_capacity(room + 1)),
-            _ => Kept::Ranked(BinaryHeap::with_capacity(room + 1)),
+            _ => Kept::Ranked(TopK::new(self.k)),
         };
         Ok(PageSegment {
             sort: self.sort,
@@ -288,7 +289,7 @@ impl PageSegment {
                     last.pop_front();
                 }
             }
-            Kept::Ranked(heap) => {
+            Kept::Ranked(best) => {
                 let key = match self.sort {
                     // Scores are non-negative, so their bit patterns order like the floats.
                     ListingSort::Relevance => (!u64::from(score.max(0.0).to_bits()), 0, doc),
@@ -298,12 +299,7 @@ impl PageSegment {
                     }
                     _ => (u64::from(price.is_none()), price.unwrap_or(0), doc),
                 };
-                if heap.len() < k {
-                    heap.push(key);
-                } else if heap.peek().is_some_and(|worst| key < *worst) {
-                    heap.pop();
-                    heap.push(key);
-                }
+                best.offer(key);
             }
         }
     }
@@ -374,7 +370,7 @@ impl SegmentCollector for PageSegment {
                 .iter()
                 .map(|&doc| ((0, 0, !self.id(doc)), self.id(doc)))
                 .collect(),
-            Kept::Ranked(heap) => heap
+            Kept::Ranked(best) => best
                 .iter()
                 .map(|&(a, b, doc)| ((a, b, self.id(doc)), self.id(doc)))
                 .collect(),

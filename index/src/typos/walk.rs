@@ -17,6 +17,7 @@ use crate::not_models::NotModels;
 use crate::pruned::{fields_of, CommonWord, DenseWords};
 use crate::query::for_each_doc;
 use crate::schema::Fields;
+use crate::top_k::TopK;
 use crate::IndexResult;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -198,12 +199,11 @@ impl Tier<'_> {
             count += tier.count_ones() as usize;
             held.push(at, tier, bound_at(&words, at, tier, bits), bits);
         })?;
-        let mut best = BinaryHeap::new();
+        let mut best = TopK::new(k);
         if k > 0 {
-            held.rank(&words, k, &mut best);
+            held.rank(&words, &mut best);
         }
-        let ranked = best
-            .into_iter()
+        let ranked = (best.into_vec().into_iter())
             .map(|(score, doc)| (score, ids.first(doc).unwrap_or(u64::MAX)))
             .collect();
         Ok((ranked, count))
@@ -368,17 +368,12 @@ impl Held {
     /// descending bound, ascending within a bound (a heap made in linear time, popped only as
     /// far as needed), until the next cannot beat the worst kept (the key of its bound and its
     /// first document is no better).
-    fn rank(self, words: &[Arc<WordMatches>], k: usize, best: &mut BinaryHeap<(u64, DocId)>) {
+    fn rank(self, words: &[Arc<WordMatches>], best: &mut TopK<(u64, DocId)>) {
         let mut next = BinaryHeap::from(self.bounds);
         while let Some((bound, Reverse(place))) = next.pop() {
             let place = place as usize;
             let first = (self.at[place] * 64) as DocId;
-            let full = best.len() >= k;
-            if full
-                && best
-                    .peek()
-                    .is_some_and(|worst| (!u64::from(bound), first) >= *worst)
-            {
+            if (best.worst_when_full()).is_some_and(|worst| (!u64::from(bound), first) >= *worst) {
                 return;
             }
             let typed = &self.typed[place * words.len()..(place + 1) * words.len()];
@@ -387,13 +382,7 @@ impl Held {
                 let bit = tier.trailing_zeros();
                 tier &= tier - 1;
                 let doc = first + bit;
-                let key = (!u64::from(score_of(words, typed, bit, doc).to_bits()), doc);
-                if best.len() < k {
-                    best.push(key);
-                } else if best.peek().is_some_and(|worst| key < *worst) {
-                    best.pop();
-                    best.push(key);
-                }
+                best.offer((!u64::from(score_of(words, typed, bit, doc).to_bits()), doc));
             }
         }
     }
