@@ -14,6 +14,7 @@ mod bucket_walk;
 mod by_id;
 mod collect;
 mod model_prices;
+mod price_walk;
 #[cfg(test)]
 mod proptests;
 
@@ -25,6 +26,7 @@ use bucket_walk::BucketWalk;
 use by_id::ListingById;
 use collect::{PageCollector, PriceCollector};
 use model_prices::{RunCache, RUN_MIN_LEN};
+use price_walk::PriceWalk;
 use rayon::prelude::*;
 use std::path::Path;
 use tantivy::collector::Collector;
@@ -354,6 +356,27 @@ impl Fields {
         })
     }
 
+    /// The price walk of `query` (see `price_walk`) when it asks a page by price, not too
+    /// deep, with no price range and no text.
+    fn price_walk(&self, query: &ListingQuery) -> Option<PriceWalk> {
+        let k = query.offset.saturating_add(query.limit);
+        let by_price = matches!(query.sort, ListingSort::PriceAsc | ListingSort::PriceDesc);
+        if !by_price
+            || query.text.is_some()
+            || price_range(&query.filters).is_some()
+            || k > price_walk::PAGE_AT_MOST
+        {
+            return None;
+        }
+        Some(PriceWalk {
+            filters: self.query(&query.filters, None),
+            bucket: self.price_bucket,
+            sort: query.sort,
+            k,
+            price_at_max: self.price_at_max,
+        })
+    }
+
     fn text_fields(&self) -> TextFields {
         TextFields {
             words: vec![
@@ -583,8 +606,16 @@ impl ListingIndex {
             price_range(&query.filters),
             self.fields.price_at_max,
         );
-        let (ranked, total) = match self.fields.bucket_walk(query) {
-            Some(walk) => collector.merge_fruits(walk.segment_fruits(&searcher)?)?,
+        let walked = match (
+            self.fields.bucket_walk(query),
+            self.fields.price_walk(query),
+        ) {
+            (Some(walk), _) => Some(walk.segment_fruits(&searcher)?),
+            (None, Some(walk)) => walk.segment_fruits(&searcher)?,
+            (None, None) => None,
+        };
+        let (ranked, total) = match walked {
+            Some(fruits) => collector.merge_fruits(fruits)?,
             None => {
                 let tantivy_query = self.fields.query(&query.filters, query.text.as_ref());
                 searcher.search(&*tantivy_query, &collector)?

@@ -170,8 +170,8 @@ impl Hidden {
 }
 
 /// A segment's best `k` so far, by a key where smaller ranks first (the document last, which
-/// orders like the id).
-struct Page {
+/// orders like the id). Shared with the price walk ([`super::price_walk`]).
+pub(super) struct Page {
     sort: ListingSort,
     k: usize,
     best: TopK<(u64, DocId)>,
@@ -180,7 +180,7 @@ struct Page {
 }
 
 impl Page {
-    fn new(sort: ListingSort, k: usize) -> Page {
+    pub(super) fn new(sort: ListingSort, k: usize) -> Page {
         Page {
             sort,
             k,
@@ -200,6 +200,11 @@ impl Page {
         self.k > 0 && (!self.by_price() || !self.best.is_full())
     }
 
+    /// Whether `k` are kept.
+    pub(super) fn is_full(&self) -> bool {
+        self.best.is_full()
+    }
+
     fn start_bucket(&mut self) {
         self.offered = 0;
     }
@@ -216,7 +221,7 @@ impl Page {
         }
     }
 
-    fn offer(&mut self, doc: DocId, price: u64) {
+    pub(super) fn offer(&mut self, doc: DocId, price: u64) {
         self.offered += 1;
         let rank = match self.sort {
             ListingSort::Newest => u64::from(!doc),
@@ -228,7 +233,7 @@ impl Page {
     }
 
     /// The page's survivors with the merge keys of the page collector's fruit.
-    fn harvest(self, ids: &Column<u64>, total: usize) -> PageFruit {
+    pub(super) fn harvest(self, ids: &Column<u64>, total: usize) -> PageFruit {
         let ranked = (self.best.into_vec().into_iter())
             .map(|(rank, doc)| {
                 let id = ids.first(doc).unwrap_or(u64::MAX);

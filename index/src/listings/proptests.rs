@@ -326,6 +326,67 @@ proptest! {
     }
 }
 
+/// Filters without a price range, as a page by price asks them of the price walk.
+fn filters_without_range() -> impl Strategy<Value = ListingFilters> {
+    filters().prop_map(|filters| ListingFilters {
+        min_price_usd: None,
+        max_price_usd: None,
+        ..filters
+    })
+}
+
+fn by_price() -> impl Strategy<Value = ListingSort> {
+    prop::sample::select(vec![ListingSort::PriceAsc, ListingSort::PriceDesc])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The price walk's pages and totals against the reference: pages its buckets fill, and
+    /// pages that need the unpriced listings too (the page collector's then).
+    #[test]
+    fn pages_by_price_agree_with_the_reference(
+        commits in history_of(|id| listing(id).boxed(), 1..200),
+        queries in prop::collection::vec((filters_without_range(), by_price(), 0usize..6, 1usize..8), 1..12),
+    ) {
+        pages_agree(&build(&commits), &final_state(&commits), queries)?;
+    }
+}
+
+/// A page by price with filters but no range takes the price walk (so the property above
+/// tests it); a range, text, another order or a deep page does not.
+#[test]
+fn a_page_by_price_without_a_range_takes_the_price_walk() {
+    let index = ListingIndex::in_memory().expect("index");
+    let by_brand = ListingQuery {
+        text: None,
+        filters: ListingFilters {
+            brand_id: Some(1),
+            hidden_statuses: vec![2],
+            ..ListingFilters::default()
+        },
+        sort: ListingSort::PriceAsc,
+        offset: 0,
+        limit: 20,
+    };
+    assert!(index.fields.price_walk(&by_brand).is_some());
+    let mut ranged = by_brand.clone();
+    ranged.filters.max_price_usd = Some(5_000);
+    let mut newest = by_brand.clone();
+    newest.sort = ListingSort::Newest;
+    let mut deep = by_brand.clone();
+    deep.offset = 5_000;
+    let mut with_text = by_brand.clone();
+    with_text.text = Some(crate::query::TextQuery {
+        typo_tolerance: false,
+        text: "submariner".into(),
+        normalized_reference: "submariner".into(),
+    });
+    for query in [ranged, newest, deep, with_text] {
+        assert!(index.fields.price_walk(&query).is_none(), "{query:?}");
+    }
+}
+
 /// The browse page's shape takes the bucket walk (so the property above tests it); other
 /// filters, text, relevance or a wide range do not.
 #[test]

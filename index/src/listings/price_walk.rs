@@ -1,0 +1,129 @@
+//! A page of listings by price with filters but no price range and no text (a brand's
+//! listings cheapest first, `GET /listings?brand=…&sort=price_asc`), answered from the price
+//! buckets cheapest first (dearest first for `price_desc`), each intersected with the filters,
+//! until the page is full: a later bucket never holds a better price, so only the prices of the
+//! first few buckets' matches are read, where the page collector read every match's (1.08M for
+//! the largest brand at 10M listings: 27 ms). The total is the filters' count, which reads no
+//! price. Unpriced listings are in no bucket and rank last: when the priced matches do not fill
+//! a segment's page, the page collector answers instead.
+
+use super::bucket_walk::Page;
+use super::collect::{DensePrices, PageFruit};
+use super::{names, ListingSort, AT_MAX_USD};
+use tantivy::fastfield::AliveBitSet;
+use tantivy::postings::SegmentPostings;
+use tantivy::query::{EnableScoring, Query, Scorer, Weight};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+
+/// Pages deeper than this take the page collector: a walk that reads most buckets to fill
+/// them gains nothing (the back office's jobs ask every match).
+pub(super) const PAGE_AT_MOST: usize = 1_000;
+
+/// What a price walk asks: see the module's doc.
+pub(super) struct PriceWalk {
+    /// The filters (everything the request asks: it has no price range and no text).
+    pub filters: Box<dyn Query>,
+    /// The field of the dollar price's bucket.
+    pub bucket: Field,
+    /// `PriceAsc` or `PriceDesc`.
+    pub sort: ListingSort,
+    pub k: usize,
+    pub price_at_max: Field,
+}
+
+/// Every price bucket, in ascending price: [`super::price_bucket`] is at most 255.
+const BUCKETS: std::ops::RangeInclusive<u64> = 0..=255;
+
+impl PriceWalk {
+    /// Every segment's page fruit, to merge as the page collector's; `None` when some
+    /// segment's priced matches do not fill its page.
+    pub(super) fn segment_fruits(
+        &self,
+        searcher: &Searcher,
+    ) -> tantivy::Result<Option<Vec<PageFruit>>> {
+        let weight = self
+            .filters
+            .weight(EnableScoring::disabled_from_searcher(searcher))?;
+        (searcher.segment_readers().iter())
+            .map(|segment| self.segment(&*weight, segment))
+            .collect()
+    }
+
+    fn segment(
+        &self,
+        weight: &dyn Weight,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<Option<PageFruit>> {
+        let total = weight.count(segment)? as usize;
+        let marker = Term::from_field_u64(self.price_at_max, AT_MAX_USD);
+        let mut prices = DensePrices::open(segment, names::PRICE_USD, marker)?;
+        let inverted = segment.inverted_index(self.bucket)?;
+        let mut page = Page::new(self.sort, self.k);
+        let (mut docs, mut read) = (Vec::new(), Vec::new());
+        let mut offered = 0;
+        let buckets: Box<dyn Iterator<Item = u64>> = match self.sort {
+            ListingSort::PriceDesc => Box::new(BUCKETS.rev()),
+            _ => Box::new(BUCKETS),
+        };
+        for bucket in buckets {
+            if page.is_full() {
+                break;
+            }
+            let term = Term::from_field_u64(self.bucket, bucket);
+            let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)?
+            else {
+                continue;
+            };
+            let mut filters = weight.scorer(segment, 1.0)?;
+            docs.clear();
+            in_both(
+                &mut postings,
+                &mut *filters,
+                segment.alive_bitset(),
+                &mut docs,
+            );
+            prices.read(&docs, &mut read);
+            for (&doc, price) in docs.iter().zip(&read) {
+                // Every listing in a bucket has a dollar price.
+                if let Some(price) = *price {
+                    page.offer(doc, price);
+                    offered += 1;
+                }
+            }
+        }
+        // Every priced match offered and the page not full: the unpriced ones come next.
+        if !page.is_full() && offered < total {
+            return Ok(None);
+        }
+        let ids = segment.fast_fields().u64(names::ID)?;
+        Ok(Some(page.harvest(&ids, total)))
+    }
+}
+
+/// Pushes onto `out` the live documents of `bucket` that `filters` matches, ascending.
+fn in_both(
+    bucket: &mut SegmentPostings,
+    filters: &mut dyn Scorer,
+    alive: Option<&AliveBitSet>,
+    out: &mut Vec<DocId>,
+) {
+    let mut doc = bucket.doc();
+    while doc != TERMINATED {
+        let at = match filters.doc() < doc {
+            true => filters.seek(doc),
+            false => filters.doc(),
+        };
+        if at == TERMINATED {
+            return;
+        }
+        if at == doc {
+            if alive.is_none_or(|alive| alive.is_alive(doc)) {
+                out.push(doc);
+            }
+            doc = bucket.advance();
+        } else {
+            doc = bucket.seek(at);
+        }
+    }
+}
