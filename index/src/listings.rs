@@ -319,14 +319,22 @@ impl Fields {
         if buckets.end().saturating_sub(*buckets.start()) >= MAX_RANGE_BUCKETS {
             return None;
         }
-        let term = |bucket| match condition {
+        Some(
+            buckets
+                .map(|bucket| self.bucket_term(bucket, condition))
+                .collect(),
+        )
+    }
+
+    /// The term of a price bucket, with the condition when one is asked.
+    fn bucket_term(&self, bucket: u64, condition: Option<u64>) -> Term {
+        match condition {
             Some(condition) => Term::from_field_u64(
                 self.condition_price_bucket,
                 condition_bucket(condition, bucket),
             ),
             None => Term::from_field_u64(self.price_bucket, bucket),
-        };
-        Some(buckets.map(term).collect())
+        }
     }
 
     /// The bucket walk of `query` (see `bucket_walk`) when it asks a narrow price range and
@@ -368,9 +376,19 @@ impl Fields {
         {
             return None;
         }
+        // With a condition, its (condition, bucket) terms stand for the bucket and the
+        // condition at once: each bucket then holds that condition's listings only.
+        let condition = query.filters.condition;
+        let without_condition = ListingFilters {
+            condition: None,
+            ..query.filters.clone()
+        };
         Some(PriceWalk {
             filters: self.query(&query.filters, None),
-            bucket: self.price_bucket,
+            in_bucket: self.query(&without_condition, None),
+            buckets: (0..=MAX_PRICE_BUCKET)
+                .map(|bucket| self.bucket_term(bucket, condition))
+                .collect(),
             sort: query.sort,
             k,
             price_at_max: self.price_at_max,
@@ -453,6 +471,8 @@ fn model_status(model: impl std::fmt::Display, status: u64) -> String {
 /// Buckets a price range may span and still be read as their union; a wider range reads
 /// every candidate's price (a union of postings is dearer per document than a dense column).
 const MAX_RANGE_BUCKETS: u64 = 24;
+/// The last price bucket: [`price_bucket`] of `u64::MAX`.
+const MAX_PRICE_BUCKET: u64 = 255;
 
 /// A dollar price's bucket: a quarter of a doubling (`4 * log2`, in integers), so that buckets
 /// hold about as many listings across the price scale and a range is a handful of them.

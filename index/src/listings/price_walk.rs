@@ -1,7 +1,7 @@
 //! A page of listings by price with filters but no price range and no text (a brand's
 //! listings cheapest first, `GET /listings?brand=…&sort=price_asc`), answered from the price
-//! buckets cheapest first (dearest first for `price_desc`), each intersected with the filters,
-//! until the page is full: a later bucket never holds a better price, so only the prices of the
+//! buckets cheapest first (dearest first for `price_desc`; a condition's own buckets when one
+//! is asked), each intersected with the other filters, until the page is full: a later bucket never holds a better price, so only the prices of the
 //! first few buckets' matches are read, where the page collector read every match's (1.08M for
 //! the largest brand at 10M listings: 27 ms). The total is the filters' count, which reads no
 //! price. Unpriced listings are in no bucket and rank last: when the priced matches do not fill
@@ -24,16 +24,16 @@ pub(super) const PAGE_AT_MOST: usize = 1_000;
 pub(super) struct PriceWalk {
     /// The filters (everything the request asks: it has no price range and no text).
     pub filters: Box<dyn Query>,
-    /// The field of the dollar price's bucket.
-    pub bucket: Field,
+    /// The filters a bucket's listings are checked against: those the bucket terms do not
+    /// stand for already (a condition).
+    pub in_bucket: Box<dyn Query>,
+    /// Every price bucket's term, by ascending price, all of one field.
+    pub buckets: Vec<Term>,
     /// `PriceAsc` or `PriceDesc`.
     pub sort: ListingSort,
     pub k: usize,
     pub price_at_max: Field,
 }
-
-/// Every price bucket, in ascending price: [`super::price_bucket`] is at most 255.
-const BUCKETS: std::ops::RangeInclusive<u64> = 0..=255;
 
 impl PriceWalk {
     /// Every segment's page fruit, to merge as the page collector's; `None` when some
@@ -42,40 +42,42 @@ impl PriceWalk {
         &self,
         searcher: &Searcher,
     ) -> tantivy::Result<Option<Vec<PageFruit>>> {
-        let weight = self
-            .filters
-            .weight(EnableScoring::disabled_from_searcher(searcher))?;
+        let scoring = EnableScoring::disabled_from_searcher(searcher);
+        let counted = self.filters.weight(scoring)?;
+        let in_bucket = self.in_bucket.weight(scoring)?;
         (searcher.segment_readers().iter())
-            .map(|segment| self.segment(&*weight, segment))
+            .map(|segment| self.segment(&*counted, &*in_bucket, segment))
             .collect()
     }
 
     fn segment(
         &self,
-        weight: &dyn Weight,
+        counted: &dyn Weight,
+        in_bucket: &dyn Weight,
         segment: &SegmentReader,
     ) -> tantivy::Result<Option<PageFruit>> {
-        let total = weight.count(segment)? as usize;
+        let Some(field) = self.buckets.first().map(Term::field) else {
+            return Ok(None);
+        };
+        let total = counted.count(segment)? as usize;
         let marker = Term::from_field_u64(self.price_at_max, AT_MAX_USD);
         let mut prices = DensePrices::open(segment, names::PRICE_USD, marker)?;
-        let inverted = segment.inverted_index(self.bucket)?;
+        let inverted = segment.inverted_index(field)?;
         let mut page = Page::new(self.sort, self.k);
         let (mut docs, mut read) = (Vec::new(), Vec::new());
         let mut offered = 0;
-        let buckets: Box<dyn Iterator<Item = u64>> = match self.sort {
-            ListingSort::PriceDesc => Box::new(BUCKETS.rev()),
-            _ => Box::new(BUCKETS),
+        let buckets: Box<dyn Iterator<Item = &Term>> = match self.sort {
+            ListingSort::PriceDesc => Box::new(self.buckets.iter().rev()),
+            _ => Box::new(self.buckets.iter()),
         };
-        for bucket in buckets {
+        for term in buckets {
             if page.is_full() {
                 break;
             }
-            let term = Term::from_field_u64(self.bucket, bucket);
-            let Some(mut postings) = inverted.read_postings(&term, IndexRecordOption::Basic)?
-            else {
+            let Some(mut postings) = inverted.read_postings(term, IndexRecordOption::Basic)? else {
                 continue;
             };
-            let mut filters = weight.scorer(segment, 1.0)?;
+            let mut filters = in_bucket.scorer(segment, 1.0)?;
             docs.clear();
             in_both(
                 &mut postings,

@@ -326,9 +326,22 @@ proptest! {
     }
 }
 
-/// Filters without a price range, as a page by price asks them of the price walk.
+/// Filters without a price range, as a page by price asks them of the price walk: all of
+/// [`filters`] at times, else few (a condition, a brand, hidden statuses), so that pages fill
+/// from the buckets as well as need the unpriced listings.
 fn filters_without_range() -> impl Strategy<Value = ListingFilters> {
-    filters().prop_map(|filters| ListingFilters {
+    let few = (
+        prop::option::weighted(0.6, 0u64..3),
+        prop::option::weighted(0.3, 0u64..3),
+        prop::collection::vec(0u64..3, 0..2),
+    )
+        .prop_map(|(condition, brand_id, hidden_statuses)| ListingFilters {
+            condition,
+            brand_id,
+            hidden_statuses,
+            ..ListingFilters::default()
+        });
+    prop_oneof![1 => filters(), 3 => few].prop_map(|filters| ListingFilters {
         min_price_usd: None,
         max_price_usd: None,
         ..filters
@@ -534,7 +547,7 @@ proptest! {
     fn price_buckets_never_decrease(a in any::<u64>(), b in any::<u64>()) {
         let (low, high) = (a.min(b), a.max(b));
         prop_assert!(price_bucket(low) <= price_bucket(high));
-        prop_assert!(price_bucket(high) <= 255);
+        prop_assert!(price_bucket(high) <= MAX_PRICE_BUCKET);
     }
 }
 
@@ -547,6 +560,11 @@ fn a_bucket_is_a_quarter_of_a_doubling() {
     assert_eq!(
         buckets,
         [0, 3, 8, 11, 12, 12, 13, 14, 15, 16, 39, 39, 40, 48]
+    );
+    assert_eq!(
+        price_bucket(u64::MAX),
+        MAX_PRICE_BUCKET,
+        "the price walk's last bucket"
     );
 }
 
