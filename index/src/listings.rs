@@ -631,7 +631,7 @@ impl ListingIndex {
             self.fields.price_walk(query),
         ) {
             (Some(walk), _) => Some(walk.segment_fruits(&searcher)?),
-            (None, Some(walk)) => walk.segment_fruits(&searcher)?,
+            (None, Some(walk)) => Some(walk.segment_fruits(&searcher, &collector)?),
             (None, None) => None,
         };
         let (ranked, total) = match walked {

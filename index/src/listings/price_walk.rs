@@ -1,15 +1,17 @@
 //! A page of listings by price with filters but no price range and no text (a brand's
 //! listings cheapest first, `GET /listings?brand=…&sort=price_asc`), answered from the price
 //! buckets cheapest first (dearest first for `price_desc`; a condition's own buckets when one
-//! is asked), each intersected with the other filters, until the page is full: a later bucket never holds a better price, so only the prices of the
-//! first few buckets' matches are read, where the page collector read every match's (1.08M for
-//! the largest brand at 10M listings: 27 ms). The total is the filters' count, which reads no
-//! price. Unpriced listings are in no bucket and rank last: when the priced matches do not fill
-//! a segment's page, the page collector answers instead.
+//! is asked), each intersected with the other filters, until the page is full: a later bucket
+//! never holds a better price, so only the prices of the first few buckets' matches are read,
+//! where the page collector read every match's (1.08M for the largest brand at 10M listings:
+//! 27 ms). The total is the filters' count, which reads no price. Unpriced listings are in no
+//! bucket and rank last: a segment whose priced matches do not fill its page, and that has
+//! unpriced ones, is collected by the page collector instead (that segment alone).
 
 use super::bucket_walk::Page;
-use super::collect::{DensePrices, PageFruit};
+use super::collect::{DensePrices, PageCollector, PageFruit};
 use super::{names, ListingSort, AT_MAX_USD};
+use tantivy::collector::Collector;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::postings::SegmentPostings;
 use tantivy::query::{EnableScoring, Query, Scorer, Weight};
@@ -36,20 +38,29 @@ pub(super) struct PriceWalk {
 }
 
 impl PriceWalk {
-    /// Every segment's page fruit, to merge as the page collector's; `None` when some
-    /// segment's priced matches do not fill its page.
+    /// Every segment's page fruit, to merge as `collector`'s (the page collector of the same
+    /// request, which collects the segments the walk cannot answer).
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
-    ) -> tantivy::Result<Option<Vec<PageFruit>>> {
+        collector: &PageCollector,
+    ) -> tantivy::Result<Vec<PageFruit>> {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
         let counted = self.filters.weight(scoring)?;
         let in_bucket = self.in_bucket.weight(scoring)?;
-        (searcher.segment_readers().iter())
-            .map(|segment| self.segment(&*counted, &*in_bucket, segment))
+        let segments = (0u32..).zip(searcher.segment_readers());
+        segments
+            .map(
+                |(ordinal, segment)| match self.segment(&*counted, &*in_bucket, segment)? {
+                    Some(fruit) => Ok(fruit),
+                    None => collector.collect_segment(&*counted, ordinal, segment),
+                },
+            )
             .collect()
     }
 
+    /// The segment's page fruit from its buckets; `None` when its priced matches do not
+    /// fill its page and it has unpriced ones, which no bucket holds.
     fn segment(
         &self,
         counted: &dyn Weight,

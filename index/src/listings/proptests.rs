@@ -366,22 +366,42 @@ proptest! {
     }
 }
 
+/// The first page of 20 of `filters` in `sort`, without text.
+fn first_page(filters: ListingFilters, sort: ListingSort) -> ListingQuery {
+    ListingQuery {
+        text: None,
+        filters,
+        sort,
+        offset: 0,
+        limit: 20,
+    }
+}
+
+/// `query` with a text.
+fn with_text(query: &ListingQuery) -> ListingQuery {
+    ListingQuery {
+        text: Some(crate::query::TextQuery {
+            typo_tolerance: false,
+            text: "submariner".into(),
+            normalized_reference: "submariner".into(),
+        }),
+        ..query.clone()
+    }
+}
+
 /// A page by price with filters but no range takes the price walk (so the property above
 /// tests it); a range, text, another order or a deep page does not.
 #[test]
 fn a_page_by_price_without_a_range_takes_the_price_walk() {
     let index = ListingIndex::in_memory().expect("index");
-    let by_brand = ListingQuery {
-        text: None,
-        filters: ListingFilters {
+    let by_brand = first_page(
+        ListingFilters {
             brand_id: Some(1),
             hidden_statuses: vec![2],
             ..ListingFilters::default()
         },
-        sort: ListingSort::PriceAsc,
-        offset: 0,
-        limit: 20,
-    };
+        ListingSort::PriceAsc,
+    );
     assert!(index.fields.price_walk(&by_brand).is_some());
     let mut ranged = by_brand.clone();
     ranged.filters.max_price_usd = Some(5_000);
@@ -389,13 +409,7 @@ fn a_page_by_price_without_a_range_takes_the_price_walk() {
     newest.sort = ListingSort::Newest;
     let mut deep = by_brand.clone();
     deep.offset = 5_000;
-    let mut with_text = by_brand.clone();
-    with_text.text = Some(crate::query::TextQuery {
-        typo_tolerance: false,
-        text: "submariner".into(),
-        normalized_reference: "submariner".into(),
-    });
-    for query in [ranged, newest, deep, with_text] {
+    for query in [ranged, newest, deep, with_text(&by_brand)] {
         assert!(index.fields.price_walk(&query).is_none(), "{query:?}");
     }
 }
@@ -405,19 +419,16 @@ fn a_page_by_price_without_a_range_takes_the_price_walk() {
 #[test]
 fn the_browse_page_takes_the_bucket_walk() {
     let index = ListingIndex::in_memory().expect("index");
-    let browse = ListingQuery {
-        text: None,
-        filters: ListingFilters {
+    let browse = first_page(
+        ListingFilters {
             condition: Some(1),
             hidden_statuses: vec![2],
             min_price_usd: Some(1_000),
             max_price_usd: Some(5_000),
             ..ListingFilters::default()
         },
-        sort: ListingSort::Newest,
-        offset: 0,
-        limit: 20,
-    };
+        ListingSort::Newest,
+    );
     assert!(index.fields.bucket_walk(&browse).is_some());
     let mut by_brand = browse.clone();
     by_brand.filters.brand_id = Some(1);
@@ -425,13 +436,7 @@ fn the_browse_page_takes_the_bucket_walk() {
     by_relevance.sort = ListingSort::Relevance;
     let mut wide = browse.clone();
     wide.filters.min_price_usd = Some(1);
-    let mut with_text = browse.clone();
-    with_text.text = Some(crate::query::TextQuery {
-        typo_tolerance: false,
-        text: "submariner".into(),
-        normalized_reference: "submariner".into(),
-    });
-    for query in [by_brand, by_relevance, wide, with_text] {
+    for query in [by_brand, by_relevance, wide, with_text(&browse)] {
         assert!(index.fields.bucket_walk(&query).is_none(), "{query:?}");
     }
 }
