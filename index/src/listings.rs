@@ -22,9 +22,9 @@ use crate::derived::{sorted_by, Derived, RebuildShape};
 use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, TextQuery};
 use crate::schema::text_options;
 use crate::{Hits, IndexError, IndexResult};
-use bucket_walk::BucketWalk;
+use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::ListingById;
-use collect::{PageCollector, PriceCollector};
+use collect::{PageCollector, PriceCollector, PriceColumns};
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
@@ -360,7 +360,6 @@ impl Fields {
                 .collect(),
             sort: query.sort,
             k: query.offset.saturating_add(query.limit),
-            price_at_max: self.price_at_max,
         })
     }
 
@@ -391,7 +390,6 @@ impl Fields {
                 .collect(),
             sort: query.sort,
             k,
-            price_at_max: self.price_at_max,
         })
     }
 
@@ -545,6 +543,9 @@ pub struct ListingIndex {
     fields: Fields,
     /// The large models' prices per segment, for [`ListingIndex::model_prices`].
     runs: RunCache,
+    prices: PriceColumns,
+    /// The edge buckets of narrow price ranges, for the bucket walk.
+    edges: EdgeBuckets,
 }
 
 impl ListingIndex {
@@ -553,8 +554,10 @@ impl ListingIndex {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
             derived: Derived::open(dir, schema, sorted_by(names::ID))?,
+            prices: PriceColumns::new(fields.price_at_max),
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
+            edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
         })
     }
 
@@ -563,8 +566,10 @@ impl ListingIndex {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
             derived: Derived::in_memory(schema, sorted_by(names::ID))?,
+            prices: PriceColumns::new(fields.price_at_max),
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
+            edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
         })
     }
 
@@ -620,18 +625,19 @@ impl ListingIndex {
     /// Ids of one page of `query`, and the total number of matches.
     pub fn search(&self, query: &ListingQuery) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();
+        let prices = self.prices.of(&searcher)?;
         let collector = PageCollector::new(
             query.sort,
             query.offset + query.limit,
             price_range(&query.filters),
-            self.fields.price_at_max,
+            prices.clone(),
         );
         let walked = match (
             self.fields.bucket_walk(query),
             self.fields.price_walk(query),
         ) {
-            (Some(walk), _) => Some(walk.segment_fruits(&searcher)?),
-            (None, Some(walk)) => Some(walk.segment_fruits(&searcher, &collector)?),
+            (Some(walk), _) => Some(walk.segment_fruits(&searcher, &prices, &self.edges)?),
+            (None, Some(walk)) => Some(walk.segment_fruits(&searcher, &prices, &collector)?),
             (None, None) => None,
         };
         let (ranked, total) = match walked {
@@ -662,7 +668,7 @@ impl ListingIndex {
         let query = self.fields.query(filters, None);
         Ok(searcher.search(
             &*query,
-            &PriceCollector::new(currency, price_range(filters), self.fields.price_at_max),
+            &PriceCollector::new(currency, price_range(filters), self.prices.of(&searcher)?),
         )?)
     }
 
@@ -674,9 +680,9 @@ impl ListingIndex {
         let suffix = model_status("", status);
         Ok(self.runs.keep_large(
             &searcher,
+            &self.prices.of(&searcher)?,
             self.fields.model_status,
             |term| term.ends_with(&suffix),
-            self.fields.price_at_max,
         )?)
     }
 
@@ -692,9 +698,9 @@ impl ListingIndex {
         let term = Term::from_field_text(self.fields.model_status, &model_status(model, status));
         Ok(self.runs.prices(
             &searcher,
+            &self.prices.of(&searcher)?,
             &term,
             &currency_key(Some(currency)),
-            self.fields.price_at_max,
         )?)
     }
 }

@@ -8,13 +8,16 @@
 //! price), and a bucket of a segment with nothing deleted or hidden counts by its document
 //! frequency. Pages and totals are the page collector's (a property test compares them).
 
-use super::collect::{docs_with, in_range, DensePrices, PageFruit, Values};
-use super::{names, ListingSort, AT_MAX_USD};
+use super::collect::{docs_with, DensePrices, PageFruit, SegmentPrices, Values};
+use super::{names, ListingSort};
+use crate::segment_cache::{SegmentPart, SegmentParts};
 use crate::top_k::TopK;
+use std::sync::Arc;
 use tantivy::columnar::Column;
 use tantivy::fastfield::AliveBitSet;
-use tantivy::index::InvertedIndexReader;
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::index::{InvertedIndexReader, SegmentId};
+use tantivy::postings::TermInfo;
+use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, Searcher, SegmentReader, Term};
 
 /// What a bucket walk asks: see the module's doc.
@@ -28,26 +31,44 @@ pub(super) struct BucketWalk {
     /// Any order but relevance.
     pub sort: ListingSort,
     pub k: usize,
-    pub price_at_max: Field,
 }
 
 impl BucketWalk {
-    /// The page fruits of every segment, to merge as the page collector's.
-    pub(super) fn segment_fruits(&self, searcher: &Searcher) -> tantivy::Result<Vec<PageFruit>> {
-        (searcher.segment_readers().iter())
-            .map(|segment| self.segment(segment))
+    /// The page fruits of every segment, to merge as the page collector's; `prices` are the
+    /// searcher's price columns, by segment, and `edges` the edge buckets kept so far.
+    pub(super) fn segment_fruits(
+        &self,
+        searcher: &Searcher,
+        prices: &[Arc<SegmentPrices>],
+        edges: &EdgeBuckets,
+    ) -> tantivy::Result<Vec<PageFruit>> {
+        (searcher.segment_readers().iter().zip(prices))
+            .map(|(segment, prices)| {
+                let kept = KeptEdges {
+                    edges,
+                    searcher,
+                    segment: segment.segment_id(),
+                    hidden_terms: &self.hidden,
+                };
+                self.segment(segment, prices, kept)
+            })
             .collect()
     }
 
-    fn segment(&self, segment: &SegmentReader) -> tantivy::Result<PageFruit> {
+    fn segment(
+        &self,
+        segment: &SegmentReader,
+        prices: &SegmentPrices,
+        edges: KeptEdges<'_>,
+    ) -> tantivy::Result<PageFruit> {
         let hidden = Hidden::read(segment, &self.hidden)?;
         let alive = segment.alive_bitset();
-        let marker = Term::from_field_u64(self.price_at_max, AT_MAX_USD);
         let mut walk = SegmentWalk {
             range: self.range,
             alive,
             hidden: &hidden,
-            prices: DensePrices::open(segment, names::PRICE_USD, marker)?,
+            edges,
+            prices: DensePrices::new(&prices.usd),
             page: Page::new(self.sort, self.k),
             total: 0,
             kept: Vec::new(),
@@ -69,11 +90,80 @@ impl BucketWalk {
     }
 }
 
+/// Listings kept across all edge buckets, at most (12 bytes each: ~24 MB): at 10M listings an
+/// edge bucket of one condition holds 50,000 to 80,000.
+pub(super) const EDGE_LISTINGS_KEPT: usize = 2_000_000;
+
+/// The edge buckets kept between requests, by segment, term and hidden statuses.
+pub(super) type EdgeBuckets = SegmentParts<(Term, Vec<Term>), EdgeBucket>;
+
+/// An edge bucket's shown listings in one segment, by ascending price then document; deleted
+/// ones included, since deletes come later to a segment whose documents never change (the
+/// alive bitset is applied as they are read). A range's edge is counted by two binary
+/// searches and offered from a contiguous run, where reading each listing's price from the
+/// column was half of a narrow range's page.
+pub(super) struct EdgeBucket {
+    prices: Vec<u64>,
+    docs: Vec<DocId>,
+}
+
+impl EdgeBucket {
+    fn read(
+        inverted: &InvertedIndexReader,
+        info: &TermInfo,
+        hidden: &Hidden,
+        prices: &mut DensePrices,
+    ) -> tantivy::Result<EdgeBucket> {
+        let mut postings =
+            inverted.read_block_postings_from_terminfo(info, IndexRecordOption::Basic)?;
+        let mut docs = Vec::with_capacity(info.doc_freq as usize);
+        loop {
+            let block = postings.docs();
+            if block.is_empty() {
+                break;
+            }
+            docs.extend(block.iter().copied().filter(|&doc| !hidden.contains(doc)));
+            postings.advance();
+        }
+        let mut read = Vec::with_capacity(docs.len());
+        prices.read(&docs, &mut read);
+        // Every listing in a bucket has a dollar price.
+        let mut by_price: Vec<(u64, DocId)> = (docs.iter().zip(read))
+            .filter_map(|(&doc, price)| Some((price?, doc)))
+            .collect();
+        by_price.sort_unstable();
+        let (prices, docs) = by_price.into_iter().unzip();
+        Ok(EdgeBucket { prices, docs })
+    }
+
+    /// The positions of the listings priced within `range` (inclusive).
+    fn within(&self, (low, high): (u64, u64)) -> std::ops::Range<usize> {
+        let from = self.prices.partition_point(|&price| price < low);
+        let to = self.prices.partition_point(|&price| price <= high);
+        from..to.max(from)
+    }
+}
+
+impl SegmentPart for EdgeBucket {
+    fn units(&self) -> usize {
+        self.docs.len()
+    }
+}
+
+/// Where one segment's walk finds its edge buckets.
+struct KeptEdges<'a> {
+    edges: &'a EdgeBuckets,
+    searcher: &'a Searcher,
+    segment: SegmentId,
+    hidden_terms: &'a [Term],
+}
+
 /// One segment's walk over its buckets.
 struct SegmentWalk<'a> {
     range: (u64, u64),
     alive: Option<&'a AliveBitSet>,
     hidden: &'a Hidden,
+    edges: KeptEdges<'a>,
     prices: DensePrices,
     page: Page,
     total: usize,
@@ -94,8 +184,11 @@ impl SegmentWalk<'_> {
         let Some(info) = inverted.get_term_info(term)? else {
             return Ok(());
         };
+        if edge {
+            return self.edge(inverted, term, &info);
+        }
         let ranks = self.page.wants_bucket();
-        if !edge && !ranks && self.alive.is_none() && self.hidden.is_empty() {
+        if !ranks && self.alive.is_none() && self.hidden.is_empty() {
             self.total += info.doc_freq as usize;
             return Ok(());
         }
@@ -113,31 +206,57 @@ impl SegmentWalk<'_> {
             self.kept.extend(docs.iter().copied().filter(|&doc| {
                 alive.is_none_or(|alive| alive.is_alive(doc)) && !hidden.contains(doc)
             }));
-            if edge || (ranks && by_price) {
-                self.priced_block(edge, ranks);
-            } else {
-                self.total += self.kept.len();
-                if ranks {
-                    self.page.offer_block(&self.kept);
-                }
+            self.total += self.kept.len();
+            if ranks && by_price {
+                self.offer_priced_block();
+            } else if ranks {
+                self.page.offer_block(&self.kept);
             }
             postings.advance();
         }
     }
 
-    /// The block at hand with its prices read: those in range counted and, when the page
-    /// `ranks` this bucket, offered.
-    fn priced_block(&mut self, edge: bool, ranks: bool) {
+    /// Counts the live listings of the edge bucket of `term` within the range, and offers
+    /// them when the page ranks this bucket.
+    fn edge(
+        &mut self,
+        inverted: &InvertedIndexReader,
+        term: &Term,
+        info: &TermInfo,
+    ) -> tantivy::Result<()> {
+        let KeptEdges {
+            edges,
+            searcher,
+            segment,
+            hidden_terms,
+        } = self.edges;
+        let bucket = edges.get_or_make(
+            searcher,
+            segment,
+            (term.clone(), hidden_terms.to_vec()),
+            || EdgeBucket::read(inverted, info, self.hidden, &mut self.prices),
+            |_| true,
+        )?;
+        let ranks = self.page.wants_bucket();
+        self.page.start_bucket();
+        for at in bucket.within(self.range) {
+            let doc = bucket.docs[at];
+            if self.alive.is_none_or(|alive| alive.is_alive(doc)) {
+                self.total += 1;
+                if ranks {
+                    self.page.offer(doc, bucket.prices[at]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Offers the block at hand with its prices read (a page by price ranks this bucket).
+    fn offer_priced_block(&mut self) {
         let mut read = std::mem::take(&mut self.block_prices);
         self.prices.read(&self.kept, &mut read);
         for (&doc, &price) in self.kept.iter().zip(&read) {
-            if edge && !in_range(Some(self.range), price) {
-                continue;
-            }
-            self.total += 1;
-            if ranks {
-                self.page.offer(doc, price.unwrap_or(0));
-            }
+            self.page.offer(doc, price.unwrap_or(0));
         }
         self.block_prices = read;
     }
@@ -210,26 +329,42 @@ impl Page {
     }
 
     /// Offers a block of documents (ascending) of a page by id: of a block only its first or
-    /// last `k` can rank.
+    /// last `k` can rank, and by `newest` only those above the worst kept (the block is
+    /// offered from its end, so the first that does not rank ends it).
     fn offer_block(&mut self, docs: &[DocId]) {
-        let docs = match self.sort {
-            ListingSort::Newest => &docs[docs.len().saturating_sub(self.k)..],
-            _ => &docs[..docs.len().min(self.k.saturating_sub(self.offered))],
-        };
-        for &doc in docs {
+        if self.sort != ListingSort::Newest {
+            let first = &docs[..docs.len().min(self.k.saturating_sub(self.offered))];
+            for &doc in first {
+                self.offer(doc, 0);
+            }
+            return;
+        }
+        for &doc in docs.iter().rev().take(self.k) {
+            let rank = self.rank(doc, 0);
+            if self
+                .best
+                .worst_when_full()
+                .is_some_and(|&(worst, _)| rank >= worst)
+            {
+                return;
+            }
             self.offer(doc, 0);
         }
     }
 
     pub(super) fn offer(&mut self, doc: DocId, price: u64) {
         self.offered += 1;
-        let rank = match self.sort {
+        self.best.offer((self.rank(doc, price), doc));
+    }
+
+    /// The key `doc` of `price` ranks by, smaller first.
+    fn rank(&self, doc: DocId, price: u64) -> u64 {
+        match self.sort {
             ListingSort::Newest => u64::from(!doc),
             ListingSort::PriceAsc => price,
             ListingSort::PriceDesc => !price,
             _ => u64::from(doc),
-        };
-        self.best.offer((rank, doc));
+        }
     }
 
     /// The page's survivors with the merge keys of the page collector's fruit.

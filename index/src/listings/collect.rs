@@ -9,54 +9,125 @@
 //! document, and only the survivors' ids are read, to merge segments.
 
 use super::{names, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED};
+use crate::segment_cache::SegmentCache;
 use crate::top_k::TopK;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
+use tantivy::index::SegmentId;
 use tantivy::query::Weight;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, Score, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED};
+use tantivy::{
+    DocId, DocSet, Score, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED,
+};
 
 /// One column's values for a block of documents; `None` where a document has none.
 pub(super) type Values = Vec<Option<u64>>;
 
 /// A dense price column of one segment, with the documents whose real price is the sentinel.
-pub(super) struct DensePrices {
+pub(super) struct PriceColumn {
     column: Column<u64>,
     /// Documents (ascending) whose price really is [`UNPRICED`]'s value; nearly always none.
     at_max: Vec<DocId>,
+}
+
+impl PriceColumn {
+    fn open(segment: &SegmentReader, name: &str, marker: Term) -> tantivy::Result<PriceColumn> {
+        Ok(PriceColumn {
+            column: segment.fast_fields().u64(name)?,
+            at_max: docs_with(segment, &marker)?,
+        })
+    }
+}
+
+/// A segment's two price columns: in each listing's own currency, and in dollars.
+pub(super) struct SegmentPrices {
+    pub own: Arc<PriceColumn>,
+    pub usd: Arc<PriceColumn>,
+}
+
+/// Each segment's price columns, opened once: opening one reads its table of blocks (a
+/// block-wise linear column at 10M listings has 20,000), which was a tenth of a page by a
+/// narrow price range.
+pub(super) struct PriceColumns {
+    kept: SegmentCache<SegmentId, SegmentPrices>,
+    price_at_max: Field,
+}
+
+impl PriceColumns {
+    pub(super) fn new(price_at_max: Field) -> PriceColumns {
+        PriceColumns {
+            kept: SegmentCache::default(),
+            price_at_max,
+        }
+    }
+
+    /// The price columns of each of `searcher`'s segments, in its order.
+    pub(super) fn of(&self, searcher: &Searcher) -> tantivy::Result<Vec<Arc<SegmentPrices>>> {
+        let marker = |value| Term::from_field_u64(self.price_at_max, value);
+        self.kept.of(
+            searcher,
+            |segment| segment.segment_id(),
+            |segment| {
+                Ok(SegmentPrices {
+                    own: Arc::new(PriceColumn::open(
+                        segment,
+                        names::PRICE,
+                        marker(AT_MAX_PRICE),
+                    )?),
+                    usd: Arc::new(PriceColumn::open(
+                        segment,
+                        names::PRICE_USD,
+                        marker(AT_MAX_USD),
+                    )?),
+                })
+            },
+        )
+    }
+}
+
+/// A price column read a block at a time.
+pub(super) struct DensePrices {
+    column: Arc<PriceColumn>,
     raw: Values,
 }
 
 impl DensePrices {
-    pub(super) fn open(
-        segment: &SegmentReader,
-        name: &str,
-        marker: Term,
-    ) -> tantivy::Result<DensePrices> {
-        Ok(DensePrices {
-            column: segment.fast_fields().u64(name)?,
-            at_max: docs_with(segment, &marker)?,
+    pub(super) fn new(column: &Arc<PriceColumn>) -> DensePrices {
+        DensePrices {
+            column: Arc::clone(column),
             raw: vec![None; COLLECT_BLOCK_BUFFER_LEN],
-        })
+        }
     }
 
     /// The prices of `docs` (`None`: unpriced) into `out`, in the order of `docs`.
     pub(super) fn read(&mut self, docs: &[DocId], out: &mut Values) {
         out.clear();
+        let PriceColumn { column, at_max } = &*self.column;
         for chunk in docs.chunks(COLLECT_BLOCK_BUFFER_LEN) {
             let raw = &mut self.raw[..chunk.len()];
-            self.column.first_vals(chunk, raw);
+            column.first_vals(chunk, raw);
             let resolved = chunk
                 .iter()
                 .zip(raw.iter())
                 .map(|(&doc, &value)| match value {
-                    Some(UNPRICED) => self.at_max.binary_search(&doc).is_ok().then_some(UNPRICED),
+                    Some(UNPRICED) => at_max.binary_search(&doc).is_ok().then_some(UNPRICED),
                     value => value,
                 });
             out.extend(resolved);
         }
     }
+}
+
+/// The price columns of the segment of `ordinal`: made for the searcher the caller runs on.
+pub(super) fn segment_prices(
+    prices: &[Arc<SegmentPrices>],
+    ordinal: u32,
+) -> tantivy::Result<&Arc<SegmentPrices>> {
+    prices.get(ordinal as usize).ok_or_else(|| {
+        tantivy::TantivyError::InternalError(format!("no price columns for segment {ordinal}"))
+    })
 }
 
 /// The segment's documents with `term` (a marker term: few or none), ascending.
@@ -155,7 +226,8 @@ pub(super) struct PageCollector {
     sort: ListingSort,
     k: usize,
     range: Option<(u64, u64)>,
-    price_at_max: Field,
+    /// The searcher's price columns, by segment ordinal.
+    prices: Vec<Arc<SegmentPrices>>,
 }
 
 impl PageCollector {
@@ -163,13 +235,13 @@ impl PageCollector {
         sort: ListingSort,
         k: usize,
         range: Option<(u64, u64)>,
-        price_at_max: Field,
+        prices: Vec<Arc<SegmentPrices>>,
     ) -> PageCollector {
         PageCollector {
             sort,
             k,
             range,
-            price_at_max,
+            prices,
         }
     }
 
@@ -222,14 +294,13 @@ impl Collector for PageCollector {
     type Fruit = (Vec<u64>, usize);
     type Child = PageSegment;
 
-    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<PageSegment> {
-        let prices = self
-            .needs_prices()
-            .then(|| {
-                let marker = Term::from_field_u64(self.price_at_max, AT_MAX_USD);
-                DensePrices::open(segment, names::PRICE_USD, marker)
-            })
-            .transpose()?;
+    fn for_segment(&self, ordinal: u32, segment: &SegmentReader) -> tantivy::Result<PageSegment> {
+        let prices = match self.needs_prices() {
+            true => Some(DensePrices::new(
+                &segment_prices(&self.prices, ordinal)?.usd,
+            )),
+            false => None,
+        };
         // Callers may ask for every match (`k` up to `usize::MAX`): room grows as needed.
         let room = self.k.min(PREALLOCATED);
         let kept = match self.sort {
@@ -388,19 +459,20 @@ pub(super) struct PriceCollector {
     /// The currency column's value for the wanted currency.
     currency_key: String,
     range: Option<(u64, u64)>,
-    price_at_max: Field,
+    /// The searcher's price columns, by segment ordinal.
+    prices: Vec<Arc<SegmentPrices>>,
 }
 
 impl PriceCollector {
     pub(super) fn new(
         currency: &str,
         range: Option<(u64, u64)>,
-        price_at_max: Field,
+        prices: Vec<Arc<SegmentPrices>>,
     ) -> PriceCollector {
         PriceCollector {
             currency_key: super::currency_key(Some(currency)),
             range,
-            price_at_max,
+            prices,
         }
     }
 }
@@ -421,13 +493,13 @@ impl Collector for PriceCollector {
     type Fruit = PricedListings;
     type Child = PriceSegment;
 
-    fn for_segment(&self, _: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
-        let marker = |value| Term::from_field_u64(self.price_at_max, value);
+    fn for_segment(&self, ordinal: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
         let currency = currency_column(segment)?;
         let wanted = currency_ord(currency.as_ref(), &self.currency_key)?;
+        let prices = segment_prices(&self.prices, ordinal)?;
         Ok(PriceSegment {
-            price: DensePrices::open(segment, names::PRICE, marker(AT_MAX_PRICE))?,
-            price_usd: DensePrices::open(segment, names::PRICE_USD, marker(AT_MAX_USD))?,
+            price: DensePrices::new(&prices.own),
+            price_usd: DensePrices::new(&prices.usd),
             // Only read when the wanted currency occurs in the segment.
             currency: currency
                 .filter(|_| wanted.is_some())

@@ -5,13 +5,13 @@
 //! read, and the hot model's figures cost one pass over a contiguous run, not three columns.
 
 use super::collect::{
-    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, Values,
+    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, SegmentPrices,
+    Values,
 };
-use super::{names, PricedListings, AT_MAX_PRICE, AT_MAX_USD};
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use super::PricedListings;
+use crate::segment_cache::{SegmentPart, SegmentParts};
+use std::sync::Arc;
 use tantivy::fastfield::AliveBitSet;
-use tantivy::index::SegmentId;
 use tantivy::schema::Field;
 use tantivy::{DocId, Searcher, SegmentReader, Term};
 
@@ -36,12 +36,15 @@ struct ModelRun(Vec<RunPoint>);
 
 impl ModelRun {
     /// The documents of `term` in `segment` and their prices, read once in document order.
-    fn read(segment: &SegmentReader, term: &Term, price_at_max: Field) -> tantivy::Result<Self> {
+    fn read(
+        segment: &SegmentReader,
+        term: &Term,
+        columns: &SegmentPrices,
+    ) -> tantivy::Result<Self> {
         let docs = docs_with(segment, term)?;
-        let marker = |value| Term::from_field_u64(price_at_max, value);
         let (mut prices, mut usd, mut currencies): (Values, Values, Values) = Default::default();
-        DensePrices::open(segment, names::PRICE, marker(AT_MAX_PRICE))?.read(&docs, &mut prices);
-        DensePrices::open(segment, names::PRICE_USD, marker(AT_MAX_USD))?.read(&docs, &mut usd);
+        DensePrices::new(&columns.own).read(&docs, &mut prices);
+        DensePrices::new(&columns.usd).read(&docs, &mut usd);
         currencies.resize(docs.len(), None);
         if let Some(column) = currency_column(segment)? {
             read_ords(column.ords(), &docs, &mut currencies);
@@ -72,16 +75,15 @@ impl ModelRun {
     }
 }
 
-/// Runs kept, by segment and term.
-#[derive(Default)]
-struct Kept {
-    runs: HashMap<(SegmentId, Vec<u8>), Arc<ModelRun>>,
-    points: usize,
+impl SegmentPart for ModelRun {
+    fn units(&self) -> usize {
+        self.0.len()
+    }
 }
 
-/// The runs kept between requests: see the module's doc.
+/// The runs kept between requests, by segment and term: see the module's doc.
 pub(super) struct RunCache {
-    kept: Mutex<Kept>,
+    kept: SegmentParts<Vec<u8>, ModelRun>,
     min_len: usize,
 }
 
@@ -89,24 +91,24 @@ impl RunCache {
     /// Keeps the runs of at least `min_len` listings.
     pub(super) fn new(min_len: usize) -> RunCache {
         RunCache {
-            kept: Mutex::default(),
+            kept: SegmentParts::holding_at_most(POINTS_KEPT),
             min_len,
         }
     }
 
     /// The listings of `term` in `searcher` and the prices of the priced ones, `own` for those
     /// whose currency column holds `currency_key`: what the price collector gives for the same
-    /// term, in the same order.
+    /// term, in the same order. `columns` are the searcher's price columns, by segment.
     pub(super) fn prices(
         &self,
         searcher: &Searcher,
+        columns: &[Arc<SegmentPrices>],
         term: &Term,
         currency_key: &str,
-        price_at_max: Field,
     ) -> tantivy::Result<PricedListings> {
         let mut out = PricedListings::default();
-        for segment in searcher.segment_readers() {
-            let run = self.run(searcher, segment, term, price_at_max)?;
+        for (segment, columns) in searcher.segment_readers().iter().zip(columns) {
+            let run = self.run(searcher, segment, term, columns)?;
             let wanted = currency_ord(currency_column(segment)?.as_ref(), currency_key)?;
             run.add_to(segment.alive_bitset(), wanted, &mut out);
         }
@@ -119,12 +121,12 @@ impl RunCache {
     pub(super) fn keep_large(
         &self,
         searcher: &Searcher,
+        columns: &[Arc<SegmentPrices>],
         field: Field,
         wanted: impl Fn(&str) -> bool,
-        price_at_max: Field,
     ) -> tantivy::Result<usize> {
         let mut kept = 0;
-        for segment in searcher.segment_readers() {
+        for (segment, columns) in searcher.segment_readers().iter().zip(columns) {
             let inverted = segment.inverted_index(field)?;
             let mut terms = inverted.terms().stream()?;
             while terms.advance() {
@@ -135,14 +137,14 @@ impl RunCache {
                 if listings < self.min_len || !wanted(text) {
                     continue;
                 }
-                if self.lock().points + listings > POINTS_KEPT {
+                if !self.kept.has_room_for(listings) {
                     return Ok(kept);
                 }
                 self.run(
                     searcher,
                     segment,
                     &Term::from_field_text(field, text),
-                    price_at_max,
+                    columns,
                 )?;
                 kept += 1;
             }
@@ -155,53 +157,20 @@ impl RunCache {
         searcher: &Searcher,
         segment: &SegmentReader,
         term: &Term,
-        price_at_max: Field,
+        columns: &SegmentPrices,
     ) -> tantivy::Result<Arc<ModelRun>> {
-        let key = (segment.segment_id(), term.serialized_value_bytes().to_vec());
-        if let Some(run) = self.lock().runs.get(&key) {
-            return Ok(Arc::clone(run));
-        }
-        let run = Arc::new(ModelRun::read(segment, term, price_at_max)?);
-        if run.0.len() >= self.min_len {
-            self.keep(searcher, key, Arc::clone(&run));
-        }
-        Ok(run)
-    }
-
-    /// Keeps `run`, first dropping the runs of segments merged away, then everything, when
-    /// the room is short.
-    fn keep(&self, searcher: &Searcher, key: (SegmentId, Vec<u8>), run: Arc<ModelRun>) {
-        if run.0.len() > POINTS_KEPT {
-            return;
-        }
-        let mut kept = self.lock();
-        if kept.points + run.0.len() > POINTS_KEPT {
-            let live: HashSet<SegmentId> = searcher
-                .segment_readers()
-                .iter()
-                .map(SegmentReader::segment_id)
-                .collect();
-            kept.runs.retain(|(segment, _), _| live.contains(segment));
-            kept.points = kept.runs.values().map(|run| run.0.len()).sum();
-        }
-        if kept.points + run.0.len() > POINTS_KEPT {
-            *kept = Kept::default();
-        }
-        kept.points += run.0.len();
-        if let Some(replaced) = kept.runs.insert(key, run) {
-            kept.points -= replaced.0.len();
-        }
+        self.kept.get_or_make(
+            searcher,
+            segment.segment_id(),
+            term.serialized_value_bytes().to_vec(),
+            || ModelRun::read(segment, term, columns),
+            |run| run.0.len() >= self.min_len,
+        )
     }
 
     /// How many runs are kept.
     #[cfg(test)]
     pub(super) fn kept_runs(&self) -> usize {
-        self.lock().runs.len()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Kept> {
-        self.kept
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.kept.len()
     }
 }

@@ -9,13 +9,14 @@
 //! unpriced ones, is collected by the page collector instead (that segment alone).
 
 use super::bucket_walk::Page;
-use super::collect::{DensePrices, PageCollector, PageFruit};
-use super::{names, ListingSort, AT_MAX_USD};
+use super::collect::{segment_prices, DensePrices, PageCollector, PageFruit, SegmentPrices};
+use super::{names, ListingSort};
+use std::sync::Arc;
 use tantivy::collector::Collector;
 use tantivy::fastfield::AliveBitSet;
 use tantivy::postings::SegmentPostings;
 use tantivy::query::{EnableScoring, Query, Scorer, Weight};
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::schema::IndexRecordOption;
 use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
 
 /// Pages deeper than this take the page collector: a walk that reads most buckets to fill
@@ -34,15 +35,16 @@ pub(super) struct PriceWalk {
     /// `PriceAsc` or `PriceDesc`.
     pub sort: ListingSort,
     pub k: usize,
-    pub price_at_max: Field,
 }
 
 impl PriceWalk {
     /// Every segment's page fruit, to merge as `collector`'s (the page collector of the same
-    /// request, which collects the segments the walk cannot answer).
+    /// request, which collects the segments the walk cannot answer); `prices` are the
+    /// searcher's price columns.
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
+        prices: &[Arc<SegmentPrices>],
         collector: &PageCollector,
     ) -> tantivy::Result<Vec<PageFruit>> {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
@@ -50,12 +52,17 @@ impl PriceWalk {
         let in_bucket = self.in_bucket.weight(scoring)?;
         let segments = (0u32..).zip(searcher.segment_readers());
         segments
-            .map(
-                |(ordinal, segment)| match self.segment(&*counted, &*in_bucket, segment)? {
+            .map(|(ordinal, segment)| {
+                match self.segment(
+                    &*counted,
+                    &*in_bucket,
+                    segment,
+                    segment_prices(prices, ordinal)?,
+                )? {
                     Some(fruit) => Ok(fruit),
                     None => collector.collect_segment(&*counted, ordinal, segment),
-                },
-            )
+                }
+            })
             .collect()
     }
 
@@ -66,13 +73,13 @@ impl PriceWalk {
         counted: &dyn Weight,
         in_bucket: &dyn Weight,
         segment: &SegmentReader,
+        prices: &SegmentPrices,
     ) -> tantivy::Result<Option<PageFruit>> {
         let Some(field) = self.buckets.first().map(Term::field) else {
             return Ok(None);
         };
         let total = counted.count(segment)? as usize;
-        let marker = Term::from_field_u64(self.price_at_max, AT_MAX_USD);
-        let mut prices = DensePrices::open(segment, names::PRICE_USD, marker)?;
+        let mut prices = DensePrices::new(&prices.usd);
         let inverted = segment.inverted_index(field)?;
         let mut page = Page::new(self.sort, self.k);
         let (mut docs, mut read) = (Vec::new(), Vec::new());
