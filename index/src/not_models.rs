@@ -11,12 +11,14 @@ use tantivy::index::SegmentId;
 use tantivy::{DocId, Opstamp, Searcher, SegmentReader, Term};
 
 /// One segment's documents that are not live models, each list ascending.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct NotModels {
     /// Its deleted documents, of any kind.
     pub deleted: Vec<DocId>,
     /// Its brands and series, and its deleted documents.
     pub not_live_models: Vec<DocId>,
+    /// The other documents, its live models, as bits (one `u64` a machine word).
+    live_models: Vec<u64>,
 }
 
 /// A segment's documents are fixed; its deletes are named by the opstamp of their commit.
@@ -61,8 +63,31 @@ impl NotModels {
         not_live_models.sort();
         not_live_models.dedup();
         Ok(NotModels {
+            live_models: live_models(segment.max_doc(), &not_live_models),
             deleted,
             not_live_models,
         })
     }
+
+    /// Its live models as bits, one `u64` a machine word: the typo tier keeps only those.
+    pub(crate) fn live_models(&self) -> &[u64] {
+        &self.live_models
+    }
+}
+
+/// The bits of the documents below `max_doc` but those of `not_live`.
+fn live_models(max_doc: DocId, not_live: &[DocId]) -> Vec<u64> {
+    let mut bits = vec![u64::MAX; (max_doc as usize).div_ceil(64)];
+    if let Some(last) = bits.last_mut() {
+        let used = max_doc % 64;
+        if used != 0 {
+            *last = (1 << used) - 1;
+        }
+    }
+    for &doc in not_live {
+        if let Some(word) = bits.get_mut(doc as usize / 64) {
+            *word &= !(1 << (doc % 64));
+        }
+    }
+    bits
 }

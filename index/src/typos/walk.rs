@@ -1,15 +1,17 @@
-//! The typo tier walked as bits, counted or ranked. The tier is the documents every word
+//! The typo tier worked out as bits, counted or ranked. The tier is the documents every word
 //! matched (as typed or through a form) less those every word matched as typed, so each of its
-//! documents holds a form of some word: only the machine words (64 documents) holding a form
-//! can hold one. There, each word's matches are read a machine word at a time: as typed from
-//! the bitset the exact search kept for it ([`DenseWords`]) when it is common, through a
-//! common form from that form's bitset (its documents' codes say which text fields hold it, so
-//! its score needs no postings), and the rest from sparse lists. The forms of a correctly
-//! spelt word are a few hundred documents beside its hundreds of thousands, so a count costs
-//! microseconds where tantivy's conjunction of unions cost half the search (bench/RESULTS.md,
-//! "The typo tier counted as bitsets"); a misspelt common word reads no postings of its forms.
-//! A page of the tier scores the machine words that can score most first, bounded by the most
-//! their kept forms score there ([`CommonWord::best_by_machine_word`]).
+//! documents holds a form of some word. Each word's matches come a machine word (64
+//! documents) at a time: as typed from the bitset the exact search kept for it
+//! ([`DenseWords`]) when it is common, through a common form from that form's bitset (its
+//! documents' codes say which text fields hold it, so its score needs no postings), and the
+//! rest from sparse lists. A misspelt common word's forms are in most machine words, so its
+//! tier is worked out over whole arrays a word at a time ([`TierBits::Dense`]); a correctly
+//! spelt word's forms are a few hundred documents beside its hundreds of thousands, so its
+//! tier is read only where those are ([`TierBits::Sparse`]), and a count costs microseconds
+//! where tantivy's conjunction of unions cost half the search (bench/RESULTS.md, "The typo
+//! tier counted as bitsets"). A page of the tier scores the machine words that can score most
+//! first, bounded by the most their forms score there
+//! ([`CommonWord::best_by_machine_word`]).
 
 use super::tier::Tier;
 use super::{LooseWord, LOOSE_SHARE, TYPED_SCORE};
@@ -69,59 +71,18 @@ impl SparseBits {
         SparseBits(words)
     }
 
-    fn machine_words(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.iter().map(|(at, _)| *at)
+    /// The bits at machine word `at`.
+    fn at(&self, at: usize) -> u64 {
+        (self.0.binary_search_by_key(&at, |(first, _)| *first)).map_or(0, |found| self.0[found].1)
     }
-}
 
-/// Reads a [`SparseBits`] at ascending machine words.
-struct Cursor<'a> {
-    words: &'a [(usize, u64)],
-}
-
-impl Cursor<'_> {
-    /// The bits at machine word `at`, not before the last asked for.
-    fn at(&mut self, at: usize) -> u64 {
-        while self.words.first().is_some_and(|(first, _)| *first < at) {
-            self.words = &self.words[1..];
-        }
-        match self.words.first() {
-            Some((first, bits)) if *first == at => *bits,
-            _ => 0,
-        }
-    }
-}
-
-/// Ascending documents read as bits at ascending machine words: a list the walk meets in
-/// order, where a binary search per match (207,000 of them for a misspelt common word) cost
-/// most of the count.
-struct Ascending<'a>(&'a [DocId]);
-
-impl Ascending<'_> {
-    /// The bits of the documents in machine word `at`, not before the last asked for.
-    fn bits_at(&mut self, at: usize) -> u64 {
-        let first = at as u64 * 64;
-        // Galloping past the documents before it: a walk of a few hundred machine words (the
-        // sparse forms of three correctly spelt words) stepped one by one through all of the
-        // segment's 26,000 brands, series and deleted documents, within a walk of 60-114 µs
-        // (bench/RESULTS.md, "The excluded documents' cursor gallops").
-        let mut end = 1;
-        while end < self.0.len() && u64::from(self.0[end]) < first {
-            end *= 2;
-        }
-        let end = end.min(self.0.len());
-        let before = self.0[..end].partition_point(|&doc| u64::from(doc) < first);
-        self.0 = &self.0[before..];
-        let mut bits = 0;
-        while let Some((&doc, rest)) = self.0.split_first() {
-            let offset = u64::from(doc) - first;
-            if offset >= 64 {
-                break;
+    /// Sets its bits in `out` (one `u64` a machine word of the segment).
+    fn or_into(&self, out: &mut [u64]) {
+        for &(at, bits) in &self.0 {
+            if let Some(out) = out.get_mut(at) {
+                *out |= bits;
             }
-            bits |= 1 << offset;
-            self.0 = rest;
         }
-        bits
     }
 }
 
@@ -171,20 +132,16 @@ impl Tier<'_> {
         not_models: &NotModels,
     ) -> IndexResult<usize> {
         let words = self.word_matches(reader)?;
-        let mut count = 0;
-        self.walk(reader, not_models, &words, |_, tier, _| {
-            count += tier.count_ones() as usize;
-        })?;
-        Ok(count)
+        Ok(self.tier_bits(reader, not_models, &words)?.count())
     }
 
     /// The segment's best `k` of the tier as (score key, id), and how many it holds: the
     /// scores are sums of constants ([`super::tier`]), ties go to the smaller document.
     /// Machine words are scored in descending order of the most their documents can score
-    /// (from the sets of fields their forms are in), until none left can reach the worst kept:
-    /// walked in document order, a misspelt common word's best (its form in the name, the
-    /// series and the description at once) were rare enough that most of the tier was scored
-    /// before the page held them.
+    /// (from what their forms score there), until none left can reach the worst kept: walked
+    /// in document order, a misspelt common word's best (its form in the name, the series and
+    /// the description at once) were rare enough that most of the tier was scored before the
+    /// page held them.
     pub(super) fn ranked_in(
         &self,
         reader: &SegmentReader,
@@ -193,20 +150,15 @@ impl Tier<'_> {
         k: usize,
     ) -> IndexResult<(Vec<(u64, u64)>, usize)> {
         let words = self.word_matches(reader)?;
-        let mut count = 0;
-        let mut held = Held::for_segment(reader.max_doc(), words.len());
-        self.walk(reader, not_models, &words, |at, tier, bits| {
-            count += tier.count_ones() as usize;
-            held.push(at, tier, bound_at(&words, at, tier, bits), bits);
-        })?;
+        let tier = self.tier_bits(reader, not_models, &words)?;
         let mut best = TopK::new(k);
         if k > 0 {
-            held.rank(&words, &mut best);
+            rank(&words, tier.held(&words), &mut best);
         }
         let ranked = (best.into_vec().into_iter())
             .map(|(score, doc)| (score, ids.first(doc).unwrap_or(u64::MAX)))
             .collect();
-        Ok((ranked, count))
+        Ok((ranked, tier.count()))
     }
 
     /// Each word's matches in `reader`'s segment, as kept for the generation or read now.
@@ -220,58 +172,31 @@ impl Tier<'_> {
             .collect()
     }
 
-    /// Calls `each` with every machine word holding documents of the tier, ascending: its
-    /// place, the tier's bits there (through the filters) and each word's bits as typed and
-    /// through its read forms.
-    fn walk(
+    /// The tier's bits in the segment (64 documents a machine word): what every word matched,
+    /// less what every word matched as typed, less the documents that are not live models or
+    /// that the whole text finds as a reference, through the filters.
+    fn tier_bits(
         &self,
         reader: &SegmentReader,
         not_models: &NotModels,
         words: &[Arc<WordMatches>],
-        mut each: impl FnMut(usize, u64, &[WordBits]),
-    ) -> IndexResult<()> {
-        let holding_a_form = holding_a_form(words, reader.max_doc());
-        let mut typed_read: Vec<Cursor> = (words.iter())
-            .map(|w| Cursor {
-                words: &w.typed.read.0,
-            })
-            .collect();
-        let mut form_read: Vec<Cursor> = (words.iter())
-            .map(|w| Cursor {
-                words: &w.read_bits.0,
-            })
-            .collect();
+    ) -> IndexResult<TierBits> {
         let whole = self.whole_reference_docs(reader)?;
-        let mut not_live = Ascending(&not_models.not_live_models);
-        let mut whole = Ascending(&whole);
-        let mut filter = match &self.filter {
-            Some(weight) => Some(weight.scorer(reader, 1.0)?),
-            None => None,
+        let mut tier = match words.iter().any(|word| !word.kept_forms.is_empty()) {
+            true => TierBits::Dense(dense_tier(reader.max_doc(), not_models, words, &whole)),
+            false => TierBits::Sparse(sparse_tier(reader.max_doc(), not_models, words, &whole)),
         };
-        let mut bits = vec![WordBits::default(); words.len()];
-        for at in holding_a_form {
-            let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
-            for (w, word) in words.iter().enumerate() {
-                let typed = bits_at(word.typed.kept.as_deref(), at) | typed_read[w].at(at);
-                let read = form_read[w].at(at);
-                bits[w] = WordBits { typed, read };
-                every_typed &= typed;
-                every_matched &= typed | word.kept_form_bits(at) | read;
-            }
-            let excluded = not_live.bits_at(at) | whole.bits_at(at);
-            let tier = every_matched & !every_typed & !excluded;
-            let tier = match filter.as_mut() {
-                Some(filter) => match filtered(filter.as_mut(), at, tier) {
-                    Some(tier) => tier,
-                    None => return Ok(()),
-                },
-                None => tier,
-            };
-            if tier != 0 {
-                each(at, tier, &bits);
+        if let Some(weight) = &self.filter {
+            let mut filter = weight.scorer(reader, 1.0)?;
+            match &mut tier {
+                TierBits::Dense(bits) => filter_tier(filter.as_mut(), bits.iter_mut().enumerate()),
+                TierBits::Sparse(held) => filter_tier(
+                    filter.as_mut(),
+                    held.iter_mut().map(|(at, bits)| (*at, bits)),
+                ),
             }
         }
-        Ok(())
+        Ok(tier)
     }
 
     /// The documents the whole text finds as a reference (exact matches, never the tier's),
@@ -286,23 +211,161 @@ impl Tier<'_> {
     }
 }
 
-/// The machine words holding a form of some word, ascending: marked in a bitset of machine
-/// words (a common form holds most of them), where sorting their list was a tenth of a
-/// misspelt search.
-fn holding_a_form(words: &[Arc<WordMatches>], max_doc: DocId) -> impl Iterator<Item = usize> {
-    let mut held = vec![0u64; (max_doc as usize).div_ceil(64).div_ceil(64)];
-    for at in words.iter().flat_map(|word| word.machine_words()) {
-        held[at / 64] |= 1 << (at % 64);
+/// The tier of one segment as bits (see [`Tier::tier_bits`]): over every machine word when a
+/// word has a common form kept whole, whose documents are in most of them (a misspelt common
+/// word), else only over the machine words holding a read form, the few hundred where a
+/// correctly spelt word's forms are. Walking the machine words holding a form and reading
+/// every word's sources at each was half of a misspelt search; working whole arrays a word
+/// at a time was twice as slow for correctly spelt words.
+enum TierBits {
+    /// One `u64` a machine word of the segment.
+    Dense(Vec<u64>),
+    /// The machine words that may hold some, ascending, with their bits (maybe none).
+    Sparse(Vec<(usize, u64)>),
+}
+
+/// A machine word holding documents of the tier: its bound's bits (scores are never
+/// negative, so their bit patterns order like them), its place and its bits there; ordered
+/// by descending bound, then ascending place.
+type HeldWord = (u32, Reverse<u32>, u64);
+
+impl TierBits {
+    fn count(&self) -> usize {
+        match self {
+            TierBits::Dense(bits) => bits.iter().map(|bits| bits.count_ones() as usize).sum(),
+            TierBits::Sparse(held) => held
+                .iter()
+                .map(|(_, bits)| bits.count_ones() as usize)
+                .sum(),
+        }
     }
-    held.into_iter().enumerate().flat_map(|(i, mut bits)| {
-        std::iter::from_fn(move || {
-            (bits != 0).then(|| {
-                let bit = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                i * 64 + bit
-            })
+
+    /// Each machine word holding documents of the tier, with its bound ([`bounds`]).
+    fn held(&self, words: &[Arc<WordMatches>]) -> Vec<HeldWord> {
+        let held = |at: usize, bits: u64, bound: Score| (bound.to_bits(), Reverse(at as u32), bits);
+        match self {
+            TierBits::Dense(tier) => (tier.iter().zip(bounds(words, tier)).enumerate())
+                .filter(|(_, (bits, _))| **bits != 0)
+                .map(|(at, (&bits, bound))| held(at, bits, bound))
+                .collect(),
+            TierBits::Sparse(tier) => (tier.iter())
+                .filter(|(_, bits)| *bits != 0)
+                .map(|&(at, bits)| held(at, bits, bound_at(words, at, bits)))
+                .collect(),
+        }
+    }
+}
+
+/// The tier over every machine word of a segment of `max_doc` documents, a word at a time.
+fn dense_tier(
+    max_doc: DocId,
+    not_models: &NotModels,
+    words: &[Arc<WordMatches>],
+    whole: &[DocId],
+) -> Vec<u64> {
+    let machine_words = (max_doc as usize).div_ceil(64);
+    let mut every_matched = vec![u64::MAX; machine_words];
+    let mut every_typed = vec![u64::MAX; machine_words];
+    let mut word = vec![0; machine_words];
+    for matches in words {
+        matches.typed_into(&mut word);
+        and_into(&mut every_typed, &word);
+        matches.forms_into(&mut word);
+        and_into(&mut every_matched, &word);
+    }
+    let mut tier = every_matched;
+    let live = not_models.live_models();
+    // The same segment's: as long. Were it shorter, what it lacks is no live model.
+    tier.truncate(live.len());
+    for ((tier, typed), live) in tier.iter_mut().zip(&every_typed).zip(live) {
+        *tier &= !typed & live;
+    }
+    for &doc in whole {
+        if let Some(bits) = tier.get_mut(doc as usize / 64) {
+            *bits &= !(1 << (doc % 64));
+        }
+    }
+    tier
+}
+
+/// The tier over the machine words holding a read form of some word (no word has a form
+/// kept whole), each word's sources read there in ascending order.
+fn sparse_tier(
+    max_doc: DocId,
+    not_models: &NotModels,
+    words: &[Arc<WordMatches>],
+    whole: &[DocId],
+) -> Vec<(usize, u64)> {
+    let mut places: Vec<usize> = (words.iter())
+        .flat_map(|word| word.read_bits.0.iter().map(|(at, _)| *at))
+        .collect();
+    places.sort_unstable();
+    places.dedup();
+    let mut typed_read: Vec<Cursor> = words.iter().map(|w| Cursor(&w.typed.read.0)).collect();
+    let mut form_read: Vec<Cursor> = words.iter().map(|w| Cursor(&w.read_bits.0)).collect();
+    let whole = SparseBits::of_docs(whole.to_vec(), max_doc);
+    let mut whole = Cursor(&whole.0);
+    let live = not_models.live_models();
+    let tier_at = |at: usize, typed_read: &mut [Cursor], form_read: &mut [Cursor]| {
+        let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
+        for ((word, typed_read), form_read) in words.iter().zip(typed_read).zip(form_read) {
+            let typed = word.typed_kept_at(at) | typed_read.at(at);
+            every_typed &= typed;
+            every_matched &= typed | form_read.at(at);
+        }
+        every_matched & !every_typed & live.get(at).copied().unwrap_or(0)
+    };
+    (places.into_iter())
+        .map(|at| {
+            let bits = tier_at(at, &mut typed_read, &mut form_read) & !whole.at(at);
+            (at, bits)
         })
-    })
+        .collect()
+}
+
+/// Reads a [`SparseBits`] list at ascending machine words.
+struct Cursor<'a>(&'a [(usize, u64)]);
+
+impl Cursor<'_> {
+    /// The bits at machine word `at`, not before the last asked for.
+    fn at(&mut self, at: usize) -> u64 {
+        while self.0.first().is_some_and(|(first, _)| *first < at) {
+            self.0 = &self.0[1..];
+        }
+        match self.0.first() {
+            Some((first, bits)) if *first == at => *bits,
+            _ => 0,
+        }
+    }
+}
+
+/// `into &= bits`, machine word by machine word.
+fn and_into(into: &mut [u64], bits: &[u64]) {
+    for (into, bits) in into.iter_mut().zip(bits) {
+        *into &= bits;
+    }
+}
+
+/// Keeps in each machine word of `tier` (ascending, with its place) the bits whose documents
+/// pass `filter`, none once it has none left.
+fn filter_tier<'a>(
+    filter: &mut dyn tantivy::query::Scorer,
+    tier: impl Iterator<Item = (usize, &'a mut u64)>,
+) {
+    let mut exhausted = false;
+    for (at, bits) in tier {
+        if exhausted || *bits == 0 {
+            *bits = 0;
+            continue;
+        }
+        match filtered(filter, at, *bits) {
+            Some(passed) => *bits = passed,
+            None => {
+                *bits = 0;
+                exhausted = true;
+            }
+        }
+    }
 }
 
 /// The bits of `tier` (machine word `at`) whose documents pass `filter`; `None` once it has
@@ -323,87 +386,75 @@ fn filtered(filter: &mut dyn tantivy::query::Scorer, at: usize, mut tier: u64) -
     Some(passed)
 }
 
-/// A word's bits in one machine word: its documents as typed, and through its read forms.
-#[derive(Clone, Copy, Default)]
-struct WordBits {
-    typed: u64,
-    read: u64,
-}
-
-/// The machine words holding documents of the tier, ascending, each with the most any of
-/// them can score and each word's bits there as typed.
-struct Held {
-    /// Per machine word held: its bound's bits (scores are never negative, so their bit
-    /// patterns order like them), and its place in `at`, `tier` and `typed`.
-    bounds: Vec<(u32, Reverse<u32>)>,
-    at: Vec<usize>,
-    tier: Vec<u64>,
-    /// The words' bits as typed, a run of one a word per machine word held.
-    typed: Vec<u64>,
-}
-
-impl Held {
-    /// Room for every machine word of a segment of `max_doc` documents searched for `words`
-    /// words: a misspelt common word's tier is in most of them, and growing the lists as the
-    /// walk went copied them (2 % of a server's time at 32 clients).
-    fn for_segment(max_doc: DocId, words: usize) -> Held {
-        let machine_words = (max_doc as usize).div_ceil(64);
-        Held {
-            bounds: Vec::with_capacity(machine_words),
-            at: Vec::with_capacity(machine_words),
-            tier: Vec::with_capacity(machine_words),
-            typed: Vec::with_capacity(machine_words * words),
-        }
-    }
-
-    fn push(&mut self, at: usize, tier: u64, bound: Score, bits: &[WordBits]) {
-        let place = self.at.len() as u32;
-        self.bounds.push((bound.to_bits(), Reverse(place)));
-        self.at.push(at);
-        self.tier.push(tier);
-        self.typed.extend(bits.iter().map(|bits| bits.typed));
-    }
-
-    /// Keeps in `best` the best `k` documents as (score key, doc): the machine words taken in
-    /// descending bound, ascending within a bound (a heap made in linear time, popped only as
-    /// far as needed), until the next cannot beat the worst kept (the key of its bound and its
-    /// first document is no better).
-    fn rank(self, words: &[Arc<WordMatches>], best: &mut TopK<(u64, DocId)>) {
-        let mut next = BinaryHeap::from(self.bounds);
-        while let Some((bound, Reverse(place))) = next.pop() {
-            let place = place as usize;
-            let first = (self.at[place] * 64) as DocId;
-            if (best.worst_when_full()).is_some_and(|worst| (!u64::from(bound), first) >= *worst) {
-                return;
+/// Per machine word, the most one of the tier's documents there can score: each word's
+/// typed score where it has typed documents of the tier, each kept form's best there where
+/// it holds some, and the read forms' best where they do. The scores are sums of binary
+/// fractions, exact in any order ([`super::tier`]), so the bound is never below a score.
+fn bounds(words: &[Arc<WordMatches>], tier: &[u64]) -> Vec<Score> {
+    let mut bounds = vec![0.0; tier.len()];
+    let mut typed = vec![0; tier.len()];
+    for word in words {
+        word.typed_into(&mut typed);
+        for ((bound, typed), tier) in bounds.iter_mut().zip(&typed).zip(tier) {
+            if typed & tier != 0 {
+                *bound += TYPED_SCORE;
             }
-            let typed = &self.typed[place * words.len()..(place + 1) * words.len()];
-            let mut tier = self.tier[place];
-            while tier != 0 {
-                let bit = tier.trailing_zeros();
-                tier &= tier - 1;
-                let doc = first + bit;
-                best.offer((!u64::from(score_of(words, typed, bit, doc).to_bits()), doc));
+        }
+        for form in &word.kept_forms {
+            form.add_bounds(tier, &mut bounds);
+        }
+        for &(at, bits) in &word.read_bits.0 {
+            if tier.get(at).is_some_and(|tier| bits & tier != 0) {
+                bounds[at] += word.read_best;
             }
         }
     }
+    bounds
 }
 
-/// The most a document of `tier` (machine word `at`) can score, each word's bits there
-/// `bits`: summed as [`score_of`] sums a document's, of terms each no smaller, so never below
-/// it (float sums are monotone in each term).
-fn bound_at(words: &[Arc<WordMatches>], at: usize, tier: u64, bits: &[WordBits]) -> Score {
+/// The most a document of `tier` (machine word `at`) can score: [`bounds`] for one machine
+/// word.
+fn bound_at(words: &[Arc<WordMatches>], at: usize, tier: u64) -> Score {
     let mut bound = 0.0;
-    for (word, bits) in words.iter().zip(bits) {
-        if bits.typed & tier != 0 {
+    for word in words {
+        if word.typed_at(at) & tier != 0 {
             bound += TYPED_SCORE;
         }
-        let read = match bits.read & tier {
-            0 => 0.0,
-            _ => word.read_best,
-        };
-        bound += word.kept_forms_best_at(at, tier) + read;
+        for form in &word.kept_forms {
+            if form.bits_at(at) & tier != 0 {
+                bound += form.best_at(at);
+            }
+        }
+        if word.read_bits.at(at) & tier != 0 {
+            bound += word.read_best;
+        }
     }
     bound
+}
+
+/// Keeps in `best` the best `k` documents of the `held` machine words as (score key, doc):
+/// taken in descending bound, ascending within a bound (a heap made in linear time, popped
+/// only as far as needed), until the next cannot beat the worst kept (the key of its bound
+/// and its first document is no better).
+fn rank(words: &[Arc<WordMatches>], held: Vec<HeldWord>, best: &mut TopK<(u64, DocId)>) {
+    let mut next = BinaryHeap::from(held);
+    let mut typed = vec![0; words.len()];
+    while let Some((bound, Reverse(at), mut bits)) = next.pop() {
+        let at = at as usize;
+        let first = (at * 64) as DocId;
+        if (best.worst_when_full()).is_some_and(|worst| (!u64::from(bound), first) >= *worst) {
+            return;
+        }
+        for (typed, word) in typed.iter_mut().zip(words) {
+            *typed = word.typed_at(at);
+        }
+        while bits != 0 {
+            let bit = bits.trailing_zeros();
+            bits &= bits - 1;
+            let doc = first + bit;
+            best.offer((!u64::from(score_of(words, &typed, bit, doc).to_bits()), doc));
+        }
+    }
 }
 
 /// The score of `doc` (bit `bit` of its machine word), each word's bits there as typed
@@ -417,11 +468,6 @@ fn score_of(words: &[Arc<WordMatches>], typed: &[u64], bit: u32, doc: DocId) -> 
         score += word.kept_forms_score(doc) + read_score(&word.read, doc);
     }
     score
-}
-
-/// The bits of a kept word at machine word `at`.
-fn bits_at(kept: Option<&CommonWord>, at: usize) -> u64 {
-    kept.map_or(0, |k| k.bits().get(at).copied().unwrap_or(0))
 }
 
 /// The scores `read` (ascending documents) holds for `doc`, summed in its order.
@@ -467,11 +513,37 @@ impl KeptForm {
         }
     }
 
+    fn bits_at(&self, at: usize) -> u64 {
+        self.word.bits().get(at).copied().unwrap_or(0)
+    }
+
     /// The most a document of machine word `at` adds.
     fn best_at(&self, at: usize) -> Score {
         match &self.best_by_machine_word {
             Some(best) => best.get(at).copied().unwrap_or(0.0),
             None => self.best_anywhere,
+        }
+    }
+
+    /// Adds to each machine word's bound the most a document there adds, where the form
+    /// holds some of `tier`'s.
+    fn add_bounds(&self, tier: &[u64], bounds: &mut [Score]) {
+        let held = (self.word.bits().iter().zip(tier)).map(|(bits, tier)| bits & tier != 0);
+        match &self.best_by_machine_word {
+            Some(best) => {
+                for ((bound, held), best) in bounds.iter_mut().zip(held).zip(best.iter()) {
+                    if held {
+                        *bound += best;
+                    }
+                }
+            }
+            None => {
+                for (bound, held) in bounds.iter_mut().zip(held) {
+                    if held {
+                        *bound += self.best_anywhere;
+                    }
+                }
+            }
         }
     }
 
@@ -568,27 +640,35 @@ impl WordMatches {
                 * std::mem::size_of::<(usize, u64)>()
     }
 
-    /// The most this word's kept forms add to a document of `tier` (machine word `at`),
-    /// summed in the order [`WordMatches::kept_forms_score`] sums.
-    fn kept_forms_best_at(&self, at: usize, tier: u64) -> Score {
-        (self.kept_forms.iter())
-            .filter(|form| bits_at(Some(&form.word), at) & tier != 0)
-            .map(|form| form.best_at(at))
-            .sum()
+    /// Writes the word's documents as typed into `out` (one `u64` a machine word).
+    fn typed_into(&self, out: &mut [u64]) {
+        out.fill(0);
+        if let Some(kept) = &self.typed.kept {
+            for (out, bits) in out.iter_mut().zip(kept.bits()) {
+                *out = *bits;
+            }
+        }
+        self.typed.read.or_into(out);
     }
 
-    /// The machine words holding one of the word's forms, ascending within each source.
-    fn machine_words(&self) -> impl Iterator<Item = usize> + '_ {
-        let kept = self.kept_forms.iter().flat_map(|form| {
-            (form.word.bits().iter().enumerate())
-                .filter(|(_, bits)| **bits != 0)
-                .map(|(at, _)| at)
-        });
-        kept.chain(self.read_bits.machine_words())
+    /// Adds the word's documents through its forms to `out`.
+    fn forms_into(&self, out: &mut [u64]) {
+        for form in &self.kept_forms {
+            for (out, bits) in out.iter_mut().zip(form.word.bits()) {
+                *out |= bits;
+            }
+        }
+        self.read_bits.or_into(out);
     }
 
-    fn kept_form_bits(&self, at: usize) -> u64 {
-        (self.kept_forms.iter()).fold(0, |bits, form| bits | bits_at(Some(&form.word), at))
+    /// The word's documents as typed in machine word `at`.
+    fn typed_at(&self, at: usize) -> u64 {
+        self.typed_kept_at(at) | self.typed.read.at(at)
+    }
+
+    /// Those of them in the bitset kept for the word, when it is common.
+    fn typed_kept_at(&self, at: usize) -> u64 {
+        (self.typed.kept.as_ref()).map_or(0, |kept| kept.bits().get(at).copied().unwrap_or(0))
     }
 
     fn kept_forms_score(&self, doc: DocId) -> Score {
