@@ -24,7 +24,7 @@ use crate::schema::text_options;
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::ListingById;
-use collect::{PageCollector, PriceCollector, PriceColumns};
+use collect::{KeptColumns, PageCollector, PriceCollector};
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
@@ -543,7 +543,8 @@ pub struct ListingIndex {
     fields: Fields,
     /// The large models' prices per segment, for [`ListingIndex::model_prices`].
     runs: RunCache,
-    prices: PriceColumns,
+    /// Each segment's price and id columns, opened once.
+    columns: KeptColumns,
     /// The edge buckets of narrow price ranges, for the bucket walk.
     edges: EdgeBuckets,
 }
@@ -554,7 +555,7 @@ impl ListingIndex {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
             derived: Derived::open(dir, schema, sorted_by(names::ID))?,
-            prices: PriceColumns::new(fields.price_at_max),
+            columns: KeptColumns::new(fields.price_at_max),
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
             edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
@@ -566,7 +567,7 @@ impl ListingIndex {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
             derived: Derived::in_memory(schema, sorted_by(names::ID))?,
-            prices: PriceColumns::new(fields.price_at_max),
+            columns: KeptColumns::new(fields.price_at_max),
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
             edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
@@ -625,19 +626,19 @@ impl ListingIndex {
     /// Ids of one page of `query`, and the total number of matches.
     pub fn search(&self, query: &ListingQuery) -> IndexResult<Hits> {
         let searcher = self.derived.reader.searcher();
-        let prices = self.prices.of(&searcher)?;
+        let columns = self.columns.of(&searcher)?;
         let collector = PageCollector::new(
             query.sort,
             query.offset + query.limit,
             price_range(&query.filters),
-            prices.clone(),
+            columns.clone(),
         );
         let walked = match (
             self.fields.bucket_walk(query),
             self.fields.price_walk(query),
         ) {
-            (Some(walk), _) => Some(walk.segment_fruits(&searcher, &prices, &self.edges)?),
-            (None, Some(walk)) => Some(walk.segment_fruits(&searcher, &prices, &collector)?),
+            (Some(walk), _) => Some(walk.segment_fruits(&searcher, &columns, &self.edges)?),
+            (None, Some(walk)) => Some(walk.segment_fruits(&searcher, &columns, &collector)?),
             (None, None) => None,
         };
         let (ranked, total) = match walked {
@@ -668,7 +669,7 @@ impl ListingIndex {
         let query = self.fields.query(filters, None);
         Ok(searcher.search(
             &*query,
-            &PriceCollector::new(currency, price_range(filters), self.prices.of(&searcher)?),
+            &PriceCollector::new(currency, price_range(filters), self.columns.of(&searcher)?),
         )?)
     }
 
@@ -680,7 +681,7 @@ impl ListingIndex {
         let suffix = model_status("", status);
         Ok(self.runs.keep_large(
             &searcher,
-            &self.prices.of(&searcher)?,
+            &self.columns.of(&searcher)?,
             self.fields.model_status,
             |term| term.ends_with(&suffix),
         )?)
@@ -698,7 +699,7 @@ impl ListingIndex {
         let term = Term::from_field_text(self.fields.model_status, &model_status(model, status));
         Ok(self.runs.prices(
             &searcher,
-            &self.prices.of(&searcher)?,
+            &self.columns.of(&searcher)?,
             &term,
             &currency_key(Some(currency)),
         )?)

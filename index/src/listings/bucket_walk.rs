@@ -8,8 +8,8 @@
 //! price), and a bucket of a segment with nothing deleted or hidden counts by its document
 //! frequency. Pages and totals are the page collector's (a property test compares them).
 
-use super::collect::{docs_with, DensePrices, PageFruit, SegmentPrices, Values};
-use super::{names, ListingSort};
+use super::collect::{docs_with, DensePrices, PageFruit, SegmentColumns, Values};
+use super::ListingSort;
 use crate::segment_cache::{SegmentPart, SegmentParts};
 use crate::top_k::TopK;
 use std::sync::Arc;
@@ -35,11 +35,11 @@ pub(super) struct BucketWalk {
 
 impl BucketWalk {
     /// The page fruits of every segment, to merge as the page collector's; `prices` are the
-    /// searcher's price columns, by segment, and `edges` the edge buckets kept so far.
+    /// searcher's columns, by segment, and `edges` the edge buckets kept so far.
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
-        prices: &[Arc<SegmentPrices>],
+        prices: &[Arc<SegmentColumns>],
         edges: &EdgeBuckets,
     ) -> tantivy::Result<Vec<PageFruit>> {
         (searcher.segment_readers().iter().zip(prices))
@@ -58,7 +58,7 @@ impl BucketWalk {
     fn segment(
         &self,
         segment: &SegmentReader,
-        prices: &SegmentPrices,
+        prices: &SegmentColumns,
         edges: KeptEdges<'_>,
     ) -> tantivy::Result<PageFruit> {
         let hidden = Hidden::read(segment, &self.hidden)?;
@@ -85,8 +85,7 @@ impl BucketWalk {
                 walk.bucket(&inverted, &self.terms[at], at == 0 || at == last)?;
             }
         }
-        let ids = segment.fast_fields().u64(names::ID)?;
-        Ok(walk.page.harvest(&ids, walk.total))
+        Ok(walk.page.harvest(&prices.ids, walk.total))
     }
 }
 

@@ -41,36 +41,38 @@ impl PriceColumn {
     }
 }
 
-/// A segment's two price columns: in each listing's own currency, and in dollars.
-pub(super) struct SegmentPrices {
+/// The columns of a segment that pages and prices read: its two price columns (in each
+/// listing's own currency, and in dollars) and its ids.
+pub(super) struct SegmentColumns {
     pub own: Arc<PriceColumn>,
     pub usd: Arc<PriceColumn>,
+    pub ids: Column<u64>,
 }
 
-/// Each segment's price columns, opened once: opening one reads its table of blocks (a
-/// block-wise linear column at 10M listings has 20,000), which was a tenth of a page by a
-/// narrow price range.
-pub(super) struct PriceColumns {
-    kept: SegmentCache<SegmentId, SegmentPrices>,
+/// Each segment's columns, opened once: opening one reads its table of blocks (a block-wise
+/// linear column at 10M listings has 20,000), which was a tenth of a page by a narrow price
+/// range, and the id column's a seventh of a filtered page under load.
+pub(super) struct KeptColumns {
+    kept: SegmentCache<SegmentId, SegmentColumns>,
     price_at_max: Field,
 }
 
-impl PriceColumns {
-    pub(super) fn new(price_at_max: Field) -> PriceColumns {
-        PriceColumns {
+impl KeptColumns {
+    pub(super) fn new(price_at_max: Field) -> KeptColumns {
+        KeptColumns {
             kept: SegmentCache::default(),
             price_at_max,
         }
     }
 
-    /// The price columns of each of `searcher`'s segments, in its order.
-    pub(super) fn of(&self, searcher: &Searcher) -> tantivy::Result<Vec<Arc<SegmentPrices>>> {
+    /// The columns of each of `searcher`'s segments, in its order.
+    pub(super) fn of(&self, searcher: &Searcher) -> tantivy::Result<Vec<Arc<SegmentColumns>>> {
         let marker = |value| Term::from_field_u64(self.price_at_max, value);
         self.kept.of(
             searcher,
             |segment| segment.segment_id(),
             |segment| {
-                Ok(SegmentPrices {
+                Ok(SegmentColumns {
                     own: Arc::new(PriceColumn::open(
                         segment,
                         names::PRICE,
@@ -81,6 +83,7 @@ impl PriceColumns {
                         names::PRICE_USD,
                         marker(AT_MAX_USD),
                     )?),
+                    ids: segment.fast_fields().u64(names::ID)?,
                 })
             },
         )
@@ -120,13 +123,13 @@ impl DensePrices {
     }
 }
 
-/// The price columns of the segment of `ordinal`: made for the searcher the caller runs on.
-pub(super) fn segment_prices(
-    prices: &[Arc<SegmentPrices>],
+/// The columns of the segment of `ordinal`: made for the searcher the caller runs on.
+pub(super) fn segment_columns(
+    prices: &[Arc<SegmentColumns>],
     ordinal: u32,
-) -> tantivy::Result<&Arc<SegmentPrices>> {
+) -> tantivy::Result<&Arc<SegmentColumns>> {
     prices.get(ordinal as usize).ok_or_else(|| {
-        tantivy::TantivyError::InternalError(format!("no price columns for segment {ordinal}"))
+        tantivy::TantivyError::InternalError(format!("no columns for segment {ordinal}"))
     })
 }
 
@@ -226,8 +229,8 @@ pub(super) struct PageCollector {
     sort: ListingSort,
     k: usize,
     range: Option<(u64, u64)>,
-    /// The searcher's price columns, by segment ordinal.
-    prices: Vec<Arc<SegmentPrices>>,
+    /// The searcher's columns, by segment ordinal.
+    prices: Vec<Arc<SegmentColumns>>,
 }
 
 impl PageCollector {
@@ -235,7 +238,7 @@ impl PageCollector {
         sort: ListingSort,
         k: usize,
         range: Option<(u64, u64)>,
-        prices: Vec<Arc<SegmentPrices>>,
+        prices: Vec<Arc<SegmentColumns>>,
     ) -> PageCollector {
         PageCollector {
             sort,
@@ -294,10 +297,10 @@ impl Collector for PageCollector {
     type Fruit = (Vec<u64>, usize);
     type Child = PageSegment;
 
-    fn for_segment(&self, ordinal: u32, segment: &SegmentReader) -> tantivy::Result<PageSegment> {
+    fn for_segment(&self, ordinal: u32, _: &SegmentReader) -> tantivy::Result<PageSegment> {
         let prices = match self.needs_prices() {
             true => Some(DensePrices::new(
-                &segment_prices(&self.prices, ordinal)?.usd,
+                &segment_columns(&self.prices, ordinal)?.usd,
             )),
             false => None,
         };
@@ -312,7 +315,7 @@ impl Collector for PageCollector {
             sort: self.sort,
             k: self.k,
             range: self.range,
-            ids: segment.fast_fields().u64(names::ID)?,
+            ids: segment_columns(&self.prices, ordinal)?.ids.clone(),
             prices,
             block_prices: Vec::with_capacity(COLLECT_BLOCK_BUFFER_LEN),
             kept,
@@ -459,15 +462,15 @@ pub(super) struct PriceCollector {
     /// The currency column's value for the wanted currency.
     currency_key: String,
     range: Option<(u64, u64)>,
-    /// The searcher's price columns, by segment ordinal.
-    prices: Vec<Arc<SegmentPrices>>,
+    /// The searcher's columns, by segment ordinal.
+    prices: Vec<Arc<SegmentColumns>>,
 }
 
 impl PriceCollector {
     pub(super) fn new(
         currency: &str,
         range: Option<(u64, u64)>,
-        prices: Vec<Arc<SegmentPrices>>,
+        prices: Vec<Arc<SegmentColumns>>,
     ) -> PriceCollector {
         PriceCollector {
             currency_key: super::currency_key(Some(currency)),
@@ -496,7 +499,7 @@ impl Collector for PriceCollector {
     fn for_segment(&self, ordinal: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
         let currency = currency_column(segment)?;
         let wanted = currency_ord(currency.as_ref(), &self.currency_key)?;
-        let prices = segment_prices(&self.prices, ordinal)?;
+        let prices = segment_columns(&self.prices, ordinal)?;
         Ok(PriceSegment {
             price: DensePrices::new(&prices.own),
             price_usd: DensePrices::new(&prices.usd),

@@ -5,7 +5,7 @@
 //! read, and the hot model's figures cost one pass over a contiguous run, not three columns.
 
 use super::collect::{
-    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, SegmentPrices,
+    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, SegmentColumns,
     Values,
 };
 use super::PricedListings;
@@ -39,7 +39,7 @@ impl ModelRun {
     fn read(
         segment: &SegmentReader,
         term: &Term,
-        columns: &SegmentPrices,
+        columns: &SegmentColumns,
     ) -> tantivy::Result<Self> {
         let docs = docs_with(segment, term)?;
         let (mut prices, mut usd, mut currencies): (Values, Values, Values) = Default::default();
@@ -98,11 +98,11 @@ impl RunCache {
 
     /// The listings of `term` in `searcher` and the prices of the priced ones, `own` for those
     /// whose currency column holds `currency_key`: what the price collector gives for the same
-    /// term, in the same order. `columns` are the searcher's price columns, by segment.
+    /// term, in the same order. `columns` are the searcher's columns, by segment.
     pub(super) fn prices(
         &self,
         searcher: &Searcher,
-        columns: &[Arc<SegmentPrices>],
+        columns: &[Arc<SegmentColumns>],
         term: &Term,
         currency_key: &str,
     ) -> tantivy::Result<PricedListings> {
@@ -121,7 +121,7 @@ impl RunCache {
     pub(super) fn keep_large(
         &self,
         searcher: &Searcher,
-        columns: &[Arc<SegmentPrices>],
+        columns: &[Arc<SegmentColumns>],
         field: Field,
         wanted: impl Fn(&str) -> bool,
     ) -> tantivy::Result<usize> {
@@ -157,7 +157,7 @@ impl RunCache {
         searcher: &Searcher,
         segment: &SegmentReader,
         term: &Term,
-        columns: &SegmentPrices,
+        columns: &SegmentColumns,
     ) -> tantivy::Result<Arc<ModelRun>> {
         self.kept.get_or_make(
             searcher,

@@ -9,8 +9,8 @@
 //! unpriced ones, is collected by the page collector instead (that segment alone).
 
 use super::bucket_walk::Page;
-use super::collect::{segment_prices, DensePrices, PageCollector, PageFruit, SegmentPrices};
-use super::{names, ListingSort};
+use super::collect::{segment_columns, DensePrices, PageCollector, PageFruit, SegmentColumns};
+use super::ListingSort;
 use std::sync::Arc;
 use tantivy::collector::Collector;
 use tantivy::fastfield::AliveBitSet;
@@ -40,11 +40,11 @@ pub(super) struct PriceWalk {
 impl PriceWalk {
     /// Every segment's page fruit, to merge as `collector`'s (the page collector of the same
     /// request, which collects the segments the walk cannot answer); `prices` are the
-    /// searcher's price columns.
+    /// searcher's columns.
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
-        prices: &[Arc<SegmentPrices>],
+        prices: &[Arc<SegmentColumns>],
         collector: &PageCollector,
     ) -> tantivy::Result<Vec<PageFruit>> {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
@@ -57,7 +57,7 @@ impl PriceWalk {
                     &*counted,
                     &*in_bucket,
                     segment,
-                    segment_prices(prices, ordinal)?,
+                    segment_columns(prices, ordinal)?,
                 )? {
                     Some(fruit) => Ok(fruit),
                     None => collector.collect_segment(&*counted, ordinal, segment),
@@ -73,13 +73,13 @@ impl PriceWalk {
         counted: &dyn Weight,
         in_bucket: &dyn Weight,
         segment: &SegmentReader,
-        prices: &SegmentPrices,
+        columns: &SegmentColumns,
     ) -> tantivy::Result<Option<PageFruit>> {
         let Some(field) = self.buckets.first().map(Term::field) else {
             return Ok(None);
         };
         let total = counted.count(segment)? as usize;
-        let mut prices = DensePrices::new(&prices.usd);
+        let mut prices = DensePrices::new(&columns.usd);
         let inverted = segment.inverted_index(field)?;
         let mut page = Page::new(self.sort, self.k);
         let (mut docs, mut read) = (Vec::new(), Vec::new());
@@ -116,8 +116,7 @@ impl PriceWalk {
         if !page.is_full() && offered < total {
             return Ok(None);
         }
-        let ids = segment.fast_fields().u64(names::ID)?;
-        Ok(Some(page.harvest(&ids, total)))
+        Ok(Some(page.harvest(&columns.ids, total)))
     }
 }
 
