@@ -7,8 +7,9 @@
 //! `cargo run --release -p catalogue-index --example listings_timing -- DIR 10000000`
 //!
 //! A range's first request is timed apart: it reads the range's edge buckets, which later
-//! requests find kept. The stats are timed through the price collector (every request reads the columns) and
-//! through the kept runs: their first request, later ones, and the first after a commit.
+//! requests find kept. The stats are timed through the price collector (every request reads
+//! the columns) and through the kept runs: their first request, later ones, and the first
+//! after a commit.
 //!
 //! `REPS` (default 20) sets how many times each query runs; the best and median are printed.
 

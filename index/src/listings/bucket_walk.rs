@@ -6,7 +6,9 @@
 //! (every price in it is in range), a page by id keeps each block's first or last `k`, a page
 //! by price ranks only the buckets up to its first `k` (a higher bucket never holds a lower
 //! price), and a bucket of a segment with nothing deleted or hidden counts by its document
-//! frequency. Pages and totals are the page collector's (a property test compares them).
+//! frequency. The range's two edge buckets, which need each listing's price, are kept per
+//! segment sorted by price ([`EdgeBucket`]). Pages and totals are the page collector's (a
+//! property test compares them).
 
 use super::collect::{docs_with, DensePrices, PageFruit, SegmentColumns, Values};
 use super::ListingSort;
@@ -34,23 +36,23 @@ pub(super) struct BucketWalk {
 }
 
 impl BucketWalk {
-    /// The page fruits of every segment, to merge as the page collector's; `prices` are the
-    /// searcher's columns, by segment, and `edges` the edge buckets kept so far.
+    /// The page fruits of every segment, to merge as the page collector's; `columns` are the
+    /// searcher's, by segment, and `edges` the edge buckets kept so far.
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
-        prices: &[Arc<SegmentColumns>],
+        columns: &[Arc<SegmentColumns>],
         edges: &EdgeBuckets,
     ) -> tantivy::Result<Vec<PageFruit>> {
-        (searcher.segment_readers().iter().zip(prices))
-            .map(|(segment, prices)| {
+        (searcher.segment_readers().iter().zip(columns))
+            .map(|(segment, columns)| {
                 let kept = KeptEdges {
                     edges,
                     searcher,
                     segment: segment.segment_id(),
                     hidden_terms: &self.hidden,
                 };
-                self.segment(segment, prices, kept)
+                self.segment(segment, columns, kept)
             })
             .collect()
     }
@@ -58,7 +60,7 @@ impl BucketWalk {
     fn segment(
         &self,
         segment: &SegmentReader,
-        prices: &SegmentColumns,
+        columns: &SegmentColumns,
         edges: KeptEdges<'_>,
     ) -> tantivy::Result<PageFruit> {
         let hidden = Hidden::read(segment, &self.hidden)?;
@@ -68,7 +70,7 @@ impl BucketWalk {
             alive,
             hidden: &hidden,
             edges,
-            prices: DensePrices::new(&prices.usd),
+            prices: DensePrices::new(&columns.usd),
             page: Page::new(self.sort, self.k),
             total: 0,
             kept: Vec::new(),
@@ -85,7 +87,7 @@ impl BucketWalk {
                 walk.bucket(&inverted, &self.terms[at], at == 0 || at == last)?;
             }
         }
-        Ok(walk.page.harvest(&prices.ids, walk.total))
+        Ok(walk.page.harvest(&columns.ids, walk.total))
     }
 }
 
@@ -173,7 +175,8 @@ struct SegmentWalk<'a> {
 
 impl SegmentWalk<'_> {
     /// Counts the bucket of `term` and offers its documents to the page as it needs them;
-    /// an `edge` bucket (the range's first or last) has its prices checked.
+    /// an `edge` bucket (the range's first or last) is taken from its kept prices
+    /// ([`SegmentWalk::edge`]).
     fn bucket(
         &mut self,
         inverted: &InvertedIndexReader,

@@ -125,10 +125,10 @@ impl DensePrices {
 
 /// The columns of the segment of `ordinal`: made for the searcher the caller runs on.
 pub(super) fn segment_columns(
-    prices: &[Arc<SegmentColumns>],
+    columns: &[Arc<SegmentColumns>],
     ordinal: u32,
 ) -> tantivy::Result<&Arc<SegmentColumns>> {
-    prices.get(ordinal as usize).ok_or_else(|| {
+    columns.get(ordinal as usize).ok_or_else(|| {
         tantivy::TantivyError::InternalError(format!("no columns for segment {ordinal}"))
     })
 }
@@ -230,7 +230,7 @@ pub(super) struct PageCollector {
     k: usize,
     range: Option<(u64, u64)>,
     /// The searcher's columns, by segment ordinal.
-    prices: Vec<Arc<SegmentColumns>>,
+    columns: Vec<Arc<SegmentColumns>>,
 }
 
 impl PageCollector {
@@ -238,13 +238,13 @@ impl PageCollector {
         sort: ListingSort,
         k: usize,
         range: Option<(u64, u64)>,
-        prices: Vec<Arc<SegmentColumns>>,
+        columns: Vec<Arc<SegmentColumns>>,
     ) -> PageCollector {
         PageCollector {
             sort,
             k,
             range,
-            prices,
+            columns,
         }
     }
 
@@ -300,7 +300,7 @@ impl Collector for PageCollector {
     fn for_segment(&self, ordinal: u32, _: &SegmentReader) -> tantivy::Result<PageSegment> {
         let prices = match self.needs_prices() {
             true => Some(DensePrices::new(
-                &segment_columns(&self.prices, ordinal)?.usd,
+                &segment_columns(&self.columns, ordinal)?.usd,
             )),
             false => None,
         };
@@ -315,7 +315,7 @@ impl Collector for PageCollector {
             sort: self.sort,
             k: self.k,
             range: self.range,
-            ids: segment_columns(&self.prices, ordinal)?.ids.clone(),
+            ids: segment_columns(&self.columns, ordinal)?.ids.clone(),
             prices,
             block_prices: Vec::with_capacity(COLLECT_BLOCK_BUFFER_LEN),
             kept,
@@ -463,19 +463,19 @@ pub(super) struct PriceCollector {
     currency_key: String,
     range: Option<(u64, u64)>,
     /// The searcher's columns, by segment ordinal.
-    prices: Vec<Arc<SegmentColumns>>,
+    columns: Vec<Arc<SegmentColumns>>,
 }
 
 impl PriceCollector {
     pub(super) fn new(
         currency: &str,
         range: Option<(u64, u64)>,
-        prices: Vec<Arc<SegmentColumns>>,
+        columns: Vec<Arc<SegmentColumns>>,
     ) -> PriceCollector {
         PriceCollector {
             currency_key: super::currency_key(Some(currency)),
             range,
-            prices,
+            columns,
         }
     }
 }
@@ -499,10 +499,10 @@ impl Collector for PriceCollector {
     fn for_segment(&self, ordinal: u32, segment: &SegmentReader) -> tantivy::Result<PriceSegment> {
         let currency = currency_column(segment)?;
         let wanted = currency_ord(currency.as_ref(), &self.currency_key)?;
-        let prices = segment_columns(&self.prices, ordinal)?;
+        let columns = segment_columns(&self.columns, ordinal)?;
         Ok(PriceSegment {
-            price: DensePrices::new(&prices.own),
-            price_usd: DensePrices::new(&prices.usd),
+            price: DensePrices::new(&columns.own),
+            price_usd: DensePrices::new(&columns.usd),
             // Only read when the wanted currency occurs in the segment.
             currency: currency
                 .filter(|_| wanted.is_some())

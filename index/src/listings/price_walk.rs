@@ -39,12 +39,12 @@ pub(super) struct PriceWalk {
 
 impl PriceWalk {
     /// Every segment's page fruit, to merge as `collector`'s (the page collector of the same
-    /// request, which collects the segments the walk cannot answer); `prices` are the
-    /// searcher's columns.
+    /// request, which collects the segments the walk cannot answer); `columns` are the
+    /// searcher's, by segment.
     pub(super) fn segment_fruits(
         &self,
         searcher: &Searcher,
-        prices: &[Arc<SegmentColumns>],
+        columns: &[Arc<SegmentColumns>],
         collector: &PageCollector,
     ) -> tantivy::Result<Vec<PageFruit>> {
         let scoring = EnableScoring::disabled_from_searcher(searcher);
@@ -57,7 +57,7 @@ impl PriceWalk {
                     &*counted,
                     &*in_bucket,
                     segment,
-                    segment_columns(prices, ordinal)?,
+                    segment_columns(columns, ordinal)?,
                 )? {
                     Some(fruit) => Ok(fruit),
                     None => collector.collect_segment(&*counted, ordinal, segment),

@@ -385,6 +385,13 @@ fn first_page(filters: ListingFilters, sort: ListingSort) -> ListingQuery {
     }
 }
 
+/// `query` with one change.
+fn varied(query: &ListingQuery, change: impl FnOnce(&mut ListingQuery)) -> ListingQuery {
+    let mut varied = query.clone();
+    change(&mut varied);
+    varied
+}
+
 /// `query` with a text.
 fn with_text(query: &ListingQuery) -> ListingQuery {
     ListingQuery {
@@ -411,13 +418,13 @@ fn a_page_by_price_without_a_range_takes_the_price_walk() {
         ListingSort::PriceAsc,
     );
     assert!(index.fields.price_walk(&by_brand).is_some());
-    let mut ranged = by_brand.clone();
-    ranged.filters.max_price_usd = Some(5_000);
-    let mut newest = by_brand.clone();
-    newest.sort = ListingSort::Newest;
-    let mut deep = by_brand.clone();
-    deep.offset = 5_000;
-    for query in [ranged, newest, deep, with_text(&by_brand)] {
+    let others = [
+        varied(&by_brand, |q| q.filters.max_price_usd = Some(5_000)),
+        varied(&by_brand, |q| q.sort = ListingSort::Newest),
+        varied(&by_brand, |q| q.offset = 5_000),
+        with_text(&by_brand),
+    ];
+    for query in others {
         assert!(index.fields.price_walk(&query).is_none(), "{query:?}");
     }
 }
@@ -438,13 +445,13 @@ fn the_browse_page_takes_the_bucket_walk() {
         ListingSort::Newest,
     );
     assert!(index.fields.bucket_walk(&browse).is_some());
-    let mut by_brand = browse.clone();
-    by_brand.filters.brand_id = Some(1);
-    let mut by_relevance = browse.clone();
-    by_relevance.sort = ListingSort::Relevance;
-    let mut wide = browse.clone();
-    wide.filters.min_price_usd = Some(1);
-    for query in [by_brand, by_relevance, wide, with_text(&browse)] {
+    let others = [
+        varied(&browse, |q| q.filters.brand_id = Some(1)),
+        varied(&browse, |q| q.sort = ListingSort::Relevance),
+        varied(&browse, |q| q.filters.min_price_usd = Some(1)),
+        with_text(&browse),
+    ];
+    for query in others {
         assert!(index.fields.bucket_walk(&query).is_none(), "{query:?}");
     }
 }

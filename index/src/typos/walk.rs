@@ -306,19 +306,17 @@ fn sparse_tier(
     let whole = SparseBits::of_docs(whole.to_vec(), max_doc);
     let mut whole = Cursor(&whole.0);
     let live = not_models.live_models();
-    let tier_at = |at: usize, typed_read: &mut [Cursor], form_read: &mut [Cursor]| {
-        let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
-        for ((word, typed_read), form_read) in words.iter().zip(typed_read).zip(form_read) {
-            let typed = word.typed_kept_at(at) | typed_read.at(at);
-            every_typed &= typed;
-            every_matched &= typed | form_read.at(at);
-        }
-        every_matched & !every_typed & live.get(at).copied().unwrap_or(0)
-    };
     (places.into_iter())
         .map(|at| {
-            let bits = tier_at(at, &mut typed_read, &mut form_read) & !whole.at(at);
-            (at, bits)
+            let (mut every_typed, mut every_matched) = (u64::MAX, u64::MAX);
+            let cursors = typed_read.iter_mut().zip(&mut form_read);
+            for (word, (typed_read, form_read)) in words.iter().zip(cursors) {
+                let typed = word.typed_kept_at(at) | typed_read.at(at);
+                every_typed &= typed;
+                every_matched &= typed | form_read.at(at);
+            }
+            let live = live.get(at).copied().unwrap_or(0);
+            (at, every_matched & !every_typed & live & !whole.at(at))
         })
         .collect()
 }
