@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 # The kinds and their order are peers.py's (this script's directory is on sys.path).
@@ -45,12 +46,18 @@ def ms(us: int) -> str:
 
 
 def ratio(a: float, b: float) -> float | None:
-    return a / b if b > 0 else None
+    """a over b; unbounded when only b is zero (a peer that completed nothing in the measured
+    window, while ours did), unknown when both are."""
+    if b > 0:
+        return a / b
+    return math.inf if a > 0 else None
 
 
 def mark(value: float | None, goal: float) -> str:
     if value is None:
         return "n/a"
+    if math.isinf(value):
+        return "unbounded ✅"
     return f"{value:.1f}x {'✅' if value >= goal else '❌'}"
 
 

@@ -183,21 +183,6 @@ struct Fields {
     reference: Field,
 }
 
-/// The seller's text, as the catalogue's text fields without positions: no query of the
-/// listings index reads them (no phrase), and writing them was a share of every listing indexed.
-fn seller_text_options() -> TextOptions {
-    let options = text_options();
-    match options.get_indexing_options() {
-        Some(indexing) => {
-            let indexing = indexing
-                .clone()
-                .set_index_option(IndexRecordOption::WithFreqs);
-            options.set_indexing_options(indexing)
-        }
-        None => options,
-    }
-}
-
 fn build_schema() -> (Schema, Fields) {
     let mut s = Schema::builder();
     let fields = Fields {
@@ -218,9 +203,9 @@ fn build_schema() -> (Schema, Fields) {
         price_at_max: s.add_u64_field("price_at_max", INDEXED),
         price_bucket: s.add_u64_field("price_bucket", INDEXED),
         condition_price_bucket: s.add_u64_field("condition_price_bucket", INDEXED),
-        title: s.add_text_field("title", seller_text_options()),
-        scraped_brand: s.add_text_field("scraped_brand", seller_text_options()),
-        scraped_reference: s.add_text_field("scraped_reference", seller_text_options()),
+        title: s.add_text_field("title", text_options()),
+        scraped_brand: s.add_text_field("scraped_brand", text_options()),
+        scraped_reference: s.add_text_field("scraped_reference", text_options()),
         ref_exact: s.add_text_field("ref_exact", STRING),
         reference: s.add_text_field("reference", STRING),
     };

@@ -76,12 +76,14 @@ pub(crate) fn filter_options() -> NumericOptions {
     NumericOptions::default().set_indexed().set_fast()
 }
 
-/// Searchable words: lowercased, accents folded.
+/// Searchable words: lowercased, accents folded, with frequencies and norms for scoring but
+/// no positions: no query reads them (no phrase), and writing them was a share of every
+/// document indexed (docs/decisions.md, "No positions in the catalogue index").
 pub(crate) fn text_options() -> TextOptions {
     TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(FOLDED)
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+            .set_index_option(IndexRecordOption::WithFreqs),
     )
 }
 
