@@ -336,9 +336,16 @@ impl WriteBatch<'_> {
     /// one key instead of two keys of its own.
     pub fn queue_picture(&mut self, source: String, at: Timestamp) -> StoreResult<PictureId> {
         let id = PictureId(self.allocate_id(Keyspace::Picture)?);
+        self.queue_allocated_picture(id, source, at);
+        Ok(id)
+    }
+
+    /// Queues picture `id` as [`WriteBatch::queue_picture`] queues a new one: `id` must have
+    /// been allocated by this batch after every picture it queued before (an import's model
+    /// pictures, allocated as their models are built).
+    pub fn queue_allocated_picture(&mut self, id: PictureId, source: String, at: Timestamp) {
         self.pending.queue(id, source, at);
         self.operations += 1;
-        Ok(id)
     }
 }
 

@@ -8,7 +8,7 @@ use super::RESERVED_BRAND_SLUGS;
 use super::{ImportResult, KindCounts, Rows, Run};
 use crate::domain::{
     Brand, BrandId, CaliberId, Complication, ComplicationId, Model, ModelId, Picture, PictureId,
-    PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
+    Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
 use crate::store::{RecordKind, Store, StoreResult, WriteBatch};
 use rustc_hash::FxHashMap;
@@ -397,15 +397,16 @@ impl Kind for Model {
     fn put(batch: &mut WriteBatch<'_>, old: Option<&Model>, new: &Model) {
         batch.put_model(old, new);
         // A new picture the dataset gives no crop for goes to the image worker, in the same
-        // write as its model.
+        // write as its model, queued in a group with the pictures around it: two keys a
+        // picture fewer, a fifth of the keys a million models cost sled (docs/decisions.md,
+        // "An import queues its pictures in groups"). Its id was allocated as its model was
+        // built, after those of the models put before it.
         let known = |id| old.is_some_and(|m| m.pictures.iter().any(|p| p.id == id));
         for picture in &new.pictures {
             // A picture file of the dataset has its record already (`Run::picture_file`).
             let fetched = !crate::media::fetch::is_web_url(&picture.url);
             if picture.cropped_url.is_none() && !known(picture.id) && !fetched {
-                let pending =
-                    PictureRecord::pending(picture.id, picture.url.clone(), new.updated_at);
-                batch.put_picture(&pending);
+                batch.queue_allocated_picture(picture.id, picture.url.clone(), new.updated_at);
             }
         }
     }

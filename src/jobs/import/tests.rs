@@ -286,3 +286,65 @@ fn a_cycle_through_a_stored_calibre_is_refused() {
     );
     assert_eq!(store.generation().expect("generation"), generation);
 }
+
+/// `n` models of one series, each with a front and a back picture on the web.
+fn models_with_pictures(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"slug":"m{i}","brand":"rolex","series":"submariner","name":"Model {i}","referenceNumber":"R{i}","pictures":[{{"url":"https://x/{i}/front.jpg","type":"FRONT"}},{{"url":"https://x/{i}/back.jpg","type":"BACK"}}]}}"#
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pending() {
+    use crate::domain::FetchState;
+    let data = tempfile::tempdir().expect("dir");
+    let store = store(data.path());
+    let spaces = [
+        RecordKind::PendingPictures,
+        RecordKind::PictureState,
+        RecordKind::PictureDue,
+    ];
+    let count = |store: &Store| spaces.map(|s| store.keys_in(s));
+    let import_models = |models: &str| {
+        let dataset = Dataset::new(&[
+            ("brands.jsonl", BRANDS),
+            ("series.jsonl", SERIES),
+            ("models.jsonl", models),
+        ]);
+        import(&store.write_turn(), &dataset.source()).expect("import");
+    };
+    let first = models_with_pictures(40);
+    import_models(&first);
+    // 80 pictures, sixteen to a key: 5 keys, where a record and a due key each were 160.
+    assert_eq!(count(&store), [5, 0, 0]);
+    let pending_of = |store: &Store| {
+        let mut sources = Vec::new();
+        for model in store.all_models() {
+            for picture in model.expect("model").pictures {
+                let record = store.picture(picture.id).expect("read").expect("record");
+                assert_eq!(record.state, FetchState::Pending);
+                assert_eq!(record.source_url, picture.url);
+                sources.push(picture.id);
+            }
+        }
+        sources
+    };
+    let pictures = pending_of(&store);
+    assert_eq!(pictures.len(), 80);
+    let due = store.pictures_maybe_due().expect("due");
+    assert_eq!(due.len(), 80);
+
+    // Again, with one model's front picture changed: only that one is new and queued, in a
+    // group of its own after the others.
+    let changed = first.replace("https://x/7/front.jpg", "https://x/7/front-2.jpg");
+    import_models(&changed);
+    assert_eq!(count(&store), [6, 0, 0]);
+    let after = pending_of(&store);
+    assert_eq!(after.len(), 80);
+    assert_eq!(after.iter().filter(|id| !pictures.contains(id)).count(), 1);
+}
