@@ -1,7 +1,7 @@
 //! Start-up: an index missing or behind its store is rebuilt before the server answers, and
 //! the bundled fixtures hold the cases the service exists for.
 
-use crate::support::test_catalogue;
+use crate::support::{reopen, test_catalogue};
 use std::collections::{HashMap, HashSet};
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
@@ -23,7 +23,7 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
         assert_eq!(app.index.generation().expect("generation"), Some(1));
     }
     std::fs::remove_dir_all(data_dir.index()).expect("delete the index");
-    let app = App::open(&data_dir, 1 << 20).expect("reopen");
+    let app = reopen(&data_dir, 1 << 20);
     assert!(!app.index_is_current().expect("current"));
     app.prepare(true).expect("prepare");
     assert!(app.index_is_current().expect("current"));

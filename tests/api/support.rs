@@ -278,6 +278,26 @@ pub fn binary(data_dir: &Path) -> std::process::Command {
     command
 }
 
+/// Opens an app on `data_dir` just after one on it was dropped in this process: sled's shared
+/// thread pool can hold the dropped handle's file, and with it the directory's lock, a moment
+/// longer (seen on a loaded CI machine), so the open is tried again for up to 10 s while the
+/// lock is taken, as the store's own tests do (`store::tests::reopen`).
+pub fn reopen(data_dir: &DataDir, cache_bytes: u64) -> App {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match App::open(data_dir, cache_bytes) {
+            Ok(app) => return app,
+            Err(error)
+                if format!("{error:#}").contains("could not acquire lock")
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(10))
+            }
+            Err(error) => panic!("reopen: {error:#}"),
+        }
+    }
+}
+
 /// The store generation of `data_dir` (the binary must have released it).
 pub fn generation(data_dir: &Path) -> u64 {
     watch_catalogue::store::Store::open(&DataDir::new(data_dir).store(), 1 << 20)
