@@ -133,6 +133,15 @@ impl GroupWrites {
     /// Queues picture `id` (allocated after every picture queued before it) from `source`.
     pub fn queue(&mut self, id: PictureId, source: String, at: Timestamp) {
         let open = self.open.and_then(|key| self.groups.get_mut(&key));
+        // A group is found by its first id, so its ids must grow: see the module's doc.
+        debug_assert!(
+            (open.as_ref()).is_none_or(|t| t
+                .group
+                .pictures
+                .last()
+                .is_some_and(|(last, _)| *last < id)),
+            "picture {id:?} queued after a greater id"
+        );
         match open {
             Some(touched) if touched.group.takes(at) => touched.group.pictures.push((id, source)),
             _ => {

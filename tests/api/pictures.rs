@@ -1,7 +1,7 @@
 //! The image pipeline end to end: real images served by a local HTTP server, fetched into the
 //! media store, cropped, served with immutable caching; and each refusal recorded as Failed.
 
-use crate::support::{assert_error, binary, TestApp};
+use crate::support::{assert_error, binary, run_when_unlocked, TestApp};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
@@ -586,16 +586,18 @@ async fn pictures_fetch_runs_one_pass_on_a_stopped_data_dir() {
     let ids = seed(&app, &urls);
     drop(app);
     let path = dir.path().to_owned();
-    let (output, text) = tokio::task::spawn_blocking(move || {
-        crate::cli::run(
-            binary(&path)
+    let (_, text) = tokio::task::spawn_blocking(move || {
+        run_when_unlocked(|| {
+            let mut command = binary(&path);
+            command
                 .args(["pictures", "fetch", "--fetch-allow", "127.0.0.1/32"])
-                .args(["--fetch-timeout-secs", "5"]),
-        )
+                .args(["--fetch-timeout-secs", "5"]);
+            command
+        })
     })
     .await
-    .expect("the command ran");
-    assert!(output.status.success(), "{text}");
+    .expect("the command ran")
+    .unwrap_or_else(|text| panic!("{text}"));
     assert!(
         text.contains("pictures: 1 fetched, 0 cropped again, 1 failed"),
         "{text}"
@@ -631,10 +633,15 @@ fn dataset_shipping(path: &str) -> tempfile::TempDir {
 fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
     let dataset = dataset_shipping("pictures/lv.png");
     let data = tempfile::tempdir().expect("data dir");
-    let import =
-        |dataset: &std::path::Path| crate::cli::run(binary(data.path()).arg("import").arg(dataset));
-    let (output, text) = import(dataset.path());
-    assert!(output.status.success(), "{text}");
+    // The app opened below is dropped before the later imports, which wait for its lock.
+    let import = |dataset: &std::path::Path| {
+        run_when_unlocked(|| {
+            let mut command = binary(data.path());
+            command.arg("import").arg(dataset);
+            command
+        })
+    };
+    import(dataset.path()).unwrap_or_else(|text| panic!("{text}"));
     let (output, text) = crate::cli::run(binary(data.path()).args(["pictures", "fetch"]));
     assert!(output.status.success(), "{text}");
     assert!(
@@ -681,8 +688,10 @@ fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
         ),
     ] {
         let bad = dataset_shipping(path);
-        let (output, text) = import(bad.path());
-        assert!(!output.status.success(), "{path}: {text}");
+        let text = match import(bad.path()) {
+            Ok((_, text)) => panic!("{path} was imported: {text}"),
+            Err(text) => text,
+        };
         assert!(
             text.contains("models.jsonl:2: field `pictures`") && text.contains(problem),
             "{path}: {text}"

@@ -1,7 +1,7 @@
 //! Start-up: an index missing or behind its store is rebuilt before the server answers, and
 //! the bundled fixtures hold the cases the service exists for.
 
-use crate::support::{reopen, test_catalogue};
+use crate::support::{binary, generation, reopen, run_when_unlocked, test_catalogue};
 use std::collections::{HashMap, HashSet};
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
@@ -35,6 +35,44 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
     );
     // `prepare(true)` seeds only an empty store: the test catalogue is still all there is.
     assert_eq!(app.store.count(RecordKind::Brand), 5);
+}
+
+/// What the API tests' waits for a data dir's lock rely on: opening a data dir an app still
+/// holds fails naming the lock, and the waits then open it once the app is dropped, in this
+/// process and in a child.
+#[test]
+fn a_data_dir_still_held_is_opened_once_it_is_released() {
+    let dir = tempfile::tempdir().expect("dir");
+    let data_dir = DataDir::new(dir.path());
+    let held_for_a_moment = || {
+        let app = reopen(&data_dir, 1 << 20);
+        let refused = App::open(&data_dir, 1 << 20)
+            .err()
+            .expect("the lock is held");
+        assert!(
+            format!("{refused:#}").contains("could not acquire lock"),
+            "{refused:#}"
+        );
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(app);
+        })
+    };
+    let held = held_for_a_moment();
+    let (_, text) = run_when_unlocked(|| {
+        let mut command = binary(dir.path());
+        command.arg("import").arg(test_catalogue());
+        command
+    })
+    .unwrap_or_else(|text| panic!("{text}"));
+    assert!(text.contains("store generation 1"), "{text}");
+    held.join().expect("released");
+    let held = held_for_a_moment();
+    assert_eq!(reopen(&data_dir, 1 << 20).store.count(RecordKind::Brand), 5);
+    held.join().expect("released");
+    let held = held_for_a_moment();
+    assert_eq!(generation(dir.path()), 1);
+    held.join().expect("released");
 }
 
 #[test]

@@ -278,33 +278,59 @@ pub fn binary(data_dir: &Path) -> std::process::Command {
     command
 }
 
-/// Opens an app on `data_dir` just after one on it was dropped in this process: sled's shared
-/// thread pool can hold the dropped handle's file, and with it the directory's lock, a moment
-/// longer (seen on a loaded CI machine), so the open is tried again for up to 10 s while the
-/// lock is taken, as the store's own tests do (`store::tests::reopen`).
-pub fn reopen(data_dir: &DataDir, cache_bytes: u64) -> App {
+/// `attempt`, tried again for up to 10 s while it fails on a data dir's lock. An `App` dropped
+/// in this process can keep its directory locked a moment longer (sled's shared thread pool
+/// holds the handle's file; seen on a loaded CI machine), so whatever opens that directory
+/// next, here or in a child process, waits for it, as the store's own tests do
+/// (`store::tests::reopen`). Any other failure is returned at once.
+pub fn when_unlocked<T, E: std::fmt::Display>(
+    mut attempt: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        match App::open(data_dir, cache_bytes) {
-            Ok(app) => return app,
+        match attempt() {
             Err(error)
                 if format!("{error:#}").contains("could not acquire lock")
                     && std::time::Instant::now() < deadline =>
             {
                 std::thread::sleep(Duration::from_millis(10))
             }
-            Err(error) => panic!("reopen: {error:#}"),
+            done => return done,
         }
     }
 }
 
+/// Opens an app on `data_dir` just after one on it was dropped in this process.
+pub fn reopen(data_dir: &DataDir, cache_bytes: u64) -> App {
+    when_unlocked(|| App::open(data_dir, cache_bytes)).unwrap_or_else(|e| panic!("reopen: {e:#}"))
+}
+
+/// The binary's `command`, run again while it finds the data dir locked (see
+/// [`when_unlocked`]): its output and text, or the text of a run that failed otherwise.
+pub fn run_when_unlocked(
+    mut command: impl FnMut() -> std::process::Command,
+) -> Result<(std::process::Output, String), String> {
+    when_unlocked(|| {
+        let (output, text) = crate::cli::run(&mut command());
+        if output.status.success() {
+            Ok((output, text))
+        } else {
+            Err(text)
+        }
+    })
+}
+
 /// The store generation of `data_dir` (the binary must have released it).
 pub fn generation(data_dir: &Path) -> u64 {
-    watch_catalogue::store::Store::open(&DataDir::new(data_dir).store(), 1 << 20)
-        .expect("store")
-        .generation()
-        .expect("generation")
-        .0
+    let store = DataDir::new(data_dir).store();
+    // As anyhow's, whose `{:#}` names the sled error under the store's.
+    when_unlocked(|| {
+        watch_catalogue::store::Store::open(&store, 1 << 20).map_err(anyhow::Error::from)
+    })
+    .expect("store")
+    .generation()
+    .expect("generation")
+    .0
 }
 
 /// `watch-catalogue serve` on `data_dir` as a child process, with its log read as it comes.

@@ -323,16 +323,16 @@ fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pendin
     // 80 pictures, sixteen to a key: 5 keys, where a record and a due key each were 160.
     assert_eq!(count(&store), [5, 0, 0]);
     let pending_of = |store: &Store| {
-        let mut sources = Vec::new();
+        let mut ids = Vec::new();
         for model in store.all_models() {
             for picture in model.expect("model").pictures {
                 let record = store.picture(picture.id).expect("read").expect("record");
                 assert_eq!(record.state, FetchState::Pending);
                 assert_eq!(record.source_url, picture.url);
-                sources.push(picture.id);
+                ids.push(picture.id);
             }
         }
-        sources
+        ids
     };
     let pictures = pending_of(&store);
     assert_eq!(pictures.len(), 80);
