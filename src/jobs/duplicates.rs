@@ -1,14 +1,16 @@
 //! The duplicate finder: pairs of models of one brand that may be one watch entered twice,
-//! found through the store's reference and base keys (never by comparing all pairs), kept as
-//! pairs in the store and joined into groups when read. Every write that changes models
-//! refreshes the pairs of the models it touched; `watch-catalogue duplicates --rebuild` is the
-//! full pass, on rayon.
+//! found by reference and reference base (never by comparing all pairs), kept as pairs in the
+//! store and joined into groups when read. Every write that changes models refreshes the pairs
+//! of the models it touched through the store's keys; `watch-catalogue duplicates --rebuild`
+//! is the full pass, over every model held in memory, on rayon.
 
-use crate::domain::{
-    normalize_reference, reference_base, DuplicatePair, DuplicateSignal, Model, ModelId,
-};
+mod partners;
+
+use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
 use crate::store::{Store, StoreResult, WriteTurn};
+use partners::{pairs_among, InMemory, InStore, Summary};
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
@@ -16,80 +18,17 @@ use std::sync::Arc;
 /// Above this many touched models a write's refresh is a full pass instead.
 const REFRESH_AT_MOST: usize = 20_000;
 
-/// How alike two model names are, 0 to 1: it ranks pairs within a signal, never forms one.
-pub fn name_score(a: &Model, b: &Model) -> f64 {
-    text_similarity(&a.name, &b.name)
-}
-
-/// How alike two names are, 0 to 1: Jaro-Winkler of the lowercased texts, the measure of
-/// [`name_score`] and of the reconciliation service's `nameSimilarity`.
+/// How alike two names are, 0 to 1: Jaro-Winkler of the lowercased texts, the measure of a
+/// pair's name score and of the reconciliation service's `nameSimilarity`.
 pub fn text_similarity(a: &str, b: &str) -> f64 {
-    strsim::jaro_winkler(&a.to_lowercase(), &b.to_lowercase())
+    partners::lowercased_similarity(&a.to_lowercase(), &b.to_lowercase())
 }
 
 /// `model`'s pairs as the store holds the catalogue now: each other model of its brand it
 /// shares a reference or a reference base with, by the strongest signal, dismissed pairs left
 /// out.
 pub fn pairs_for(store: &Store, model: &Model) -> StoreResult<Vec<DuplicatePair>> {
-    let primary = normalize_reference(&model.reference_number);
-    let mut strongest: BTreeMap<ModelId, DuplicateSignal> = BTreeMap::new();
-    let mut note = |other: ModelId, signal: DuplicateSignal| {
-        if other != model.id {
-            let best = strongest.entry(other).or_insert(signal);
-            *best = (*best).min(signal);
-        }
-    };
-    let mut others: HashMap<ModelId, Option<Model>> = HashMap::new();
-    for reference in model.references().map(normalize_reference) {
-        if reference.is_empty() {
-            continue;
-        }
-        for other in store.model_ids_by_reference(model.brand_id, &reference)? {
-            // Read once per partner, however many references they share.
-            let found = match others.entry(other) {
-                std::collections::hash_map::Entry::Occupied(known) => known.into_mut(),
-                std::collections::hash_map::Entry::Vacant(slot) => slot.insert(store.model(other)?),
-            };
-            let their_primary = found
-                .as_ref()
-                .map(|m| normalize_reference(&m.reference_number));
-            let both_primary = reference == primary && their_primary.as_ref() == Some(&primary);
-            note(
-                other,
-                if both_primary {
-                    DuplicateSignal::SameReference
-                } else {
-                    DuplicateSignal::AlternateOverlap
-                },
-            );
-        }
-    }
-    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
-    bases.dedup();
-    for base in bases {
-        for other in store.model_ids_by_base(model.brand_id, &base)? {
-            note(other, DuplicateSignal::BaseVariant);
-        }
-    }
-    let mut pairs = Vec::with_capacity(strongest.len());
-    for (other, signal) in strongest {
-        if store.is_dismissed(model.id, other)? {
-            continue;
-        }
-        let found = match others.remove(&other) {
-            Some(found) => found,
-            None => store.model(other)?,
-        };
-        if let Some(found) = found.filter(|m| m.brand_id == model.brand_id) {
-            pairs.push(DuplicatePair::new(
-                model.id,
-                other,
-                signal,
-                name_score(model, &found),
-            ));
-        }
-    }
-    Ok(pairs)
+    pairs_among(&InStore(store), &Summary::of(model))
 }
 
 /// Brings the pairs of `models` (and so of every model they pair with) up to the store in one
@@ -119,12 +58,14 @@ pub fn refresh(
     Ok(pairs)
 }
 
-/// Models the full pass handles per derived commit: its memory stays bounded by a chunk.
+/// Models the full pass handles per derived commit: the pairs it writes stay bounded by a chunk
+/// (the models it reads are held whole, as summaries).
 const REBUILD_CHUNK: usize = 20_000;
 
-/// The full pass: every model's reference-base keys written afresh, then every model's pairs, a
-/// chunk of models at a time on every core, each chunk's differences in one derived commit;
-/// then the pairs of models that are gone. Returns the number of pairs.
+/// The full pass: every model's reference-base keys written afresh, then every model read
+/// once into memory and its pairs found there, a chunk of models at a time on every core, each
+/// chunk's differences in one derived commit; then the pairs of models that are gone. Returns
+/// the number of pairs.
 pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
     full_pass(turn, &BTreeSet::new())
 }
@@ -141,21 +82,25 @@ pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResu
     // indicatif draws nothing when stderr is not a terminal.
     let progress = indicatif::ProgressBar::new(ids.len() as u64);
     let mut pairs = 0;
+    let every = InMemory::read(store)?;
+    let stored = pairs_by_smaller_model(store)?;
+    let read = started.elapsed() - rekeyed;
     for chunk in ids.chunks(REBUILD_CHUNK) {
-        let found: Vec<(ModelId, Vec<DuplicatePair>, Vec<DuplicatePair>)> = chunk
+        let found: Vec<(ModelId, Vec<DuplicatePair>)> = chunk
             .par_iter()
             .map(|&id| {
-                let new = match store.model(id)? {
-                    Some(model) => pairs_for(store, &model)?,
+                let mut new = match every.get(id) {
+                    Some(model) => pairs_among(&every, model)?,
                     None => Vec::new(),
                 };
-                Ok((id, store.duplicate_pairs_of(id)?, new))
+                new.retain(|pair| pair.a == id);
+                Ok((id, new))
             })
             .collect::<StoreResult<_>>()?;
         let mut batch = turn.batch()?;
-        for (id, old, new) in &found {
-            // Each pair counted once: by its smaller model.
-            pairs += new.iter().filter(|p| p.a == *id).count();
+        for (id, new) in &found {
+            let old = stored.get(id).map_or(&[][..], Vec::as_slice);
+            pairs += new.len();
             batch.replace_duplicate_pairs(*id, old, new);
         }
         turn.commit_derived(batch)?;
@@ -164,8 +109,19 @@ pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResu
     progress.finish_and_clear();
     let paired = started.elapsed();
     forget_pairs_of_gone_models(turn)?;
-    tracing::debug!(?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
+    tracing::debug!(?rekeyed, ?read, ?paired, took = ?started.elapsed(), "duplicates: full pass");
     Ok(pairs)
+}
+
+/// Every stored pair under its smaller model. The full pass writes each pair from its smaller
+/// model only (a pair is found from both ends alike), so what it read before it began is what
+/// the store holds of that pair when it gets there: no model's pairs are read again.
+fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<DuplicatePair>>> {
+    let mut by_model: FxHashMap<ModelId, Vec<DuplicatePair>> = FxHashMap::default();
+    for pair in store.duplicate_pairs()? {
+        by_model.entry(pair.a).or_default().push(pair);
+    }
+    Ok(by_model)
 }
 
 /// Brings every model's reference-base keys to today's base rule, so the pass pairs by it

@@ -920,6 +920,21 @@ impl Store {
         Ok(self.db.contains_key(keys::dismissed_pair(a, b))?)
     }
 
+    /// Every dismissed pair, the smaller id first, in key order.
+    pub fn dismissed_pairs(&self) -> StoreResult<Vec<(ModelId, ModelId)>> {
+        self.db
+            .scan_prefix(Keyspace::DismissedPair.prefix())
+            .keys()
+            .map(|key| {
+                let key = key?;
+                keys::pair_ids(&key).ok_or_else(|| StoreError::Corrupt {
+                    key: key.to_vec(),
+                    reason: "a dismissed pair is two ids".into(),
+                })
+            })
+            .collect()
+    }
+
     /// The live model a merged model `id` was merged into (following later merges), if it was.
     pub fn merged_into(&self, id: ModelId) -> StoreResult<Option<ModelId>> {
         self.follow_merges(self.get_id(Keyspace::MergedId.id_key(id.0))?)

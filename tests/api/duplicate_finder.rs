@@ -203,3 +203,61 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
         assert_eq!(&base_keys(&app), expected, "{why}");
     }
 }
+
+/// Every model's pairs as the full pass finds them in memory and as a write's refresh finds
+/// them through the store's keys, on a random catalogue of two brands sharing one reference
+/// pool, with merged models and dismissed pairs: the pass over the imported models writes no
+/// pair the refreshes had not, and each model's stored pairs are those the store's keys give.
+#[test]
+fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
+    let data = tempfile::tempdir().expect("data dir");
+    let dataset = tempfile::tempdir().expect("dataset");
+    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let mut rng = Lcg(11);
+    let lines: Vec<String> = (0..240).map(|at| model_line(&mut rng, at)).collect();
+    import_models(&app, dataset.path(), &lines.join("\n"));
+    let groups = app.duplicate_groups().expect("groups");
+    assert!(groups.len() > 10, "the pool makes groups: {}", groups.len());
+    let actor = Actor::Cli;
+    for group in groups.iter().step_by(3) {
+        let ids: Vec<ModelId> = group.models.iter().take(3).copied().collect();
+        app.writer
+            .run(|turn| merge::dismiss(turn, &actor, &ids))
+            .expect("dismiss");
+    }
+    for group in groups.iter().skip(1).step_by(5) {
+        let (keeper, duplicate) = (group.models[0], group.models[1]);
+        app.writer
+            .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
+            .expect("merge");
+    }
+    let stored_pairs = |id| {
+        let mut pairs = app.store.duplicate_pairs_of(id).expect("pairs");
+        pairs.sort_by_key(|p| (p.a, p.b));
+        pairs
+    };
+    let before = app.store.duplicates_generation().expect("generation");
+    app.writer.run(duplicates::rebuild).expect("full pass");
+    assert_eq!(
+        app.store.duplicates_generation().expect("generation"),
+        before,
+        "the full pass finds what the refreshes kept, and writes nothing"
+    );
+    let mut paired = 0;
+    for id in app.store.model_ids().expect("ids") {
+        let model = app.store.model(id).expect("read").expect("model");
+        let mut through_keys = duplicates::pairs_for(&app.store, &model).expect("pairs");
+        through_keys.sort_by_key(|p| (p.a, p.b));
+        paired += usize::from(!through_keys.is_empty());
+        assert_eq!(stored_pairs(id), through_keys, "{}", model.slug);
+    }
+    assert!(paired > 100, "most models pair: {paired}");
+    let dismissed = app.store.dismissed_pairs().expect("dismissed");
+    assert!(!dismissed.is_empty());
+    for (a, b) in dismissed {
+        assert!(
+            !stored_pairs(a).iter().any(|p| p.b == b),
+            "dismissed {a:?}/{b:?} stays apart"
+        );
+    }
+}
