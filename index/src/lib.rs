@@ -95,6 +95,7 @@ pub struct CatalogueIndex {
     word_forms: typos::WordForms,
     id_columns: segment_cache::IdColumns,
     not_models: not_models::NotModelsCache,
+    rebuild_shape: RebuildShape,
 }
 
 impl CatalogueIndex {
@@ -103,6 +104,7 @@ impl CatalogueIndex {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
             derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
+            rebuild_shape: RebuildShape::SegmentPerCore,
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
@@ -118,6 +120,7 @@ impl CatalogueIndex {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
             derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
+            rebuild_shape: RebuildShape::OneSegment,
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
@@ -142,17 +145,31 @@ impl CatalogueIndex {
     }
 
     /// Replaces every document with `docs` (built in parallel by the caller's rayon iterator)
-    /// and commits with `generation` as payload, in one segment where it fits. Returns the
-    /// number of documents indexed.
+    /// and commits with `generation` as payload, in one segment per core where it fits (one
+    /// segment for an index in memory). Returns the number of documents indexed.
     pub fn rebuild(
         &self,
         docs: impl ParallelIterator<Item = CatalogueDoc>,
         generation: u64,
     ) -> IndexResult<usize> {
+        self.rebuild_then(docs.map(Ok::<_, IndexError>), Vec::new, generation)
+    }
+
+    /// [`CatalogueIndex::rebuild`] from documents read as they come (`docs`, whose first
+    /// failure stops it before its commit), then the documents `then` makes once those are all
+    /// in: a brand's and a series' model counts are known only then, and no model is held
+    /// meanwhile.
+    pub fn rebuild_then<E: From<IndexError> + Send>(
+        &self,
+        docs: impl ParallelIterator<Item = Result<CatalogueDoc, E>>,
+        then: impl FnOnce() -> Vec<CatalogueDoc>,
+        generation: u64,
+    ) -> Result<usize, E> {
         self.derived.rebuild(
-            docs.map(|doc| Ok::<_, IndexError>(self.fields.document(&doc))),
+            docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
+            || then().iter().map(|doc| self.fields.document(doc)).collect(),
             generation,
-            RebuildShape::OneSegment,
+            self.rebuild_shape,
         )
     }
 

@@ -573,6 +573,7 @@ impl ListingIndex {
     ) -> Result<usize, E> {
         self.derived.rebuild(
             docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
+            Vec::new,
             generation,
             RebuildShape::EveryCore,
         )

@@ -14,6 +14,7 @@ use catalogue_index::{
 };
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Why a reindex failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,47 +51,62 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     let generation = store.generation()?.0;
     let brands: Vec<Brand> = store.brands().collect::<Result<_, _>>()?;
     let series: Vec<Series> = store.all_series().collect::<Result<_, _>>()?;
-    let models: Vec<(Model, u64)> = store
-        .all_models_parallel()
-        .map(|model| {
-            let model = model?;
-            let listings = store.listing_count(model.id)?;
-            Ok((model, listings))
-        })
-        .collect::<Result<_, StoreError>>()?;
-
-    let mut models_per_brand: HashMap<BrandId, u64> = HashMap::new();
-    let mut models_per_series: HashMap<SeriesId, u64> = HashMap::new();
-    for (model, _) in &models {
-        *models_per_brand.entry(model.brand_id).or_default() += 1;
-        *models_per_series.entry(model.series_id).or_default() += 1;
-    }
+    let models_per_brand = Counts::of(brands.iter().map(|b| b.id));
+    let models_per_series = Counts::of(series.iter().map(|s| s.id));
     let brand_by_id: HashMap<BrandId, &Brand> = brands.iter().map(|b| (b.id, b)).collect();
     let series_by_id: HashMap<SeriesId, &Series> = series.iter().map(|s| (s.id, s)).collect();
     let movements = all_movements(store)?;
 
-    let brand_docs = brands.par_iter().map(|brand| {
-        let count = models_per_brand.get(&brand.id).copied().unwrap_or(0);
-        CatalogueDoc::Brand(brand_doc(brand, count))
-    });
-    let series_docs = series.par_iter().map(|s| {
-        let count = models_per_series.get(&s.id).copied().unwrap_or(0);
-        CatalogueDoc::Series(series_doc(s, count))
-    });
-    let model_docs = models.par_iter().map(|(model, listings)| {
-        CatalogueDoc::Model(model_doc(
-            model,
+    // Each model's document is made as it is read, and the model dropped: a million models
+    // held at once were a gigabyte beside the index writer's own memory.
+    let model_docs = store.all_models_parallel().map(|model| {
+        let model = model?;
+        let listings = store.listing_count(model.id)?;
+        models_per_brand.add(model.brand_id);
+        models_per_series.add(model.series_id);
+        Ok::<_, ReindexError>(CatalogueDoc::Model(model_doc(
+            &model,
             brand_by_id.get(&model.brand_id).copied(),
             series_by_id.get(&model.series_id).copied(),
             model.caliber_id.and_then(|id| movements.get(&id)),
-            *listings,
-        ))
+            listings,
+        )))
     });
-    let documents = index.rebuild(brand_docs.chain(series_docs).chain(model_docs), generation)?;
+    let counted_docs = || {
+        let brand_docs = brands
+            .iter()
+            .map(|brand| CatalogueDoc::Brand(brand_doc(brand, models_per_brand.get(brand.id))));
+        let series_docs = series
+            .iter()
+            .map(|s| CatalogueDoc::Series(series_doc(s, models_per_series.get(s.id))));
+        brand_docs.chain(series_docs).collect()
+    };
+    let documents = index.rebuild_then(model_docs, counted_docs, generation)?;
     Ok(ReindexReport {
         documents,
         generation,
     })
+}
+
+/// Models counted per brand or series from rayon's threads as they are read.
+struct Counts<K>(HashMap<K, AtomicU64>);
+
+impl<K: std::hash::Hash + Eq + Copy> Counts<K> {
+    fn of(keys: impl Iterator<Item = K>) -> Counts<K> {
+        Counts(keys.map(|key| (key, AtomicU64::new(0))).collect())
+    }
+
+    /// One more model of `key`; a model of a brand or series not read has no document to count
+    /// it in.
+    fn add(&self, key: K) {
+        if let Some(count) = self.0.get(&key) {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn get(&self, key: K) -> u64 {
+        self.0.get(&key).map_or(0, |c| c.load(Ordering::Relaxed))
+    }
 }
 
 fn brand_doc(brand: &Brand, model_count: u64) -> BrandDoc {
