@@ -36,9 +36,8 @@ pub fn sorted_by(field: &str) -> IndexSettings {
 /// Writer memory of a load's one thread: the two threads' worth a load had before.
 const LOAD_WRITER_BYTES: usize = 2 * WRITER_BYTES_PER_THREAD;
 
-/// Writer memory of a rebuild into one segment per thread, all threads together: a million
-/// models' catalogue takes about 1 GB.
-const SEGMENT_PER_CORE_BYTES: usize = 1536 << 20;
+/// Writer memory of a rebuild into one segment: a million models' catalogue takes about 1 GB.
+const ONE_SEGMENT_BYTES: usize = 1536 << 20;
 
 /// How a rebuild's writer uses the machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,27 +45,21 @@ pub enum RebuildShape {
     /// Every core, flushing segments that tantivy's policy then merges: for an index too large
     /// to hold in memory at once (the listings').
     EveryCore,
-    /// Every core, each thread with room for its share of the whole index as one segment: as
-    /// many segments as cores (the catalogue's), too few for tantivy's merge policy to merge
-    /// (it waits for 8 of a size), so none follows. Indexing on one thread was the longest step
-    /// of an import of a million models (bench/RESULTS.md, "The duplicate pass in memory"). A
+    /// One thread with room for the whole index as one segment, so that no merge follows and
+    /// the other cores stay free for the work beside it (the duplicate pass after an import):
+    /// a million models imported 2-5 s faster (bench/RESULTS.md, "Import in parallel"). A
     /// larger index flushes more segments, merged as with `EveryCore`.
-    SegmentPerCore,
-    /// One thread, one segment where it fits: the same segments on any machine, for indexes in
-    /// memory (tests and benchmarks), whose tests may pin what a search keeps per segment.
     OneSegment,
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 impl RebuildShape {
     fn writer(self) -> (usize, usize) {
         match self {
-            RebuildShape::EveryCore => (cores(), cores() * WRITER_BYTES_PER_THREAD),
-            RebuildShape::SegmentPerCore => (cores(), SEGMENT_PER_CORE_BYTES),
-            RebuildShape::OneSegment => (1, SEGMENT_PER_CORE_BYTES),
+            RebuildShape::EveryCore => {
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                (threads, threads * WRITER_BYTES_PER_THREAD)
+            }
+            RebuildShape::OneSegment => (1, ONE_SEGMENT_BYTES),
         }
     }
 }
@@ -132,10 +125,10 @@ impl Derived {
         Ok(metas.payload.and_then(|p| p.parse().ok()))
     }
 
-    /// Replaces every document with `docs`, indexed on all cores, then the documents `then`
-    /// makes once `docs` are all in (those that count what `docs` held), and commits with
-    /// `generation`. Returns the number of documents indexed. The first failure of `docs` stops
-    /// the rebuild before its commit: the index keeps its previous contents.
+    /// Replaces every document with `docs`, then the documents `then` makes once `docs` are
+    /// all in (those that count what `docs` held), and commits with `generation`. Returns the
+    /// number of documents indexed. The first failure of `docs` stops the rebuild before its
+    /// commit: the index keeps its previous contents.
     pub fn rebuild<E: From<IndexError> + Send>(
         &self,
         docs: impl ParallelIterator<Item = Result<TantivyDocument, E>>,

@@ -95,7 +95,6 @@ pub struct CatalogueIndex {
     word_forms: typos::WordForms,
     id_columns: segment_cache::IdColumns,
     not_models: not_models::NotModelsCache,
-    rebuild_shape: RebuildShape,
 }
 
 impl CatalogueIndex {
@@ -104,7 +103,6 @@ impl CatalogueIndex {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
             derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
-            rebuild_shape: RebuildShape::SegmentPerCore,
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
@@ -120,7 +118,6 @@ impl CatalogueIndex {
         let (schema, fields) = schema::build();
         Ok(CatalogueIndex {
             derived: Derived::in_memory(schema, derived::sorted_by(schema::names::ID))?,
-            rebuild_shape: RebuildShape::OneSegment,
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),
@@ -145,8 +142,8 @@ impl CatalogueIndex {
     }
 
     /// Replaces every document with `docs` (built in parallel by the caller's rayon iterator)
-    /// and commits with `generation` as payload, in one segment per core where it fits (one
-    /// segment for an index in memory). Returns the number of documents indexed.
+    /// and commits with `generation` as payload, in one segment where it fits. Returns the
+    /// number of documents indexed.
     pub fn rebuild(
         &self,
         docs: impl ParallelIterator<Item = CatalogueDoc>,
@@ -169,7 +166,7 @@ impl CatalogueIndex {
             docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
             || then().iter().map(|doc| self.fields.document(doc)).collect(),
             generation,
-            self.rebuild_shape,
+            RebuildShape::OneSegment,
         )
     }
 

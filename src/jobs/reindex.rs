@@ -58,7 +58,8 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     let movements = all_movements(store)?;
 
     // Each model's document is made as it is read, and the model dropped: a million models
-    // held at once were a gigabyte beside the index writer's own memory.
+    // held at once raised an import's peak by 180 MiB, and by a gigabyte beside two writer
+    // threads (bench/RESULTS.md, "The duplicate pass in memory").
     let model_docs = store.all_models_parallel().map(|model| {
         let model = model?;
         let listings = store.listing_count(model.id)?;
