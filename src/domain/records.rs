@@ -163,6 +163,18 @@ impl Model {
             .chain(self.alternate_references.iter().map(String::as_str))
     }
 
+    /// The distinct bases of its references (`reference_base`), in order: what the duplicate
+    /// finder pairs it by.
+    pub fn reference_bases(&self) -> Vec<String> {
+        let mut bases: Vec<String> = self
+            .references()
+            .filter_map(super::reference_base)
+            .collect();
+        bases.sort_unstable();
+        bases.dedup();
+        bases
+    }
+
     /// The FRONT picture, if the model has one.
     pub fn front_picture(&self) -> Option<&Picture> {
         self.pictures.iter().find(|p| p.kind == PictureType::Front)

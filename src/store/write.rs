@@ -9,7 +9,7 @@ use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
-    normalize_reference, reference_base, AuditEntry, Brand, Caliber, Complication, DuplicatePair,
+    normalize_reference, AuditEntry, Brand, BrandId, Caliber, Complication, DuplicatePair,
     DuplicateSignal, Listing, ListingStatus, Look, Model, ModelId, PictureCandidate, PictureId,
     PictureRecord, PictureReview, Provider, ReviewStatus, Series, Session, Timestamp, TokenHash,
     User, Username,
@@ -436,11 +436,16 @@ impl WriteBatch<'_> {
         }
     }
 
-    /// Writes those of `model`'s reference-base keys, as today's rule makes them, that are not
-    /// in `stored`, and takes the others out of `stored`: what is left there in the end is
-    /// stale.
-    pub fn put_missing_base_keys(&mut self, model: &Model, stored: &mut HashSet<Vec<u8>>) {
-        for (key, value) in model_base_keys(model) {
+    /// Writes those of the reference-base keys of model `id` of `brand`, whose references have
+    /// the `bases` today's rule gives ([`Model::reference_bases`]), that are not in `stored`,
+    /// and takes the others out of `stored`: what is left there in the end is stale.
+    pub fn put_missing_base_keys<'b>(
+        &mut self,
+        (brand, id): (BrandId, ModelId),
+        bases: impl IntoIterator<Item = &'b str>,
+        stored: &mut HashSet<Vec<u8>>,
+    ) {
+        for (key, value) in base_keys(brand, id, bases) {
             if !stored.remove(&key) {
                 self.put(key, &value);
             }
@@ -579,19 +584,15 @@ fn caliber_keys(caliber: &Caliber) -> Vec<(Vec<u8>, Vec<u8>)> {
     ]
 }
 
-/// The duplicate finder's keys of `model`: brand + base + model, one per base of its references.
-fn model_base_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
-    bases.sort_unstable();
-    bases.dedup();
+/// The duplicate finder's keys of model `id` of `brand`: brand + base + model, one per base.
+fn base_keys<'b>(
+    brand: BrandId,
+    id: ModelId,
+    bases: impl IntoIterator<Item = &'b str>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
     bases
         .into_iter()
-        .map(|base| {
-            (
-                keys::model_base(model.brand_id, &base, model.id),
-                Vec::new(),
-            )
-        })
+        .map(|base| (keys::model_base(brand, base, id), Vec::new()))
         .collect()
 }
 
@@ -617,7 +618,12 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
             ));
         }
     }
-    out.extend(model_base_keys(model));
+    let bases = model.reference_bases();
+    out.extend(base_keys(
+        model.brand_id,
+        model.id,
+        bases.iter().map(String::as_str),
+    ));
     out
 }
 

@@ -62,6 +62,14 @@ fn write_dataset(dir: &Path, models: &str) {
     std::fs::write(dir.join("models.jsonl"), models).expect("models");
 }
 
+/// An app over an empty data dir, and a directory to write its datasets in.
+fn empty_app() -> (tempfile::TempDir, tempfile::TempDir, App) {
+    let data = tempfile::tempdir().expect("data dir");
+    let dataset = tempfile::tempdir().expect("dataset");
+    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    (data, dataset, app)
+}
+
 fn import_models(app: &App, dir: &Path, models: &str) {
     write_dataset(dir, models);
     let source = DirectorySource(dir.to_owned());
@@ -72,9 +80,7 @@ fn import_models(app: &App, dir: &Path, models: &str) {
 
 #[test]
 fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
-    let data = tempfile::tempdir().expect("data dir");
-    let dataset = tempfile::tempdir().expect("dataset");
-    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let (_data, dataset, app) = empty_app();
     let mut rng = Lcg(7);
     let mut models = String::new();
     let mut next = 0;
@@ -154,15 +160,18 @@ fn skew_base_keys(app: &App, model: &Model, stored: &HashSet<Vec<u8>>) {
         reference_number: "77770LN".into(),
         ..model.clone()
     };
-    batch.put_missing_base_keys(&elsewhere, &mut HashSet::new());
+    let bases = elsewhere.reference_bases();
+    batch.put_missing_base_keys(
+        (elsewhere.brand_id, elsewhere.id),
+        bases.iter().map(String::as_str),
+        &mut HashSet::new(),
+    );
     turn.commit_derived(batch).expect("commit");
 }
 
 #[test]
 fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
-    let data = tempfile::tempdir().expect("data dir");
-    let dataset = tempfile::tempdir().expect("dataset");
-    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let (_data, dataset, app) = empty_app();
     let line = |slug: &str, reference: &str| {
         format!(
             r#"{{"slug":"{slug}","brand":"rolex","series":"rolex-line","name":"Sub","referenceNumber":"{reference}"}}"#
@@ -210,9 +219,7 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
 /// pair the refreshes had not, and each model's stored pairs are those the store's keys give.
 #[test]
 fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
-    let data = tempfile::tempdir().expect("data dir");
-    let dataset = tempfile::tempdir().expect("dataset");
-    let app = App::open(&DataDir::new(data.path()), 1 << 24).expect("app");
+    let (_data, dataset, app) = empty_app();
     let mut rng = Lcg(11);
     let lines: Vec<String> = (0..240).map(|at| model_line(&mut rng, at)).collect();
     import_models(&app, dataset.path(), &lines.join("\n"));

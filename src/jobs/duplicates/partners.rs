@@ -2,9 +2,7 @@
 //! base keys, for the few models a write touched, or a table of every model's summary held in
 //! memory, for the full pass over a whole catalogue. One rule ([`pairs_among`]) reads either.
 
-use crate::domain::{
-    normalize_reference, reference_base, BrandId, DuplicatePair, DuplicateSignal, Model, ModelId,
-};
+use crate::domain::{normalize_reference, BrandId, DuplicatePair, DuplicateSignal, Model, ModelId};
 use crate::store::{Store, StoreResult};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
@@ -22,7 +20,7 @@ pub struct Summary {
     primary: Box<str>,
     /// Every reference normalised, the primary first; empty ones left out.
     references: Box<[Box<str>]>,
-    /// The distinct bases of the references as written.
+    /// The distinct bases of the references as written, in order.
     bases: Box<[Box<str>]>,
 }
 
@@ -34,17 +32,23 @@ impl Summary {
             .filter(|r| !r.is_empty())
             .map(String::into_boxed_str)
             .collect();
-        let mut bases: Vec<String> = model.references().filter_map(reference_base).collect();
-        bases.sort_unstable();
-        bases.dedup();
         Summary {
             id: model.id,
             brand: model.brand_id,
             name: model.name.to_lowercase().into_boxed_str(),
             primary: normalize_reference(&model.reference_number).into_boxed_str(),
             references,
-            bases: bases.into_iter().map(String::into_boxed_str).collect(),
+            bases: model
+                .reference_bases()
+                .into_iter()
+                .map(String::into_boxed_str)
+                .collect(),
         }
+    }
+
+    /// Its bases, as [`Model::reference_bases`] gives them.
+    pub fn bases(&self) -> impl Iterator<Item = &str> {
+        self.bases.iter().map(|b| &**b)
     }
 
     fn has_reference(&self, normalized: &str) -> bool {
@@ -132,8 +136,9 @@ pub fn pairs_among(partners: &impl Partners, model: &Summary) -> StoreResult<Vec
     Ok(pairs)
 }
 
-/// How alike the names of two models are, 0 to 1, the same whichever of them asks: Jaro-Winkler
-/// matches characters greedily, so the smaller id's name goes first.
+/// How alike the names of two models are, 0 to 1, the same whichever of them asks: the smaller
+/// id's name goes first, so that writing each pair from one end only (the full pass) does not
+/// rest on strsim's Jaro-Winkler being symmetric, which its documentation does not promise.
 fn name_score(x: &Summary, y: &Summary) -> f64 {
     let (first, second) = if x.id < y.id { (x, y) } else { (y, x) };
     lowercased_similarity(&first.name, &second.name)
@@ -239,6 +244,11 @@ impl InMemory {
 
     pub fn get(&self, id: ModelId) -> Option<&Summary> {
         self.summaries.get(*self.at.get(&id)? as usize)
+    }
+
+    /// Every model's summary, in id order.
+    pub fn summaries(&self) -> &[Summary] {
+        &self.summaries
     }
 
     /// The models of `brand` under its `text` in `texts` that `has` it: a hash shared by two
