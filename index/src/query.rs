@@ -43,6 +43,7 @@ pub enum SortOrder {
 /// Exact-value filters; `None` means no constraint.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filters {
+    /// A model's id.
     pub id: Option<u64>,
     pub brand_id: Option<u64>,
     pub series_id: Option<u64>,
@@ -202,7 +203,11 @@ pub(crate) fn only_loosely(
 /// A required, unscored clause per constraint of `filters`.
 pub(crate) fn filter_clauses(fields: &Fields, filters: &Filters) -> Vec<(Occur, Box<dyn Query>)> {
     let exact = [
-        (fields.id, filters.id),
+        // Ids are only a column: a model's id is found by its document key, one term.
+        (
+            fields.doc_key,
+            filters.id.map(|id| crate::schema::doc_key(DocKind::Model, id)),
+        ),
         (fields.brand_id, filters.brand_id),
         (fields.series_id, filters.series_id),
         (fields.caliber_id, filters.caliber_id),

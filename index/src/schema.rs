@@ -102,7 +102,8 @@ pub(crate) fn prefix_options() -> TextOptions {
     TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
             .set_tokenizer(REFERENCE_PREFIX)
-            .set_index_option(IndexRecordOption::WithFreqs),
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
     )
 }
 
@@ -114,7 +115,7 @@ pub fn build() -> (Schema, Fields) {
     let fields = Fields {
         kind: s.add_u64_field("kind", INDEXED),
         doc_key: s.add_u64_field("doc_key", INDEXED),
-        id: s.add_u64_field(names::ID, filter.clone()),
+        id: s.add_u64_field(names::ID, FAST),
         brand_id: s.add_u64_field(names::BRAND_ID, filter.clone()),
         series_id: s.add_u64_field(names::SERIES_ID, filter.clone()),
         caliber_id: s.add_u64_field(names::CALIBER_ID, filter.clone()),
@@ -126,7 +127,7 @@ pub fn build() -> (Schema, Fields) {
         description: s.add_text_field("description", text),
         model_words: s.add_text_field("model_words", presence_options()),
         name_sort: s.add_text_field(names::NAME_SORT, STRING | FAST),
-        ref_sort: s.add_text_field(names::REF_SORT, STRING | FAST),
+        ref_sort: s.add_text_field(names::REF_SORT, FAST),
         ref_exact: s.add_text_field("ref_exact", STRING),
         ref_prefix: s.add_text_field("ref_prefix", prefixes),
         newest_key: s.add_u64_field(names::NEWEST, FAST),
