@@ -28,6 +28,8 @@ pub enum Keyspace {
     CaliberReference = 33,
     Model = 40,
     ModelSlug = 41,
+    /// Retired: calibre + model id keys that nothing read, a sled insert per model (an
+    /// eighth of a million-model import's keys). Schema 7 drops them; none is written.
     ModelByCaliber = 42,
     ModelReference = 43,
     ModelListingCount = 44,
@@ -306,17 +308,6 @@ pub fn model_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ModelSlug)
         .id(brand.0)
         .text(slug.as_str())
-        .done()
-}
-pub fn model_by_caliber_prefix(caliber: CaliberId) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::ModelByCaliber)
-        .id(caliber.0)
-        .done()
-}
-pub fn model_by_caliber(caliber: CaliberId, model: ModelId) -> Vec<u8> {
-    KeyBuilder::new(Keyspace::ModelByCaliber)
-        .id(caliber.0)
-        .id(model.0)
         .done()
 }
 pub fn model_reference_prefix(brand: BrandId, normalized: &str) -> Vec<u8> {

@@ -68,7 +68,37 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: sources_in_groups,
     },
+    Step {
+        from: 6,
+        to: 7,
+        summary: "the calibre -> model keys, which nothing read, are dropped",
+        safe_at_startup: true,
+        run: drop_caliber_keys,
+    },
 ];
+
+/// Step 6 -> 7: removes every `ModelByCaliber` key, [`PICTURE_BATCH`] a batch. They were
+/// written with each model and never read; dropping them loses nothing. Idempotent: a re-run
+/// removes what is left. Returns the keys removed.
+fn drop_caliber_keys(db: &sled::Db) -> StoreResult<u64> {
+    let mut removed = 0;
+    loop {
+        let keys = db
+            .scan_prefix(Keyspace::ModelByCaliber.prefix())
+            .keys()
+            .take(PICTURE_BATCH)
+            .collect::<Result<Vec<_>, _>>()?;
+        if keys.is_empty() {
+            return Ok(removed);
+        }
+        let mut batch = sled::Batch::default();
+        for key in &keys {
+            batch.remove(key);
+        }
+        db.apply_batch(batch)?;
+        removed += keys.len() as u64;
+    }
+}
 
 /// Step 5 -> 6: nothing to rewrite. The version moves so that a binary older than the groups,
 /// which would not see them and would take every listing they name for a new one, refuses the
@@ -77,7 +107,7 @@ fn sources_in_groups(_: &sled::Db) -> StoreResult<u64> {
     Ok(0)
 }
 
-/// Sled operations per batch of step 4 -> 5.
+/// Sled operations per batch of steps 4 -> 5 and 6 -> 7.
 const PICTURE_BATCH: usize = 10_000;
 
 /// Step 4 -> 5: writes every model's secondary keys afresh (new among them: picture id ->

@@ -35,7 +35,9 @@ use std::sync::{Arc, Mutex};
 /// 4: the admin counts (`keys::Counted`) are kept as meta counters by every write.
 /// 5: every model picture is found by id (`ModelPicture`), reference bases are keyed
 ///    (`ModelBase`), and every picture has a pipeline record unless the dataset hosts it.
-pub const SCHEMA_VERSION: u64 = 6;
+/// 6: the sources of new listings are kept in groups.
+/// 7: no calibre -> model keys (`ModelByCaliber`): nothing read them.
+pub const SCHEMA_VERSION: u64 = 7;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -533,15 +535,6 @@ impl Store {
     /// Models in the order of `ids`; ids with no record (deleted since) are skipped.
     pub fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
         self.many(Keyspace::Model, ids.iter().map(|id| id.0))
-    }
-
-    /// Ids of every model that runs `caliber`, in id order.
-    pub fn model_ids_by_caliber(&self, caliber: CaliberId) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(keys::model_by_caliber_prefix(caliber))?
-            .into_iter()
-            .map(ModelId)
-            .collect())
     }
 
     /// Ids of the brand's models whose primary or alternate reference normalises to `normalized`.

@@ -601,9 +601,6 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
         keys::model_slug(model.brand_id, &model.slug),
         id_value(model.id.0),
     )];
-    if let Some(caliber) = model.caliber_id {
-        out.push((keys::model_by_caliber(caliber, model.id), Vec::new()));
-    }
     for picture in &model.pictures {
         out.push((
             Keyspace::ModelPicture.id_key(picture.id.0),
