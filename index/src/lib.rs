@@ -38,6 +38,15 @@ pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
 use collector::{StatsCollector, TopIds};
 use derived::{Derived, RebuildShape};
 pub use generation_cache::GenerationCache;
+
+/// The catalogue schema's own pieces, for `examples/field_cost.rs` (what each field costs to
+/// index): not an API.
+#[doc(hidden)]
+pub mod schema_parts {
+    pub use crate::derived::sorted_by;
+    pub use crate::schema::{build, names, Fields};
+    pub use crate::tokenizer::register;
+}
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;
