@@ -38,15 +38,6 @@ pub use tokenizer::{ReferencePrefixTokenizer, MIN_REFERENCE_PREFIX};
 use collector::{StatsCollector, TopIds};
 use derived::{Derived, RebuildShape};
 pub use generation_cache::GenerationCache;
-
-/// The catalogue schema's own pieces, for `examples/field_cost.rs` (what each field costs to
-/// index): not an API.
-#[doc(hidden)]
-pub mod schema_parts {
-    pub use crate::derived::sorted_by;
-    pub use crate::schema::{build, names, Fields};
-    pub use crate::tokenizer::register;
-}
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;
@@ -556,6 +547,15 @@ fn ranked_in(
     k: usize,
 ) -> IndexResult<(Vec<u64>, usize)> {
     Ok(searcher.search(query, &TopIds::new(key, k))?)
+}
+
+/// The catalogue schema's own pieces, for `examples/field_cost.rs` (what each field costs to
+/// index): not an API.
+#[doc(hidden)]
+pub mod schema_parts {
+    pub use crate::derived::sorted_by;
+    pub use crate::schema::{build, names};
+    pub use crate::tokenizer::register;
 }
 
 #[cfg(test)]

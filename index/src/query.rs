@@ -206,9 +206,7 @@ pub(crate) fn filter_clauses(fields: &Fields, filters: &Filters) -> Vec<(Occur, 
         // Ids are only a column: a model's id is found by its document key, one term.
         (
             fields.doc_key,
-            filters
-                .id
-                .map(|id| crate::schema::doc_key(DocKind::Model, id)),
+            filters.id.map(crate::schema::requested_model_key),
         ),
         (fields.brand_id, filters.brand_id),
         (fields.series_id, filters.series_id),

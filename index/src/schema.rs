@@ -161,6 +161,15 @@ pub fn doc_key(kind: DocKind, id: u64) -> u64 {
     ((kind as u64) << 56) | (id & ((1 << 56) - 1))
 }
 
+/// The `doc_key` a request's model id finds: an id over 56 bits, which no record has, finds a
+/// key no document has (kind byte 0 is no kind's), never the model its low bits name.
+pub fn requested_model_key(id: u64) -> u64 {
+    match id >> 56 {
+        0 => doc_key(DocKind::Model, id),
+        _ => 0,
+    }
+}
+
 /// How names sort: case-insensitively.
 pub fn sort_name(name: &str) -> String {
     // Cut to a length the term dictionary takes (tantivy drops a term over 65,530 bytes), so

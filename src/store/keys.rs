@@ -28,8 +28,8 @@ pub enum Keyspace {
     CaliberReference = 33,
     Model = 40,
     ModelSlug = 41,
-    /// Retired: calibre + model id keys that nothing read, a sled insert per model (an
-    /// eighth of a million-model import's keys). Schema 7 drops them; none is written.
+    /// Retired: calibre + model id keys that nothing read, a sled insert per model (a
+    /// seventh of a million-model import's keys). Schema 7 drops them; none is written.
     ModelByCaliber = 42,
     ModelReference = 43,
     ModelListingCount = 44,

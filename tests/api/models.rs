@@ -289,6 +289,12 @@ async fn filters_by_brand_its_alias_parameter_series_caliber_and_id() {
     );
     assert!(app.slugs("/v1/models?id=999999").await.is_empty());
     assert!(app.slugs("/v1/models?id=not-an-id").await.is_empty());
+    // An id no model can have, whose low bits are another model's: never that model.
+    let beyond_every_id: u64 = (1 << 56) + id.parse::<u64>().expect("a number");
+    assert!(app
+        .slugs(&format!("/v1/models?id={beyond_every_id}"))
+        .await
+        .is_empty());
 }
 
 #[tokio::test]
