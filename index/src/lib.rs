@@ -18,6 +18,7 @@ mod query;
 mod schema;
 mod segment_cache;
 mod spec;
+mod starting_with;
 mod summary;
 mod tokenizer;
 mod top_k;

@@ -234,7 +234,12 @@ impl Plan {
             |value: &str, [exact, prefix]: [Score; 2]| -> IndexResult<Vec<Reference>> {
                 let mut out = vec![reference(text_fields.ref_exact, value, exact)?];
                 if value.chars().count() >= MIN_REFERENCE_PREFIX {
-                    out.push(reference(fields.ref_prefix, value, prefix)?);
+                    // A term or a range of whole references: either way one bit of the pass.
+                    let starting = fields.reference_prefixes().query(value, 1.0);
+                    out.push(Reference {
+                        weight: starting.weight(EnableScoring::disabled_from_searcher(searcher))?,
+                        score: prefix,
+                    });
                 }
                 Ok(out)
             };

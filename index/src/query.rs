@@ -4,7 +4,8 @@
 
 use crate::schema::Fields;
 use crate::spec::{spec_key, SpecTerm};
-use crate::tokenizer::{folded_analyzer, MIN_REFERENCE_PREFIX};
+use crate::starting_with::StartingWith;
+use crate::tokenizer::{folded_analyzer, is_indexed_prefix, MIN_REFERENCE_PREFIX};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use tantivy::query::{
@@ -12,7 +13,7 @@ use tantivy::query::{
     RangeQuery, TermQuery,
 };
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::Term;
+use tantivy::{Searcher, Term};
 
 /// What a document is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -291,7 +292,7 @@ pub fn brand_models(fields: &Fields, brand_id: u64, query: Box<dyn Query>) -> Bo
 /// Documents with a reference that begins with `prefix` (normalised; a whole reference is its
 /// own prefix, whatever its length).
 pub fn reference_prefix(fields: &Fields, prefix: &str) -> Box<dyn Query> {
-    term_reference(fields.ref_prefix, prefix, 1.0)
+    fields.reference_prefixes().query(prefix, 1.0)
 }
 
 /// Documents whose name or series name holds any word of `text`, more words scoring higher;
@@ -342,10 +343,12 @@ pub(crate) struct TextFields {
 }
 
 /// How the references that start with a word are found.
+#[derive(Clone, Copy)]
 pub(crate) enum ReferencePrefixes {
-    /// Every prefix of each reference is a term of the field (the catalogue's): one postings
-    /// list a prefix, which the pruned search scores like any term.
-    Terms(Field),
+    /// A short prefix is a term of `prefixes` (the catalogue's), one postings list the pruned
+    /// search reads like any term; a longer one (`is_indexed_prefix`) reads the range of the
+    /// whole references (`whole`) that start with it, few for such a prefix.
+    Indexed { prefixes: Field, whole: Field },
     /// Each reference is one term of the field, whole (the listings'): a prefix reads the
     /// range of terms that start with it. Indexing ten prefixes of every listing's reference
     /// was about half of what indexing a listing cost.
@@ -354,9 +357,18 @@ pub(crate) enum ReferencePrefixes {
 
 impl ReferencePrefixes {
     /// The documents with a reference that starts with `prefix`, each scored `score`.
-    fn query(&self, prefix: &str, score: f32) -> Box<dyn Query> {
-        match *self {
-            ReferencePrefixes::Terms(field) => term_reference(field, prefix, score),
+    pub(crate) fn query(self, prefix: &str, score: f32) -> Box<dyn Query> {
+        match self {
+            ReferencePrefixes::Indexed { prefixes, .. } if is_indexed_prefix(prefix) => {
+                term_reference(prefixes, prefix, score)
+            }
+            ReferencePrefixes::Indexed { whole, .. } => {
+                let starting = StartingWith {
+                    field: whole,
+                    prefix: prefix.to_owned(),
+                };
+                Box::new(ConstScoreQuery::new(Box::new(starting), score))
+            }
             ReferencePrefixes::Ranges(field) => {
                 // One term: tantivy reads it as the range of terms that start with it.
                 let mut starting =
@@ -366,6 +378,48 @@ impl ReferencePrefixes {
             }
         }
     }
+
+    /// The terms whose postings hold the documents with a reference that starts with
+    /// `prefix`: the prefix's own term when it is indexed, else every whole reference of a
+    /// segment of `searcher` that starts with it.
+    pub(crate) fn terms(self, searcher: &Searcher, prefix: &str) -> tantivy::Result<Vec<Term>> {
+        match self {
+            ReferencePrefixes::Indexed { prefixes, .. } if is_indexed_prefix(prefix) => {
+                Ok(vec![Term::from_field_text(prefixes, prefix)])
+            }
+            ReferencePrefixes::Indexed { whole: field, .. } | ReferencePrefixes::Ranges(field) => {
+                terms_starting_with(searcher, field, prefix)
+            }
+        }
+    }
+}
+
+/// The terms of `field` that start with `prefix` in any segment of `searcher`, each once, in
+/// byte order.
+fn terms_starting_with(
+    searcher: &Searcher,
+    field: Field,
+    prefix: &str,
+) -> tantivy::Result<Vec<Term>> {
+    let mut found = std::collections::BTreeSet::new();
+    for reader in searcher.segment_readers() {
+        let inverted = reader.inverted_index(field)?;
+        let mut stream = inverted
+            .terms()
+            .range()
+            .ge(prefix.as_bytes())
+            .into_stream()?;
+        while stream.advance() && stream.key().starts_with(prefix.as_bytes()) {
+            // A text field's terms are its tokens' UTF-8.
+            if let Ok(text) = std::str::from_utf8(stream.key()) {
+                found.insert(text.to_owned());
+            }
+        }
+    }
+    Ok(found
+        .iter()
+        .map(|text| Term::from_field_text(field, text))
+        .collect())
 }
 
 /// Either every word matches (as a word of a text field, or as a reference or its prefix), or

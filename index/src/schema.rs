@@ -200,7 +200,15 @@ impl Fields {
                 (self.description, 0.5),
             ],
             ref_exact: self.ref_exact,
-            ref_prefix: ReferencePrefixes::Terms(self.ref_prefix),
+            ref_prefix: self.reference_prefixes(),
+        }
+    }
+
+    /// How a reference prefix is looked up: short ones as terms, long ones as ranges.
+    pub(crate) fn reference_prefixes(&self) -> ReferencePrefixes {
+        ReferencePrefixes::Indexed {
+            prefixes: self.ref_prefix,
+            whole: self.ref_exact,
         }
     }
 

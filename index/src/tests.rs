@@ -133,6 +133,73 @@ fn a_reference_prefix_finds_the_models_it_starts() {
 }
 
 #[test]
+fn a_long_reference_prefix_finds_the_models_it_starts_as_a_short_one_does() {
+    // Past `MAX_INDEXED_REFERENCE_PREFIX` characters a prefix is no term: the search reads the
+    // whole references that start with it, on every path (pruned, plain, typo tier).
+    let index = fixture();
+    for typo_tolerance in [false, true] {
+        for sort in [SortOrder::Relevance, SortOrder::NameAsc] {
+            for (text, expected) in [
+                ("126610", &[1, 2][..]),
+                ("126610l", &[1, 2]),
+                ("126610ln", &[1]),
+                ("126610ln000", &[1]),
+                ("126610lx", &[]),
+                ("126610ln00012", &[]),
+            ] {
+                let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
+                request.text = Some(TextQuery {
+                    typo_tolerance,
+                    text: text.into(),
+                    normalized_reference: text.into(),
+                });
+                request.sort = sort;
+                request.limit = 10;
+                let page = index.search(&request).expect("search");
+                let mut ids = page.ids.clone();
+                ids.sort_unstable();
+                let why = format!("{text}, typos {typo_tolerance}, {sort:?}");
+                assert_eq!(ids, expected, "{why}");
+                assert_eq!(page.total, expected.len(), "{why}");
+            }
+        }
+    }
+    for (prefix, expected) in [("126610l", &[1, 2][..]), ("126610ln000", &[1])] {
+        let found = index
+            .models_with_reference_prefix(1, prefix, 10)
+            .expect("search");
+        assert_eq!(found, expected, "{prefix}");
+    }
+}
+
+#[test]
+fn the_typo_tier_reads_a_long_reference_prefix_as_the_references_it_starts() {
+    // "explorr" needs its form "explorer"; "126610l" is typed as it is, a prefix of model 3's
+    // reference past the indexed prefixes' length: the tier reads it from whole references.
+    let index = CatalogueIndex::in_memory().expect("index");
+    let docs = vec![
+        model(1, 1, "Alpha", &["126610ln"], None),
+        model(2, 1, "Explorer", &[], None),
+        model(3, 1, "Explorer", &["126610ln"], None),
+    ];
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    for sort in [SortOrder::Relevance, SortOrder::NameAsc] {
+        for text in ["explorr 126610l", "explorer 126610l"] {
+            let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
+            request.text = Some(TextQuery {
+                typo_tolerance: true,
+                text: text.into(),
+                normalized_reference: text.replace(' ', ""),
+            });
+            request.sort = sort;
+            request.limit = 10;
+            let page = index.search(&request).expect("search");
+            assert_eq!((page.ids, page.total), (vec![3], 1), "{text}, {sort:?}");
+        }
+    }
+}
+
+#[test]
 fn a_reference_in_two_brands_finds_both() {
     let index = fixture();
     assert_eq!(

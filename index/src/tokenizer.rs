@@ -1,5 +1,5 @@
-//! Tokenizers. `reference_prefix` turns each normalised reference into its prefixes, so a
-//! term lookup finds `126610ln` from `12661`. `folded` is the text analyzer: words, lowercased,
+//! Tokenizers. `reference_prefix` turns each normalised reference into its short prefixes, so
+//! a term lookup finds `126610ln` from `12661` (a longer prefix reads whole references' terms). `folded` is the text analyzer: words, lowercased,
 //! accents folded (`Söhne` finds `sohne`).
 
 use tantivy::tokenizer::{
@@ -14,9 +14,20 @@ pub const REFERENCE_PREFIX: &str = "reference_prefix";
 pub const FOLDED: &str = "folded";
 /// Shortest prefix indexed and searched: shorter ones would match most of a brand.
 pub const MIN_REFERENCE_PREFIX: usize = 3;
+/// Longest prefix indexed as a term. A longer one is shared by few references, so a search
+/// reads the range of whole references that start with it instead: the longer prefixes were
+/// nearly one unique term each per reference, most of what indexing the catalogue's prefixes
+/// cost (bench/RESULTS.md, "Short reference prefixes only").
+pub const MAX_INDEXED_REFERENCE_PREFIX: usize = 6;
 
-/// Emits every prefix (from [`MIN_REFERENCE_PREFIX`] characters) of each whitespace-separated
-/// normalised reference, the whole reference last. Input is already normalised by the caller.
+/// Whether `prefix` is short enough to be a term of the prefix field.
+pub fn is_indexed_prefix(prefix: &str) -> bool {
+    prefix.chars().count() <= MAX_INDEXED_REFERENCE_PREFIX
+}
+
+/// Emits the prefixes of [`MIN_REFERENCE_PREFIX`] to [`MAX_INDEXED_REFERENCE_PREFIX`]
+/// characters of each whitespace-separated normalised reference, and a reference shorter than
+/// that minimum whole. Input is already normalised by the caller.
 #[derive(Clone, Default)]
 pub struct ReferencePrefixTokenizer {
     token: Token,
@@ -43,6 +54,9 @@ impl Tokenizer for ReferencePrefixTokenizer {
                 .skip(1)
                 .chain([word.len()]);
             for (chars, end) in ends.enumerate().map(|(n, end)| (n + 1, end)) {
+                if chars > MAX_INDEXED_REFERENCE_PREFIX {
+                    break;
+                }
                 if chars < MIN_REFERENCE_PREFIX && end < word.len() {
                     continue;
                 }
@@ -112,12 +126,11 @@ mod tests {
     }
 
     #[test]
-    fn emits_prefixes_from_three_characters_and_the_whole_reference() {
-        assert_eq!(
-            tokens("126610ln"),
-            ["126", "1266", "12661", "126610", "126610l", "126610ln"]
-        );
+    fn emits_prefixes_from_three_to_six_characters_and_a_short_reference_whole() {
+        assert_eq!(tokens("126610ln"), ["126", "1266", "12661", "126610"]);
         assert_eq!(tokens("ab 5711"), ["ab", "571", "5711"]);
+        assert_eq!(tokens("ßü1234"), ["ßü1", "ßü12", "ßü123", "ßü1234"]);
         assert!(tokens("").is_empty());
+        assert!(is_indexed_prefix("126610") && !is_indexed_prefix("126610l"));
     }
 }

@@ -203,7 +203,7 @@ impl Loose<'_> {
         let forms_size = postings_size(searcher, &form_terms)?;
         let mut smallest_word = u64::MAX;
         for word in words {
-            let own: Vec<Term> = word_as_typed_terms(fields, &word.word)
+            let own: Vec<Term> = word_as_typed_terms(searcher, fields, &word.word)?
                 .into_iter()
                 .chain(word.form_terms())
                 .collect();
@@ -268,37 +268,53 @@ pub(crate) fn as_typed(fields: &Fields, text: &TextQuery) -> Box<dyn Query> {
 
 /// A word as typed: one of the model's words, references or reference prefixes.
 fn word_as_typed(fields: &Fields, word: &str) -> Box<dyn Query> {
-    let any = word_as_typed_terms(fields, word)
-        .into_iter()
-        .map(|term| (Occur::Should, term_query(term)))
+    let as_word = term_query(Term::from_field_text(fields.model_words, word));
+    let any = std::iter::once(as_word)
+        .chain(references(fields, word))
+        .map(|query| (Occur::Should, query))
         .collect();
     Box::new(BooleanQuery::new(any))
 }
 
-/// The terms of a word as typed: [`word_as_typed`]'s.
-fn word_as_typed_terms(fields: &Fields, word: &str) -> Vec<Term> {
+/// The terms holding [`word_as_typed`]'s documents, its `model_words` term first.
+fn word_as_typed_terms(
+    searcher: &Searcher,
+    fields: &Fields,
+    word: &str,
+) -> tantivy::Result<Vec<Term>> {
     let mut terms = vec![Term::from_field_text(fields.model_words, word)];
-    terms.extend(reference_terms(fields, word));
-    terms
+    terms.extend(reference_terms(searcher, fields, word)?);
+    Ok(terms)
 }
 
 /// `value` as a whole reference and as a reference prefix.
 fn references(fields: &Fields, value: &str) -> Vec<Box<dyn Query>> {
-    reference_terms(fields, value)
-        .into_iter()
-        .map(term_query)
-        .collect()
-}
-
-fn reference_terms(fields: &Fields, value: &str) -> Vec<Term> {
     let mut out = Vec::new();
     if !value.is_empty() {
-        out.push(Term::from_field_text(fields.ref_exact, value));
+        out.push(term_query(Term::from_field_text(fields.ref_exact, value)));
         if value.chars().count() >= MIN_REFERENCE_PREFIX {
-            out.push(Term::from_field_text(fields.ref_prefix, value));
+            out.push(fields.reference_prefixes().query(value, 0.0));
         }
     }
     out
+}
+
+/// The terms holding [`references`]' documents, each once.
+fn reference_terms(
+    searcher: &Searcher,
+    fields: &Fields,
+    value: &str,
+) -> tantivy::Result<Vec<Term>> {
+    let mut out = Vec::new();
+    if !value.is_empty() {
+        let exact = Term::from_field_text(fields.ref_exact, value);
+        if value.chars().count() >= MIN_REFERENCE_PREFIX {
+            let starting = fields.reference_prefixes().terms(searcher, value)?;
+            out.extend(starting.into_iter().filter(|term| *term != exact));
+        }
+        out.insert(0, exact);
+    }
+    Ok(out)
 }
 
 /// How many postings `terms` hold together: what reading their union costs.

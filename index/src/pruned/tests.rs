@@ -116,6 +116,9 @@ fn search_strategy() -> impl Strategy<Value = Search> {
     let word = prop_oneof![
         6 => (0..WORDS.len()).prop_map(|i| WORDS[i].to_string()),
         2 => (0..REFERENCES.len()).prop_map(|i| REFERENCES[i].to_string()),
+        // Prefixes short enough to be terms and long ones read from whole references.
+        1 => (0..REFERENCES.len(), 3..10usize)
+            .prop_map(|(i, n)| REFERENCES[i].chars().take(n).collect()),
         1 => Just("rolex".to_string()),
         1 => Just("nowhere".to_string()),
     ];

@@ -65,9 +65,9 @@ impl<'a> Tier<'a> {
             fields,
             words,
             typed: (words.iter())
-                .map(|w| word_as_typed_terms(fields, &w.word))
-                .collect(),
-            whole: reference_terms(fields, normalized_reference),
+                .map(|w| word_as_typed_terms(searcher, fields, &w.word))
+                .collect::<tantivy::Result<_>>()?,
+            whole: reference_terms(searcher, fields, normalized_reference)?,
             filter,
             not_models: not_models.of(searcher, fields)?,
             dense,
