@@ -142,8 +142,10 @@ impl<'t> WriteBatch<'t> {
         Ok(next)
     }
 
-    fn put(&mut self, key: Vec<u8>, value: &[u8]) {
-        self.operations_in_order.push((key, Some(value.to_vec())));
+    /// An owned value (an encoded record) is moved into the write, not copied: a million
+    /// models' records and keys were copied once more each.
+    fn put(&mut self, key: Vec<u8>, value: impl Into<Vec<u8>>) {
+        self.operations_in_order.push((key, Some(value.into())));
         self.operations += 1;
     }
 
@@ -162,7 +164,7 @@ impl<'t> WriteBatch<'t> {
         }
         for pair in new {
             if !old.contains(&pair) {
-                self.put(pair.0, &pair.1);
+                self.put(pair.0, pair.1);
             }
         }
     }
@@ -173,7 +175,7 @@ impl<'t> WriteBatch<'t> {
         self.changes.renamed |=
             old.is_some_and(|old| old.name != new.name || old.aliases != new.aliases);
         self.reindex_keys(old.map(brand_keys).unwrap_or_default(), brand_keys(new));
-        self.put(Keyspace::Brand.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Brand.id_key(new.id.0), encode(new));
     }
 
     pub fn put_series(&mut self, old: Option<&Series>, new: &Series) {
@@ -181,7 +183,7 @@ impl<'t> WriteBatch<'t> {
         self.changes.series.push(new.id);
         self.changes.renamed |= old.is_some_and(|old| old.name != new.name);
         self.reindex_keys(old.map(series_keys).unwrap_or_default(), series_keys(new));
-        self.put(Keyspace::Series.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Series.id_key(new.id.0), encode(new));
     }
 
     pub fn put_complication(&mut self, old: Option<&Complication>, new: &Complication) {
@@ -189,7 +191,7 @@ impl<'t> WriteBatch<'t> {
         // Models' documents carry the slugs of their calibre's complications.
         self.changes.renamed |= old.is_some_and(|old| old.slug != new.slug);
         self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
-        self.put(Keyspace::Complication.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Complication.id_key(new.id.0), encode(new));
     }
 
     pub fn put_caliber(&mut self, old: Option<&Caliber>, new: &Caliber) {
@@ -199,7 +201,7 @@ impl<'t> WriteBatch<'t> {
             old.kind != new.kind || old.complication_ids != new.complication_ids
         });
         self.reindex_keys(old.map(caliber_keys).unwrap_or_default(), caliber_keys(new));
-        self.put(Keyspace::Caliber.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Caliber.id_key(new.id.0), encode(new));
     }
 
     pub fn put_model(&mut self, old: Option<&Model>, new: &Model) {
@@ -219,7 +221,7 @@ impl<'t> WriteBatch<'t> {
         }
         changes.model_moves.push((new.brand_id, new.series_id, 1));
         self.reindex_keys(old.map(model_keys).unwrap_or_default(), model_keys(new));
-        self.put(Keyspace::Model.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Model.id_key(new.id.0), encode(new));
     }
 
     /// Writes `new`, over `old` when it is not new. A new listing's source (the provider's
@@ -234,7 +236,7 @@ impl<'t> WriteBatch<'t> {
         if old.is_none() {
             (self.sources).created(new.provider_id, new.provider_code.clone(), new.id);
         }
-        self.put(Keyspace::Listing.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Listing.id_key(new.id.0), encode(new));
         self.mark_candidates_stale(old, new);
     }
 
@@ -270,28 +272,28 @@ impl<'t> WriteBatch<'t> {
             return;
         }
         self.changes.recounted.push(model);
-        self.put(keys::model_listing_count(model), &encode_u64(count));
+        self.put(keys::model_listing_count(model), encode_u64(count));
     }
 
     /// Replaces the ECB rates in force.
     pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
         self.touches_listings = true;
         self.changes.rates = true;
-        self.put(MetaKey::Rates.key(), &encode(rates));
+        self.put(MetaKey::Rates.key(), encode(rates));
     }
 
     pub fn put_provider(&mut self, old: Option<&Provider>, new: &Provider) {
         self.count_new(Counted::Providers, old);
         let keys_of = |p: &Provider| vec![(keys::provider_slug(&p.slug), id_value(p.id.0))];
         self.reindex_keys(old.map(keys_of).unwrap_or_default(), keys_of(new));
-        self.put(Keyspace::Provider.id_key(new.id.0), &encode(new));
+        self.put(Keyspace::Provider.id_key(new.id.0), encode(new));
     }
 }
 
 /// Users, sessions and the audit trail: back-office records with no index behind them.
 impl WriteBatch<'_> {
     pub fn put_user(&mut self, user: &User) {
-        self.put(keys::user(&user.name), &encode(user));
+        self.put(keys::user(&user.name), encode(user));
     }
 
     pub fn remove_user(&mut self, name: &Username) {
@@ -299,8 +301,8 @@ impl WriteBatch<'_> {
     }
 
     pub fn put_session(&mut self, session: &Session) {
-        self.put(keys::session(&session.token_hash), &encode(session));
-        self.put(keys::session_of(&session.user, &session.token_hash), &[]);
+        self.put(keys::session(&session.token_hash), encode(session));
+        self.put(keys::session_of(&session.user, &session.token_hash), []);
     }
 
     pub fn remove_session(&mut self, user: &Username, token: &TokenHash) {
@@ -310,7 +312,7 @@ impl WriteBatch<'_> {
 
     /// Appends `entry` (its id from [`WriteBatch::allocate_id`] of `Keyspace::Audit`).
     pub fn put_audit(&mut self, entry: &AuditEntry) {
-        self.put(Keyspace::Audit.id_key(entry.id), &encode(entry));
+        self.put(Keyspace::Audit.id_key(entry.id), encode(entry));
     }
 
     /// Where the image pipeline is with one picture: no index or count depends on it. Its id
@@ -319,10 +321,10 @@ impl WriteBatch<'_> {
     pub fn put_picture(&mut self, picture: &PictureRecord) {
         self.pending.stated(picture.id);
         let id = picture.id.0;
-        self.put(Keyspace::PictureState.id_key(id), &encode(picture));
+        self.put(Keyspace::PictureState.id_key(id), encode(picture));
         let due = Keyspace::PictureDue.id_key(id);
         if picture.may_be_due() {
-            self.put(due, &[]);
+            self.put(due, []);
         } else {
             self.remove(due);
         }
@@ -354,8 +356,8 @@ impl WriteBatch<'_> {
 impl WriteBatch<'_> {
     /// Writes `new`, keeping its model's list of candidates.
     pub fn put_candidate(&mut self, new: &PictureCandidate) {
-        self.put(keys::candidate_of_model(new.model_id, new.id), &[]);
-        self.put(Keyspace::Candidate.id_key(new.id.0), &encode(new));
+        self.put(keys::candidate_of_model(new.model_id, new.id), []);
+        self.put(Keyspace::Candidate.id_key(new.id.0), encode(new));
     }
 
     pub fn remove_candidate(&mut self, candidate: &PictureCandidate) {
@@ -375,12 +377,12 @@ impl WriteBatch<'_> {
         for list in [ReviewStatus::Pending, ReviewStatus::Reviewed] {
             let key = keys::review_queue(list, model);
             if status == Some(list) {
-                self.put(key, &[]);
+                self.put(key, []);
             } else {
                 self.remove(key);
             }
         }
-        self.put(Keyspace::PictureReview.id_key(model.0), &encode(review));
+        self.put(Keyspace::PictureReview.id_key(model.0), encode(review));
     }
 
     /// Forgets `model`'s review record and its place in the queue.
@@ -392,7 +394,7 @@ impl WriteBatch<'_> {
     }
 
     pub fn put_look(&mut self, picture: PictureId, look: Look) {
-        self.put(Keyspace::PictureLook.id_key(picture.0), &encode_u64(look.0));
+        self.put(Keyspace::PictureLook.id_key(picture.0), encode_u64(look.0));
     }
 
     /// `model`'s listing candidates were ranked on what the store holds now.
@@ -422,8 +424,8 @@ impl WriteBatch<'_> {
         for pair in new {
             if !old.contains(pair) {
                 let value = encode_pair(pair);
-                self.put(keys::duplicate_pair(model, other(pair)), &value);
-                self.put(keys::duplicate_pair(other(pair), model), &value);
+                self.put(keys::duplicate_pair(model, other(pair)), value.clone());
+                self.put(keys::duplicate_pair(other(pair), model), value);
                 self.duplicates_touched.extend([model, other(pair)]);
             }
         }
@@ -447,13 +449,13 @@ impl WriteBatch<'_> {
     ) {
         for (key, value) in base_keys(brand, id, bases) {
             if !stored.remove(&key) {
-                self.put(key, &value);
+                self.put(key, value);
             }
         }
     }
 
     pub fn dismiss_pair(&mut self, a: ModelId, b: ModelId) {
-        self.put(keys::dismissed_pair(a, b), &[]);
+        self.put(keys::dismissed_pair(a, b), []);
         self.duplicates_touched.extend([a, b]);
     }
 
@@ -482,9 +484,9 @@ impl WriteBatch<'_> {
         self.remove_picture_review(old.id);
         self.put(
             keys::merged_slug(old.brand_id, &old.slug),
-            &id_value(keeper.0),
+            id_value(keeper.0),
         );
-        self.put(Keyspace::MergedId.id_key(old.id.0), &id_value(keeper.0));
+        self.put(Keyspace::MergedId.id_key(old.id.0), id_value(keeper.0));
         self.duplicates_touched.extend([old.id, keeper]);
     }
 }

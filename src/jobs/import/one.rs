@@ -65,7 +65,7 @@ impl Run<'_> {
         let claim = Claim {
             key,
             id,
-            existing: own.cloned(),
+            existing: own.cloned().map(Box::new),
             created_at: own.map_or(self.now, |m| m.created_at),
             updated_at: self.now,
         };
