@@ -4,7 +4,7 @@
 
 use crate::schema::Fields;
 use crate::spec::{spec_key, SpecTerm};
-use crate::starting_with::StartingWith;
+use crate::starting_with::{terms_starting_with, StartingWith};
 use crate::tokenizer::{folded_analyzer, is_indexed_prefix, MIN_REFERENCE_PREFIX};
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -392,34 +392,6 @@ impl ReferencePrefixes {
             }
         }
     }
-}
-
-/// The terms of `field` that start with `prefix` in any segment of `searcher`, each once, in
-/// byte order.
-fn terms_starting_with(
-    searcher: &Searcher,
-    field: Field,
-    prefix: &str,
-) -> tantivy::Result<Vec<Term>> {
-    let mut found = std::collections::BTreeSet::new();
-    for reader in searcher.segment_readers() {
-        let inverted = reader.inverted_index(field)?;
-        let mut stream = inverted
-            .terms()
-            .range()
-            .ge(prefix.as_bytes())
-            .into_stream()?;
-        while stream.advance() && stream.key().starts_with(prefix.as_bytes()) {
-            // A text field's terms are its tokens' UTF-8.
-            if let Ok(text) = std::str::from_utf8(stream.key()) {
-                found.insert(text.to_owned());
-            }
-        }
-    }
-    Ok(found
-        .iter()
-        .map(|text| Term::from_field_text(field, text))
-        .collect())
 }
 
 /// Either every word matches (as a word of a text field, or as a reference or its prefix), or

@@ -1,6 +1,6 @@
 //! Tokenizers. `reference_prefix` turns each normalised reference into its short prefixes, so
-//! a term lookup finds `126610ln` from `12661` (a longer prefix reads whole references' terms). `folded` is the text analyzer: words, lowercased,
-//! accents folded (`Söhne` finds `sohne`).
+//! a term lookup finds `126610ln` from `12661` (a longer prefix reads whole references' terms).
+//! `folded` is the text analyzer: words, lowercased, accents folded (`Söhne` finds `sohne`).
 
 use tantivy::tokenizer::{
     AsciiFoldingFilter, LowerCaser, RemoveLongFilter, SimpleTokenizer, TextAnalyzer, Token,
