@@ -305,14 +305,14 @@ fn reference_terms(
     fields: &Fields,
     value: &str,
 ) -> tantivy::Result<Vec<Term>> {
-    let mut out = Vec::new();
-    if !value.is_empty() {
-        let exact = Term::from_field_text(fields.ref_exact, value);
-        if value.chars().count() >= MIN_REFERENCE_PREFIX {
-            let starting = fields.reference_prefixes().terms(searcher, value)?;
-            out.extend(starting.into_iter().filter(|term| *term != exact));
-        }
-        out.insert(0, exact);
+    if value.is_empty() {
+        return Ok(Vec::new());
+    }
+    let exact = Term::from_field_text(fields.ref_exact, value);
+    let mut out = vec![exact.clone()];
+    if value.chars().count() >= MIN_REFERENCE_PREFIX {
+        let starting = fields.reference_prefixes().terms(searcher, value)?;
+        out.extend(starting.into_iter().filter(|term| *term != exact));
     }
     Ok(out)
 }
