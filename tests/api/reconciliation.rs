@@ -576,6 +576,10 @@ async fn every_bad_body_is_a_400_naming_its_field_and_changes_nothing() {
             json!({"pictures": [{"url": "https://x/y.jpg", "type": "TOP"}]}),
             "fields.pictures",
         ),
+        (
+            json!({"pictures": [{"url": "https://x/y.jpg", "type": "FRONT", "cropedUrl": "z"}]}),
+            "fields.pictures[0].cropedUrl",
+        ),
     ];
     let cases = cases.into_iter().chain(wrong_fields.map(|(wrong, names)| {
         (

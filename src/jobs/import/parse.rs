@@ -202,10 +202,10 @@ mod tests {
             (r#","colour":"red""#, false),
             (r#","diameter":40,"diameter":41"#, false),
             (r#","name":"M""#, false),
-            // A picture's own unknown field is passed over on both paths, as before.
+            (r#","pictures":[{"type":"FRONT","url":"x"}]"#, true),
             (
                 r#","pictures":[{"type":"FRONT","url":"x","extra":1}]"#,
-                true,
+                false,
             ),
         ] {
             let line = format!("{{{base}{rest}}}");
@@ -232,6 +232,21 @@ mod tests {
                 "{line}"
             );
         }
+    }
+
+    #[test]
+    fn a_picture_s_unknown_field_is_named_with_its_place() {
+        use super::super::rows::ModelRow;
+        let line = r#"{"slug":"a","brand":"b","series":"c","name":"N","referenceNumber":"1","pictures":[{"type":"FRONT","url":"x"},{"type":"BACK","url":"y","cropedUrl":"z"}]}"#;
+        let problems = parse_line::<ModelRow>(line, &allowed_fields::<ModelRow>())
+            .err()
+            .unwrap_or_default();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].0.as_deref(), Some("pictures[1].cropedUrl"));
+        assert!(
+            problems[0].1.contains("unknown field `cropedUrl`"),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -108,8 +108,10 @@ pub struct CaliberRow {
     pub complications: Vec<String>,
 }
 
+/// One of a model line's `pictures`. Its unknown fields are refused like a line's own: the
+/// import otherwise passed over a misspelt `croppedUrl` and showed the picture uncropped.
 #[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PictureRow {
     pub url: String,
     #[serde(rename = "type")]
