@@ -256,16 +256,36 @@ pub fn migrate(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<Migration
 /// "Ready after a restart (issue 16 part 7)"). The job pays one open (1.8 s there) while its
 /// log is still in the page cache. It changes no data, so a failure is only logged: the job's
 /// writes are flushed already, and the next open replays them as it always did.
-pub fn snapshot_store(data_dir: &DataDir, cache_bytes: u64) {
+///
+/// The open is tried again for a few seconds. Once, under the whole test suite's load, a job
+/// left no new snapshot: this open had failed. Not reproduced since; the likely cause is sled's
+/// I/O threads still holding the store's file, and with it its lock, for a moment after the
+/// job's last handle is dropped, the one open error a healthy store can give.
+/// Whether the snapshot was written.
+pub fn snapshot_store(data_dir: &DataDir, cache_bytes: u64) -> bool {
+    const TRIES: u32 = 50;
+    const PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
     let started = std::time::Instant::now();
-    let reopened = open_store(data_dir, cache_bytes, MigrationPolicy::Refuse)
-        .and_then(|(store, _)| Ok(store.flush()?));
+    let open_and_flush = || {
+        open_store(data_dir, cache_bytes, MigrationPolicy::Refuse)
+            .and_then(|(store, _)| Ok(store.flush()?))
+    };
+    let mut reopened = open_and_flush();
+    for _ in 1..TRIES {
+        if reopened.is_ok() {
+            break;
+        }
+        std::thread::sleep(PAUSE);
+        reopened = open_and_flush();
+    }
     match reopened {
         Ok(()) => {
-            tracing::debug!(took = ?started.elapsed(), "store opened again: sled snapshot written")
+            tracing::debug!(took = ?started.elapsed(), "store opened again: sled snapshot written");
+            true
         }
         Err(error) => {
-            tracing::warn!(error = %causes(error.as_ref()), "opening the store again after the job (its snapshot)")
+            tracing::warn!(error = %causes(error.as_ref()), "opening the store again after the job (its snapshot)");
+            false
         }
     }
 }
@@ -314,4 +334,26 @@ pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snapshot_open_waits_for_a_store_another_handle_lets_go_of() {
+        const CACHE: u64 = 16 << 20;
+        let dir = tempfile::tempdir().expect("dir");
+        let data_dir = DataDir::new(dir.path());
+        let (held, _) = open_store(&data_dir, CACHE, MigrationPolicy::All).expect("open");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(held);
+        });
+        assert!(
+            snapshot_store(&data_dir, CACHE),
+            "opened once the other handle let go"
+        );
+        release.join().expect("the releasing thread");
+    }
 }

@@ -220,7 +220,7 @@ fn an_offline_job_leaves_its_writes_in_a_sled_snapshot_so_the_next_open_replays_
     assert_eq!(after_ingest.len(), 1, "{after_ingest:?}");
     assert_ne!(
         after_ingest, after_import,
-        "the job's writes are snapshotted"
+        "the job's writes are snapshotted; the job said:\n{text}"
     );
     // Opened again: the store holds every write of the job, and sled had no log to replay,
     // so it wrote no newer snapshot.
