@@ -15,7 +15,7 @@ pub fn normalize_reference(reference: &str) -> String {
 /// Nearly every reference and seller's word: one byte a character, each folding to one, and
 /// ASCII's letters and digits are all the alphanumerics there are below 128. Going by bytes
 /// skips Unicode's case tables; the ingest normalises every word of every title
-/// (bench/RESULTS.md, "Scale run with the peers on the final build").
+/// (bench/RESULTS.md, "Scale run with the peers on 4c52f7d").
 fn normalize_ascii(reference: &str) -> String {
     let mut key = String::with_capacity(reference.len());
     for byte in reference.bytes().filter(u8::is_ascii_alphanumeric) {
