@@ -260,8 +260,10 @@ pub fn migrate(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<Migration
 /// The open is tried again for a few seconds. Once, under the whole test suite's load, a job
 /// left no new snapshot: this open had failed. Not reproduced since; the likely cause is sled's
 /// I/O threads still holding the store's file, and with it its lock, for a moment after the
-/// job's last handle is dropped, the one open error a healthy store can give.
-/// Whether the snapshot was written.
+/// job's last handle is dropped, the one open error a healthy store can give. Any error is
+/// tried again: a lasting one costs the job 5 s before its warning.
+///
+/// Returns whether the snapshot was written.
 pub fn snapshot_store(data_dir: &DataDir, cache_bytes: u64) -> bool {
     const TRIES: u32 = 50;
     const PAUSE: std::time::Duration = std::time::Duration::from_millis(100);

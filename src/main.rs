@@ -292,8 +292,9 @@ fn main() -> ExitCode {
 /// zeroes a 2 MiB page at each first touch, and again after mimalloc hands one back: reading and
 /// checking a million models took 14.4 s with them, 9.5 s without (bench/RESULTS.md, "Import in
 /// parallel"). An offline ingest too, since it got lighter: 6 % shorter and 3 s less kernel time
-/// a million listings without them ("Transparent huge pages off for an offline ingest"). The
-/// server keeps them: nothing was measured there.
+/// at a million listings without them, no different either way at four million
+/// ("Transparent huge pages off for an offline ingest", "The 10M ingest again"). The server keeps
+/// them: nothing was measured there.
 fn without_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     if let Err(error) = rustix::thread::disable_transparent_huge_pages(true) {
