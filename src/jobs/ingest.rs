@@ -7,6 +7,7 @@
 //! with its listing counts, and delisting comes last: a crash part-way leaves no listing wrongly
 //! delisted, and running the same snapshot again completes it (docs/decisions.md).
 
+use super::import::rows::field_named;
 use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
@@ -20,7 +21,7 @@ use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::io::BufRead;
 
 /// Share of bad lines above which a snapshot is refused (and nothing is delisted).
@@ -155,8 +156,8 @@ pub fn check_snapshot(
     max_invalid: f64,
 ) -> Result<Vec<Problem>, IngestError> {
     let mut valid = 0usize;
-    let (problems, total) = read_snapshot(name, snapshot, |_| valid += 1)?;
-    refuse_unless_usable(valid, problems, total, max_invalid)
+    let read = read_snapshot(name, snapshot, |_| valid += 1)?;
+    refuse_unless_usable(valid, read.problems, read.lines, max_invalid)
 }
 
 /// The snapshot's problems when it may be ingested; its refusal when it is empty or mostly
@@ -193,10 +194,10 @@ fn ingest_with(
     let store = writes.turn().store();
     let provider = provider(store, provider_slug)?;
     let mut rows = Vec::new();
-    let (problems, total) = read_snapshot(name, snapshot, |row| rows.push(row))?;
-    let problems = refuse_unless_usable(rows.len(), problems, total, max_invalid)?;
+    let read = read_snapshot(name, snapshot, |row| rows.push(row))?;
+    let problems = refuse_unless_usable(rows.len(), read.problems, read.lines, max_invalid)?;
     control.set_total(rows.len() as u64);
-    let seen: HashSet<String> = rows.iter().map(|row| row.source_id.clone()).collect();
+    let seen = read.codes;
     // What a line needs to know, read once for the job rather than once per line: the
     // provider's listings by their code, and (for a large snapshot) the catalogue.
     let known = KnownListings::of(store, provider.id)?;
@@ -353,66 +354,119 @@ pub fn ingest_dataset_feeds(
     Ok(reports)
 }
 
-/// Hands each valid row to `keep`; the problems of the others, and the number of non-blank
-/// lines.
+/// Lines parsed side by side at a time: enough to keep every core busy, few enough that a
+/// block's text is a few megabytes.
+const PARSE_BLOCK: usize = 16_384;
+
+/// What reading a snapshot found besides its valid rows.
+struct SnapshotRead {
+    problems: Vec<Problem>,
+    /// Non-blank lines.
+    lines: usize,
+    /// The code (`sourceId`) of each valid row, with its line.
+    codes: HashMap<String, usize>,
+}
+
+/// Hands each valid row to `keep`, in the snapshot's order, and says what else it found. Lines
+/// are parsed and checked on all cores a block at a time (on one core, parsing was a seventh
+/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"); only the
+/// check for a code seen before runs in order.
 fn read_snapshot(
     name: &str,
     snapshot: impl BufRead,
     mut keep: impl FnMut(FeedRow),
-) -> Result<(Vec<Problem>, usize), IngestError> {
-    let (mut problems, mut total) = (Vec::new(), 0);
-    let mut ids = HashMap::new();
-    for (index, line) in snapshot.lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
+) -> Result<SnapshotRead, IngestError> {
+    let mut read = SnapshotRead {
+        problems: Vec::new(),
+        lines: 0,
+        codes: HashMap::new(),
+    };
+    let mut lines = snapshot.lines().enumerate();
+    loop {
+        let block = next_block(&mut lines)?;
+        if block.is_empty() {
+            return Ok(read);
         }
-        total += 1;
-        let number = index + 1;
-        let problem = |field: Option<&str>, message: String| Problem {
-            file: name.to_owned(),
-            line: number,
-            field: field.map(str::to_owned),
-            message,
-        };
-        let row: FeedRow = match serde_path_to_error::deserialize(
-            &mut serde_json::Deserializer::from_str(&line),
-        ) {
-            Ok(row) => row,
-            Err(e) => {
-                let path = e.path().to_string();
-                problems.push(problem(
-                    (path != ".").then_some(path.as_str()),
-                    e.inner().to_string(),
-                ));
-                continue;
+        read.lines += block.len();
+        let rows: Vec<(usize, Result<FeedRow, Problem>)> = block
+            .into_par_iter()
+            .map(|(number, line)| (number, parse_line(name, number, &line)))
+            .collect();
+        for (number, row) in rows {
+            let row = row.and_then(|row| match read.codes.get(&row.source_id) {
+                Some(first) => Err(problem(
+                    name,
+                    number,
+                    Some("sourceId"),
+                    format!("`{}` appears twice (first on line {first})", row.source_id),
+                )),
+                None => Ok(row),
+            });
+            match row {
+                Ok(row) => {
+                    read.codes.insert(row.source_id.clone(), number);
+                    keep(row);
+                }
+                Err(problem) => read.problems.push(problem),
             }
-        };
-        let invalid = if row.source_id.trim().is_empty() {
-            Some(("sourceId", "must not be empty".to_owned()))
-        } else if row.url.trim().is_empty() {
-            Some(("url", "must not be empty".to_owned()))
-        } else if let Some(Err(e)) = row.currency.as_deref().map(check_currency) {
-            Some(("currency", e.to_string()))
-        } else if !matches!(
-            row.status.as_deref(),
-            None | Some("ACTIVE") | Some("RESERVED")
-        ) {
-            Some(("status", "is ACTIVE or RESERVED when given".to_owned()))
-        } else if let Some(first) = ids.insert(row.source_id.clone(), number) {
-            Some((
-                "sourceId",
-                format!("`{}` appears twice (first on line {first})", row.source_id),
-            ))
-        } else {
-            None
-        };
-        match invalid {
-            Some((field, message)) => problems.push(problem(Some(field), message)),
-            None => keep(row),
         }
     }
-    Ok((problems, total))
+}
+
+/// The next [`PARSE_BLOCK`] non-blank lines, each with its line number (from 1).
+fn next_block(
+    lines: &mut impl Iterator<Item = (usize, std::io::Result<String>)>,
+) -> Result<Vec<(usize, String)>, IngestError> {
+    let mut block = Vec::with_capacity(PARSE_BLOCK);
+    for (index, line) in lines.by_ref() {
+        let line = line?;
+        if !line.trim().is_empty() {
+            block.push((index + 1, line));
+            if block.len() == PARSE_BLOCK {
+                break;
+            }
+        }
+    }
+    Ok(block)
+}
+
+/// Line `number` as a row, or the problem that refuses it (anything but a repeated code).
+fn parse_line(name: &str, number: usize, line: &str) -> Result<FeedRow, Problem> {
+    let row: FeedRow = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(
+        line,
+    ))
+    .map_err(|e| {
+        let message = e.inner().to_string();
+        let field = field_named(&e.path().to_string(), &message);
+        problem(name, number, field.as_deref(), message)
+    })?;
+    let invalid = if row.source_id.trim().is_empty() {
+        Some(("sourceId", "must not be empty".to_owned()))
+    } else if row.url.trim().is_empty() {
+        Some(("url", "must not be empty".to_owned()))
+    } else if let Some(Err(e)) = row.currency.as_deref().map(check_currency) {
+        Some(("currency", e.to_string()))
+    } else if !matches!(
+        row.status.as_deref(),
+        None | Some("ACTIVE") | Some("RESERVED")
+    ) {
+        Some(("status", "is ACTIVE or RESERVED when given".to_owned()))
+    } else {
+        None
+    };
+    match invalid {
+        Some((field, message)) => Err(problem(name, number, Some(field), message)),
+        None => Ok(row),
+    }
+}
+
+fn problem(name: &str, line: usize, field: Option<&str>, message: String) -> Problem {
+    Problem {
+        file: name.to_owned(),
+        line,
+        field: field.map(str::to_owned),
+        message,
+    }
 }
 
 struct Run<'a> {
@@ -523,12 +577,12 @@ impl Run<'_> {
     fn delist_missing(
         &mut self,
         known: &KnownListings<'_>,
-        seen: &HashSet<String>,
+        seen: &HashMap<String, usize>,
     ) -> Result<(), IngestError> {
         // Only listings missing from the snapshot are read: their codes say which. Listings
         // this snapshot created are in it, so the codes known before it are all there are.
         let mut missing: Vec<(&String, ListingId)> = (known.ids.iter())
-            .filter(|(code, _)| !seen.contains(*code))
+            .filter(|(code, _)| !seen.contains_key(*code))
             .map(|(code, &id)| (code, id))
             .collect();
         // In code order, as the store's scan of source keys gave them: the same chunks.
@@ -815,5 +869,52 @@ mod tests {
             .expect("read")
             .expect("listing");
         assert_eq!(found.provider_code, "NEW-3");
+    }
+
+    #[test]
+    fn a_snapshot_of_several_parse_blocks_is_read_in_order_with_each_problem_at_its_line() {
+        // Lines 1..=N are valid, but for a blank line, a line that is not JSON, a bad currency
+        // and a code repeated across a block boundary: every problem names its own line.
+        let lines = 2 * PARSE_BLOCK + 5;
+        let (blank, not_json, unknown, no_code) = (10, 20, 30, 40);
+        let (bad_currency, again) = (PARSE_BLOCK + 7, 2 * PARSE_BLOCK + 2);
+        let text: String = (1..=lines)
+            .map(|n| match n {
+                _ if n == blank => String::new(),
+                _ if n == not_json => "{not json".to_owned(),
+                _ if n == unknown => line(n, 0).replace("\"url\"", "\"link\""),
+                _ if n == no_code => format!("{{\"url\":\"https://shop.example/{n}\"}}"),
+                _ if n == bad_currency => line(n, 0).replace("\"EUR\"", "\"EURO\""),
+                _ if n == again => line(3, 0),
+                _ => line(n, 0),
+            } + "\n")
+            .collect();
+        let mut kept = Vec::new();
+        let read = read_snapshot("feed.jsonl", text.as_bytes(), |row| {
+            kept.push(row.source_id)
+        })
+        .expect("read");
+        let problems: Vec<(usize, Option<&str>)> = (read.problems.iter())
+            .map(|p| (p.line, p.field.as_deref()))
+            .collect();
+        assert_eq!(
+            problems,
+            [
+                (not_json, None),
+                (unknown, Some("link")),
+                (no_code, Some("sourceId")),
+                (bad_currency, Some("currency")),
+                (again, Some("sourceId")),
+            ]
+        );
+        assert!(read.problems[4].message.contains("first on line 3"));
+        assert_eq!(read.lines, lines - 1, "the blank line is not counted");
+        let expected: Vec<String> = (1..=lines)
+            .filter(|n| ![blank, not_json, unknown, no_code, bad_currency, again].contains(n))
+            .map(|n| format!("NEW-{n}"))
+            .collect();
+        assert_eq!(kept, expected, "rows in the snapshot's order");
+        assert_eq!(read.codes.len(), expected.len());
+        assert_eq!(read.codes.get("NEW-3"), Some(&3));
     }
 }

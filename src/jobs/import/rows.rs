@@ -43,15 +43,18 @@ fn deserialize_naming_field<T: DeserializeOwned>(
     object: Map<String, Value>,
 ) -> Result<T, FieldError> {
     serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
-        let path = e.path().to_string();
         let message = e.inner().to_string();
-        let field = if path == "." || path.is_empty() {
-            missing_field_name(&message)
-        } else {
-            Some(path)
-        };
-        (field, message)
+        (field_named(&e.path().to_string(), &message), message)
     })
+}
+
+/// The field a serde error is about: its path, or when it has none (`.` at the root, `?` where
+/// the JSON itself is broken) the field a "missing field" message names.
+pub(crate) fn field_named(path: &str, message: &str) -> Option<String> {
+    match path {
+        "." | "?" | "" => missing_field_name(message),
+        _ => Some(path.to_owned()),
+    }
 }
 
 /// serde names a missing field only in its message: "missing field `name`".
