@@ -876,7 +876,7 @@ mod tests {
         // Lines 1..=N are valid, but for a blank line, a line that is not JSON, a bad currency
         // and a code repeated across a block boundary: every problem names its own line.
         let lines = 2 * PARSE_BLOCK + 5;
-        let (blank, not_json, unknown, no_code) = (10, 20, 30, 40);
+        let (blank, not_json, unknown, no_code, twice) = (10, 20, 30, 40, 50);
         let (bad_currency, again) = (PARSE_BLOCK + 7, 2 * PARSE_BLOCK + 2);
         let text: String = (1..=lines)
             .map(|n| match n {
@@ -884,6 +884,7 @@ mod tests {
                 _ if n == not_json => "{not json".to_owned(),
                 _ if n == unknown => line(n, 0).replace("\"url\"", "\"link\""),
                 _ if n == no_code => format!("{{\"url\":\"https://shop.example/{n}\"}}"),
+                _ if n == twice => line(n, 0).replacen('{', "{\"title\":\"x\",", 1),
                 _ if n == bad_currency => line(n, 0).replace("\"EUR\"", "\"EURO\""),
                 _ if n == again => line(3, 0),
                 _ => line(n, 0),
@@ -903,14 +904,26 @@ mod tests {
                 (not_json, None),
                 (unknown, Some("link")),
                 (no_code, Some("sourceId")),
+                (twice, Some("title")),
                 (bad_currency, Some("currency")),
                 (again, Some("sourceId")),
             ]
         );
-        assert!(read.problems[4].message.contains("first on line 3"));
+        assert!(read.problems[5].message.contains("first on line 3"));
         assert_eq!(read.lines, lines - 1, "the blank line is not counted");
         let expected: Vec<String> = (1..=lines)
-            .filter(|n| ![blank, not_json, unknown, no_code, bad_currency, again].contains(n))
+            .filter(|n| {
+                ![
+                    blank,
+                    not_json,
+                    unknown,
+                    no_code,
+                    twice,
+                    bad_currency,
+                    again,
+                ]
+                .contains(n)
+            })
             .map(|n| format!("NEW-{n}"))
             .collect();
         assert_eq!(kept, expected, "rows in the snapshot's order");

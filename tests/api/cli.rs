@@ -52,6 +52,7 @@ fn a_bad_dataset_is_rejected_whole_with_file_line_and_field() {
     let cases = [
         ("brands.jsonl", "{\"slug\":\"breguet\",\"name\":\"Breguet\"\n", "brands.jsonl:6: malformed JSON"),
         ("brands.jsonl", "{\"slug\":\"breguet\",\"name\":\"Breguet\",\"colour\":\"red\"}\n", "brands.jsonl:6: field `colour`: unknown field"),
+        ("brands.jsonl", "{\"slug\":\"breguet\",\"name\":\"Breguet\",\"slug\":\"zenith\"}\n", "brands.jsonl:6: field `slug`: given twice in the line"),
         ("series.jsonl", "{\"slug\":\"marine\",\"brand\":\"breguet\",\"name\":\"Marine\"}\n", "series.jsonl:11: field `brand`: no brand with slug `breguet`"),
         ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"submariner\",\"name\":\"X\"}\n", "models.jsonl:13: field `referenceNumber`: missing field"),
         ("models.jsonl", "{\"slug\":\"x\",\"brand\":\"rolex\",\"series\":\"submariner\",\"name\":\"X\",\"referenceNumber\":\"1\",\"releaseYear\":\"2020\"}\n", "models.jsonl:13: field `releaseYear`"),

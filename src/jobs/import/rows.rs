@@ -52,14 +52,16 @@ fn deserialize_naming_field<T: DeserializeOwned>(
 /// the JSON itself is broken) the field a "missing field" message names.
 pub(crate) fn field_named(path: &str, message: &str) -> Option<String> {
     match path {
-        "." | "?" | "" => missing_field_name(message),
+        "." | "?" | "" => field_in_message(message),
         _ => Some(path.to_owned()),
     }
 }
 
-/// serde names a missing field only in its message: "missing field `name`".
-fn missing_field_name(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("missing field `")?;
+/// serde names a missing or repeated field only in its message: "missing field `name`",
+/// "duplicate field `name`".
+fn field_in_message(message: &str) -> Option<String> {
+    let rest = (message.strip_prefix("missing field `"))
+        .or_else(|| message.strip_prefix("duplicate field `"))?;
     Some(rest.split('`').next()?.to_owned())
 }
 
