@@ -166,7 +166,7 @@ mod tests {
         let text = decode_entities(text);
         let mut tokens: Vec<&str> = Vec::new();
         let mut runs: Vec<TextRun> = Vec::new();
-        let mut push = |runs: &mut Vec<TextRun>, start, end, key: String| {
+        let push = |runs: &mut Vec<TextRun>, start, end, key: String| {
             let run = TextRun { start, end, key };
             if !run.key.is_empty() && !runs.contains(&run) {
                 runs.push(run);

@@ -97,7 +97,7 @@ fn snapshots_create_delist_and_reactivate_keeping_ids_and_history() {
     assert_eq!(first.skipped.len(), 1);
     assert_eq!(
         (first.skipped[0].line, first.skipped[0].field.as_deref()),
-        (6, None),
+        (6, Some("url")),
         "{:?}",
         first.skipped
     );
@@ -286,7 +286,7 @@ fn the_ingest_command_reports_and_refuses_through_the_binary() {
     assert!(out.contains("ingested chrono24: 2 created, 0 refreshed, 0 reactivated, 0 delisted; 2 matched, 0 unmatched; 1 lines skipped"), "{out}");
     assert!(
         err.contains(&format!(
-            "skipped {}:3: missing field `url`",
+            "skipped {}:3: field `url`: missing field `url`",
             snapshot.display()
         )),
         "{err}"

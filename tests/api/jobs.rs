@@ -174,7 +174,7 @@ async fn bad_input_is_refused_before_a_job_is_queued_and_a_refused_snapshot_deli
         .contains("3 of 4 lines are invalid"));
     let hint = body["hint"].as_str().expect("hint");
     assert!(
-        hint.contains("snapshot of ebay:2: missing field `url`"),
+        hint.contains("snapshot of ebay:2: field `url`: missing field `url`"),
         "{hint}"
     );
     assert!(hint.contains("snapshot of ebay:3:"), "{hint}");
