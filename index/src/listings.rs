@@ -20,7 +20,7 @@ mod proptests;
 
 use crate::derived::{sorted_by, Derived, RebuildShape};
 use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, TextQuery};
-use crate::schema::text_options;
+use crate::schema::{exact_number, exact_string, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::ListingById;
@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use std::path::Path;
 use tantivy::collector::Collector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption, Schema, TextOptions, FAST, INDEXED, STRING};
+use tantivy::schema::{Field, IndexRecordOption, Schema, TextOptions, FAST};
 use tantivy::{TantivyDocument, Term};
 
 /// Fast-field names.
@@ -184,30 +184,33 @@ struct Fields {
 }
 
 fn build_schema() -> (Schema, Fields) {
+    // Only the three word fields are scored (BM25, with their norms); every other field is a
+    // filter or a constant-score match, and carries no norms: with them on every field, norms
+    // were a sixth of the index (bench/RESULTS.md, "No norms on the listings' filter fields").
     let mut s = Schema::builder();
     let fields = Fields {
         // Not indexed: a listing's document is found by the id column ([`ListingById`]).
         id: s.add_u64_field(names::ID, FAST),
-        provider_id: s.add_u64_field("provider_id", INDEXED),
-        model_id: s.add_u64_field("model_id", INDEXED),
-        brand_id: s.add_u64_field("brand_id", INDEXED),
-        matched: s.add_u64_field("matched", INDEXED),
-        reason: s.add_u64_field("unmatched_reason", INDEXED),
-        status: s.add_u64_field("status", INDEXED),
-        condition: s.add_u64_field("condition", INDEXED),
-        availability: s.add_u64_field("availability", INDEXED),
-        model_status: s.add_text_field("model_status", STRING),
+        provider_id: s.add_u64_field("provider_id", exact_number()),
+        model_id: s.add_u64_field("model_id", exact_number()),
+        brand_id: s.add_u64_field("brand_id", exact_number()),
+        matched: s.add_u64_field("matched", exact_number()),
+        reason: s.add_u64_field("unmatched_reason", exact_number()),
+        status: s.add_u64_field("status", exact_number()),
+        condition: s.add_u64_field("condition", exact_number()),
+        availability: s.add_u64_field("availability", exact_number()),
+        model_status: s.add_text_field("model_status", exact_string()),
         price: s.add_u64_field(names::PRICE, FAST),
         currency: s.add_text_field(names::CURRENCY, TextOptions::default().set_fast("raw")),
         price_usd: s.add_u64_field(names::PRICE_USD, FAST),
-        price_at_max: s.add_u64_field("price_at_max", INDEXED),
-        price_bucket: s.add_u64_field("price_bucket", INDEXED),
-        condition_price_bucket: s.add_u64_field("condition_price_bucket", INDEXED),
+        price_at_max: s.add_u64_field("price_at_max", exact_number()),
+        price_bucket: s.add_u64_field("price_bucket", exact_number()),
+        condition_price_bucket: s.add_u64_field("condition_price_bucket", exact_number()),
         title: s.add_text_field("title", text_options()),
         scraped_brand: s.add_text_field("scraped_brand", text_options()),
         scraped_reference: s.add_text_field("scraped_reference", text_options()),
-        ref_exact: s.add_text_field("ref_exact", STRING),
-        reference: s.add_text_field("reference", STRING),
+        ref_exact: s.add_text_field("ref_exact", exact_string()),
+        reference: s.add_text_field("reference", exact_string()),
     };
     (s.build(), fields)
 }
@@ -695,6 +698,16 @@ impl ListingIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_scored_word_fields_carry_norms() {
+        let (schema, _) = build_schema();
+        let with_norms: Vec<&str> = (schema.fields())
+            .filter(|(_, entry)| entry.has_fieldnorms())
+            .map(|(_, entry)| entry.name())
+            .collect();
+        assert_eq!(with_norms, ["title", "scraped_brand", "scraped_reference"]);
+    }
 
     fn doc(id: u64, price_usd: Option<u64>, status: u64) -> ListingDoc {
         ListingDoc {

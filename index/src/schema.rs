@@ -76,6 +76,22 @@ pub(crate) fn filter_options() -> NumericOptions {
     NumericOptions::default().set_indexed().set_fast()
 }
 
+/// A u64 only matched by its value, never scored: indexed without the norms tantivy's
+/// `INDEXED` adds (a byte a document each, written, merged and never read).
+pub(crate) fn exact_number() -> NumericOptions {
+    NumericOptions::default().set_indexed()
+}
+
+/// A string only matched whole (or as a range of terms), never scored: `STRING` without norms.
+pub(crate) fn exact_string() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
+    )
+}
+
 /// Searchable words: lowercased, accents folded, with frequencies and norms for scoring but
 /// no positions: no query reads them (no phrase), and writing them was a share of every
 /// document indexed (docs/decisions.md, "No positions in the catalogue index").
