@@ -7,7 +7,6 @@ use crate::spec::{spec_key, SpecTerm};
 use crate::tokenizer::{FOLDED, REFERENCE_PREFIX};
 use tantivy::schema::{
     Field, IndexRecordOption, NumericOptions, Schema, TextFieldIndexing, TextOptions, FAST,
-    INDEXED, STRING,
 };
 use tantivy::TantivyDocument;
 
@@ -124,40 +123,44 @@ pub(crate) fn prefix_options() -> TextOptions {
 }
 
 pub fn build() -> (Schema, Fields) {
+    // Norms only on the scored word fields (`text_options`): every other indexed field is a
+    // filter or a constant-score match (bench/RESULTS.md, "No norms on the listings' filter
+    // fields", and the catalogue's after it).
     let mut s = Schema::builder();
     let filter = filter_options();
     let text = text_options();
     let prefixes = prefix_options();
     let fields = Fields {
-        kind: s.add_u64_field("kind", INDEXED),
-        doc_key: s.add_u64_field("doc_key", INDEXED),
+        kind: s.add_u64_field("kind", exact_number()),
+        doc_key: s.add_u64_field("doc_key", exact_number()),
         id: s.add_u64_field(names::ID, FAST),
         brand_id: s.add_u64_field(names::BRAND_ID, filter.clone()),
         series_id: s.add_u64_field(names::SERIES_ID, filter.clone()),
         caliber_id: s.add_u64_field(names::CALIBER_ID, filter.clone()),
-        has_front_picture: s.add_u64_field("has_front_picture", INDEXED),
+        has_front_picture: s.add_u64_field("has_front_picture", exact_number()),
         name: s.add_text_field("name", text.clone()),
         aliases: s.add_text_field("aliases", text.clone()),
         brand_name: s.add_text_field("brand_name", text.clone()),
         series_name: s.add_text_field("series_name", text.clone()),
         description: s.add_text_field("description", text),
         model_words: s.add_text_field("model_words", presence_options()),
-        name_sort: s.add_text_field(names::NAME_SORT, STRING | FAST),
+        name_sort: s.add_text_field(names::NAME_SORT, exact_string() | FAST),
         ref_sort: s.add_text_field(names::REF_SORT, FAST),
-        ref_exact: s.add_text_field("ref_exact", STRING),
+        ref_exact: s.add_text_field("ref_exact", exact_string()),
         ref_prefix: s.add_text_field("ref_prefix", prefixes),
         newest_key: s.add_u64_field(names::NEWEST, FAST),
         listing_count: s.add_u64_field(names::LISTING_COUNT, FAST),
         model_count: s.add_u64_field(names::MODEL_COUNT, FAST),
         release_year: s.add_u64_field(names::RELEASE_YEAR, FAST),
         diameter: s.add_f64_field(names::DIAMETER, FAST),
-        diameter_mm: s.add_u64_field("diameter_mm", INDEXED),
-        case_material: s.add_text_field(names::CASE_MATERIAL, STRING | FAST),
-        spec_terms: SpecTerm::ALL.map(|term| s.add_text_field(term.field_name(), STRING | FAST)),
+        diameter_mm: s.add_u64_field("diameter_mm", exact_number()),
+        case_material: s.add_text_field(names::CASE_MATERIAL, exact_string() | FAST),
+        spec_terms: SpecTerm::ALL
+            .map(|term| s.add_text_field(term.field_name(), exact_string() | FAST)),
         water_resistance: s.add_f64_field(names::WATER_RESISTANCE, FAST),
-        limited: s.add_u64_field("limited", INDEXED),
-        discontinued: s.add_u64_field("discontinued", INDEXED),
-        has_listings: s.add_u64_field("has_listings", INDEXED),
+        limited: s.add_u64_field("limited", exact_number()),
+        discontinued: s.add_u64_field("discontinued", exact_number()),
+        has_listings: s.add_u64_field("has_listings", exact_number()),
     };
     (s.build(), fields)
 }
@@ -338,5 +341,27 @@ impl Fields {
     /// The field of a worded specification field.
     pub fn spec_term(&self, term: SpecTerm) -> Field {
         self.spec_terms[term as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_the_scored_word_fields_carry_norms() {
+        let (schema, _) = super::build();
+        let with_norms: Vec<&str> = (schema.fields())
+            .filter(|(_, entry)| entry.has_fieldnorms())
+            .map(|(_, entry)| entry.name())
+            .collect();
+        assert_eq!(
+            with_norms,
+            [
+                "name",
+                "aliases",
+                "brand_name",
+                "series_name",
+                "description"
+            ]
+        );
     }
 }
