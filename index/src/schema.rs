@@ -72,7 +72,7 @@ pub struct Fields {
 
 /// A u64 that is filtered on (indexed) and read by collectors (fast).
 pub(crate) fn filter_options() -> NumericOptions {
-    NumericOptions::default().set_indexed().set_fast()
+    exact_number().set_fast()
 }
 
 /// A u64 only matched by its value, never scored: indexed without the norms tantivy's

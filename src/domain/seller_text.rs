@@ -38,25 +38,12 @@ impl TextRun {
 /// never become tokens. Each key appears once per span.
 pub fn text_runs(text: &str) -> Vec<TextRun> {
     let text = decode_entities(text);
-    // Sized up front: growing these from empty was a third of the time spent here.
-    let mut tokens: Vec<&str> = Vec::with_capacity(text.len() / 4 + 1);
+    let (tokens, long_words) = tokens_of(&text);
+    // Sized up front: growing it from empty was a share of the time spent here.
     let mut runs = Vec::with_capacity(text.len());
-    for word in text.split_whitespace() {
-        let first = tokens.len();
-        tokens.extend(
-            word.split(|c: char| !c.is_alphanumeric())
-                .filter(|t| !t.is_empty()),
-        );
-        if tokens.len() - first > MAX_RUN {
-            let from = runs.len();
-            push_run(
-                &mut runs,
-                from,
-                first,
-                tokens.len(),
-                &normalize_reference(word),
-            );
-        }
+    for (first, end, word) in long_words {
+        let from = runs.len();
+        push_run(&mut runs, from, first, end, &normalize_reference(word));
     }
     // Each token normalised once, not once per run it ends (this runs for every title of an
     // ingest: bench/RESULTS.md, "Seller text read once per token").
@@ -65,25 +52,41 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
         // Runs of different spans never coincide: only the two heads of one start can repeat
         // a run, so a new run is checked against this start's runs alone.
         let from = runs.len();
+        let last = (start + MAX_RUN).min(tokens.len());
+        let tail: usize = normalized[start + 1..last].iter().map(String::len).sum();
         let glued = without_glued_letters(tokens[start]).map(normalize_reference);
         for head in [Some(&normalized[start]), glued.as_ref()]
             .into_iter()
             .flatten()
         {
-            let longest = normalized[start + 1..(start + MAX_RUN).min(tokens.len())]
-                .iter()
-                .map(String::len)
-                .sum::<usize>();
-            let mut key = String::with_capacity(head.len() + longest);
+            let mut key = String::with_capacity(head.len() + tail);
             key.push_str(head);
             push_run(&mut runs, from, start, start + 1, &key);
-            for end in start + 2..=(start + MAX_RUN).min(tokens.len()) {
+            for end in start + 2..=last {
                 key.push_str(&normalized[end - 1]);
                 push_run(&mut runs, from, start, end, &key);
             }
         }
     }
     runs
+}
+
+/// The tokens of `text`, and the whitespace-separated words of more than [`MAX_RUN`] tokens,
+/// each with the span of tokens it covers.
+fn tokens_of(text: &str) -> (Vec<&str>, Vec<(usize, usize, &str)>) {
+    let mut tokens: Vec<&str> = Vec::with_capacity(text.len() / 4 + 1);
+    let mut long_words = Vec::new();
+    for word in text.split_whitespace() {
+        let first = tokens.len();
+        tokens.extend(
+            word.split(|c: char| !c.is_alphanumeric())
+                .filter(|t| !t.is_empty()),
+        );
+        if tokens.len() - first > MAX_RUN {
+            long_words.push((first, tokens.len(), word));
+        }
+    }
+    (tokens, long_words)
 }
 
 /// Pushes the run unless its key is empty or `runs[from..]` holds it already.
@@ -160,11 +163,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `text_runs` as first written, every run checked against all before it and every token
-    /// normalised per run: the reference the faster one is held to.
+    /// `text_runs` as first written (its tokens cut the same way), every run checked against
+    /// all before it and every token normalised per run: the reference the faster one is held to.
     fn text_runs_simply(text: &str) -> Vec<TextRun> {
         let text = decode_entities(text);
-        let mut tokens: Vec<&str> = Vec::new();
+        let (tokens, long_words) = tokens_of(&text);
         let mut runs: Vec<TextRun> = Vec::new();
         let push = |runs: &mut Vec<TextRun>, start, end, key: String| {
             let run = TextRun { start, end, key };
@@ -172,15 +175,8 @@ mod tests {
                 runs.push(run);
             }
         };
-        for word in text.split_whitespace() {
-            let first = tokens.len();
-            tokens.extend(
-                word.split(|c: char| !c.is_alphanumeric())
-                    .filter(|t| !t.is_empty()),
-            );
-            if tokens.len() - first > MAX_RUN {
-                push(&mut runs, first, tokens.len(), normalize_reference(word));
-            }
+        for (first, end, word) in long_words {
+            push(&mut runs, first, end, normalize_reference(word));
         }
         for start in 0..tokens.len() {
             let heads = [Some(tokens[start]), without_glued_letters(tokens[start])];
