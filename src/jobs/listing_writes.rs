@@ -1,7 +1,10 @@
-//! Listing writes together with the change they make to each model's count of ACTIVE listings,
-//! committed so counts never disagree with listings. A large write (a snapshot of millions of
-//! listings) is committed in chunks of at most [`CHUNK_LISTINGS`], each atomic with its counts,
-//! so its memory stays bounded; the ids written are handed back for the listings index.
+//! Listing writes together with the change they make to each model's count of ACTIVE listings.
+//! A large write (a snapshot of millions of listings) is committed in chunks of at most
+//! [`CHUNK_LISTINGS`], so its memory stays bounded, and holds its count changes for its last
+//! commit: written per chunk they were two keys in five of an ingest (a model's count again in
+//! every chunk), and a reader sees the new counts when the listings index shows the listings.
+//! The store is marked while counts are held; a process that dies holding them leaves the
+//! mark, and the next open counts again (`store::recount`).
 
 use super::reindex::indexed_alike;
 use crate::domain::{Listing, ListingStatus, ModelId};
@@ -19,6 +22,9 @@ pub struct ListingWrites<'a> {
     chunk: usize,
     pending: Pending<'a>,
     done: WrittenListings,
+    /// The count changes of the chunks committed so far, for the last commit; `None` until a
+    /// chunk commits ahead of it (the store is marked from then on).
+    held: Option<HashMap<ModelId, i64>>,
 }
 
 /// The uncommitted chunk: its batch, the change of each model's ACTIVE listing count, and how
@@ -53,6 +59,15 @@ impl WrittenListings {
     }
 }
 
+/// How a chunk is committed.
+#[derive(Debug, Clone, Copy)]
+enum Commit {
+    /// The whole write, in one commit: atomic when it fits one sled batch.
+    Whole,
+    /// One of several commits of a write (`WriteTurn::commit_part`).
+    Part,
+}
+
 /// The model whose count `listing` adds to: its model, while ACTIVE.
 fn counted_for(listing: &Listing) -> Option<ModelId> {
     listing
@@ -72,9 +87,13 @@ impl<'a> Pending<'a> {
 
     /// Commits, then hands what was written to the turn's listing sink: only what committed
     /// reaches the index.
-    fn commit_and_tell(mut self, turn: &WriteTurn<'_>) -> StoreResult<WrittenListings> {
+    fn commit_and_tell(
+        mut self,
+        turn: &WriteTurn<'_>,
+        how: Commit,
+    ) -> StoreResult<WrittenListings> {
         let indexed = std::mem::take(&mut self.indexed);
-        let written = self.commit(turn)?;
+        let written = self.commit(turn, how)?;
         if let Some(sink) = turn.listing_sink() {
             if written.commits > 0 {
                 sink.committed(indexed);
@@ -84,8 +103,14 @@ impl<'a> Pending<'a> {
     }
 
     /// Adds the new counts to the batch and commits it.
-    fn commit(mut self, turn: &WriteTurn<'_>) -> StoreResult<WrittenListings> {
+    fn commit(mut self, turn: &WriteTurn<'_>, how: Commit) -> StoreResult<WrittenListings> {
         let store = turn.store();
+        for (model, delta) in std::mem::take(&mut self.counts) {
+            if delta != 0 {
+                let count = (store.listing_count(model)? as i64 + delta).max(0) as u64;
+                self.batch.set_listing_count(model, count);
+            }
+        }
         if self.listings == 0 && self.batch.is_empty() {
             return Ok(WrittenListings {
                 generation: store.generation()?,
@@ -93,14 +118,11 @@ impl<'a> Pending<'a> {
                 listings: 0,
             });
         }
-        for (model, delta) in std::mem::take(&mut self.counts) {
-            if delta != 0 {
-                let count = (store.listing_count(model)? as i64 + delta).max(0) as u64;
-                self.batch.set_listing_count(model, count);
-            }
-        }
         Ok(WrittenListings {
-            generation: turn.commit(self.batch)?,
+            generation: match how {
+                Commit::Whole => turn.commit(self.batch)?,
+                Commit::Part => turn.commit_part(self.batch)?,
+            },
             commits: 1,
             listings: self.listings,
         })
@@ -134,6 +156,7 @@ impl<'a> ListingWrites<'a> {
                 commits: 0,
                 listings: 0,
             },
+            held: None,
         })
     }
 
@@ -186,17 +209,208 @@ impl<'a> ListingWrites<'a> {
         &mut self,
         meanwhile: impl FnOnce() -> T + Send,
     ) -> StoreResult<T> {
-        let chunk = std::mem::replace(&mut self.pending, Pending::new(self.turn)?);
+        let mut chunk = std::mem::replace(&mut self.pending, Pending::new(self.turn)?);
+        self.hold(&mut chunk.counts)?;
         let turn = self.turn;
-        let (committed, value) = rayon::join(move || chunk.commit_and_tell(turn), meanwhile);
+        let (committed, value) =
+            rayon::join(move || chunk.commit_and_tell(turn, Commit::Part), meanwhile);
         self.done.absorb(committed?);
         Ok(value)
     }
 
+    /// Takes a chunk's count changes into the held ones, marking the store first (durable before
+    /// the chunk's records) when they are the first held.
+    fn hold(&mut self, counts: &mut HashMap<ModelId, i64>) -> StoreResult<()> {
+        let held = match &mut self.held {
+            Some(held) => held,
+            None => {
+                let mut mark = self.turn.batch()?;
+                mark.hold_listing_counts(true);
+                self.turn.commit_derived(mark)?;
+                self.held.insert(HashMap::new())
+            }
+        };
+        for (model, delta) in counts.drain() {
+            *held.entry(model).or_default() += delta;
+        }
+        Ok(())
+    }
+
+    /// Commits `last` with every held count change, then clears the store's mark: a death
+    /// between the two leaves the mark, and the next open counts what is already right.
+    fn commit_with_held(&mut self, mut last: Pending<'a>) -> StoreResult<WrittenListings> {
+        let Some(held) = self.held.take() else {
+            return last.commit_and_tell(self.turn, Commit::Whole);
+        };
+        for (model, delta) in held {
+            *last.counts.entry(model).or_default() += delta;
+        }
+        let written = last.commit_and_tell(self.turn, Commit::Part)?;
+        let mut clear = self.turn.batch()?;
+        clear.hold_listing_counts(false);
+        self.turn.commit_derived(clear)?;
+        Ok(written)
+    }
+
     /// Commits what is pending; returns everything written.
     pub fn commit(mut self) -> StoreResult<WrittenListings> {
-        let last = self.pending.commit_and_tell(self.turn)?;
+        let pending = std::mem::replace(&mut self.pending, Pending::new(self.turn)?);
+        let last = self.commit_with_held(pending)?;
         self.done.absorb(last);
         Ok(self.done)
+    }
+}
+
+/// A write ended without [`ListingWrites::commit`] (stopped between chunks, or failed) still
+/// writes the counts of the chunks it committed; what was pending is dropped. Should that fail
+/// too, the store stays marked, and its next open counts again.
+impl Drop for ListingWrites<'_> {
+    fn drop(&mut self) {
+        // Unwinding from a panic, nothing more is written: the mark stays for the next open.
+        if self.held.is_none() || std::thread::panicking() {
+            return;
+        }
+        let settled = Pending::new(self.turn).and_then(|none| self.commit_with_held(none));
+        if let Err(error) = settled {
+            tracing::warn!(%error, "listing counts held by an unfinished write not written; the next start counts them");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::ingest::fixture_store_with_feeds;
+    use crate::store::{Counted, Store};
+    use std::collections::BTreeMap;
+
+    /// Every model's count as the listings make it, and as the store keeps it.
+    fn counts(store: &Store) -> (BTreeMap<ModelId, u64>, BTreeMap<ModelId, u64>) {
+        let listings: Vec<Listing> = store.all_listings().map(|l| l.expect("listing")).collect();
+        let mut made = BTreeMap::new();
+        for model in listings.iter().filter_map(counted_for) {
+            *made.entry(model).or_default() += 1;
+        }
+        let kept = listings
+            .iter()
+            .filter_map(|l| l.model_id)
+            .map(|m| (m, store.listing_count(m).expect("count")))
+            .filter(|(_, count)| *count > 0)
+            .collect();
+        (made, kept)
+    }
+
+    /// The listed and unmatched counters, as kept.
+    fn counters(store: &Store) -> (u64, u64) {
+        let count = |c| store.count_of(c).expect("count");
+        (count(Counted::Listings), count(Counted::UnmatchedListings))
+    }
+
+    /// Delists up to `n` ACTIVE matched listings in chunks of two, each a count change, and
+    /// returns the write still open after its chunks but the last committed.
+    fn delist<'a>(store: &Store, turn: &'a WriteTurn<'a>, n: usize) -> ListingWrites<'a> {
+        let active: Vec<Listing> = store
+            .all_listings()
+            .map(|l| l.expect("listing"))
+            .filter(|l| counted_for(l).is_some())
+            .take(n)
+            .collect();
+        assert_eq!(
+            active.len(),
+            n,
+            "the fixtures have {n} ACTIVE matched listings"
+        );
+        let mut writes = ListingWrites::in_chunks_of(turn, 2).expect("writes");
+        for old in active {
+            let mut new = old.clone();
+            new.set_status(ListingStatus::Delisted, old.updated_at);
+            writes.put(Some(&old), new);
+            writes.commit_if_full().expect("chunk");
+        }
+        writes
+    }
+
+    #[test]
+    fn a_write_in_chunks_holds_its_counts_for_its_last_commit() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store_with_feeds(dir.path());
+        let (before, kept) = counts(&store);
+        assert_eq!(before, kept);
+        let turn = store.write_turn();
+        let writes = delist(&store, &turn, 5);
+        assert!(
+            store.listing_counts_held().expect("mark"),
+            "marked while held"
+        );
+        assert_eq!(
+            counts(&store).1,
+            before,
+            "no count moved before the last commit"
+        );
+        let written = writes.commit().expect("commit");
+        assert_eq!((written.listings, written.commits), (5, 3));
+        assert!(!store.listing_counts_held().expect("mark"));
+        let (made, kept) = counts(&store);
+        assert_eq!(kept, made, "the counts are the listings'");
+        assert_ne!(made, before, "five listings left their models' counts");
+        assert_eq!(
+            turn.changes().commits,
+            3,
+            "the marks are no commits of the turn"
+        );
+    }
+
+    #[test]
+    fn a_write_dropped_between_chunks_writes_the_counts_of_what_it_committed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store_with_feeds(dir.path());
+        let turn = store.write_turn();
+        // Four listings in two chunks committed, the fifth pending and dropped.
+        drop(delist(&store, &turn, 5));
+        assert!(!store.listing_counts_held().expect("mark"));
+        let (made, kept) = counts(&store);
+        assert_eq!(kept, made);
+        let delisted = store
+            .all_listings()
+            .filter(|l| l.as_ref().expect("listing").status == ListingStatus::Delisted)
+            .count();
+        assert_eq!(delisted, 4);
+    }
+
+    /// A copy of the files of `from` as they are: what a process that died now leaves.
+    fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+        std::fs::create_dir_all(to).expect("dir");
+        for entry in std::fs::read_dir(from).expect("read dir") {
+            let entry = entry.expect("entry");
+            let target = to.join(entry.file_name());
+            if entry.file_type().expect("type").is_dir() {
+                copy_dir(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).expect("copy");
+            }
+        }
+    }
+
+    #[test]
+    fn a_store_left_holding_counts_counts_again_when_opened() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store_with_feeds(dir.path());
+        let right = counters(&store);
+        let (before, _) = counts(&store);
+        let died = tempfile::tempdir().expect("dir");
+        {
+            let turn = store.write_turn();
+            let writes = delist(&store, &turn, 5);
+            // Every commit is flushed: the files now are what a death between chunks leaves.
+            copy_dir(dir.path(), died.path());
+            drop(writes);
+        }
+        let store = Store::open(died.path(), 1 << 22).expect("open");
+        assert!(!store.listing_counts_held().expect("mark"));
+        let (made, kept) = counts(&store);
+        // Four listings of the chunks committed left their counts, which were held, not written.
+        assert_ne!(made, before);
+        assert_eq!(kept, made, "counted again at open");
+        assert_eq!(counters(&store), (right.0 - 4, right.1));
     }
 }

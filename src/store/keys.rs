@@ -129,6 +129,10 @@ pub enum MetaKey {
     /// Present only while a migration step runs: the step's target schema (8 bytes) and the
     /// last key it rewrote, committed with each chunk so that a re-run resumes after it.
     MigrationCursor,
+    /// Present only while a write of listings in several commits holds its models' listing
+    /// counts back for its last commit (`jobs::listing_writes`): a store opened with it counts
+    /// them again (`super::recount`).
+    ListingCountsHeld,
 }
 
 impl MetaKey {
@@ -141,6 +145,7 @@ impl MetaKey {
             MetaKey::Rates => builder.text("rates"),
             MetaKey::ListingsGeneration => builder.text("listings_generation"),
             MetaKey::MigrationCursor => builder.text("migration_cursor"),
+            MetaKey::ListingCountsHeld => builder.text("listing_counts_held"),
             MetaKey::DuplicatesGeneration => builder.text("duplicates_generation"),
             MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
         }

@@ -6,6 +6,7 @@ mod codec;
 mod keys;
 pub mod migrate;
 mod pending;
+mod recount;
 mod sources;
 mod touch_log;
 mod turn;
@@ -67,6 +68,15 @@ pub struct StoreGeneration(pub u64);
 /// (part 5)"): an ingest chunk of 50,000 new listings, 73,000-86,000 keys with its pictures and
 /// sources in groups, is applied key by key.
 pub const ATOMIC_OPERATIONS: usize = 64_000;
+
+/// How a write's keys reach sled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// One atomic sled batch when it holds at most [`ATOMIC_OPERATIONS`] keys, else key by key.
+    AtomicWhenItFits,
+    /// Key by key, on rayon's threads, whatever its size.
+    KeyByKey,
+}
 
 /// Handle on the sled database; cheap to clone.
 /// One page of the pictures the worker may have work for: see [`Store::pictures_maybe_due_page`].
@@ -133,6 +143,7 @@ impl Store {
             .cache_capacity(cache_bytes)
             .open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
+        recount::recount_if_held(&db)?;
         let store = Store {
             db,
             writes: Arc::new(Mutex::new(())),
@@ -148,6 +159,12 @@ impl Store {
         Ok(StoreGeneration(
             self.meta(MetaKey::Generation)?.unwrap_or(0),
         ))
+    }
+
+    /// True while a write of listings in several commits holds its models' listing counts
+    /// back for its last commit (`jobs::listing_writes`).
+    pub fn listing_counts_held(&self) -> StoreResult<bool> {
+        recount::counts_held(&self.db)
     }
 
     /// The generation to read at, for values kept per generation: see [`ReadAt`].
@@ -228,19 +245,31 @@ impl Store {
     /// completes it.
     /// Only [`WriteTurn::commit`] calls this.
     fn apply(&self, batch: WriteBatch<'_>) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
-        self.apply_with(batch, true)
+        self.apply_with(batch, true, Applied::AtomicWhenItFits)
+    }
+
+    /// Applies one part of a write made of several commits, as [`Store::apply`] but key by key
+    /// whatever its size: the whole is atomic in no case, and on both cores a chunk of 50,000
+    /// listings lands faster than as one sled batch (bench/RESULTS.md, "Counts held for the
+    /// last commit"). Only [`WriteTurn::commit_part`] calls this.
+    fn apply_part(
+        &self,
+        batch: WriteBatch<'_>,
+    ) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
+        self.apply_with(batch, true, Applied::KeyByKey)
     }
 
     /// Applies a write of derived data only (the duplicate finder's pairs), which no index
     /// reflects: as [`Store::apply`], without a generation bump.
     fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
-        Ok(self.apply_with(batch, false)?.0)
+        Ok(self.apply_with(batch, false, Applied::AtomicWhenItFits)?.0)
     }
 
     fn apply_with(
         &self,
         batch: WriteBatch<'_>,
         bump_generation: bool,
+        applied: Applied,
     ) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
         let current = self.generation()?.0;
         let generation = StoreGeneration(current + u64::from(bump_generation));
@@ -268,7 +297,7 @@ impl Store {
         operations.extend(duplicates_bump);
         let keys = operations.len();
         let started = std::time::Instant::now();
-        if operations.len() <= ATOMIC_OPERATIONS {
+        if applied == Applied::AtomicWhenItFits && operations.len() <= ATOMIC_OPERATIONS {
             let mut sled_batch = sled::Batch::default();
             for (key, value) in operations {
                 match value {
@@ -1101,4 +1130,4 @@ fn read_meta(db: &sled::Db, key: MetaKey) -> StoreResult<Option<u64>> {
 pub use keys::Keyspace as RecordKind;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 /// Runs `open` again while the directory's lock is taken: sled's shared thread pool can hold a
 /// dropped handle's file, and with it the lock, a moment longer, so a test that opens a store
 /// it just closed would fail now and then.
-pub(super) fn reopen<T>(mut open: impl FnMut() -> StoreResult<T>) -> StoreResult<T> {
+pub(crate) fn reopen<T>(mut open: impl FnMut() -> StoreResult<T>) -> StoreResult<T> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match open() {

@@ -144,10 +144,24 @@ impl<'s> WriteTurn<'s> {
 
     /// Commits `batch` (see [`Store::apply`](super::Store)) and records what it changed.
     pub fn commit(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
+        self.commit_with(batch, Store::apply)
+    }
+
+    /// Commits one part of a write made of several commits (the chunks of a large write of
+    /// listings), applied key by key whatever its size; otherwise as [`WriteTurn::commit`].
+    pub fn commit_part(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
+        self.commit_with(batch, Store::apply_part)
+    }
+
+    fn commit_with(
+        &self,
+        batch: WriteBatch<'_>,
+        apply: fn(&Store, WriteBatch<'_>) -> StoreResult<(StoreGeneration, BatchChanges)>,
+    ) -> StoreResult<StoreGeneration> {
         if batch.is_empty() {
             return self.store.generation();
         }
-        let (generation, changed) = self.store.apply(batch)?;
+        let (generation, changed) = apply(self.store, batch)?;
         self.changes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -275,6 +275,18 @@ impl<'t> WriteBatch<'t> {
         self.put(keys::model_listing_count(model), encode_u64(count));
     }
 
+    /// Marks the store as holding listing counts back (`held`), or as holding none again: a
+    /// write of its own, committed before the first record whose count is held and after the
+    /// last count is written (`jobs::listing_writes`).
+    pub fn hold_listing_counts(&mut self, held: bool) {
+        let key = MetaKey::ListingCountsHeld.key();
+        if held {
+            self.put(key, []);
+        } else {
+            self.remove(key);
+        }
+    }
+
     /// Replaces the ECB rates in force.
     pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
         self.touches_listings = true;
