@@ -411,6 +411,31 @@ impl Remote {
         panic!("job {id} did not finish in two minutes");
     }
 
+    /// The Submariner Date 126610LN's `listingCount` as `GET /models/compare` reads it from the
+    /// store, and its ACTIVE listings as the listings index finds them (every listing of
+    /// [`big_snapshot`]).
+    async fn submariner_counts(&self) -> (u64, u64) {
+        let compared: Value = self
+            .client
+            .get(format!(
+                "{}/models/compare?models=rolex/{SUBMARINER},rolex/submariner-date-126610lv",
+                self.base
+            ))
+            .send()
+            .await
+            .expect("compare")
+            .json()
+            .await
+            .expect("json");
+        let kept = compared["data"][0]["listingCount"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no listingCount in {compared}"));
+        let listed = self
+            .total(&format!("brand=rolex&model={SUBMARINER}&status=ACTIVE"))
+            .await;
+        (kept, listed)
+    }
+
     async fn total(&self, query: &str) -> u64 {
         let page: Value = self
             .client
@@ -424,6 +449,9 @@ impl Remote {
         page["total"].as_u64().expect("total")
     }
 }
+
+/// The model every listing of [`big_snapshot`] matches.
+const SUBMARINER: &str = "submariner-date-126610ln";
 
 /// Listings enough for three chunks of the ingest's 50 000.
 const BIG: usize = 150_000;
@@ -442,7 +470,9 @@ fn big_snapshot() -> String {
 
 /// SIGTERM mid-ingest stops at a chunk boundary; SIGKILL mid-ingest leaves the job running in
 /// the store; after each restart the job is interrupted, and the snapshot submitted again is
-/// ingested whole: every listing once, nothing of the provider's wrongly delisted.
+/// ingested whole: every listing once, nothing of the provider's wrongly delisted. The model's
+/// listing count, which the ingest holds for its last commit, agrees with its listings after
+/// the stop, after the kill (counted again at start) and at the end.
 #[tokio::test]
 async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_completes_it() {
     let (data, serve) = served_data_dir();
@@ -450,6 +480,8 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     let remote = Remote::sign_in(&serve.base).await;
     let ebay_before = remote.total("provider=ebay").await;
     assert!(ebay_before > 0, "the fixtures' ebay listings");
+    let (submariner_before, listed) = remote.submariner_counts().await;
+    assert_eq!(submariner_before, listed);
     let stopped = remote.post_snapshot(&snapshot).await;
     remote.committed(&stopped, 50_000).await;
     let log = serve.stop();
@@ -476,6 +508,11 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
         ebay_before + done,
         "the committed chunks stay; nothing was delisted"
     );
+    assert_eq!(
+        remote.submariner_counts().await,
+        (submariner_before + done, submariner_before + done),
+        "the stopped ingest wrote the counts of its committed chunks"
+    );
 
     let killed = remote.post_snapshot(&snapshot).await;
     remote.committed(&killed, 50_000).await;
@@ -486,6 +523,11 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     let job = remote.job(&killed).await;
     assert_eq!(job["state"], "interrupted", "{job}");
     assert!(job["finishedAt"].is_string());
+    let (kept, listed) = remote.submariner_counts().await;
+    assert_eq!(
+        kept, listed,
+        "the counts agree with the listings after the kill"
+    );
 
     let again = remote.post_snapshot(&snapshot).await;
     let job = remote.finished(&again).await;
@@ -514,6 +556,74 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
         BIG as u64 + ebay_before,
         "no listing twice"
     );
+    let (kept, listed) = remote.submariner_counts().await;
+    assert_eq!(kept, listed);
+    assert!(
+        listed >= BIG as u64,
+        "every listing of the snapshot is ACTIVE"
+    );
+    serve.stop();
+}
+
+/// The number of keys in a `store commit` debug line of the store, if `line` is one (the
+/// log's colour codes dropped).
+fn store_commit_keys(line: &str) -> Option<u64> {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    let keys = plain.split_once("store commit")?.1.split_once("keys=")?.1;
+    keys.split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// An offline ingest killed (SIGKILL) once a chunk of new listings is committed: the count of
+/// their model was held for the last commit, so the store is left marked, and the next start
+/// counts again before it answers.
+#[tokio::test]
+async fn an_offline_ingest_killed_between_chunks_is_counted_again_at_the_next_start() {
+    use std::io::BufRead;
+    let (data, serve) = served_data_dir();
+    let remote = Remote::sign_in(&serve.base).await;
+    let (before, _) = remote.submariner_counts().await;
+    serve.stop();
+    let snapshot = tempfile::NamedTempFile::new().expect("file");
+    std::fs::write(snapshot.path(), big_snapshot()).expect("write");
+    let mut ingest = binary(data.path())
+        .args(["ingest", "--provider", "ebay"])
+        .arg(snapshot.path())
+        .env("RUST_LOG", "watch_catalogue::store=debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ingest");
+    let stderr = std::io::BufReader::new(ingest.stderr.take().expect("stderr"));
+    let chunk = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|line| store_commit_keys(&line).filter(|keys| *keys > 10_000));
+    assert!(
+        chunk.is_some(),
+        "the ingest ended before committing a chunk"
+    );
+    ingest.kill().expect("kill");
+    ingest.wait().expect("wait");
+
+    let serve = ServeProcess::start(data.path());
+    let remote = Remote::sign_in(&serve.base).await;
+    let (kept, listed) = remote.submariner_counts().await;
+    assert!(
+        listed >= before + 50_000,
+        "a chunk of new listings was committed"
+    );
+    assert_eq!(kept, listed, "counted again at start");
     serve.stop();
 }
 
