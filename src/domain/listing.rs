@@ -265,6 +265,12 @@ pub struct Match {
 }
 
 impl Listing {
+    /// The model whose `listingCount` this listing adds to: its model, while ACTIVE.
+    pub fn counted_for(&self) -> Option<ModelId> {
+        self.model_id
+            .filter(|_| self.status == ListingStatus::Active)
+    }
+
     /// What matching last found for this listing.
     pub fn current_match(&self) -> Match {
         Match {

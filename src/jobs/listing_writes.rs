@@ -7,7 +7,7 @@
 //! mark, and the next open counts again (`store::recount`).
 
 use super::reindex::indexed_alike;
-use crate::domain::{Listing, ListingStatus, ModelId};
+use crate::domain::{Listing, ModelId};
 use crate::store::{ListingWrite, StoreGeneration, StoreResult, WriteBatch, WriteTurn};
 use std::collections::HashMap;
 
@@ -66,13 +66,6 @@ enum Commit {
     Whole,
     /// One of several commits of a write (`WriteTurn::commit_part`).
     Part,
-}
-
-/// The model whose count `listing` adds to: its model, while ACTIVE.
-fn counted_for(listing: &Listing) -> Option<ModelId> {
-    listing
-        .model_id
-        .filter(|_| listing.status == ListingStatus::Active)
 }
 
 impl<'a> Pending<'a> {
@@ -178,10 +171,10 @@ impl<'a> ListingWrites<'a> {
     /// Writes `new` over `old`, adjusting the counts of the models either is counted for.
     pub fn put(&mut self, old: Option<&Listing>, new: Listing) {
         let pending = &mut self.pending;
-        if let Some(model) = old.and_then(counted_for) {
+        if let Some(model) = old.and_then(Listing::counted_for) {
             *pending.counts.entry(model).or_default() -= 1;
         }
-        if let Some(model) = counted_for(&new) {
+        if let Some(model) = new.counted_for() {
             *pending.counts.entry(model).or_default() += 1;
         }
         pending.batch.put_listing(old, &new);
@@ -280,6 +273,7 @@ impl Drop for ListingWrites<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ListingStatus;
     use crate::jobs::ingest::fixture_store_with_feeds;
     use crate::store::{Counted, Store};
     use std::collections::BTreeMap;
@@ -288,7 +282,7 @@ mod tests {
     fn counts(store: &Store) -> (BTreeMap<ModelId, u64>, BTreeMap<ModelId, u64>) {
         let listings: Vec<Listing> = store.all_listings().map(|l| l.expect("listing")).collect();
         let mut made = BTreeMap::new();
-        for model in listings.iter().filter_map(counted_for) {
+        for model in listings.iter().filter_map(Listing::counted_for) {
             *made.entry(model).or_default() += 1;
         }
         let kept = listings
@@ -312,7 +306,7 @@ mod tests {
         let active: Vec<Listing> = store
             .all_listings()
             .map(|l| l.expect("listing"))
-            .filter(|l| counted_for(l).is_some())
+            .filter(|l| l.counted_for().is_some())
             .take(n)
             .collect();
         assert_eq!(

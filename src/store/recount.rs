@@ -8,7 +8,7 @@ use super::codec::{decode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::write::listing_counts;
 use super::StoreResult;
-use crate::domain::{Listing, ListingStatus, ModelId};
+use crate::domain::{Listing, ModelId};
 use rayon::iter::{ParallelBridge, ParallelIterator};
 use std::collections::HashMap;
 
@@ -56,10 +56,8 @@ impl Tally {
         self.listings += 1;
         self.listed += listed as u64;
         self.unmatched += unmatched as u64;
-        if let Some(model) = listing.model_id {
-            if listing.status == ListingStatus::Active {
-                *self.active.entry(model).or_default() += 1;
-            }
+        if let Some(model) = listing.counted_for() {
+            *self.active.entry(model).or_default() += 1;
         }
         self
     }
