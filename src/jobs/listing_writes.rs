@@ -207,7 +207,15 @@ impl<'a> ListingWrites<'a> {
         let turn = self.turn;
         let (committed, value) =
             rayon::join(move || chunk.commit_and_tell(turn, Commit::Part), meanwhile);
-        self.done.absorb(committed?);
+        match committed {
+            Ok(committed) => self.done.absorb(committed),
+            Err(error) => {
+                // The held counts now include a chunk that may be part-written: none is
+                // written, and the store's mark stays for the next open to count again.
+                self.held = None;
+                return Err(error);
+            }
+        }
         Ok(value)
     }
 
@@ -254,9 +262,10 @@ impl<'a> ListingWrites<'a> {
     }
 }
 
-/// A write ended without [`ListingWrites::commit`] (stopped between chunks, or failed) still
-/// writes the counts of the chunks it committed; what was pending is dropped. Should that fail
-/// too, the store stays marked, and its next open counts again.
+/// A write ended without [`ListingWrites::commit`] (stopped between chunks, or failed outside
+/// a commit) still writes the counts of the chunks it committed; what was pending is dropped.
+/// One whose commit failed, or whose counts fail to be written here, leaves the store marked,
+/// and its next open counts again.
 impl Drop for ListingWrites<'_> {
     fn drop(&mut self) {
         // Unwinding from a panic, nothing more is written: the mark stays for the next open.
