@@ -196,8 +196,8 @@ impl<'a> ListingWrites<'a> {
         Ok(())
     }
 
-    /// Commits the pending chunk while `meanwhile` runs on another core (sled applies a batch
-    /// on one), and starts the next chunk. `meanwhile` must not write to the store.
+    /// Commits the pending chunk while `meanwhile` runs beside it, and starts the next chunk.
+    /// `meanwhile` must not write to the store.
     pub fn commit_chunk_while<T: Send>(
         &mut self,
         meanwhile: impl FnOnce() -> T + Send,

@@ -197,22 +197,15 @@ impl<'d> ChunkedWrites<'d> {
 /// counts afresh whatever the counters hold. Returns the counters written.
 fn count_records(db: &sled::Db) -> StoreResult<u64> {
     let keys_in = |space: Keyspace| db.scan_prefix(space.prefix()).count() as u64;
-    let (mut listed, mut unmatched) = (0u64, 0u64);
-    for entry in db.scan_prefix(Keyspace::Listing.prefix()) {
-        let (key, value) = entry?;
-        let listing: crate::domain::Listing = super::codec::decode(&key, &value)?;
-        let (is_listed, is_unmatched) = super::write::listing_counts(&listing);
-        listed += is_listed as u64;
-        unmatched += is_unmatched as u64;
-    }
+    let listings = super::recount::Tally::of_listings(db)?;
     let counts = [
         (Counted::Brands, keys_in(Keyspace::Brand)),
         (Counted::Series, keys_in(Keyspace::Series)),
         (Counted::Models, keys_in(Keyspace::Model)),
         (Counted::Calibers, keys_in(Keyspace::Caliber)),
         (Counted::Providers, keys_in(Keyspace::Provider)),
-        (Counted::Listings, listed),
-        (Counted::UnmatchedListings, unmatched),
+        (Counted::Listings, listings.listed),
+        (Counted::UnmatchedListings, listings.unmatched),
     ];
     let mut batch = sled::Batch::default();
     for (counted, count) in counts {

@@ -43,11 +43,26 @@ pub(super) fn recount_if_held(db: &sled::Db) -> StoreResult<()> {
 
 /// The counts the listings make, from every listing.
 #[derive(Default)]
-struct Tally {
-    listings: u64,
-    listed: u64,
-    unmatched: u64,
-    active: HashMap<ModelId, u64>,
+pub(super) struct Tally {
+    pub listings: u64,
+    /// Listings not DELISTED, and those of them with no model (`Counted`'s two listing counts).
+    pub listed: u64,
+    pub unmatched: u64,
+    /// Each model's ACTIVE listings.
+    pub active: HashMap<ModelId, u64>,
+}
+
+impl Tally {
+    /// Reads every listing of `db`, on all cores.
+    pub(super) fn of_listings(db: &sled::Db) -> StoreResult<Tally> {
+        db.scan_prefix(Keyspace::Listing.prefix())
+            .par_bridge()
+            .try_fold(Tally::default, |tally, entry| -> StoreResult<Tally> {
+                let (key, value) = entry?;
+                Ok(tally.add(&decode::<Listing>(&key, &value)?))
+            })
+            .try_reduce(Tally::default, |a, b| Ok(a.join(b)))
+    }
 }
 
 impl Tally {
@@ -76,14 +91,7 @@ impl Tally {
 /// Counts every model's ACTIVE listings and the two listing counters afresh, writes them, and
 /// clears the mark last: a crash during it leaves the mark, and the next open counts again.
 fn recount(db: &sled::Db) -> StoreResult<Recount> {
-    let tally = db
-        .scan_prefix(Keyspace::Listing.prefix())
-        .par_bridge()
-        .try_fold(Tally::default, |tally, entry| -> StoreResult<Tally> {
-            let (key, value) = entry?;
-            Ok(tally.add(&decode::<Listing>(&key, &value)?))
-        })
-        .try_reduce(Tally::default, |a, b| Ok(a.join(b)))?;
+    let tally = Tally::of_listings(db)?;
     // Counts of models with no ACTIVE listing left are removed, as a model never counted has none.
     for entry in db.scan_prefix(Keyspace::ModelListingCount.prefix()) {
         let (key, _) = entry?;
