@@ -68,24 +68,57 @@ impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for Json
         request: axum::extract::Request,
         state: &S,
     ) -> Result<Self, Self::Rejection> {
-        use axum::extract::rejection::JsonRejection;
         let limit = super::layers::BodyLimit::of(&request);
-        match axum::Json::<T>::from_request(request, state).await {
-            Ok(axum::Json(value)) => Ok(JsonBody(value)),
-            Err(JsonRejection::MissingJsonContentType(_)) => Err(ApiError::invalid(
+        if !declared_json(request.headers()) {
+            return Err(ApiError::invalid(
                 "the body is not declared as JSON",
                 "send Content-Type: application/json",
-            )),
-            Err(JsonRejection::BytesRejection(e))
-                if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
-            {
-                Err(ApiError::body_too_large(limit))
-            }
-            Err(e) => Err(ApiError::invalid(
-                format!("the JSON body could not be read: {}", e.body_text()),
-                "send one JSON object with the documented fields",
-            )),
+            ));
         }
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|e| match e.status() {
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE => ApiError::body_too_large(limit),
+                _ => ApiError::invalid(
+                    format!("the body could not be read: {}", e.body_text()),
+                    BODY_HINT,
+                ),
+            })?;
+        let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes).map_err(|e| {
+            ApiError::invalid(
+                format!("the JSON body could not be read: {}", e.body_text()),
+                BODY_HINT,
+            )
+        })?;
+        // Well-formed, so UTF-8: the text is walked again for a key given twice.
+        refuse_repeated_key(&String::from_utf8_lossy(&bytes), "the body", BODY_HINT)?;
+        Ok(JsonBody(value))
+    }
+}
+
+/// `Content-Type: application/json`, or any `application/*+json`, parameters aside: what
+/// axum's `Json` accepts.
+fn declared_json(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
+        return false;
+    };
+    let essence = value.to_str().unwrap_or("").split(';').next().unwrap_or("");
+    let essence = essence.trim().to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+const BODY_HINT: &str = "send one JSON object with the documented fields";
+
+/// Refuses JSON text (`what`: "the body", "`queries`") that gives a key twice in one object:
+/// read as a value, the first would be dropped without a word.
+pub fn refuse_repeated_key(json: &str, what: &str, hint: &str) -> Result<(), ApiError> {
+    match crate::domain::repeated_key(json) {
+        Some(path) => Err(ApiError::invalid(
+            format!("{what} gives `{path}` twice; give each key once"),
+            hint,
+        )),
+        None => Ok(()),
     }
 }
 

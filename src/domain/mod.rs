@@ -5,6 +5,7 @@ mod duplicates;
 mod fnv;
 mod ids;
 mod jobs;
+mod json_keys;
 mod listing;
 mod picture_review;
 mod pictures;
@@ -24,6 +25,7 @@ pub use ids::{
     ProviderId, SeriesId,
 };
 pub use jobs::{JobKind, JobProgress, JobRecord, JobState};
+pub use json_keys::repeated_key;
 pub use listing::{
     Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
     MatchOutcome, StatusChange,

@@ -589,6 +589,24 @@ async fn every_bad_body_is_a_400_naming_its_field_and_changes_nothing() {
         )
     }));
     refused(&app, &admin, 400, cases.collect()).await;
+    // Read as a JSON value, a field given twice would be its last value, without a word.
+    let before = state(&app, &admin).await;
+    let twice = format!(
+        r#"{{"group": {omega}, "fields": {{"series": "seamaster", "name": "X", "name": "Aqua Terra"}}}}"#
+    );
+    let response = app
+        .send(
+            admin
+                .request(Method::POST, create)
+                .header("content-type", "application/json")
+                .body(twice),
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 400);
+    let body: Value = response.json().await.expect("json");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("`fields.name` twice"), "{body}");
+    assert!(before == state(&app, &admin).await, "nothing changed");
     let response = app
         .send(
             admin

@@ -78,9 +78,10 @@ mod tests {
     /// The shared layers around test-only routes: one that panics, one that takes a body.
     fn app() -> Router {
         #[derive(serde::Deserialize)]
+        #[allow(dead_code)]
         struct Body {
-            #[allow(dead_code)]
             name: String,
+            fields: Option<serde_json::Map<String, serde_json::Value>>,
         }
         let config = ApiConfig {
             body_limit: 64,
@@ -139,6 +140,16 @@ mod tests {
             ("application/json", "{\"name\":", "could not be read"),
             ("application/json", "{\"name\":5}", "could not be read"),
             ("application/json", "[]", "could not be read"),
+            (
+                "application/json",
+                r#"{"name":"x","name":"y"}"#,
+                "could not be read",
+            ),
+            (
+                "application/json",
+                r#"{"name":"x","fields":{"a":1,"a":2}}"#,
+                "gives `fields.a` twice",
+            ),
             ("text/plain", "{\"name\":\"x\"}", "not declared as JSON"),
             (
                 "application/json",
@@ -163,7 +174,14 @@ mod tests {
                 );
             }
         }
-        let (status, _) = call(&app, post("application/json", "{\"name\":\"x\"}")).await;
-        assert_eq!(status, StatusCode::OK);
+        for content_type in [
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/merge-patch+json",
+        ] {
+            let (status, _) =
+                call(&app, post(content_type, r#"{"name":"x","fields":{"a":1}}"#)).await;
+            assert_eq!(status, StatusCode::OK, "{content_type}");
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::entity::EntityType;
 use crate::api::error::ApiError;
+use crate::api::params::refuse_repeated_key;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -122,6 +123,7 @@ pub fn parse_batch(json: &str) -> Result<Vec<(String, Query)>, ApiError> {
     let value: Value = serde_json::from_str(json).map_err(|e| {
         ApiError::invalid(format!("`queries` is not JSON: {e}"), BATCH_HINT.to_owned())
     })?;
+    refuse_repeated_key(json, "`queries`", BATCH_HINT)?;
     read_batch(value)
 }
 

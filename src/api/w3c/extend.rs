@@ -6,7 +6,7 @@ use super::entity::{caliber_label, Entity, EntityId, EntityType, TypeView};
 use super::service::Jsonp;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::listings::asking_prices;
-use crate::api::params::Params;
+use crate::api::params::{refuse_repeated_key, Params};
 use crate::app::App;
 use crate::domain::{Brand, Model};
 use axum::response::Response;
@@ -138,7 +138,9 @@ struct RequestedProperty {
 impl ExtensionQuery {
     /// The query in JSON text, checked: at most [`MAX_IDS`] ids.
     pub fn parse(json: &str) -> ApiResult<ExtensionQuery> {
-        Self::read(serde_json::from_str(json).map_err(|e| bad_extension(e.to_string()))?)
+        let value = serde_json::from_str(json).map_err(|e| bad_extension(e.to_string()))?;
+        refuse_repeated_key(json, "`extend`", EXTEND_HINT)?;
+        Self::read(value)
     }
 
     /// The query already parsed as JSON (a JSON body).
@@ -155,10 +157,12 @@ impl ExtensionQuery {
     }
 }
 
+const EXTEND_HINT: &str = "send {\"ids\": [\"models/rolex/submariner-date-16610\"], \"properties\": [{\"id\": \"reference\"}]}";
+
 fn bad_extension(problem: String) -> ApiError {
     ApiError::invalid(
         format!("`extend` could not be read: {problem}"),
-        "send {\"ids\": [\"models/rolex/submariner-date-16610\"], \"properties\": [{\"id\": \"reference\"}]}",
+        EXTEND_HINT,
     )
 }
 

@@ -9,7 +9,7 @@ use super::manifest::Manifest;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;
 use crate::api::layers::BodyLimit;
-use crate::api::params::Params;
+use crate::api::params::{refuse_repeated_key, Params};
 use crate::api::AppState;
 use crate::app::App;
 use axum::body::Bytes;
@@ -60,9 +60,10 @@ impl Ask {
         let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
             ApiError::invalid(
                 format!("the JSON body could not be read: {e}"),
-                "send a query batch as one JSON object",
+                JSON_BODY_HINT,
             )
         })?;
+        refuse_repeated_key(&String::from_utf8_lossy(body), "the body", JSON_BODY_HINT)?;
         let field = |name| value.as_object().and_then(|o| o.get(name)).cloned();
         match (field("queries"), field("extend")) {
             (Some(serde_json::Value::String(text)), None) => Ask::from_fields(Some(&text), None),
@@ -73,6 +74,8 @@ impl Ask {
         }
     }
 }
+
+const JSON_BODY_HINT: &str = "send a query batch as one JSON object";
 
 /// The result of one query.
 #[derive(Debug, Serialize)]
@@ -255,5 +258,38 @@ mod tests {
         assert!(matches!(Ask::from_json(extension), Ok(Ask::Extend(_))));
         assert!(Ask::from_json(b"[1]").is_err());
         assert!(Ask::from_fields(Some("{}"), Some("{}")).is_err());
+    }
+
+    #[test]
+    fn a_key_given_twice_anywhere_is_refused_by_its_path() {
+        let named = |ask: ApiResult<Ask>, path: &str| match ask {
+            Err(ApiError::InvalidRequest { message, .. }) => {
+                message.contains(&format!("`{path}` twice"))
+            }
+            _ => false,
+        };
+        let body = |text: &str| Ask::from_json(text.as_bytes());
+        let field = |queries: Option<&str>, extend: Option<&str>| Ask::from_fields(queries, extend);
+        assert!(named(
+            body(r#"{"q0": {"query": "a"}, "q0": {"query": "b"}}"#),
+            "q0"
+        ));
+        assert!(named(
+            body(r#"{"q0": {"query": "a", "limit": 1, "limit": 2}}"#),
+            "q0.limit"
+        ));
+        assert!(named(
+            body(r#"{"extend": {"ids": [], "ids": ["x"], "properties": []}}"#),
+            "extend.ids"
+        ));
+        assert!(named(
+            field(Some(r#"{"q0": {"query": "a", "query": "b"}}"#), None),
+            "q0.query"
+        ));
+        assert!(named(
+            field(None, Some(r#"{"ids": ["a"], "ids": [], "properties": []}"#)),
+            "ids"
+        ));
+        assert!(body(r#"{"q0": {"query": "a"}, "q1": {"query": "a"}}"#).is_ok());
     }
 }
