@@ -219,7 +219,10 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             }
             let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
             finished(control, documents as u64);
-            report.push_str(&rebuild_duplicates(app, &JobControl::default())?.summary);
+            // Pairs are found among models: a rebuild of the listings alone leaves them be.
+            if *which != IndexChoice::Listings {
+                report.push_str(&rebuild_duplicates(app, &JobControl::default())?.summary);
+            }
             Ok(report.into())
         }
         Batch::Duplicates => rebuild_duplicates(app, control),
