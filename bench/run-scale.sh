@@ -7,8 +7,9 @@
 #   bench/run-scale.sh [--models N] [--listings M] [--work-dir DIR] [--duration 8s]
 #                      [--concurrency 32] [--latency-concurrency 4] [--port 18431] [--no-peers]
 #
-# Defaults: 1,000,000 models, 10,000,000 listings, /tmp/watch-scale. Needs ~35 GB of disk at the
-# defaults. Everything listens on 127.0.0.1 only; every server started is stopped on exit.
+# Defaults: 1,000,000 models, 10,000,000 listings, /tmp/watch-scale. Needs ~50 GB of free disk at
+# the defaults (~30 GB ours, ~20 GB the peers' databases and export; measured 2026-11-28), checked
+# before anything runs. Everything listens on 127.0.0.1 only; every server started is stopped on exit.
 # The figures land in WORK_DIR/results.md (markdown) and WORK_DIR/*.json.
 set -euo pipefail
 
@@ -113,6 +114,13 @@ wait_for_startup_work() {
 server_rss() { awk '/VmHWM|VmRSS/ { printf "%s %d MiB  ", $1, $2 / 1024 }' "/proc/$SERVER_PID/status"; }
 
 rm -rf "$WORK"; mkdir -p "$WORK"
+# A run that fills the disk fails an hour in (the peers load last): refuse at once instead.
+need_gb=$(awk -v l="$LISTINGS" -v p="$PEERS" 'BEGIN { g = (30 + 20 * p) * l / 10000000; print (g < 1 ? 1 : int(g + 0.999)) }')
+free_gb=$(df --output=avail -BG "$WORK" | tail -1 | tr -dc '0-9')
+if (( free_gb < need_gb )); then
+  echo "$WORK has ${free_gb} GB free; a run of $LISTINGS listings needs about ${need_gb} GB" >&2
+  exit 2
+fi
 : > "$RESULTS"
 (cd "$ROOT" && cargo build --release -q -p watch-catalogue -p catalogue-bench)
 
