@@ -413,7 +413,7 @@ impl ServeProcess {
         self.signal("-KILL");
         let _ = self.child.wait();
         while self.lines.try_recv().is_ok() {}
-        self.log
+        std::mem::take(&mut self.log)
     }
 
     /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
@@ -428,7 +428,17 @@ impl ServeProcess {
             self.log
         );
         assert!(self.log.contains("stopped; store flushed"), "{}", self.log);
-        self.log
+        std::mem::take(&mut self.log)
+    }
+}
+
+/// A test that fails while its server runs must not leave the server running (on a data dir
+/// its `TempDir` is about to delete): std's `Child` neither kills nor waits when dropped.
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        // Already reaped after `stop` or `kill`: std then sends no signal to a reused pid.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
