@@ -15,9 +15,9 @@ use std::collections::HashMap;
 /// What a recount found.
 struct Recount {
     /// Listings read.
-    pub listings: u64,
+    listings: u64,
     /// Models with at least one ACTIVE listing.
-    pub models: usize,
+    models: usize,
 }
 
 /// True when a write holds listing counts back (or died holding them).
@@ -45,8 +45,9 @@ pub(super) fn recount_if_held(db: &sled::Db) -> StoreResult<()> {
 #[derive(Default)]
 pub(super) struct Tally {
     pub listings: u64,
-    /// Listings not DELISTED, and those of them with no model (`Counted`'s two listing counts).
+    /// Listings not DELISTED (`Counted::Listings`).
     pub listed: u64,
+    /// Listings not DELISTED with no model (`Counted::UnmatchedListings`).
     pub unmatched: u64,
     /// Each model's ACTIVE listings.
     pub active: HashMap<ModelId, u64>,
@@ -63,9 +64,7 @@ impl Tally {
             })
             .try_reduce(Tally::default, |a, b| Ok(a.join(b)))
     }
-}
 
-impl Tally {
     fn add(mut self, listing: &Listing) -> Tally {
         let (listed, unmatched) = listing_counts(listing);
         self.listings += 1;
