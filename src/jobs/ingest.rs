@@ -369,29 +369,30 @@ struct SnapshotRead {
 
 /// Hands each valid row to `keep`, in the snapshot's order, and says what else it found. Lines
 /// are parsed and checked on all cores a block at a time (on one core, parsing was a seventh
-/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"); only the
+/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"), while this
+/// thread reads the next block's lines (read between blocks, they left a core idle); only the
 /// check for a code seen before runs in order.
 fn read_snapshot(
     name: &str,
     snapshot: impl BufRead,
     mut keep: impl FnMut(FeedRow),
 ) -> Result<SnapshotRead, IngestError> {
+    let started = std::time::Instant::now();
     let mut read = SnapshotRead {
         problems: Vec::new(),
         lines: 0,
         codes: HashMap::new(),
     };
     let mut lines = snapshot.lines().enumerate();
-    loop {
-        let block = next_block(&mut lines)?;
-        if block.is_empty() {
-            return Ok(read);
-        }
+    let mut block = next_block(&mut lines)?;
+    while !block.is_empty() {
         read.lines += block.len();
-        let rows: Vec<(usize, Result<FeedRow, Problem>)> = block
-            .into_par_iter()
-            .map(|(number, line)| (number, parse_line(name, number, &line)))
-            .collect();
+        let mut rows = Vec::new();
+        // `in_place_scope`: the reading stays on this thread, so the snapshot need not be `Send`.
+        let next = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| rows = parse_block(name, block));
+            next_block(&mut lines)
+        });
         for (number, row) in rows {
             let row = row.and_then(|row| match read.codes.get(&row.source_id) {
                 Some(first) => Err(problem(
@@ -410,7 +411,18 @@ fn read_snapshot(
                 Err(problem) => read.problems.push(problem),
             }
         }
+        block = next?;
     }
+    tracing::debug!(lines = read.lines, took = ?started.elapsed(), "snapshot read");
+    Ok(read)
+}
+
+/// Each line of `block` as a row or the problem that refuses it, on all cores.
+fn parse_block(name: &str, block: Vec<(usize, String)>) -> Vec<(usize, Result<FeedRow, Problem>)> {
+    block
+        .into_par_iter()
+        .map(|(number, line)| (number, parse_line(name, number, &line)))
+        .collect()
 }
 
 /// The next [`PARSE_BLOCK`] non-blank lines, each with its line number (from 1).
