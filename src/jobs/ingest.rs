@@ -444,14 +444,8 @@ fn next_block(
 
 /// Line `number` as a row, or the problem that refuses it (anything but a repeated code).
 fn parse_line(name: &str, number: usize, line: &str) -> Result<FeedRow, Problem> {
-    let row: FeedRow = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(
-        line,
-    ))
-    .map_err(|e| {
-        let message = e.inner().to_string();
-        let field = field_named(&e.path().to_string(), &message);
-        problem(name, number, field.as_deref(), message)
-    })?;
+    let row = read_row(line)
+        .map_err(|(field, message)| problem(name, number, field.as_deref(), message))?;
     let invalid = if row.source_id.trim().is_empty() {
         Some(("sourceId", "must not be empty".to_owned()))
     } else if row.url.trim().is_empty() {
@@ -470,6 +464,23 @@ fn parse_line(name: &str, number: usize, line: &str) -> Result<FeedRow, Problem>
         Some((field, message)) => Err(problem(name, number, Some(field), message)),
         None => Ok(row),
     }
+}
+
+/// A line's row: one JSON object and nothing after it but whitespace (a second object glued to
+/// the first is refused, not dropped). On failure, the field at fault when there is one, and
+/// serde's message. Only a failing line is read again with its path tracked, to name the field.
+fn read_row(line: &str) -> Result<FeedRow, (Option<String>, String)> {
+    let mut json = serde_json::Deserializer::from_str(line);
+    let row = match FeedRow::deserialize(&mut json) {
+        Ok(row) => row,
+        Err(_) => serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(line))
+            .map_err(|e| {
+            let message = e.inner().to_string();
+            (field_named(&e.path().to_string(), &message), message)
+        })?,
+    };
+    json.end().map_err(|e| (None, e.to_string()))?;
+    Ok(row)
 }
 
 fn problem(name: &str, line: usize, field: Option<&str>, message: String) -> Problem {
@@ -881,6 +892,27 @@ mod tests {
             .expect("read")
             .expect("listing");
         assert_eq!(found.provider_code, "NEW-3");
+    }
+
+    #[test]
+    fn a_line_with_more_than_its_object_is_a_problem_and_none_of_it_is_kept() {
+        // A second object glued to the first (a newline lost) was read as the first alone.
+        let text = format!("{}{}\n{}  \n", line(1, 0), line(2, 0), line(3, 0));
+        let mut kept = Vec::new();
+        let read = read_snapshot("feed.jsonl", text.as_bytes(), |row| {
+            kept.push(row.source_id)
+        })
+        .expect("read");
+        assert_eq!(kept, ["NEW-3"], "whitespace after an object is fine");
+        let [problem] = &read.problems[..] else {
+            panic!("one problem: {:?}", read.problems);
+        };
+        assert_eq!((problem.line, problem.field.as_deref()), (1, None));
+        assert!(
+            problem.message.contains("trailing characters"),
+            "{}",
+            problem.message
+        );
     }
 
     #[test]
