@@ -21,6 +21,7 @@ use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io::BufRead;
 
@@ -369,9 +370,10 @@ struct SnapshotRead {
 
 /// Hands each valid row to `keep`, in the snapshot's order, and says what else it found. Lines
 /// are parsed and checked on all cores a block at a time (on one core, parsing was a seventh
-/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"), while this
-/// thread reads the next block's lines (read between blocks, they left a core idle); only the
-/// check for a code seen before runs in order.
+/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"). Three
+/// blocks are in hand at once: while the pool parses one, this thread takes in the rows of the
+/// one before (only the check for a code seen before runs in order) and reads the lines of the
+/// one after; done one after the other, they left a core idle.
 fn read_snapshot(
     name: &str,
     snapshot: impl BufRead,
@@ -384,37 +386,56 @@ fn read_snapshot(
         codes: HashMap::new(),
     };
     let mut lines = snapshot.lines().enumerate();
+    let mut parsed = parse_block(name, next_block(&mut lines)?);
     let mut block = next_block(&mut lines)?;
-    while !block.is_empty() {
-        read.lines += block.len();
-        let mut rows = Vec::new();
+    while !parsed.is_empty() {
+        let mut next = Vec::new();
         // `in_place_scope`: the reading stays on this thread, so the snapshot need not be `Send`.
-        let next = rayon::in_place_scope(|scope| {
-            scope.spawn(|_| rows = parse_block(name, block));
+        let after = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| next = parse_block(name, block));
+            read.take(name, parsed, &mut keep);
             next_block(&mut lines)
         });
-        for (number, row) in rows {
-            let row = row.and_then(|row| match read.codes.get(&row.source_id) {
-                Some(first) => Err(problem(
-                    name,
-                    number,
-                    Some("sourceId"),
-                    format!("`{}` appears twice (first on line {first})", row.source_id),
-                )),
-                None => Ok(row),
-            });
-            match row {
-                Ok(row) => {
-                    read.codes.insert(row.source_id.clone(), number);
-                    keep(row);
-                }
-                Err(problem) => read.problems.push(problem),
-            }
-        }
-        block = next?;
+        parsed = next;
+        block = after?;
     }
     tracing::debug!(lines = read.lines, took = ?started.elapsed(), "snapshot read");
     Ok(read)
+}
+
+impl SnapshotRead {
+    /// Takes in a block's parsed lines, in order: each valid row whose code was not seen before
+    /// goes to `keep`; every other line is a problem.
+    fn take(
+        &mut self,
+        name: &str,
+        parsed: Vec<(usize, Result<FeedRow, Problem>)>,
+        keep: &mut impl FnMut(FeedRow),
+    ) {
+        self.lines += parsed.len();
+        for (number, row) in parsed {
+            let row = row.and_then(|row| match self.codes.entry(row.source_id.clone()) {
+                Entry::Occupied(first) => Err(problem(
+                    name,
+                    number,
+                    Some("sourceId"),
+                    format!(
+                        "`{}` appears twice (first on line {})",
+                        row.source_id,
+                        first.get()
+                    ),
+                )),
+                Entry::Vacant(code) => {
+                    code.insert(number);
+                    Ok(row)
+                }
+            });
+            match row {
+                Ok(row) => keep(row),
+                Err(problem) => self.problems.push(problem),
+            }
+        }
+    }
 }
 
 /// Each line of `block` as a row or the problem that refuses it, on all cores.
