@@ -23,11 +23,12 @@ use std::thread::JoinHandle;
 /// more than a few documents).
 pub const LOAD_FROM_LISTINGS: usize = 10_000;
 
-/// Store commits' listings waiting for the index thread at most. The index keeps up on
-/// average, but takes no document while it flushes a segment (3-7 s a flush at 1M-4M
-/// listings): with room for two commits the write stalled behind each flush, with eight it
-/// goes on (bench/RESULTS.md, "A longer queue for the listings load"). The bound caps memory
-/// at about 100 MB more.
+/// Store commits' listings waiting for the index thread at most. The index thread takes no
+/// document while it flushes a segment (3-7 s a flush at 1M-4M listings): with room for two
+/// commits the write stalled behind each flush; with eight it goes on, and the index thread
+/// works through the queue afterwards, 3-12 s of it left when a large write ends
+/// (bench/RESULTS.md, "Where an ingest's cores idled"). The bound caps memory at about 100 MB
+/// more.
 const QUEUED_COMMITS: usize = 8;
 
 /// A listing sink feeding one [`ListingLoad`], made once enough listings were committed.
