@@ -1,6 +1,7 @@
 //! A key given twice in one JSON object: serde_json's value keeps the last and drops the
-//! first without a word, so every JSON we read from outside (a dataset line, a request body, a
-//! reconciliation batch) is checked for one and refused with its path.
+//! first without a word, so JSON read through a value or a map (a dataset line, a request
+//! body, a reconciliation batch) is checked for one and refused with its path. A snapshot line
+//! is read straight into a flat struct, whose derived reader refuses a repeated field itself.
 
 /// The path (`slug`, `pictures[0].url`) of the first key that an object of `json`, at any
 /// depth, gives twice: a JSON value keeps only the last of them, and the text would be read as
