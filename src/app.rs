@@ -3,6 +3,7 @@
 //! rebuilt). The CLI and the server both work through it.
 
 use crate::config::DataDir;
+use crate::data_dir::{self, ImportMark, FIXTURES};
 use crate::domain::{Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
 use crate::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
@@ -36,6 +37,8 @@ pub struct App {
     pub jobs: Jobs,
     /// The conversion table and the store's rates epoch it was read at.
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
+    /// Where it was opened.
+    dir: DataDir,
     /// The duplicate groups and the generation of the pairs they were joined from.
     duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
     /// What pages of models read from the store, as its generation has it: a page shows each
@@ -109,6 +112,7 @@ impl App {
     ) -> anyhow::Result<(App, MigrationReport)> {
         std::fs::create_dir_all(data_dir.path())
             .with_context(|| format!("creating data dir {}", data_dir.path().display()))?;
+        data_dir::ensure_marker(data_dir)?;
         let (store, report) = open_store(data_dir, cache_bytes, policy)?;
         let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
             format!("opening the search index in {}", data_dir.index().display())
@@ -130,6 +134,7 @@ impl App {
             index,
             listings,
             rates: RwLock::new(None),
+            dir: data_dir.clone(),
             duplicate_groups: Mutex::new(None),
             kept: KeptReads::default(),
         };
@@ -193,29 +198,67 @@ impl App {
             && reindex::listings_are_current(&self.store, &self.listings)?)
     }
 
-    /// Seeds an empty store with the bundled fixtures (when `seed`), then rebuilds each index
-    /// that is missing or behind the store. Runs before the port opens.
+    /// When `seed` (`serve`): imports the bundled fixtures when they are due (`serve` created
+    /// the data dir, or their own import was cut short), and refuses a store whose import of a
+    /// dataset was cut short. Then rebuilds each index that is missing or behind the store.
+    /// Runs before the port opens.
     pub fn prepare(&self, seed: bool) -> anyhow::Result<()> {
-        if seed && self.store.is_empty()? {
-            tracing::info!("empty data dir: importing the bundled fixtures");
-            let done = self
-                .writer
-                .run(|turn| import_dataset(turn, &EmbeddedFixtures, &self.media))
-                .context("importing the bundled fixtures")?;
-            tracing::info!(
-                generation = done.value.catalogue.generation.0,
-                "fixtures imported"
-            );
-            for (provider, report) in &done.value.feeds {
-                tracing::info!(%provider, created = report.created, matched = report.matched, "fixture feed ingested");
-            }
-            tracing::info!(
-                catalogue = done.indexed.catalogue.documents,
-                listings = done.indexed.listings.documents,
-                generation = done.indexed.catalogue.generation,
-                "indexes built"
-            );
+        if seed {
+            self.seed_unless_imported()?;
         }
+        self.catch_up()
+    }
+
+    /// The fixtures imported when their import is under way (marked due when `serve` created
+    /// the data dir, or cut short); any other import cut short refused, so a half-imported
+    /// catalogue is never served nor topped up with the demo. A data dir made by `import` never
+    /// gets the demo, even if its store is empty.
+    fn seed_unless_imported(&self) -> anyhow::Result<()> {
+        match data_dir::import_under_way(&self.dir)? {
+            Some(under_way) if under_way.source == FIXTURES => {
+                tracing::info!(due_since = %under_way.started_at, "importing the bundled fixtures");
+                self.import_fixtures()
+            }
+            Some(under_way) => anyhow::bail!(
+                "an import of {} into {} (started {}) was cut short: run `watch-catalogue import {}` again to complete it; the server does not serve a half-imported catalogue",
+                under_way.source,
+                self.dir.path().display(),
+                under_way.started_at,
+                under_way.source
+            ),
+            None if self.store.is_empty()? => {
+                tracing::warn!("the store is empty: import a dataset (`watch-catalogue import DIR`)");
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn import_fixtures(&self) -> anyhow::Result<()> {
+        let mark = ImportMark::begin(&self.dir, FIXTURES)?;
+        let done = self
+            .writer
+            .run(|turn| import_dataset(turn, &EmbeddedFixtures, &self.media))
+            .context("importing the bundled fixtures")?;
+        mark.finish()?;
+        tracing::info!(
+            generation = done.value.catalogue.generation.0,
+            "fixtures imported"
+        );
+        for (provider, report) in &done.value.feeds {
+            tracing::info!(%provider, created = report.created, matched = report.matched, "fixture feed ingested");
+        }
+        tracing::info!(
+            catalogue = done.indexed.catalogue.documents,
+            listings = done.indexed.listings.documents,
+            generation = done.indexed.catalogue.generation,
+            "indexes built"
+        );
+        Ok(())
+    }
+
+    /// Rebuilds each index that is missing or behind the store.
+    fn catch_up(&self) -> anyhow::Result<()> {
         let caught_up = self.writer.catch_up()?;
         for (index, report) in [
             ("search index", caught_up.catalogue),

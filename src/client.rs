@@ -46,7 +46,7 @@ pub enum Submission {
     Snapshot {
         provider: String,
         file: PathBuf,
-        max_invalid: f64,
+        rules: crate::jobs::snapshot_rules::SnapshotRules,
     },
     Rates {
         file: PathBuf,
@@ -167,7 +167,7 @@ impl Session {
             Submission::Snapshot {
                 provider,
                 file,
-                max_invalid,
+                rules,
             } => {
                 // Into the path only as a slug: `../rates` must not post to another route.
                 let provider = crate::domain::Slug::parse(&provider)
@@ -176,7 +176,7 @@ impl Session {
                     .await
                     .with_context(|| format!("opening {}", file.display()))?;
                 self.post(&format!("/admin/providers/{provider}/snapshot"))
-                    .query(&[("maxInvalid", max_invalid.to_string())])
+                    .query(&snapshot_query(&rules))
                     .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
                     .body(body)
             }
@@ -302,4 +302,18 @@ impl Shown {
             bar.finish_and_clear();
         }
     }
+}
+
+/// The query of a snapshot submission that carries `rules`.
+fn snapshot_query(
+    rules: &crate::jobs::snapshot_rules::SnapshotRules,
+) -> Vec<(&'static str, String)> {
+    let mut query = vec![
+        ("maxInvalid", rules.max_invalid.to_string()),
+        ("maxDelist", rules.max_delist.to_string()),
+    ];
+    if rules.mass_delist_allowed_by.is_some() {
+        query.push(("allowMassDelist", "true".to_owned()));
+    }
+    query
 }

@@ -23,14 +23,16 @@ use watch_catalogue::config::{
     DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
     DEFAULT_RATE_WINDOW_SECS, IMPORT_CACHE_BYTES,
 };
+use watch_catalogue::data_dir::{self, Expect, Found, ImportMark};
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
 use watch_catalogue::jobs::progress::JobControl;
+use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
 use watch_catalogue::jobs::users::{self, Actor};
-use watch_catalogue::jobs::writer::IndexChoice;
+use watch_catalogue::jobs::writer::{IndexChoice, WriteError};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
 
 #[derive(Parser)]
@@ -52,7 +54,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the API; an empty data dir is first filled with the bundled fixtures.
+    /// Serve the API; a new data dir (an absent or empty folder) is first filled with the
+    /// bundled fixtures.
     Serve {
         /// Address to listen on.
         #[arg(long, env = "WATCH_CATALOGUE_ADDR", default_value = DEFAULT_ADDR)]
@@ -135,9 +138,17 @@ enum Command {
         provider: String,
         /// The snapshot file.
         file: PathBuf,
-        /// Share of invalid lines above which the snapshot is refused whole.
-        #[arg(long, default_value_t = watch_catalogue::jobs::ingest::DEFAULT_MAX_INVALID)]
+        /// Share of invalid lines (0 to 1) at which the snapshot is refused whole.
+        #[arg(long, default_value_t = snapshot_rules::DEFAULT_MAX_INVALID, value_parser = share("--max-invalid"))]
         max_invalid: f64,
+        /// Share of the provider's listings in stock (0 to 1) the snapshot may delist; a
+        /// snapshot that would delist more is refused whole.
+        #[arg(long, default_value_t = snapshot_rules::DEFAULT_MAX_DELIST, value_parser = share("--max-delist"))]
+        max_delist: f64,
+        /// Ingest even a snapshot that would delist more than --max-delist of the stock, or
+        /// that keeps almost none of it (recorded in the audit trail and the report).
+        #[arg(long)]
+        allow_mass_delist: bool,
         #[command(flatten)]
         remote: Remote,
     },
@@ -183,6 +194,11 @@ struct Remote {
     /// instead of opening the data dir.
     #[arg(long)]
     server: Option<String>,
+}
+
+/// A parser of a share between 0 and 1 for the option `name`.
+fn share(name: &'static str) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |text| snapshot_rules::parse_share(name, text).map_err(|error| error.to_string())
 }
 
 fn parse_index(text: &str) -> Result<IndexChoice, String> {
@@ -302,8 +318,35 @@ fn without_transparent_huge_pages() {
     }
 }
 
+impl Command {
+    /// What the command may find at `--data-dir`; `None` when it does not open one.
+    fn data_dir_expected(&self) -> Option<Expect> {
+        match self {
+            Command::Serve { .. } | Command::Import { .. } => Some(Expect::ExistingOrNew),
+            Command::Openapi => None,
+            Command::Ingest { remote, .. }
+            | Command::Match { remote }
+            | Command::Rates { remote, .. }
+            | Command::Reindex { remote, .. }
+            | Command::Duplicates { remote, .. } => {
+                remote.server.is_none().then_some(Expect::Existing)
+            }
+            Command::User { .. } | Command::Migrate | Command::Pictures { .. } => {
+                Some(Expect::Existing)
+            }
+        }
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let data_dir = DataDir::new(cli.data_dir);
+    let found = match cli.command.data_dir_expected() {
+        Some(expect) => Some(data_dir::check(&data_dir, expect)?),
+        None => None,
+    };
+    if matches!(cli.command, Command::Serve { .. }) && found == Some(Found::New) {
+        data_dir::fixtures_due(&data_dir)?;
+    }
     let cache_bytes = cli.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES);
     match cli.command {
         Command::Serve {
@@ -371,42 +414,30 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             served
         }
         Command::Import { dir } => {
-            anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
-            without_transparent_huge_pages();
             let cache_bytes = cli.cache_bytes.unwrap_or(IMPORT_CACHE_BYTES);
-            let app = App::open(&data_dir, cache_bytes)?;
-            let source = DirectorySource(dir);
-            let imported = app
-                .writer
-                .run(|turn| import_dataset(turn, &source, &app.media))?
-                .value;
-            println!("imported {}\n{}", source.describe(), imported.catalogue);
-            for (provider, report) in imported.feeds {
-                print_report(&batch::ingest_lines(&provider, &report));
-            }
-            app.prepare(false)?;
-            drop(app);
-            watch_catalogue::app::snapshot_store(&data_dir, cache_bytes);
-            Ok(())
+            import(&data_dir, cache_bytes, dir)
         }
         Command::Ingest {
             provider,
             file,
             max_invalid,
+            max_delist,
+            allow_mass_delist,
             remote,
         } => {
-            anyhow::ensure!(
-                (0.0..=1.0).contains(&max_invalid),
-                "--max-invalid is a share between 0 and 1, not {max_invalid}"
-            );
             std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
+            let rules = SnapshotRules {
+                max_invalid,
+                max_delist,
+                mass_delist_allowed_by: allow_mass_delist.then_some(Actor::Cli),
+            };
             if let Some(server) = remote.server {
                 return run_remote(
                     &server,
                     Submission::Snapshot {
                         provider,
                         file,
-                        max_invalid,
+                        rules,
                     },
                 );
             }
@@ -419,7 +450,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     provider,
                     file,
                     name,
-                    max_invalid,
+                    rules,
                 },
             )
         }
@@ -467,6 +498,56 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             None => run_local(&data_dir, cache_bytes, Batch::Duplicates),
         },
     }
+}
+
+/// `import DIR`: the dataset into the data dir, marked as under way until it ends, so a crash
+/// part-way is found by the next `serve` rather than served or topped up with the demo.
+fn import(data_dir: &DataDir, cache_bytes: u64, dir: PathBuf) -> anyhow::Result<()> {
+    anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
+    anyhow::ensure!(
+        !data_dir::is_marked(&dir),
+        "{} is a data dir, not a dataset: the dataset is `import`'s argument, the data dir is --data-dir",
+        dir.display()
+    );
+    let source = std::fs::canonicalize(&dir)
+        .unwrap_or_else(|_| dir.clone())
+        .display()
+        .to_string();
+    if let Some(under_way) = data_dir::import_under_way(data_dir)? {
+        anyhow::ensure!(
+            under_way.source == source,
+            "an import of {} into {} (started {}) was cut short: import it again to complete it first, or remove {} to accept the store as it is",
+            under_way.source,
+            data_dir.path().display(),
+            under_way.started_at,
+            data_dir.path().join("import-under-way.json").display()
+        );
+    }
+    without_transparent_huge_pages();
+    // Marked once the store is ours (its lock taken), before the import's first write.
+    let app = App::open(data_dir, cache_bytes)?;
+    let mark = ImportMark::begin(data_dir, &source)?;
+    let source = DirectorySource(dir);
+    let imported = match app
+        .writer
+        .run(|turn| import_dataset(turn, &source, &app.media))
+    {
+        Ok(done) => done.value,
+        Err(WriteError::Job(error)) if error.is_refusal() => {
+            mark.finish()?;
+            return Err(error.into());
+        }
+        Err(error) => return Err(error.into()),
+    };
+    println!("imported {}\n{}", source.describe(), imported.catalogue);
+    for (provider, report) in imported.feeds {
+        print_report(&batch::ingest_lines(&provider, &report));
+    }
+    app.prepare(false)?;
+    mark.finish()?;
+    drop(app);
+    watch_catalogue::app::snapshot_store(data_dir, cache_bytes);
+    Ok(())
 }
 
 /// A batch job on the data dir, its report printed (skipped lines on standard error), then

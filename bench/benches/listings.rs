@@ -29,8 +29,9 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::domain::{Condition, ListingDetails, ListingStatus, Slug};
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
 use watch_catalogue::jobs::matching::match_listing;
+use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 
 /// Bump when the generator's output changes, so a cached dataset is not reused.
 const GENERATOR_VERSION: u32 = 1;
@@ -125,7 +126,7 @@ fn setup() -> Setup {
         let feeds = ingest_dataset_feeds(
             &app.store.write_turn(),
             &DirectorySource(dataset.clone()),
-            DEFAULT_MAX_INVALID,
+            &SnapshotRules::default(),
         )
         .expect("ingest");
         let created: usize = feeds.iter().map(|(_, r)| r.created).sum();

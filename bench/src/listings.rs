@@ -744,7 +744,8 @@ mod tests {
         use watch_catalogue::app::App;
         use watch_catalogue::config::DataDir;
         use watch_catalogue::jobs::import::{import, DirectorySource};
-        use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+        use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
+        use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
         let dir = tempfile::tempdir().expect("dir");
         let dataset = dir.path().join("dataset");
         let listed = generate(&dataset);
@@ -753,7 +754,7 @@ mod tests {
         let feeds = ingest_dataset_feeds(
             &app.store.write_turn(),
             &DirectorySource(dataset),
-            DEFAULT_MAX_INVALID,
+            &SnapshotRules::default(),
         )
         .expect("ingest");
         assert_eq!(feeds.len(), PROVIDERS.len());

@@ -34,9 +34,10 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::domain::MatchOutcome;
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
 use watch_catalogue::jobs::matching::match_listing;
 use watch_catalogue::jobs::reindex;
+use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 use watch_catalogue::store::WriteTurn;
 
 #[derive(Parser)]
@@ -479,7 +480,7 @@ fn scale(
         Ok(ingest_dataset_feeds(
             turn,
             &DirectorySource(dataset.clone()),
-            DEFAULT_MAX_INVALID,
+            &SnapshotRules::default(),
         )?)
     };
     let with_listings = listed.listings > 0;
@@ -497,7 +498,7 @@ fn scale(
                     feed.created,
                     feed.matched,
                     feed.unmatched,
-                    feed.skipped.len()
+                    feed.skipped.count()
                 )
             })
             .collect()

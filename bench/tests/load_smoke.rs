@@ -10,7 +10,8 @@ use std::time::Duration;
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
+use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 
 fn test_data(dir: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -29,7 +30,7 @@ fn test_app(dir: &Path) -> App {
     ingest_dataset_feeds(
         &app.store.write_turn(),
         &DirectorySource(test_data("feeds")),
-        DEFAULT_MAX_INVALID,
+        &SnapshotRules::default(),
     )
     .expect("ingest the test feeds");
     app.prepare(false).expect("index");

@@ -9,6 +9,7 @@ use super::matching::rematch_unmatched_indexed;
 use super::progress::JobControl;
 use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
+use super::snapshot_rules::{Problems, SnapshotRules};
 use super::writer::{IndexChoice, WriteError, Written};
 use crate::app::App;
 use crate::domain::JobKind;
@@ -25,7 +26,7 @@ pub enum Batch {
         provider: String,
         file: PathBuf,
         name: String,
-        max_invalid: f64,
+        rules: SnapshotRules,
     },
     /// An ECB daily rates file's text.
     Rates {
@@ -57,6 +58,17 @@ impl Batch {
             Batch::Reindex(which) => Some(which.as_str().to_owned()),
             _ => None,
         }
+    }
+
+    /// The audit trail's account of the job's submission: an overridden stock guard is named.
+    pub fn submitted_detail(&self) -> String {
+        let mut detail = format!("{} job submitted", self.kind().as_str());
+        if let Batch::Snapshot { rules, .. } = self {
+            if rules.mass_delist_allowed_by.is_some() {
+                detail.push_str(" with allowMassDelist: the stock guard is overridden");
+            }
+        }
+        detail
     }
 
     /// What the job's progress counts.
@@ -114,13 +126,13 @@ impl BatchError {
 /// The first [`PROBLEMS_SHOWN`] problems of a refused snapshot, one a line.
 pub fn refusal(error: &IngestError) -> Option<String> {
     match error {
-        IngestError::EmptySnapshot { problems } | IngestError::MostlyInvalid { problems, .. } => {
+        IngestError::Refused { problems, .. } => {
             let mut text = String::new();
-            for problem in problems.iter().take(PROBLEMS_SHOWN) {
+            for problem in problems.first().iter().take(PROBLEMS_SHOWN) {
                 let _ = writeln!(text, "  {problem}");
             }
-            if problems.len() > PROBLEMS_SHOWN {
-                let _ = writeln!(text, "  and {} more", problems.len() - PROBLEMS_SHOWN);
+            if problems.count() > PROBLEMS_SHOWN {
+                let _ = writeln!(text, "  and {} more", problems.count() - PROBLEMS_SHOWN);
             }
             Some(text)
         }
@@ -158,7 +170,7 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             provider,
             file,
             name,
-            max_invalid,
+            rules,
         } => {
             let snapshot = std::fs::File::open(file).map_err(|source| BatchError::Open {
                 file: name.clone(),
@@ -166,7 +178,7 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             })?;
             let snapshot = std::io::BufReader::new(snapshot);
             let done = app.writer.run(|turn| {
-                ingest::ingest_controlled(turn, provider, name, snapshot, *max_invalid, control)
+                ingest::ingest_controlled(turn, provider, name, snapshot, rules, control)
             })?;
             let mut report = ingest_lines(provider, &done.value);
             report
@@ -251,21 +263,36 @@ fn rebuild_duplicates(app: &App, control: &JobControl) -> Result<BatchReport, Ba
     .into())
 }
 
-/// One line per skipped snapshot line, then what the ingest did.
+/// One line per skipped snapshot line (the first [`PROBLEMS_KEPT`] of them), then what the
+/// ingest did, and the stock guard's refusal when an override let the snapshot through.
+///
+/// [`PROBLEMS_KEPT`]: super::snapshot_rules::PROBLEMS_KEPT
 pub fn ingest_lines(provider: &str, report: &IngestReport) -> BatchReport {
+    let skipped = skipped_lines(&report.skipped);
+    let mut summary = format!(
+        "ingested {provider}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}\n",
+        report.created, report.refreshed, report.reactivated, report.delisted, report.matched,
+        report.unmatched, report.skipped.count(), report.written.generation.0
+    );
+    if let Some(refusal) = &report.overridden {
+        let _ = writeln!(summary, "mass delisting allowed: {refusal}");
+    }
+    BatchReport { skipped, summary }
+}
+
+fn skipped_lines(problems: &Problems) -> String {
     let mut skipped = String::new();
-    for problem in &report.skipped {
+    for problem in problems.first() {
         let _ = writeln!(skipped, "skipped {problem}");
     }
-    let summary = format!(
-        "ingested {provider}: {} created, {} refreshed, {} reactivated, {} delisted; {} matched, {} unmatched; {} lines skipped; store generation {}",
-        report.created, report.refreshed, report.reactivated, report.delisted, report.matched,
-        report.unmatched, report.skipped.len(), report.written.generation.0
-    );
-    BatchReport {
-        skipped,
-        summary: summary + "\n",
+    if problems.not_kept() > 0 {
+        let _ = writeln!(
+            skipped,
+            "skipped {} more lines, not listed",
+            problems.not_kept()
+        );
     }
+    skipped
 }
 
 /// How long a listings write and the index updates after it took: on millions of listings

@@ -3,7 +3,8 @@
 //! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write.
 
 use super::import::{import_with_media, DatasetSource, ImportError, ImportReport};
-use super::ingest::{ingest_dataset_feeds, IngestError, IngestReport, DEFAULT_MAX_INVALID};
+use super::ingest::{ingest_dataset_feeds, IngestError, IngestReport};
+use super::snapshot_rules::SnapshotRules;
 use crate::media::MediaStore;
 use crate::store::WriteTurn;
 
@@ -24,6 +25,22 @@ pub enum DatasetError {
     Listings(#[from] IngestError),
 }
 
+impl DatasetError {
+    /// True when the import stopped at a refusal that wrote nothing of its own (the dataset
+    /// invalid or unreadable, a snapshot refused): what was written before is whole. False when
+    /// a write failed part-way.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            DatasetError::Catalogue(error) => !matches!(error, ImportError::Store(_)),
+            DatasetError::Listings(IngestError::Feed { error, .. }) => matches!(
+                **error,
+                IngestError::Refused { .. } | IngestError::UnknownProvider(_)
+            ),
+            DatasetError::Listings(_) => false,
+        }
+    }
+}
+
 /// Imports `source`: its catalogue, then its providers' snapshots.
 pub fn import_dataset(
     turn: &WriteTurn<'_>,
@@ -31,6 +48,6 @@ pub fn import_dataset(
     media: &MediaStore,
 ) -> Result<DatasetImport, DatasetError> {
     let catalogue = import_with_media(turn, source, Some(media))?;
-    let feeds = ingest_dataset_feeds(turn, source, DEFAULT_MAX_INVALID)?;
+    let feeds = ingest_dataset_feeds(turn, source, &SnapshotRules::default())?;
     Ok(DatasetImport { catalogue, feeds })
 }

@@ -2,8 +2,9 @@
 //! (one JSON object per line). Listings in it are created or refreshed, listings of the provider
 //! missing from it become DELISTED (record and history kept), DELISTED ones that reappear are
 //! reactivated. New and changed listings are matched. Bad lines are reported and skipped; a
-//! snapshot that is empty or mostly invalid is refused whole, before anything is written, so a
-//! broken feed never delists a provider's stock. The write is committed in chunks, each atomic
+//! snapshot that is empty, half invalid or would delist too much of the provider's stock is
+//! refused whole, before anything is written (`snapshot_rules`), so a broken feed or another
+//! provider's file never delists a provider's stock. The write is committed in chunks, each atomic
 //! with its listing counts, and delisting comes last: a crash part-way leaves no listing wrongly
 //! delisted, and running the same snapshot again completes it (docs/decisions.md).
 
@@ -13,6 +14,8 @@ use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
 use super::matching::{match_listing, MatchCatalogue};
 use super::progress::JobControl;
+use super::snapshot_rules::{check_lines, Problems, Refusal, SnapshotRules, StockEffect};
+use super::users::audit_entry;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
@@ -25,8 +28,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::io::BufRead;
 
-/// Share of bad lines above which a snapshot is refused (and nothing is delisted).
-pub const DEFAULT_MAX_INVALID: f64 = 0.5;
+pub use super::snapshot_rules::DEFAULT_MAX_INVALID;
 
 /// One line of a provider snapshot.
 #[derive(Debug, Deserialize)]
@@ -58,14 +60,11 @@ struct FeedRow {
 pub enum IngestError {
     #[error("no provider with slug `{0}` (providers come from a dataset's providers.jsonl)")]
     UnknownProvider(String),
-    #[error("the snapshot has no valid listing; refusing it rather than delisting the provider's whole stock")]
-    EmptySnapshot { problems: Vec<Problem> },
-    #[error("{invalid} of {total} lines are invalid, over the {max:.0}% allowed; refusing the snapshot rather than delisting listings it lost")]
-    MostlyInvalid {
-        invalid: usize,
-        total: usize,
-        max: f64,
-        problems: Vec<Problem>,
+    /// Refused before anything was written, with the problems of its lines.
+    #[error("{refusal}; nothing was written ({})", refusal.advice())]
+    Refused {
+        refusal: Refusal,
+        problems: Box<Problems>,
     },
     #[error("{file}: {error}")]
     Feed {
@@ -89,7 +88,9 @@ pub struct IngestReport {
     pub matched: usize,
     pub unmatched: usize,
     /// Lines reported and skipped.
-    pub skipped: Vec<Problem>,
+    pub skipped: Problems,
+    /// What the stock guard would have refused, when its override let the snapshot through.
+    pub overridden: Option<Refusal>,
     /// What the write of every listing created or changed committed.
     pub written: WrittenListings,
 }
@@ -112,14 +113,14 @@ pub fn ingest(
     provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
-    max_invalid: f64,
+    rules: &SnapshotRules,
 ) -> Result<IngestReport, IngestError> {
     ingest_controlled(
         turn,
         provider_slug,
         name,
         snapshot,
-        max_invalid,
+        rules,
         &JobControl::default(),
     )
 }
@@ -131,11 +132,11 @@ pub fn ingest_controlled(
     provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
-    max_invalid: f64,
+    rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
     let writes = ListingWrites::new(turn)?;
-    ingest_with(writes, provider_slug, name, snapshot, max_invalid, control)
+    ingest_with(writes, provider_slug, name, snapshot, rules, control)
 }
 
 /// The provider of `slug`, if there is one.
@@ -148,39 +149,65 @@ pub fn provider(store: &Store, slug: &str) -> Result<Provider, IngestError> {
         .ok_or_else(|| IngestError::UnknownProvider(slug.to_owned()))
 }
 
-/// Reads `snapshot` as [`ingest`] would and refuses it as it would (empty, mostly invalid),
-/// writing nothing and keeping no row: a server checks a posted snapshot before queueing it.
-/// The problems of the lines that would be skipped.
+/// Reads `snapshot` as [`ingest`] would and refuses it as it would (empty, half invalid,
+/// delisting too much of `provider_slug`'s stock), writing nothing and keeping no row: a
+/// server checks a posted snapshot before queueing it. The problems of the lines that would be
+/// skipped.
 pub fn check_snapshot(
+    store: &Store,
+    provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
-    max_invalid: f64,
-) -> Result<Vec<Problem>, IngestError> {
+    rules: &SnapshotRules,
+) -> Result<Problems, IngestError> {
+    let provider = provider(store, provider_slug)?;
     let mut valid = 0usize;
     let read = read_snapshot(name, snapshot, |_| valid += 1)?;
-    refuse_unless_usable(valid, read.problems, read.lines, max_invalid)
+    let (problems, codes) = refuse_unless_usable(valid, read, rules)?;
+    let known = KnownListings::of(store, provider.id)?;
+    judge_stock(store, &provider, &known, &codes, rules, problems).map(|(problems, _)| problems)
 }
 
-/// The snapshot's problems when it may be ingested; its refusal when it is empty or mostly
-/// invalid.
+/// The snapshot's problems and codes when its lines may be ingested; its refusal when it is
+/// empty or half invalid.
 fn refuse_unless_usable(
     valid: usize,
-    problems: Vec<Problem>,
-    total: usize,
-    max_invalid: f64,
-) -> Result<Vec<Problem>, IngestError> {
-    if valid == 0 {
-        return Err(IngestError::EmptySnapshot { problems });
+    read: SnapshotRead,
+    rules: &SnapshotRules,
+) -> Result<(Problems, HashMap<String, usize>), IngestError> {
+    let SnapshotRead {
+        problems,
+        lines,
+        codes,
+    } = read;
+    match check_lines(valid, &problems, lines, rules.max_invalid) {
+        Ok(()) => Ok((problems, codes)),
+        Err(refusal) => Err(refused(refusal, problems)),
     }
-    if problems.len() as f64 > total as f64 * max_invalid {
-        return Err(IngestError::MostlyInvalid {
-            invalid: problems.len(),
-            total,
-            max: max_invalid * 100.0,
-            problems,
-        });
+}
+
+/// What the snapshot naming `codes` would do to the provider's stock, when the stock guard
+/// lets it through (with the refusal it overrode, if any); its refusal otherwise.
+fn judge_stock(
+    store: &Store,
+    provider: &Provider,
+    known: &KnownListings<'_>,
+    codes: &HashMap<String, usize>,
+    rules: &SnapshotRules,
+    problems: Problems,
+) -> Result<(Problems, (StockEffect, Option<Refusal>)), IngestError> {
+    let effect = StockEffect::of(store, &known.ids, codes, rules.max_delist)?;
+    match effect.judge(provider.slug.as_str(), rules) {
+        Ok(overridden) => Ok((problems, (effect, overridden))),
+        Err(refusal) => Err(refused(refusal, problems)),
     }
-    Ok(problems)
+}
+
+fn refused(refusal: Refusal, problems: Problems) -> IngestError {
+    IngestError::Refused {
+        refusal,
+        problems: Box::new(problems),
+    }
 }
 
 /// [`ingest`] through `writes`, which sets the chunk size.
@@ -189,19 +216,20 @@ fn ingest_with(
     provider_slug: &str,
     name: &str,
     snapshot: impl BufRead,
-    max_invalid: f64,
+    rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
     let store = writes.turn().store();
     let provider = provider(store, provider_slug)?;
     let mut rows = Vec::new();
     let read = read_snapshot(name, snapshot, |row| rows.push(row))?;
-    let problems = refuse_unless_usable(rows.len(), read.problems, read.lines, max_invalid)?;
-    control.set_total(rows.len() as u64);
-    let seen = read.codes;
+    let (problems, seen) = refuse_unless_usable(rows.len(), read, rules)?;
     // What a line needs to know, read once for the job rather than once per line: the
     // provider's listings by their code, and (for a large snapshot) the catalogue.
     let known = KnownListings::of(store, provider.id)?;
+    let (problems, (effect, overridden)) =
+        judge_stock(store, &provider, &known, &seen, rules, problems)?;
+    control.set_total(rows.len() as u64);
     let catalogue = JobCatalogue::for_listings(store, rows.len())?;
     // Reading what is known and matching what changed are independent per line: all cores.
     // The next chunk is read and matched while the previous one commits.
@@ -239,7 +267,13 @@ fn ingest_with(
         }
     }
     // The last chunk commits with the delistings: a snapshot within one chunk is one write.
-    run.delist_missing(&known, &seen)?;
+    run.delist(&effect.to_delist)?;
+    if let (Some(refusal), Some(actor)) = (&overridden, &rules.mass_delist_allowed_by) {
+        let targets = vec![format!("provider:{}", run.provider.slug)];
+        let detail = format!("stock guard overridden: {refusal}");
+        let entry = audit_entry(store, actor, "ingest.allow_mass_delist", targets, detail)?;
+        run.writes.batch().put_audit(&entry);
+    }
     let Run { writes, tally, .. } = run;
     let written = writes.commit()?;
     let (done, total) = control.progress();
@@ -252,6 +286,7 @@ fn ingest_with(
         matched: tally.matched,
         unmatched: tally.unmatched,
         skipped: problems,
+        overridden,
         written,
     })
 }
@@ -331,7 +366,7 @@ impl Prepared {
 pub fn ingest_dataset_feeds(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
-    max_invalid: f64,
+    rules: &SnapshotRules,
 ) -> Result<Vec<(String, IngestReport)>, IngestError> {
     let mut slugs: Vec<String> = turn
         .store()
@@ -343,12 +378,11 @@ pub fn ingest_dataset_feeds(
     for slug in slugs {
         let file = format!("listings/{slug}.jsonl");
         if let Some(snapshot) = source.open(&file)? {
-            let report = ingest(turn, &slug, &file, snapshot, max_invalid).map_err(|error| {
-                IngestError::Feed {
+            let report =
+                ingest(turn, &slug, &file, snapshot, rules).map_err(|error| IngestError::Feed {
                     file,
                     error: Box::new(error),
-                }
-            })?;
+                })?;
             reports.push((slug, report));
         }
     }
@@ -361,7 +395,7 @@ const PARSE_BLOCK: usize = 16_384;
 
 /// What reading a snapshot found besides its valid rows.
 struct SnapshotRead {
-    problems: Vec<Problem>,
+    problems: Problems,
     /// Non-blank lines.
     lines: usize,
     /// The code (`sourceId`) of each valid row, with its line.
@@ -381,7 +415,7 @@ fn read_snapshot(
 ) -> Result<SnapshotRead, IngestError> {
     let started = std::time::Instant::now();
     let mut read = SnapshotRead {
-        problems: Vec::new(),
+        problems: Problems::default(),
         lines: 0,
         codes: HashMap::new(),
     };
@@ -618,20 +652,11 @@ impl Run<'_> {
         Ok(pictures)
     }
 
-    fn delist_missing(
-        &mut self,
-        known: &KnownListings<'_>,
-        seen: &HashMap<String, usize>,
-    ) -> Result<(), IngestError> {
-        // Only listings missing from the snapshot are read: their codes say which. Listings
-        // this snapshot created are in it, so the codes known before it are all there are.
-        let mut missing: Vec<(&String, ListingId)> = (known.ids.iter())
-            .filter(|(code, _)| !seen.contains_key(*code))
-            .map(|(code, &id)| (code, id))
-            .collect();
-        // In code order, as the store's scan of source keys gave them: the same chunks.
-        missing.sort_unstable();
-        for (_, id) in missing {
+    /// Delists `ids`, the listings in stock the snapshot left out (`StockEffect::to_delist`,
+    /// in code order). Listings this snapshot created are in it, so the codes known before it
+    /// are all there are.
+    fn delist(&mut self, ids: &[ListingId]) -> Result<(), IngestError> {
+        for &id in ids {
             let Some(old) = self.store.listing(id)? else {
                 continue;
             };
@@ -683,7 +708,7 @@ pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
     let store = Store::open(dir, 1 << 22).expect("store");
     let turn = store.write_turn();
     crate::jobs::import::import(&turn, &EmbeddedFixtures).expect("fixtures");
-    ingest_dataset_feeds(&turn, &EmbeddedFixtures, DEFAULT_MAX_INVALID).expect("feeds");
+    ingest_dataset_feeds(&turn, &EmbeddedFixtures, &SnapshotRules::default()).expect("feeds");
     drop(turn);
     store
 }
@@ -744,13 +769,27 @@ mod tests {
         let control = JobControl::default();
         control.stop();
         let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
-        let stopped = ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control);
+        let stopped = ingest_with(
+            writes,
+            "chrono24",
+            "feed",
+            feed.as_bytes(),
+            &SnapshotRules::default(),
+            &control,
+        );
         assert!(matches!(stopped, Err(IngestError::Interrupted)));
         assert_eq!(control.progress(), (7, lines as u64), "one chunk committed");
         let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
         let control = JobControl::default();
-        let done =
-            ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.5, &control).expect("again");
+        let done = ingest_with(
+            writes,
+            "chrono24",
+            "feed",
+            feed.as_bytes(),
+            &SnapshotRules::default(),
+            &control,
+        )
+        .expect("again");
         assert_eq!((done.refreshed, done.created), (7, lines - 7));
         assert_eq!(control.progress(), (lines as u64, lines as u64));
     }
@@ -770,7 +809,7 @@ mod tests {
                 "chrono24",
                 "feed",
                 feed.as_bytes(),
-                0.5,
+                &SnapshotRules::default(),
                 &JobControl::default(),
             )
             .expect("ingest");
@@ -783,7 +822,7 @@ mod tests {
                 "chrono24",
                 "revisit",
                 revisit.as_bytes(),
-                0.5,
+                &SnapshotRules::default(),
                 &JobControl::default(),
             )
             .expect("revisit");
@@ -817,7 +856,20 @@ mod tests {
         let writes = ListingWrites::new(&turn).expect("writes");
         let control = JobControl::default();
         let feed = feed.join("\n");
-        ingest_with(writes, "chrono24", "feed", feed.as_bytes(), 0.0, &control).expect("ingest")
+        let rules = SnapshotRules {
+            max_invalid: 0.0,
+            max_delist: 1.0,
+            ..SnapshotRules::default()
+        };
+        ingest_with(
+            writes,
+            "chrono24",
+            "feed",
+            feed.as_bytes(),
+            &rules,
+            &control,
+        )
+        .expect("ingest")
     }
 
     /// A feed line of a new listing with `pictures` pictures.
@@ -925,7 +977,7 @@ mod tests {
         })
         .expect("read");
         assert_eq!(kept, ["NEW-3"], "whitespace after an object is fine");
-        let [problem] = &read.problems[..] else {
+        let [problem] = read.problems.first() else {
             panic!("one problem: {:?}", read.problems);
         };
         assert_eq!((problem.line, problem.field.as_deref()), (1, None));
@@ -960,7 +1012,7 @@ mod tests {
             kept.push(row.source_id)
         })
         .expect("read");
-        let problems: Vec<(usize, Option<&str>)> = (read.problems.iter())
+        let problems: Vec<(usize, Option<&str>)> = (read.problems.first().iter())
             .map(|p| (p.line, p.field.as_deref()))
             .collect();
         assert_eq!(
@@ -974,7 +1026,7 @@ mod tests {
                 (again, Some("sourceId")),
             ]
         );
-        assert!(read.problems[5].message.contains("first on line 3"));
+        assert!(read.problems.first()[5].message.contains("first on line 3"));
         assert_eq!(read.lines, lines - 1, "the blank line is not counted");
         let expected: Vec<String> = (1..=lines)
             .filter(|n| {

@@ -194,8 +194,9 @@ mod tests {
     use super::*;
     use crate::fixtures::EmbeddedFixtures;
     use crate::jobs::import::import;
-    use crate::jobs::ingest::{ingest, DEFAULT_MAX_INVALID};
+    use crate::jobs::ingest::ingest;
     use crate::jobs::reindex::{listings_are_current, rebuild_listings};
+    use crate::jobs::snapshot_rules::SnapshotRules;
     use crate::jobs::writer::Writer;
     use crate::rates::table_in_force;
     use crate::store::Store;
@@ -258,7 +259,7 @@ mod tests {
         let mut turn = store.write_turn();
         turn.set_listing_sink(load.clone());
         let feed = text.as_bytes();
-        ingest(&turn, "chrono24", "feed", feed, DEFAULT_MAX_INVALID).expect("ingest");
+        ingest(&turn, "chrono24", "feed", feed, &SnapshotRules::default()).expect("ingest");
         (load, turn.changes())
     }
 
@@ -309,7 +310,7 @@ mod tests {
                         "chrono24",
                         "feed",
                         text.as_bytes(),
-                        DEFAULT_MAX_INVALID,
+                        &SnapshotRules::default(),
                     )
                 })
                 .expect("ingest")
@@ -375,7 +376,7 @@ mod tests {
                     "chrono24",
                     "feed",
                     text.as_bytes(),
-                    DEFAULT_MAX_INVALID,
+                    &SnapshotRules::default(),
                 )
             })
             .expect("again");

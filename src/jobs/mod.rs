@@ -22,5 +22,6 @@ pub mod queue;
 pub mod rates;
 pub mod reconcile;
 pub mod reindex;
+pub mod snapshot_rules;
 pub mod users;
 pub mod writer;

@@ -164,7 +164,7 @@ impl Jobs {
                 .filter(|_| matches!(batch, Batch::Snapshot { .. }))
                 .map(|slug| format!("provider:{slug}")),
         );
-        let detail = format!("{} job submitted", record.kind.as_str());
+        let detail = batch.submitted_detail();
         let audit = audit_entry(store, actor, "job.submit", targets, detail)?;
         store.submit_job(&record, &audit)?;
         let queued = Queued {
@@ -339,7 +339,7 @@ mod tests {
             provider: "chrono24".into(),
             file: dir.path().join("gone.jsonl"),
             name: "gone.jsonl".into(),
-            max_invalid: 0.5,
+            rules: Default::default(),
         };
         let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
         app.store.put_job(&record).expect("put");

@@ -381,7 +381,7 @@ pub fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String
 #[tokio::test]
 async fn a_session_survives_a_restart_and_ends_when_its_user_is_removed() {
     use crate::support::{binary, ServeProcess};
-    let data = tempfile::tempdir().expect("dir");
+    let data = crate::support::new_data_dir();
     assert_eq!(
         add_user_through_the_binary(data.path(), "ana"),
         "added ana (admin)\n"
@@ -458,7 +458,7 @@ async fn delisted_unmatched_listings_show_only_when_asked() {
                 "ebay",
                 "next",
                 next.join("\n").as_bytes(),
-                0.5,
+                &Default::default(),
             )
         })
         .expect("ingest");
@@ -492,7 +492,7 @@ async fn delisted_unmatched_listings_show_only_when_asked() {
 fn the_user_commands_change_users_and_refuse_bad_input() {
     use crate::support::binary;
     use std::io::Write;
-    let data = tempfile::tempdir().expect("dir");
+    let data = crate::support::new_data_dir();
     add_user_through_the_binary(data.path(), "ana");
     let run = |args: &[&str], stdin: Option<&str>| {
         let mut child = binary(data.path())

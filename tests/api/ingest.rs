@@ -7,7 +7,8 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::domain::{Condition, ListingStatus, MatchOutcome, ModelId, Slug};
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest, IngestError, IngestReport, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::{ingest, IngestError, IngestReport};
+use watch_catalogue::jobs::snapshot_rules::{Refusal, SnapshotRules};
 
 const A1: &str = r#"{"sourceId":"a1","url":"https://c24.example/a1","title":"Rolex Submariner Date","brand":"Rolex","reference":"126610 LN","price":12500,"currency":"EUR","condition":"Unworn","availability":"In stock"}"#;
 const A2: &str = r#"{"sourceId":"a2","url":"https://c24.example/a2","title":"Rolex Submariner Date 16610 full set","brand":"ROLEX SA"}"#;
@@ -21,6 +22,15 @@ const A7: &str = r#"{"sourceId":"a7","url":"https://c24.example/a7","title":"Tud
 struct Catalogue {
     app: App,
     dir: tempfile::TempDir,
+}
+
+/// The lifecycle tests delist most of a small stock on purpose: the stock guard's share is
+/// lifted for them (its own tests are in `data_safety`).
+fn any_share() -> SnapshotRules {
+    SnapshotRules {
+        max_delist: 1.0,
+        ..SnapshotRules::default()
+    }
 }
 
 fn catalogue() -> Catalogue {
@@ -37,7 +47,7 @@ impl Catalogue {
             "chrono24",
             "snapshot",
             lines.join("\n").as_bytes(),
-            DEFAULT_MAX_INVALID,
+            &any_share(),
         )
     }
 
@@ -94,14 +104,19 @@ fn snapshots_create_delist_and_reactivate_keeping_ids_and_history() {
         (6, 0, 0, 0)
     );
     assert_eq!((first.matched, first.unmatched), (3, 3));
-    assert_eq!(first.skipped.len(), 1);
+    assert_eq!(first.skipped.count(), 1);
     assert_eq!(
-        (first.skipped[0].line, first.skipped[0].field.as_deref()),
+        (
+            first.skipped.first()[0].line,
+            first.skipped.first()[0].field.as_deref()
+        ),
         (6, Some("url")),
         "{:?}",
         first.skipped
     );
-    assert!(first.skipped[0].message.contains("missing field `url`"));
+    assert!(first.skipped.first()[0]
+        .message
+        .contains("missing field `url`"));
     let a2_id = c.listing("a2").id;
     assert_eq!(c.active_count("rolex", "submariner-date-16610"), 1);
     assert_eq!(
@@ -213,17 +228,26 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
     let generation = c.app.store.generation().expect("generation");
     assert!(matches!(
         c.ingest(&[]),
-        Err(IngestError::EmptySnapshot { .. })
+        Err(IngestError::Refused {
+            refusal: Refusal::Empty,
+            ..
+        })
     ));
     assert!(matches!(
         c.ingest(&["", "not json", A6_BAD]),
-        Err(IngestError::EmptySnapshot { .. })
+        Err(IngestError::Refused {
+            refusal: Refusal::Empty,
+            ..
+        })
     ));
     assert!(matches!(
         c.ingest(&[A1, "not json", A6_BAD, "{}"]),
-        Err(IngestError::MostlyInvalid {
-            invalid: 3,
-            total: 4,
+        Err(IngestError::Refused {
+            refusal: Refusal::MostlyInvalid {
+                invalid: 3,
+                total: 4,
+                ..
+            },
             ..
         })
     ));
@@ -239,7 +263,7 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
             "nope",
             "snapshot",
             A1.as_bytes(),
-            0.5
+            &SnapshotRules::default()
         ),
         Err(IngestError::UnknownProvider(_))
     ));

@@ -241,6 +241,87 @@ async fn bad_input_is_refused_before_a_job_is_queued_and_a_refused_snapshot_deli
 }
 
 #[tokio::test]
+async fn a_posted_snapshot_that_would_delist_the_stock_is_400_unless_overridden_and_audited() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let one_line = ebay_feed()[0].clone();
+    let path = "/v1/admin/providers/ebay/snapshot";
+    let (status, _, body) = post(&ana, path, one_line.clone()).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    let message = body["message"].as_str().expect("message");
+    assert!(
+        message.contains("would delist 10 of provider `ebay`'s 11 listings in stock (90.9%, over the 20% allowed)"),
+        "{message}"
+    );
+    assert!(
+        body["hint"]
+            .as_str()
+            .expect("hint")
+            .contains("allowMassDelist=true"),
+        "{body}"
+    );
+    let (status, _, body) = post(
+        &ana,
+        "/v1/admin/providers/chrono24/snapshot",
+        one_line.clone(),
+    )
+    .await;
+    assert_eq!(status, 202, "a provider with no stock yet: {body}");
+    finished(&ana, &body["id"]).await;
+    let (status, _, body) = post(
+        &ana,
+        &format!("{path}?allowMassDelist=maybe"),
+        one_line.clone(),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("message")
+            .contains("allowMassDelist"),
+        "{body}"
+    );
+    let (status, _, body) = post(&ana, &format!("{path}?maxDelist=-1"), one_line.clone()).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        app.ok("/v1/listings?provider=ebay").await["total"],
+        11,
+        "nothing was delisted"
+    );
+
+    let job = submit(&ana, &format!("{path}?allowMassDelist=true"), one_line).await;
+    let job = finished(&ana, &job["id"]).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let report = job["report"].as_str().expect("report");
+    assert!(report.contains("10 delisted"), "{report}");
+    assert!(
+        report.contains(
+            "mass delisting allowed: the snapshot would delist 10 of provider `ebay`'s 11 listings"
+        ),
+        "{report}"
+    );
+    let submitted = ana.ok("/v1/admin/audit?action=job.submit").await;
+    assert!(
+        submitted["data"][0]["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("allowMassDelist"),
+        "{submitted}"
+    );
+    let overridden = ana
+        .ok("/v1/admin/audit?action=ingest.allow_mass_delist")
+        .await;
+    assert_eq!(overridden["total"], 1, "{overridden}");
+    assert_eq!(overridden["data"][0]["user"], "ana", "{overridden}");
+    assert_eq!(overridden["data"][0]["targets"], json!(["provider:ebay"]));
+}
+
+#[tokio::test]
 async fn the_job_list_is_newest_first_each_job_with_its_report_and_its_audit_entry() {
     let app = app().await;
     let ana = app.session("ana").await;
@@ -331,7 +412,7 @@ async fn every_job_route_is_401_without_a_session_and_403_for_a_viewer_before_th
 /// A data dir with user `ana` (password [`TEST_PASSWORD`]), served by the real binary, which
 /// fills it with the bundled fixtures first.
 fn served_data_dir() -> (tempfile::TempDir, ServeProcess) {
-    let data = tempfile::tempdir().expect("dir");
+    let data = crate::support::new_data_dir();
     add_user_through_the_binary(data.path(), "ana");
     let serve = ServeProcess::start(data.path());
     (data, serve)
@@ -361,7 +442,11 @@ impl Remote {
     async fn post_snapshot(&self, snapshot: &str) -> String {
         let response = self
             .client
-            .post(format!("{}/admin/providers/ebay/snapshot", self.base))
+            // It replaces the fixtures' stock of ebay: the stock guard is told so.
+            .post(format!(
+                "{}/admin/providers/ebay/snapshot?allowMassDelist=true",
+                self.base
+            ))
             .header("cookie", &self.cookie)
             .body(snapshot.to_owned())
             .send()
@@ -597,7 +682,7 @@ async fn an_offline_ingest_killed_between_chunks_is_counted_again_at_the_next_st
     let snapshot = tempfile::NamedTempFile::new().expect("file");
     std::fs::write(snapshot.path(), big_snapshot()).expect("write");
     let mut ingest = binary(data.path())
-        .args(["ingest", "--provider", "ebay"])
+        .args(["ingest", "--provider", "ebay", "--allow-mass-delist"])
         .arg(snapshot.path())
         .env("RUST_LOG", "watch_catalogue::store=debug")
         .stdout(std::process::Stdio::null())
@@ -661,6 +746,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
             "ingest",
             "--provider",
             "ebay",
+            "--allow-mass-delist",
             snapshot,
             "--server",
             &origin,
@@ -726,13 +812,14 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
     assert!(!ok, "{out}{err}");
     assert!(err.contains("`../rates` is not a provider slug"), "{err}");
 
+    let dataset = crate::support::test_catalogue();
     let held = [
         vec!["ingest", "--provider", "ebay", snapshot],
         vec!["match"],
         vec!["rates", snapshot],
         vec!["reindex"],
         vec!["duplicates", "--rebuild"],
-        vec!["import", dir.to_str().expect("path")],
+        vec!["import", dataset.to_str().expect("path")],
     ];
     for args in held {
         let started = std::time::Instant::now();

@@ -13,7 +13,8 @@ use serde_json::{json, Value};
 use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds};
+use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 
 /// The provider codes of a page, in order.
 fn codes(page: &Value) -> Vec<String> {
@@ -376,7 +377,7 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
     ingest_dataset_feeds(
         &app.store.write_turn(),
         &DirectorySource(test_feeds()),
-        DEFAULT_MAX_INVALID,
+        &SnapshotRules::default(),
     )
     .expect("feeds");
     app.prepare(false).expect("indexes");
@@ -397,7 +398,7 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
                 "ebay",
                 "next",
                 next.join("\n").as_bytes(),
-                DEFAULT_MAX_INVALID,
+                &SnapshotRules::default(),
             )
         })
         .expect("ingest")
@@ -459,7 +460,15 @@ async fn stats_served_again_follow_a_revisit_at_once() {
         let app = app.app.clone();
         move || {
             app.writer
-                .run(|turn| ingest(turn, "ebay", "next", next.as_bytes(), DEFAULT_MAX_INVALID))
+                .run(|turn| {
+                    ingest(
+                        turn,
+                        "ebay",
+                        "next",
+                        next.as_bytes(),
+                        &SnapshotRules::default(),
+                    )
+                })
                 .map(|_| ())
         }
     });

@@ -6,6 +6,7 @@ mod calibers;
 mod capacity;
 mod cli;
 mod contract;
+mod data_safety;
 mod duplicate_finder;
 mod duplicates;
 mod fuzz;

@@ -117,7 +117,7 @@ fn migrate_refuses_a_missing_store_and_a_newer_one() {
     let empty = tempfile::tempdir().expect("dir");
     let (output, text) = run(binary(empty.path()).arg("migrate"));
     assert!(!output.status.success(), "{text}");
-    assert!(text.contains("nothing to migrate"), "{text}");
+    assert!(text.contains("is not a data dir"), "{text}");
     assert!(
         !DataDir::new(empty.path()).store().exists(),
         "no store was created"

@@ -730,7 +730,7 @@ async fn a_page_of_models_shows_each_model_as_the_latest_write_has_it() {
                 "chrono24",
                 "first",
                 listing.as_bytes(),
-                0.5,
+                &Default::default(),
             )
         })
         .expect("ingest");

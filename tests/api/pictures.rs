@@ -476,7 +476,15 @@ fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
         "pictures": urls,
     });
     app.writer
-        .run(|turn| ingest(turn, "test-shop", "feed", line.to_string().as_bytes(), 0.0))
+        .run(|turn| {
+            ingest(
+                turn,
+                "test-shop",
+                "feed",
+                line.to_string().as_bytes(),
+                &Default::default(),
+            )
+        })
         .expect("ingest");
     let listing = app
         .store

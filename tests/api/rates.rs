@@ -51,7 +51,7 @@ async fn without_rates_the_endpoint_says_how_to_load_them() {
 
 #[test]
 fn the_rates_command_loads_a_file_and_refuses_a_bad_one_without_writing() {
-    let data = tempfile::tempdir().expect("dir");
+    let data = crate::support::new_data_dir();
     let file = test_catalogue().join("rates.xml");
     let output = binary(data.path())
         .arg("rates")

@@ -9,7 +9,8 @@ use watch_catalogue::app::App;
 use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::import::{import, DirectorySource};
-use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds, DEFAULT_MAX_INVALID};
+use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds};
+use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 use watch_catalogue::jobs::users::{self, Actor};
 
 pub fn test_catalogue() -> PathBuf {
@@ -78,7 +79,7 @@ impl TestAppBuilder {
                 .run(|turn| import(turn, &catalogue))
                 .expect("import the dataset");
             app.writer
-                .run(|turn| ingest_dataset_feeds(turn, &feeds, DEFAULT_MAX_INVALID))
+                .run(|turn| ingest_dataset_feeds(turn, &feeds, &SnapshotRules::default()))
                 .expect("ingest the test feeds");
         } else {
             // Straight to the store, past the writer that would index it.
@@ -245,7 +246,8 @@ pub fn test_catalogue_copy() -> tempfile::TempDir {
     dir
 }
 
-/// Ingests `snapshot` as the full stock of `provider`, as `watch-catalogue ingest` would.
+/// Ingests `snapshot` as the full stock of `provider`, as `watch-catalogue ingest
+/// --allow-mass-delist` would (tests replace a stock on purpose).
 pub fn feed(app: &TestApp, provider: &str, snapshot: &str) {
     app.app
         .writer
@@ -255,7 +257,10 @@ pub fn feed(app: &TestApp, provider: &str, snapshot: &str) {
                 provider,
                 "test",
                 snapshot.as_bytes(),
-                DEFAULT_MAX_INVALID,
+                &SnapshotRules {
+                    mass_delist_allowed_by: Some(Actor::Cli),
+                    ..SnapshotRules::default()
+                },
             )
         })
         .expect("ingest");
@@ -541,4 +546,17 @@ impl SessionClient<'_> {
         assert_eq!(status, 200, "{path}: {body}");
         body
     }
+}
+
+/// A new data dir as `serve` makes it on an empty folder (the bundled fixtures due at its first
+/// start), for tests that run a command on it before serving: every command but `serve` and
+/// `import` refuses a folder that is not a data dir.
+pub fn new_data_dir() -> tempfile::TempDir {
+    use watch_catalogue::data_dir::{self, Expect, Found};
+    let dir = tempfile::tempdir().expect("dir");
+    let data_dir = DataDir::new(dir.path());
+    let found = data_dir::check(&data_dir, Expect::ExistingOrNew).expect("a new data dir");
+    assert_eq!(found, Found::New);
+    data_dir::fixtures_due(&data_dir).expect("fixtures due");
+    dir
 }

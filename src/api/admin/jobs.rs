@@ -9,8 +9,11 @@ use crate::api::params::{Page, PageParams, Params, PathParams};
 use crate::api::AppState;
 use crate::domain::{JobId, JobRecord};
 use crate::jobs::batch::{self, Batch};
-use crate::jobs::ingest::{self, IngestError, DEFAULT_MAX_INVALID};
+use crate::jobs::ingest::{self, IngestError};
 use crate::jobs::queue::{SpoolFile, SubmitError};
+use crate::jobs::snapshot_rules::{
+    parse_share, SnapshotRules, DEFAULT_MAX_DELIST, DEFAULT_MAX_INVALID,
+};
 use crate::jobs::writer::IndexChoice;
 use axum::body::Body;
 use axum::extract::State;
@@ -92,9 +95,17 @@ impl From<JobRecord> for JobView {
 #[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct SnapshotParams {
-    /// Share of invalid lines above which the snapshot is refused whole, 0 to 1.
+    /// Share of invalid lines at which the snapshot is refused whole, 0 to 1.
     #[param(value_type = Option<f64>, default = 0.5)]
     max_invalid: Option<String>,
+    /// Share of the provider's listings in stock the snapshot may delist, 0 to 1; more is
+    /// refused whole.
+    #[param(value_type = Option<f64>, default = 0.2)]
+    max_delist: Option<String>,
+    /// Let a snapshot through that would delist more than `maxDelist` of the stock, or that
+    /// keeps almost none of it (another provider's file?); the override is audited.
+    #[param(value_type = Option<bool>, default = false)]
+    allow_mass_delist: Option<String>,
 }
 
 /// Query of `POST /admin/reindex`.
@@ -109,9 +120,11 @@ pub struct ReindexParams {
 /// Submits a provider's full current snapshot (NDJSON, the `ingest` format) to be ingested.
 ///
 /// The body is streamed to a file under the data dir, then checked as `ingest` checks it: an
-/// unknown provider is 404, an empty snapshot or one over the invalid threshold 400 with its
-/// first problems in the hint, and nothing is queued. Listings missing from the snapshot are
-/// delisted once every listing in it is written.
+/// unknown provider is 404; an empty snapshot, one with `maxInvalid` or more of its lines
+/// invalid (its first problems in the hint), one that would delist more than `maxDelist` of
+/// the provider's listings in stock or that keeps almost none of them is 400, and nothing is
+/// queued. Listings missing from the snapshot are delisted once every listing in it is
+/// written.
 #[utoipa::path(post, path = "/admin/providers/{slug}/snapshot", operation_id = "admin_submit_snapshot", tag = "jobs",
     params(("slug" = String, Path, description = "The provider's slug"), SnapshotParams),
     request_body(content = String, content_type = "application/x-ndjson", description = "One listing per line"),
@@ -126,7 +139,7 @@ pub async fn submit_snapshot(
     body: Body,
 ) -> ApiResult<Response> {
     let actor = actor(&caller)?;
-    let max_invalid = max_invalid(params.max_invalid.as_deref())?;
+    let rules = snapshot_rules(&params, &actor)?;
     let known = app.clone();
     let provider = slug.clone();
     blocking(move || ingest::provider(&known.store, &provider).map_err(refused)).await?;
@@ -139,20 +152,20 @@ pub async fn submit_snapshot(
     drop(file);
     tracing::info!(provider = %slug, bytes = size, "snapshot received");
     let name = format!("snapshot of {slug}");
-    let checked = (app.clone(), spooled);
-    let (app, spooled, name) = blocking(move || {
-        let (app, spooled) = checked;
+    let checked = (app.clone(), spooled, rules, slug.clone());
+    let (app, spooled, name, rules) = blocking(move || {
+        let (app, spooled, rules, slug) = checked;
         let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
-        ingest::check_snapshot(&name, std::io::BufReader::new(file), max_invalid)
-            .map_err(refused)?;
-        Ok((app, spooled, name))
+        let snapshot = std::io::BufReader::new(file);
+        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules).map_err(refused)?;
+        Ok((app, spooled, name, rules))
     })
     .await?;
     let batch = Batch::Snapshot {
         provider: slug.clone(),
         file: spooled.path().to_owned(),
         name,
-        max_invalid,
+        rules,
     };
     submit(app, actor, batch, Some(spooled)).await
 }
@@ -326,36 +339,60 @@ async fn copy_capped(
     Ok(size)
 }
 
-/// `maxInvalid`: a share between 0 and 1, by default [`DEFAULT_MAX_INVALID`].
-fn max_invalid(text: Option<&str>) -> ApiResult<f64> {
-    let Some(text) = text else {
-        return Ok(DEFAULT_MAX_INVALID);
+/// The rules of a snapshot submission: `maxInvalid` and `maxDelist` shares between 0 and 1
+/// (by default [`DEFAULT_MAX_INVALID`] and [`DEFAULT_MAX_DELIST`]), `allowMassDelist` true or
+/// false, given by `actor`.
+fn snapshot_rules(
+    params: &SnapshotParams,
+    actor: &crate::jobs::users::Actor,
+) -> ApiResult<SnapshotRules> {
+    let share = |name: &'static str, text: Option<&str>, default: f64| match text {
+        None => Ok(default),
+        Some(text) => parse_share(name, text).map_err(|error| {
+            ApiError::invalid(format!("{name} `{text}` is not a share"), error.to_string())
+        }),
     };
-    text.parse::<f64>()
-        .ok()
-        .filter(|share| (0.0..=1.0).contains(share))
-        .ok_or_else(|| {
-            ApiError::invalid(
-                format!("maxInvalid `{text}` is not a share"),
-                "maxInvalid is a number between 0 and 1",
-            )
-        })
+    let allow = match params.allow_mass_delist.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!("allowMassDelist `{other}` is not a boolean"),
+                "allowMassDelist is true or false",
+            ))
+        }
+    };
+    Ok(SnapshotRules {
+        max_invalid: share(
+            "maxInvalid",
+            params.max_invalid.as_deref(),
+            DEFAULT_MAX_INVALID,
+        )?,
+        max_delist: share(
+            "maxDelist",
+            params.max_delist.as_deref(),
+            DEFAULT_MAX_DELIST,
+        )?,
+        mass_delist_allowed_by: allow.then(|| actor.clone()),
+    })
 }
 
-/// A snapshot refused before it was queued: the provider unknown (404), or the snapshot empty
-/// or mostly invalid (400, its first problems in the hint).
+/// A snapshot refused before it was queued: the provider unknown (404), or the snapshot empty,
+/// half invalid or delisting too much of the stock (400, what to do and its first problems in
+/// the hint).
 fn refused(error: IngestError) -> ApiError {
     match error {
         IngestError::UnknownProvider(slug) => ApiError::not_found(
             format!("no provider with slug `{slug}`"),
             "providers come from a dataset's providers.jsonl",
         ),
-        IngestError::EmptySnapshot { .. } | IngestError::MostlyInvalid { .. } => {
+        IngestError::Refused { ref refusal, .. } => {
             let report = batch::refusal(&error).unwrap_or_default();
-            ApiError::invalid(
-                error.to_string(),
-                format!("fix these lines and post the snapshot again:\n{report}"),
-            )
+            let hint = match report.is_empty() {
+                true => refusal.advice().to_owned(),
+                false => format!("{}; the first problems:\n{report}", refusal.advice()),
+            };
+            ApiError::invalid(refusal.to_string(), hint)
         }
         IngestError::Io(error) => internal(&error),
         IngestError::Store(error) => internal(&error),
