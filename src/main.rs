@@ -51,6 +51,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once at start: the size of `serve`'s many flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Serve the API; an empty data dir is first filled with the bundled fixtures.
     Serve {
@@ -228,6 +230,13 @@ struct PictureArgs {
     /// Side of a cropped picture, in pixels, at most.
     #[arg(long, env = "WATCH_CATALOGUE_CROP_SIZE", default_value_t = watch_catalogue::jobs::pictures::DEFAULT_CROP_SIZE)]
     crop_size: u32,
+    /// Largest picture taken, in pixels; a larger one is refused from its header, undecoded.
+    #[arg(long, env = "WATCH_CATALOGUE_FETCH_MAX_PIXELS", default_value_t = watch_catalogue::media::fetch::DEFAULT_MAX_PIXELS)]
+    fetch_max_pixels: u64,
+    /// Pixels decoded and cropped at once, summed over the pictures in hand (the worker's
+    /// decoding memory grows with it) [default: --fetch-max-pixels].
+    #[arg(long, env = "WATCH_CATALOGUE_DECODE_BUDGET_PIXELS")]
+    decode_budget_pixels: Option<u64>,
 }
 
 impl PictureArgs {
@@ -239,12 +248,14 @@ impl PictureArgs {
                 connect_timeout: Duration::from_secs(self.fetch_connect_timeout_secs.max(1)),
                 total_timeout: Duration::from_secs(self.fetch_timeout_secs.max(1)),
                 max_bytes: self.fetch_max_bytes,
+                max_pixels: self.fetch_max_pixels.max(1),
                 ..defaults.fetch
             },
             concurrency: self.fetch_concurrency.max(1),
             crop_size: self.crop_size.max(1),
             enabled,
             crop_slots: defaults.crop_slots,
+            decode_budget_pixels: self.decode_budget_pixels,
         }
     }
 }
