@@ -82,6 +82,8 @@ pub struct ApiConfig {
     /// Largest snapshot posted to `/admin/providers/{slug}/snapshot`, in bytes: streamed to
     /// the spool, so only disk bounds it.
     pub snapshot_limit: u64,
+    /// The bearer token `GET /metrics` asks for; `None`: it answers anyone.
+    pub metrics_token: Option<crate::api::layers::metrics::MetricsToken>,
 }
 
 impl Default for ApiConfig {
@@ -95,6 +97,7 @@ impl Default for ApiConfig {
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
             capacity: Default::default(),
             snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
+            metrics_token: None,
         }
     }
 }

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 use watch_catalogue::api::layers::capacity::CapacityConfig;
+use watch_catalogue::api::layers::metrics::MetricsToken;
 use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
 use watch_catalogue::client::{self, Credentials, Submission};
@@ -53,6 +54,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once at start: the size of `serve`'s many flags costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Serve the API; a new data dir (an absent or empty folder) is first filled with the
     /// bundled fixtures.
@@ -107,6 +110,10 @@ enum Command {
         /// streamed to disk under the data dir).
         #[arg(long, env = "WATCH_CATALOGUE_SNAPSHOT_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_SNAPSHOT_LIMIT)]
         snapshot_limit: u64,
+        /// A file holding the bearer token GET /metrics asks for (or set the token itself in
+        /// WATCH_CATALOGUE_METRICS_TOKEN). Without either, /metrics answers anyone.
+        #[arg(long, env = "WATCH_CATALOGUE_METRICS_TOKEN_FILE")]
+        metrics_token_file: Option<PathBuf>,
         /// Do not run the image worker in the server.
         #[arg(long, env = "WATCH_CATALOGUE_NO_PICTURE_WORKER")]
         no_picture_worker: bool,
@@ -244,6 +251,13 @@ struct PictureArgs {
     /// Side of a cropped picture, in pixels, at most.
     #[arg(long, env = "WATCH_CATALOGUE_CROP_SIZE", default_value_t = watch_catalogue::jobs::pictures::DEFAULT_CROP_SIZE)]
     crop_size: u32,
+    /// Largest picture taken, in pixels; a larger one is refused from its header, undecoded.
+    #[arg(long, env = "WATCH_CATALOGUE_FETCH_MAX_PIXELS", default_value_t = watch_catalogue::media::fetch::DEFAULT_MAX_PIXELS)]
+    fetch_max_pixels: u64,
+    /// Pixels decoded and cropped at once, summed over the pictures in hand (the worker's
+    /// decoding memory grows with it) [default: --fetch-max-pixels].
+    #[arg(long, env = "WATCH_CATALOGUE_DECODE_BUDGET_PIXELS")]
+    decode_budget_pixels: Option<u64>,
 }
 
 impl PictureArgs {
@@ -255,12 +269,14 @@ impl PictureArgs {
                 connect_timeout: Duration::from_secs(self.fetch_connect_timeout_secs.max(1)),
                 total_timeout: Duration::from_secs(self.fetch_timeout_secs.max(1)),
                 max_bytes: self.fetch_max_bytes,
+                max_pixels: self.fetch_max_pixels.max(1),
                 ..defaults.fetch
             },
             concurrency: self.fetch_concurrency.max(1),
             crop_size: self.crop_size.max(1),
             enabled,
             crop_slots: defaults.crop_slots,
+            decode_budget_pixels: self.decode_budget_pixels,
         }
     }
 }
@@ -364,9 +380,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             max_running_requests,
             max_waiting_requests,
             snapshot_limit,
+            metrics_token_file,
             no_picture_worker,
             pictures,
         } => {
+            let metrics_token = metrics_token(metrics_token_file)?;
+            if metrics_token.is_none() && !addr.ip().is_loopback() {
+                tracing::warn!(%addr, "GET /metrics answers anyone who reaches this address: set WATCH_CATALOGUE_METRICS_TOKEN or --metrics-token-file");
+            }
             let deprecation = match sunset {
                 Some(sunset) => Some(Deprecation::new(
                     &sunset,
@@ -394,6 +415,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 admin_rate_limit,
                 capacity: capacity(max_running_requests, max_waiting_requests),
                 snapshot_limit,
+                metrics_token,
                 ..ApiConfig::default()
             };
             let config = ServeConfig {
@@ -568,6 +590,27 @@ fn run_local(data_dir: &DataDir, cache_bytes: u64, job: Batch) -> anyhow::Result
         }
     }
 }
+
+/// The token `GET /metrics` asks for: from `WATCH_CATALOGUE_METRICS_TOKEN`, or the file
+/// `--metrics-token-file` names; never a command-line argument, which other users of the host
+/// could read in the process list.
+fn metrics_token(file: Option<PathBuf>) -> anyhow::Result<Option<MetricsToken>> {
+    let from_env = std::env::var_os(METRICS_TOKEN_ENV);
+    let text = match (from_env, file) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "both {METRICS_TOKEN_ENV} and --metrics-token-file are set: give the metrics token once"
+        ),
+        (Some(token), None) => token
+            .into_string()
+            .map_err(|_| anyhow::anyhow!("{METRICS_TOKEN_ENV} is not UTF-8"))?,
+        (None, Some(file)) => std::fs::read_to_string(&file)
+            .with_context(|| format!("reading the metrics token from {}", file.display()))?,
+        (None, None) => return Ok(None),
+    };
+    Ok(Some(MetricsToken::new(&text)?))
+}
+
+const METRICS_TOKEN_ENV: &str = "WATCH_CATALOGUE_METRICS_TOKEN";
 
 /// The request slots of `serve`: the defaults, or what the flags set.
 fn capacity(running: Option<usize>, waiting: Option<usize>) -> CapacityConfig {

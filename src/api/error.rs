@@ -22,6 +22,9 @@ pub enum ApiError {
     Unauthorized,
     /// A login named no user, or a wrong password: one answer for both (401).
     BadCredentials,
+    /// `GET /metrics` without the metrics token the server was given, or with another: one
+    /// answer for both (401, with `WWW-Authenticate: Bearer`).
+    TokenRequired,
     /// The session may not do this (403).
     Forbidden,
     /// The resource does not exist (404).
@@ -171,7 +174,9 @@ impl ApiError {
         let status = match self {
             ApiError::InvalidRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::Unauthorized | ApiError::BadCredentials => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::BadCredentials | ApiError::TokenRequired => {
+                StatusCode::UNAUTHORIZED
+            }
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -215,6 +220,13 @@ impl ApiError {
                 Some("log in with POST /v1/auth/login".into()),
             ),
             ApiError::BadCredentials => ("wrong username or password".into(), None),
+            ApiError::TokenRequired => (
+                "this endpoint needs the metrics token".into(),
+                Some(
+                    "send `Authorization: Bearer <token>` with the token the server was given"
+                        .into(),
+                ),
+            ),
             ApiError::Forbidden => ("this session may not do this".into(), None),
             ApiError::RateLimited { retry_after } => (
                 "too many requests".into(),
@@ -256,6 +268,12 @@ impl ApiError {
                 ..
             } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            ApiError::TokenRequired => {
+                headers.insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"metrics\""),
+                );
             }
             _ => {}
         }

@@ -84,6 +84,7 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let ops = ops::router(ops::OpsState {
         app,
         metrics: metrics.clone(),
+        metrics_token: config.metrics_token.clone(),
     });
     layers::shared(api.merge(ops), config, metrics)
 }

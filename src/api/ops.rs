@@ -1,11 +1,12 @@
 //! Operations endpoints, outside the versioned API: `GET /healthz` (the process answers),
-//! `GET /readyz` (store open and index current), `GET /metrics` (Prometheus text format).
+//! `GET /readyz` (store open and index current), `GET /metrics` (Prometheus text format; only
+//! with the metrics token when the operator set one).
 
 use super::error::{internal, ApiError, ApiResult};
-use super::layers::metrics::Metrics;
+use super::layers::metrics::{Metrics, MetricsToken};
 use crate::app::App;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -17,6 +18,8 @@ use std::sync::Arc;
 pub struct OpsState {
     pub app: Arc<App>,
     pub metrics: Arc<Metrics>,
+    /// Asked for by `GET /metrics` when set.
+    pub metrics_token: Option<MetricsToken>,
 }
 
 pub fn router(state: OpsState) -> Router {
@@ -68,7 +71,15 @@ async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
     }))
 }
 
-async fn metrics(State(state): State<OpsState>) -> ApiResult<impl IntoResponse> {
+async fn metrics(
+    State(state): State<OpsState>,
+    headers: HeaderMap,
+) -> ApiResult<impl IntoResponse> {
+    if let Some(token) = &state.metrics_token {
+        if !token.admits(&headers) {
+            return Err(ApiError::TokenRequired);
+        }
+    }
     let text = state.metrics.render(
         state.app.store.generation()?.0,
         state.app.index.generation()?,

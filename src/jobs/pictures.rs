@@ -1,14 +1,19 @@
 //! The image worker: takes the pictures that are due (pending, failed and due a retry, or
 //! fetched without a crop), fetches and crops a few at a time, and records each state and
 //! look; then ranks the listing candidates of the models whose listings changed.
+//!
+//! A picture is decoded and cropped in one go, once its pixels fit the decode budget
+//! (`media::budget`) and a crop slot is free, in that order everywhere (so neither waits on
+//! the other in a cycle): a decoded picture never waits, and the pictures in hand decoded at
+//! once never pass the budget, whatever their number.
 
 use crate::app::App;
 use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, Timestamp};
 use crate::jobs::candidates::{self, CandidateError};
 use crate::media::crop::crop;
-use crate::media::fetch::{decode, Downloaded, FetchError};
+use crate::media::fetch::{probe, Downloaded, FetchError, Probed};
 use crate::media::look::look;
-use crate::media::{FetchSettings, Fetcher, MediaStore};
+use crate::media::{DecodeBudget, FetchSettings, Fetcher, MediaStore};
 use crate::store::{DuePage, StoreError};
 use image::codecs::jpeg::JpegEncoder;
 use std::collections::{HashSet, VecDeque};
@@ -58,6 +63,9 @@ pub struct WorkerConfig {
     /// server's worker never takes every core from its requests. `pictures fetch`, with no
     /// requests to answer, uses every core.
     pub crop_slots: Option<usize>,
+    /// Pixels decoded and cropped at once, summed over the pictures in hand; `None`: the pixel
+    /// cap (`fetch.max_pixels`), so one picture of the largest size at a time.
+    pub decode_budget_pixels: Option<u64>,
 }
 
 impl Default for WorkerConfig {
@@ -68,6 +76,7 @@ impl Default for WorkerConfig {
             crop_size: DEFAULT_CROP_SIZE,
             enabled: true,
             crop_slots: None,
+            decode_budget_pixels: None,
         }
     }
 }
@@ -80,6 +89,8 @@ pub struct PictureWorker {
     pub crop_size: u32,
     /// Crops made at once (`WorkerConfig::crop_slots`; bench/RESULTS.md, "Image pipeline").
     cpu: Arc<tokio::sync::Semaphore>,
+    /// Pixels decoded at once (`WorkerConfig::decode_budget_pixels`).
+    budget: DecodeBudget,
 }
 
 impl PictureWorker {
@@ -92,7 +103,17 @@ impl PictureWorker {
             cpu: Arc::new(tokio::sync::Semaphore::new(
                 config.crop_slots.unwrap_or_else(spare_cores).max(1),
             )),
+            budget: DecodeBudget::new(
+                config
+                    .decode_budget_pixels
+                    .unwrap_or(config.fetch.max_pixels),
+            ),
         })
+    }
+
+    /// The pixels this worker decodes at once, and how many of them are taken now.
+    pub fn decode_budget(&self) -> &DecodeBudget {
+        &self.budget
     }
 }
 
@@ -322,11 +343,8 @@ async fn fetch_and_crop(
     worker: &Arc<PictureWorker>,
     url: &str,
 ) -> Result<(Fetched, Look), FetchError> {
-    let downloaded = worker.fetcher.fetch(url).await?;
-    on_crop_slot(worker.clone(), move |worker| {
-        store_and_crop(worker, downloaded)
-    })
-    .await
+    let probed = worker.fetcher.fetch(url).await?;
+    decode_and_crop(worker.clone(), probed).await
 }
 
 /// A picture whose crop was cleared: cropped again from the stored original.
@@ -334,12 +352,33 @@ async fn recrop(
     worker: Arc<PictureWorker>,
     fetched: Fetched,
 ) -> Result<(Fetched, Look), FetchError> {
+    let probed = {
+        let worker = worker.clone();
+        tokio::task::spawn_blocking(move || {
+            let bytes = worker
+                .media
+                .read(&fetched.hash)
+                .map_err(|e| FetchError::Request(format!("reading the stored original: {e}")))?;
+            probe(bytes, worker.fetcher.settings())
+        })
+        .await
+        .map_err(|e| FetchError::Undecodable(e.to_string()))??
+    };
+    decode_and_crop(worker, probed).await
+}
+
+/// Decodes and crops `probed` once its pixels fit the decode budget, then a crop slot is
+/// free. Its pixels are given back by the blocking job itself, once the decoded picture is
+/// dropped.
+async fn decode_and_crop(
+    worker: Arc<PictureWorker>,
+    probed: Probed,
+) -> Result<(Fetched, Look), FetchError> {
+    let pixels = worker.budget.reserve(probed.pixels()).await;
     on_crop_slot(worker, move |worker| {
-        let bytes = worker
-            .media
-            .read(&fetched.hash)
-            .map_err(|e| FetchError::Request(format!("reading the stored original: {e}")))?;
-        store_and_crop(worker, decode(bytes, worker.fetcher.settings())?)
+        let cropped = store_and_crop(worker, probed.decode(worker.fetcher.settings())?);
+        drop(pixels);
+        cropped
     })
     .await
 }

@@ -90,8 +90,47 @@ pub fn square_around(content: Rect) -> (u32, u32, u32) {
     )
 }
 
+/// Where the watch goes on the crop: the crop's side, the watch's size on it, and its top-left
+/// corner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub side: u32,
+    pub width: u32,
+    pub height: u32,
+    pub x: u32,
+    pub y: u32,
+}
+
+/// The square around `content`, scaled down to `max_side` when it is larger: the watch is
+/// scaled before it is placed, so the crop is never larger than `max_side` whatever the
+/// picture's shape (the square around a 50,000 x 1,000 picture, within the pixel cap, would be
+/// 55,000 pixels a side: 9 GB, were it made first and scaled after).
+pub fn placement(content: Rect, max_side: u32) -> Placement {
+    let (side, x, y) = square_around(content);
+    if side <= max_side {
+        return Placement {
+            side,
+            width: content.width,
+            height: content.height,
+            x,
+            y,
+        };
+    }
+    let scale = f64::from(max_side) / f64::from(side);
+    let scaled = |length: u32| ((f64::from(length) * scale).round() as u32).clamp(1, max_side);
+    let (width, height) = (scaled(content.width), scaled(content.height));
+    Placement {
+        side: max_side,
+        width,
+        height,
+        x: (max_side - width) / 2,
+        y: (max_side - height) / 2,
+    }
+}
+
 /// The watch of `image` centred on a square of its background, at most `max_side` pixels.
-/// An image with no content apart from its background is squared whole.
+/// An image with no content apart from its background is squared whole. Beside the picture,
+/// it makes only the crop and the watch scaled to it (see [`placement`]).
 pub fn crop(image: &RgbImage, max_side: u32) -> RgbImage {
     let background = background(image);
     let (w, h) = image.dimensions();
@@ -101,16 +140,22 @@ pub fn crop(image: &RgbImage, max_side: u32) -> RgbImage {
         width: w,
         height: h,
     });
-    let (side, x, y) = square_around(content);
-    let mut canvas = RgbImage::from_pixel(side, side, background);
-    let watch =
-        imageops::crop_imm(image, content.x, content.y, content.width, content.height).to_image();
-    imageops::replace(&mut canvas, &watch, i64::from(x), i64::from(y));
-    if side > max_side {
-        imageops::resize(&canvas, max_side, max_side, imageops::FilterType::Triangle)
+    let place = placement(content, max_side);
+    let watch = imageops::crop_imm(image, content.x, content.y, content.width, content.height);
+    let mut canvas = RgbImage::from_pixel(place.side, place.side, background);
+    let (x, y) = (i64::from(place.x), i64::from(place.y));
+    if (place.width, place.height) == (content.width, content.height) {
+        imageops::replace(&mut canvas, &*watch, x, y);
     } else {
-        canvas
+        let scaled = imageops::resize(
+            &*watch,
+            place.width,
+            place.height,
+            imageops::FilterType::Triangle,
+        );
+        imageops::replace(&mut canvas, &scaled, x, y);
     }
+    canvas
 }
 
 #[cfg(test)]
@@ -201,6 +246,41 @@ pub(crate) mod tests {
         let centre = found.x + found.width / 2;
         assert!((i64::from(centre) - 250).abs() <= 3, "{found:?}");
         assert!((i64::from(found.width) - 455).abs() <= 6, "{found:?}");
+    }
+
+    #[test]
+    fn a_long_narrow_picture_is_scaled_before_it_is_placed() {
+        let panorama = Rect {
+            x: 0,
+            y: 0,
+            width: 50_000,
+            height: 1_000,
+        };
+        assert_eq!(
+            placement(panorama, 1000),
+            Placement {
+                side: 1000,
+                width: 909,
+                height: 18,
+                x: 45,
+                y: 491
+            }
+        );
+        // A dark band across a wide picture: the crop holds it, scaled, in the middle.
+        let mut image = RgbImage::from_pixel(4000, 200, Rgb([250, 250, 250]));
+        for y in 70..130 {
+            for x in 0..4000 {
+                image.put_pixel(x, y, Rgb([20, 20, 20]));
+            }
+        }
+        let cropped = crop(&image, 500);
+        assert_eq!(cropped.dimensions(), (500, 500));
+        let found = content_box(&cropped, &background(&cropped)).expect("content");
+        assert!((i64::from(found.width) - 455).abs() <= 2, "{found:?}");
+        assert!(
+            (i64::from(found.y) + i64::from(found.height) / 2 - 250).abs() <= 2,
+            "{found:?}"
+        );
     }
 
     #[test]

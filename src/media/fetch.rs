@@ -23,6 +23,9 @@ pub struct FetchSettings {
     pub max_redirects: usize,
 }
 
+/// The pixel cap by default: a 50-megapixel picture (7,071 pixels a side) and no larger.
+pub const DEFAULT_MAX_PIXELS: u64 = 50_000_000;
+
 impl Default for FetchSettings {
     fn default() -> FetchSettings {
         FetchSettings {
@@ -30,7 +33,7 @@ impl Default for FetchSettings {
             connect_timeout: Duration::from_secs(5),
             total_timeout: Duration::from_secs(30),
             max_bytes: 15 * 1024 * 1024,
-            max_pixels: 50_000_000,
+            max_pixels: DEFAULT_MAX_PIXELS,
             max_redirects: 3,
         }
     }
@@ -144,13 +147,15 @@ impl Fetcher {
         &self.settings
     }
 
-    /// Downloads `url`, following at most `max_redirects` redirects, each hop checked.
-    pub async fn fetch(&self, url: &str) -> Result<Downloaded, FetchError> {
+    /// Downloads `url`, following at most `max_redirects` redirects, each hop checked, and
+    /// reads what the bytes are and their size (decoding is left to the caller, within its
+    /// decode budget).
+    pub async fn fetch(&self, url: &str) -> Result<Probed, FetchError> {
         let bytes = tokio::time::timeout(self.settings.total_timeout, self.download(url))
             .await
             .map_err(|_| FetchError::Timeout)??;
         let settings = self.settings.clone();
-        tokio::task::spawn_blocking(move || decode(bytes, &settings))
+        tokio::task::spawn_blocking(move || probe(bytes, &settings))
             .await
             .map_err(|e| FetchError::Undecodable(e.to_string()))?
     }
@@ -235,32 +240,78 @@ fn failure(error: reqwest::Error) -> FetchError {
     FetchError::Request(error.to_string())
 }
 
-/// Decodes `bytes` as JPEG, PNG or WebP by their content, within the pixel cap.
-pub fn decode(bytes: Vec<u8>, settings: &FetchSettings) -> Result<Downloaded, FetchError> {
+/// A picture's bytes, known to be JPEG, PNG or WebP by their content, with the size its header
+/// claims, within the pixel cap: nothing decoded yet.
+pub struct Probed {
+    bytes: Vec<u8>,
+    format: ImageFormat,
+    width: u32,
+    height: u32,
+}
+
+impl Probed {
+    /// The pixels decoding it makes, as its header says.
+    pub fn pixels(&self) -> u64 {
+        u64::from(self.width) * u64::from(self.height)
+    }
+
+    /// Decodes the picture, its buffers within the pixel cap whatever its header claimed.
+    pub fn decode(self, settings: &FetchSettings) -> Result<Downloaded, FetchError> {
+        let mut reader = reader(&self.bytes)?;
+        let mut limits = Limits::default();
+        // Four bytes a pixel (RGBA8) is what the largest accepted decode allocates.
+        limits.max_alloc = Some(settings.max_pixels.saturating_mul(4));
+        reader.limits(limits);
+        let image = reader
+            .decode()
+            .map_err(|e| FetchError::Undecodable(e.to_string()))?;
+        if u64::from(image.width()) * u64::from(image.height()) > settings.max_pixels {
+            return Err(FetchError::Undecodable("too many pixels".into()));
+        }
+        Ok(Downloaded {
+            bytes: self.bytes,
+            format: self.format,
+            image,
+        })
+    }
+}
+
+/// Reads the format of `bytes` and the size in their header, and refuses a picture over the
+/// pixel cap before anything is decoded.
+pub fn probe(bytes: Vec<u8>, settings: &FetchSettings) -> Result<Probed, FetchError> {
     let format = match image::guess_format(&bytes) {
         Ok(image::ImageFormat::Jpeg) => ImageFormat::Jpeg,
         Ok(image::ImageFormat::Png) => ImageFormat::Png,
         Ok(image::ImageFormat::WebP) => ImageFormat::WebP,
         _ => return Err(FetchError::NotAnImage),
     };
-    let mut reader = ImageReader::new(Cursor::new(&bytes))
-        .with_guessed_format()
+    let (width, height) = reader(&bytes)?
+        .into_dimensions()
         .map_err(|e| FetchError::Undecodable(e.to_string()))?;
-    let mut limits = Limits::default();
-    // Four bytes a pixel (RGBA8) is what the largest accepted decode allocates.
-    limits.max_alloc = Some(settings.max_pixels.saturating_mul(4));
-    reader.limits(limits);
-    let image = reader
-        .decode()
-        .map_err(|e| FetchError::Undecodable(e.to_string()))?;
-    if u64::from(image.width()) * u64::from(image.height()) > settings.max_pixels {
-        return Err(FetchError::Undecodable("too many pixels".into()));
-    }
-    Ok(Downloaded {
+    let probed = Probed {
         bytes,
         format,
-        image,
-    })
+        width,
+        height,
+    };
+    if probed.pixels() > settings.max_pixels {
+        return Err(FetchError::Undecodable(format!(
+            "too many pixels ({width} x {height}, more than {})",
+            settings.max_pixels
+        )));
+    }
+    Ok(probed)
+}
+
+fn reader(bytes: &[u8]) -> Result<ImageReader<Cursor<&[u8]>>, FetchError> {
+    ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| FetchError::Undecodable(e.to_string()))
+}
+
+/// Decodes `bytes` as JPEG, PNG or WebP by their content, within the pixel cap.
+pub fn decode(bytes: Vec<u8>, settings: &FetchSettings) -> Result<Downloaded, FetchError> {
+    probe(bytes, settings)?.decode(settings)
 }
 
 #[cfg(test)]
@@ -284,11 +335,13 @@ mod tests {
         };
         let small = decode(png(20, 20), &settings).expect("within the cap");
         assert_eq!((small.format, small.image.width()), (ImageFormat::Png, 20));
-        // A small file may claim many pixels: refused before or after decoding, never kept.
+        // A small file may claim many pixels: refused from its header, before decoding.
         assert!(matches!(
-            decode(png(21, 20), &settings),
-            Err(FetchError::Undecodable(_))
+            probe(png(21, 20), &settings),
+            Err(FetchError::Undecodable(reason)) if reason.starts_with("too many pixels (21 x 20")
         ));
+        let probed = probe(png(20, 20), &settings).expect("within the cap");
+        assert_eq!(probed.pixels(), 400);
         for junk in [
             &b"<html>not an image</html>"[..],
             &[],

@@ -13,6 +13,7 @@ mod fuzz;
 mod ingest;
 mod jobs;
 mod listings;
+mod metrics;
 mod migrate;
 mod model_search;
 mod models;

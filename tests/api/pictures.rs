@@ -413,6 +413,65 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
     }
 }
 
+/// Fetched pictures beyond the decode budget wait for it before anything is decoded: with the
+/// whole budget taken, the pass's four pictures are downloaded and wait, none decoded nor
+/// recorded, until it is given back; then each is decoded and cropped.
+#[tokio::test]
+async fn pictures_beyond_the_decode_budget_wait_for_it() {
+    let source = source_server().await;
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let urls: Vec<String> = drawn()
+        .iter()
+        .map(|d| format!("http://{source}{}", d.path))
+        .collect();
+    let ids = seed(&app, &urls);
+    // The largest drawn picture's pixels (500 x 700): any two of the four at once are more.
+    let config = WorkerConfig {
+        decode_budget_pixels: Some(500 * 700),
+        ..worker_config(&["127.0.0.1/32"])
+    };
+    let worker = Arc::new(PictureWorker::new(app.media.clone(), &config).expect("worker"));
+    let budget = worker.decode_budget();
+    assert_eq!((budget.total(), budget.in_use()), (350_000, 0));
+    let taken = budget.reserve(budget.total()).await;
+    let pass = tokio::spawn({
+        let (app, worker) = (app.clone(), worker.clone());
+        async move { run_pass(&app, &worker).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while worker.decode_budget().waiting() < ids.len() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {} pictures waiting for the budget",
+            worker.decode_budget().waiting(),
+            ids.len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(worker.decode_budget().in_use(), 350_000);
+    assert!(ids
+        .iter()
+        .all(|id| matches!(state(&app, *id).state, FetchState::Pending)));
+    drop(taken);
+    tokio::time::timeout(Duration::from_secs(60), pass)
+        .await
+        .expect("the pass ends")
+        .expect("pass task")
+        .expect("pass");
+    for id in &ids {
+        let fetched = state(&app, *id).fetched().cloned();
+        assert!(fetched.is_some_and(|f| f.cropped.is_some()), "{id}");
+    }
+    assert_eq!(
+        (
+            worker.decode_budget().in_use(),
+            worker.decode_budget().waiting()
+        ),
+        (0, 0)
+    );
+}
+
 #[tokio::test]
 async fn unknown_and_unfetched_pictures_answer_404_json() {
     let (app, dir) = empty_app();

@@ -1,7 +1,13 @@
 //! Prometheus metrics: requests by route, method and status, latency histograms by route, and
 //! the store and index generations (read at scrape time).
+//!
+//! Every label comes from a closed set, so the number of series is bounded by the route table
+//! whatever clients send: `route` is the matched route's template (`/v1/brands/{slug}`, never
+//! the path asked for) or `unmatched`, `method` one of the nine standard methods or `other`,
+//! and `status` a status this server answers.
 
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -10,13 +16,15 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use subtle::ConstantTimeEq;
 use tokio::time::Instant;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     route: String,
-    method: String,
+    method: &'static str,
     status: u16,
 }
 
@@ -95,13 +103,33 @@ impl Metrics {
     }
 }
 
+/// The `route` of a request no route matched (the fallback's 404).
+const UNMATCHED: &str = "unmatched";
+
+/// The `method` label: the method's name when it is one of HTTP's standard nine, else `other`
+/// (a client may invent any number of methods, each as long as it likes).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 pub async fn record(State(metrics): State<Arc<Metrics>>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
-        .map_or("unmatched", MatchedPath::as_str)
+        .map_or(UNMATCHED, MatchedPath::as_str)
         .to_owned();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
     metrics
@@ -119,4 +147,130 @@ pub async fn record(State(metrics): State<Arc<Metrics>>, request: Request, next:
         })
         .inc();
     response
+}
+
+/// The bearer token `GET /metrics` asks for, when the operator set one
+/// (`WATCH_CATALOGUE_METRICS_TOKEN` or `--metrics-token-file`). Only its SHA-256 is kept; a
+/// presented token is hashed too and the two digests compared in constant time, so neither how
+/// long a refusal takes nor how long the token is tells a caller anything. Its `Debug` shows
+/// nothing of it, so no log line can.
+#[derive(Clone)]
+pub struct MetricsToken {
+    digest: [u8; 32],
+}
+
+/// Why a configured metrics token is refused at start-up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetricsTokenError {
+    #[error("the metrics token is shorter than {MIN_TOKEN_LENGTH} characters; make one with `openssl rand -hex 32`")]
+    TooShort,
+    #[error("the metrics token has a character other than a printable ASCII one (no spaces): it travels in an HTTP header")]
+    NotPrintable,
+}
+
+/// Shortest metrics token accepted.
+pub const MIN_TOKEN_LENGTH: usize = 16;
+
+impl MetricsToken {
+    /// The token in `text`, surrounding whitespace (a file's last newline) left out.
+    pub fn new(text: &str) -> Result<MetricsToken, MetricsTokenError> {
+        let token = text.trim();
+        if !token.bytes().all(|byte| byte.is_ascii_graphic()) {
+            return Err(MetricsTokenError::NotPrintable);
+        }
+        if token.len() < MIN_TOKEN_LENGTH {
+            return Err(MetricsTokenError::TooShort);
+        }
+        Ok(MetricsToken {
+            digest: digest(token),
+        })
+    }
+
+    /// Whether `headers` carry `Authorization: Bearer <this token>`.
+    pub fn admits(&self, headers: &HeaderMap) -> bool {
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(bearer_token);
+        // Hashed and compared even when there is none, so that a missing token and a wrong
+        // one cost the same.
+        let matches = digest(presented.unwrap_or_default()).ct_eq(&self.digest);
+        presented.is_some() && bool::from(matches)
+    }
+}
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(<redacted>)")
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+/// The token of an `Authorization` value of the Bearer scheme (its name in any case).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn every_invented_method_is_other() {
+        for (method, label) in [
+            (Method::GET, "GET"),
+            (Method::OPTIONS, "OPTIONS"),
+            (Method::TRACE, "TRACE"),
+            (Method::from_bytes(b"get").expect("method"), "other"),
+            (Method::from_bytes(b"PURGE").expect("method"), "other"),
+            (
+                Method::from_bytes("X".repeat(8_000).as_bytes()).expect("method"),
+                "other",
+            ),
+        ] {
+            assert_eq!(method_label(&method), label);
+        }
+    }
+
+    #[test]
+    fn the_token_is_admitted_only_as_a_bearer_token_and_never_shown() {
+        let token = MetricsToken::new("  s3cret-token-of-32-characters!!\n").expect("token");
+        let admits = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(value).expect("value"),
+            );
+            token.admits(&headers)
+        };
+        assert!(admits("Bearer s3cret-token-of-32-characters!!"));
+        assert!(admits("bearer  s3cret-token-of-32-characters!! "));
+        for wrong in [
+            "Bearer s3cret-token-of-32-characters!",
+            "Bearer s3cret-token-of-32-characters!!x",
+            "Basic s3cret-token-of-32-characters!!",
+            "s3cret-token-of-32-characters!!",
+            "Bearer",
+            "Bearer ",
+        ] {
+            assert!(!admits(wrong), "{wrong}");
+        }
+        assert!(!token.admits(&HeaderMap::new()));
+        assert_eq!(format!("{token:?}"), "MetricsToken(<redacted>)");
+        assert_eq!(
+            MetricsToken::new("short").err(),
+            Some(MetricsTokenError::TooShort)
+        );
+        assert_eq!(
+            MetricsToken::new("a token with spaces in it").err(),
+            Some(MetricsTokenError::NotPrintable)
+        );
+    }
 }
