@@ -118,7 +118,7 @@ pub enum Refusal {
         effect: StockEffect,
         max: f64,
     },
-    #[error("the snapshot keeps {} of provider `{provider}`'s {} listings in stock and would delist the other {}: is it another provider's file?", .effect.kept, .effect.stock(), .effect.delisted)]
+    #[error("the snapshot keeps {} of provider `{provider}`'s {} listings in stock and would delist the other {} (another provider's file?)", .effect.kept, .effect.stock(), .effect.delisted)]
     Foreign {
         provider: String,
         effect: StockEffect,
@@ -130,7 +130,7 @@ impl Refusal {
     pub fn advice(&self) -> &'static str {
         match self {
             Refusal::Empty | Refusal::MostlyInvalid { .. } => {
-                "fix the lines below and send the snapshot again, or raise --max-invalid (maxInvalid)"
+                "fix the lines reported and send the snapshot again, or raise --max-invalid (maxInvalid)"
             }
             Refusal::MassDelist { .. } => {
                 "check that the file is this provider's whole snapshot; if the provider really dropped that much stock, allow it with --allow-mass-delist (allowMassDelist=true) or raise --max-delist (maxDelist)"

@@ -65,7 +65,7 @@ fn a_snapshot_that_would_delist_the_stock_is_refused_and_changes_nothing() {
         (&half_invalid, "5 of 10 lines are invalid, 50% or more"),
         (
             &ebay,
-            "keeps 0 of provider `chrono24`'s 10 listings in stock and would delist the other 10: is it another provider's file?",
+            "keeps 0 of provider `chrono24`'s 10 listings in stock and would delist the other 10 (another provider's file?)",
         ),
     ];
     for (snapshot, refusal) in cases {
