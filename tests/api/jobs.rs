@@ -866,3 +866,39 @@ async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_not
     let spool = std::fs::read_dir(app.app.jobs.spool_dir()).map_or(0, |dir| dir.count());
     assert_eq!(spool, 0, "a refused body is removed");
 }
+
+/// A 16 MiB snapshot of invalid lines is refused, and the server keeps no more memory for it
+/// than its first problems (issue 45: it kept every problem, 1.08 GB more after one such post).
+#[tokio::test]
+async fn a_large_invalid_snapshot_is_refused_and_leaves_the_servers_memory_bounded() {
+    let (_data, serve) = served_data_dir();
+    let remote = Remote::sign_in(&serve.base).await;
+    let line = r#"{"sourceId":"x","title":"Rolex Submariner Rolex Submariner Rolex Submariner","colour":"red"}"#;
+    let body = format!("{line}\n").repeat(16 * 1024 * 1024 / (line.len() + 1));
+    let before = serve.resident_kb();
+    for _ in 0..2 {
+        let response = remote
+            .client
+            .post(format!("{}/admin/providers/ebay/snapshot", remote.base))
+            .header("cookie", &remote.cookie)
+            .body(body.clone())
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(response.status().as_u16(), 400);
+        let refusal: Value = response.json().await.expect("body");
+        assert!(
+            refusal["hint"].as_str().expect("hint").contains("more"),
+            "{refusal}"
+        );
+    }
+    let after = serve.resident_kb();
+    eprintln!("resident before {before} kB, after {after} kB");
+    assert!(
+        after < before + 30_000,
+        "the server kept {} kB more after two refused 16 MiB snapshots",
+        after.saturating_sub(before)
+    );
+    serve.stop();
+}
+

@@ -414,6 +414,17 @@ impl ServeProcess {
 
     /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
     /// cleaned up. Returns the log so far.
+    /// The server's resident memory, in kB, as the kernel counts it (`VmRSS`).
+    pub fn resident_kb(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("the server's status");
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
     pub fn kill(mut self) -> String {
         self.signal("-KILL");
         let _ = self.child.wait();
