@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod capacity;
 mod cli;
+mod connections;
 mod contract;
 mod duplicate_finder;
 mod duplicates;
