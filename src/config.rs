@@ -61,6 +61,49 @@ pub struct ServeConfig {
     pub api: ApiConfig,
     /// The image worker run in the server.
     pub pictures: crate::jobs::pictures::WorkerConfig,
+    /// How connections are held, and how long the shutdown waits for them.
+    pub connections: ConnectionConfig,
+}
+
+/// How `serve` holds its connections (`crate::connections`): what a client may leave
+/// unfinished, how many may be open, and how long a shutdown waits for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// A request's head (request line and headers) must be in within this long of the
+    /// connection opening or of the previous answer; else the connection is closed,
+    /// unanswered. With hyper 1.12 this is also how long a keep-alive connection may wait
+    /// for its next request.
+    pub header_read_timeout: std::time::Duration,
+    /// A connection on which the server waits this long on the client (for the rest of a
+    /// body, for it to read the answer) without a byte moving is closed. A handler at work
+    /// is not waiting on the client.
+    pub idle_timeout: std::time::Duration,
+    /// Connections open at once; the next is accepted when one closes.
+    pub max_connections: usize,
+    /// On SIGINT or SIGTERM, how long open connections have to finish their requests before
+    /// they are closed.
+    pub shutdown_grace: std::time::Duration,
+}
+
+/// Default header-read timeout, in seconds (hyper's own default, once it has a timer).
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
+/// Default idle timeout, in seconds.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Default cap on open connections: each is a file descriptor, and 512 leaves room for the
+/// store's and indexes' files under the common soft limit of 1024.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default shutdown grace, in seconds.
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            header_read_timeout: std::time::Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
+            idle_timeout: std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: std::time::Duration::from_secs(DEFAULT_SHUTDOWN_GRACE_SECS),
+        }
+    }
 }
 
 /// Settings of the HTTP layers shared by every route.

@@ -12,6 +12,7 @@ pub mod app;
 pub mod auth;
 pub mod client;
 pub mod config;
+pub mod connections;
 pub mod data_dir;
 pub mod domain;
 pub mod fixtures;

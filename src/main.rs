@@ -20,9 +20,10 @@ use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
 use watch_catalogue::client::{self, Credentials, Submission};
 use watch_catalogue::config::{
-    ApiConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
-    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
-    DEFAULT_RATE_WINDOW_SECS, IMPORT_CACHE_BYTES,
+    ApiConfig, ConnectionConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
+    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_HEADER_READ_TIMEOUT_SECS,
+    DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
+    DEFAULT_RATE_WINDOW_SECS, DEFAULT_SHUTDOWN_GRACE_SECS, IMPORT_CACHE_BYTES,
 };
 use watch_catalogue::data_dir::{self, Expect, Found, ImportMark};
 use watch_catalogue::domain::{Role, Username};
@@ -119,6 +120,9 @@ enum Command {
         no_picture_worker: bool,
         #[command(flatten)]
         pictures: PictureArgs,
+        // Boxed, so that `Serve` does not make every `Command` large.
+        #[command(flatten)]
+        connections: Box<ConnectionArgs>,
     },
     /// The image pipeline on a stopped data dir: `pictures fetch` fetches and crops every
     /// picture that is due, then exits.
@@ -281,6 +285,38 @@ impl PictureArgs {
     }
 }
 
+/// How `serve` holds connections (docs/operations.md, "Connections").
+#[derive(Args)]
+struct ConnectionArgs {
+    /// Seconds a client has to send a request's head (request line and headers) after
+    /// connecting or after the previous answer; the connection is closed otherwise. Also how
+    /// long a keep-alive connection may wait for its next request.
+    #[arg(long, env = "WATCH_CATALOGUE_HEADER_READ_TIMEOUT_SECS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT_SECS)]
+    header_read_timeout_secs: u64,
+    /// Seconds the server waits on a client (the rest of a body, reading the answer) without a
+    /// byte moving before it closes the connection.
+    #[arg(long, env = "WATCH_CATALOGUE_IDLE_TIMEOUT_SECS", default_value_t = DEFAULT_IDLE_TIMEOUT_SECS)]
+    idle_timeout_secs: u64,
+    /// Connections open at once; at the cap the next one waits to be accepted until one closes.
+    #[arg(long, env = "WATCH_CATALOGUE_MAX_CONNECTIONS", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+    /// On SIGINT or SIGTERM, seconds the open connections have to finish their requests
+    /// before they are closed.
+    #[arg(long, env = "WATCH_CATALOGUE_SHUTDOWN_GRACE_SECS", default_value_t = DEFAULT_SHUTDOWN_GRACE_SECS)]
+    shutdown_grace_secs: u64,
+}
+
+impl ConnectionArgs {
+    fn config(self) -> ConnectionConfig {
+        ConnectionConfig {
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs.max(1)),
+            max_connections: self.max_connections.max(1),
+            shutdown_grace: Duration::from_secs(self.shutdown_grace_secs),
+        }
+    }
+}
+
 #[derive(Subcommand)]
 enum UserAction {
     /// Add a user; the password comes from standard input.
@@ -383,6 +419,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             metrics_token_file,
             no_picture_worker,
             pictures,
+            connections,
         } => {
             let metrics_token = metrics_token(metrics_token_file)?;
             if metrics_token.is_none() && !addr.ip().is_loopback() {
@@ -424,6 +461,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 cache_bytes,
                 api,
                 pictures: pictures.config(!no_picture_worker),
+                connections: connections.config(),
             };
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

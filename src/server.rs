@@ -1,6 +1,7 @@
-//! Serving the API: the data dir opened and made ready before the port opens, then axum until
-//! SIGINT or SIGTERM, in-flight requests finished, a running job stopped at its next chunk
-//! boundary and the store flushed before the process ends.
+//! Serving the API: the data dir opened and made ready before the port opens, then the router
+//! on [`crate::connections`]' accept loop until SIGINT or SIGTERM, in-flight requests finished
+//! within the shutdown grace, a running job stopped at its next chunk boundary and the store
+//! flushed before the process ends.
 
 use crate::app::App;
 use crate::config::ServeConfig;
@@ -9,7 +10,7 @@ use anyhow::Context;
 use std::sync::Arc;
 
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
-/// requests and flushing the store before returning.
+/// requests (within the shutdown grace) and flushing the store before returning.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let app = tokio::task::spawn_blocking({
         let config = config.clone();
@@ -51,11 +52,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .unwrap_or_else(|_| config.data_dir.path().to_owned());
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
     let router = crate::api::router(app.clone(), &config.api);
-    let served = axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown({
+    crate::connections::serve_connections(listener, router, config.connections, {
         let app = app.clone();
         async move {
             shutdown_signal().await;
@@ -67,7 +64,6 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     app.jobs.stop();
     app.jobs.finished().await;
     let _ = std::fs::remove_file(&address_file);
-    served?;
     app.store.flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())

@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod capacity;
 mod cli;
+mod connections;
 mod contract;
 mod data_safety;
 mod duplicate_finder;

@@ -119,8 +119,13 @@ impl TestApp {
         let addr = listener.local_addr().expect("addr");
         let app = Arc::new(app);
         let router = watch_catalogue::api::router(app.clone(), &config);
-        let service = router.into_make_service_with_connect_info::<std::net::SocketAddr>();
-        tokio::spawn(async move { axum::serve(listener, service).await });
+        // The accept loop `serve` runs, with its default timeouts and cap.
+        tokio::spawn(watch_catalogue::connections::serve_connections(
+            listener,
+            router,
+            Default::default(),
+            std::future::pending(),
+        ));
         TestApp {
             base: format!("http://{addr}"),
             app,
@@ -351,11 +356,17 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// Starts `serve` on a free port and waits until it logs its base URL (the port is open).
     pub fn start(data_dir: &Path) -> ServeProcess {
+        ServeProcess::start_with(data_dir, &[])
+    }
+
+    /// [`ServeProcess::start`] with more arguments to `serve`.
+    pub fn start_with(data_dir: &Path, args: &[&str]) -> ServeProcess {
         use std::io::BufRead;
         let mut child = binary(data_dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
@@ -433,11 +444,52 @@ impl ServeProcess {
     }
 
     /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
-    pub fn stop(mut self) -> String {
+    pub fn stop(self) -> String {
+        self.terminate();
+        self.stopped()
+    }
+
+    /// Sends SIGTERM and returns at once; [`ServeProcess::stopped`] waits for the exit.
+    pub fn terminate(&self) {
         self.signal("-TERM");
+    }
+
+    /// Waits (30 s at most) for a line of the log holding `needle`, which it returns.
+    pub fn wait_for_log(&mut self, needle: &str) -> Option<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let line = self.next_line(deadline)?;
+            if line.contains(needle) {
+                return Some(line);
+            }
+        }
+    }
+
+    /// After SIGTERM: waits (two minutes at most, then it is killed and the test fails) for a
+    /// clean exit after the store is flushed; returns the whole log. A job under way stops at
+    /// its next chunk's end first, which a debug build on a busy machine is slow to reach.
+    pub fn stopped(mut self) -> String {
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
         while !self.log.contains("store flushed") && self.next_line(deadline).is_some() {}
-        let status = self.child.wait().expect("wait");
+        let status = loop {
+            match self.child.try_wait().expect("wait") {
+                Some(status) => break status,
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                None => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "serve still running two minutes after SIGTERM:\n{}",
+                        self.log
+                    );
+                }
+            }
+        };
+        // The rest of the log, up to its end (the pipe closed with the process).
+        let rest = std::time::Instant::now() + Duration::from_secs(5);
+        while self.next_line(rest).is_some() {}
         assert!(
             status.success(),
             "exit status {status} after SIGTERM:\n{}",
