@@ -346,11 +346,17 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// Starts `serve` on a free port and waits until it logs its base URL (the port is open).
     pub fn start(data_dir: &Path) -> ServeProcess {
+        ServeProcess::start_with(data_dir, &[])
+    }
+
+    /// [`ServeProcess::start`] with more of `serve`'s flags.
+    pub fn start_with(data_dir: &Path, flags: &[&str]) -> ServeProcess {
         use std::io::BufRead;
         let mut child = binary(data_dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(flags)
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
