@@ -259,9 +259,12 @@ fn run_one(app: &App, job: Queued) {
         batch,
         _spooled,
     } = job;
-    record.state = JobState::Running;
-    record.started_at = Some(Timestamp::now());
-    let control = Arc::new(recording_progress(app, record.clone()));
+    let running = JobRecord {
+        state: JobState::Running,
+        started_at: Some(Timestamp::now()),
+        ..record.clone()
+    };
+    let control = Arc::new(recording_progress(app, running.clone()));
     {
         let mut state = lock(&app.jobs.state);
         if state.stopping {
@@ -270,6 +273,7 @@ fn run_one(app: &App, job: Queued) {
         }
         state.running = Some((record.id, control.clone()));
     }
+    record = running;
     save(app, &record);
     tracing::info!(job = %record.id, kind = record.kind.as_str(), "job started");
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

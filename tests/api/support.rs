@@ -423,9 +423,11 @@ impl ServeProcess {
     }
 
     /// SIGTERM, then waits for a clean exit after the store is flushed; returns the whole log.
+    /// The wait is generous: a running ingest first finishes the chunk under way, which takes
+    /// long on a loaded machine.
     pub fn stop(mut self) -> String {
         self.signal("-TERM");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = std::time::Instant::now() + Duration::from_secs(120);
         while !self.log.contains("store flushed") && self.next_line(deadline).is_some() {}
         let status = self.child.wait().expect("wait");
         assert!(
