@@ -117,15 +117,31 @@ impl Default for SessionPolicy {
     }
 }
 
-/// Seen-at updates closer together than this are skipped: the idle limit needs no finer grain,
-/// and a request then costs no write.
+/// The longest a session's seen-at is left behind before a request writes it again: the idle
+/// limit needs no finer grain, and most requests then cost no write.
 pub const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// The share of the idle limit a seen-at may lag by (a quarter): a session used more often
+/// than its idle limit stays open however short that limit is.
+pub const TOUCH_FRACTION: u32 = 4;
 
 impl SessionPolicy {
     /// True while `session` is within both limits at `now`.
     pub fn is_live(&self, session: &Session, now: Timestamp) -> bool {
-        let since = |t: Timestamp| Duration::from_millis((now.0 - t.0).max(0) as u64);
-        since(session.last_seen_at) < self.idle && since(session.created_at) < self.absolute
+        since(session.last_seen_at, now) < self.idle
+            && since(session.created_at, now) < self.absolute
+    }
+
+    /// How stale a seen-at may get before a request writes it again: a quarter of the idle
+    /// limit, at most [`TOUCH_EVERY`]. A session then ends between three quarters of the idle
+    /// limit and the whole of it after its last use, never while it is used.
+    pub fn touch_after(&self) -> Duration {
+        (self.idle / TOUCH_FRACTION).min(TOUCH_EVERY)
+    }
+
+    /// True when a request at `now` should write `session`'s seen-at.
+    pub fn needs_touch(&self, session: &Session, now: Timestamp) -> bool {
+        since(session.last_seen_at, now) >= self.touch_after()
     }
 
     /// The `Set-Cookie` value that opens a session with `token`: HttpOnly, SameSite=Strict,
@@ -145,15 +161,30 @@ impl SessionPolicy {
     }
 }
 
+/// The time from `then` to `now` (none when `then` is later).
+fn since(then: Timestamp, now: Timestamp) -> Duration {
+    Duration::from_millis((now.0 - then.0).max(0) as u64)
+}
+
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "watch_catalogue_session";
 
-/// The session token in a `Cookie` header, if any.
-pub fn token_in_cookies(header: &str) -> Option<&str> {
-    header.split(';').find_map(|pair| {
+/// The most session cookies of one request that are looked up: a browser sends one per path
+/// and domain it holds (a stale one beside the live one, say), never dozens.
+pub const MAX_SESSION_COOKIES: usize = 8;
+
+/// The session tokens in a `Cookie` header, in order: every cookie of the session's name whose
+/// value could be a token (64 hex digits, as [`new_token`] makes them), so a stale or forged
+/// cookie sent first hides no valid one after it, and a malformed one costs no store read.
+pub fn tokens_in_cookies(header: &str) -> impl Iterator<Item = &str> {
+    header.split(';').filter_map(|pair| {
         let (name, value) = pair.trim().split_once('=')?;
-        (name == SESSION_COOKIE && !value.is_empty()).then_some(value)
+        (name == SESSION_COOKIE && is_token_shaped(value)).then_some(value)
     })
+}
+
+fn is_token_shaped(value: &str) -> bool {
+    value.len() == 64 && value.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 #[cfg(test)]
@@ -226,10 +257,50 @@ mod tests {
             cookie,
             "watch_catalogue_session=abc; HttpOnly; SameSite=Strict; Path=/; Max-Age=100; Secure"
         );
-        assert_eq!(
-            token_in_cookies("a=1; watch_catalogue_session=abc; b=2"),
-            Some("abc")
+    }
+
+    #[test]
+    fn every_token_shaped_session_cookie_is_found_in_order() {
+        let (first, _) = new_token().expect("token");
+        let (second, _) = new_token().expect("token");
+        let header = format!(
+            "watch_catalogue_session=bogus; a=1; watch_catalogue_session={first}; \
+             other_session={second};watch_catalogue_session={second}; watch_catalogue_session="
         );
-        assert_eq!(token_in_cookies("watch_catalogue_session="), None);
+        assert_eq!(
+            tokens_in_cookies(&header).collect::<Vec<_>>(),
+            [first.as_str(), second.as_str()]
+        );
+        assert_eq!(tokens_in_cookies("watch_catalogue_session=").count(), 0);
+        let long = format!("watch_catalogue_session={first}0");
+        assert_eq!(tokens_in_cookies(&long).count(), 0, "65 digits");
+    }
+
+    #[test]
+    fn a_session_is_touched_after_a_quarter_of_its_idle_limit_at_most_a_minute() {
+        let session = |seen: i64| Session {
+            token_hash: TokenHash([0; 32]),
+            user: Username::parse("ana").expect("name"),
+            role: Role::Admin,
+            created_at: Timestamp(0),
+            last_seen_at: Timestamp(seen),
+        };
+        let short = SessionPolicy {
+            idle: Duration::from_secs(4),
+            ..SessionPolicy::default()
+        };
+        assert_eq!(short.touch_after(), Duration::from_secs(1));
+        assert!(!short.needs_touch(&session(0), Timestamp(999)));
+        assert!(short.needs_touch(&session(0), Timestamp(1_000)));
+        // Used every second, a 4 s session never goes 4 s without a touch.
+        let mut seen = session(0);
+        for now in (1_000..20_000).step_by(1_000) {
+            let now = Timestamp(now);
+            assert!(short.is_live(&seen, now), "{now:?}");
+            if short.needs_touch(&seen, now) {
+                seen.last_seen_at = now;
+            }
+        }
+        assert_eq!(SessionPolicy::default().touch_after(), TOUCH_EVERY);
     }
 }

@@ -230,6 +230,21 @@ impl Deprecation {
     }
 }
 
+/// A network as `--trusted-proxy` and `--fetch-allow` take it: an address (`127.0.0.1`, `::1`,
+/// meaning that one address, its /32 or /128) or a CIDR (`10.0.0.0/8`). ipnet's own parser
+/// wants the prefix, so a plain address, which the help promises, needs this one.
+pub fn parse_net(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    if let Ok(net) = text.parse::<ipnet::IpNet>() {
+        return Ok(net);
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|_| {
+            format!("`{text}` is neither an address (127.0.0.1, ::1) nor a CIDR (10.0.0.0/8)")
+        })
+}
+
 fn parse_day(text: &str) -> Option<std::time::SystemTime> {
     let mut parts = text.splitn(3, '-');
     let (year, month, day) = (
@@ -247,6 +262,21 @@ fn parse_day(text: &str) -> Option<std::time::SystemTime> {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn a_network_is_an_address_or_a_cidr() {
+        let net = |text: &str| parse_net(text).map(|net| net.to_string());
+        assert_eq!(net("127.0.0.1"), Ok("127.0.0.1/32".into()));
+        assert_eq!(net(" ::1 "), Ok("::1/128".into()));
+        assert_eq!(net("10.0.0.0/8"), Ok("10.0.0.0/8".into()));
+        assert_eq!(net("2001:db8::/32"), Ok("2001:db8::/32".into()));
+        for bad in ["", "localhost", "10.0.0.0/33", "127.0.0.1/", "1.2.3"] {
+            assert!(parse_net(bad).is_err(), "{bad}");
+        }
+        let one = parse_net("127.0.0.1").expect("net");
+        assert!(one.contains(&"127.0.0.1".parse::<std::net::IpAddr>().expect("ip")));
+        assert!(!one.contains(&"127.0.0.2".parse::<std::net::IpAddr>().expect("ip")));
+    }
 
     #[test]
     fn a_sunset_is_a_date_or_http_date_at_least_six_months_out() {

@@ -74,7 +74,8 @@ enum Command {
         #[arg(
             long = "trusted-proxy",
             env = "WATCH_CATALOGUE_TRUSTED_PROXIES",
-            value_delimiter = ','
+            value_delimiter = ',',
+            value_parser = watch_catalogue::config::parse_net
         )]
         trusted_proxies: Vec<ipnet::IpNet>,
         /// Mark v1 as winding down: the date it stops answering (2027-06-30 or an HTTP-date),
@@ -228,12 +229,14 @@ enum PicturesAction {
 /// Settings of the image worker, shared by `serve` and `pictures fetch`.
 #[derive(Args)]
 struct PictureArgs {
-    /// A network the fetcher may reach although it is not public (CIDR, e.g. 127.0.0.1/32);
-    /// repeat or comma-separate. By default only public addresses are fetched from.
+    /// A network the fetcher may reach although it is not public (address or CIDR, e.g.
+    /// 127.0.0.1 or 10.0.0.0/8); repeat or comma-separate. By default only public addresses
+    /// are fetched from.
     #[arg(
         long = "fetch-allow",
         env = "WATCH_CATALOGUE_FETCH_ALLOW",
-        value_delimiter = ','
+        value_delimiter = ',',
+        value_parser = watch_catalogue::config::parse_net
     )]
     fetch_allow: Vec<ipnet::IpNet>,
     /// Seconds to wait for a connection to a picture's source.

@@ -22,8 +22,10 @@ mod w3c;
 use crate::app::App;
 use crate::config::ApiConfig;
 use axum::extract::DefaultBodyLimit;
+use axum::handler::Handler;
+use axum::http::Method;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{get, post, MethodRouter};
+use axum::routing::{self, MethodRouter};
 use axum::{Extension, Router};
 use error::ApiError;
 use layers::metrics::Metrics;
@@ -60,11 +62,11 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         .merge(v1_routes(app.clone()))
         .route(
             "/media/pictures/{id}",
-            get(media::original).with_state(app.clone()),
+            routing::get(media::original).with_state(app.clone()),
         )
         .route(
             "/media/pictures/{id}/cropped",
-            get(media::cropped).with_state(app.clone()),
+            routing::get(media::cropped).with_state(app.clone()),
         )
         .fallback(unknown_path)
         .layer(Extension(Arc::new(listings::StatsCache::default())))
@@ -117,12 +119,104 @@ pub enum Origins {
     Any,
 }
 
+/// The methods a row of the route table answers: the `Allow` of its 405s, HEAD beside GET.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Methods {
+    get: bool,
+    post: bool,
+    put: bool,
+}
+
+impl Methods {
+    /// GET (and HEAD) only: a read.
+    pub const GET: Methods = Methods {
+        get: true,
+        post: false,
+        put: false,
+    };
+
+    /// The `Allow` header's value: `GET, HEAD, POST`.
+    pub fn allow(&self) -> String {
+        [
+            (self.get, "GET, HEAD"),
+            (self.post, "POST"),
+            (self.put, "PUT"),
+        ]
+        .into_iter()
+        .filter(|(answered, _)| *answered)
+        .map(|(_, names)| names)
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+
+    /// True when `method` is answered (HEAD where GET is).
+    pub fn answers(&self, method: &Method) -> bool {
+        match *method {
+            Method::GET | Method::HEAD => self.get,
+            Method::POST => self.post,
+            Method::PUT => self.put,
+            _ => false,
+        }
+    }
+}
+
+/// A row's handlers and the methods they answer, built as axum's `get(a).post(b)` is, so the
+/// table that builds the router also says what each path answers.
+pub struct Handlers {
+    router: MethodRouter<AppState>,
+    methods: Methods,
+}
+
+/// Handlers of a path that answers GET (and HEAD) with `handler`.
+pub fn get<H: Handler<T, AppState>, T: 'static>(handler: H) -> Handlers {
+    Handlers {
+        router: routing::get(handler),
+        methods: Methods::GET,
+    }
+}
+
+/// Handlers of a path that answers POST with `handler`.
+pub fn post<H: Handler<T, AppState>, T: 'static>(handler: H) -> Handlers {
+    Handlers {
+        router: routing::post(handler),
+        methods: Methods {
+            post: true,
+            ..Methods::default()
+        },
+    }
+}
+
+impl Handlers {
+    /// These handlers, and `handler` for POST.
+    pub fn post<H: Handler<T, AppState>, T: 'static>(self, handler: H) -> Handlers {
+        Handlers {
+            router: self.router.post(handler),
+            methods: Methods {
+                post: true,
+                ..self.methods
+            },
+        }
+    }
+
+    /// These handlers, and `handler` for PUT.
+    pub fn put<H: Handler<T, AppState>, T: 'static>(self, handler: H) -> Handlers {
+        Handlers {
+            router: self.router.put(handler),
+            methods: Methods {
+                put: true,
+                ..self.methods
+            },
+        }
+    }
+}
+
 /// One row of the v1 route table: path, handler, access, caching and origins. Built only by
 /// [`Route::public`], [`Route::private`], [`Route::cross_origin`] and [`Route::admin`], so an
 /// admin route can never be publicly cacheable nor called from another origin.
 pub struct Route {
     path: &'static str,
     handler: MethodRouter<AppState>,
+    methods: Methods,
     access: Access,
     caching: Caching,
     origins: Origins,
@@ -130,10 +224,11 @@ pub struct Route {
 
 impl Route {
     /// A public read that any cache may keep for a minute.
-    pub fn public(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    pub fn public(path: &'static str, handlers: Handlers) -> Route {
         Route {
             path,
-            handler,
+            handler: handlers.router,
+            methods: handlers.methods,
             access: Access::Public,
             caching: Caching::Shared,
             origins: Origins::Same,
@@ -142,18 +237,19 @@ impl Route {
 
     /// A public read that any cache may keep and any origin's pages may call: the W3C
     /// reconciliation service.
-    pub fn cross_origin(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    pub fn cross_origin(path: &'static str, handlers: Handlers) -> Route {
         Route {
             origins: Origins::Any,
-            ..Route::public(path, handler)
+            ..Route::public(path, handlers)
         }
     }
 
     /// A public route whose answer is the caller's own (sign-in): never stored by a cache.
-    pub fn private(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    pub fn private(path: &'static str, handlers: Handlers) -> Route {
         Route {
             path,
-            handler,
+            handler: handlers.router,
+            methods: handlers.methods,
             access: Access::Public,
             caching: Caching::NoStore,
             origins: Origins::Same,
@@ -161,10 +257,11 @@ impl Route {
     }
 
     /// A back-office route: admin session required, never stored by a cache.
-    pub fn admin(path: &'static str, handler: MethodRouter<AppState>) -> Route {
+    pub fn admin(path: &'static str, handlers: Handlers) -> Route {
         Route {
             path,
-            handler,
+            handler: handlers.router,
+            methods: handlers.methods,
             access: Access::Admin,
             caching: Caching::NoStore,
             origins: Origins::Same,
@@ -185,10 +282,11 @@ impl Route {
     }
 }
 
-/// A route's path, access and caching, without its handler.
+/// A route's path, methods, access and caching, without its handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RoutePolicy {
     pub path: &'static str,
+    pub methods: Methods,
     pub access: Access,
     pub caching: Caching,
 }
@@ -304,11 +402,26 @@ pub fn v1_policies() -> &'static [RoutePolicy] {
             .into_iter()
             .map(|route| RoutePolicy {
                 path: route.path,
+                methods: route.methods,
                 access: route.access,
                 caching: route.caching,
             })
             .collect()
     })
+}
+
+/// What a path of the API answers, for the `Allow` of its 405: the route table's row for a v1
+/// route (matched with or without `/v1`); every other route (the OpenAPI document, media, the
+/// operations endpoints) is a read.
+pub fn allowed_methods(route: &str) -> String {
+    let path = route
+        .strip_prefix("/v1")
+        .filter(|path| !path.is_empty())
+        .unwrap_or(route);
+    v1_policies()
+        .iter()
+        .find(|policy| policy.path == path)
+        .map_or_else(|| "GET, HEAD".to_owned(), |policy| policy.methods.allow())
 }
 
 /// The paths of v1's operations (the OpenAPI document itself aside).
@@ -328,7 +441,7 @@ fn routes_of(table: Vec<Route>) -> Router<AppState> {
 fn v1_routes(app: AppState) -> Router {
     routes_of(v1_table())
         // The machine-readable description of all of the above.
-        .route("/openapi.json", get(openapi::document))
+        .route("/openapi.json", routing::get(openapi::document))
         .with_state(app)
 }
 

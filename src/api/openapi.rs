@@ -366,6 +366,7 @@ pub async fn document() -> impl IntoResponse {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::Methods;
     use utoipa::openapi::path::{OperationBuilder, PathItem};
     use utoipa::openapi::{OpenApiBuilder, PathsBuilder};
 
@@ -387,11 +388,13 @@ mod tests {
     fn admin_operations_require_a_session_document_401_403_and_are_never_cacheable() {
         let admin = RoutePolicy {
             path: "/admin/probe",
+            methods: Methods::GET,
             access: Access::Admin,
             caching: Caching::NoStore,
         };
         let public = RoutePolicy {
             path: "/public/probe",
+            methods: Methods::GET,
             access: Access::Public,
             caching: Caching::Shared,
         };

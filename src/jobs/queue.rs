@@ -259,7 +259,12 @@ fn run_one(app: &App, job: Queued) {
         batch,
         _spooled,
     } = job;
-    let control = Arc::new(JobControl::default());
+    let running = JobRecord {
+        state: JobState::Running,
+        started_at: Some(Timestamp::now()),
+        ..record.clone()
+    };
+    let control = Arc::new(recording_progress(app, running.clone()));
     {
         let mut state = lock(&app.jobs.state);
         if state.stopping {
@@ -268,8 +273,7 @@ fn run_one(app: &App, job: Queued) {
         }
         state.running = Some((record.id, control.clone()));
     }
-    record.state = JobState::Running;
-    record.started_at = Some(Timestamp::now());
+    record = running;
     save(app, &record);
     tracing::info!(job = %record.id, kind = record.kind.as_str(), "job started");
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -295,6 +299,20 @@ fn run_one(app: &App, job: Queued) {
     }
     tracing::info!(job = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job ended");
     save(app, &record);
+}
+
+/// The control of the running job `running`, which writes the job's progress to its record as
+/// it goes (see [`JobControl::recording`]): a process that dies mid-job leaves the record with
+/// the last progress written, and the restart that marks it interrupted keeps it.
+fn recording_progress(app: &App, running: JobRecord) -> JobControl {
+    let store = app.store.clone();
+    JobControl::recording(move |done, total| {
+        let mut record = running.clone();
+        (record.progress.done, record.progress.total) = (done, total);
+        if let Err(error) = store.put_job(&record) {
+            tracing::error!(job = %record.id, %error, "recording a job's progress");
+        }
+    })
 }
 
 /// Marks `record` interrupted, now.

@@ -557,3 +557,133 @@ fn the_user_commands_change_users_and_refuse_bad_input() {
     let (_, text) = run(&["user", "list"], None);
     assert_eq!(text.lines().count(), 1, "nothing was added: {text}");
 }
+
+/// A server that believes the loopback's `X-Forwarded-For`: each test request names its client.
+async fn behind_a_proxy() -> TestApp {
+    let config = ApiConfig {
+        rate_limit: watch_catalogue::config::RateLimitConfig {
+            trusted_proxies: vec!["127.0.0.1/32".parse().expect("net")],
+            ..Default::default()
+        },
+        ..ApiConfig::default()
+    };
+    TestApp::build()
+        .user("ana", Role::Admin)
+        .config(config)
+        .start()
+        .await
+}
+
+/// A login as `username` from `client` (as the trusted proxy forwards it).
+async fn login_from(app: &TestApp, client: &str, username: &str, password: &str) -> u16 {
+    app.send(
+        app.request(Method::POST, "/v1/auth/login")
+            .header("x-forwarded-for", client)
+            .json(&json!({"username": username, "password": password})),
+    )
+    .await
+    .status()
+    .as_u16()
+}
+
+#[tokio::test]
+async fn a_strangers_failures_never_lock_a_user_out_of_an_address_that_has_not_failed() {
+    let app = behind_a_proxy().await;
+    let stranger = "203.0.113.7";
+    for _ in 0..5 {
+        assert_eq!(login_from(&app, stranger, "ana", "a guess").await, 401);
+    }
+    assert_eq!(
+        login_from(&app, stranger, "ana", TEST_PASSWORD).await,
+        429,
+        "the failing address is still throttled for the name"
+    );
+    assert_eq!(
+        login_from(&app, "198.51.100.20", "ana", TEST_PASSWORD).await,
+        200,
+        "ana signs in from her own address"
+    );
+    // Straight from the loopback (no forwarded client) too.
+    assert_eq!(
+        login(&app, "ana", TEST_PASSWORD).await.status().as_u16(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_session_in_use_outlives_a_short_idle_limit() {
+    let idle = Duration::from_millis(1_000);
+    let config = ApiConfig {
+        sessions: SessionPolicy {
+            idle,
+            ..SessionPolicy::default()
+        },
+        ..ApiConfig::default()
+    };
+    let app = TestApp::build()
+        .user("ana", Role::Admin)
+        .config(config)
+        .start()
+        .await;
+    let session = app.session("ana").await;
+    // Used every 350 ms for 1.4 s: each use is well within the idle limit of the one before,
+    // though the whole is longer than the limit.
+    for step in 1..=4 {
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        let (status, body) = session.get("/v1/auth/session").await;
+        assert_eq!(status, 200, "use {step}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_valid_session_cookie_counts_whichever_comes_first() {
+    let app = app().await;
+    let stale = app.session("ana").await;
+    let (status, _) = stale.call(Method::POST, "/v1/auth/logout", None).await;
+    assert_eq!(status, 204);
+    let valid = app.session("ana").await;
+    let unknown = format!("watch_catalogue_session={}", "0".repeat(64));
+    for (cookie, what) in [
+        (
+            format!("watch_catalogue_session=bogus; {}", valid.cookie),
+            "a malformed one first",
+        ),
+        (
+            format!("{}; {}", stale.cookie, valid.cookie),
+            "a logged-out one first",
+        ),
+        (
+            format!("{unknown}; {}", valid.cookie),
+            "an unknown one first",
+        ),
+        (
+            format!("{}; {unknown}", valid.cookie),
+            "the valid one first",
+        ),
+    ] {
+        let response = app
+            .send(
+                app.request(Method::GET, "/v1/admin/stats")
+                    .header("cookie", cookie),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 200, "{what}");
+    }
+    // In two `Cookie` lines as well.
+    let response = app
+        .send(
+            app.request(Method::GET, "/v1/auth/session")
+                .header("cookie", stale.cookie.clone())
+                .header("cookie", valid.cookie.clone()),
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 200, "two Cookie lines");
+    // Without a valid one, still no session.
+    let response = app
+        .send(
+            app.request(Method::GET, "/v1/admin/stats")
+                .header("cookie", format!("{}; {unknown}", stale.cookie)),
+        )
+        .await;
+    assert_eq!(response.status().as_u16(), 401);
+}

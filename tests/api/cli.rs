@@ -228,3 +228,55 @@ fn an_offline_job_leaves_its_writes_in_a_sled_snapshot_so_the_next_open_replays_
     assert_eq!(generation(data.path()), 2);
     assert_eq!(sled_snapshots(data.path()), after_ingest);
 }
+
+/// `--trusted-proxy` and `--fetch-allow` take what their help promises, "address or CIDR": a
+/// plain address is its /32, and a trusted one is believed (each forwarded client its own
+/// budget); anything else is refused naming both forms.
+#[tokio::test]
+async fn serve_takes_a_plain_address_where_the_help_says_address_or_cidr() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, help) = run(binary(data.path()).args(["serve", "--help"]));
+    assert!(output.status.success(), "{help}");
+    let said = help.matches("address or CIDR").count();
+    assert_eq!(said, 2, "both flags say so:\n{help}");
+    let serve = ServeProcess::start_with(
+        data.path(),
+        &[
+            "--trusted-proxy",
+            "127.0.0.1",
+            "--fetch-allow",
+            "127.0.0.1,::1",
+            "--rate-limit",
+            "1",
+        ],
+    );
+    async fn status(base: &str, forwarded: &str) -> u16 {
+        reqwest::Client::new()
+            .get(format!("{base}/brands?pageSize=1"))
+            .header("x-forwarded-for", forwarded)
+            .send()
+            .await
+            .expect("request")
+            .status()
+            .as_u16()
+    }
+    let base = serve.base.clone();
+    assert_eq!(status(&base, "203.0.113.1").await, 200);
+    assert_eq!(
+        status(&base, "203.0.113.2").await,
+        200,
+        "another forwarded client"
+    );
+    assert_eq!(
+        status(&base, "203.0.113.1").await,
+        429,
+        "the first one's budget is spent"
+    );
+    serve.stop();
+    for flag in ["--trusted-proxy", "--fetch-allow"] {
+        let (output, text) =
+            run(binary(data.path()).args(["serve", "--addr", "127.0.0.1:0", flag, "localhost"]));
+        assert!(!output.status.success(), "{text}");
+        assert!(text.contains("neither an address"), "{flag}: {text}");
+    }
+}

@@ -399,3 +399,130 @@ async fn error_bodies_are_whole_and_stable() {
         })
     );
 }
+
+#[tokio::test]
+async fn a_405_allows_what_the_route_table_says_the_path_answers() {
+    use watch_catalogue::api::v1_policies;
+    let app = TestApp::build()
+        .user("ana", watch_catalogue::domain::Role::Admin)
+        .start()
+        .await;
+    let admin = app.session("ana").await;
+    let allow_of = |response: &reqwest::Response| header(response.headers(), "allow").to_owned();
+    for (path, allow) in [
+        ("/v1/auth/login", "POST"),
+        ("/auth/login", "POST"),
+        ("/v1/admin/match", "POST"),
+        ("/v1/reconcile", "GET, HEAD, POST"),
+        ("/v1/brands", "GET, HEAD"),
+        (
+            "/v1/picture-review/models/1/front-picture",
+            "GET, HEAD, PUT",
+        ),
+    ] {
+        let response = app.send(admin.request(Method::DELETE, path)).await;
+        assert_eq!(response.status().as_u16(), 405, "{path}");
+        assert_eq!(allow_of(&response), allow, "{path}");
+        let body: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(body["hint"], format!("this path answers {allow}"), "{body}");
+    }
+    // Every row of the table: a method it lacks is a 405 naming the ones it has, and those
+    // are the ones the OpenAPI document lists for the path.
+    let doc = app.ok("/v1/openapi.json").await;
+    for policy in v1_policies() {
+        let documented: Vec<&str> = doc["paths"][policy.path]
+            .as_object()
+            .unwrap_or_else(|| panic!("{} is not documented", policy.path))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for method in [
+            Method::GET,
+            Method::HEAD,
+            Method::POST,
+            Method::PUT,
+            Method::DELETE,
+        ] {
+            let lower = method.as_str().to_lowercase();
+            let listed = documented.contains(&lower.as_str())
+                || (method == Method::HEAD && documented.contains(&"get"));
+            assert_eq!(
+                policy.methods.answers(&method),
+                listed,
+                "{method} {}",
+                policy.path
+            );
+        }
+        let path = policy
+            .path
+            .split('/')
+            .map(|segment| {
+                if segment.starts_with('{') {
+                    "1"
+                } else {
+                    segment
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let response = app
+            .send(admin.request(Method::DELETE, &format!("/v1{path}")))
+            .await;
+        assert_eq!(response.status().as_u16(), 405, "DELETE {path}");
+        assert_eq!(allow_of(&response), policy.methods.allow(), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_request_id_is_echoed_only_when_short_and_plain() {
+    let app = TestApp::start().await;
+    let id_of = |headers: &HeaderMap| header(headers, "x-request-id").to_owned();
+    let is_uuid =
+        |id: &str| id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    let plain = format!("trace.{}_end-1", "a".repeat(100));
+    assert!(plain.len() <= 128);
+    for id in [
+        "client-42",
+        "0f8e1c2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b",
+        plain.as_str(),
+    ] {
+        let response = app
+            .send(
+                app.request(Method::GET, "/v1/brands")
+                    .header("x-request-id", id),
+            )
+            .await;
+        assert_eq!(id_of(response.headers()), id, "kept");
+    }
+    let huge = "a".repeat(100 * 1024);
+    let long = "a".repeat(129);
+    for id in [
+        huge.as_str(),
+        long.as_str(),
+        "two words",
+        "<script>",
+        "a/b",
+        "a;b",
+    ] {
+        let response = app
+            .send(
+                app.request(Method::GET, "/v1/brands")
+                    .header("x-request-id", id),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 200);
+        let given = id_of(response.headers());
+        assert!(is_uuid(&given), "{given:.80} replaced {id:.80}");
+    }
+    // Two ids: neither is chosen, a fresh one is made.
+    let response = app
+        .send(
+            app.request(Method::GET, "/v1/brands")
+                .header("x-request-id", "one")
+                .header("x-request-id", "two"),
+        )
+        .await;
+    let ids: Vec<_> = response.headers().get_all("x-request-id").iter().collect();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert!(is_uuid(ids[0].to_str().expect("ascii")), "{ids:?}");
+}

@@ -554,10 +554,11 @@ fn big_snapshot() -> String {
 }
 
 /// SIGTERM mid-ingest stops at a chunk boundary; SIGKILL mid-ingest leaves the job running in
-/// the store; after each restart the job is interrupted, and the snapshot submitted again is
-/// ingested whole: every listing once, nothing of the provider's wrongly delisted. The model's
-/// listing count, which the ingest holds for its last commit, agrees with its listings after
-/// the stop, after the kill (counted again at start) and at the end.
+/// the store with the progress it last recorded; after each restart the job is interrupted,
+/// with that progress, and the snapshot submitted again is ingested whole: every listing once,
+/// nothing of the provider's wrongly delisted. The model's listing count, which the ingest
+/// holds for its last commit, agrees with its listings after the stop, after the kill (counted
+/// again at start) and at the end.
 #[tokio::test]
 async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_completes_it() {
     let (data, serve) = served_data_dir();
@@ -608,6 +609,10 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     let job = remote.job(&killed).await;
     assert_eq!(job["state"], "interrupted", "{job}");
     assert!(job["finishedAt"].is_string());
+    // The record kept the progress it had reached: what the server showed before the kill.
+    assert_eq!(job["progress"]["total"], BIG, "{job}");
+    let done = job["progress"]["done"].as_u64().expect("done");
+    assert!((50_000..BIG as u64).contains(&done), "{job}");
     let (kept, listed) = remote.submariner_counts().await;
     assert_eq!(
         kept, listed,

@@ -1,6 +1,7 @@
 //! `POST /auth/login`, `POST /auth/logout` and `GET /auth/session`: opening, ending and
 //! naming an admin session. A failed login answers one 401 whether the name or the password
-//! was wrong, after the same work, and failures are throttled per client IP and per name.
+//! was wrong, after the same work, and failures are throttled per client IP and per name from
+//! that IP: a stranger's failures never lock a user out of an address that has not failed.
 
 use super::{Caller, ClientIp, LOGIN_WINDOW};
 #[allow(unused_imports)] // named in the OpenAPI annotations
@@ -22,7 +23,8 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::time::Instant;
 
-/// Failed logins allowed per client IP, and per user name, in each 15-minute window.
+/// Failed logins allowed per client IP (whatever the names), and per user name from one client
+/// IP, in each 15-minute window.
 pub const FAILURES_PER_IP: u32 = 20;
 pub const FAILURES_PER_NAME: u32 = 5;
 
@@ -30,14 +32,17 @@ pub const FAILURES_PER_NAME: u32 = 5;
 pub struct SignIn {
     pub sessions: SessionPolicy,
     by_ip: RateLimiter<IpAddr>,
-    by_name: RateLimiter<String>,
+    /// Keyed by name and address, never by name alone: a budget of the name shared by every
+    /// address would let anyone lock its user out with five wrong passwords.
+    by_name: RateLimiter<(String, IpAddr)>,
 }
 
 impl SignIn {
-    pub fn new(sessions: SessionPolicy, proxies: &RateLimitConfig) -> SignIn {
+    /// The budgets keep at most `limits.max_clients` keys each, as the request budgets do.
+    pub fn new(sessions: SessionPolicy, limits: &RateLimitConfig) -> SignIn {
         let budget = RateLimitConfig {
             window: LOGIN_WINDOW,
-            ..proxies.clone()
+            ..limits.clone()
         };
         SignIn {
             sessions,
@@ -50,7 +55,7 @@ impl SignIn {
     fn refused(&self, ip: IpAddr, name: &str, now: Instant) -> Option<u64> {
         [
             self.by_ip.peek(ip, now),
-            self.by_name.peek(name_key(name), now),
+            self.by_name.peek(name_key(name, ip), now),
         ]
         .into_iter()
         .filter(|decision| !decision.allowed)
@@ -60,18 +65,30 @@ impl SignIn {
 
     fn count_failure(&self, ip: IpAddr, name: &str, now: Instant) {
         self.by_ip.check(ip, now);
-        self.by_name.check(name_key(name), now);
+        self.by_name.check(name_key(name, ip), now);
+    }
+
+    /// A right password from `ip` clears the name's failures there: a user who mistyped and
+    /// then signed in starts again with the full budget.
+    fn count_success(&self, ip: IpAddr, name: &str) {
+        self.by_name.forget(&name_key(name, ip));
+    }
+
+    /// Keys the failure budgets hold now (for tests of the memory bound).
+    pub fn tracked_keys(&self) -> usize {
+        self.by_ip.tracked_clients() + self.by_name.tracked_clients()
     }
 }
 
-/// The key a name's failures are counted under: the name when it could be a user's, else one
-/// shared key, so a flood of long made-up names cannot fill memory (100,000 keys of a
-/// megabyte each) nor slip past the budget.
-fn name_key(name: &str) -> String {
-    match Username::parse(name) {
+/// The key a name's failures from `ip` are counted under: the name when it could be a user's,
+/// else one shared key, so long made-up names cost no memory (a key is at most a user name of
+/// 64 bytes and an address) nor slip past the budget.
+fn name_key(name: &str, ip: IpAddr) -> (String, IpAddr) {
+    let name = match Username::parse(name) {
         Ok(name) => name.to_string(),
         Err(_) => "\u{0}not a user name".to_owned(),
-    }
+    };
+    (name, ip)
 }
 
 /// What `POST /auth/login` takes.
@@ -131,6 +148,7 @@ pub async fn login(
         tracing::info!(client = %ip, "login failed");
         return Err(ApiError::BadCredentials);
     };
+    sign_in.count_success(ip, &name);
     let (token, token_hash) = new_token().map_err(|error| internal(&error))?;
     let session = Session {
         token_hash,
@@ -187,5 +205,66 @@ pub async fn session(Extension(caller): Extension<Caller>) -> ApiResult<Json<Ses
             role: signed.user.role.as_str(),
         })),
         Caller::Anonymous => Err(ApiError::Unauthorized),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sign_in(max_clients: usize) -> SignIn {
+        let limits = RateLimitConfig {
+            max_clients,
+            ..RateLimitConfig::default()
+        };
+        SignIn::new(SessionPolicy::default(), &limits)
+    }
+
+    fn ip(n: u32) -> IpAddr {
+        IpAddr::from(n.to_be_bytes())
+    }
+
+    #[test]
+    fn a_name_is_throttled_only_at_the_address_it_failed_from() {
+        let sign_in = sign_in(1_000);
+        let now = Instant::now();
+        for _ in 0..FAILURES_PER_NAME {
+            assert_eq!(sign_in.refused(ip(1), "ana", now), None);
+            sign_in.count_failure(ip(1), "ana", now);
+        }
+        assert!(sign_in.refused(ip(1), "ana", now).is_some());
+        assert_eq!(sign_in.refused(ip(2), "ana", now), None, "another address");
+        assert_eq!(sign_in.refused(ip(1), "vic", now), None, "another name");
+        // A right password clears the name's failures at that address.
+        sign_in.count_failure(ip(2), "ana", now);
+        sign_in.count_success(ip(2), "ana");
+        assert_eq!(
+            sign_in.by_name.peek(name_key("ana", ip(2)), now).remaining,
+            5
+        );
+    }
+
+    #[test]
+    fn the_budgets_stay_bounded_and_keep_spent_ones_under_a_flood_of_names_and_addresses() {
+        let sign_in = sign_in(1_000);
+        let now = Instant::now();
+        for _ in 0..FAILURES_PER_NAME {
+            sign_in.count_failure(ip(1), "ana", now);
+        }
+        for n in 0..50_000u32 {
+            sign_in.count_failure(ip(n + 2), &format!("guess{n}"), now);
+            // Looking costs no memory.
+            sign_in.refused(ip(n + 100_000), &format!("look{n}"), now);
+        }
+        let bound = 2 * (1_000 + 16);
+        assert!(
+            sign_in.tracked_keys() <= bound,
+            "{}",
+            sign_in.tracked_keys()
+        );
+        assert!(
+            sign_in.refused(ip(1), "ana", now).is_some(),
+            "a spent budget outlives the flood of one-failure keys"
+        );
     }
 }

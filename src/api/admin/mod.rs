@@ -13,7 +13,7 @@ pub mod stats;
 
 use super::error::{internal, ApiError, ApiResult};
 use super::AppState;
-use crate::auth::{token_in_cookies, SessionPolicy, TOUCH_EVERY};
+use crate::auth::{tokens_in_cookies, SessionPolicy, MAX_SESSION_COOKIES};
 use crate::domain::{Role, Session, Timestamp, User};
 use crate::jobs::users::Actor;
 use axum::extract::{Request, State};
@@ -82,29 +82,31 @@ pub struct Identity {
     pub sessions: SessionPolicy,
 }
 
-/// Reads the session cookie, if any, into a [`Caller`]: a session counts while it is within
-/// its idle and absolute limits and its user still exists with the role it signed in with.
-/// An ended session is removed. Requests without the cookie cost no store read.
+/// Reads the session cookies, if any, into a [`Caller`]: each one sent is tried in order (up
+/// to [`MAX_SESSION_COOKIES`]) until one names a session within its idle and absolute limits
+/// whose user still exists with the role it signed in with. An ended session is removed.
+/// Requests without the cookie cost no store read.
 pub async fn identify(
     State(identity): State<Arc<Identity>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let token = request
+    let tokens: Vec<String> = request
         .headers()
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .find_map(token_in_cookies)
-        .map(str::to_owned);
-    let caller = match token {
-        None => Ok(Caller::Anonymous),
-        Some(token) => {
-            let identity = identity.clone();
-            tokio::task::spawn_blocking(move || caller_of(&identity, &token))
-                .await
-                .unwrap_or_else(|error| Err(internal(&error)))
-        }
+        .flat_map(tokens_in_cookies)
+        .take(MAX_SESSION_COOKIES)
+        .map(str::to_owned)
+        .collect();
+    let caller = if tokens.is_empty() {
+        Ok(Caller::Anonymous)
+    } else {
+        let identity = identity.clone();
+        tokio::task::spawn_blocking(move || first_signed_in(&identity, &tokens))
+            .await
+            .unwrap_or_else(|error| Err(internal(&error)))
     };
     match caller {
         Ok(caller) => {
@@ -113,6 +115,16 @@ pub async fn identify(
         }
         Err(error) => error.into_response(),
     }
+}
+
+/// The caller of the first of `tokens` that opens a live session; anonymous when none does.
+fn first_signed_in(identity: &Identity, tokens: &[String]) -> Result<Caller, ApiError> {
+    for token in tokens {
+        if let signed @ Caller::Signed(_) = caller_of(identity, token)? {
+            return Ok(signed);
+        }
+    }
+    Ok(Caller::Anonymous)
 }
 
 fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
@@ -128,7 +140,7 @@ fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
         store.close_session(&session, None)?;
         return Ok(Caller::Anonymous);
     };
-    if now.0 - session.last_seen_at.0 >= TOUCH_EVERY.as_millis() as i64 {
+    if identity.sessions.needs_touch(&session, now) {
         session.last_seen_at = now;
         store.touch_session(&session)?;
     }

@@ -1,6 +1,7 @@
 //! Every failure leaves as our JSON error: a handler's `ApiError` is rendered with the `docs`
 //! link of its route, and any other error response (axum's empty 405, a 413, a 404 from a
-//! layer) is replaced by the matching `ApiError`, keeping its headers (`Allow`).
+//! layer) is replaced by the matching `ApiError`, keeping its headers; a 405's `Allow` names
+//! what the route table says its path answers.
 
 use super::BodyLimit;
 use crate::api::error::{internal_because, ApiError};
@@ -33,7 +34,7 @@ pub async fn render_errors(request: Request, next: Next) -> Response {
             "paths start with /v1; GET /v1/openapi.json lists them",
         ),
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed {
-            allow: allowed_methods(&response),
+            allow: allowed_methods(route.as_deref(), &response),
         },
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::body_too_large(limit),
         status if status.is_server_error() => {
@@ -55,13 +56,18 @@ fn is_json(response: &Response) -> bool {
         .is_some_and(|v| v.starts_with("application/json"))
 }
 
-fn allowed_methods(response: &Response) -> String {
-    response
-        .headers()
-        .get(header::ALLOW)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("GET, HEAD")
-        .to_owned()
+/// The methods `route` answers, from the route table: axum sets its own `Allow` only once the
+/// response has left every layer, this one included, so it cannot be read here.
+fn allowed_methods(route: Option<&str>, response: &Response) -> String {
+    match route {
+        Some(route) => crate::api::allowed_methods(route),
+        None => response
+            .headers()
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("GET, HEAD")
+            .to_owned(),
+    }
 }
 
 /// `replacement`, carrying the headers the original response set that it does not.

@@ -8,6 +8,7 @@ pub mod cors;
 pub mod envelope;
 pub mod metrics;
 pub mod rate_limit;
+pub mod request_id;
 pub mod version;
 
 use crate::api::error::internal_because;
@@ -35,6 +36,7 @@ pub fn shared(router: Router, config: &ApiConfig, metrics: Arc<metrics::Metrics>
         .layer(TraceLayer::new_for_http())
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(from_fn(request_id::keep_plain_ids))
 }
 
 /// A handler panicked: log it, answer `internal_error`; the server keeps serving.

@@ -81,50 +81,81 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 
     fn count(&self, client: K, now: Instant, cost: u32) -> Decision {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        client.hash(&mut hasher);
-        let shard = &self.shards[(hasher.finish() as usize) % SHARDS];
         // A poisoned lock only means another request panicked mid-update: the counts are
         // still usable.
-        let mut windows = shard
+        let mut windows = self
+            .shard(&client)
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let fresh = Window {
+            opened: now,
+            used: 0,
+        };
+        let live = |window: &Window| now.duration_since(window.opened) < self.window;
+        if cost == 0 {
+            // A look keeps nothing: only what is counted takes room.
+            let window = windows.get(&client).copied().filter(live);
+            return self.decision(window.unwrap_or(fresh), now);
+        }
         if !windows.contains_key(&client) && windows.len() >= self.max_per_shard {
             self.make_room(&mut windows, now);
         }
-        let window = windows.entry(client.clone()).or_insert(Window {
-            opened: now,
-            used: 0,
-        });
-        if now.duration_since(window.opened) >= self.window {
-            *window = Window {
-                opened: now,
-                used: 0,
-            };
+        let window = windows.entry(client).or_insert(fresh);
+        if !live(window) {
+            *window = fresh;
         }
         let allowed = window.used < self.limit;
         if allowed {
             window.used += cost;
         }
+        Decision {
+            allowed,
+            ..self.decision(*window, now)
+        }
+    }
+
+    /// Where `window` stands at `now`.
+    fn decision(&self, window: Window, now: Instant) -> Decision {
         let left = self
             .window
             .saturating_sub(now.duration_since(window.opened));
         Decision {
-            allowed,
+            allowed: window.used < self.limit,
             remaining: self.limit - window.used,
             reset: left.as_secs_f64().ceil().max(1.0) as u64,
         }
     }
 
-    /// Drops expired windows; if none expired, drops one arbitrary client (it gets a fresh
-    /// budget, the price of bounded memory under a flood of distinct addresses).
+    /// Drops expired windows; if none expired, drops the client that used least of its budget
+    /// (the oldest of those): it gets a fresh budget, the price of bounded memory under a flood
+    /// of distinct clients, while a client near or past its limit keeps its count, so a flood
+    /// of one-request clients cannot wash out a budget that is spent.
     fn make_room(&self, windows: &mut HashMap<K, Window>, now: Instant) {
         windows.retain(|_, w| now.duration_since(w.opened) < self.window);
         if windows.len() >= self.max_per_shard {
-            if let Some(victim) = windows.keys().next().cloned() {
+            let victim = windows
+                .iter()
+                .min_by_key(|(_, w)| (w.used, w.opened))
+                .map(|(client, _)| client.clone());
+            if let Some(victim) = victim {
                 windows.remove(&victim);
             }
         }
+    }
+
+    /// Forgets `client`'s window: its next request opens a fresh budget.
+    pub fn forget(&self, client: &K) {
+        let mut windows = self
+            .shard(client)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        windows.remove(client);
+    }
+
+    fn shard(&self, client: &K) -> &Mutex<HashMap<K, Window>> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        client.hash(&mut hasher);
+        &self.shards[(hasher.finish() as usize) % SHARDS]
     }
 
     /// Clients tracked now (for tests of the memory bound).
