@@ -148,7 +148,9 @@ async fn with_a_token_set_metrics_answer_only_its_bearer() {
 #[test]
 fn serve_refuses_a_short_token_or_one_given_twice() {
     let data = tempfile::tempdir().expect("dir");
-    let token_file = data.path().join("metrics-token");
+    // Beside the data dir, not in it: a folder with other files is no data dir.
+    let secrets = tempfile::tempdir().expect("dir");
+    let token_file = secrets.path().join("metrics-token");
     std::fs::write(&token_file, format!("{TOKEN}\n")).expect("token file");
     let serve = || {
         let mut command = binary(data.path());
