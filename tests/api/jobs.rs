@@ -906,4 +906,3 @@ async fn a_large_invalid_snapshot_is_refused_and_leaves_the_servers_memory_bound
     );
     serve.stop();
 }
-
