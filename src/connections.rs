@@ -111,12 +111,14 @@ pub async fn serve_connections(
     drop(listener);
     let all = max as u32;
     let open = max - slots.available_permits();
+    // Told before it is logged: what follows the log line (a test's next bytes) finds every
+    // connection draining already.
+    let _ = phase.send(Phase::Draining);
     tracing::info!(
         open,
         grace = ?config.shutdown_grace,
         "shutting down: no new connections; the open ones finish their requests in flight"
     );
-    let _ = phase.send(Phase::Draining);
     let started = Instant::now();
     if tokio::time::timeout(config.shutdown_grace, slots.acquire_many(all))
         .await
