@@ -163,43 +163,48 @@ pub fn check_snapshot(
     let provider = provider(store, provider_slug)?;
     let mut valid = 0usize;
     let read = read_snapshot(name, snapshot, |_| valid += 1)?;
-    let (problems, codes) = refuse_unless_usable(valid, read, rules)?;
-    let known = KnownListings::of(store, provider.id)?;
-    judge_stock(store, &provider, &known, &codes, rules, problems).map(|(problems, _)| problems)
+    Ok(Checked::of(store, &provider, valid, read, rules)?.problems)
 }
 
-/// The snapshot's problems and codes when its lines may be ingested; its refusal when it is
-/// empty or half invalid.
-fn refuse_unless_usable(
-    valid: usize,
-    read: SnapshotRead,
-    rules: &SnapshotRules,
-) -> Result<(Problems, HashMap<String, usize>), IngestError> {
-    let SnapshotRead {
-        problems,
-        lines,
-        codes,
-    } = read;
-    match check_lines(valid, &problems, lines, rules.max_invalid) {
-        Ok(()) => Ok((problems, codes)),
-        Err(refusal) => Err(refused(refusal, problems)),
-    }
-}
-
-/// What the snapshot naming `codes` would do to the provider's stock, when the stock guard
-/// lets it through (with the refusal it overrode, if any); its refusal otherwise.
-fn judge_stock(
-    store: &Store,
-    provider: &Provider,
-    known: &KnownListings<'_>,
-    codes: &HashMap<String, usize>,
-    rules: &SnapshotRules,
+/// A snapshot that passed every check, with what they found: the problems of its lines, the
+/// provider's listings and what the snapshot would do to their stock
+/// (with the refusal an override let through, if any).
+struct Checked<'a> {
     problems: Problems,
-) -> Result<(Problems, (StockEffect, Option<Refusal>)), IngestError> {
-    let effect = StockEffect::of(store, &known.ids, codes, rules.max_delist)?;
-    match effect.judge(provider.slug.as_str(), rules) {
-        Ok(overridden) => Ok((problems, (effect, overridden))),
-        Err(refusal) => Err(refused(refusal, problems)),
+    known: KnownListings<'a>,
+    effect: StockEffect,
+    overridden: Option<Refusal>,
+}
+
+impl<'a> Checked<'a> {
+    /// Checks `read`, `valid` of whose lines are rows, against `rules` and the stock of
+    /// `provider`: refused when it is empty, half invalid, or the stock guard refuses it.
+    fn of(
+        store: &'a Store,
+        provider: &Provider,
+        valid: usize,
+        read: SnapshotRead,
+        rules: &SnapshotRules,
+    ) -> Result<Checked<'a>, IngestError> {
+        let SnapshotRead {
+            problems,
+            lines,
+            codes: seen,
+        } = read;
+        if let Err(refusal) = check_lines(valid, &problems, lines, rules.max_invalid) {
+            return Err(refused(refusal, problems));
+        }
+        let known = KnownListings::of(store, provider.id)?;
+        let effect = StockEffect::of(store, &known.ids, &seen, rules.max_delist)?;
+        match effect.judge(provider.slug.as_str(), rules) {
+            Ok(overridden) => Ok(Checked {
+                problems,
+                known,
+                effect,
+                overridden,
+            }),
+            Err(refusal) => Err(refused(refusal, problems)),
+        }
     }
 }
 
@@ -223,12 +228,15 @@ fn ingest_with(
     let provider = provider(store, provider_slug)?;
     let mut rows = Vec::new();
     let read = read_snapshot(name, snapshot, |row| rows.push(row))?;
-    let (problems, seen) = refuse_unless_usable(rows.len(), read, rules)?;
     // What a line needs to know, read once for the job rather than once per line: the
-    // provider's listings by their code, and (for a large snapshot) the catalogue.
-    let known = KnownListings::of(store, provider.id)?;
-    let (problems, (effect, overridden)) =
-        judge_stock(store, &provider, &known, &seen, rules, problems)?;
+    // provider's listings by their code (read by the checks), and (for a large snapshot) the
+    // catalogue.
+    let Checked {
+        problems,
+        known,
+        effect,
+        overridden,
+    } = Checked::of(store, &provider, rows.len(), read, rules)?;
     control.set_total(rows.len() as u64);
     let catalogue = JobCatalogue::for_listings(store, rows.len())?;
     // Reading what is known and matching what changed are independent per line: all cores.
@@ -766,30 +774,18 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let store = fixture_store(dir.path());
         let turn = store.write_turn();
+        let in_chunks_of_7 = |control: &JobControl| {
+            let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
+            let rules = SnapshotRules::default();
+            ingest_with(writes, "chrono24", "feed", feed.as_bytes(), &rules, control)
+        };
         let control = JobControl::default();
         control.stop();
-        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
-        let stopped = ingest_with(
-            writes,
-            "chrono24",
-            "feed",
-            feed.as_bytes(),
-            &SnapshotRules::default(),
-            &control,
-        );
+        let stopped = in_chunks_of_7(&control);
         assert!(matches!(stopped, Err(IngestError::Interrupted)));
         assert_eq!(control.progress(), (7, lines as u64), "one chunk committed");
-        let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
         let control = JobControl::default();
-        let done = ingest_with(
-            writes,
-            "chrono24",
-            "feed",
-            feed.as_bytes(),
-            &SnapshotRules::default(),
-            &control,
-        )
-        .expect("again");
+        let done = in_chunks_of_7(&control).expect("again");
         assert_eq!((done.refreshed, done.created), (7, lines - 7));
         assert_eq!(control.progress(), (lines as u64, lines as u64));
     }

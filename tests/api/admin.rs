@@ -2,7 +2,7 @@
 //! route table, sessions (login, logout, expiry, throttling, revocation, cookie flags), the
 //! admin budget, the counts, the unmatched listings and the audit trail.
 
-use crate::support::{TestApp, TEST_PASSWORD};
+use crate::support::{concrete, TestApp, TEST_PASSWORD};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -19,21 +19,6 @@ async fn app() -> TestApp {
         .user("vic", Role::Viewer)
         .start()
         .await
-}
-
-/// A concrete path of a route template (`{id}` and the like become `1`).
-fn concrete(template: &str) -> String {
-    template
-        .split('/')
-        .map(|segment| {
-            if segment.starts_with('{') {
-                "1"
-            } else {
-                segment
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
 }
 
 async fn login(app: &TestApp, username: &str, password: &str) -> reqwest::Response {
@@ -184,20 +169,25 @@ async fn a_login_from_another_origin_is_refused() {
     assert!(response.headers().get("set-cookie").is_none());
 }
 
-#[tokio::test]
-async fn a_session_ends_at_its_idle_limit() {
+/// A server with admin `ana` whose sessions end after `idle` unused.
+async fn app_with_idle_limit(idle: Duration) -> TestApp {
     let config = ApiConfig {
         sessions: SessionPolicy {
-            idle: Duration::from_millis(600),
+            idle,
             ..SessionPolicy::default()
         },
         ..ApiConfig::default()
     };
-    let app = TestApp::build()
+    TestApp::build()
         .user("ana", Role::Admin)
         .config(config)
         .start()
-        .await;
+        .await
+}
+
+#[tokio::test]
+async fn a_session_ends_at_its_idle_limit() {
+    let app = app_with_idle_limit(Duration::from_millis(600)).await;
     let session = app.session("ana").await;
     assert_eq!(session.get("/v1/admin/stats").await.0, 200);
     tokio::time::sleep(Duration::from_millis(800)).await;
@@ -613,18 +603,7 @@ async fn a_strangers_failures_never_lock_a_user_out_of_an_address_that_has_not_f
 #[tokio::test]
 async fn a_session_in_use_outlives_a_short_idle_limit() {
     let idle = Duration::from_millis(1_000);
-    let config = ApiConfig {
-        sessions: SessionPolicy {
-            idle,
-            ..SessionPolicy::default()
-        },
-        ..ApiConfig::default()
-    };
-    let app = TestApp::build()
-        .user("ana", Role::Admin)
-        .config(config)
-        .start()
-        .await;
+    let app = app_with_idle_limit(idle).await;
     let session = app.session("ana").await;
     // Used every 350 ms for 1.4 s: each use is well within the idle limit of the one before,
     // though the whole is longer than the limit.

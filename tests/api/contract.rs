@@ -453,18 +453,7 @@ async fn a_405_allows_what_the_route_table_says_the_path_answers() {
                 policy.path
             );
         }
-        let path = policy
-            .path
-            .split('/')
-            .map(|segment| {
-                if segment.starts_with('{') {
-                    "1"
-                } else {
-                    segment
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("/");
+        let path = concrete(policy.path);
         let response = app
             .send(admin.request(Method::DELETE, &format!("/v1{path}")))
             .await;

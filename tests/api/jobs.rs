@@ -440,21 +440,27 @@ impl Remote {
     }
 
     async fn post_snapshot(&self, snapshot: &str) -> String {
+        // It replaces the fixtures' stock of ebay: the stock guard is told so.
         let response = self
-            .client
-            // It replaces the fixtures' stock of ebay: the stock guard is told so.
+            .post_ebay_snapshot("?allowMassDelist=true", snapshot)
+            .await;
+        assert_eq!(response.status().as_u16(), 202);
+        let job: Value = response.json().await.expect("job");
+        job["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Posts `snapshot` as ebay's, with `query` after the path.
+    async fn post_ebay_snapshot(&self, query: &str, snapshot: &str) -> reqwest::Response {
+        self.client
             .post(format!(
-                "{}/admin/providers/ebay/snapshot?allowMassDelist=true",
+                "{}/admin/providers/ebay/snapshot{query}",
                 self.base
             ))
             .header("cookie", &self.cookie)
             .body(snapshot.to_owned())
             .send()
             .await
-            .expect("post");
-        assert_eq!(response.status().as_u16(), 202);
-        let job: Value = response.json().await.expect("job");
-        job["id"].as_str().expect("id").to_owned()
+            .expect("post")
     }
 
     async fn job(&self, id: &str) -> Value {
@@ -882,14 +888,7 @@ async fn a_large_invalid_snapshot_is_refused_and_leaves_the_servers_memory_bound
     let body = format!("{line}\n").repeat(16 * 1024 * 1024 / (line.len() + 1));
     let before = serve.resident_kb();
     for _ in 0..2 {
-        let response = remote
-            .client
-            .post(format!("{}/admin/providers/ebay/snapshot", remote.base))
-            .header("cookie", &remote.cookie)
-            .body(body.clone())
-            .send()
-            .await
-            .expect("post");
+        let response = remote.post_ebay_snapshot("", &body).await;
         assert_eq!(response.status().as_u16(), 400);
         let refusal: Value = response.json().await.expect("body");
         assert!(

@@ -623,3 +623,18 @@ pub fn new_data_dir() -> tempfile::TempDir {
     data_dir::fixtures_due(&data_dir).expect("fixtures due");
     dir
 }
+
+/// A concrete path of a route template (`{id}` and the like become `1`).
+pub fn concrete(template: &str) -> String {
+    template
+        .split('/')
+        .map(|segment| {
+            if segment.starts_with('{') {
+                "1"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
