@@ -4,8 +4,8 @@
 
 use crate::config::DataDir;
 use crate::data_dir::{self, ImportMark, FIXTURES};
-use crate::domain::{Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
-use crate::fixtures::EmbeddedFixtures;
+use crate::domain::{causes, Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
+use crate::jobs::import::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::pictures::UrgentPictures;
@@ -366,19 +366,6 @@ pub fn serving_address(data_dir: &DataDir) -> Option<String> {
     let text = std::fs::read_to_string(data_dir.server_address()).ok()?;
     let address = text.trim();
     (!address.is_empty()).then(|| address.to_owned())
-}
-
-/// An error with its causes, outermost first, on one line: what the CLI prints, the log keeps
-/// and a failed job records.
-pub fn causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

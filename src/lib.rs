@@ -15,7 +15,6 @@ pub mod config;
 pub mod connections;
 pub mod data_dir;
 pub mod domain;
-pub mod fixtures;
 pub mod jobs;
 pub mod media;
 pub mod rates;

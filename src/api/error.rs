@@ -290,7 +290,7 @@ impl IntoResponse for ApiError {
 
 /// Logs a lower layer's failure, with its whole chain of causes, and answers `internal_error`.
 pub fn internal(error: &(dyn std::error::Error + 'static)) -> ApiError {
-    internal_because(crate::app::causes(error))
+    internal_because(crate::domain::causes(error))
 }
 
 /// Logs why the server failed (an invariant of the store broken, a panic) and answers

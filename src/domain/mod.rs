@@ -1,6 +1,7 @@
 //! The catalogue's vocabulary: ids, slugs, references, timestamps and the stored records.
 //! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
 
+mod causes;
 mod duplicates;
 mod fnv;
 mod ids;
@@ -18,6 +19,7 @@ mod slug;
 mod timestamp;
 mod users;
 
+pub use causes::causes;
 pub use duplicates::{DuplicatePair, DuplicateSignal};
 pub use fnv::Fnv1a;
 pub use ids::{

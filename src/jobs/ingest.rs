@@ -712,7 +712,7 @@ fn details_of(row: FeedRow) -> ListingDetails {
 /// matching tests decide again.
 #[cfg(test)]
 pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
-    use crate::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::fixtures::EmbeddedFixtures;
     let store = Store::open(dir, 1 << 22).expect("store");
     let turn = store.write_turn();
     crate::jobs::import::import(&turn, &EmbeddedFixtures).expect("fixtures");
@@ -725,7 +725,7 @@ pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
 mod tests {
     use super::*;
     use crate::domain::ModelId;
-    use crate::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::fixtures::EmbeddedFixtures;
     use crate::jobs::import::import;
 
     fn fixture_store(dir: &std::path::Path) -> Store {

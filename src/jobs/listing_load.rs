@@ -192,7 +192,7 @@ fn add_all(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::fixtures::EmbeddedFixtures;
     use crate::jobs::import::import;
     use crate::jobs::ingest::ingest;
     use crate::jobs::reindex::{listings_are_current, rebuild_listings};

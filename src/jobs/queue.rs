@@ -6,8 +6,8 @@
 use super::batch::{self, Batch};
 use super::progress::JobControl;
 use super::users::{audit_entry, Actor};
-use crate::app::{causes, App};
-use crate::domain::{JobId, JobRecord, JobState, Timestamp};
+use crate::app::App;
+use crate::domain::{causes, JobId, JobRecord, JobState, Timestamp};
 use crate::store::StoreResult;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use watch_catalogue::app::App;
 use watch_catalogue::config::DataDir;
 use watch_catalogue::domain::normalize_reference;
-use watch_catalogue::fixtures::EmbeddedFixtures;
+use watch_catalogue::jobs::import::fixtures::EmbeddedFixtures;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::store::RecordKind;
 

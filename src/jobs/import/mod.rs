@@ -5,6 +5,7 @@
 
 mod calibers;
 mod candidates;
+pub mod fixtures;
 mod kinds;
 mod one;
 mod parse;

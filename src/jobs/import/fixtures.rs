@@ -1,34 +1,34 @@
 //! The bundled catalogue and provider feeds in `fixtures/`, embedded in the binary so `serve` works from any
 //! directory on a fresh machine.
 
-use crate::jobs::import::DatasetSource;
+use super::DatasetSource;
 use std::io::BufRead;
 
 const FILES: &[(&str, &str)] = &[
-    ("brands.jsonl", include_str!("../fixtures/brands.jsonl")),
-    ("series.jsonl", include_str!("../fixtures/series.jsonl")),
+    ("brands.jsonl", include_str!("../../../fixtures/brands.jsonl")),
+    ("series.jsonl", include_str!("../../../fixtures/series.jsonl")),
     (
         "complications.jsonl",
-        include_str!("../fixtures/complications.jsonl"),
+        include_str!("../../../fixtures/complications.jsonl"),
     ),
-    ("calibers.jsonl", include_str!("../fixtures/calibers.jsonl")),
-    ("models.jsonl", include_str!("../fixtures/models.jsonl")),
+    ("calibers.jsonl", include_str!("../../../fixtures/calibers.jsonl")),
+    ("models.jsonl", include_str!("../../../fixtures/models.jsonl")),
     (
         "providers.jsonl",
-        include_str!("../fixtures/providers.jsonl"),
+        include_str!("../../../fixtures/providers.jsonl"),
     ),
-    ("rates.xml", include_str!("../fixtures/rates.xml")),
+    ("rates.xml", include_str!("../../../fixtures/rates.xml")),
     (
         "listings/chrono24.jsonl",
-        include_str!("../fixtures/listings/chrono24.jsonl"),
+        include_str!("../../../fixtures/listings/chrono24.jsonl"),
     ),
     (
         "listings/ebay.jsonl",
-        include_str!("../fixtures/listings/ebay.jsonl"),
+        include_str!("../../../fixtures/listings/ebay.jsonl"),
     ),
     (
         "listings/watchbox.jsonl",
-        include_str!("../fixtures/listings/watchbox.jsonl"),
+        include_str!("../../../fixtures/listings/watchbox.jsonl"),
     ),
 ];
 
