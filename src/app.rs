@@ -9,38 +9,31 @@ use crate::jobs::import::fixtures::EmbeddedFixtures;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::pictures::UrgentPictures;
+use crate::jobs::context::JobContext;
 use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
 use crate::rates::ConversionTable;
 use crate::store::{
-    MigrationPolicy, MigrationReport, Store, StoreError, StoreGeneration, StoreResult,
+    MigrationPolicy, MigrationReport, Store, StoreError, StoreResult,
 };
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
 use std::sync::Arc;
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 
 /// Store, indexes and writer of one data dir.
 pub struct App {
     pub store: Store,
     pub index: Arc<CatalogueIndex>,
     pub listings: Arc<ListingIndex>,
-    /// Every change to the store and indexes goes through it.
-    pub writer: Writer,
-    /// The fetched and cropped pictures (`<data dir>/media`).
-    pub media: MediaStore,
-    /// Pictures a person is waiting for: the image worker takes them first.
-    pub urgent_pictures: UrgentPictures,
-    /// Batch jobs submitted to the server, run one at a time through the writer.
-    pub jobs: Jobs,
+    /// The writer, the media store, the job queue: what jobs reach.
+    work: Arc<JobContext>,
     /// The conversion table and the store's rates epoch it was read at.
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
     /// Where it was opened.
     dir: DataDir,
-    /// The duplicate groups and the generation of the pairs they were joined from.
-    duplicate_groups: Mutex<Option<(StoreGeneration, duplicates::Grouping)>>,
     /// What pages of models read from the store, as its generation has it: a page shows each
     /// model from four sled reads, which were a third of a text search's time over HTTP.
     pub kept: KeptReads,
@@ -126,48 +119,49 @@ impl App {
         let index = Arc::new(index);
         let listings = Arc::new(listings);
         let app = App {
-            writer: Writer::new(store.clone(), index.clone(), listings.clone()),
-            media: MediaStore::new(data_dir.media()),
-            urgent_pictures: UrgentPictures::default(),
-            jobs: Jobs::new(data_dir.spool()),
+            work: Arc::new(JobContext::new(
+                Writer::new(store.clone(), index.clone(), listings.clone()),
+                MediaStore::new(data_dir.media()),
+                data_dir.spool(),
+            )),
             store,
             index,
             listings,
             rates: RwLock::new(None),
             dir: data_dir.clone(),
-            duplicate_groups: Mutex::new(None),
             kept: KeptReads::default(),
         };
         Ok((app, report))
     }
 
-    /// The duplicate finder's groups. After a write that changed pairs they are joined again
-    /// around the models it touched; all of them only on the first call, or after writes this
-    /// process did not see whole (a full pass).
+    /// What jobs work with: the app's writer, media store, queue and kept duplicate groups.
+    pub fn job_context(&self) -> &Arc<JobContext> {
+        &self.work
+    }
+
+    /// Every change to the store and indexes goes through it.
+    pub fn writer(&self) -> &Writer {
+        self.work.writer()
+    }
+
+    /// The fetched and cropped pictures (`<data dir>/media`).
+    pub fn media(&self) -> &MediaStore {
+        self.work.media()
+    }
+
+    /// Pictures a person is waiting for: the image worker takes them first.
+    pub fn urgent_pictures(&self) -> &UrgentPictures {
+        self.work.urgent_pictures()
+    }
+
+    /// Batch jobs submitted to the server, run one at a time through the writer.
+    pub fn jobs(&self) -> &Jobs {
+        self.work.queue()
+    }
+
+    /// The duplicate finder's groups as the store's pairs stand (kept between calls).
     pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<Arc<duplicates::Group>>>> {
-        let mut cached = self
-            .duplicate_groups
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let generation = self.store.duplicates_generation()?;
-        if let Some((at, grouping)) = cached.as_mut() {
-            if *at == generation {
-                return Ok(grouping.groups());
-            }
-            if let Some(touched) = self.store.duplicates_touched_between(*at, generation) {
-                let started = std::time::Instant::now();
-                grouping.regroup(&self.store, &touched)?;
-                tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
-                *at = generation;
-                return Ok(grouping.groups());
-            }
-        }
-        let started = std::time::Instant::now();
-        let grouping = duplicates::Grouping::of(&self.store)?;
-        let groups = grouping.groups();
-        tracing::info!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups joined");
-        *cached = Some((generation, grouping));
-        Ok(groups)
+        self.work.duplicate_groups()
     }
 
     /// The conversion table of the ECB rates in force, read again only after a write that
@@ -237,8 +231,8 @@ impl App {
     fn import_fixtures(&self) -> anyhow::Result<()> {
         let mark = ImportMark::begin(&self.dir, FIXTURES)?;
         let done = self
-            .writer
-            .run(|turn| import_dataset(turn, &EmbeddedFixtures, &self.media))
+            .writer()
+            .run(|turn| import_dataset(turn, &EmbeddedFixtures, self.media()))
             .context("importing the bundled fixtures")?;
         mark.finish()?;
         tracing::info!(
@@ -259,7 +253,7 @@ impl App {
 
     /// Rebuilds each index that is missing or behind the store.
     fn catch_up(&self) -> anyhow::Result<()> {
-        let caught_up = self.writer.catch_up()?;
+        let caught_up = self.writer().catch_up()?;
         for (index, report) in [
             ("search index", caught_up.catalogue),
             ("listings index", caught_up.listings),

@@ -20,3 +20,6 @@ pub mod media;
 pub mod rates;
 pub mod server;
 pub mod store;
+
+#[cfg(test)]
+mod layering;

@@ -592,8 +592,8 @@ fn import(data_dir: &DataDir, cache_bytes: u64, dir: PathBuf) -> anyhow::Result<
     let mark = ImportMark::begin(data_dir, &source)?;
     let source = DirectorySource(dir);
     let imported = match app
-        .writer
-        .run(|turn| import_dataset(turn, &source, &app.media))
+        .writer()
+        .run(|turn| import_dataset(turn, &source, app.media()))
     {
         Ok(done) => done.value,
         Err(WriteError::Job(error)) if error.is_refusal() => {
@@ -617,7 +617,7 @@ fn import(data_dir: &DataDir, cache_bytes: u64, dir: PathBuf) -> anyhow::Result<
 /// the store opened once more so that sled snapshots it (`app::snapshot_store`).
 fn run_local(data_dir: &DataDir, cache_bytes: u64, job: Batch) -> anyhow::Result<()> {
     let app = App::open(data_dir, cache_bytes)?;
-    match batch::run(&app, &job, &JobControl::default()) {
+    match batch::run(app.job_context(), &job, &JobControl::default()) {
         Ok(report) => {
             print_report(&report);
             // The next start then replays none of the job's log.
@@ -700,7 +700,7 @@ fn run_user(app: &App, action: UserAction) -> anyhow::Result<()> {
         UserAction::Add { name, role } => {
             let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
             let password = read_password()?;
-            app.writer
+            app.writer()
                 .run(|turn| users::add_user(turn, &actor, &name, role, &password))?;
             println!("added {name} ({})", role.as_str());
         }
@@ -712,20 +712,20 @@ fn run_user(app: &App, action: UserAction) -> anyhow::Result<()> {
         }
         UserAction::Remove { name } => {
             let name = Username::parse(&name)?;
-            app.writer
+            app.writer()
                 .run(|turn| users::remove_user(turn, &actor, &name))?;
             println!("removed {name}; their sessions are ended");
         }
         UserAction::Passwd { name } => {
             let name = Username::parse(&name)?;
             let password = read_password()?;
-            app.writer
+            app.writer()
                 .run(|turn| users::set_password(turn, &actor, &name, &password))?;
             println!("password of {name} changed; their sessions are ended");
         }
         UserAction::Role { name, role } => {
             let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
-            app.writer
+            app.writer()
                 .run(|turn| users::set_role(turn, &actor, &name, role))?;
             println!("{name} is now {}; their sessions are ended", role.as_str());
         }
@@ -756,12 +756,12 @@ fn fetch_pictures(
     config: WorkerConfig,
 ) -> anyhow::Result<()> {
     let app = std::sync::Arc::new(App::open(data_dir, cache_bytes)?);
-    let worker = std::sync::Arc::new(PictureWorker::new(app.media.clone(), &config)?);
+    let worker = std::sync::Arc::new(PictureWorker::new(app.media().clone(), &config)?);
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(run_pass(&app, &worker))?;
+        .block_on(run_pass(app.job_context(), &worker))?;
     println!(
         "pictures: {} fetched, {} cropped again, {} failed; listing candidates ranked for {} models",
         report.fetched, report.cropped, report.failed, report.ranked

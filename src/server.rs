@@ -5,8 +5,11 @@
 
 use crate::app::App;
 use crate::config::ServeConfig;
-use crate::jobs::pictures::{run_forever, PictureWorker};
+use crate::jobs::pictures::{run_until_stopped, PictureWorker};
+use crate::jobs::queue::Jobs;
+use crate::jobs::pictures::WorkerConfig;
 use anyhow::Context;
+use tokio::sync::watch;
 use std::sync::Arc;
 
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
@@ -22,11 +25,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .await??;
     let app = Arc::new(app);
-    if config.pictures.enabled {
-        let worker = PictureWorker::new(app.media.clone(), &config.pictures)?;
-        // Its own task: a fetch or crop never holds up a request.
-        tokio::spawn(run_forever(app.clone(), Arc::new(worker)));
-    }
+    let background = Background::start(&app, &config.pictures)?;
     // Joining every duplicate group takes seconds at a million models, and reading the large
     // models' ACTIVE prices tens of milliseconds: done now, in the background, rather than by
     // the first admin to open the duplicate models or the first client to ask a model's stats.
@@ -57,16 +56,57 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         async move {
             shutdown_signal().await;
             // A running job stops at its next chunk boundary while requests finish.
-            app.jobs.stop();
+            app.jobs().stop();
         }
     })
     .await;
-    app.jobs.stop();
-    app.jobs.finished().await;
+    background.stop().await;
     let _ = std::fs::remove_file(&address_file);
     app.store.flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())
+}
+
+/// What runs beside the requests: the job queue's runner and the image worker. Started by
+/// `serve` alone (the router starts nothing), stopped and joined before the store's last flush.
+struct Background {
+    app: Arc<App>,
+    pictures: Option<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
+}
+
+impl Background {
+    /// Marks the jobs a previous process left unfinished interrupted, empties the spool, starts
+    /// the job runner, and the image worker when it is enabled.
+    fn start(app: &Arc<App>, pictures: &WorkerConfig) -> anyhow::Result<Background> {
+        Jobs::start(app.job_context()).context("starting the job runner")?;
+        let pictures = match pictures.enabled {
+            true => {
+                let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);
+                let (stop, stopped) = watch::channel(false);
+                // Its own task: a fetch or crop never holds up a request.
+                let task = tokio::spawn(run_until_stopped(app.job_context().clone(), worker, stopped));
+                Some((stop, task))
+            }
+            false => None,
+        };
+        Ok(Background {
+            app: app.clone(),
+            pictures,
+        })
+    }
+
+    /// Stops the running job at its next chunk boundary and the image worker where it stands,
+    /// and waits for both.
+    async fn stop(self) {
+        self.app.jobs().stop();
+        if let Some((stop, task)) = self.pictures {
+            let _ = stop.send(true);
+            if let Err(error) = task.await {
+                tracing::error!(%error, "the image worker's task failed");
+            }
+        }
+        self.app.jobs().finished().await;
+    }
 }
 
 async fn shutdown_signal() {

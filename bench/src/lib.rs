@@ -866,7 +866,7 @@ mod tests {
         generate_catalogue(&shape, &dataset).expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
         import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
-        app.writer.run(duplicates::rebuild).expect("rebuild");
+        app.writer().run(duplicates::rebuild).expect("rebuild");
         let signals: HashMap<_, _> = app
             .store
             .duplicate_pairs()

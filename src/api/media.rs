@@ -68,7 +68,7 @@ async fn serve(
     {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let Ok(bytes) = tokio::fs::read(app.media.path_of(&hash)).await else {
+        let Ok(bytes) = tokio::fs::read(app.media().path_of(&hash)).await else {
             // The record says fetched but the file is gone (a media dir not copied along).
             return Err(not_fetched());
         };

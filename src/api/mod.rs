@@ -36,7 +36,8 @@ use std::sync::Arc;
 pub type AppState = Arc<App>;
 
 /// The whole service: the API under `/v1` and unversioned, the operations endpoints, and the
-/// shared layers around all of it.
+/// shared layers around all of it. Pure: it starts nothing and writes nothing (the job runner
+/// and the image worker are `serve`'s, `crate::server`).
 pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let metrics = Arc::new(Metrics::new());
     let budgets = Arc::new(Budgets {
@@ -47,10 +48,6 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         app: app.clone(),
         sessions: config.sessions,
     });
-    // Submitted batch jobs run from here on, one at a time.
-    if let Err(error) = crate::jobs::queue::Jobs::start(&app) {
-        tracing::error!(%error, "starting the job runner");
-    }
     let sign_in = Arc::new(admin::auth::SignIn::new(
         config.sessions,
         &config.rate_limit,

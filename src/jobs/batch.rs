@@ -11,7 +11,7 @@ use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
 use super::snapshot_rules::{Problems, SnapshotRules};
 use super::writer::{IndexChoice, WriteError, Written};
-use crate::app::App;
+use super::context::JobContext;
 use crate::domain::JobKind;
 use crate::store::StoreError;
 use std::fmt::Write as _;
@@ -164,7 +164,7 @@ impl From<String> for BatchReport {
 }
 
 /// Runs `batch` on `app`'s writer, counting into `control`; what it did.
-pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport, BatchError> {
+pub fn run(context: &JobContext, batch: &Batch, control: &JobControl) -> Result<BatchReport, BatchError> {
     match batch {
         Batch::Snapshot {
             provider,
@@ -177,7 +177,7 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
                 source,
             })?;
             let snapshot = std::io::BufReader::new(snapshot);
-            let done = app.writer.run(|turn| {
+            let done = context.writer().run(|turn| {
                 ingest::ingest_controlled(turn, provider, name, snapshot, rules, control)
             })?;
             let mut report = ingest_lines(provider, &done.value);
@@ -187,7 +187,7 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             Ok(report)
         }
         Batch::Rates { xml } => {
-            let report = app.writer.run(|turn| load_rates(turn, xml))?.value;
+            let report = context.writer().run(|turn| load_rates(turn, xml))?.value;
             finished(control, 1);
             Ok(format!(
                 "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}\n",
@@ -196,9 +196,8 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             .into())
         }
         Batch::Match => {
-            let done = app
-                .writer
-                .run(|turn| rematch_unmatched_indexed(turn, &app.listings))?;
+            let done = context.writer()
+                .run(|turn| rematch_unmatched_indexed(turn, context.listings()))?;
             let report = &done.value;
             finished(control, report.tried as u64);
             Ok(format!(
@@ -212,7 +211,7 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
         }
         Batch::Reindex(which) => {
             let started = Instant::now();
-            let rebuilt = app.writer.rebuild_indexes(*which)?;
+            let rebuilt = context.writer().rebuild_indexes(*which)?;
             let mut report = String::new();
             let mut documents = 0;
             let indexes = [
@@ -233,11 +232,11 @@ pub fn run(app: &App, batch: &Batch, control: &JobControl) -> Result<BatchReport
             finished(control, documents as u64);
             // Pairs are found among models: a rebuild of the listings alone leaves them be.
             if *which != IndexChoice::Listings {
-                report.push_str(&rebuild_duplicates(app, &JobControl::default())?.summary);
+                report.push_str(&rebuild_duplicates(context, &JobControl::default())?.summary);
             }
             Ok(report.into())
         }
-        Batch::Duplicates => rebuild_duplicates(app, control),
+        Batch::Duplicates => rebuild_duplicates(context, control),
     }
 }
 
@@ -248,13 +247,13 @@ fn finished(control: &JobControl, total: u64) {
 }
 
 /// The duplicate finder's full pass, reported.
-fn rebuild_duplicates(app: &App, control: &JobControl) -> Result<BatchReport, BatchError> {
+fn rebuild_duplicates(context: &JobContext, control: &JobControl) -> Result<BatchReport, BatchError> {
     let started = Instant::now();
-    let pairs = app.writer.run(duplicates::rebuild)?.value;
+    let pairs = context.writer().run(duplicates::rebuild)?.value;
     let took = started.elapsed();
     // Through the server's kept groups: the full pass leaves them to be joined whole again,
     // and joining them here for the count serves the next `GET /duplicate-models` too.
-    let groups = app.duplicate_groups()?;
+    let groups = context.duplicate_groups()?;
     finished(control, pairs as u64);
     Ok(format!(
         "duplicates: {pairs} pairs in {} groups, found in {took:.2?}\n",

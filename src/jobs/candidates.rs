@@ -3,7 +3,7 @@
 //! kept as the model's picture-review candidates after the dataset's. The image worker ranks
 //! the models whose listings changed once their pictures are fetched.
 
-use crate::app::App;
+use super::context::JobContext;
 use crate::domain::{
     CandidateId, CandidateOrigin, Listing, ListingId, Look, ModelId, PictureCandidate, PictureId,
     ProviderId, Timestamp,
@@ -78,11 +78,11 @@ impl Photograph {
 /// Ranks every stale model once (at most [`MODELS_PER_PASS`]), a few per write turn; returns
 /// how many were ranked. A model some of whose listing pictures are still to be fetched stays
 /// stale, and is ranked again by a later pass.
-pub fn rank_stale(app: &App) -> Result<usize, CandidateError> {
-    let stale = app.store.candidates_stale(MODELS_PER_PASS)?;
+pub fn rank_stale(context: &JobContext) -> Result<usize, CandidateError> {
+    let stale = context.store().candidates_stale(MODELS_PER_PASS)?;
     for models in stale.chunks(MODELS_PER_TURN) {
-        app.writer
-            .run(|turn| rank_models(turn, &app.listings, models))
+        context.writer()
+            .run(|turn| rank_models(turn, context.listings(), models))
             .map_err(|error| match error {
                 crate::jobs::writer::WriteError::Job(error) => error,
                 crate::jobs::writer::WriteError::Index(error) => CandidateError::Reindex(error),

@@ -7,7 +7,7 @@
 mod partners;
 
 use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
-use crate::store::{Store, StoreResult, WriteTurn};
+use crate::store::{Store, StoreGeneration, StoreResult, WriteTurn};
 use partners::{pairs_among, InMemory, InStore, Summary};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -294,6 +294,43 @@ impl BrandNames {
 /// brand name and reference.
 pub fn groups(store: &Store) -> StoreResult<Vec<Arc<Group>>> {
     Ok(Grouping::of(store)?.groups.to_vec())
+}
+
+/// The duplicate groups a process keeps, and the generation of the pairs they were joined from.
+/// After a write that changed pairs they are joined again around the models it touched; all of
+/// them only on the first call, or after writes this process did not see whole (a full pass).
+#[derive(Default)]
+pub struct DuplicateGroups {
+    kept: std::sync::Mutex<Option<(StoreGeneration, Grouping)>>,
+}
+
+impl DuplicateGroups {
+    /// The groups of `store`'s pairs as they stand.
+    pub fn of(&self, store: &Store) -> StoreResult<Arc<Vec<Arc<Group>>>> {
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let generation = store.duplicates_generation()?;
+        if let Some((at, grouping)) = kept.as_mut() {
+            if *at == generation {
+                return Ok(grouping.groups());
+            }
+            if let Some(touched) = store.duplicates_touched_between(*at, generation) {
+                let started = std::time::Instant::now();
+                grouping.regroup(store, &touched)?;
+                tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
+                *at = generation;
+                return Ok(grouping.groups());
+            }
+        }
+        let started = std::time::Instant::now();
+        let grouping = Grouping::of(store)?;
+        let groups = grouping.groups();
+        tracing::info!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups joined");
+        *kept = Some((generation, grouping));
+        Ok(groups)
+    }
 }
 
 /// The groups in the order the API shows them, and each grouped model's group: what the

@@ -2,10 +2,12 @@
 //! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's `users` and
 //! `reconcile` writes, the image worker (`pictures`) and the listing `candidates` it ranks for
 //! picture review. Each runs inside the one
-//! [`writer::Writer`] of its data dir, whether the CLI or the server started it.
+//! [`writer::Writer`] of its data dir, whether the CLI or the server started it, and reaches
+//! nothing but what its [`context::JobContext`] holds.
 
 pub mod batch;
 pub mod candidates;
+pub mod context;
 pub mod dataset;
 pub mod duplicates;
 pub mod import;

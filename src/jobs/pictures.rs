@@ -7,7 +7,7 @@
 //! the other in a cycle): a decoded picture never waits, and the pictures in hand decoded at
 //! once never pass the budget, whatever their number.
 
-use crate::app::App;
+use super::context::JobContext;
 use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, Timestamp};
 use crate::jobs::candidates::{self, CandidateError};
 use crate::media::crop::crop;
@@ -157,11 +157,21 @@ impl UrgentPictures {
     }
 }
 
-/// The server's worker: passes until the process ends, waiting between idle ones. A failed
-/// pass is logged and tried again later; it never stops the server.
-pub async fn run_forever(app: Arc<App>, worker: Arc<PictureWorker>) {
+/// The server's worker: passes until `stop` turns true, waiting between idle ones. A failed
+/// pass is logged and tried again later; it never stops the server. A stop ends a pass where it
+/// stands: the states it had written stay, and the pictures it was fetching are due again.
+pub async fn run_until_stopped(
+    context: Arc<JobContext>,
+    worker: Arc<PictureWorker>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     loop {
-        match run_pass(&app, &worker).await {
+        let pass = tokio::select! {
+            biased;
+            _ = stop.wait_for(|stop| *stop) => return,
+            pass = run_pass(&context, &worker) => pass,
+        };
+        match pass {
             Ok(report) if report.handled() > 0 => {
                 tracing::info!(?report, "picture worker pass");
                 continue;
@@ -169,7 +179,12 @@ pub async fn run_forever(app: Arc<App>, worker: Arc<PictureWorker>) {
             Ok(_) => {}
             Err(error) => tracing::error!(%error, "picture worker pass failed"),
         }
-        let _ = tokio::time::timeout(IDLE_WAIT, app.urgent_pictures.wake.notified()).await;
+        let idle = tokio::time::timeout(IDLE_WAIT, context.urgent_pictures().wake.notified());
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|stop| *stop) => return,
+            _ = idle => {}
+        }
     }
 }
 
@@ -194,7 +209,7 @@ type Handled = (PictureRecord, (PictureRecord, Option<Look>));
 /// written sixteen to a commit as they finish; then the stale models' listing candidates are
 /// ranked.
 pub async fn run_pass(
-    app: &Arc<App>,
+    context: &Arc<JobContext>,
     worker: &Arc<PictureWorker>,
 ) -> Result<PassReport, WorkerError> {
     let now = Timestamp::now();
@@ -202,14 +217,14 @@ pub async fn run_pass(
     let mut from = Some(PictureId(0));
     while let Some(start) = from {
         let page = {
-            let app = app.clone();
-            tokio::task::spawn_blocking(move || due_pictures(&app, now, start)).await??
+            let context = context.clone();
+            tokio::task::spawn_blocking(move || due_pictures(&context, now, start)).await??
         };
-        handle_page(app, worker, page.records, &mut report).await?;
+        handle_page(context, worker, page.records, &mut report).await?;
         from = page.next;
     }
-    let app = app.clone();
-    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&app)).await??;
+    let context = context.clone();
+    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&context)).await??;
     Ok(report)
 }
 
@@ -219,7 +234,7 @@ const DUE_PAGE: usize = 1_024;
 /// Handles the due pictures of one page, and those a person asks for meanwhile; every state
 /// is written before it returns, so the next page reads them.
 async fn handle_page(
-    app: &Arc<App>,
+    context: &Arc<JobContext>,
     worker: &Arc<PictureWorker>,
     due: Vec<PictureRecord>,
     report: &mut PassReport,
@@ -229,7 +244,7 @@ async fn handle_page(
     let mut tasks = JoinSet::new();
     let mut finished: Vec<Handled> = Vec::new();
     loop {
-        for urgent in urgent_pictures(app)? {
+        for urgent in urgent_pictures(context)? {
             queue.push_front(urgent);
         }
         while tasks.len() < worker.concurrency.max(1) {
@@ -246,24 +261,24 @@ async fn handle_page(
         };
         finished.push(done?);
         if finished.len() >= CHUNK || tasks.is_empty() {
-            record(app, std::mem::take(&mut finished), report).await?;
+            record(context, std::mem::take(&mut finished), report).await?;
         }
     }
-    record(app, finished, report).await
+    record(context, finished, report).await
 }
 
 /// The records of the pictures a person asked for since the last look, that are due.
-fn urgent_pictures(app: &App) -> Result<Vec<PictureRecord>, StoreError> {
+fn urgent_pictures(context: &JobContext) -> Result<Vec<PictureRecord>, StoreError> {
     let mut records = Vec::new();
-    for id in app.urgent_pictures.take() {
-        records.extend(app.store.picture(id)?.filter(|r| r.may_be_due()));
+    for id in context.urgent_pictures().take() {
+        records.extend(context.store().picture(id)?.filter(|r| r.may_be_due()));
     }
     Ok(records)
 }
 
 /// Writes the states of `finished` in one commit and counts them.
 async fn record(
-    app: &Arc<App>,
+    context: &Arc<JobContext>,
     finished: Vec<Handled>,
     report: &mut PassReport,
 ) -> Result<(), WorkerError> {
@@ -275,13 +290,13 @@ async fn record(
         tally(report, &before, &after.0);
         updated.push(after);
     }
-    let app = app.clone();
-    tokio::task::spawn_blocking(move || record_states(&app, updated)).await?
+    let context = context.clone();
+    tokio::task::spawn_blocking(move || record_states(&context, updated)).await?
 }
 
 /// The page of pictures from `from` on, those of them due at `now`.
-fn due_pictures(app: &App, now: Timestamp, from: PictureId) -> Result<DuePage, StoreError> {
-    let mut page = app.store.pictures_maybe_due_page(from, DUE_PAGE)?;
+fn due_pictures(context: &JobContext, now: Timestamp, from: PictureId) -> Result<DuePage, StoreError> {
+    let mut page = context.store().pictures_maybe_due_page(from, DUE_PAGE)?;
     page.records.retain(|p| p.is_due(now));
     Ok(page)
 }
@@ -431,10 +446,10 @@ fn store_and_crop(
 /// Writes the new states and looks in one commit, skipping a picture whose source changed
 /// meanwhile.
 fn record_states(
-    app: &App,
+    context: &JobContext,
     updated: Vec<(PictureRecord, Option<Look>)>,
 ) -> Result<(), WorkerError> {
-    app.writer
+    context.writer()
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             for (picture, look) in &updated {

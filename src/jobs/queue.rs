@@ -6,7 +6,7 @@
 use super::batch::{self, Batch};
 use super::progress::JobControl;
 use super::users::{audit_entry, Actor};
-use crate::app::App;
+use super::context::JobContext;
 use crate::domain::{causes, JobId, JobRecord, JobState, Timestamp};
 use crate::store::StoreResult;
 use std::path::{Path, PathBuf};
@@ -92,15 +92,15 @@ impl Jobs {
     /// Marks the jobs a previous process left unfinished as interrupted, empties the spool, and
     /// starts the runner task (once; later calls do nothing). Outside a tokio runtime (a router
     /// driven in-process by a bench) nothing starts, and submissions are answered 503.
-    pub fn start(app: &Arc<App>) -> StoreResult<()> {
-        let jobs = &app.jobs;
+    pub fn start(context: &Arc<JobContext>) -> StoreResult<()> {
+        let jobs = &context.queue();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return Ok(());
         };
         if jobs.runner.get().is_some() {
             return Ok(());
         }
-        interrupt_unfinished(app)?;
+        interrupt_unfinished(context)?;
         let _ = std::fs::remove_dir_all(&jobs.spool);
         let (queue, received) = mpsc::unbounded_channel();
         let (stop, stopped) = watch::channel(false);
@@ -110,7 +110,7 @@ impl Jobs {
             task: Mutex::new(None),
         };
         if jobs.runner.set(runner).is_ok() {
-            let task = runtime.spawn(run_jobs(app.clone(), received, stopped));
+            let task = runtime.spawn(run_jobs(context.clone(), received, stopped));
             if let Some(runner) = jobs.runner.get() {
                 *lock(&runner.task) = Some(task);
             }
@@ -138,7 +138,7 @@ impl Jobs {
     /// record is flushed before the job is acknowledged.
     pub fn submit(
         &self,
-        app: &App,
+        context: &JobContext,
         actor: &Actor,
         batch: Batch,
         spooled: Option<SpoolFile>,
@@ -147,7 +147,7 @@ impl Jobs {
         if lock(&self.state).stopping {
             return Err(SubmitError::Stopping);
         }
-        let store = &app.store;
+        let store = &context.store();
         let _in_order = lock(&self.submitting);
         let id = store.next_job_id()?;
         let record = JobRecord::queued(
@@ -173,15 +173,15 @@ impl Jobs {
             _spooled: spooled,
         };
         if let Err(mpsc::error::SendError(queued)) = runner.queue.send(queued) {
-            interrupt(app, queued.record);
+            interrupt(context, queued.record);
             return Err(SubmitError::Stopping);
         }
         Ok(record)
     }
 
     /// The job's record, with the live progress when it is the one running.
-    pub fn job(&self, app: &App, id: JobId) -> StoreResult<Option<JobRecord>> {
-        Ok(app.store.job(id)?.map(|record| self.live(record)))
+    pub fn job(&self, context: &JobContext, id: JobId) -> StoreResult<Option<JobRecord>> {
+        Ok(context.store().job(id)?.map(|record| self.live(record)))
     }
 
     /// `record` with the live progress when it is the running job's.
@@ -230,7 +230,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Runs queued jobs one at a time until a stop; then marks those still queued interrupted.
 async fn run_jobs(
-    app: Arc<App>,
+    context: Arc<JobContext>,
     mut queue: mpsc::UnboundedReceiver<Queued>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -241,19 +241,19 @@ async fn run_jobs(
             next = queue.recv() => next,
         };
         let Some(job) = next else { break };
-        let app = app.clone();
-        if let Err(error) = tokio::task::spawn_blocking(move || run_one(&app, job)).await {
+        let context = context.clone();
+        if let Err(error) = tokio::task::spawn_blocking(move || run_one(&context, job)).await {
             tracing::error!(%error, "a job's task failed");
         }
     }
     queue.close();
     while let Ok(job) = queue.try_recv() {
-        interrupt(&app, job.record);
+        interrupt(&context, job.record);
     }
 }
 
 /// Runs one job through the writer and records how it ended.
-fn run_one(app: &App, job: Queued) {
+fn run_one(context: &JobContext, job: Queued) {
     let Queued {
         mut record,
         batch,
@@ -264,22 +264,22 @@ fn run_one(app: &App, job: Queued) {
         started_at: Some(Timestamp::now()),
         ..record.clone()
     };
-    let control = Arc::new(recording_progress(app, running.clone()));
+    let control = Arc::new(recording_progress(context, running.clone()));
     {
-        let mut state = lock(&app.jobs.state);
+        let mut state = lock(&context.queue().state);
         if state.stopping {
             drop(state);
-            return interrupt(app, record);
+            return interrupt(context, record);
         }
         state.running = Some((record.id, control.clone()));
     }
     record = running;
-    save(app, &record);
+    save(context, &record);
     tracing::info!(job = %record.id, kind = record.kind.as_str(), "job started");
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        batch::run(app, &batch, &control)
+        batch::run(context, &batch, &control)
     }));
-    lock(&app.jobs.state).running = None;
+    lock(&context.queue().state).running = None;
     (record.progress.done, record.progress.total) = control.progress();
     match outcome {
         Ok(Ok(report)) => record.finish(JobState::Succeeded, Some(report.to_string()), None),
@@ -298,14 +298,14 @@ fn run_one(app: &App, job: Queued) {
         ),
     }
     tracing::info!(job = %record.id, state = record.state.as_str(), error = record.error.as_deref().unwrap_or(""), "job ended");
-    save(app, &record);
+    save(context, &record);
 }
 
 /// The control of the running job `running`, which writes the job's progress to its record as
 /// it goes (see [`JobControl::recording`]): a process that dies mid-job leaves the record with
 /// the last progress written, and the restart that marks it interrupted keeps it.
-fn recording_progress(app: &App, running: JobRecord) -> JobControl {
-    let store = app.store.clone();
+fn recording_progress(context: &JobContext, running: JobRecord) -> JobControl {
+    let store = context.store().clone();
     JobControl::recording(move |done, total| {
         let mut record = running.clone();
         (record.progress.done, record.progress.total) = (done, total);
@@ -316,29 +316,28 @@ fn recording_progress(app: &App, running: JobRecord) -> JobControl {
 }
 
 /// Marks `record` interrupted, now.
-fn interrupt(app: &App, mut record: JobRecord) {
+fn interrupt(context: &JobContext, mut record: JobRecord) {
     record.finish(JobState::Interrupted, None, Some(INTERRUPTED.into()));
-    save(app, &record);
+    save(context, &record);
 }
 
 /// Marks every job still queued or running in the store interrupted: their process is gone.
-fn interrupt_unfinished(app: &App) -> StoreResult<()> {
-    let unfinished: Vec<JobRecord> = app
-        .store
+fn interrupt_unfinished(context: &JobContext) -> StoreResult<()> {
+    let unfinished: Vec<JobRecord> = context.store()
         .jobs_newest_first()
         .filter(|job| job.as_ref().map_or(true, |job| !job.state.is_finished()))
         .collect::<StoreResult<_>>()?;
     for record in unfinished {
         tracing::warn!(job = %record.id, "a job left unfinished by the last process: interrupted");
-        interrupt(app, record);
+        interrupt(context, record);
     }
     Ok(())
 }
 
 /// A job's record is bookkeeping: failing to write it is logged, and the job's own outcome
 /// (committed or not) stands.
-fn save(app: &App, record: &JobRecord) {
-    if let Err(error) = app.store.put_job(record) {
+fn save(context: &JobContext, record: &JobRecord) {
+    if let Err(error) = context.store().put_job(record) {
         tracing::error!(job = %record.id, %error, "recording where a job stands");
     }
 }
@@ -346,13 +345,27 @@ fn save(app: &App, record: &JobRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DataDir;
     use crate::domain::JobKind;
+    use crate::jobs::writer::Writer;
+    use crate::media::MediaStore;
+    use crate::store::Store;
+    use catalogue_index::{CatalogueIndex, ListingIndex};
+
+    fn context(dir: &Path) -> JobContext {
+        let store = Store::open(&dir.join("store"), 1 << 20).expect("store");
+        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
+        let listings = Arc::new(ListingIndex::in_memory().expect("index"));
+        JobContext::new(
+            Writer::new(store, catalogue, listings),
+            MediaStore::new(dir.join("media")),
+            dir.join("spool"),
+        )
+    }
 
     #[test]
     fn a_job_that_fails_is_recorded_failed_with_its_reason_and_the_runner_goes_on() {
         let dir = tempfile::tempdir().expect("dir");
-        let app = App::open(&DataDir::new(dir.path()), 1 << 20).expect("app");
+        let context = context(dir.path());
         let batch = Batch::Snapshot {
             provider: "chrono24".into(),
             file: dir.path().join("gone.jsonl"),
@@ -360,16 +373,16 @@ mod tests {
             rules: Default::default(),
         };
         let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
-        app.store.put_job(&record).expect("put");
+        context.store().put_job(&record).expect("put");
         run_one(
-            &app,
+            &context,
             Queued {
                 record,
                 batch,
                 _spooled: None,
             },
         );
-        let job = app.store.job(JobId(1)).expect("read").expect("job");
+        let job = context.store().job(JobId(1)).expect("read").expect("job");
         assert_eq!(job.state, JobState::Failed);
         assert!(job.started_at.is_some() && job.finished_at.is_some());
         assert!(
@@ -379,13 +392,13 @@ mod tests {
                 .starts_with("opening gone.jsonl"),
             "{job:?}"
         );
-        assert!(lock(&app.jobs.state).running.is_none());
+        assert!(lock(&context.queue().state).running.is_none());
     }
 
     #[test]
     fn jobs_left_queued_or_running_are_interrupted_at_start() {
         let dir = tempfile::tempdir().expect("dir");
-        let app = App::open(&DataDir::new(dir.path()), 1 << 20).expect("app");
+        let context = context(dir.path());
         for (id, state) in [
             (1, JobState::Succeeded),
             (2, JobState::Running),
@@ -394,11 +407,10 @@ mod tests {
             let mut record =
                 JobRecord::queued(JobId(id), JobKind::Match, None, "ana".into(), "listings");
             record.state = state;
-            app.store.put_job(&record).expect("put");
+            context.store().put_job(&record).expect("put");
         }
-        interrupt_unfinished(&app).expect("interrupt");
-        let states: Vec<JobState> = app
-            .store
+        interrupt_unfinished(&context).expect("interrupt");
+        let states: Vec<JobState> = context.store()
             .jobs_newest_first()
             .map(|job| job.expect("job").state)
             .collect();

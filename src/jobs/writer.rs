@@ -107,6 +107,16 @@ impl Writer {
         }
     }
 
+    /// The store every job of this writer writes.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The listings index this writer keeps current.
+    pub fn listings(&self) -> &Arc<ListingIndex> {
+        &self.listings
+    }
+
     /// Loads the listings index from a job's `listings`-th listing write on, instead of from
     /// [`LOAD_FROM_LISTINGS`]: lets a test's small feed take the path of a large ingest.
     pub fn loading_from(mut self, listings: usize) -> Writer {

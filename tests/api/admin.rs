@@ -232,7 +232,7 @@ fn users_of(
     app: &TestApp,
     job: impl FnOnce(&watch_catalogue::store::WriteTurn<'_>) -> Result<(), users::UserError>,
 ) -> bool {
-    app.app.writer.run(job).is_ok()
+    app.app.writer().run(job).is_ok()
 }
 
 #[tokio::test]
@@ -441,7 +441,7 @@ async fn delisted_unmatched_listings_show_only_when_asked() {
         .filter(|line| !line.contains(r#""sourceId":"e7""#))
         .collect();
     app.app
-        .writer
+        .writer()
         .run(|turn| {
             watch_catalogue::jobs::ingest::ingest(
                 turn,

@@ -73,7 +73,7 @@ fn empty_app() -> (tempfile::TempDir, tempfile::TempDir, App) {
 fn import_models(app: &App, dir: &Path, models: &str) {
     write_dataset(dir, models);
     let source = DirectorySource(dir.to_owned());
-    app.writer
+    app.writer()
         .run(|turn| import(turn, &source))
         .expect("import");
 }
@@ -99,13 +99,13 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
         match rng.below(4) {
             0 => {
                 let (keeper, duplicate) = (group.models[0], group.models[1]);
-                app.writer
+                app.writer()
                     .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
                     .expect("merge");
             }
             1 => {
                 let ids: Vec<ModelId> = group.models.iter().take(3).copied().collect();
-                app.writer
+                app.writer()
                     .run(|turn| merge::dismiss(turn, &actor, &ids))
                     .expect("dismiss");
             }
@@ -189,7 +189,7 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
     skew_base_keys(&app, &m0, &first);
     let skewed = base_keys(&app);
     assert_ne!(skewed, today);
-    app.writer.run(duplicates::rebuild).expect("full pass");
+    app.writer().run(duplicates::rebuild).expect("full pass");
     assert_eq!(
         base_keys(&app),
         today,
@@ -206,7 +206,7 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
         (ModelId(2), &today, "the others are"),
     ] {
         let created = BTreeSet::from([created]);
-        app.writer
+        app.writer()
             .run(|turn| duplicates::full_pass(turn, &created))
             .expect("full pass");
         assert_eq!(&base_keys(&app), expected, "{why}");
@@ -228,13 +228,13 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
     let actor = Actor::Cli;
     for group in groups.iter().step_by(3) {
         let ids: Vec<ModelId> = group.models.iter().take(3).copied().collect();
-        app.writer
+        app.writer()
             .run(|turn| merge::dismiss(turn, &actor, &ids))
             .expect("dismiss");
     }
     for group in groups.iter().skip(1).step_by(5) {
         let (keeper, duplicate) = (group.models[0], group.models[1]);
-        app.writer
+        app.writer()
             .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
             .expect("merge");
     }
@@ -244,7 +244,7 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
         pairs
     };
     let before = app.store.duplicates_generation().expect("generation");
-    app.writer.run(duplicates::rebuild).expect("full pass");
+    app.writer().run(duplicates::rebuild).expect("full pass");
     assert_eq!(
         app.store.duplicates_generation().expect("generation"),
         before,

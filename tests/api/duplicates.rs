@@ -367,7 +367,7 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
 
     // A later model may not take the merged slug.
     let source = DirectorySource(dataset.path().to_owned());
-    let refused = app.app.writer.run(|turn| import(turn, &source));
+    let refused = app.app.writer().run(|turn| import(turn, &source));
     let error = format!("{:?}", refused.expect_err("the re-import is refused"));
     assert!(
         error.contains("submariner-126610ln-twin") && error.contains("merged"),
@@ -421,7 +421,7 @@ async fn dismissed_pairs_are_never_offered_again_until_a_third_model_joins() {
     .expect("write");
     let source = DirectorySource(more.path().to_owned());
     app.app
-        .writer
+        .writer()
         .run(|turn| import(turn, &source))
         .expect("import");
     let joined = admin

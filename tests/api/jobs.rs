@@ -874,7 +874,7 @@ async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_not
     let (status, _, _) = post(&ana, "/v1/admin/rates", vec![b' '; 2 << 20]).await;
     assert_eq!(status, 400);
     assert_eq!(ana.ok("/v1/admin/jobs").await["total"], 0);
-    let spool = std::fs::read_dir(app.app.jobs.spool_dir()).map_or(0, |dir| dir.count());
+    let spool = std::fs::read_dir(app.app.jobs().spool_dir()).map_or(0, |dir| dir.count());
     assert_eq!(spool, 0, "a refused body is removed");
 }
 

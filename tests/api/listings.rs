@@ -391,7 +391,7 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
     // Through the writer, as `watch-catalogue ingest` and the server's jobs run it: the
     // written listings and the recounted models are taken into the indexes, no rebuild.
     let report = app
-        .writer
+        .writer()
         .run(|turn| {
             ingest(
                 turn,
@@ -459,7 +459,7 @@ async fn stats_served_again_follow_a_revisit_at_once() {
     let revisit = tokio::task::spawn_blocking({
         let app = app.app.clone();
         move || {
-            app.writer
+            app.writer()
                 .run(|turn| {
                     ingest(
                         turn,

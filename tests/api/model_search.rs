@@ -347,7 +347,7 @@ async fn a_calibre_changed_by_an_import_moves_its_models_between_filters() {
     std::fs::write(dataset.path().join("calibers.jsonl"), changed).expect("calibres");
     let source = DirectorySource(dataset.path().to_owned());
     app.app
-        .writer
+        .writer()
         .run(|turn| import(turn, &source))
         .expect("import");
 

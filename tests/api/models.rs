@@ -723,7 +723,7 @@ async fn a_page_of_models_shows_each_model_as_the_latest_write_has_it() {
     // A Chrono24 listing of the model (it has none yet): its count moves by one on the next page.
     let listing = r#"{"sourceId":"w1","url":"https://www.chrono24.com/w1","title":"Rolex Submariner Date","brand":"Rolex","reference":"126610LN","price":11000,"currency":"EUR"}"#;
     app.app
-        .writer
+        .writer()
         .run(|turn| {
             watch_catalogue::jobs::ingest::ingest(
                 turn,
@@ -770,7 +770,7 @@ fn reimport_replacing(app: &TestApp, dataset: &std::path::Path, file: &str, from
     std::fs::write(&path, text.replace(from, to)).expect("write");
     let source = watch_catalogue::jobs::import::DirectorySource(dataset.to_path_buf());
     app.app
-        .writer
+        .writer()
         .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
         .expect("re-import");
 }

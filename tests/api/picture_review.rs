@@ -371,7 +371,7 @@ async fn the_front_picture_is_read_set_and_protected_from_a_reimport() {
 fn reimport(app: &TestApp, dataset: &Path) {
     let source = DirectorySource(PathBuf::from(dataset));
     app.app
-        .writer
+        .writer()
         .run(|turn| import(turn, &source))
         .expect("re-import");
 }

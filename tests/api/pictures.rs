@@ -159,7 +159,7 @@ async fn assert_a_cleared_crop_is_made_again(app: &Arc<App>, id: PictureId) {
     if let FetchState::Fetched(fetched) = &mut cleared.state {
         fetched.cropped = None;
     }
-    app.writer
+    app.writer()
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             batch.put_picture(&cleared);
@@ -173,7 +173,7 @@ async fn assert_a_cleared_crop_is_made_again(app: &Arc<App>, id: PictureId) {
 
 /// Pending records for `urls`, as ingest makes them.
 fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
-    app.writer
+    app.writer()
         .run(|turn| -> Result<Vec<PictureId>, StoreError> {
             let mut batch = turn.batch()?;
             let mut ids = Vec::new();
@@ -190,8 +190,8 @@ fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
 }
 
 pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
-    let worker = PictureWorker::new(app.media.clone(), &worker_config(allow)).expect("worker");
-    tokio::time::timeout(Duration::from_secs(60), run_pass(app, &Arc::new(worker)))
+    let worker = PictureWorker::new(app.media().clone(), &worker_config(allow)).expect("worker");
+    tokio::time::timeout(Duration::from_secs(60), run_pass(app.job_context(), &Arc::new(worker)))
         .await
         .expect("a pass ends")
         .expect("pass");
@@ -240,7 +240,7 @@ async fn pictures_are_fetched_stored_once_cropped_and_served_immutable() {
     for (d, picture) in drawn().into_iter().zip(&fetched) {
         assert_eq!((picture.width, picture.height), d.size);
         let crop_hash = picture.cropped.expect("cropped");
-        let crop = image::load_from_memory(&app.media.read(&crop_hash).expect("crop"))
+        let crop = image::load_from_memory(&app.media().read(&crop_hash).expect("crop"))
             .expect("crop decodes")
             .to_rgb8();
         assert_crop_frames_the_disc(&crop, d.disc.2);
@@ -390,7 +390,7 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
     let stated: Vec<String> = (0..1_300).map(url).collect();
     let mut ids = seed(&app, &stated);
     ids.extend(
-        app.writer
+        app.writer()
             .run(|turn| -> Result<Vec<PictureId>, StoreError> {
                 let mut batch = turn.batch()?;
                 let queued = (1_300..2_600)
@@ -402,8 +402,8 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
             .expect("queue")
             .value,
     );
-    let worker = PictureWorker::new(app.media.clone(), &worker_config(&[])).expect("worker");
-    let report = tokio::time::timeout(Duration::from_secs(120), run_pass(&app, &Arc::new(worker)))
+    let worker = PictureWorker::new(app.media().clone(), &worker_config(&[])).expect("worker");
+    let report = tokio::time::timeout(Duration::from_secs(120), run_pass(app.job_context(), &Arc::new(worker)))
         .await
         .expect("a pass ends")
         .expect("pass");
@@ -431,13 +431,13 @@ async fn pictures_beyond_the_decode_budget_wait_for_it() {
         decode_budget_pixels: Some(500 * 700),
         ..worker_config(&["127.0.0.1/32"])
     };
-    let worker = Arc::new(PictureWorker::new(app.media.clone(), &config).expect("worker"));
+    let worker = Arc::new(PictureWorker::new(app.media().clone(), &config).expect("worker"));
     let budget = worker.decode_budget();
     assert_eq!((budget.total(), budget.in_use()), (350_000, 0));
     let taken = budget.reserve(budget.total()).await;
     let pass = tokio::spawn({
         let (app, worker) = (app.clone(), worker.clone());
-        async move { run_pass(&app, &worker).await }
+        async move { run_pass(app.job_context(), &worker).await }
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while worker.decode_budget().waiting() < ids.len() {
@@ -512,7 +512,7 @@ async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
 
 /// Ingests a one-listing snapshot of a new provider, its pictures at `urls`; their ids.
 fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
-    app.writer
+    app.writer()
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             let id = ProviderId(batch.allocate_id(RecordKind::Provider)?);
@@ -534,7 +534,7 @@ fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
         "title": "Rolex Submariner 126610LV",
         "pictures": urls,
     });
-    app.writer
+    app.writer()
         .run(|turn| {
             ingest(
                 turn,
@@ -595,8 +595,8 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
     // Nothing left to do: a second pass fetches nothing again.
     assert!(app.store.pictures_maybe_due().expect("due").is_empty());
     let worker =
-        PictureWorker::new(app.media.clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
-    let report = run_pass(&app, &Arc::new(worker)).await.expect("pass");
+        PictureWorker::new(app.media().clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
+    let report = run_pass(app.job_context(), &Arc::new(worker)).await.expect("pass");
     assert_eq!(report.handled(), 0);
 }
 
@@ -616,7 +616,7 @@ async fn a_model_picture_links_its_crop_once_the_worker_has_made_it() {
 
     // What a pass leaves once it has fetched and cropped the picture.
     let mut record = state(&api.app, id);
-    let hash = api.app.media.put(b"stand-in bytes").expect("put");
+    let hash = api.app.media().put(b"stand-in bytes").expect("put");
     record.state = FetchState::Fetched(Fetched {
         hash,
         format: watch_catalogue::domain::ImageFormat::Jpeg,
@@ -625,7 +625,7 @@ async fn a_model_picture_links_its_crop_once_the_worker_has_made_it() {
         cropped: Some(hash),
     });
     api.app
-        .writer
+        .writer()
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             batch.put_picture(&record);

@@ -191,7 +191,7 @@ async fn rates_loaded_into_a_serving_data_dir_are_in_force_at_once() {
     let app_data = app.app.clone();
     tokio::task::spawn_blocking(move || {
         app_data
-            .writer
+            .writer()
             .run(|turn| watch_catalogue::jobs::rates::load_rates(turn, &newer))
             .expect("rates loaded")
     })

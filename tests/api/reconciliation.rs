@@ -310,7 +310,7 @@ async fn a_link_survives_reingest_and_rematching_until_the_sellers_reference_cha
         (&listing["modelId"], &listing["price"]),
         (&json!(SEAMASTER), &json!(1700))
     );
-    let rematched = app.app.writer.run(rematch_unmatched).expect("match");
+    let rematched = app.app.writer().run(rematch_unmatched).expect("match");
     assert_eq!(rematched.value.matched, 0);
     assert_eq!(app.ok("/v1/listings/8").await["modelId"], SEAMASTER);
     assert_eq!(model_item(&app, SEAMASTER).await["listingCount"], 2);

@@ -10,6 +10,7 @@ use watch_catalogue::config::{ApiConfig, DataDir};
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds};
+use watch_catalogue::jobs::queue::Jobs;
 use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
 use watch_catalogue::jobs::users::{self, Actor};
 
@@ -75,10 +76,10 @@ impl TestAppBuilder {
         let catalogue = DirectorySource(self.dataset);
         let feeds = DirectorySource(test_feeds());
         if self.indexed {
-            app.writer
+            app.writer()
                 .run(|turn| import(turn, &catalogue))
                 .expect("import the dataset");
-            app.writer
+            app.writer()
                 .run(|turn| ingest_dataset_feeds(turn, &feeds, &SnapshotRules::default()))
                 .expect("ingest the test feeds");
         } else {
@@ -87,7 +88,7 @@ impl TestAppBuilder {
         }
         for (name, role) in &self.users {
             let name = Username::parse(name).expect("user name");
-            app.writer
+            app.writer()
                 .run(|turn| users::add_user(turn, &Actor::Cli, &name, *role, TEST_PASSWORD))
                 .expect("add user");
         }
@@ -118,6 +119,8 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let app = Arc::new(app);
+        // What `serve` starts beside the router: the job runner (not the image worker).
+        Jobs::start(app.job_context()).expect("start the job runner");
         let router = watch_catalogue::api::router(app.clone(), &config);
         // The accept loop `serve` runs, with its default timeouts and cap.
         tokio::spawn(watch_catalogue::connections::serve_connections(
@@ -255,7 +258,7 @@ pub fn test_catalogue_copy() -> tempfile::TempDir {
 /// --allow-mass-delist` would (tests replace a stock on purpose).
 pub fn feed(app: &TestApp, provider: &str, snapshot: &str) {
     app.app
-        .writer
+        .writer()
         .run(|turn| {
             ingest(
                 turn,

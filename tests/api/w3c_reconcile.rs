@@ -764,7 +764,7 @@ async fn on_the_real_listings_sample_match_is_never_wrong() {
     let sample = project().join("tests/data/real-listings");
     let catalogue = DirectorySource(sample.join("catalogue"));
     opened
-        .writer
+        .writer()
         .run(|turn| import(turn, &catalogue))
         .expect("import the sample's catalogue");
     let app = TestApp::serving(opened, dir, ApiConfig::default()).await;
@@ -865,7 +865,7 @@ async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into()
     let app_data = app.app.clone();
     tokio::task::spawn_blocking(move || {
         app_data
-            .writer
+            .writer()
             .run(|turn| {
                 watch_catalogue::jobs::merge::merge(
                     turn,

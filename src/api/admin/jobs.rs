@@ -143,7 +143,7 @@ pub async fn submit_snapshot(
     let known = app.clone();
     let provider = slug.clone();
     blocking(move || ingest::provider(&known.store, &provider).map_err(refused)).await?;
-    let spooled = app.jobs.spool_file().map_err(|e| internal(&e))?;
+    let spooled = app.jobs().spool_file().map_err(|e| internal(&e))?;
     let mut file = tokio::fs::File::create(spooled.path())
         .await
         .map_err(|e| internal(&e))?;
@@ -253,7 +253,7 @@ pub async fn list_jobs(
         for job in app.store.jobs_newest_first() {
             let job = job?;
             if total >= pagination.offset() && data.len() < pagination.page_size {
-                data.push(app.jobs.live(job).into());
+                data.push(app.jobs().live(job).into());
             }
             total += 1;
         }
@@ -272,7 +272,7 @@ pub async fn get_job(
 ) -> ApiResult<Json<JobView>> {
     let unknown = || ApiError::not_found(format!("no job {id}"), "GET /v1/admin/jobs lists them");
     let job = id.parse::<JobId>().map_err(|_| unknown())?;
-    let found = blocking(move || Ok(app.jobs.job(&app, job)?)).await?;
+    let found = blocking(move || Ok(app.job_context().job(job)?)).await?;
     found.map(|job| Json(job.into())).ok_or_else(unknown)
 }
 
@@ -284,8 +284,8 @@ async fn submit(
     spooled: Option<SpoolFile>,
 ) -> ApiResult<Response> {
     let record = blocking(move || {
-        app.jobs
-            .submit(&app, &actor, batch, spooled)
+        app.job_context()
+            .submit(&actor, batch, spooled)
             .map_err(|error| match error {
                 SubmitError::Stopping => ApiError::Unavailable {
                     message: error.to_string(),

@@ -213,7 +213,7 @@ pub fn write<T, E: std::error::Error + 'static>(
     job: impl FnOnce(&crate::store::WriteTurn<'_>) -> Result<T, E>,
     refused: impl FnOnce(E) -> ApiError,
 ) -> ApiResult<T> {
-    app.writer
+    app.writer()
         .run(job)
         .map(|written| written.value)
         .map_err(|error| match error {

@@ -202,7 +202,7 @@ pub async fn select(
         picture_review::select(turn, actor, candidate)
     })
     .await?;
-    app.urgent_pictures.push(done.picture);
+    app.urgent_pictures().push(done.picture);
     answer_picture(app, media, done).await
 }
 
@@ -281,7 +281,7 @@ pub async fn set_front_picture(
     })
     .await?;
     if replaced {
-        app.urgent_pictures.push(done.picture);
+        app.urgent_pictures().push(done.picture);
     }
     blocking(move || {
         let model = app
