@@ -1,5 +1,7 @@
-//! `TestApp`: the real router served on an ephemeral loopback port over a temporary data dir
-//! holding the test catalogue (tests/data/catalogue).
+//! `TestApp`: the real router over a temporary data dir holding the test catalogue
+//! (tests/data/catalogue). Its requests are driven through the router in process (no socket);
+//! the same router is also served on an ephemeral loopback port (`base`), for the tests of what
+//! only a real connection shows (its client address, timeouts, streamed bodies).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -25,12 +27,20 @@ pub fn test_feeds() -> PathBuf {
 }
 
 pub struct TestApp {
+    /// The loopback address the router is also served on.
     pub base: String,
     /// The served data dir, for tests that act on it as the CLI would.
     pub app: Arc<App>,
+    /// What [`TestApp::send`] drives in process.
+    router: axum::Router,
+    /// The address the in-process requests come from, as the accept loop would tell it.
+    peer: std::net::SocketAddr,
     client: reqwest::Client,
     _dir: tempfile::TempDir,
 }
+
+/// How long one in-process request may take before the test fails (as the client's timeout).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a [`TestApp`] is set up: `TestApp::build().dataset(dir).config(config).start()`. By
 /// default the test catalogue and its provider feeds, default layer settings, indexes built.
@@ -125,13 +135,15 @@ impl TestApp {
         // The accept loop `serve` runs, with its default timeouts and cap.
         tokio::spawn(watch_catalogue::connections::serve_connections(
             listener,
-            router,
+            router.clone(),
             Default::default(),
             std::future::pending(),
         ));
         TestApp {
             base: format!("http://{addr}"),
             app,
+            router,
+            peer: std::net::SocketAddr::from(([127, 0, 0, 1], 40_000)),
             // Redirects are answers to check, never followed.
             client: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
@@ -142,9 +154,43 @@ impl TestApp {
         }
     }
 
-    /// Sends `request` to this server.
+    /// Sends `request` to this server: through the router in process (`tower`'s `oneshot`, the
+    /// client address a loopback one), or over the loopback socket when its body is a stream.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
-        request.send().await.expect("request")
+        let request = request.build().expect("a request");
+        let Some(body) = request.body().map(|body| body.as_bytes().map(<[u8]>::to_vec)) else {
+            return self.oneshot(request, Vec::new()).await;
+        };
+        match body {
+            Some(bytes) => self.oneshot(request, bytes).await,
+            None => self.client.execute(request).await.expect("request"),
+        }
+    }
+
+    async fn oneshot(&self, request: reqwest::Request, body: Vec<u8>) -> reqwest::Response {
+        use tower::ServiceExt;
+        let url = request.url();
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let mut http = axum::http::Request::builder()
+            .method(request.method().clone())
+            .uri(target)
+            .body(axum::body::Body::from(body))
+            .expect("an http request");
+        *http.headers_mut() = request.headers().clone();
+        http.extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
+        let response = tokio::time::timeout(REQUEST_TIMEOUT, self.router.clone().oneshot(http))
+            .await
+            .expect("answered within the request timeout")
+            .expect("the router answers");
+        let (parts, body) = response.into_parts();
+        let bytes = axum::body::to_bytes(body, usize::MAX)
+            .await
+            .expect("the whole body");
+        reqwest::Response::from(axum::http::Response::from_parts(parts, bytes.to_vec()))
     }
 
     /// A request builder for `method` on `path`.
@@ -155,11 +201,8 @@ impl TestApp {
     /// GETs `path` (with its `/v1` prefix or not) and returns status and JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
         let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("request");
+            .send(self.request(reqwest::Method::GET, path))
+            .await;
         let status = response.status().as_u16();
         let content_type = response
             .headers()
