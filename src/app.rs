@@ -5,19 +5,17 @@
 use crate::config::DataDir;
 use crate::data_dir::{self, ImportMark, FIXTURES};
 use crate::domain::{causes, Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
-use crate::jobs::import::fixtures::EmbeddedFixtures;
+use crate::jobs::context::JobContext;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
+use crate::jobs::import::fixtures::EmbeddedFixtures;
 use crate::jobs::pictures::UrgentPictures;
-use crate::jobs::context::JobContext;
 use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
 use crate::rates::ConversionTable;
-use crate::store::{
-    MigrationPolicy, MigrationReport, Store, StoreError, StoreResult,
-};
+use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreResult};
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
 use std::sync::Arc;

@@ -19,22 +19,33 @@ fn manifest_dir() -> PathBuf {
 }
 
 fn declared_layers() -> BTreeMap<String, Row> {
-    let text = std::fs::read_to_string(manifest_dir().join("ARCHITECTURE.md")).expect("read ARCHITECTURE.md");
-    let start = text.find(TABLE_START).expect("ARCHITECTURE.md has the layers table");
+    let text = std::fs::read_to_string(manifest_dir().join("ARCHITECTURE.md"))
+        .expect("read ARCHITECTURE.md");
+    let start = text
+        .find(TABLE_START)
+        .expect("ARCHITECTURE.md has the layers table");
     let end = text.find(TABLE_END).expect("the layers table ends");
     let mut rows = BTreeMap::new();
-    for line in text[start..end].lines().filter(|line| line.starts_with("| `")) {
+    for line in text[start..end]
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+    {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
         let [module, layer, may_import, ..] = cells[..] else {
             panic!("a row of the layers table has three cells: {line}");
         };
-        let layer = layer.parse().unwrap_or_else(|_| panic!("a layer number: {line}"));
+        let layer = layer
+            .parse()
+            .unwrap_or_else(|_| panic!("a layer number: {line}"));
         let may_import = may_import
             .split(',')
             .map(|name| name.trim().trim_matches('`').to_owned())
             .filter(|name| !name.is_empty() && name != "-")
             .collect();
-        rows.insert(module.trim_matches('`').to_owned(), Row { layer, may_import });
+        rows.insert(
+            module.trim_matches('`').to_owned(),
+            Row { layer, may_import },
+        );
     }
     rows
 }
@@ -118,7 +129,9 @@ fn group_heads(group: &str) -> Vec<String> {
 }
 
 fn ident_at(text: &str) -> String {
-    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+    text.chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
 }
 
 /// Top-level module -> the other top-level modules its files name.
@@ -173,17 +186,28 @@ fn every_top_level_module_imports_only_what_its_layer_allows() {
     let mut wrong = Vec::new();
     for (module, named) in imports() {
         let Some(row) = declared.get(&module) else {
-            wrong.push(format!("`{module}` is not in ARCHITECTURE.md's layers table"));
+            wrong.push(format!(
+                "`{module}` is not in ARCHITECTURE.md's layers table"
+            ));
             continue;
         };
-        for other in named.iter().filter(|other| !row.may_import.contains(*other)) {
-            wrong.push(format!("`{module}` imports `{other}`, which its row does not allow"));
+        for other in named
+            .iter()
+            .filter(|other| !row.may_import.contains(*other))
+        {
+            wrong.push(format!(
+                "`{module}` imports `{other}`, which its row does not allow"
+            ));
         }
         for other in &row.may_import {
             match declared.get(other) {
                 Some(below) if below.layer <= row.layer => {}
-                Some(_) => wrong.push(format!("`{module}` may import `{other}`, of a higher layer")),
-                None => wrong.push(format!("`{module}` may import `{other}`, which is no module")),
+                Some(_) => wrong.push(format!(
+                    "`{module}` may import `{other}`, of a higher layer"
+                )),
+                None => wrong.push(format!(
+                    "`{module}` may import `{other}`, which is no module"
+                )),
             }
         }
     }

@@ -5,12 +5,12 @@
 
 use crate::app::App;
 use crate::config::ServeConfig;
+use crate::jobs::pictures::WorkerConfig;
 use crate::jobs::pictures::{run_until_stopped, PictureWorker};
 use crate::jobs::queue::Jobs;
-use crate::jobs::pictures::WorkerConfig;
 use anyhow::Context;
-use tokio::sync::watch;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
 /// requests (within the shutdown grace) and flushing the store before returning.
@@ -84,7 +84,11 @@ impl Background {
                 let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);
                 let (stop, stopped) = watch::channel(false);
                 // Its own task: a fetch or crop never holds up a request.
-                let task = tokio::spawn(run_until_stopped(app.job_context().clone(), worker, stopped));
+                let task = tokio::spawn(run_until_stopped(
+                    app.job_context().clone(),
+                    worker,
+                    stopped,
+                ));
                 Some((stop, task))
             }
             false => None,

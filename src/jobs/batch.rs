@@ -2,6 +2,7 @@
 //! server's job runner run them: one function does a job's work through the writer and returns
 //! the report that the CLI prints and that a job submitted to the server keeps.
 
+use super::context::JobContext;
 use super::duplicates;
 use super::ingest::{self, IngestError, IngestReport};
 use super::listing_writes::WrittenListings;
@@ -11,7 +12,6 @@ use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
 use super::snapshot_rules::{Problems, SnapshotRules};
 use super::writer::{IndexChoice, WriteError, Written};
-use super::context::JobContext;
 use crate::domain::JobKind;
 use crate::store::StoreError;
 use std::fmt::Write as _;
@@ -164,7 +164,11 @@ impl From<String> for BatchReport {
 }
 
 /// Runs `batch` on `app`'s writer, counting into `control`; what it did.
-pub fn run(context: &JobContext, batch: &Batch, control: &JobControl) -> Result<BatchReport, BatchError> {
+pub fn run(
+    context: &JobContext,
+    batch: &Batch,
+    control: &JobControl,
+) -> Result<BatchReport, BatchError> {
     match batch {
         Batch::Snapshot {
             provider,
@@ -196,7 +200,8 @@ pub fn run(context: &JobContext, batch: &Batch, control: &JobControl) -> Result<
             .into())
         }
         Batch::Match => {
-            let done = context.writer()
+            let done = context
+                .writer()
                 .run(|turn| rematch_unmatched_indexed(turn, context.listings()))?;
             let report = &done.value;
             finished(control, report.tried as u64);
@@ -247,7 +252,10 @@ fn finished(control: &JobControl, total: u64) {
 }
 
 /// The duplicate finder's full pass, reported.
-fn rebuild_duplicates(context: &JobContext, control: &JobControl) -> Result<BatchReport, BatchError> {
+fn rebuild_duplicates(
+    context: &JobContext,
+    control: &JobControl,
+) -> Result<BatchReport, BatchError> {
     let started = Instant::now();
     let pairs = context.writer().run(duplicates::rebuild)?.value;
     let took = started.elapsed();

@@ -81,7 +81,8 @@ impl Photograph {
 pub fn rank_stale(context: &JobContext) -> Result<usize, CandidateError> {
     let stale = context.store().candidates_stale(MODELS_PER_PASS)?;
     for models in stale.chunks(MODELS_PER_TURN) {
-        context.writer()
+        context
+            .writer()
             .run(|turn| rank_models(turn, context.listings(), models))
             .map_err(|error| match error {
                 crate::jobs::writer::WriteError::Job(error) => error,

@@ -2,9 +2,9 @@
 //! indexes), the media store, the pictures a person waits for, the duplicate groups kept between
 //! requests and the server's job queue. The app layer owns it; jobs never see the app.
 
+use super::batch::Batch;
 use super::duplicates::{DuplicateGroups, Group};
 use super::pictures::UrgentPictures;
-use super::batch::Batch;
 use super::queue::{Jobs, SpoolFile, SubmitError};
 use super::users::Actor;
 use super::writer::Writer;

@@ -295,7 +295,11 @@ async fn record(
 }
 
 /// The page of pictures from `from` on, those of them due at `now`.
-fn due_pictures(context: &JobContext, now: Timestamp, from: PictureId) -> Result<DuePage, StoreError> {
+fn due_pictures(
+    context: &JobContext,
+    now: Timestamp,
+    from: PictureId,
+) -> Result<DuePage, StoreError> {
     let mut page = context.store().pictures_maybe_due_page(from, DUE_PAGE)?;
     page.records.retain(|p| p.is_due(now));
     Ok(page)
@@ -449,7 +453,8 @@ fn record_states(
     context: &JobContext,
     updated: Vec<(PictureRecord, Option<Look>)>,
 ) -> Result<(), WorkerError> {
-    context.writer()
+    context
+        .writer()
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             for (picture, look) in &updated {

@@ -4,9 +4,9 @@
 //! marked interrupted at the next start, and a stop (SIGTERM) ends a snapshot at a chunk boundary.
 
 use super::batch::{self, Batch};
+use super::context::JobContext;
 use super::progress::JobControl;
 use super::users::{audit_entry, Actor};
-use super::context::JobContext;
 use crate::domain::{causes, JobId, JobRecord, JobState, Timestamp};
 use crate::store::StoreResult;
 use std::path::{Path, PathBuf};
@@ -323,7 +323,8 @@ fn interrupt(context: &JobContext, mut record: JobRecord) {
 
 /// Marks every job still queued or running in the store interrupted: their process is gone.
 fn interrupt_unfinished(context: &JobContext) -> StoreResult<()> {
-    let unfinished: Vec<JobRecord> = context.store()
+    let unfinished: Vec<JobRecord> = context
+        .store()
         .jobs_newest_first()
         .filter(|job| job.as_ref().map_or(true, |job| !job.state.is_finished()))
         .collect::<StoreResult<_>>()?;
@@ -410,7 +411,8 @@ mod tests {
             context.store().put_job(&record).expect("put");
         }
         interrupt_unfinished(&context).expect("interrupt");
-        let states: Vec<JobState> = context.store()
+        let states: Vec<JobState> = context
+            .store()
             .jobs_newest_first()
             .map(|job| job.expect("job").state)
             .collect();

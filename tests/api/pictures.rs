@@ -191,10 +191,13 @@ fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
 
 pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
     let worker = PictureWorker::new(app.media().clone(), &worker_config(allow)).expect("worker");
-    tokio::time::timeout(Duration::from_secs(60), run_pass(app.job_context(), &Arc::new(worker)))
-        .await
-        .expect("a pass ends")
-        .expect("pass");
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        run_pass(app.job_context(), &Arc::new(worker)),
+    )
+    .await
+    .expect("a pass ends")
+    .expect("pass");
 }
 
 pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
@@ -403,10 +406,13 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
             .value,
     );
     let worker = PictureWorker::new(app.media().clone(), &worker_config(&[])).expect("worker");
-    let report = tokio::time::timeout(Duration::from_secs(120), run_pass(app.job_context(), &Arc::new(worker)))
-        .await
-        .expect("a pass ends")
-        .expect("pass");
+    let report = tokio::time::timeout(
+        Duration::from_secs(120),
+        run_pass(app.job_context(), &Arc::new(worker)),
+    )
+    .await
+    .expect("a pass ends")
+    .expect("pass");
     assert_eq!(report.failed, 2_600);
     for id in ids {
         assert_eq!(state(&app, id).attempts, 1, "picture {id:?}");
@@ -596,7 +602,9 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
     assert!(app.store.pictures_maybe_due().expect("due").is_empty());
     let worker =
         PictureWorker::new(app.media().clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
-    let report = run_pass(app.job_context(), &Arc::new(worker)).await.expect("pass");
+    let report = run_pass(app.job_context(), &Arc::new(worker))
+        .await
+        .expect("pass");
     assert_eq!(report.handled(), 0);
 }
 

@@ -158,7 +158,10 @@ impl TestApp {
     /// client address a loopback one), or over the loopback socket when its body is a stream.
     pub async fn send(&self, request: reqwest::RequestBuilder) -> reqwest::Response {
         let request = request.build().expect("a request");
-        let Some(body) = request.body().map(|body| body.as_bytes().map(<[u8]>::to_vec)) else {
+        let Some(body) = request
+            .body()
+            .map(|body| body.as_bytes().map(<[u8]>::to_vec))
+        else {
             return self.oneshot(request, Vec::new()).await;
         };
         match body {
@@ -180,6 +183,16 @@ impl TestApp {
             .body(axum::body::Body::from(body))
             .expect("an http request");
         *http.headers_mut() = request.headers().clone();
+        // As a client on the wire sends it: the manifest's URLs are read from it.
+        if let Some(host) = url.host_str() {
+            let authority = match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_owned(),
+            };
+            http.headers_mut()
+                .entry(axum::http::header::HOST)
+                .or_insert(authority.parse().expect("a host header"));
+        }
         http.extensions_mut()
             .insert(axum::extract::ConnectInfo(self.peer));
         let response = tokio::time::timeout(REQUEST_TIMEOUT, self.router.clone().oneshot(http))
@@ -200,9 +213,7 @@ impl TestApp {
 
     /// GETs `path` (with its `/v1` prefix or not) and returns status and JSON body.
     pub async fn get(&self, path: &str) -> (u16, Value) {
-        let response = self
-            .send(self.request(reqwest::Method::GET, path))
-            .await;
+        let response = self.send(self.request(reqwest::Method::GET, path)).await;
         let status = response.status().as_u16();
         let content_type = response
             .headers()

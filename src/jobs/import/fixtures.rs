@@ -5,14 +5,26 @@ use super::DatasetSource;
 use std::io::BufRead;
 
 const FILES: &[(&str, &str)] = &[
-    ("brands.jsonl", include_str!("../../../fixtures/brands.jsonl")),
-    ("series.jsonl", include_str!("../../../fixtures/series.jsonl")),
+    (
+        "brands.jsonl",
+        include_str!("../../../fixtures/brands.jsonl"),
+    ),
+    (
+        "series.jsonl",
+        include_str!("../../../fixtures/series.jsonl"),
+    ),
     (
         "complications.jsonl",
         include_str!("../../../fixtures/complications.jsonl"),
     ),
-    ("calibers.jsonl", include_str!("../../../fixtures/calibers.jsonl")),
-    ("models.jsonl", include_str!("../../../fixtures/models.jsonl")),
+    (
+        "calibers.jsonl",
+        include_str!("../../../fixtures/calibers.jsonl"),
+    ),
+    (
+        "models.jsonl",
+        include_str!("../../../fixtures/models.jsonl"),
+    ),
     (
         "providers.jsonl",
         include_str!("../../../fixtures/providers.jsonl"),
