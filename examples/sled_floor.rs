@@ -1,7 +1,7 @@
 //! What sled alone takes to write one record per listing, as an ingest writes them: keys in
 //! order, chunks applied key by key on every core and flushed, into a store of its own. The
 //! floor of an ingest that keeps one key a listing in sled, with nothing else running
-//! (docs/decisions.md, "Where the floor is" and "sled alone is not that floor").
+//! (docs/decisions.md, D-36).
 //!
 //! `cargo run --release --example sled_floor -- DIR [LISTINGS] [VALUE_BYTES] [CHUNK] [SOURCE]`
 //! (defaults: 10,000,000 listings of 337 bytes, the scale run's average, 50,000 a chunk).

@@ -33,7 +33,8 @@ pub struct App {
     /// Where it was opened.
     dir: DataDir,
     /// What pages of models read from the store, as its generation has it: a page shows each
-    /// model from four sled reads, which were a third of a text search's time over HTTP.
+    /// model from four sled reads, a large share of a text search's time over HTTP
+    /// (docs/decisions.md, D-81).
     pub kept: KeptReads,
 }
 
@@ -283,14 +284,12 @@ pub fn migrate(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<Migration
     Ok(report)
 }
 
-/// Opens the store of `data_dir` once more and closes it, after an offline batch job has
-/// dropped every handle on it. sled 0.34 writes its snapshot only when a store is opened, after
-/// replaying the log written since the last open: without this, the next `serve` replays the
-/// whole job's log, from disk after a reboot (after 1M refreshed listings at 8.2 GB: 0.97 s of
-/// replay in a 2.08 s cold start, against 0.24 s in 1.42 s with this open; bench/RESULTS.md,
-/// "Ready after a restart (issue 16 part 7)"). The job pays one open (1.8 s there) while its
-/// log is still in the page cache. It changes no data, so a failure is only logged: the job's
-/// writes are flushed already, and the next open replays them as it always did.
+/// Opens the store of `data_dir` once more and closes it, after an offline batch job has dropped
+/// every handle on it. sled 0.34 writes its snapshot only when a store is opened, after replaying
+/// the log written since the last open: without this, the next `serve` replays the whole job's log,
+/// from disk after a reboot, a large share of a cold start (docs/decisions.md, D-11). The job pays
+/// one open while its log is still in the page cache. It changes no data, so a failure is only
+/// logged: the job's writes are flushed already, and the next open replays them as it always did.
 ///
 /// The open is tried again for a few seconds. Once, under the whole test suite's load, a job
 /// left no new snapshot: this open had failed. Not reproduced since; the likely cause is sled's

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Argon2id parameters: 19 MiB of memory, 2 passes, 1 lane (OWASP's first recommended set),
-/// about 30 ms a hash on this project's 2-core machine.
+/// Argon2id parameters: 19 MiB of memory, 2 passes, 1 lane (OWASP's first recommended set):
+/// tens of milliseconds of one core a hash (docs/decisions.md, D-103).
 pub const ARGON2_MEMORY_KIB: u32 = 19 * 1024;
 pub const ARGON2_PASSES: u32 = 2;
 pub const ARGON2_LANES: u32 = 1;

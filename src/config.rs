@@ -11,9 +11,9 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 /// Default sled page cache. sled's resident memory can reach several times this figure.
 pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 /// sled page cache of `import` when none is given: the duplicate pass and the index rebuild
-/// read back every model the import wrote, and at a million models this saved 2-3 s of ~60
-/// without raising the import's peak, which comes earlier, while it checks the dataset
-/// (bench/RESULTS.md, "Import in parallel").
+/// read back every model the import wrote, and a larger cache shortens them without raising
+/// the import's peak, which comes earlier, while it checks the dataset (docs/decisions.md,
+/// D-22).
 pub const IMPORT_CACHE_BYTES: u64 = 512 << 20;
 
 /// The layout of a data directory.

@@ -3,9 +3,9 @@
 
 use anyhow::Context;
 
-/// glibc's malloc fragments under sled's allocation pattern: with it, a store read took 2.7x
-/// longer once the server's long-lived state was allocated (perf: unlink_chunk and
-/// malloc_consolidate on top). mimalloc keeps reads at their cost; see docs/decisions.md.
+/// glibc's malloc fragments under sled's allocation pattern, so store reads slowed once the
+/// server's long-lived state was allocated; mimalloc keeps reads at their cost
+/// (docs/decisions.md, D-73).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Args, Parser, Subcommand};
@@ -360,12 +360,9 @@ fn main() -> ExitCode {
 
 /// An import builds its whole checked dataset in memory before it writes (nothing is written
 /// when a line is wrong): gigabytes of fresh allocations. With transparent huge pages the kernel
-/// zeroes a 2 MiB page at each first touch, and again after mimalloc hands one back: reading and
-/// checking a million models took 14.4 s with them, 9.5 s without (bench/RESULTS.md, "Import in
-/// parallel"). An offline ingest too, since it got lighter: 6 % shorter and 3 s less kernel time
-/// at a million listings without them, no different either way at four million
-/// ("Transparent huge pages off for an offline ingest", "The 10M ingest again"). The server keeps
-/// them: nothing was measured there.
+/// zeroes a 2 MiB page at each first touch, and again after mimalloc hands one back, which made
+/// reading and checking a dataset markedly slower. An offline ingest, lighter since, gains from
+/// it too. The server keeps them: nothing was measured there (docs/decisions.md, D-22).
 fn without_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     if let Err(error) = rustix::thread::disable_transparent_huge_pages(true) {

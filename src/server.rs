@@ -26,9 +26,10 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     .await??;
     let app = Arc::new(app);
     let background = Background::start(&app, &config.pictures)?;
-    // Joining every duplicate group takes seconds at a million models, and reading the large
-    // models' ACTIVE prices tens of milliseconds: done now, in the background, rather than by
-    // the first admin to open the duplicate models or the first client to ask a model's stats.
+    // Joining every duplicate group, and reading the large models' ACTIVE prices, take long at
+    // a million models (docs/decisions.md, D-136, D-95): done now, in the background, rather
+    // than by the first admin to open the duplicate models or the first client to ask a
+    // model's stats.
     tokio::task::spawn_blocking({
         let app = app.clone();
         move || {

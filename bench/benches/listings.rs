@@ -244,8 +244,8 @@ fn benches(c: &mut Criterion) {
             "/v1/listings?minPriceUSD=5000&maxPriceUSD=20000&condition=UNWORN&sort=newest"
                 .to_owned(),
         ),
-        // The price ranges of the scale run's profile (bench/RESULTS.md, "What dominates the
-        // misses"), default order (newest).
+        // The price ranges of the scale run's profile (docs/decisions.md, D-94), default order
+        // (newest).
         (
             "usd_400_5100_unworn",
             "/v1/listings?minPriceUSD=400&maxPriceUSD=5100&condition=UNWORN".to_owned(),

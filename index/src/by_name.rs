@@ -1,7 +1,7 @@
 //! The first page of every model by name (`GET /models` with nothing asked, the first page a
 //! client sees): read from the sort names' terms in dictionary order, which is the name order,
 //! each term's documents in id order, until the page is full, instead of reading every model's
-//! name from its column (35 ms at 1M models). The same page as [`crate::collector::TopIds`] by
+//! name from its column (docs/decisions.md, D-52). The same page as [`crate::collector::TopIds`] by
 //! `name_sort`, whose ties also go to the smaller id.
 
 use crate::collector::best_ids;

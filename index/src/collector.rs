@@ -257,7 +257,7 @@ impl SegmentCollector for TopIdsSegment {
 
 /// The texts of term ordinals, read in one ordered pass over the dictionary: `ord_to_str`
 /// decompresses the ordinal's dictionary block again on every call, which made a page of a
-/// name-sorted list cost milliseconds (bench/RESULTS.md).
+/// name-sorted list slow (docs/decisions.md, D-52).
 pub(crate) fn terms_of(column: &StrColumn, mut ords: Vec<u64>) -> HashMap<u64, String> {
     ords.retain(|&ord| ord < column.num_terms() as u64);
     ords.sort_unstable();

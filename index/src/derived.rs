@@ -47,7 +47,7 @@ pub enum RebuildShape {
     EveryCore,
     /// One thread with room for the whole index as one segment, so that no merge follows and
     /// the other cores stay free for the work beside it (the duplicate pass after an import):
-    /// a million models imported 2-5 s faster (bench/RESULTS.md, "Import in parallel"). A
+    /// a million models imported faster (docs/decisions.md, D-43). A
     /// larger index flushes more segments, merged as with `EveryCore`.
     OneSegment,
 }
@@ -182,7 +182,7 @@ impl Derived {
     /// thread makes segments that each hold a run of the load's documents in the order given:
     /// documents given in id order (new listings) then make segments whose id ranges do not
     /// overlap, which tantivy merges by stacking them instead of interleaving every posting
-    /// (bench/RESULTS.md, "Scale run on a slower day").
+    /// (docs/decisions.md, D-33).
     pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
         let writer = self.index.writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));

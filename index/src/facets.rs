@@ -87,8 +87,8 @@ pub(crate) fn passes(filters: &Filters, facets: &[Facet]) -> Vec<(Filters, Vec<F
 
 /// Counts kept for one searcher generation, by pass: faceted navigation asks the same counts
 /// again and again (the first page; a brand's page counts brands over the whole catalogue), and
-/// a count over a million models takes tens of milliseconds. A new generation starts afresh, so
-/// counts are never stale.
+/// a count over a million models is costly (docs/decisions.md, D-52). A new generation starts
+/// afresh, so counts are never stale.
 pub(crate) struct FacetCache {
     kept: GenerationCache<String, Vec<FacetCounts>>,
     keep_from: std::time::Duration,
@@ -106,8 +106,8 @@ impl Default for FacetCache {
 /// Passes kept per generation at most; then the cache starts again. A pass holds at most
 /// seven facets of 100 values: a full cache is a few megabytes, whatever a client asks.
 const KEPT_PASSES: usize = 256;
-/// Only passes that took this long are kept: a brand's own facets count in microseconds,
-/// and keeping them would push out the costly ones.
+/// Only passes that took this long are kept: a brand's own facets count at once, and keeping
+/// them would push out the costly ones.
 const KEEP_FROM: std::time::Duration = std::time::Duration::from_millis(2);
 
 impl FacetCache {
@@ -329,7 +329,8 @@ impl Scratch {
     }
 
     /// The rows of `docs`' values in `column`, read a block at a time: a value at a time, an
-    /// optional column's rank of each document took most of a facet count.
+    /// optional column's rank of each document took most of a facet count (docs/decisions.md,
+    /// D-52).
     fn rows_of<T>(&mut self, column: &Column<T>, docs: &[DocId]) {
         self.docs.clear();
         self.rows.clear();
@@ -418,13 +419,15 @@ impl SegmentCollector for FacetSegment {
 }
 
 /// The counts of `facets` over every model, none filtered out: the first page of faceted
-/// navigation. A pass over a million models took 200 ms; here each value's count is its
+/// navigation. A pass over a million models is slow (docs/decisions.md, D-52); here each
+/// value's count is its
 /// term's document frequency in each segment, less the values of the segment's documents that
 /// are not live models, read from the columns as a pass would. The same counts as
 /// [`FacetCollector`] over every model.
 ///
 /// Values are kept in lists sorted by value (the term dictionaries' order) and summed by
-/// merging them: hashing each of tens of thousands of series into a map took most of the time.
+/// merging them: hashing each of tens of thousands of series into a map took most of the time
+/// (docs/decisions.md, D-52).
 pub(crate) fn every_model(
     searcher: &Searcher,
     fields: &Fields,

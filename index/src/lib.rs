@@ -457,8 +457,8 @@ impl CatalogueIndex {
 
     /// A brand's counts and lead model: from the kept summaries when they are current; else
     /// searched for this brand alone, while the summaries of the new reload are built in the
-    /// background (a build takes a fraction of a second at 1M models, and after every commit of
-    /// an ingest no request should wait for one).
+    /// background (a build is a pass over every model and series, and after every commit of an
+    /// ingest no request should wait for one: docs/decisions.md, D-80).
     pub fn brand_summary(&self, brand: u64) -> IndexResult<BrandSummary> {
         self.kept_or_searched(
             |kept| kept.brand(brand),

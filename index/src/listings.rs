@@ -100,7 +100,8 @@ pub struct ListingFilters {
     /// Any of these statuses.
     pub statuses: Vec<u64>,
     /// None of these statuses. Hiding a rare status is much cheaper than asking for all the
-    /// common ones: a union of terms that match most documents costs milliseconds at 1M.
+    /// common ones: a union of terms that match most documents is slow at scale
+    /// (docs/decisions.md, D-94).
     pub hidden_statuses: Vec<u64>,
     /// Inclusive bounds on the price in US dollars; unpriced listings fail any bound.
     pub min_price_usd: Option<u64>,
@@ -186,7 +187,7 @@ struct Fields {
 fn build_schema() -> (Schema, Fields) {
     // Only the three word fields are scored (BM25, with their norms); every other field is a
     // filter or a constant-score match, and carries no norms: with them on every field, norms
-    // were a sixth of the index (bench/RESULTS.md, "No norms on the listings' filter fields").
+    // were a sixth of the index (docs/decisions.md, D-41).
     let mut s = Schema::builder();
     let fields = Fields {
         // Not indexed: a listing's document is found by the id column ([`ListingById`]).

@@ -1,7 +1,7 @@
 //! The documents of each segment that are not live models (its brands, series and deleted
 //! documents), kept per segment and delete state. The first page by name and the facets of
-//! every model skip them; listing a segment's deleted documents reads every document's bit
-//! (milliseconds at a million models), so it is done once a commit, not once a request.
+//! every model skip them; listing a segment's deleted documents reads every document's bit,
+//! so it is done once a commit, not once a request (docs/decisions.md, D-52).
 
 use crate::query::{for_each_doc, DocKind};
 use crate::schema::Fields;

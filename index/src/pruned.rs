@@ -1,6 +1,6 @@
 //! Relevance-ranked text search over models, pruned: the page is found without scoring every
 //! match. The scores and the matches are those of [`query::build`]'s nested boolean query; only
-//! the way to the best `k` differs (bench/RESULTS.md, issue 16).
+//! the way to the best `k` differs (docs/decisions.md, D-39).
 //!
 //! A model matches when every word of the text is in one of its text fields or is one of its
 //! references (or a reference prefix), or when the whole text is a reference (or a prefix).
@@ -742,8 +742,8 @@ impl CommonWalk<'_> {
     /// Two words: their documents met a pair of codes at a time, the codes that can score most
     /// first; a pair whose bound misses the worst kept is never walked. The best `k` lie in a
     /// few rare pairs (both words in a short name, or in the name and the series), most
-    /// documents in pairs that score little: 0.2 ms instead of 1.2 ms for two words each in a
-    /// fifth of a million models (bench/RESULTS.md, "Two common words by pairs of codes").
+    /// documents in pairs that score little, so most are never walked (docs/decisions.md,
+    /// D-40).
     /// The count is the words' bitsets intersected.
     fn by_pairs(&self, best: &mut Best) -> IndexResult<usize> {
         let [first, second] = [&self.bounds[0], &self.bounds[1]];

@@ -162,7 +162,7 @@ fn build_with(
 /// The documents of `kind`. Models are nearly every document, so they are every document but
 /// the few brands and series: excluding short postings lists costs a seek in each, where
 /// requiring the models' list cost a seek in a list of a million for every candidate
-/// (bench/RESULTS.md, "The typo tier in one pass").
+/// (docs/decisions.md, D-53).
 fn kind_clauses(fields: &Fields, kind: DocKind) -> Vec<(Occur, Box<dyn Query>)> {
     let kind_term = |kind: DocKind| filter(term_u64(fields.kind, kind as u64));
     match kind {

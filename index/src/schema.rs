@@ -93,7 +93,7 @@ pub(crate) fn exact_string() -> TextOptions {
 
 /// Searchable words: lowercased, accents folded, with frequencies and norms for scoring but
 /// no positions: no query reads them (no phrase), and writing them was a share of every
-/// document indexed (docs/decisions.md, "No positions in the catalogue index").
+/// document indexed (docs/decisions.md, D-41).
 pub(crate) fn text_options() -> TextOptions {
     TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
@@ -124,8 +124,7 @@ pub(crate) fn prefix_options() -> TextOptions {
 
 pub fn build() -> (Schema, Fields) {
     // Norms only on the scored word fields (`text_options`): every other indexed field is a
-    // filter or a constant-score match (bench/RESULTS.md, "No norms on the listings' filter
-    // fields", and the catalogue's after it).
+    // filter or a constant-score match (docs/decisions.md, D-41).
     let mut s = Schema::builder();
     let filter = filter_options();
     let text = text_options();

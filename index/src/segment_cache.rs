@@ -158,8 +158,8 @@ impl<K: Hash + Eq, V: SegmentPart> SegmentParts<K, V> {
     }
 }
 
-/// Each segment's id column, opened once: opening one reads its table of blocks, which was a
-/// twelfth of a one-word search at a million models.
+/// Each segment's id column, opened once: opening one reads its table of blocks, a noticeable
+/// share of a one-word search at a million models (docs/decisions.md, D-40).
 #[derive(Default)]
 pub(crate) struct IdColumns {
     kept: SegmentCache<SegmentId, Column<u64>>,

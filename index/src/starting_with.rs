@@ -1,8 +1,8 @@
 //! The documents holding a term that starts with a prefix few terms start with: a catalogue
 //! reference prefix too long to be indexed as a term of its own. tantivy's range query marks
 //! its documents in a bitset of the whole segment and then walks all of it, even when no term
-//! starts with the prefix (most words of a text search): with it, two- and three-word searches
-//! at a million models took about 10 % longer. This reads the few postings into a sorted list.
+//! starts with the prefix (most words of a text search), which slowed two- and three-word
+//! searches (docs/decisions.md, D-42). This reads the few postings into a sorted list.
 
 use tantivy::postings::TermInfo;
 use tantivy::query::{ConstScorer, EmptyScorer, EnableScoring, Explanation, Query, Scorer, Weight};

@@ -17,7 +17,7 @@ pub const MIN_REFERENCE_PREFIX: usize = 3;
 /// Longest prefix indexed as a term. A longer one is shared by few references, so a search
 /// reads the range of whole references that start with it instead: the longer prefixes were
 /// nearly one unique term each per reference, most of what indexing the catalogue's prefixes
-/// cost (bench/RESULTS.md, "Short reference prefixes only").
+/// cost (docs/decisions.md, D-42).
 pub const MAX_INDEXED_REFERENCE_PREFIX: usize = 6;
 
 /// Whether `prefix` is short enough to be a term of the prefix field.

@@ -55,10 +55,9 @@ const KEPT_MATCH_BYTES: usize = 32 << 10;
 type Forms = Vec<(Field, f32, Vec<String>)>;
 
 /// The forms each word of recent searches reaches, and its matches in each segment, kept per
-/// searcher generation: walking five term dictionaries with a word's automaton was an eighth
-/// of a three-word search, reading its forms' postings by their terms a third of one whose
-/// exact matches fill the page, and the words of searches repeat (a catalogue's vocabulary is
-/// small).
+/// searcher generation: walking five term dictionaries with a word's automaton, and reading its
+/// forms' postings by their terms, were large shares of a search (docs/decisions.md, D-53), and
+/// the words of searches repeat (a catalogue's vocabulary is small).
 pub(crate) struct WordForms {
     kept: GenerationCache<(String, Looseness), Arc<Forms>>,
     matches: GenerationCache<(SegmentId, String, Looseness), Arc<walk::WordMatches>>,

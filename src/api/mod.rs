@@ -427,6 +427,17 @@ pub fn v1_paths() -> &'static [&'static str] {
     PATHS.get_or_init(|| v1_policies().iter().map(|policy| policy.path).collect())
 }
 
+/// The paths `router` serves outside v1 (all reads, no session): the media files, then the
+/// operations endpoints of `ops.rs`. Kept by hand beside them; README's endpoint table is checked
+/// against these and v1's table (`tests/api/readme.rs`, which also requests each of these).
+pub const OUTSIDE_V1_PATHS: [&str; 5] = [
+    "/media/pictures/{id}",
+    "/media/pictures/{id}/cropped",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+];
+
 /// The router of `table`, each route with the layers its row calls for.
 fn routes_of(table: Vec<Route>) -> Router<AppState> {
     table.into_iter().fold(Router::new(), |router, route| {

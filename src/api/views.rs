@@ -96,7 +96,7 @@ pub struct FullModel {
 /// The common specification of a model: every model is comparable field by field.
 /// Millimetres for sizes, metres for water resistance. Empty means unknown, never guessed.
 // The API's own copy of the domain's `ModelSpec` field list, so the store's layout and the
-// dataset format can change without changing the response (docs/decisions.md). The component
+// dataset format can change without changing the response (docs/decisions.md, D-08). The component
 // keeps the name `ModelSpec`; `default` gives every property the `default` it always had.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]

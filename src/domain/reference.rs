@@ -15,7 +15,7 @@ pub fn normalize_reference(reference: &str) -> String {
 /// Nearly every reference and seller's word: one byte a character, each folding to one, and
 /// ASCII's letters and digits are all the alphanumerics there are below 128. Going by bytes
 /// skips Unicode's case tables; the ingest normalises every word of every title
-/// (bench/RESULTS.md, "Scale run with the peers on 4c52f7d").
+/// (docs/decisions.md, D-29).
 fn normalize_ascii(reference: &str) -> String {
     let mut key = String::with_capacity(reference.len());
     for byte in reference.bytes().filter(u8::is_ascii_alphanumeric) {
@@ -36,7 +36,7 @@ fn normalize_unicode(reference: &str) -> String {
 /// unrelated watches.
 pub const MIN_BASE_LEN: usize = 4;
 
-/// The base of a reference, what its variants share (docs/decisions.md, "Duplicate finder"):
+/// The base of a reference, what its variants share (docs/decisions.md, D-133):
 /// a trailing dial or bracelet segment is dropped (`5711/1A-010` and `-011`,
 /// `310.30.42.50.01.001` and `.002`, `M79030N-0001`), then a trailing run of letters
 /// (`126610LN`, `126610LV`), then a maker's one-letter prefix before the digits (`M126610LN`).

@@ -46,7 +46,7 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
         push_run(&mut runs, from, first, end, &normalize_reference(word));
     }
     // Each token normalised once, not once per run it ends (this runs for every title of an
-    // ingest: bench/RESULTS.md, "Seller text read once per token").
+    // ingest: docs/decisions.md, D-29).
     let normalized: Vec<String> = tokens.iter().map(|t| normalize_reference(t)).collect();
     for start in 0..tokens.len() {
         // Runs of different spans never coincide: only the two heads of one start can repeat

@@ -64,8 +64,8 @@ const BESIDE_THE_INDEX_NICE: i32 = 10;
 /// Runs `pass` on threads of its own at a lower priority. A write's full pass runs beside the
 /// catalogue index rebuild (`Writer::run`), whose one tantivy thread is the longer of the two:
 /// at equal priority the pass took a share of that thread's core, and the rebuild finished
-/// alone on one core after the pass was done (bench/RESULTS.md, "The full pass at a lower
-/// priority"). The pass now takes what the rebuild leaves.
+/// alone on one core after the pass was done (docs/decisions.md, D-141). The pass now takes
+/// what the rebuild leaves.
 fn beside_the_index<T: Send>(pass: impl FnOnce() -> T + Send) -> T {
     let pool = rayon::ThreadPoolBuilder::new()
         .thread_name(|i| format!("duplicates-{i}"))

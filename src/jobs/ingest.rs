@@ -4,9 +4,10 @@
 //! reactivated. New and changed listings are matched. Bad lines are reported and skipped; a
 //! snapshot that is empty, half invalid or would delist too much of the provider's stock is
 //! refused whole, before anything is written (`snapshot_rules`), so a broken feed or another
-//! provider's file never delists a provider's stock. The write is committed in chunks, each atomic
-//! with its listing counts, and delisting comes last: a crash part-way leaves no listing wrongly
-//! delisted, and running the same snapshot again completes it (docs/decisions.md).
+//! provider's file never delists a provider's stock. The write is committed in chunks, the
+//! listing counts with the last, and delisting comes last: a crash part-way leaves no listing
+//! wrongly delisted, and running the same snapshot again completes it (docs/decisions.md, D-28,
+//! D-15).
 
 use super::import::rows::field_named;
 use super::import::{DatasetSource, Problem};
@@ -411,8 +412,8 @@ struct SnapshotRead {
 }
 
 /// Hands each valid row to `keep`, in the snapshot's order, and says what else it found. Lines
-/// are parsed and checked on all cores a block at a time (on one core, parsing was a seventh
-/// of a large ingest's time: bench/RESULTS.md, "Seller text read once per token"). Three
+/// are parsed and checked on all cores a block at a time (on one core, parsing was a large
+/// share of a big ingest's time: docs/decisions.md, D-28). Three
 /// blocks are in hand at once: while the pool parses one, this thread takes in the rows of the
 /// one before (only the check for a code seen before runs in order) and reads the lines of the
 /// one after; done one after the other, they left a core idle.

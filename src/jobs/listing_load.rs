@@ -7,7 +7,7 @@
 //!
 //! Crash rule: nothing of the load is visible until its one commit, so a crash part-way leaves
 //! the index at its generation before the job, behind the store: the next start rebuilds it,
-//! and the snapshot run again completes the store (docs/decisions.md).
+//! and the snapshot run again completes the store (docs/decisions.md, D-33).
 
 use super::reindex::{listing_doc, ReindexReport};
 use crate::rates::ConversionTable;
@@ -24,11 +24,10 @@ use std::thread::JoinHandle;
 pub const LOAD_FROM_LISTINGS: usize = 10_000;
 
 /// Store commits' listings waiting for the index thread at most. The index thread takes no
-/// document while it flushes a segment (3-7 s a flush at 1M-4M listings): with room for two
+/// document while it flushes a segment (seconds at millions of listings): with room for two
 /// commits the write stalled behind each flush; with eight it goes on, and the index thread
-/// works through the queue afterwards, 3-12 s of it left when a large write ends
-/// (bench/RESULTS.md, "Where an ingest's cores idled"). The bound caps memory at about 100 MB
-/// more.
+/// works through the queue afterwards (docs/decisions.md, D-33). The bound caps memory at about
+/// 100 MB more.
 const QUEUED_COMMITS: usize = 8;
 
 /// A listing sink feeding one [`ListingLoad`], made once enough listings were committed.

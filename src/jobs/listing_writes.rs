@@ -12,7 +12,7 @@ use crate::store::{ListingWrite, StoreGeneration, StoreResult, WriteBatch, Write
 use std::collections::HashMap;
 
 /// Listings one store commit takes at most. Past a few tens of thousands a sled batch gets no
-/// faster per listing, while its memory keeps growing (bench/RESULTS.md, "Chunked writes").
+/// faster per listing, while its memory keeps growing (docs/decisions.md, D-28).
 pub const CHUNK_LISTINGS: usize = 50_000;
 
 /// A pending write of listings, inside a write turn.

@@ -93,7 +93,7 @@ impl MatchCatalogue for LoadedCatalogue {
 
 /// Listings to match from which a job reads the catalogue from memory ([`LoadedCatalogue`])
 /// instead of the store: loading reads every alias and reference key once, where the store
-/// answers each listing with several prefix scans (bench/RESULTS.md, "Fast at scale").
+/// answers each listing with several prefix scans (docs/decisions.md, D-32).
 pub const LOAD_FROM_LISTINGS: usize = 10_000;
 
 /// What matching reads the catalogue through during one job: the store for a few listings,

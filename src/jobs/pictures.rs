@@ -87,7 +87,7 @@ pub struct PictureWorker {
     pub fetcher: Fetcher,
     pub concurrency: usize,
     pub crop_size: u32,
-    /// Crops made at once (`WorkerConfig::crop_slots`; bench/RESULTS.md, "Image pipeline").
+    /// Crops made at once (`WorkerConfig::crop_slots`; docs/decisions.md, D-120).
     cpu: Arc<tokio::sync::Semaphore>,
     /// Pixels decoded at once (`WorkerConfig::decode_budget_pixels`).
     budget: DecodeBudget,

@@ -58,8 +58,7 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     let movements = all_movements(store)?;
 
     // Each model's document is made as it is read, and the model dropped: a million models
-    // held at once raised an import's peak by 180 MiB, and by a gigabyte beside two writer
-    // threads (bench/RESULTS.md, "The duplicate pass in memory").
+    // held at once raised an import's peak (docs/decisions.md, D-43).
     let model_docs = store.all_models_parallel().map(|model| {
         let model = model?;
         let listings = store.listing_count(model.id)?;
@@ -246,7 +245,7 @@ pub fn rebuild_listings(
 
 /// Share of the index above which a write is taken in by a whole rebuild: deleting and
 /// re-adding most documents one by one costs more than indexing them afresh on all cores
-/// (27.7 s against 15.0 s for 1M listings, bench/RESULTS.md).
+/// (docs/decisions.md, D-13).
 const REBUILD_ABOVE_SHARE: f64 = 0.25;
 
 /// Takes a turn's listing writes into the listings index: only the listings written, read back

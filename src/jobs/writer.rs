@@ -147,7 +147,7 @@ impl Writer {
         let succeeded = outcome.is_ok();
         // The duplicate pairs and the indexes are both derived from what the job committed, and
         // neither reads the other: on two cores an import of a million models brings them up
-        // side by side (bench/RESULTS.md, "Import in parallel").
+        // side by side (docs/decisions.md, D-141).
         let (duplicates_took, indexed) = rayon::join(
             || {
                 let started = Instant::now();
@@ -225,8 +225,8 @@ impl Writer {
     }
 
     /// Brings both indexes up to `changes`, side by side: neither reads the other, and after
-    /// an ingest of millions of listings each is minutes of one core (the load's merge, the
-    /// catalogue rebuilt for its recounted models; bench/RESULTS.md, "Scale run on a slower day").
+    /// an ingest of millions of listings each is long work for one core (the load's merge, the
+    /// catalogue rebuilt for its recounted models; docs/decisions.md, D-33).
     fn index_changes(
         &self,
         changes: &Changes,

@@ -104,7 +104,7 @@ pub struct Placement {
 /// The square around `content`, scaled down to `max_side` when it is larger: the watch is
 /// scaled before it is placed, so the crop is never larger than `max_side` whatever the
 /// picture's shape (the square around a 50,000 x 1,000 picture, within the pixel cap, would be
-/// 55,000 pixels a side: 9 GB, were it made first and scaled after).
+/// 55,000 pixels a side: 9 GB, were it made first and scaled after; docs/decisions.md, D-118).
 pub fn placement(content: Rect, max_side: u32) -> Placement {
     let (side, x, y) = square_around(content);
     if side <= max_side {

@@ -19,7 +19,7 @@ pub trait StoredRecord: serde::Serialize + serde::de::DeserializeOwned {
     /// What the record is, for error messages.
     const KIND: &'static str;
     /// The version of this kind's stored layout. Changing the type's fields or their order
-    /// changes its layout: bump this and add a migration step (docs/decisions.md).
+    /// changes its layout: bump this and add a migration step (docs/decisions.md, D-04).
     const LAYOUT: u8;
 }
 

@@ -36,7 +36,7 @@ pub enum Keyspace {
     /// Holds no records: only the id counter of pictures.
     Picture = 45,
     /// Where the image pipeline is with each picture, by picture id: records. A keyspace of
-    /// its own, so adding it needed no migration (docs/decisions.md).
+    /// its own, so adding it needed no migration (docs/decisions.md, D-113).
     PictureState = 46,
     /// Ids of the pictures the image worker has something to do for, now or at a retry
     /// time: empty values, so a pass reads only those records, not every picture's. Pictures
@@ -53,7 +53,8 @@ pub enum Keyspace {
     /// Provider id + the provider's own listing id: the listing's stable identity.
     ListingSource = 61,
     // 62 and 63 are retired (a per-provider and a per-model listing key nobody read): each
-    // secondary key is one more sled insert per listing, a third of a 10M-listing ingest.
+    // secondary key is one more sled insert per listing, a large share of a 10M-listing ingest
+    // (docs/decisions.md, D-07).
     /// Back-office users, by name: records.
     User = 70,
     /// Sessions, by the SHA-256 of their token: records.

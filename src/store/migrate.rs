@@ -1,6 +1,6 @@
 //! Schema migrations: the ordered steps that rewrite a store of an older schema in place up to
 //! [`SCHEMA_VERSION`], and who may run them: `watch-catalogue migrate` every step, `serve` the
-//! steps safe at start-up, any other opener none (docs/decisions.md, "Store migrations").
+//! steps safe at start-up, any other opener none (docs/decisions.md, D-05, D-06).
 
 use super::codec::{decode_u64, encode_u64};
 use super::keys::{Counted, Keyspace, MetaKey};

@@ -63,10 +63,10 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub struct StoreGeneration(pub u64);
 
 /// Keys one sled batch writes at most; see [`WriteTurn::commit`]. sled applies a batch of
-/// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, one of
-/// 125,000-165,000 twice as slowly and holding gigabytes (bench/RESULTS.md, "Ingest and match
-/// (part 5)"): an ingest chunk of 50,000 new listings, 73,000-86,000 keys with its pictures and
-/// sources in groups, is applied key by key.
+/// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, and much
+/// larger ones more slowly, holding gigabytes (docs/decisions.md, D-14): an ingest chunk of
+/// 50,000 new listings, 73,000-86,000 keys with its pictures and sources in groups, is applied
+/// key by key.
 pub const ATOMIC_OPERATIONS: usize = 64_000;
 
 /// How a write's keys reach sled.
@@ -232,26 +232,24 @@ impl Store {
             .is_none())
     }
 
-    /// Applies `batch` with a generation bump, and flushes it to disk before returning: a
-    /// write is acknowledged only once it is durable. A write of up to [`ATOMIC_OPERATIONS`]
-    /// keys is atomic, one sled batch. A larger one (an import of a million models) is applied
-    /// key by key, phase after phase of `keys::apply_phase` (the generation bump and id counters
-    /// first, the records found by a natural key last), each phase's keys on rayon's threads in
-    /// runs of neighbouring keys (`apply_phase_in_parallel`): sled holds batches in
-    /// memory many times over while applying them (7.1 GB more for 250,000 models applied as
-    /// sled batches of 200,000 keys, 23 GB for a million in one), where plain inserts stay
-    /// within its cache. A crash part-way then leaves it partly written, with the indexes marked
-    /// behind; the batch jobs that write so much are idempotent, and running them again
-    /// completes it.
-    /// Only [`WriteTurn::commit`] calls this.
+    /// Applies `batch` with a generation bump, and flushes it to disk before returning: a write is
+    /// acknowledged only once it is durable. A write of up to [`ATOMIC_OPERATIONS`] keys is atomic,
+    /// one sled batch. A larger one (an import of a million models) is applied key by key, phase
+    /// after phase of `keys::apply_phase` (the generation bump and id counters first, the records
+    /// found by a natural key last), each phase's keys on rayon's threads in runs of neighbouring
+    /// keys (`apply_phase_in_parallel`): sled holds batches in memory many times over while
+    /// applying them (gigabytes for a large import), where plain inserts stay within its cache
+    /// (docs/decisions.md, D-14). A crash part-way then leaves it partly written, with the indexes
+    /// marked behind; the batch jobs that write so much are idempotent, and running them again
+    /// completes it. Only [`WriteTurn::commit`] calls this.
     fn apply(&self, batch: WriteBatch<'_>) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
         self.apply_with(batch, true, Applied::AtomicWhenItFits)
     }
 
     /// Applies one part of a write made of several commits, as [`Store::apply`] but key by key
     /// whatever its size: the whole is atomic in no case, and on both cores a chunk of 50,000
-    /// listings lands faster than as one sled batch (bench/RESULTS.md, "Counts held for the
-    /// last commit"). Only [`WriteTurn::commit_part`] calls this.
+    /// listings lands faster than as one sled batch (docs/decisions.md, D-15). Only
+    /// [`WriteTurn::commit_part`] calls this.
     fn apply_part(
         &self,
         batch: WriteBatch<'_>,
@@ -310,8 +308,7 @@ impl Store {
             let _under_way = KeyByKeyWrite::begin(&self.key_by_key_writes);
             // Not atomic anyway: see above.
             // In key order within each phase (stable: two writes of one key keep their order):
-            // sled applies neighbouring keys faster, 1.0-1.4 s instead of 1.4-2.0 s for an
-            // ingest chunk of 330,000 keys (bench/RESULTS.md, "Fast at scale (issue 16)").
+            // sled applies neighbouring keys faster (docs/decisions.md, D-14).
             let mut ordered: Vec<(u8, write::Operation)> = operations
                 .into_iter()
                 .map(|operation| (keys::apply_phase(&operation.0), operation))
@@ -334,7 +331,7 @@ impl Store {
 
     /// Inserts and removes one phase's keys, each key once, on rayon's threads in contiguous
     /// runs: sled takes concurrent writes to distinct keys, and its apply, not our code, is
-    /// what bounds a large import (bench/RESULTS.md, "Import in parallel").
+    /// what bounds a large import (docs/decisions.md, D-14).
     fn apply_phase_in_parallel(&self, phase: &[(u8, write::Operation)]) -> StoreResult<()> {
         const RUN: usize = 16_384;
         phase.par_chunks(RUN).try_for_each(|run| {

@@ -2,7 +2,7 @@
 //! to a key (`Keyspace::PendingPictures`) instead of a `PictureState` record and a `PictureDue`
 //! key each: a new listing of an ingest then costs two keys and a fraction, not six or seven,
 //! and sled's apply rate per key is what bounds a 10M-listing ingest (docs/decisions.md,
-//! "Pending pictures in groups").
+//! D-114).
 //!
 //! A picture is in a group exactly while it has no state record: the first state written for
 //! it (`WriteBatch::put_picture`, the worker's first fetch) takes it out of its group in the

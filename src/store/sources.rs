@@ -1,9 +1,9 @@
 //! The provider's own id of each listing (its "source"), kept [`PER_GROUP`] to a key for the
 //! listings one write creates (`Keyspace::ListingSourceGroup`), instead of one key each
-//! (`Keyspace::ListingSource`): a key per listing was sled's largest cost beside the records
-//! in an ingest of new listings (bench/RESULTS.md, "What sled alone takes for 10M listing
-//! records"). Only ingest reads sources, all of a provider's at once, so nothing is looked up
-//! by code and a group is written once, never changed: a listing's source never changes.
+//! (`Keyspace::ListingSource`): a key per listing was sled's largest cost beside the records in an
+//! ingest of new listings (docs/decisions.md, D-34). Only ingest reads sources, all of a provider's
+//! at once, so nothing is looked up by code and a group is written once, never changed: a listing's
+//! source never changes.
 //!
 //! Stores written before groups keep their `ListingSource` keys, read as before beside the
 //! groups ([`codes_of_provider`]).

@@ -24,8 +24,8 @@ pub(super) type Operation = (Vec<u8>, Option<Vec<u8>>);
 /// inside a [`WriteTurn`](super::WriteTurn), which it cannot outlive.
 pub struct WriteBatch<'t> {
     /// Plain byte vectors, turned into sled batches one chunk at a time at commit: holding the
-    /// whole write as sled batches instead peaked at 16.9 GB importing a million models, against
-    /// 12.6 GB this way.
+    /// whole write as sled batches instead took gigabytes more at a million models
+    /// (docs/decisions.md, D-14).
     operations_in_order: Vec<Operation>,
     operations: usize,
     next_ids: HashMap<Keyspace, u64>,
@@ -505,7 +505,7 @@ impl WriteBatch<'_> {
 
 /// The marks of `stale` (see `WriteBatch::stale_candidates`) as writes. A mark the store
 /// holds already is not written again: an ingest's chunks mark the same models over and over
-/// (bench/RESULTS.md, "Ingest and match (part 5)"), and nothing
+/// (docs/decisions.md, D-121), and nothing
 /// clears a mark between the read and the commit, both inside the write turn.
 fn stale_operations(store: &Store, stale: HashMap<ModelId, bool>) -> StoreResult<Vec<Operation>> {
     let mut operations = Vec::new();

@@ -23,6 +23,7 @@ mod picture_review;
 mod pictures;
 mod protocol;
 mod rates;
+mod readme;
 mod real_listings;
 mod reconciliation;
 mod sitemap;

@@ -1,14 +1,14 @@
 //! A narrow price range with no other filter than a condition and the hidden statuses (the
 //! marketplace's browse page, `GET /listings?condition=UNWORN&minPriceUSD=…&maxPriceUSD=…`),
 //! answered from its price buckets' postings one bucket at a time rather than through tantivy's
-//! union of them, which was a quarter of its cost at 10M listings. Walking bucket by bucket
-//! lets each part do only what it must: a bucket strictly inside the range needs no price read
-//! (every price in it is in range), a page by id keeps each block's first or last `k`, a page
-//! by price ranks only the buckets up to its first `k` (a higher bucket never holds a lower
-//! price), and a bucket of a segment with nothing deleted or hidden counts by its document
-//! frequency. The range's two edge buckets, which need each listing's price, are kept per
-//! segment sorted by price ([`EdgeBucket`]). Pages and totals are the page collector's (a
-//! property test compares them).
+//! union of them, a large share of its cost at 10M listings (docs/decisions.md, D-94). Walking
+//! bucket by bucket lets each part do only what it must: a bucket strictly inside the range needs
+//! no price read (every price in it is in range), a page by id keeps each block's first or last
+//! `k`, a page by price ranks only the buckets up to its first `k` (a higher bucket never holds a
+//! lower price), and a bucket of a segment with nothing deleted or hidden counts by its document
+//! frequency. The range's two edge buckets, which need each listing's price, are kept per segment
+//! sorted by price ([`EdgeBucket`]). Pages and totals are the page collector's (a property test
+//! compares them).
 
 use super::collect::{docs_with, DensePrices, PageFruit, SegmentColumns, Values};
 use super::ListingSort;

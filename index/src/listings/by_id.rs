@@ -1,8 +1,7 @@
 //! The documents of one listing id, found by a binary search of the id column: what a
 //! replaced listing's old document is deleted by. Segments keep their documents in ascending
 //! id order (the index is sorted by id), so no id is indexed as a term: one term of its own
-//! per listing was about a third of what indexing a listing cost (bench/RESULTS.md, "Fewer
-//! terms a listing").
+//! per listing was about a third of what indexing a listing cost (docs/decisions.md, D-41).
 
 use super::names;
 use tantivy::columnar::Column;

@@ -50,8 +50,8 @@ pub(super) struct SegmentColumns {
 }
 
 /// Each segment's columns, opened once: opening one reads its table of blocks (a block-wise
-/// linear column at 10M listings has 20,000), which was a tenth of a page by a narrow price
-/// range, and the id column's a seventh of a filtered page under load.
+/// linear column at 10M listings has 20,000), a share of every page that reads them
+/// (docs/decisions.md, D-94).
 pub(super) struct KeptColumns {
     kept: SegmentCache<SegmentId, SegmentColumns>,
     price_at_max: Field,

@@ -1,12 +1,12 @@
-//! A page of listings by price with filters but no price range and no text (a brand's
-//! listings cheapest first, `GET /listings?brand=…&sort=price_asc`), answered from the price
-//! buckets cheapest first (dearest first for `price_desc`; a condition's own buckets when one
-//! is asked), each intersected with the other filters, until the page is full: a later bucket
-//! never holds a better price, so only the prices of the first few buckets' matches are read,
-//! where the page collector read every match's (1.08M for the largest brand at 10M listings:
-//! 27 ms). The total is the filters' count, which reads no price. Unpriced listings are in no
-//! bucket and rank last: a segment whose priced matches do not fill its page, and that has
-//! unpriced ones, is collected by the page collector instead (that segment alone).
+//! A page of listings by price with filters but no price range and no text (a brand's listings
+//! cheapest first, `GET /listings?brand=…&sort=price_asc`), answered from the price buckets
+//! cheapest first (dearest first for `price_desc`; a condition's own buckets when one is asked),
+//! each intersected with the other filters, until the page is full: a later bucket never holds a
+//! better price, so only the prices of the first few buckets' matches are read, where the page
+//! collector read every match's (a million for the largest brand at 10M listings;
+//! docs/decisions.md, D-94). The total is the filters' count, which reads no price. Unpriced
+//! listings are in no bucket and rank last: a segment whose priced matches do not fill its page,
+//! and that has unpriced ones, is collected by the page collector instead (that segment alone).
 
 use super::bucket_walk::Page;
 use super::collect::{segment_columns, DensePrices, PageCollector, PageFruit, SegmentColumns};

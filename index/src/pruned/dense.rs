@@ -1,8 +1,7 @@
 //! A segment's most common words kept whole: the documents holding each as a bitset, and per
 //! document how often the word is in each text field. Several common words are then intersected
 //! a machine word at a time, and their matches scored from the field frequencies and the field
-//! norms, without walking a postings list of a text field (bench/RESULTS.md, "Common words as
-//! bitsets" and "Common words scored from their frequencies").
+//! norms, without walking a postings list of a text field (docs/decisions.md, D-40).
 
 use crate::IndexResult;
 use std::collections::{HashMap, HashSet};

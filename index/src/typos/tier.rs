@@ -2,8 +2,8 @@
 //! matches as bits ([`super::walk`]): the documents every word matched (as typed or through a
 //! form) but not every word as typed. The same matches and scores as the tier's query
 //! ([`crate::query::only_loosely`]), whose unions of large postings lists a conjunction seeks
-//! window by window: a misspelt common word cost 24 ms at 1M models (bench/RESULTS.md,
-//! "The typo tier in one pass").
+//! window by window, slow for a misspelt common word at a million models (docs/decisions.md,
+//! D-53).
 //!
 //! The scores are sums of a few constants that are binary fractions (3, 1.5, 1, 0.75, 0.25),
 //! exact in `f32` in any order, so they equal the query's whatever order it adds them in; ties

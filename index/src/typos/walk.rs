@@ -1,17 +1,15 @@
 //! The typo tier worked out as bits, counted or ranked. The tier is the documents every word
 //! matched (as typed or through a form) less those every word matched as typed, so each of its
-//! documents holds a form of some word. Each word's matches come a machine word (64
-//! documents) at a time: as typed from the bitset the exact search kept for it
-//! ([`DenseWords`]) when it is common, through a common form from that form's bitset (its
-//! documents' codes say which text fields hold it, so its score needs no postings), and the
-//! rest from sparse lists. A misspelt common word's forms are in most machine words, so its
-//! tier is worked out over whole arrays a word at a time ([`TierBits::Dense`]); a correctly
-//! spelt word's forms are a few hundred documents beside its hundreds of thousands, so its
-//! tier is read only where those are ([`TierBits::Sparse`]), and a count costs microseconds
-//! where tantivy's conjunction of unions cost half the search (bench/RESULTS.md, "The typo
-//! tier counted as bitsets"). A page of the tier scores the machine words that can score most
-//! first, bounded by the most their forms score there
-//! ([`CommonWord::best_by_machine_word`]).
+//! documents holds a form of some word. Each word's matches come a machine word (64 documents) at a
+//! time: as typed from the bitset the exact search kept for it ([`DenseWords`]) when it is common,
+//! through a common form from that form's bitset (its documents' codes say which text fields hold
+//! it, so its score needs no postings), and the rest from sparse lists. A misspelt common word's
+//! forms are in most machine words, so its tier is worked out over whole arrays a word at a time
+//! ([`TierBits::Dense`]); a correctly spelt word's forms are a few hundred documents beside its
+//! hundreds of thousands, so its tier is read only where those are ([`TierBits::Sparse`]), and a
+//! count costs little where tantivy's conjunction of unions cost half the search
+//! (docs/decisions.md, D-53). A page of the tier scores the machine words that can score most
+//! first, bounded by the most their forms score there ([`CommonWord::best_by_machine_word`]).
 
 use super::tier::Tier;
 use super::{LooseWord, LOOSE_SHARE, TYPED_SCORE};
@@ -51,7 +49,8 @@ impl SparseBits {
         let machine_words = (max_doc as usize).div_ceil(64);
         if docs.len() > machine_words {
             // More documents than machine words (the forms of a misspelt common word: 600,000
-            // at 1M models): setting bits a segment long beats sorting them, 13 ms of 15.
+            // at 1M models): setting bits a segment long beats sorting them (docs/decisions.md,
+            // D-53).
             let mut bits = vec![0u64; machine_words];
             for doc in docs {
                 bits[doc as usize / 64] |= 1 << (doc % 64);
@@ -483,8 +482,8 @@ struct KeptForm {
     /// What a document adds, by the number of its code.
     by_number: Vec<Score>,
     /// The most a document adds, per machine word: kept with the word, since a form's scores
-    /// are the same in every search, where working it out per search was a third of a
-    /// misspelt word's.
+    /// are the same in every search, where working it out per search was a large share of a
+    /// misspelt word's (docs/decisions.md, D-53).
     best_by_machine_word: Option<Arc<[Score]>>,
     /// The most a document adds anywhere: the bound of every machine word when the word kept
     /// none for these scores.

@@ -129,7 +129,8 @@ pub async fn login(
     if let Some(retry_after) = sign_in.refused(ip, &name, now) {
         return Err(ApiError::RateLimited { retry_after });
     }
-    // Argon2 is 30 ms of one core: off the async workers.
+    // Argon2 is tens of milliseconds of one core: off the async workers (docs/decisions.md,
+    // D-103).
     let user = tokio::task::spawn_blocking({
         let app = app.clone();
         move || -> ApiResult<Option<User>> {

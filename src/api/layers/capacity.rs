@@ -11,7 +11,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long a refused client should wait, in seconds: work takes milliseconds, so a slot is
-/// soon free again.
+/// soon free again (docs/decisions.md, D-74).
 const RETRY_AFTER_SECS: u64 = 1;
 
 /// How many jobs may run, and wait, at once.

@@ -308,8 +308,7 @@ fn describe(brand: &Brand, model: &Model, series: Option<&str>) -> String {
     .join(" · ")
 }
 
-/// Why a model is a candidate. The score is made of these alone (docs/decisions.md,
-/// "Reconciliation service").
+/// Why a model is a candidate. The score is made of these alone (docs/decisions.md, D-146).
 struct Signals {
     matched: bool,
     same_reference: bool,

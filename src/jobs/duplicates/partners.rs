@@ -164,7 +164,7 @@ impl Partners for InStore<'_> {
 
 /// Every model's summary, read once, and its models by a hash of brand and reference or base:
 /// the full pass's lookups are then a hash probe or two in memory instead of a store read or
-/// scan each (bench/RESULTS.md, "The duplicate pass in memory"). Some 250 bytes a model
+/// scan each (docs/decisions.md, D-135). Some 250 bytes a model
 /// by the sizes of its fields (not measured alone).
 pub struct InMemory {
     /// In id order.

@@ -411,7 +411,7 @@ impl Kind for Model {
         // A new picture the dataset gives no crop for goes to the image worker, in the same
         // write as its model, queued in a group with the pictures around it: two keys a
         // picture fewer, a fifth of the keys a million models cost sled (docs/decisions.md,
-        // "An import queues its pictures in groups"). Its id was allocated as its model was
+        // D-114). Its id was allocated as its model was
         // built, after those of the models put before it.
         let known = |id| old.is_some_and(|m| m.pictures.iter().any(|p| p.id == id));
         for picture in &new.pictures {

@@ -7,8 +7,8 @@ use crate::domain::repeated_key;
 use rayon::prelude::*;
 use std::io::BufRead;
 
-/// Lines parsed together on rayon's threads: a million models' lines parse in half the time
-/// on two cores, and a batch of them is all the text held at once.
+/// Lines parsed together on rayon's threads, so that parsing takes both cores
+/// (docs/decisions.md, D-21), and a batch of them is all the text held at once.
 const LINES_PER_BATCH: usize = 16_384;
 
 /// The rows of `file` with their 1-based line numbers; an absent file has none.
