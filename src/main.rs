@@ -14,18 +14,20 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
+use watch_catalogue::api::config::{
+    ApiConfig, Deprecation, RateLimitConfig, DEFAULT_ADMIN_RATE_LIMIT, DEFAULT_MEDIA_BASE_URL,
+    DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS, DEFAULT_SNAPSHOT_LIMIT,
+};
 use watch_catalogue::api::layers::capacity::CapacityConfig;
 use watch_catalogue::api::layers::metrics::MetricsToken;
 use watch_catalogue::app::App;
 use watch_catalogue::auth::SessionPolicy;
 use watch_catalogue::client::{self, Credentials, Submission};
-use watch_catalogue::config::{
-    ApiConfig, ConnectionConfig, DataDir, Deprecation, RateLimitConfig, ServeConfig, DEFAULT_ADDR,
-    DEFAULT_CACHE_BYTES, DEFAULT_DATA_DIR, DEFAULT_HEADER_READ_TIMEOUT_SECS,
-    DEFAULT_IDLE_TIMEOUT_SECS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MEDIA_BASE_URL, DEFAULT_RATE_LIMIT,
-    DEFAULT_RATE_WINDOW_SECS, DEFAULT_SHUTDOWN_GRACE_SECS, IMPORT_CACHE_BYTES,
+use watch_catalogue::connections::{
+    ConnectionConfig, DEFAULT_HEADER_READ_TIMEOUT_SECS, DEFAULT_IDLE_TIMEOUT_SECS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_GRACE_SECS,
 };
-use watch_catalogue::data_dir::{self, Expect, Found, ImportMark};
+use watch_catalogue::data_dir::{self, DataDir, Expect, Found, ImportMark, DEFAULT_CACHE_BYTES};
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::dataset::import_dataset;
@@ -36,6 +38,17 @@ use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
 use watch_catalogue::jobs::users::{self, Actor};
 use watch_catalogue::jobs::writer::{IndexChoice, WriteError};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
+use watch_catalogue::server::ServeConfig;
+
+/// Default data directory, relative to the working directory.
+const DEFAULT_DATA_DIR: &str = "./data";
+/// Default address `serve` listens on.
+const DEFAULT_ADDR: &str = "127.0.0.1:8080";
+/// sled page cache of `import` when none is given: the duplicate pass and the index rebuild
+/// read back every model the import wrote, and at a million models this saved 2-3 s of ~60
+/// without raising the import's peak, which comes earlier, while it checks the dataset
+/// (bench/RESULTS.md, "Import in parallel").
+const IMPORT_CACHE_BYTES: u64 = 512 << 20;
 
 #[derive(Parser)]
 #[command(
@@ -75,7 +88,7 @@ enum Command {
             long = "trusted-proxy",
             env = "WATCH_CATALOGUE_TRUSTED_PROXIES",
             value_delimiter = ',',
-            value_parser = watch_catalogue::config::parse_net
+            value_parser = parse_net
         )]
         trusted_proxies: Vec<ipnet::IpNet>,
         /// Mark v1 as winding down: the date it stops answering (2027-06-30 or an HTTP-date),
@@ -98,7 +111,7 @@ enum Command {
         #[arg(long, env = "WATCH_CATALOGUE_BEHIND_TLS")]
         behind_tls: bool,
         /// Requests an admin session may make per window (its own budget, policy `admin`).
-        #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_ADMIN_RATE_LIMIT)]
+        #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = DEFAULT_ADMIN_RATE_LIMIT)]
         admin_rate_limit: u32,
         /// Requests answered at once (default: four per core); their store and index work runs
         /// on the blocking pool.
@@ -110,7 +123,7 @@ enum Command {
         max_waiting_requests: Option<usize>,
         /// Largest snapshot posted to /v1/admin/providers/{slug}/snapshot, in bytes (it is
         /// streamed to disk under the data dir).
-        #[arg(long, env = "WATCH_CATALOGUE_SNAPSHOT_LIMIT", default_value_t = watch_catalogue::config::DEFAULT_SNAPSHOT_LIMIT)]
+        #[arg(long, env = "WATCH_CATALOGUE_SNAPSHOT_LIMIT", default_value_t = DEFAULT_SNAPSHOT_LIMIT)]
         snapshot_limit: u64,
         /// A file holding the bearer token GET /metrics asks for (or set the token itself in
         /// WATCH_CATALOGUE_METRICS_TOKEN). Without either, /metrics answers anyone.
@@ -213,6 +226,21 @@ fn share(name: &'static str) -> impl Fn(&str) -> Result<f64, String> + Clone {
     move |text| snapshot_rules::parse_share(name, text).map_err(|error| error.to_string())
 }
 
+/// A network as `--trusted-proxy` and `--fetch-allow` take it: an address (`127.0.0.1`, `::1`,
+/// meaning that one address, its /32 or /128) or a CIDR (`10.0.0.0/8`). ipnet's own parser
+/// wants the prefix, so a plain address, which the help promises, needs this one.
+pub fn parse_net(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    if let Ok(net) = text.parse::<ipnet::IpNet>() {
+        return Ok(net);
+    }
+    text.parse::<std::net::IpAddr>()
+        .map(ipnet::IpNet::from)
+        .map_err(|_| {
+            format!("`{text}` is neither an address (127.0.0.1, ::1) nor a CIDR (10.0.0.0/8)")
+        })
+}
+
 fn parse_index(text: &str) -> Result<IndexChoice, String> {
     IndexChoice::parse(text).ok_or_else(|| format!("`{text}` is not catalogue, listings or all"))
 }
@@ -236,7 +264,7 @@ struct PictureArgs {
         long = "fetch-allow",
         env = "WATCH_CATALOGUE_FETCH_ALLOW",
         value_delimiter = ',',
-        value_parser = watch_catalogue::config::parse_net
+        value_parser = parse_net
     )]
     fetch_allow: Vec<ipnet::IpNet>,
     /// Seconds to wait for a connection to a picture's source.
@@ -768,4 +796,24 @@ fn fetch_pictures(
     );
     app.store.flush()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_network_is_an_address_or_a_cidr() {
+        let net = |text: &str| parse_net(text).map(|net| net.to_string());
+        assert_eq!(net("127.0.0.1"), Ok("127.0.0.1/32".into()));
+        assert_eq!(net(" ::1 "), Ok("::1/128".into()));
+        assert_eq!(net("10.0.0.0/8"), Ok("10.0.0.0/8".into()));
+        assert_eq!(net("2001:db8::/32"), Ok("2001:db8::/32".into()));
+        for bad in ["", "localhost", "10.0.0.0/33", "127.0.0.1/", "1.2.3"] {
+            assert!(parse_net(bad).is_err(), "{bad}");
+        }
+        let one = parse_net("127.0.0.1").expect("net");
+        assert!(one.contains(&"127.0.0.1".parse::<std::net::IpAddr>().expect("ip")));
+        assert!(!one.contains(&"127.0.0.2".parse::<std::net::IpAddr>().expect("ip")));
+    }
 }

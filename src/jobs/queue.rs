@@ -346,7 +346,7 @@ fn save(app: &App, record: &JobRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DataDir;
+    use crate::data_dir::DataDir;
     use crate::domain::JobKind;
 
     #[test]

@@ -190,7 +190,7 @@ fn calibres_import_in_any_order_and_a_parent_cycle_is_refused() {
 /// The `snap.*` files of a data dir's sled store, by name (each names the log position it
 /// covers).
 fn sled_snapshots(data_dir: &std::path::Path) -> Vec<String> {
-    let store = watch_catalogue::config::DataDir::new(data_dir).store();
+    let store = watch_catalogue::data_dir::DataDir::new(data_dir).store();
     let mut names: Vec<String> = std::fs::read_dir(store)
         .expect("store dir")
         .map(|entry| {

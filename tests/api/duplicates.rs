@@ -451,7 +451,7 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
     let before = crate::support::generation(data.path());
     let pairs_changed = || {
         let app = watch_catalogue::app::App::open(
-            &watch_catalogue::config::DataDir::new(data.path()),
+            &watch_catalogue::data_dir::DataDir::new(data.path()),
             16 << 20,
         )
         .expect("open");

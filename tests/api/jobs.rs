@@ -852,7 +852,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
 
 #[tokio::test]
 async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_nothing() {
-    let config = watch_catalogue::config::ApiConfig {
+    let config = watch_catalogue::api::config::ApiConfig {
         snapshot_limit: 1 << 10,
         ..Default::default()
     };
