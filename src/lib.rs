@@ -10,7 +10,6 @@
 pub mod api;
 pub mod app;
 pub mod auth;
-pub mod client;
 pub mod connections;
 pub mod data_dir;
 pub mod domain;
