@@ -2,7 +2,7 @@
 //! value parsers several commands share. Each command group's own options live in its module
 //! (`serve`, `batch`, `pictures`, `users`), beside the code that turns them into settings.
 
-use super::batch::{DuplicatesArgs, IngestArgs, Remote};
+use super::batch::{DuplicatesAction, IngestArgs, Remote};
 use super::pictures::PicturesAction;
 use super::serve::ServeArgs;
 use super::users::UserAction;
@@ -77,8 +77,14 @@ pub enum Command {
         #[command(flatten)]
         remote: Remote,
     },
-    /// The duplicate finder: `--rebuild` runs its full pass over every model.
-    Duplicates(DuplicatesArgs),
+    /// The duplicate finder: `duplicates rebuild` runs its full pass over every model.
+    // The usage names the one action, so that the old `duplicates --rebuild` is answered with
+    // the command that replaced it.
+    #[command(override_usage = "watch-catalogue duplicates rebuild [OPTIONS]")]
+    Duplicates {
+        #[command(subcommand)]
+        action: DuplicatesAction,
+    },
     /// Bring the store up to this binary's schema, in place (stop the server first).
     Migrate,
     /// Print the OpenAPI document of the API.

@@ -1,11 +1,11 @@
-//! The batch commands (`ingest`, `match`, `rates`, `reindex`, `duplicates --rebuild`): each runs
+//! The batch commands (`ingest`, `match`, `rates`, `reindex`, `duplicates rebuild`): each runs
 //! its job on the data dir (no server may hold it), or submits it to the server at `--server`
 //! and follows it; either way the job's report is printed the same.
 
 use super::client::{self, Credentials, Submission};
 use super::Local;
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::progress::JobControl;
@@ -44,13 +44,13 @@ pub struct IngestArgs {
     pub remote: Remote,
 }
 
-#[derive(Args)]
-pub struct DuplicatesArgs {
+#[derive(Subcommand)]
+pub enum DuplicatesAction {
     /// Find every model's pairs afresh (on every core).
-    #[arg(long, required = true)]
-    rebuild: bool,
-    #[command(flatten)]
-    pub remote: Remote,
+    Rebuild {
+        #[command(flatten)]
+        remote: Remote,
+    },
 }
 
 /// A parser of a share between 0 and 1 for the option `name`.

@@ -62,12 +62,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Submission::Reindex(index),
             Batch::Reindex(index),
         ),
-        Command::Duplicates(args) => batch::run(
-            args.remote,
-            &local,
-            Submission::Duplicates,
-            Batch::Duplicates,
-        ),
+        Command::Duplicates {
+            action: batch::DuplicatesAction::Rebuild { remote },
+        } => batch::run(remote, &local, Submission::Duplicates, Batch::Duplicates),
         Command::Migrate => {
             println!(
                 "{}",
@@ -94,9 +91,9 @@ impl Command {
             | Command::Match { remote }
             | Command::Rates { remote, .. }
             | Command::Reindex { remote, .. }
-            | Command::Duplicates(batch::DuplicatesArgs { remote, .. }) => {
-                remote.server.is_none().then_some(Expect::Existing)
-            }
+            | Command::Duplicates {
+                action: batch::DuplicatesAction::Rebuild { remote },
+            } => remote.server.is_none().then_some(Expect::Existing),
             Command::User { .. } | Command::Migrate | Command::Pictures { .. } => {
                 Some(Expect::Existing)
             }

@@ -172,7 +172,7 @@ fn a_mistyped_data_dir_is_refused_and_not_created() {
         &["user", "list"],
         &["match"],
         &["reindex"],
-        &["duplicates", "--rebuild"],
+        &["duplicates", "rebuild"],
         &["migrate"],
         &["pictures", "fetch"],
     ];

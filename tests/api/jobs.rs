@@ -788,7 +788,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
             "duplicates: ",
             None,
         ),
-        (&["duplicates", "--rebuild"][..], "duplicates: ", None),
+        (&["duplicates", "rebuild"][..], "duplicates: ", None),
     ] {
         let args = [args, &["--server", &serve.base]].concat();
         let (ok, out, err) = cli(dir, &args, TEST_PASSWORD);
@@ -829,7 +829,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
         vec!["match"],
         vec!["rates", snapshot],
         vec!["reindex"],
-        vec!["duplicates", "--rebuild"],
+        vec!["duplicates", "rebuild"],
         vec!["import", dataset.to_str().expect("path")],
     ];
     for args in held {
