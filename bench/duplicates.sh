@@ -9,7 +9,7 @@
 # Knobs (environment): MODELS=1000000 SEED=42 BASE_VARIANTS=0.01 ALTERNATE_OVERLAPS=0.01
 # (the generator's planted shares; near-duplicates are always 1 %), IMPORT_CHUNK=0 (models per
 # `import`; 0 imports the dataset whole, 3.2 GB peak at 1M since large writes are applied key
-# by key; before that a 1M-model import needed more than this machine's 24 GiB), REBUILDS=2 (timed `duplicates --rebuild` runs), WARM=50 (warm
+# by key; before that a 1M-model import needed more than this machine's 24 GiB), REBUILDS=2 (timed `duplicates rebuild` runs), WARM=50 (warm
 # requests per GET), MERGES=5, MEM_LIMIT_MIB=18000 (a timed step using more is killed, so the
 # machine's other work is not OOM-killed instead), CACHE (where the generated dataset is kept
 # between runs; default /tmp/catalogue-bench-dup-MODELS-SEED-BASE_VARIANTS-ALTERNATE_OVERLAPS;
@@ -23,7 +23,7 @@
 #    a dataset dir of the same brands, series, calibres and a slice of models.jsonl), each under
 #    /usr/bin/time -v (wall, CPU, peak RSS); each import's write refreshes the duplicate pairs,
 #    a full pass over every model imported so far when it changed more than 20,000.
-# 3. `watch-catalogue duplicates --rebuild` alone, REBUILDS times, under /usr/bin/time -v
+# 3. `watch-catalogue duplicates rebuild` alone, REBUILDS times, under /usr/bin/time -v
 #    (targets: < 60 s, < 4 GB peak); the first finds what the last import's pass stored.
 # 4. `catalogue-bench duplicates-recall`: each planted pair, is it a stored pair and by which
 #    signal, are both models in one group of `jobs::duplicates::groups` (what GET
@@ -188,11 +188,11 @@ REBUILD_ROWS=()
 for run in $(seq "$REBUILDS"); do
   noise
   guarded "$WORK/rebuild-$run.time" "$REBUILD_LIMIT_SECS" \
-    "$BIN" --data-dir "$DATA" duplicates --rebuild > "$WORK/rebuild.txt" 2> "$WORK/rebuild.err" \
-    || { echo "duplicates --rebuild failed"; tail -20 "$WORK/rebuild.err"; tail -5 "$WORK/rebuild-$run.time"; exit 1; }
+    "$BIN" --data-dir "$DATA" duplicates rebuild > "$WORK/rebuild.txt" 2> "$WORK/rebuild.err" \
+    || { echo "duplicates rebuild failed"; tail -20 "$WORK/rebuild.err"; tail -5 "$WORK/rebuild-$run.time"; exit 1; }
   row=$(time_row "$WORK/rebuild-$run.time")
   writes=$(awk -F': ' '/File system outputs/ { printf "%.0f MiB", $2 * 512 / 1048576 }' "$WORK/rebuild-$run.time")
-  echo "duplicates --rebuild ($run): $row; $writes written; $(cat "$WORK/rebuild.txt")"
+  echo "duplicates rebuild ($run): $row; $writes written; $(cat "$WORK/rebuild.txt")"
   REBUILD_ROWS+=("$row | $writes | $(cat "$WORK/rebuild.txt")")
 done
 
@@ -287,6 +287,6 @@ done
 n=0
 for row in "${REBUILD_ROWS[@]}"; do
   n=$((n + 1))
-  echo "| duplicates --rebuild ($n) | $MODELS | $row |"
+  echo "| duplicates rebuild ($n) | $MODELS | $row |"
 done
 echo "| duplicates-recall (open, pairs, groups, recall) | $MODELS | $RECALL_ROW | | |"

@@ -2,7 +2,7 @@
 //! ready (the bundled fixtures imported into an empty store, an index behind its store
 //! rebuilt). The CLI and the server both work through it.
 
-use crate::config::DataDir;
+use crate::data_dir::DataDir;
 use crate::data_dir::{self, ImportMark, FIXTURES};
 use crate::domain::{causes, Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
 use crate::jobs::context::JobContext;

@@ -18,7 +18,6 @@
 //! Requests reach the router with the client's address as `ConnectInfo<SocketAddr>`, as
 //! `into_make_service_with_connect_info` gives it.
 
-use crate::config::ConnectionConfig;
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::response::Response;
@@ -38,6 +37,47 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tower::ServiceExt;
+
+/// How `serve` holds its connections: what a client may leave unfinished, how many may be
+/// open, and how long a shutdown waits for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionConfig {
+    /// A request's head (request line and headers) must be in within this long of the
+    /// connection opening or of the previous answer; else the connection is closed,
+    /// unanswered. With hyper 1.12 this is also how long a keep-alive connection may wait
+    /// for its next request.
+    pub header_read_timeout: Duration,
+    /// A connection on which the server waits this long on the client (for the rest of a
+    /// body, for it to read the answer) without a byte moving is closed. A handler at work
+    /// is not waiting on the client.
+    pub idle_timeout: Duration,
+    /// Connections open at once; the next is accepted when one closes.
+    pub max_connections: usize,
+    /// On SIGINT or SIGTERM, how long open connections have to finish their requests before
+    /// they are closed.
+    pub shutdown_grace: Duration,
+}
+
+/// Default header-read timeout, in seconds (hyper's own default, once it has a timer).
+pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
+/// Default idle timeout, in seconds.
+pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
+/// Default cap on open connections: each is a file descriptor, and 512 leaves room for the
+/// store's and indexes' files under the common soft limit of 1024.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// Default shutdown grace, in seconds.
+pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            header_read_timeout: Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
+            idle_timeout: Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: Duration::from_secs(DEFAULT_SHUTDOWN_GRACE_SECS),
+        }
+    }
+}
 
 /// How long the loop pauses after an accept error that is not one connection's (too many open
 /// files, say), as axum::serve does.

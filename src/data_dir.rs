@@ -1,13 +1,54 @@
-//! What makes a folder a data dir: a marker file written when its store is created (format,
-//! created at), and a second one kept while an import into it is under way. Commands check
-//! them before they open anything, so a mistyped `--data-dir`, a dataset given as the data dir
-//! or an import cut short is refused with the path named instead of being used as found.
+//! A data dir: its layout ([`DataDir`]: `store/` for sled, `index/` and `listings-index/` for
+//! tantivy, `media/`, `spool/`), and what makes a folder one: a marker file written when its
+//! store is created (format, created at), and a second one kept while an import into it is
+//! under way. Commands check them before they open anything, so a mistyped `--data-dir`, a
+//! dataset given as the data dir or an import cut short is refused with the path named instead
+//! of being used as found.
 
-use crate::config::DataDir;
 use crate::domain::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// The layout of a data directory.
+#[derive(Debug, Clone)]
+pub struct DataDir(PathBuf);
+
+impl DataDir {
+    pub fn new(path: impl Into<PathBuf>) -> DataDir {
+        DataDir(path.into())
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+    pub fn store(&self) -> PathBuf {
+        self.0.join("store")
+    }
+    /// The catalogue index.
+    pub fn index(&self) -> PathBuf {
+        self.0.join("index")
+    }
+    /// The listings index.
+    pub fn listings_index(&self) -> PathBuf {
+        self.0.join("listings-index")
+    }
+    /// The content-addressed media store of fetched and cropped pictures.
+    pub fn media(&self) -> PathBuf {
+        self.0.join("media")
+    }
+    /// Where posted snapshots wait for their job; emptied at each start.
+    pub fn spool(&self) -> PathBuf {
+        self.0.join("spool")
+    }
+    /// The base URL of the server holding this data dir, while it serves.
+    pub fn server_address(&self) -> PathBuf {
+        self.0.join("server.addr")
+    }
+}
+
+/// sled page cache a data dir's store is opened with when none is given. sled's resident
+/// memory can reach several times this figure.
+pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
 
 /// The layout version of a data dir this binary writes and reads.
 pub const FORMAT: u32 = 1;

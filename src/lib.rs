@@ -10,8 +10,6 @@
 pub mod api;
 pub mod app;
 pub mod auth;
-pub mod client;
-pub mod config;
 pub mod connections;
 pub mod data_dir;
 pub mod domain;

@@ -3,14 +3,29 @@
 //! within the shutdown grace, a running job stopped at its next chunk boundary and the store
 //! flushed before the process ends.
 
+use crate::api::config::ApiConfig;
 use crate::app::App;
-use crate::config::ServeConfig;
-use crate::jobs::pictures::WorkerConfig;
-use crate::jobs::pictures::{run_until_stopped, PictureWorker};
+use crate::connections::ConnectionConfig;
+use crate::data_dir::DataDir;
+use crate::jobs::pictures::{run_until_stopped, PictureWorker, WorkerConfig};
 use crate::jobs::queue::Jobs;
 use anyhow::Context;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::watch;
+
+/// Settings of `serve`.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub data_dir: DataDir,
+    pub addr: SocketAddr,
+    pub cache_bytes: u64,
+    pub api: ApiConfig,
+    /// The image worker run in the server.
+    pub pictures: WorkerConfig,
+    /// How connections are held, and how long the shutdown waits for them.
+    pub connections: ConnectionConfig,
+}
 
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
 /// requests (within the shutdown grace) and flushing the store before returning.

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{normalize_reference, Slug};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 

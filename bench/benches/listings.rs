@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{Condition, ListingDetails, ListingStatus, Slug};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::ingest_dataset_feeds;

@@ -17,8 +17,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 use std::sync::Arc;
 use tower::ServiceExt;
+use watch_catalogue::api::config::{ApiConfig, RateLimitConfig};
 use watch_catalogue::api::layers::{self, metrics::Metrics, rate_limit};
-use watch_catalogue::config::{ApiConfig, RateLimitConfig};
 
 fn trivial() -> Router {
     Router::new().route("/ping", get(|| async { "pong" }))

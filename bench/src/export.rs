@@ -24,7 +24,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use watch_catalogue::config::{DataDir, DEFAULT_MEDIA_BASE_URL};
+use watch_catalogue::api::config::DEFAULT_MEDIA_BASE_URL;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{normalize_reference, Brand, BrandId, Caliber, CaliberId, Series};
 use watch_catalogue::domain::{Complication, ComplicationId, SeriesId};
 use watch_catalogue::rates::table_in_force;
@@ -670,7 +671,8 @@ pub fn replay(config: &ReplayConfig) -> anyhow::Result<catalogue_bench::load::Lo
     anyhow::ensure!(config.concurrency > 0, "concurrency must be at least 1");
     let pools = read_requests(&config.requests)?;
     let data = DataDir::new(&config.data_dir);
-    let app = watch_catalogue::app::App::open(&data, watch_catalogue::config::DEFAULT_CACHE_BYTES)?;
+    let app =
+        watch_catalogue::app::App::open(&data, watch_catalogue::data_dir::DEFAULT_CACHE_BYTES)?;
     anyhow::ensure!(
         app.index_is_current()?,
         "the indexes of {} are behind its store: serve or reindex it once first",

@@ -667,12 +667,12 @@ fn alternate_overlap(
 
 /// API settings for benchmarks, which send everything from one client: the per-IP rate limit
 /// lifted, as docs/operations.md says to.
-pub fn unlimited_api() -> watch_catalogue::config::ApiConfig {
-    let rate_limit = watch_catalogue::config::RateLimitConfig {
+pub fn unlimited_api() -> watch_catalogue::api::config::ApiConfig {
+    let rate_limit = watch_catalogue::api::config::RateLimitConfig {
         limit: u32::MAX,
         ..Default::default()
     };
-    watch_catalogue::config::ApiConfig {
+    watch_catalogue::api::config::ApiConfig {
         rate_limit,
         ..Default::default()
     }
@@ -700,7 +700,7 @@ mod tests {
     #[test]
     fn a_generated_catalogue_imports_and_indexes_cleanly() {
         use watch_catalogue::app::App;
-        use watch_catalogue::config::DataDir;
+        use watch_catalogue::data_dir::DataDir;
         use watch_catalogue::jobs::import::{import, DirectorySource};
         let dir = tempfile::tempdir().expect("dir");
         let counts =
@@ -852,7 +852,7 @@ mod tests {
     #[test]
     fn the_duplicate_finder_pairs_every_planted_pair_by_its_signal() {
         use watch_catalogue::app::App;
-        use watch_catalogue::config::DataDir;
+        use watch_catalogue::data_dir::DataDir;
         use watch_catalogue::domain::Slug;
         use watch_catalogue::jobs::duplicates;
         use watch_catalogue::jobs::import::{import, DirectorySource};

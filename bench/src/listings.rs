@@ -742,7 +742,7 @@ mod tests {
     #[test]
     fn generated_listings_ingest_and_match_as_meant() {
         use watch_catalogue::app::App;
-        use watch_catalogue::config::DataDir;
+        use watch_catalogue::data_dir::DataDir;
         use watch_catalogue::jobs::import::{import, DirectorySource};
         use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
         use watch_catalogue::jobs::snapshot_rules::SnapshotRules;

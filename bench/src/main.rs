@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use std::path::PathBuf;
 use std::time::Instant;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::MatchOutcome;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::ingest_dataset_feeds;

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{BrandId, DuplicateSignal, ModelId, Slug};
 use watch_catalogue::jobs::duplicates;
 use watch_catalogue::store::Store;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::ingest_dataset_feeds;
 use watch_catalogue::jobs::snapshot_rules::SnapshotRules;

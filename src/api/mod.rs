@@ -5,6 +5,7 @@ pub mod admin;
 mod assemble;
 mod brands;
 mod calibers;
+pub mod config;
 pub mod error;
 pub mod layers;
 pub mod listings;
@@ -19,8 +20,8 @@ mod sitemap;
 pub mod views;
 mod w3c;
 
+use crate::api::config::ApiConfig;
 use crate::app::App;
-use crate::config::ApiConfig;
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::Method;
@@ -469,7 +470,7 @@ mod tests {
 
     async fn cache_control(table: Vec<Route>, path: &str) -> (StatusCode, Option<String>, bool) {
         let dir = tempfile::tempdir().expect("dir");
-        let data = crate::config::DataDir::new(dir.path());
+        let data = crate::data_dir::DataDir::new(dir.path());
         let app = Arc::new(App::open(&data, 1 << 20).expect("app"));
         let router = routes_of(table).with_state(app);
         let response = router

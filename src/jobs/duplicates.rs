@@ -1,7 +1,7 @@
 //! The duplicate finder: pairs of models of one brand that may be one watch entered twice,
 //! found by reference and reference base (never by comparing all pairs), kept as pairs in the
 //! store and joined into groups when read. Every write that changes models refreshes the pairs
-//! of the models it touched through the store's keys; `watch-catalogue duplicates --rebuild`
+//! of the models it touched through the store's keys; `watch-catalogue duplicates rebuild`
 //! is the full pass, over every model held in memory, on rayon.
 
 mod partners;

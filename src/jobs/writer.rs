@@ -272,7 +272,7 @@ fn timed<T>(work: impl FnOnce() -> T) -> (T, Duration) {
 }
 
 /// Brings the duplicate finder's pairs up to a write that changed models. The pairs are
-/// derived: a failure is logged and `watch-catalogue duplicates --rebuild` mends it.
+/// derived: a failure is logged and `watch-catalogue duplicates rebuild` mends it.
 fn refresh_duplicates(turn: &WriteTurn<'_>, changes: &Changes) {
     let models: Vec<ModelId> = changes.models.iter().copied().collect();
     if !models.is_empty() {

@@ -25,14 +25,20 @@ pub struct FetchSettings {
 
 /// The pixel cap by default: a 50-megapixel picture (7,071 pixels a side) and no larger.
 pub const DEFAULT_MAX_PIXELS: u64 = 50_000_000;
+/// Seconds to wait for a connection to a picture's source, by default.
+pub const DEFAULT_CONNECT_TIMEOUT_SECS: u64 = 5;
+/// Seconds a whole fetch may take by default, redirects included.
+pub const DEFAULT_TOTAL_TIMEOUT_SECS: u64 = 30;
+/// Largest picture fetched by default, in bytes.
+pub const DEFAULT_MAX_BYTES: u64 = 15 * 1024 * 1024;
 
 impl Default for FetchSettings {
     fn default() -> FetchSettings {
         FetchSettings {
             allow: AllowedNets::default(),
-            connect_timeout: Duration::from_secs(5),
-            total_timeout: Duration::from_secs(30),
-            max_bytes: 15 * 1024 * 1024,
+            connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_SECS),
+            total_timeout: Duration::from_secs(DEFAULT_TOTAL_TIMEOUT_SECS),
+            max_bytes: DEFAULT_MAX_BYTES,
             max_pixels: DEFAULT_MAX_PIXELS,
             max_redirects: 3,
         }

@@ -7,9 +7,9 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
 use watch_catalogue::api::admin::is_back_office;
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::api::{v1_policies, Access};
 use watch_catalogue::auth::SessionPolicy;
-use watch_catalogue::config::ApiConfig;
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::users::{self, Actor};
 
@@ -551,7 +551,7 @@ fn the_user_commands_change_users_and_refuse_bad_input() {
 /// A server that believes the loopback's `X-Forwarded-For`: each test request names its client.
 async fn behind_a_proxy() -> TestApp {
     let config = ApiConfig {
-        rate_limit: watch_catalogue::config::RateLimitConfig {
+        rate_limit: watch_catalogue::api::config::RateLimitConfig {
             trusted_proxies: vec!["127.0.0.1/32".parse().expect("net")],
             ..Default::default()
         },

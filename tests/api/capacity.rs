@@ -7,8 +7,8 @@ use reqwest::Method;
 use serde_json::json;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::api::layers::capacity::CapacityConfig;
-use watch_catalogue::config::ApiConfig;
 use watch_catalogue::domain::Role;
 
 async fn one_slot() -> TestApp {

@@ -1,5 +1,6 @@
-//! The real `watch-catalogue` binary: import (success, rejection, exit status), reindex, and
-//! `serve` on an empty data dir, which imports the bundled fixtures before the port opens.
+//! The real `watch-catalogue` binary: import (success, rejection, exit status), reindex,
+//! `duplicates rebuild` (and the old `--rebuild` refused), and `serve` on an empty data dir,
+//! which imports the bundled fixtures before the port opens.
 
 use crate::support::{binary, generation, http_get, test_catalogue, ServeProcess};
 use std::process::{Command, Output};
@@ -154,6 +155,37 @@ fn the_openapi_command_prints_the_document() {
     assert_eq!(doc["openapi"], "3.0.3");
 }
 
+#[test]
+fn duplicates_rebuild_is_a_subcommand_and_the_old_flag_is_refused_with_usage() {
+    let data = tempfile::tempdir().expect("dir");
+    let (output, text) = run(binary(data.path()).arg("import").arg(test_catalogue()));
+    assert!(output.status.success(), "{text}");
+    let (output, text) = run(binary(data.path()).args(["duplicates", "rebuild"]));
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.starts_with("duplicates: 1 pairs in 1 groups, found in "),
+        "{text}"
+    );
+    for args in [&["duplicates", "--rebuild"][..], &["duplicates"][..]] {
+        let (output, text) = run(binary(data.path()).args(args));
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "clap's usage error: {args:?}: {text}"
+        );
+        assert!(
+            text.contains("Usage: watch-catalogue duplicates rebuild [OPTIONS]"),
+            "{args:?}: {text}"
+        );
+        if args.contains(&"--rebuild") {
+            assert!(
+                text.starts_with("error: unexpected argument '--rebuild' found"),
+                "{text}"
+            );
+        }
+    }
+}
+
 /// A dataset exported from elsewhere lists calibres children first; a parent cycle is refused
 /// naming the whole cycle, and nothing is written.
 #[test]
@@ -190,7 +222,7 @@ fn calibres_import_in_any_order_and_a_parent_cycle_is_refused() {
 /// The `snap.*` files of a data dir's sled store, by name (each names the log position it
 /// covers).
 fn sled_snapshots(data_dir: &std::path::Path) -> Vec<String> {
-    let store = watch_catalogue::config::DataDir::new(data_dir).store();
+    let store = watch_catalogue::data_dir::DataDir::new(data_dir).store();
     let mut names: Vec<String> = std::fs::read_dir(store)
         .expect("store dir")
         .map(|entry| {

@@ -6,7 +6,7 @@ use crate::support::*;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
 use std::time::Duration;
-use watch_catalogue::config::{ApiConfig, Deprecation, RateLimitConfig};
+use watch_catalogue::api::config::{ApiConfig, Deprecation, RateLimitConfig};
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
     headers

@@ -8,7 +8,7 @@ use crate::support::{binary, generation, reopen, test_catalogue, test_feeds};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 
 /// `count` listings of `provider` (`p1`, `p2`, …), one line each, that the test catalogue
 /// matches or not: the guard looks at their codes only.
@@ -172,7 +172,7 @@ fn a_mistyped_data_dir_is_refused_and_not_created() {
         &["user", "list"],
         &["match"],
         &["reindex"],
-        &["duplicates", "--rebuild"],
+        &["duplicates", "rebuild"],
         &["migrate"],
         &["pictures", "fetch"],
     ];

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::path::Path;
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{Model, ModelId};
 use watch_catalogue::jobs::duplicates;
 use watch_catalogue::jobs::import::{import, DirectorySource};

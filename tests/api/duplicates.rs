@@ -451,7 +451,7 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
     let before = crate::support::generation(data.path());
     let pairs_changed = || {
         let app = watch_catalogue::app::App::open(
-            &watch_catalogue::config::DataDir::new(data.path()),
+            &watch_catalogue::data_dir::DataDir::new(data.path()),
             16 << 20,
         )
         .expect("open");
@@ -459,7 +459,7 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
     };
     let after_import = pairs_changed();
     for _ in 0..2 {
-        let (output, text) = run(&["duplicates", "--rebuild"]);
+        let (output, text) = run(&["duplicates", "rebuild"]);
         assert!(output.status.success(), "{text}");
         assert!(text.contains("duplicates: 6 pairs in 4 groups"), "{text}");
     }
@@ -479,5 +479,5 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
         "derived writes bump nothing"
     );
     let (output, text) = run(&["duplicates"]);
-    assert!(!output.status.success(), "--rebuild is required: {text}");
+    assert!(!output.status.success(), "`rebuild` is required: {text}");
 }

@@ -8,8 +8,9 @@ use axum::Router;
 use proptest::prelude::*;
 use std::sync::{Arc, OnceLock};
 use tower::ServiceExt;
+use watch_catalogue::api::config::{ApiConfig, RateLimitConfig};
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir, RateLimitConfig};
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 
 struct Target {

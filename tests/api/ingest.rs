@@ -3,8 +3,9 @@
 //! invalid snapshots, and listing counts in the catalogue.
 
 use crate::support::*;
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{Condition, ListingStatus, MatchOutcome, ModelId, Slug};
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest, IngestError, IngestReport};

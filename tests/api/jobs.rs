@@ -788,7 +788,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
             "duplicates: ",
             None,
         ),
-        (&["duplicates", "--rebuild"][..], "duplicates: ", None),
+        (&["duplicates", "rebuild"][..], "duplicates: ", None),
     ] {
         let args = [args, &["--server", &serve.base]].concat();
         let (ok, out, err) = cli(dir, &args, TEST_PASSWORD);
@@ -829,7 +829,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
         vec!["match"],
         vec!["rates", snapshot],
         vec!["reindex"],
-        vec!["duplicates", "--rebuild"],
+        vec!["duplicates", "rebuild"],
         vec!["import", dataset.to_str().expect("path")],
     ];
     for args in held {
@@ -852,7 +852,7 @@ async fn the_cli_submits_to_the_server_and_a_held_data_dir_names_it() {
 
 #[tokio::test]
 async fn a_snapshot_over_the_configured_limit_is_refused_and_the_spool_keeps_nothing() {
-    let config = watch_catalogue::config::ApiConfig {
+    let config = watch_catalogue::api::config::ApiConfig {
         snapshot_limit: 1 << 10,
         ..Default::default()
     };

@@ -10,8 +10,9 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds};
 use watch_catalogue::jobs::snapshot_rules::SnapshotRules;

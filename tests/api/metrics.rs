@@ -5,8 +5,8 @@
 use crate::support::*;
 use reqwest::Method;
 use std::collections::BTreeSet;
+use watch_catalogue::api::config::{ApiConfig, RateLimitConfig};
 use watch_catalogue::api::layers::metrics::MetricsToken;
-use watch_catalogue::config::{ApiConfig, RateLimitConfig};
 
 const TOKEN: &str = "metrics-token-for-the-tests-0123456789";
 

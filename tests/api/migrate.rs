@@ -4,7 +4,7 @@
 use crate::cli::run;
 use crate::support::{binary, generation, http_get, ServeProcess};
 use std::path::Path;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 
 /// A data dir holding only the frozen schema-2 store (no index: start-up builds it).
 fn schema_2_data_dir() -> tempfile::TempDir {

@@ -10,8 +10,9 @@ use std::io::Cursor;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{
     FetchState, Fetched, PictureId, PictureRecord, Provider, ProviderId, Slug, Timestamp,
 };

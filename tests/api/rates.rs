@@ -1,7 +1,7 @@
 //! `GET /rates`, the `rates` command and rates in a dataset.
 
 use crate::support::*;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::store::Store;
 
 #[tokio::test]
@@ -153,7 +153,7 @@ async fn loading_rates_reprices_listings() {
     .expect("write");
     run(&["rates".as_ref(), rates.as_os_str()]);
     let app = watch_catalogue::app::App::open(
-        &watch_catalogue::config::DataDir::new(data.path()),
+        &watch_catalogue::data_dir::DataDir::new(data.path()),
         16 << 20,
     )
     .expect("open");
@@ -173,7 +173,12 @@ async fn loading_rates_reprices_listings() {
         })
         .expect("search");
     assert_eq!(listings.ids, [2], "e2 is indexed at its new USD price");
-    let app = TestApp::serving(app, data, watch_catalogue::config::ApiConfig::default()).await;
+    let app = TestApp::serving(
+        app,
+        data,
+        watch_catalogue::api::config::ApiConfig::default(),
+    )
+    .await;
     let e2 = app.ok("/v1/listings/2").await;
     assert_eq!(e2["priceUSD"], 11250);
 }

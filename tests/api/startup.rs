@@ -4,7 +4,7 @@
 use crate::support::{binary, generation, reopen, run_when_unlocked, test_catalogue};
 use std::collections::{HashMap, HashSet};
 use watch_catalogue::app::App;
-use watch_catalogue::config::DataDir;
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::normalize_reference;
 use watch_catalogue::jobs::import::fixtures::EmbeddedFixtures;
 use watch_catalogue::jobs::import::{import, DirectorySource};

@@ -9,8 +9,9 @@ use jsonschema::{Draft, Registry, Validator};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
-use watch_catalogue::config::{ApiConfig, DataDir};
+use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::Slug;
 use watch_catalogue::jobs::import::{import, DirectorySource};
 

@@ -4,6 +4,7 @@
 //! that IP: a stranger's failures never lock a user out of an address that has not failed.
 
 use super::{Caller, ClientIp, LOGIN_WINDOW};
+use crate::api::config::RateLimitConfig;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::error::ErrorBody;
 use crate::api::error::{internal, ApiError, ApiResult};
@@ -11,7 +12,6 @@ use crate::api::layers::rate_limit::RateLimiter;
 use crate::api::params::JsonBody;
 use crate::api::AppState;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
-use crate::config::RateLimitConfig;
 use crate::domain::{Session, Timestamp, User, Username};
 use crate::jobs::users::{audit_entry, Actor};
 use axum::extract::State;

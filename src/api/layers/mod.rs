@@ -11,8 +11,8 @@ pub mod rate_limit;
 pub mod request_id;
 pub mod version;
 
+use crate::api::config::ApiConfig;
 use crate::api::error::internal_because;
-use crate::config::ApiConfig;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::response::Response;
 use axum::{Extension, Router};
@@ -59,7 +59,7 @@ impl BodyLimit {
         request
             .extensions()
             .get::<BodyLimit>()
-            .map_or(crate::config::DEFAULT_BODY_LIMIT, |limit| limit.0)
+            .map_or(crate::api::config::DEFAULT_BODY_LIMIT, |limit| limit.0)
     }
 }
 

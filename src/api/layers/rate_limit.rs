@@ -6,8 +6,8 @@
 //! expired ones dropped first. No crate sends these exact headers with fixed windows.
 
 use crate::api::admin::{Caller, ClientIp};
+use crate::api::config::RateLimitConfig;
 use crate::api::error::ApiError;
-use crate::config::RateLimitConfig;
 use crate::domain::Username;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};

@@ -1,7 +1,7 @@
 //! `X-API-Version` on every response; and, when the version winds down, `Deprecation: true`,
 //! `Sunset` and a `Link` to its successor.
 
-use crate::config::Deprecation;
+use crate::api::config::Deprecation;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue};
 use axum::middleware::Next;

@@ -2,12 +2,12 @@
 //! endpoint, submit a batch job (a snapshot streamed from its file, never read whole), follow
 //! it (a progress bar on a terminal, plain lines otherwise) and hand back how it ended.
 
-use crate::jobs::writer::IndexChoice;
 use anyhow::Context;
 use serde::Deserialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use watch_catalogue::jobs::writer::IndexChoice;
 
 /// Who the CLI signs in as.
 pub struct Credentials {
@@ -46,7 +46,7 @@ pub enum Submission {
     Snapshot {
         provider: String,
         file: PathBuf,
-        rules: crate::jobs::snapshot_rules::SnapshotRules,
+        rules: watch_catalogue::jobs::snapshot_rules::SnapshotRules,
     },
     Rates {
         file: PathBuf,
@@ -170,7 +170,7 @@ impl Session {
                 rules,
             } => {
                 // Into the path only as a slug: `../rates` must not post to another route.
-                let provider = crate::domain::Slug::parse(&provider)
+                let provider = watch_catalogue::domain::Slug::parse(&provider)
                     .map_err(|_| anyhow::anyhow!("`{provider}` is not a provider slug"))?;
                 let body = tokio::fs::File::open(&file)
                     .await
@@ -306,7 +306,7 @@ impl Shown {
 
 /// The query of a snapshot submission that carries `rules`.
 fn snapshot_query(
-    rules: &crate::jobs::snapshot_rules::SnapshotRules,
+    rules: &watch_catalogue::jobs::snapshot_rules::SnapshotRules,
 ) -> Vec<(&'static str, String)> {
     let mut query = vec![
         ("maxInvalid", rules.max_invalid.to_string()),

@@ -1,110 +1,10 @@
-//! Where the service keeps its data and how it is tuned: one struct the CLI fills from flags
-//! and environment, and the data-dir layout (`store/` for sled, `index/` for tantivy).
+//! The settings of the HTTP layer: rate limits, sessions, request slots, body and snapshot
+//! limits, the metrics token and a version's sunset, each with the default `serve` starts with.
+//! The CLI fills [`ApiConfig`] from flags and environment; tests and benches build it directly.
 
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-
-/// Default data directory, relative to the working directory.
-pub const DEFAULT_DATA_DIR: &str = "./data";
-/// Default address `serve` listens on.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:8080";
-/// Default sled page cache. sled's resident memory can reach several times this figure.
-pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;
-/// sled page cache of `import` when none is given: the duplicate pass and the index rebuild
-/// read back every model the import wrote, and a larger cache shortens them without raising
-/// the import's peak, which comes earlier, while it checks the dataset (docs/decisions.md,
-/// D-22).
-pub const IMPORT_CACHE_BYTES: u64 = 512 << 20;
-
-/// The layout of a data directory.
-#[derive(Debug, Clone)]
-pub struct DataDir(PathBuf);
-
-impl DataDir {
-    pub fn new(path: impl Into<PathBuf>) -> DataDir {
-        DataDir(path.into())
-    }
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-    pub fn store(&self) -> PathBuf {
-        self.0.join("store")
-    }
-    /// The catalogue index.
-    pub fn index(&self) -> PathBuf {
-        self.0.join("index")
-    }
-    /// The listings index.
-    pub fn listings_index(&self) -> PathBuf {
-        self.0.join("listings-index")
-    }
-    /// The content-addressed media store of fetched and cropped pictures.
-    pub fn media(&self) -> PathBuf {
-        self.0.join("media")
-    }
-    /// Where posted snapshots wait for their job; emptied at each start.
-    pub fn spool(&self) -> PathBuf {
-        self.0.join("spool")
-    }
-    /// The base URL of the server holding this data dir, while it serves.
-    pub fn server_address(&self) -> PathBuf {
-        self.0.join("server.addr")
-    }
-}
-
-/// Settings of `serve`.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    pub data_dir: DataDir,
-    pub addr: SocketAddr,
-    pub cache_bytes: u64,
-    pub api: ApiConfig,
-    /// The image worker run in the server.
-    pub pictures: crate::jobs::pictures::WorkerConfig,
-    /// How connections are held, and how long the shutdown waits for them.
-    pub connections: ConnectionConfig,
-}
-
-/// How `serve` holds its connections (`crate::connections`): what a client may leave
-/// unfinished, how many may be open, and how long a shutdown waits for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnectionConfig {
-    /// A request's head (request line and headers) must be in within this long of the
-    /// connection opening or of the previous answer; else the connection is closed,
-    /// unanswered. With hyper 1.12 this is also how long a keep-alive connection may wait
-    /// for its next request.
-    pub header_read_timeout: std::time::Duration,
-    /// A connection on which the server waits this long on the client (for the rest of a
-    /// body, for it to read the answer) without a byte moving is closed. A handler at work
-    /// is not waiting on the client.
-    pub idle_timeout: std::time::Duration,
-    /// Connections open at once; the next is accepted when one closes.
-    pub max_connections: usize,
-    /// On SIGINT or SIGTERM, how long open connections have to finish their requests before
-    /// they are closed.
-    pub shutdown_grace: std::time::Duration,
-}
-
-/// Default header-read timeout, in seconds (hyper's own default, once it has a timer).
-pub const DEFAULT_HEADER_READ_TIMEOUT_SECS: u64 = 30;
-/// Default idle timeout, in seconds.
-pub const DEFAULT_IDLE_TIMEOUT_SECS: u64 = 60;
-/// Default cap on open connections: each is a file descriptor, and 512 leaves room for the
-/// store's and indexes' files under the common soft limit of 1024.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
-/// Default shutdown grace, in seconds.
-pub const DEFAULT_SHUTDOWN_GRACE_SECS: u64 = 30;
-
-impl Default for ConnectionConfig {
-    fn default() -> Self {
-        ConnectionConfig {
-            header_read_timeout: std::time::Duration::from_secs(DEFAULT_HEADER_READ_TIMEOUT_SECS),
-            idle_timeout: std::time::Duration::from_secs(DEFAULT_IDLE_TIMEOUT_SECS),
-            max_connections: DEFAULT_MAX_CONNECTIONS,
-            shutdown_grace: std::time::Duration::from_secs(DEFAULT_SHUTDOWN_GRACE_SECS),
-        }
-    }
-}
+use crate::api::layers::capacity::CapacityConfig;
+use crate::api::layers::metrics::MetricsToken;
+use crate::auth::SessionPolicy;
 
 /// Settings of the HTTP layers shared by every route.
 #[derive(Debug, Clone)]
@@ -117,16 +17,16 @@ pub struct ApiConfig {
     /// Base URL of re-hosted listing pictures (`{base}/pictures/{id}`).
     pub media_base_url: String,
     /// How long admin sessions live, and whether their cookie is `Secure`.
-    pub sessions: crate::auth::SessionPolicy,
+    pub sessions: SessionPolicy,
     /// Requests an admin session may make per rate-limit window (policy `admin`).
     pub admin_rate_limit: u32,
     /// Requests answered at once, and waiting for a turn; more are refused with 503.
-    pub capacity: crate::api::layers::capacity::CapacityConfig,
+    pub capacity: CapacityConfig,
     /// Largest snapshot posted to `/admin/providers/{slug}/snapshot`, in bytes: streamed to
     /// the spool, so only disk bounds it.
     pub snapshot_limit: u64,
     /// The bearer token `GET /metrics` asks for; `None`: it answers anyone.
-    pub metrics_token: Option<crate::api::layers::metrics::MetricsToken>,
+    pub metrics_token: Option<MetricsToken>,
 }
 
 impl Default for ApiConfig {
@@ -136,7 +36,7 @@ impl Default for ApiConfig {
             deprecation: None,
             body_limit: DEFAULT_BODY_LIMIT,
             media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
-            sessions: crate::auth::SessionPolicy::default(),
+            sessions: SessionPolicy::default(),
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
             capacity: Default::default(),
             snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
@@ -230,21 +130,6 @@ impl Deprecation {
     }
 }
 
-/// A network as `--trusted-proxy` and `--fetch-allow` take it: an address (`127.0.0.1`, `::1`,
-/// meaning that one address, its /32 or /128) or a CIDR (`10.0.0.0/8`). ipnet's own parser
-/// wants the prefix, so a plain address, which the help promises, needs this one.
-pub fn parse_net(text: &str) -> Result<ipnet::IpNet, String> {
-    let text = text.trim();
-    if let Ok(net) = text.parse::<ipnet::IpNet>() {
-        return Ok(net);
-    }
-    text.parse::<std::net::IpAddr>()
-        .map(ipnet::IpNet::from)
-        .map_err(|_| {
-            format!("`{text}` is neither an address (127.0.0.1, ::1) nor a CIDR (10.0.0.0/8)")
-        })
-}
-
 fn parse_day(text: &str) -> Option<std::time::SystemTime> {
     let mut parts = text.splitn(3, '-');
     let (year, month, day) = (
@@ -262,21 +147,6 @@ fn parse_day(text: &str) -> Option<std::time::SystemTime> {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
-
-    #[test]
-    fn a_network_is_an_address_or_a_cidr() {
-        let net = |text: &str| parse_net(text).map(|net| net.to_string());
-        assert_eq!(net("127.0.0.1"), Ok("127.0.0.1/32".into()));
-        assert_eq!(net(" ::1 "), Ok("::1/128".into()));
-        assert_eq!(net("10.0.0.0/8"), Ok("10.0.0.0/8".into()));
-        assert_eq!(net("2001:db8::/32"), Ok("2001:db8::/32".into()));
-        for bad in ["", "localhost", "10.0.0.0/33", "127.0.0.1/", "1.2.3"] {
-            assert!(parse_net(bad).is_err(), "{bad}");
-        }
-        let one = parse_net("127.0.0.1").expect("net");
-        assert!(one.contains(&"127.0.0.1".parse::<std::net::IpAddr>().expect("ip")));
-        assert!(!one.contains(&"127.0.0.2".parse::<std::net::IpAddr>().expect("ip")));
-    }
 
     #[test]
     fn a_sunset_is_a_date_or_http_date_at_least_six_months_out() {
