@@ -50,24 +50,34 @@ fn declared_layers() -> BTreeMap<String, Row> {
     rows
 }
 
-/// The crate's top-level modules: `src/x.rs` and `src/x/`, but not `lib.rs`, `main.rs` or this.
+/// The library's top-level modules, as `lib.rs` declares them, each with its files (`src/x.rs`
+/// or `src/x/`). The binary's own modules (`src/cli/`) sit above every layer: not checked.
 fn top_level_modules() -> BTreeMap<String, Vec<PathBuf>> {
     let src = manifest_dir().join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs");
     let mut modules = BTreeMap::new();
-    for entry in std::fs::read_dir(&src).expect("read src") {
-        let path = entry.expect("entry").path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+    for line in lib.lines().map(str::trim) {
+        let Some(name) = line
+            .strip_prefix("pub mod ")
+            .or_else(|| line.strip_prefix("mod "))
+            .and_then(|rest| rest.strip_suffix(';'))
+        else {
             continue;
         };
-        if ["lib", "main", "layering"].contains(&stem.as_str()) {
+        if name == "layering" {
             continue;
         }
-        let files = modules.entry(stem).or_insert_with(Vec::new);
-        if path.is_dir() {
-            rust_files(&path, files);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
+        let mut files = Vec::new();
+        let dir = src.join(name);
+        if dir.is_dir() {
+            rust_files(&dir, &mut files);
         }
+        let file = src.join(format!("{name}.rs"));
+        if file.is_file() {
+            files.push(file);
+        }
+        assert!(!files.is_empty(), "no source for module `{name}`");
+        modules.insert(name.to_owned(), files);
     }
     modules
 }
