@@ -18,6 +18,5 @@ pub mod domain;
 pub mod fixtures;
 pub mod jobs;
 pub mod media;
-pub mod rates;
 pub mod server;
 pub mod store;

@@ -27,7 +27,6 @@ use std::path::{Path, PathBuf};
 use watch_catalogue::config::{DataDir, DEFAULT_MEDIA_BASE_URL};
 use watch_catalogue::domain::{normalize_reference, Brand, BrandId, Caliber, CaliberId, Series};
 use watch_catalogue::domain::{Complication, ComplicationId, SeriesId};
-use watch_catalogue::rates::table_in_force;
 use watch_catalogue::store::Store;
 
 /// One field of a row.
@@ -371,7 +370,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     }
     written.push(table.finish()?);
 
-    let rates = table_in_force(&store)?;
+    let rates = store.rates().table_in_force()?;
     let mut table = Table::create(out, "rates", RATES, gzip)?;
     if let Some(rates) = &rates {
         for (currency, usd_to) in rates.rates() {

@@ -6,11 +6,11 @@ use super::error::{internal_because, ApiError, ApiResult};
 use super::listings::MediaBase;
 use super::views::*;
 use crate::app::{App, ModelCard};
+use crate::domain::rates::{display_price, ConversionTable};
 use crate::domain::{
     Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId, Picture,
     PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
-use crate::rates::{display_price, ConversionTable};
 use crate::store::ReadAt;
 use catalogue_index::{Filters, GenerationCache};
 use std::collections::HashMap;

@@ -13,10 +13,10 @@ use super::params::{
 use super::views::{ListingDetail, ListingStats, ListingView};
 use super::AppState;
 use crate::app::App;
+use crate::domain::rates::{check_currency, usd_into_display, ConversionTable};
 use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
-use crate::rates::{check_currency, usd_into_display, ConversionTable};
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};

@@ -16,11 +16,11 @@ use super::matching::{match_listing, MatchCatalogue};
 use super::progress::JobControl;
 use super::snapshot_rules::{check_lines, Problems, Refusal, SnapshotRules, StockEffect};
 use super::users::audit_entry;
+use crate::domain::rates::check_currency;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
-use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;

@@ -2,11 +2,11 @@
 //! with rayon (`watch-catalogue reindex`, a start behind the store), and the incremental updates
 //! the writer makes after each job. Each index commit records the store generation it reflects.
 
+use crate::domain::rates::ConversionTable;
 use crate::domain::{
     normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, Listing,
     Model, ModelId, Series, SeriesId,
 };
-use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
     BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc, ListingIndex,
@@ -231,7 +231,7 @@ pub fn rebuild_listings(
     index: &ListingIndex,
 ) -> Result<ReindexReport, ReindexError> {
     let generation = store.generation()?.0;
-    let table = table_in_force(store)?;
+    let table = store.rates().table_in_force()?;
     let documents = index.rebuild(
         store
             .all_listings_parallel()
@@ -280,7 +280,7 @@ pub fn index_listing_changes(
     if changes.rates || !current_before || !changes.is_contiguous() || (large && ids.len() > 1000) {
         return rebuild_listings(store, index);
     }
-    let table = table_in_force(store)?;
+    let table = store.rates().table_in_force()?;
     // Read back from the store: the newest version of each, which is what the index must hold.
     let docs: Vec<ListingDoc> = ids
         .par_iter()

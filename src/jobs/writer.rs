@@ -7,7 +7,6 @@ use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
-use crate::rates::table_in_force;
 use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
@@ -202,7 +201,7 @@ impl Writer {
         if !reindex::listings_are_current(&self.store, &self.listings)? {
             return Ok(None);
         }
-        let table = table_in_force(&self.store)?;
+        let table = self.store.rates().table_in_force()?;
         let load = IndexLoad::new(self.listings.clone(), table).starting_at(self.load_from);
         Ok(Some(Arc::new(load)))
     }

@@ -6,6 +6,7 @@ mod codec;
 mod keys;
 pub mod migrate;
 mod pending;
+mod rates;
 mod recount;
 mod sources;
 mod touch_log;
@@ -13,6 +14,7 @@ mod turn;
 mod write;
 
 pub use migrate::{MigrationPolicy, MigrationReport};
+pub use rates::Rates;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
@@ -217,10 +219,9 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// How many writes through this store (and its clones) changed the rates in force since it
-    /// was opened: a conversion table read at one count holds until the count moves.
-    pub fn rates_epoch(&self) -> u64 {
-        self.rates_epoch.load(Ordering::Acquire)
+    /// The rates area: the ECB rates in force and their conversion table.
+    pub fn rates(&self) -> Rates<'_> {
+        Rates(self)
     }
 
     /// True when no brand has been written yet.
@@ -715,13 +716,6 @@ impl Store {
         provider: ProviderId,
     ) -> StoreResult<Vec<(String, ListingId)>> {
         sources::codes_of_provider(self, provider)
-    }
-
-    // --- rates --------------------------------------------------------------------------
-
-    /// The ECB rates in force, as published; `None` before any were loaded.
-    pub fn rates(&self) -> StoreResult<Option<crate::rates::EcbRates>> {
-        self.get(MetaKey::Rates.key())
     }
 
     /// Number of records of each kind, by counting their keys (for tests).

@@ -288,7 +288,7 @@ impl<'t> WriteBatch<'t> {
     }
 
     /// Replaces the ECB rates in force.
-    pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
+    pub fn put_rates(&mut self, rates: &crate::domain::rates::EcbRates) {
         self.touches_listings = true;
         self.changes.rates = true;
         self.put(MetaKey::Rates.key(), encode(rates));

@@ -234,7 +234,7 @@ struct GroupContext<'a> {
     app: &'a App,
     lookups: Lookups,
     providers: BTreeMap<ProviderId, Option<EntityRef>>,
-    table: Option<std::sync::Arc<crate::rates::ConversionTable>>,
+    table: Option<std::sync::Arc<crate::domain::rates::ConversionTable>>,
 }
 
 impl<'a> GroupContext<'a> {

@@ -475,7 +475,7 @@ impl<'a> Run<'a> {
         reader
             .read_to_string(&mut text)
             .map_err(|e| ImportError::io(FILE, e))?;
-        let rates = match crate::rates::parse_ecb_xml(&text) {
+        let rates = match crate::domain::rates::parse_ecb_xml(&text) {
             Ok(rates) => rates,
             Err(error) => {
                 self.problems.push(Problem {
@@ -487,7 +487,7 @@ impl<'a> Run<'a> {
                 return Ok(counts);
             }
         };
-        let existing = self.store.rates()?;
+        let existing = self.store.rates().in_force()?;
         self.upsert(
             existing,
             rates,

@@ -206,11 +206,11 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         );
     }
     let rates_key = MetaKey::Rates.key();
-    let rates: crate::rates::EcbRates =
+    let rates: crate::domain::rates::EcbRates =
         bincode::serde::decode_from_slice(&before[&rates_key], bincode::config::standard())
             .expect("schema-2 rates")
             .0;
-    assert_eq!(store.rates().expect("rates"), Some(rates));
+    assert_eq!(store.rates().in_force().expect("rates"), Some(rates));
 
     // Secondary keys still resolve to the migrated records.
     let rolex = store
