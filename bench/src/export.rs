@@ -293,6 +293,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     let mut written = Vec::new();
 
     let brands: HashMap<BrandId, Brand> = store
+        .catalogue()
         .brands()
         .map(|b| b.map(|b| (b.id, b)))
         .collect::<Result<_, _>>()?;
@@ -312,6 +313,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let series: HashMap<SeriesId, Series> = store
+        .catalogue()
         .all_series()
         .map(|s| s.map(|s| (s.id, s)))
         .collect::<Result<_, _>>()?;
@@ -341,6 +343,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let calibers: HashMap<CaliberId, Caliber> = store
+        .catalogue()
         .calibers()
         .map(|c| c.map(|c| (c.id, c)))
         .collect::<Result<_, _>>()?;
@@ -348,7 +351,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     for caliber in calibers.values() {
         for id in &caliber.complication_ids {
             if !complications.contains_key(id) {
-                if let Some(c) = store.complication(*id)? {
+                if let Some(c) = store.catalogue().complication(*id)? {
                     complications.insert(*id, c);
                 }
             }
@@ -390,7 +393,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
         })
         .collect();
     let mut table = Table::create(out, "models", MODELS, gzip)?;
-    for model in store.all_models() {
+    for model in store.catalogue().all_models() {
         let m = model?;
         let alternates: Vec<String> = m
             .alternate_references

@@ -880,11 +880,13 @@ mod tests {
         for pair in pairs {
             let store = &app.store;
             let brand = store
+                .catalogue()
                 .brand_by_slug(&Slug::parse(&pair.brand).expect("slug"))
                 .expect("read")
                 .expect("brand");
             let id = |slug: &str| {
                 store
+                    .catalogue()
                     .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
                     .expect("read")
                     .expect("model")

@@ -123,6 +123,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
             Some(brand) => *brand,
             None => {
                 let found = store
+                    .catalogue()
                     .brand_by_slug(&Slug::parse(&pair.brand)?)?
                     .map(|b| b.id);
                 brands.insert(pair.brand.clone(), found);
@@ -132,6 +133,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
         let model = |slug: &str| -> anyhow::Result<Option<ModelId>> {
             Ok(match brand {
                 Some(brand) => store
+                    .catalogue()
                     .model_by_slug(brand, &Slug::parse(slug)?)?
                     .map(|m| m.id),
                 None => None,

@@ -240,7 +240,7 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
     let id = app.store.merged_into(id)?.unwrap_or(id);
-    app.store.model(id)?.ok_or_else(not_found)
+    app.store.catalogue().model(id)?.ok_or_else(not_found)
 }
 
 pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {

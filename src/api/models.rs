@@ -194,6 +194,7 @@ impl Scoped<'_> {
 fn brand_slug_of(app: &App, brand: crate::domain::BrandId) -> ApiResult<String> {
     Ok(app
         .store
+        .catalogue()
         .brand(brand)?
         .map(|b| b.slug.to_string())
         .unwrap_or_default())
@@ -209,9 +210,16 @@ fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u6
         app,
         value,
         scope,
-        |brand, slug| Ok(app.store.series_by_slug(brand.id, slug)?.map(|s| s.id.0)),
+        |brand, slug| {
+            Ok(app
+                .store
+                .catalogue()
+                .series_by_slug(brand.id, slug)?
+                .map(|s| s.id.0))
+        },
         |slug| {
             app.store
+                .catalogue()
                 .series_with_slug(slug)?
                 .into_iter()
                 .map(|s| {
@@ -237,9 +245,16 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
         app,
         value,
         None,
-        |brand, slug| Ok(app.store.caliber_by_slug(brand.id, slug)?.map(|c| c.id.0)),
+        |brand, slug| {
+            Ok(app
+                .store
+                .catalogue()
+                .caliber_by_slug(brand.id, slug)?
+                .map(|c| c.id.0))
+        },
         |slug| {
             app.store
+                .catalogue()
                 .calibers_with_slug(slug)?
                 .into_iter()
                 .map(|c| {
@@ -307,7 +322,10 @@ fn merged_keeper(app: &App, brand: &Brand, slug: &str) -> ApiResult<Option<Model
         Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
         Err(_) => None,
     };
-    Ok(keeper.map(|id| app.store.model(id)).transpose()?.flatten())
+    Ok(keeper
+        .map(|id| app.store.catalogue().model(id))
+        .transpose()?
+        .flatten())
 }
 
 /// How many models a comparison takes.

@@ -117,7 +117,7 @@ fn rank_model(
     batch: &mut WriteBatch<'_>,
     model: ModelId,
 ) -> Result<bool, CandidateError> {
-    if store.model(model)?.is_none() {
+    if store.catalogue().model(model)?.is_none() {
         return Ok(true);
     }
     let listings = newest_listings(store, index, model)?;

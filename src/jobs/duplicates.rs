@@ -47,7 +47,7 @@ pub fn refresh(
     let mut pairs = 0;
     for &id in models {
         let old = store.duplicate_pairs_of(id)?;
-        let new = match store.model(id)? {
+        let new = match store.catalogue().model(id)? {
             Some(model) => pairs_for(store, &model)?,
             None => Vec::new(),
         };
@@ -187,10 +187,10 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
     for pair in store.duplicate_pairs()? {
         let gone = match seen {
             Some((id, gone)) if id == pair.a => gone,
-            _ => !store.has_model(pair.a)?,
+            _ => !store.catalogue().has_model(pair.a)?,
         };
         seen = Some((pair.a, gone));
-        if gone || !store.has_model(pair.b)? {
+        if gone || !store.catalogue().has_model(pair.b)? {
             batch.replace_duplicate_pairs(pair.a, &[pair], &[]);
         }
     }
@@ -251,7 +251,7 @@ fn read_component(
     ids: &[ModelId],
     (kind, name_score): Strongest,
 ) -> StoreResult<Option<(DuplicateSignal, f64, Vec<Model>)>> {
-    let mut models = store.models(ids)?;
+    let mut models = store.catalogue().models(ids)?;
     models.sort_by_key(|m| (m.created_at, m.id));
     Ok((models.len() >= 2).then_some((kind, name_score, models)))
 }
@@ -270,7 +270,11 @@ impl BrandNames {
         let brand_name = match self.0.get(&brand) {
             Some(name) => name.clone(),
             None => {
-                let name = store.brand(brand)?.map(|b| b.name).unwrap_or_default();
+                let name = store
+                    .catalogue()
+                    .brand(brand)?
+                    .map(|b| b.name)
+                    .unwrap_or_default();
                 self.0.insert(brand, name.clone());
                 name
             }

@@ -24,12 +24,12 @@ impl LoadedCatalogue {
     /// Reads every brand alias key and model reference key of `store`.
     pub fn load(store: &Store) -> StoreResult<LoadedCatalogue> {
         let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
-        for entry in store.brand_alias_keys() {
+        for entry in store.catalogue().brand_alias_keys() {
             let (text, brand) = entry?;
             aliases.entry(text).or_default().push(brand);
         }
         let mut references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>> = HashMap::new();
-        for entry in store.model_reference_keys() {
+        for entry in store.catalogue().model_reference_keys() {
             let (brand, text, model) = entry?;
             references
                 .entry(brand)
@@ -87,7 +87,7 @@ impl MatchCatalogue for LoadedCatalogue {
 
     fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
         // Only the variant rule asks, for a few listings: not worth a million records in memory.
-        self.store.models(ids)
+        self.store.catalogue().models(ids)
     }
 }
 

@@ -54,6 +54,7 @@ pub fn merge(
     let store = turn.store();
     let known = |id: ModelId| -> Result<Model, MergeError> {
         store
+            .catalogue()
             .model(id)?
             .ok_or_else(|| MergeError::UnknownModel(id.to_string()))
     };
@@ -282,7 +283,7 @@ pub fn dismiss(
     }
     let store = turn.store();
     for &id in &distinct {
-        if store.model(id)?.is_none() {
+        if store.catalogue().model(id)?.is_none() {
             return Err(MergeError::UnknownModel(id.to_string()));
         }
     }

@@ -50,7 +50,10 @@ pub fn select(
     let store = turn.store();
     let unknown = || ReviewError::UnknownCandidate(candidate.to_string());
     let mut chosen = store.candidate(candidate)?.ok_or_else(unknown)?;
-    let model = store.model(chosen.model_id)?.ok_or_else(unknown)?;
+    let model = store
+        .catalogue()
+        .model(chosen.model_id)?
+        .ok_or_else(unknown)?;
     let mut batch = turn.batch()?;
     let mut review = store.picture_review(model.id)?;
     let now = Timestamp::now();
@@ -95,7 +98,7 @@ pub fn keep(
     let store = turn.store();
     let unknown = || ReviewError::UnknownPicture(picture.to_string());
     let model_id = store.model_of_picture(picture)?.ok_or_else(unknown)?;
-    let model = store.model(model_id)?.ok_or_else(unknown)?;
+    let model = store.catalogue().model(model_id)?.ok_or_else(unknown)?;
     if !model.pictures.iter().any(|p| p.id == picture) {
         return Err(unknown());
     }
@@ -131,6 +134,7 @@ pub fn set_front_picture(
 ) -> Result<ReviewedPicture, ReviewError> {
     let store = turn.store();
     let model = store
+        .catalogue()
         .model(model)?
         .ok_or_else(|| ReviewError::UnknownModel(model.to_string()))?;
     let mut batch = turn.batch()?;

@@ -194,6 +194,7 @@ fn group(store: &Store, index: &ListingIndex, id: &str) -> Result<Group, Reconci
 
 fn model(store: &Store, id: ModelId) -> Result<Model, ReconcileError> {
     store
+        .catalogue()
         .model(id)?
         .ok_or_else(|| ReconcileError::UnknownModel(id.to_string()))
 }
@@ -318,6 +319,7 @@ fn new_model_fields(
 ) -> Result<Map<String, Value>, ReconcileError> {
     if let Some(brand) = group.brand() {
         let slug = store
+            .catalogue()
             .brand(brand)?
             .ok_or_else(|| ReconcileError::Inconsistent(format!("no brand {brand}")))?
             .slug
@@ -361,7 +363,7 @@ fn free_slug(store: &Store, fields: &Map<String, Value>) -> Result<Slug, Reconci
     };
     let brand = Slug::parse(text("brand"))
         .ok()
-        .map(|slug| store.brand_by_slug(&slug))
+        .map(|slug| store.catalogue().brand_by_slug(&slug))
         .transpose()?
         .flatten();
     let Some(brand) = brand else {
@@ -370,7 +372,7 @@ fn free_slug(store: &Store, fields: &Map<String, Value>) -> Result<Slug, Reconci
     };
     let mut slug = derived.clone();
     for n in 2.. {
-        if store.model_by_slug(brand.id, &slug)?.is_none() {
+        if store.catalogue().model_by_slug(brand.id, &slug)?.is_none() {
             break;
         }
         slug = derived.numbered(n);
@@ -410,17 +412,21 @@ fn model_row(store: &Store, model: &Model) -> Result<ModelRow, ReconcileError> {
     let missing =
         |what: String| ReconcileError::Inconsistent(format!("model {} names {what}", model.id));
     let brand = store
+        .catalogue()
         .brand(model.brand_id)?
         .ok_or_else(|| missing(format!("brand {}", model.brand_id)))?;
     let series = store
+        .catalogue()
         .series(model.series_id)?
         .ok_or_else(|| missing(format!("series {}", model.series_id)))?;
     let caliber = match model.caliber_id {
         Some(id) => {
             let caliber = store
+                .catalogue()
                 .caliber(id)?
                 .ok_or_else(|| missing(format!("calibre {id}")))?;
             let maker = store
+                .catalogue()
                 .brand(caliber.brand_id)?
                 .ok_or_else(|| missing(format!("the maker of calibre {id}")))?;
             Some(format!("{}/{}", maker.slug, caliber.slug))
@@ -498,6 +504,7 @@ fn check_references_are_free(
             continue;
         }
         let holder = store
+            .catalogue()
             .model_ids_by_reference(model.brand_id, &key)?
             .into_iter()
             .find(|id| *id != model.id);

@@ -359,10 +359,12 @@ mod tests {
                 let slug = Slug::parse(&format!("m-{thread}-{job}")).expect("slug");
                 let brand = crate::domain::BrandId(1);
                 let model = store
+                    .catalogue()
                     .model_by_slug(brand, &slug)
                     .expect("read")
                     .expect("every model written");
                 let by_reference = store
+                    .catalogue()
                     .model_ids_by_reference(brand, &format!("r{thread}x{job}"))
                     .expect("read");
                 assert_eq!(by_reference, vec![model.id], "{slug}");
@@ -479,11 +481,13 @@ mod tests {
         let id = |slug: &str| -> ModelId {
             let brand = writer
                 .store
+                .catalogue()
                 .brand_by_slug(&Slug::parse("tudor").expect("slug"))
                 .expect("read")
                 .expect("brand");
             writer
                 .store
+                .catalogue()
                 .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
                 .expect("read")
                 .expect("model")

@@ -2,6 +2,7 @@
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
 
+mod catalogue;
 mod codec;
 mod keys;
 pub mod migrate;
@@ -13,16 +14,16 @@ mod touch_log;
 mod turn;
 mod write;
 
+pub use catalogue::Catalogue;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use rates::Rates;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
-    AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
-    DuplicatePair, JobId, JobRecord, Listing, ListingId, Look, Model, ModelId, PictureCandidate,
-    PictureId, PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId,
-    Session, Slug, TokenHash, User, Username,
+    AuditEntry, BrandId, CandidateId, DuplicatePair, JobId, JobRecord, Listing, ListingId, Look,
+    ModelId, PictureCandidate, PictureId, PictureRecord, PictureReview, Provider, ProviderId,
+    ReviewStatus, Session, Slug, TokenHash, User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -217,6 +218,11 @@ impl Store {
         self.duplicates_touched
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The catalogue area: brands, series, complications, calibres and models.
+    pub fn catalogue(&self) -> Catalogue<'_> {
+        Catalogue(self)
     }
 
     /// The rates area: the ECB rates in force and their conversion table.
@@ -429,217 +435,6 @@ impl Store {
             }
         }
         Ok(found)
-    }
-
-    // --- brands -------------------------------------------------------------------------
-
-    pub fn brand(&self, id: BrandId) -> StoreResult<Option<Brand>> {
-        self.get(Keyspace::Brand.id_key(id.0))
-    }
-
-    pub fn brand_by_slug(&self, slug: &Slug) -> StoreResult<Option<Brand>> {
-        self.get_via(keys::brand_slug(slug), Keyspace::Brand)
-    }
-
-    pub fn brands(&self) -> impl Iterator<Item = StoreResult<Brand>> + '_ {
-        self.all(Keyspace::Brand)
-    }
-
-    /// Brands of the editorial row, in `highlightRank` order.
-    pub fn highlighted_brands(&self) -> StoreResult<Vec<Brand>> {
-        let ids = self.ids_under(Keyspace::BrandHighlight.prefix())?;
-        self.many(Keyspace::Brand, ids)
-    }
-
-    /// Brand whose alias (folded like a reference) is `normalized`.
-    pub fn brand_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
-        Ok(self
-            .ids_under(keys::brand_alias_prefix(normalized))?
-            .into_iter()
-            .map(BrandId)
-            .collect())
-    }
-
-    /// Every brand alias key (a brand's name, alias or slug, normalised) as (text, brand): what
-    /// [`Store::brand_by_alias`] reads, for a matcher that holds them in memory.
-    pub fn brand_alias_keys(&self) -> impl Iterator<Item = StoreResult<(String, BrandId)>> + '_ {
-        self.parsed_keys(
-            Keyspace::BrandAlias,
-            keys::parse_brand_alias,
-            "brand alias key without its text and id",
-        )
-    }
-
-    /// Every key of `space`, read by `parse`; `what` says what a key `parse` refuses lacks.
-    fn parsed_keys<T: 'static>(
-        &self,
-        space: Keyspace,
-        parse: fn(&[u8]) -> Option<T>,
-        what: &'static str,
-    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
-        self.db.scan_prefix(space.prefix()).keys().map(move |key| {
-            let key = key?;
-            parse(&key).ok_or_else(|| StoreError::Corrupt {
-                key: key.to_vec(),
-                reason: what.into(),
-            })
-        })
-    }
-
-    // --- series -------------------------------------------------------------------------
-
-    pub fn series(&self, id: SeriesId) -> StoreResult<Option<Series>> {
-        self.get(Keyspace::Series.id_key(id.0))
-    }
-
-    pub fn series_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Series>> {
-        self.get_via(keys::series_slug(brand, slug), Keyspace::Series)
-    }
-
-    /// Every brand that has a series with this slug.
-    pub fn series_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Series>> {
-        let ids = self.ids_under(keys::series_bare_slug_prefix(slug))?;
-        self.many(Keyspace::Series, ids)
-    }
-
-    pub fn all_series(&self) -> impl Iterator<Item = StoreResult<Series>> + '_ {
-        self.all(Keyspace::Series)
-    }
-
-    // --- complications ------------------------------------------------------------------
-
-    pub fn complication(&self, id: ComplicationId) -> StoreResult<Option<Complication>> {
-        self.get(Keyspace::Complication.id_key(id.0))
-    }
-
-    pub fn complications(&self) -> impl Iterator<Item = StoreResult<Complication>> + '_ {
-        self.all(Keyspace::Complication)
-    }
-
-    pub fn complication_by_slug(&self, slug: &Slug) -> StoreResult<Option<Complication>> {
-        self.get_via(keys::complication_slug(slug), Keyspace::Complication)
-    }
-
-    // --- calibers -----------------------------------------------------------------------
-
-    pub fn caliber(&self, id: CaliberId) -> StoreResult<Option<Caliber>> {
-        self.get(Keyspace::Caliber.id_key(id.0))
-    }
-
-    pub fn caliber_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Caliber>> {
-        self.get_via(keys::caliber_slug(brand, slug), Keyspace::Caliber)
-    }
-
-    /// The brand's calibre whose normalised reference is `normalized`.
-    pub fn caliber_by_reference(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Option<Caliber>> {
-        self.get_via(
-            keys::caliber_reference(brand, normalized),
-            Keyspace::Caliber,
-        )
-    }
-
-    /// Every calibre, across brands, with this slug.
-    pub fn calibers_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Caliber>> {
-        let ids = self.ids_under(keys::caliber_bare_slug_prefix(slug))?;
-        self.many(Keyspace::Caliber, ids)
-    }
-
-    pub fn calibers(&self) -> impl Iterator<Item = StoreResult<Caliber>> + '_ {
-        self.all(Keyspace::Caliber)
-    }
-
-    // --- models -------------------------------------------------------------------------
-
-    pub fn model(&self, id: ModelId) -> StoreResult<Option<Model>> {
-        self.get(Keyspace::Model.id_key(id.0))
-    }
-
-    pub fn model_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Model>> {
-        self.get_via(keys::model_slug(brand, slug), Keyspace::Model)
-    }
-
-    /// Models in the order of `ids`; ids with no record (deleted since) are skipped.
-    pub fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
-        self.many(Keyspace::Model, ids.iter().map(|id| id.0))
-    }
-
-    /// Ids of the brand's models whose primary or alternate reference normalises to `normalized`.
-    pub fn model_ids_by_reference(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(keys::model_reference_prefix(brand, normalized))?
-            .into_iter()
-            .map(ModelId)
-            .collect())
-    }
-
-    /// The brand's references that begin with `normalized` and go on (`16610` -> `lv` of
-    /// `16610lv`), as what follows it and the model of each.
-    pub fn model_references_extending(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Vec<(String, ModelId)>> {
-        let stem = keys::model_reference_stem(brand, normalized);
-        let mut found = Vec::new();
-        for key in self.db.scan_prefix(&stem).keys() {
-            let key = key?;
-            let (tail, model) = keys::model_reference_tail(&key, stem.len()).ok_or_else(|| {
-                StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "reference key without its text and id".into(),
-                }
-            })?;
-            if !tail.is_empty() {
-                found.push((tail.to_owned(), model));
-            }
-        }
-        Ok(found)
-    }
-
-    /// Every reference key, as (brand, normalised reference, model), in key order: keys only,
-    /// nothing decoded. What [`Store::model_ids_by_reference`] and
-    /// [`Store::model_references_extending`] read, for a matcher that holds them in memory.
-    pub fn model_reference_keys(
-        &self,
-    ) -> impl Iterator<Item = StoreResult<(BrandId, String, ModelId)>> + '_ {
-        self.parsed_keys(
-            Keyspace::ModelReference,
-            keys::parse_model_reference,
-            "reference key without its brand, text and id",
-        )
-    }
-
-    pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
-        self.all(Keyspace::Model)
-    }
-
-    /// True when a model has id `id`: a key lookup, nothing decoded.
-    pub fn has_model(&self, id: ModelId) -> StoreResult<bool> {
-        Ok(self.db.contains_key(Keyspace::Model.id_key(id.0))?)
-    }
-
-    /// Every model's id, in id order: keys only, nothing decoded.
-    pub fn model_ids(&self) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(Keyspace::Model.prefix())?
-            .into_iter()
-            .map(ModelId)
-            .collect())
-    }
-
-    /// Every model, decoded on rayon's threads while sled's iterator feeds them.
-    pub fn all_models_parallel(
-        &self,
-    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Model>> + '_ {
-        self.all_parallel(Keyspace::Model)
     }
 
     /// Every listing, decoded on rayon's threads.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{BrandId, Timestamp};
+use crate::domain::{Brand, BrandId, Timestamp};
 use std::time::{Duration, Instant};
 
 /// Runs `open` again while the directory's lock is taken: sled's shared thread pool can hold a
@@ -63,17 +63,29 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
     assert_eq!(store.generation().expect("gen"), StoreGeneration(1));
     let rolex = Slug::parse("rolex").expect("slug");
     assert_eq!(
-        store.brand_by_slug(&rolex).expect("get").map(|b| b.id),
+        store
+            .catalogue()
+            .brand_by_slug(&rolex)
+            .expect("get")
+            .map(|b| b.id),
         Some(BrandId(1))
     );
     let order: Vec<_> = store
+        .catalogue()
         .highlighted_brands()
         .expect("highlighted")
         .into_iter()
         .map(|b| b.slug.to_string())
         .collect();
     assert_eq!(order, ["tudor", "rolex"]);
-    assert_eq!(store.brand_by_alias("aliasname").expect("alias").len(), 2);
+    assert_eq!(
+        store
+            .catalogue()
+            .brand_by_alias("aliasname")
+            .expect("alias")
+            .len(),
+        2
+    );
     // The id counter was persisted with the batch.
     let mut batch = turn.batch().expect("batch");
     assert_eq!(batch.allocate_id(RecordKind::Brand).expect("id"), 2);
@@ -94,10 +106,18 @@ fn upsert_removes_secondary_keys_the_record_no_longer_has() {
     let mut batch = turn.batch().expect("batch");
     batch.put_brand(Some(&old), &new);
     turn.commit(batch).expect("commit");
-    assert!(store.highlighted_brands().expect("h").is_empty());
-    assert!(store.brand_by_alias("aliasname").expect("alias").is_empty());
+    assert!(store
+        .catalogue()
+        .highlighted_brands()
+        .expect("h")
+        .is_empty());
+    assert!(store
+        .catalogue()
+        .brand_by_alias("aliasname")
+        .expect("alias")
+        .is_empty());
     assert_eq!(
-        store.brand_by_alias("rolex").expect("alias"),
+        store.catalogue().brand_by_alias("rolex").expect("alias"),
         vec![BrandId(1)]
     );
 }
@@ -135,7 +155,7 @@ fn a_brand_resolves_by_name_alias_or_slug() {
     turn.commit(batch).expect("commit");
     for key in ["alangesöhne", "als", "alangesohne"] {
         assert_eq!(
-            store.brand_by_alias(key).expect("alias"),
+            store.catalogue().brand_by_alias(key).expect("alias"),
             vec![BrandId(7)],
             "{key}"
         );
@@ -161,7 +181,11 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     assert_eq!(store.listing_count(ModelId(0)).expect("count"), 7);
     assert_eq!(store.listing_count(ModelId(models - 1)).expect("count"), 1);
     let rolex = Slug::parse("rolex").expect("slug");
-    assert!(store.brand_by_slug(&rolex).expect("get").is_some());
+    assert!(store
+        .catalogue()
+        .brand_by_slug(&rolex)
+        .expect("get")
+        .is_some());
     // The id counter moved with the write: the next brand gets a fresh id.
     let mut next = turn.batch().expect("batch");
     assert_eq!(next.allocate_id(RecordKind::Brand).expect("id"), 2);

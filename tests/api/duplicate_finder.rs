@@ -116,7 +116,12 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
                     next - 1
                 } else {
                     let id = group.models[rng.below(group.models.len())];
-                    let model = app.store.model(id).expect("read").expect("model");
+                    let model = app
+                        .store
+                        .catalogue()
+                        .model(id)
+                        .expect("read")
+                        .expect("model");
                     model.slug.to_string()[2..].parse().expect("m-N")
                 };
                 import_models(&app, dataset.path(), &model_line(&mut rng, at));
@@ -181,7 +186,12 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
     let first = base_keys(&app);
     import_models(&app, dataset.path(), &line("m-1", "1000"));
     let today = base_keys(&app);
-    let m0 = app.store.model(ModelId(1)).expect("read").expect("m-0");
+    let m0 = app
+        .store
+        .catalogue()
+        .model(ModelId(1))
+        .expect("read")
+        .expect("m-0");
     assert_eq!(m0.slug.to_string(), "m-0");
     let m0_pairs = || app.store.duplicate_pairs_of(m0.id).expect("pairs");
     assert!(!m0_pairs().is_empty());
@@ -251,8 +261,13 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
         "the full pass finds what the refreshes kept, and writes nothing"
     );
     let mut paired = 0;
-    for id in app.store.model_ids().expect("ids") {
-        let model = app.store.model(id).expect("read").expect("model");
+    for id in app.store.catalogue().model_ids().expect("ids") {
+        let model = app
+            .store
+            .catalogue()
+            .model(id)
+            .expect("read")
+            .expect("model");
         let mut through_keys = duplicates::pairs_for(&app.store, &model).expect("pairs");
         through_keys.sort_by_key(|p| (p.a, p.b));
         paired += usize::from(!through_keys.is_empty());

@@ -69,11 +69,13 @@ impl Catalogue {
         let brand = self
             .app
             .store
+            .catalogue()
             .brand_by_slug(&Slug::parse(brand).expect("slug"))
             .expect("read")
             .expect("brand");
         self.app
             .store
+            .catalogue()
             .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
             .expect("read")
             .expect("model")

@@ -48,11 +48,13 @@ fn model_id(app: &TestApp, slug: &str) -> String {
     let brand = app
         .app
         .store
+        .catalogue()
         .brand_by_slug(&watch_catalogue::domain::Slug::parse("rolex").expect("slug"))
         .expect("read")
         .expect("rolex");
     app.app
         .store
+        .catalogue()
         .model_by_slug(
             brand.id,
             &watch_catalogue::domain::Slug::parse(slug).expect("slug"),

@@ -496,7 +496,7 @@ async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
         sources.extend(pictures.into_iter().map(|p| (p.id, p.source_url)));
     }
     let listing_pictures = sources.len();
-    for model in api.app.store.all_models() {
+    for model in api.app.store.catalogue().all_models() {
         let pictures = model.expect("model").pictures.into_iter();
         // A picture the dataset already gives a crop for is not fetched.
         let uncropped = pictures.filter(|p| p.cropped_url.is_none());
@@ -719,6 +719,7 @@ fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
     let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("reopen");
     let lv = app
         .store
+        .catalogue()
         .all_models()
         .map(|m| m.expect("model"))
         .find(|m| m.reference_number == "126610LV")

@@ -241,6 +241,7 @@ pub async fn front_picture(
     blocking(move || {
         let model = app
             .store
+            .catalogue()
             .model(model)?
             .ok_or_else(|| api_error(ReviewError::UnknownModel(id)))?;
         front_picture_answer(&app, &media.0, &model)
@@ -286,6 +287,7 @@ pub async fn set_front_picture(
     blocking(move || {
         let model = app
             .store
+            .catalogue()
             .model(done.model)?
             .ok_or_else(|| api_error(ReviewError::UnknownModel(done.model.to_string())))?;
         front_picture_answer(&app, &media.0, &model)
@@ -322,7 +324,7 @@ async fn answer_picture(
                 done.model
             ))
         };
-        let model = app.store.model(done.model)?.ok_or_else(gone)?;
+        let model = app.store.catalogue().model(done.model)?.ok_or_else(gone)?;
         let picture = model
             .pictures
             .iter()
@@ -352,11 +354,11 @@ fn review_picture(
 }
 
 fn queue_item(app: &App, media_base: &str, model: ModelId) -> ApiResult<ReviewQueueItem> {
-    let model = app
-        .store
-        .model(model)?
-        .ok_or_else(|| internal_because(format!("model {model} in the review queue is gone")))?;
-    let brand = app.store.brand(model.brand_id)?.map(|b| b.name);
+    let model =
+        app.store.catalogue().model(model)?.ok_or_else(|| {
+            internal_because(format!("model {model} in the review queue is gone"))
+        })?;
+    let brand = app.store.catalogue().brand(model.brand_id)?.map(|b| b.name);
     let review = app.store.picture_review(model.id)?;
     let mut candidates = app.store.candidates_of(model.id)?;
     candidates.sort_by_key(|c| (c.rank, c.id));

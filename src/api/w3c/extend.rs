@@ -237,6 +237,7 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
         }],
         "series" => app
             .store
+            .catalogue()
             .series(model.series_id)?
             .map(|s| text(&s.name))
             .into_iter()
@@ -266,13 +267,13 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
 fn caliber_of(app: &App, model: &Model) -> ApiResult<Option<Value>> {
     let Some(caliber) = model
         .caliber_id
-        .map(|id| app.store.caliber(id))
+        .map(|id| app.store.catalogue().caliber(id))
         .transpose()?
         .flatten()
     else {
         return Ok(None);
     };
-    let Some(maker) = app.store.brand(caliber.brand_id)? else {
+    let Some(maker) = app.store.catalogue().brand(caliber.brand_id)? else {
         return Ok(None);
     };
     Ok(Some(Value::Entity {

@@ -211,7 +211,7 @@ impl Kind for Brand {
         Ok(Some(((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Brand>> {
-        store.brand_by_slug(&key.1)
+        store.catalogue().brand_by_slug(&key.1)
     }
     stamped_record!();
     fn build(
@@ -258,7 +258,9 @@ impl Kind for Series {
         Some(&row.brand)
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Series>> {
-        in_brand(key, |brand, slug| store.series_by_slug(brand, slug))
+        in_brand(key, |brand, slug| {
+            store.catalogue().series_by_slug(brand, slug)
+        })
     }
     stamped_record!();
     fn build(
@@ -295,7 +297,7 @@ impl Kind for Complication {
         Ok(slug.filter(|_| named).map(|slug| ((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Complication>> {
-        store.complication_by_slug(&key.1)
+        store.catalogue().complication_by_slug(&key.1)
     }
     fn id(&self) -> u64 {
         self.id.0
@@ -373,7 +375,9 @@ impl Kind for Model {
         Some(&row.brand)
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Model>> {
-        in_brand(key, |brand, slug| store.model_by_slug(brand, slug))
+        in_brand(key, |brand, slug| {
+            store.catalogue().model_by_slug(brand, slug)
+        })
     }
     stamped_record!();
     fn build(

@@ -184,16 +184,16 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         (5, 12, 11),
         "the fixture's catalogue"
     );
-    assert_eq!(collect(store.brands()), brands);
+    assert_eq!(collect(store.catalogue().brands()), brands);
     assert_eq!(
-        collect(store.all_series()),
+        collect(store.catalogue().all_series()),
         read_as_schema_2::<Series>(&before, Keyspace::Series)
     );
     assert_eq!(
-        collect(store.calibers()),
+        collect(store.catalogue().calibers()),
         read_as_schema_2::<Caliber>(&before, Keyspace::Caliber)
     );
-    assert_eq!(collect(store.all_models()), models);
+    assert_eq!(collect(store.catalogue().all_models()), models);
     assert_eq!(
         collect(store.providers()),
         read_as_schema_2::<Provider>(&before, Keyspace::Provider)
@@ -201,7 +201,11 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     assert_eq!(collect(store.all_listings()), listings);
     for complication in &complications {
         assert_eq!(
-            store.complication(complication.id).expect("read").as_ref(),
+            store
+                .catalogue()
+                .complication(complication.id)
+                .expect("read")
+                .as_ref(),
             Some(complication)
         );
     }
@@ -214,15 +218,21 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
 
     // Secondary keys still resolve to the migrated records.
     let rolex = store
+        .catalogue()
         .brand_by_slug(&slug("rolex"))
         .expect("read")
         .expect("rolex");
-    assert_eq!(store.brand_by_alias("rolex").expect("alias"), [rolex.id]);
+    assert_eq!(
+        store.catalogue().brand_by_alias("rolex").expect("alias"),
+        [rolex.id]
+    );
     let submariner = store
+        .catalogue()
         .model_ids_by_reference(rolex.id, "126610ln")
         .expect("reference");
     assert_eq!(submariner.len(), 1);
     let model = store
+        .catalogue()
         .model(submariner[0])
         .expect("read")
         .expect("the model");
@@ -231,7 +241,10 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     assert_eq!(model.spec.case_materials, ["oystersteel"]);
     assert!(!model.pictures.is_empty(), "pictures survive");
     assert_eq!(
-        store.model_by_slug(rolex.id, &model.slug).expect("read"),
+        store
+            .catalogue()
+            .model_by_slug(rolex.id, &model.slug)
+            .expect("read"),
         Some(model.clone())
     );
     let ebay = store
@@ -252,7 +265,10 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         ]
     );
     assert!(store.listing_count(model.id).expect("count") > 0);
-    assert_eq!(store.brand(rolex.id).expect("read"), Some(rolex));
+    assert_eq!(
+        store.catalogue().brand(rolex.id).expect("read"),
+        Some(rolex)
+    );
 
     // The counts the admin view reads, as scanning the records finds them.
     let listings: Vec<Listing> = collect(store.all_listings());
@@ -333,7 +349,7 @@ fn serve_runs_the_steps_because_they_are_safe_at_start_up() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve's open");
     assert_eq!((report.found, report.schema), (Some(2), SCHEMA_VERSION));
-    assert_eq!(collect(store.brands()).len(), 5);
+    assert_eq!(collect(store.catalogue().brands()).len(), 5);
 }
 
 #[test]
