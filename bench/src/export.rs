@@ -332,7 +332,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let mut table = Table::create(out, "providers", PROVIDERS, gzip)?;
-    for provider in store.providers() {
+    for provider in store.listings().providers() {
         let p = provider?;
         table.row(&[
             int(Some(p.id.0)),
@@ -424,7 +424,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
         let detail = detail.to_string();
         let reference = normalize_reference(&m.reference_number);
         let alternates = alternates.join(" ");
-        let listing_count = store.listing_count(m.id)?;
+        let listing_count = store.listings().listing_count(m.id)?;
         table.row(&[
             int(Some(m.id.0)),
             int(Some(m.brand_id.0)),
@@ -449,7 +449,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
 
     let mut table = Table::create(out, "listings", LISTINGS, gzip)?;
     let media = DEFAULT_MEDIA_BASE_URL.trim_end_matches('/');
-    for listing in store.all_listings() {
+    for listing in store.listings().all_listings() {
         let l = listing?;
         let d = &l.details;
         let price_usd = rates

@@ -785,7 +785,7 @@ mod tests {
             .expect("read")
             .expect("model");
         assert_eq!(
-            app.store.listing_count(model.id).expect("count"),
+            app.store.listings().listing_count(model.id).expect("count"),
             hot.active as u64
         );
         app.prepare(false).expect("index");

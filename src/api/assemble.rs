@@ -99,7 +99,7 @@ fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<A
         None => None,
     };
     Ok(Some(Arc::new(ModelCard {
-        listing_count: app.store.listing_count(model.id)?,
+        listing_count: app.store.listings().listing_count(model.id)?,
         front_record,
         model,
     })))
@@ -486,7 +486,7 @@ pub fn listing_views_with<T>(
     let mut providers = HashMap::new();
     let mut items = Vec::with_capacity(ids.len());
     for &id in ids {
-        if let Some(listing) = app.store.listing(ListingId(id))? {
+        if let Some(listing) = app.store.listings().listing(ListingId(id))? {
             if let Some(view) = listing_view(app, &listing, &mut providers, context)? {
                 items.extend(item(&listing, view));
             }
@@ -502,7 +502,7 @@ pub fn listing_detail(
     id: ListingId,
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingDetail>> {
-    let Some(listing) = app.store.listing(id)? else {
+    let Some(listing) = app.store.listings().listing(id)? else {
         return Ok(None);
     };
     let Some(view) = listing_view(app, &listing, &mut HashMap::new(), context)? else {
@@ -529,7 +529,7 @@ fn listing_view(
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingView>> {
     let Some(provider) = cached(providers, listing.provider_id, || {
-        app.store.provider(listing.provider_id)
+        app.store.listings().provider(listing.provider_id)
     })?
     .map(EntityRef::from) else {
         return Ok(None);

@@ -246,7 +246,7 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
 pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     if let Some(provider) = Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.provider_by_slug(&slug))
+        .map(|slug| app.store.listings().provider_by_slug(&slug))
         .transpose()?
         .flatten()
     {
@@ -254,6 +254,7 @@ pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     }
     let mut known: Vec<String> = app
         .store
+        .listings()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
         .collect::<Result<_, _>>()?;

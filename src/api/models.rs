@@ -367,7 +367,7 @@ pub async fn compare_models(
             .map(|model| {
                 Ok(ComparedModel {
                     model: assemble::full_model(&app, model, &media)?,
-                    listing_count: app.store.listing_count(model.id)?,
+                    listing_count: app.store.listings().listing_count(model.id)?,
                     asking_prices: cache.asking_prices(
                         &app,
                         model.id,

@@ -231,7 +231,7 @@ fn newest_listings(
     let mut listings = Vec::with_capacity(hits.ids.len());
     for id in hits.ids {
         // The index may lag a write by a moment: the store says which model it is of now.
-        if let Some(listing) = store.listing(ListingId(id))? {
+        if let Some(listing) = store.listings().listing(ListingId(id))? {
             if listing.model_id == Some(model) {
                 listings.push(listing);
             }

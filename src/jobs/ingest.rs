@@ -143,7 +143,7 @@ pub fn ingest_controlled(
 pub fn provider(store: &Store, slug: &str) -> Result<Provider, IngestError> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| store.provider_by_slug(&slug))
+        .map(|slug| store.listings().provider_by_slug(&slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| IngestError::UnknownProvider(slug.to_owned()))
@@ -321,16 +321,18 @@ struct KnownListings<'a> {
 impl<'a> KnownListings<'a> {
     fn of(store: &'a Store, provider: ProviderId) -> Result<KnownListings<'a>, StoreError> {
         let ids = store
+            .listings()
             .listing_codes_of_provider(provider)?
             .into_iter()
             .collect();
         Ok(KnownListings { store, ids })
     }
 
-    /// The provider's listing with code `code`, as [`Store::listing_by_source`] reads it.
+    /// The provider's listing with code `code`, as
+    /// [`Listings::listing_by_source`](crate::store::Listings::listing_by_source) reads it.
     fn listing(&self, code: &str) -> Result<Option<Listing>, StoreError> {
         match self.ids.get(code) {
-            Some(&id) => self.store.listing(id),
+            Some(&id) => self.store.listings().listing(id),
             None => Ok(None),
         }
     }
@@ -378,6 +380,7 @@ pub fn ingest_dataset_feeds(
 ) -> Result<Vec<(String, IngestReport)>, IngestError> {
     let mut slugs: Vec<String> = turn
         .store()
+        .listings()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
         .collect::<Result<_, _>>()?;
@@ -665,7 +668,7 @@ impl Run<'_> {
     /// are all there are.
     fn delist(&mut self, ids: &[ListingId]) -> Result<(), IngestError> {
         for &id in ids {
-            let Some(old) = self.store.listing(id)? else {
+            let Some(old) = self.store.listings().listing(id)? else {
                 continue;
             };
             if old.status == ListingStatus::Delisted {
@@ -741,6 +744,7 @@ mod tests {
     /// Listings without their timestamps (each run has its own clock), and every model's count.
     fn contents(store: &Store) -> (Vec<String>, Vec<(ModelId, u64)>) {
         let mut listings: Vec<String> = store
+            .listings()
             .all_listings()
             .map(|l| {
                 let l = l.expect("listing");
@@ -758,9 +762,10 @@ mod tests {
             .collect();
         listings.sort();
         let mut counts: Vec<(ModelId, u64)> = store
+            .listings()
             .all_listings()
             .filter_map(|l| l.expect("listing").model_id)
-            .map(|m| (m, store.listing_count(m).expect("count")))
+            .map(|m| (m, store.listings().listing_count(m).expect("count")))
             .collect();
         counts.sort();
         counts.dedup();
@@ -917,7 +922,7 @@ mod tests {
         // Besides: the counters the first listings and pictures of the store start.
         let others = total_after - total_before - added.iter().sum::<usize>();
         assert!(others <= 6, "{others} other keys");
-        for listing in store.all_listings() {
+        for listing in store.listings().all_listings() {
             for picture in listing.expect("listing").pictures {
                 let record = store.picture(picture.id).expect("read").expect("record");
                 assert_eq!(record.source_url, picture.source_url);
@@ -944,10 +949,14 @@ mod tests {
         assert_eq!(again.created, 4);
         assert_eq!(store.count(crate::store::RecordKind::Listing), listings + 4);
         let provider = store
+            .listings()
             .provider_by_slug(&crate::domain::Slug::parse("chrono24").expect("slug"))
             .expect("read")
             .expect("provider");
-        let codes = store.listing_codes_of_provider(provider.id).expect("codes");
+        let codes = store
+            .listings()
+            .listing_codes_of_provider(provider.id)
+            .expect("codes");
         let mut named: Vec<&str> = codes.iter().map(|(code, _)| code.as_str()).collect();
         named.retain(|code| code.starts_with("NEW-"));
         named.sort_unstable();
@@ -957,6 +966,7 @@ mod tests {
             expected.iter().map(String::as_str).collect::<Vec<_>>()
         );
         let found = store
+            .listings()
             .listing_by_source(provider.id, "NEW-3")
             .expect("read")
             .expect("listing");

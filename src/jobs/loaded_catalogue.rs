@@ -137,7 +137,7 @@ mod tests {
         let store = fixture_store_with_feeds(dir.path());
         let loaded = LoadedCatalogue::load(&store).expect("load");
         let mut listings = 0;
-        for listing in store.all_listings() {
+        for listing in store.listings().all_listings() {
             let listing = listing.expect("listing");
             let found = match_listing(&loaded, &listing.details).expect("match");
             assert_eq!(found, listing.current_match(), "{:?}", listing.details);

@@ -342,7 +342,7 @@ pub struct RematchReport {
 /// the changed listings are held in memory. Reads every listing to find the unmatched ones;
 /// [`rematch_unmatched_indexed`] asks the listings index instead.
 pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
-    rematch(turn, turn.store().all_listings_parallel())
+    rematch(turn, turn.store().listings().all_listings_parallel())
 }
 
 /// [`rematch_unmatched`], reading only the unmatched listings: the listings index, when it is
@@ -370,7 +370,7 @@ pub fn rematch_unmatched_indexed(
     let ids = index.search(&unmatched)?.ids;
     let listings = ids
         .into_par_iter()
-        .filter_map(|id| store.listing(ListingId(id)).transpose());
+        .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
     Ok(rematch(turn, listings)?)
 }
 
@@ -774,6 +774,7 @@ mod tests {
         let store = fixture_store_with_feeds(dir.path());
         let turn = store.write_turn();
         let unmatched = store
+            .listings()
             .all_listings()
             .filter(|l| l.as_ref().expect("listing").model_id.is_none())
             .count();

@@ -183,7 +183,7 @@ fn listings_of(
         let total = index.search(&query(0))?.total;
         for id in index.search(&query(total))?.ids {
             // The store says which model a listing is of now; the index may lag a moment.
-            if let Some(listing) = turn.store().listing(ListingId(id))? {
+            if let Some(listing) = turn.store().listings().listing(ListingId(id))? {
                 if listing.model_id == Some(model) {
                     listings.push(listing);
                 }

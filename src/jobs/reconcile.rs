@@ -141,7 +141,7 @@ pub fn unmatched_groups(store: &Store, index: &ListingIndex) -> Result<Vec<Group
     };
     let mut groups: HashMap<ClaimedIdentity, Vec<Listing>> = HashMap::new();
     for id in listing_ids(index, filters)? {
-        let Some(listing) = store.listing(id)? else {
+        let Some(listing) = store.listings().listing(id)? else {
             continue;
         };
         // The index may lag a write that is being indexed; the store has the last word.
@@ -235,6 +235,7 @@ fn listings_by_id(store: &Store, ids: &[ListingId]) -> Result<Vec<Listing>, Reco
     let mut listings = Vec::with_capacity(ids.len());
     for &id in ids.iter().filter(|id| seen.insert(**id)) {
         let listing = store
+            .listings()
             .listing(id)?
             .ok_or_else(|| ReconcileError::UnknownListing(id.to_string()))?;
         listings.push(listing);
@@ -554,7 +555,11 @@ fn newly_matched(
         if skip.contains(&id) {
             continue;
         }
-        let Some(listing) = store.listing(id)?.filter(|l| l.model_id.is_none()) else {
+        let Some(listing) = store
+            .listings()
+            .listing(id)?
+            .filter(|l| l.model_id.is_none())
+        else {
             continue;
         };
         let found = match_listing(&catalogue, &listing.details)?;

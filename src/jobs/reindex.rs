@@ -62,7 +62,7 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     // threads (bench/RESULTS.md, "The duplicate pass in memory").
     let model_docs = store.catalogue().all_models_parallel().map(|model| {
         let model = model?;
-        let listings = store.listing_count(model.id)?;
+        let listings = store.listings().listing_count(model.id)?;
         models_per_brand.add(model.brand_id);
         models_per_series.add(model.series_id);
         Ok::<_, ReindexError>(CatalogueDoc::Model(model_doc(
@@ -241,6 +241,7 @@ pub fn rebuild_listings(
     let table = store.rates().table_in_force()?;
     let documents = index.rebuild(
         store
+            .listings()
             .all_listings_parallel()
             .map(|listing| Ok::<_, ReindexError>(listing_doc(&listing?, table.as_ref()))),
         generation,
@@ -291,7 +292,7 @@ pub fn index_listing_changes(
     // Read back from the store: the newest version of each, which is what the index must hold.
     let docs: Vec<ListingDoc> = ids
         .par_iter()
-        .filter_map(|&id| store.listing(id).transpose())
+        .filter_map(|&id| store.listings().listing(id).transpose())
         .map(|listing| Ok(listing_doc(&listing?, table.as_ref())))
         .collect::<Result<_, StoreError>>()?;
     index.upsert(&docs, changes.generation.0)?;
@@ -343,7 +344,7 @@ pub fn index_catalogue_changes(
             Some(caliber) => Movement::read(store, caliber)?,
             None => None,
         };
-        let count = store.listing_count(id)?;
+        let count = store.listings().listing_count(id)?;
         docs.push(CatalogueDoc::Model(model_doc(
             &model,
             brand.as_ref(),

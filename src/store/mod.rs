@@ -5,6 +5,7 @@
 mod catalogue;
 mod codec;
 mod keys;
+mod listings;
 pub mod migrate;
 mod pending;
 mod rates;
@@ -15,15 +16,16 @@ mod turn;
 mod write;
 
 pub use catalogue::Catalogue;
+pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use rates::Rates;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
-    AuditEntry, BrandId, CandidateId, DuplicatePair, JobId, JobRecord, Listing, ListingId, Look,
-    ModelId, PictureCandidate, PictureId, PictureRecord, PictureReview, Provider, ProviderId,
-    ReviewStatus, Session, Slug, TokenHash, User, Username,
+    AuditEntry, BrandId, CandidateId, DuplicatePair, JobId, JobRecord, Look, ModelId,
+    PictureCandidate, PictureId, PictureRecord, PictureReview, ReviewStatus, Session, Slug,
+    TokenHash, User, Username,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -164,12 +166,6 @@ impl Store {
         ))
     }
 
-    /// True while a write of listings in several commits holds its models' listing counts
-    /// back for its last commit (`jobs::listing_writes`).
-    pub fn listing_counts_held(&self) -> StoreResult<bool> {
-        recount::counts_held(&self.db)
-    }
-
     /// The generation to read at, for values kept per generation: see [`ReadAt`].
     pub fn read_at(&self) -> StoreResult<ReadAt> {
         // The count before the generation: a write begun after it moves the count.
@@ -223,6 +219,11 @@ impl Store {
     /// The catalogue area: brands, series, complications, calibres and models.
     pub fn catalogue(&self) -> Catalogue<'_> {
         Catalogue(self)
+    }
+
+    /// The listings area: providers, their listings and each model's count of active listings.
+    pub fn listings(&self) -> Listings<'_> {
+        Listings(self)
     }
 
     /// The rates area: the ECB rates in force and their conversion table.
@@ -437,13 +438,6 @@ impl Store {
         Ok(found)
     }
 
-    /// Every listing, decoded on rayon's threads.
-    pub fn all_listings_parallel(
-        &self,
-    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Listing>> + '_ {
-        self.all_parallel(Keyspace::Listing)
-    }
-
     fn all_parallel<T: StoredRecord + Send>(
         &self,
         space: Keyspace,
@@ -456,61 +450,6 @@ impl Store {
                 let (key, value) = entry?;
                 decode(&key, &value)
             })
-    }
-
-    /// Active listings matched to the model (kept by the listings jobs; 0 until then).
-    pub fn listing_count(&self, model: ModelId) -> StoreResult<u64> {
-        Ok(self.get_id(keys::model_listing_count(model))?.unwrap_or(0))
-    }
-
-    // --- providers ----------------------------------------------------------------------
-
-    pub fn provider(&self, id: ProviderId) -> StoreResult<Option<Provider>> {
-        self.get(Keyspace::Provider.id_key(id.0))
-    }
-
-    pub fn provider_by_slug(&self, slug: &Slug) -> StoreResult<Option<Provider>> {
-        self.get_via(keys::provider_slug(slug), Keyspace::Provider)
-    }
-
-    pub fn providers(&self) -> impl Iterator<Item = StoreResult<Provider>> + '_ {
-        self.all(Keyspace::Provider)
-    }
-
-    // --- listings -----------------------------------------------------------------------
-
-    pub fn listing(&self, id: ListingId) -> StoreResult<Option<Listing>> {
-        self.get(Keyspace::Listing.id_key(id.0))
-    }
-
-    /// The provider's listing with the provider's own id `code`. Reads every source of the
-    /// provider: for tests and checks, not for a request.
-    pub fn listing_by_source(
-        &self,
-        provider: ProviderId,
-        code: &str,
-    ) -> StoreResult<Option<Listing>> {
-        let id = self
-            .listing_codes_of_provider(provider)?
-            .into_iter()
-            .rev()
-            .find_map(|(known, id)| (known == code).then_some(id));
-        id.map_or(Ok(None), |id| self.listing(id))
-    }
-
-    /// Every listing, in id order (for batch jobs; the API never scans).
-    pub fn all_listings(&self) -> impl Iterator<Item = StoreResult<Listing>> + '_ {
-        self.all(Keyspace::Listing)
-    }
-
-    /// Every listing of `provider` as (the provider's own id, our id), delisted ones included,
-    /// read from the source keys alone: no listing is decoded. Were a code listed twice, the
-    /// later pair is the one in force.
-    pub fn listing_codes_of_provider(
-        &self,
-        provider: ProviderId,
-    ) -> StoreResult<Vec<(String, ListingId)>> {
-        sources::codes_of_provider(self, provider)
     }
 
     /// Number of records of each kind, by counting their keys (for tests).

@@ -178,8 +178,17 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     // Later writes of a key win, also across chunks.
     batch.set_listing_count(ModelId(0), 7);
     assert_eq!(turn.commit(batch).expect("commit"), StoreGeneration(1));
-    assert_eq!(store.listing_count(ModelId(0)).expect("count"), 7);
-    assert_eq!(store.listing_count(ModelId(models - 1)).expect("count"), 1);
+    assert_eq!(
+        store.listings().listing_count(ModelId(0)).expect("count"),
+        7
+    );
+    assert_eq!(
+        store
+            .listings()
+            .listing_count(ModelId(models - 1))
+            .expect("count"),
+        1
+    );
     let rolex = Slug::parse("rolex").expect("slug");
     assert!(store
         .catalogue()

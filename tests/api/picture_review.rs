@@ -196,7 +196,7 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
     let admin = app.session("ana").await;
     let before = everything(&app, &admin).await;
 
-    let listing_picture = app.app.store.all_listings().find_map(|l| {
+    let listing_picture = app.app.store.listings().all_listings().find_map(|l| {
         l.expect("listing")
             .pictures
             .first()

@@ -491,7 +491,7 @@ async fn unknown_and_unfetched_pictures_answer_404_json() {
 async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
     let api = TestApp::start().await;
     let mut sources = Vec::new();
-    for listing in api.app.store.all_listings() {
+    for listing in api.app.store.listings().all_listings() {
         let pictures = listing.expect("listing").pictures;
         sources.extend(pictures.into_iter().map(|p| (p.id, p.source_url)));
     }
@@ -547,6 +547,7 @@ fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
         .expect("ingest");
     let listing = app
         .store
+        .listings()
         .all_listings()
         .next()
         .expect("one")

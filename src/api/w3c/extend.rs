@@ -249,7 +249,7 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
         "releaseYear" => year(spec.release_year).into_iter().collect(),
         "discontinuationYear" => year(spec.discontinuation_year).into_iter().collect(),
         "listingCount" => vec![Value::Int {
-            int: i64::try_from(app.store.listing_count(model.id)?).unwrap_or(i64::MAX),
+            int: i64::try_from(app.store.listings().listing_count(model.id)?).unwrap_or(i64::MAX),
         }],
         "medianPriceUSD" => asking_prices(app, model.id, None, "USD".to_owned())?
             .median

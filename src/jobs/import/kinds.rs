@@ -458,7 +458,7 @@ impl Kind for Provider {
             .map(|slug| ((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Provider>> {
-        store.provider_by_slug(&key.1)
+        store.listings().provider_by_slug(&key.1)
     }
     stamped_record!();
     fn build(

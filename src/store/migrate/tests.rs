@@ -195,10 +195,10 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     );
     assert_eq!(collect(store.catalogue().all_models()), models);
     assert_eq!(
-        collect(store.providers()),
+        collect(store.listings().providers()),
         read_as_schema_2::<Provider>(&before, Keyspace::Provider)
     );
-    assert_eq!(collect(store.all_listings()), listings);
+    assert_eq!(collect(store.listings().all_listings()), listings);
     for complication in &complications {
         assert_eq!(
             store
@@ -248,10 +248,12 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         Some(model.clone())
     );
     let ebay = store
+        .listings()
         .provider_by_slug(&slug("ebay"))
         .expect("read")
         .expect("ebay");
     let e9 = store
+        .listings()
         .listing_by_source(ebay.id, "e9")
         .expect("read")
         .expect("e9");
@@ -264,14 +266,14 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
             ListingStatus::Active
         ]
     );
-    assert!(store.listing_count(model.id).expect("count") > 0);
+    assert!(store.listings().listing_count(model.id).expect("count") > 0);
     assert_eq!(
         store.catalogue().brand(rolex.id).expect("read"),
         Some(rolex)
     );
 
     // The counts the admin view reads, as scanning the records finds them.
-    let listings: Vec<Listing> = collect(store.all_listings());
+    let listings: Vec<Listing> = collect(store.listings().all_listings());
     let listed = listings
         .iter()
         .filter(|l| l.status != ListingStatus::Delisted)
@@ -441,7 +443,7 @@ fn an_interrupted_step_resumes_after_its_last_committed_batch() {
         assert_eq!(after[key], with_layout_byte(old), "{key:?}");
     }
     assert!(!after.contains_key(&MetaKey::MigrationCursor.key()));
-    assert_eq!(collect(store.all_listings()).len(), 11);
+    assert_eq!(collect(store.listings().all_listings()).len(), 11);
 }
 
 fn no_op(_: &sled::Db) -> StoreResult<u64> {
