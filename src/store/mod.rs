@@ -10,6 +10,7 @@ pub mod migrate;
 mod pending;
 mod rates;
 mod recount;
+mod sessions;
 mod sources;
 mod touch_log;
 mod turn;
@@ -19,13 +20,13 @@ pub use catalogue::Catalogue;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use rates::Rates;
+pub use sessions::Sessions;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
     AuditEntry, BrandId, CandidateId, DuplicatePair, JobId, JobRecord, Look, ModelId,
-    PictureCandidate, PictureId, PictureRecord, PictureReview, ReviewStatus, Session, Slug,
-    TokenHash, User, Username,
+    PictureCandidate, PictureId, PictureRecord, PictureReview, ReviewStatus, Slug,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -224,6 +225,11 @@ impl Store {
     /// The listings area: providers, their listings and each model's count of active listings.
     pub fn listings(&self) -> Listings<'_> {
         Listings(self)
+    }
+
+    /// The sessions area: back-office users and their sessions.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions(self)
     }
 
     /// The rates area: the ECB rates in force and their conversion table.
@@ -462,77 +468,10 @@ impl Store {
         Ok(self.meta(MetaKey::Count(counted))?.unwrap_or(0))
     }
 
-    pub fn user(&self, name: &Username) -> StoreResult<Option<User>> {
-        self.get(keys::user(name))
-    }
-
-    /// Every user, by name.
-    pub fn users(&self) -> impl Iterator<Item = StoreResult<User>> + '_ {
-        self.all(Keyspace::User)
-    }
-
-    pub fn session(&self, token: &TokenHash) -> StoreResult<Option<Session>> {
-        self.get(keys::session(token))
-    }
-
-    /// The token hashes of every session of `name`.
-    pub fn sessions_of(&self, name: &Username) -> StoreResult<Vec<TokenHash>> {
-        let prefix = keys::sessions_of_prefix(name);
-        let mut hashes = Vec::new();
-        for key in self.db.scan_prefix(&prefix).keys() {
-            let key = key?;
-            let hash: [u8; 32] =
-                key[prefix.len()..]
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt {
-                        key: key.to_vec(),
-                        reason: "a session key without a 32-byte token hash".into(),
-                    })?;
-            hashes.push(TokenHash(hash));
-        }
-        Ok(hashes)
-    }
-
     /// A new audit entry's id: sled's id generator, unique and growing across restarts, so an
     /// entry needs no write turn (a login is not held up by a running import).
     pub fn next_audit_id(&self) -> StoreResult<u64> {
         Ok(self.db.generate_id()? + 1)
-    }
-
-    /// Session bookkeeping is a small write of its own, outside the write turn: it touches no
-    /// catalogue record, id counter or index, and a login must not wait for a running ingest.
-    /// Each call is one atomic sled batch, flushed before it returns.
-    pub fn open_session(&self, session: &Session, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(keys::session(&session.token_hash), codec::encode(session));
-        batch.insert(
-            keys::session_of(&session.user, &session.token_hash),
-            &[][..],
-        );
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Records that `session` was just used (see [`Store::open_session`]).
-    pub fn touch_session(&self, session: &Session) -> StoreResult<()> {
-        self.db
-            .insert(keys::session(&session.token_hash), codec::encode(session))?;
-        Ok(())
-    }
-
-    /// Ends `session`, with the audit entry that says so when a person ended it.
-    pub fn close_session(&self, session: &Session, audit: Option<&AuditEntry>) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.remove(keys::session(&session.token_hash));
-        batch.remove(keys::session_of(&session.user, &session.token_hash));
-        if let Some(audit) = audit {
-            batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        }
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
     }
 
     /// Where the image pipeline is with picture `id`, if it knows the picture: its state
