@@ -31,7 +31,7 @@ pub fn audit_entry(
     detail: impl Into<String>,
 ) -> StoreResult<AuditEntry> {
     Ok(AuditEntry {
-        id: store.next_audit_id()?,
+        id: store.audit().next_audit_id()?,
         at: Timestamp::now(),
         user: actor.name(),
         action: action.to_owned(),
@@ -258,6 +258,7 @@ mod tests {
         assert!(matches!(unknown, Err(UserError::Unknown(_))));
 
         let actions: Vec<String> = store
+            .audit()
             .audit_newest_first()
             .map(|entry| entry.expect("entry").action)
             .filter(|action| action.starts_with("user."))
@@ -279,6 +280,6 @@ mod tests {
             Err(UserError::Auth(AuthError::WeakPassword))
         ));
         assert!(store.sessions().user(&ana).expect("read").is_none());
-        assert_eq!(store.audit_newest_first().count(), 0);
+        assert_eq!(store.audit().audit_newest_first().count(), 0);
     }
 }

@@ -2,6 +2,7 @@
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
 
+mod audit;
 mod catalogue;
 mod codec;
 mod keys;
@@ -16,6 +17,7 @@ mod touch_log;
 mod turn;
 mod write;
 
+pub use audit::Audit;
 pub use catalogue::Catalogue;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
@@ -230,6 +232,11 @@ impl Store {
     /// The sessions area: back-office users and their sessions.
     pub fn sessions(&self) -> Sessions<'_> {
         Sessions(self)
+    }
+
+    /// The audit area: the back office's audit trail.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit(self)
     }
 
     /// The rates area: the ECB rates in force and their conversion table.
@@ -466,12 +473,6 @@ impl Store {
     /// An admin count, as the writes that moved it left it.
     pub fn count_of(&self, counted: Counted) -> StoreResult<u64> {
         Ok(self.meta(MetaKey::Count(counted))?.unwrap_or(0))
-    }
-
-    /// A new audit entry's id: sled's id generator, unique and growing across restarts, so an
-    /// entry needs no write turn (a login is not held up by a running import).
-    pub fn next_audit_id(&self) -> StoreResult<u64> {
-        Ok(self.db.generate_id()? + 1)
     }
 
     /// Where the image pipeline is with picture `id`, if it knows the picture: its state
@@ -740,17 +741,6 @@ impl Store {
     pub fn jobs_newest_first(&self) -> impl Iterator<Item = StoreResult<JobRecord>> + '_ {
         self.db
             .scan_prefix(Keyspace::Job.prefix())
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode(&key, &value)
-            })
-    }
-
-    /// The audit trail, newest first.
-    pub fn audit_newest_first(&self) -> impl Iterator<Item = StoreResult<AuditEntry>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::Audit.prefix())
             .rev()
             .map(|entry| {
                 let (key, value) = entry?;

@@ -101,6 +101,7 @@ fn the_stock_guard_overridden_delists_and_is_in_the_report_and_the_audit_trail()
     let app = reopen(&DataDir::new(data.path()), 1 << 20);
     let entry = app
         .store
+        .audit()
         .audit_newest_first()
         .next()
         .expect("an entry")

@@ -68,6 +68,7 @@ fn model_id(app: &TestApp, slug: &str) -> String {
 fn audit_actions(app: &TestApp) -> Vec<String> {
     app.app
         .store
+        .audit()
         .audit_newest_first()
         .map(|entry| entry.expect("entry").action)
         .collect()
