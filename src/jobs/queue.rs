@@ -149,7 +149,7 @@ impl Jobs {
         }
         let store = &app.store;
         let _in_order = lock(&self.submitting);
-        let id = store.next_job_id()?;
+        let id = store.jobs().next_job_id()?;
         let record = JobRecord::queued(
             id,
             batch.kind(),
@@ -166,7 +166,7 @@ impl Jobs {
         );
         let detail = batch.submitted_detail();
         let audit = audit_entry(store, actor, "job.submit", targets, detail)?;
-        store.submit_job(&record, &audit)?;
+        store.jobs().submit_job(&record, &audit)?;
         let queued = Queued {
             record: record.clone(),
             batch,
@@ -181,7 +181,7 @@ impl Jobs {
 
     /// The job's record, with the live progress when it is the one running.
     pub fn job(&self, app: &App, id: JobId) -> StoreResult<Option<JobRecord>> {
-        Ok(app.store.job(id)?.map(|record| self.live(record)))
+        Ok(app.store.jobs().job(id)?.map(|record| self.live(record)))
     }
 
     /// `record` with the live progress when it is the running job's.
@@ -309,7 +309,7 @@ fn recording_progress(app: &App, running: JobRecord) -> JobControl {
     JobControl::recording(move |done, total| {
         let mut record = running.clone();
         (record.progress.done, record.progress.total) = (done, total);
-        if let Err(error) = store.put_job(&record) {
+        if let Err(error) = store.jobs().put_job(&record) {
             tracing::error!(job = %record.id, %error, "recording a job's progress");
         }
     })
@@ -325,6 +325,7 @@ fn interrupt(app: &App, mut record: JobRecord) {
 fn interrupt_unfinished(app: &App) -> StoreResult<()> {
     let unfinished: Vec<JobRecord> = app
         .store
+        .jobs()
         .jobs_newest_first()
         .filter(|job| job.as_ref().map_or(true, |job| !job.state.is_finished()))
         .collect::<StoreResult<_>>()?;
@@ -338,7 +339,7 @@ fn interrupt_unfinished(app: &App) -> StoreResult<()> {
 /// A job's record is bookkeeping: failing to write it is logged, and the job's own outcome
 /// (committed or not) stands.
 fn save(app: &App, record: &JobRecord) {
-    if let Err(error) = app.store.put_job(record) {
+    if let Err(error) = app.store.jobs().put_job(record) {
         tracing::error!(job = %record.id, %error, "recording where a job stands");
     }
 }
@@ -360,7 +361,7 @@ mod tests {
             rules: Default::default(),
         };
         let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
-        app.store.put_job(&record).expect("put");
+        app.store.jobs().put_job(&record).expect("put");
         run_one(
             &app,
             Queued {
@@ -369,7 +370,7 @@ mod tests {
                 _spooled: None,
             },
         );
-        let job = app.store.job(JobId(1)).expect("read").expect("job");
+        let job = app.store.jobs().job(JobId(1)).expect("read").expect("job");
         assert_eq!(job.state, JobState::Failed);
         assert!(job.started_at.is_some() && job.finished_at.is_some());
         assert!(
@@ -394,11 +395,12 @@ mod tests {
             let mut record =
                 JobRecord::queued(JobId(id), JobKind::Match, None, "ana".into(), "listings");
             record.state = state;
-            app.store.put_job(&record).expect("put");
+            app.store.jobs().put_job(&record).expect("put");
         }
         interrupt_unfinished(&app).expect("interrupt");
         let states: Vec<JobState> = app
             .store
+            .jobs()
             .jobs_newest_first()
             .map(|job| job.expect("job").state)
             .collect();

@@ -2,7 +2,6 @@
 //! writes they record (a session opened or closed, a job submitted, a batch of the write turn).
 //! Keyspaces: `Audit`.
 
-use super::codec::decode;
 use super::keys::Keyspace;
 use super::{Store, StoreResult};
 use crate::domain::AuditEntry;
@@ -20,13 +19,6 @@ impl<'s> Audit<'s> {
 
     /// The audit trail, newest first.
     pub fn audit_newest_first(self) -> impl Iterator<Item = StoreResult<AuditEntry>> + 's {
-        self.0
-            .db
-            .scan_prefix(Keyspace::Audit.prefix())
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode(&key, &value)
-            })
+        self.0.all_newest_first(Keyspace::Audit)
     }
 }

@@ -5,6 +5,7 @@
 mod audit;
 mod catalogue;
 mod codec;
+mod jobs;
 mod keys;
 mod listings;
 pub mod migrate;
@@ -19,6 +20,7 @@ mod write;
 
 pub use audit::Audit;
 pub use catalogue::Catalogue;
+pub use jobs::Jobs;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use rates::Rates;
@@ -27,8 +29,8 @@ pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
 use crate::domain::{
-    AuditEntry, BrandId, CandidateId, DuplicatePair, JobId, JobRecord, Look, ModelId,
-    PictureCandidate, PictureId, PictureRecord, PictureReview, ReviewStatus, Slug,
+    BrandId, CandidateId, DuplicatePair, Look, ModelId, PictureCandidate, PictureId, PictureRecord,
+    PictureReview, ReviewStatus, Slug,
 };
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
@@ -239,6 +241,11 @@ impl Store {
         Audit(self)
     }
 
+    /// The jobs area: the records of batch jobs submitted to a running server.
+    pub fn jobs(&self) -> Jobs<'_> {
+        Jobs(self)
+    }
+
     /// The rates area: the ECB rates in force and their conversion table.
     pub fn rates(&self) -> Rates<'_> {
         Rates(self)
@@ -432,6 +439,17 @@ impl Store {
 
     fn all<T: StoredRecord>(&self, space: Keyspace) -> impl Iterator<Item = StoreResult<T>> + '_ {
         self.db.scan_prefix(space.prefix()).map(|entry| {
+            let (key, value) = entry?;
+            decode(&key, &value)
+        })
+    }
+
+    /// Every record of `space`, the greatest id first.
+    fn all_newest_first<T: StoredRecord>(
+        &self,
+        space: Keyspace,
+    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
+        self.db.scan_prefix(space.prefix()).rev().map(|entry| {
             let (key, value) = entry?;
             decode(&key, &value)
         })
@@ -693,59 +711,6 @@ impl Store {
                     })
             })
             .collect()
-    }
-
-    // --- batch jobs -----------------------------------------------------------------------------
-
-    /// A new job's id: a counter of its own, bumped atomically outside the write turn (a job is
-    /// submitted while another holds the turn).
-    pub fn next_job_id(&self) -> StoreResult<JobId> {
-        let key = MetaKey::NextId(Keyspace::Job).key();
-        let next = self.db.update_and_fetch(&key, |old| {
-            let last = old
-                .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
-                .map_or(0, u64::from_be_bytes);
-            Some((last + 1).to_be_bytes().to_vec())
-        })?;
-        let value = next.ok_or_else(|| StoreError::Corrupt {
-            key: key.clone(),
-            reason: "the job counter vanished while it was bumped".into(),
-        })?;
-        Ok(JobId(decode_u64(&key, &value)?))
-    }
-
-    /// Records a submitted job with the audit entry that says who submitted it: one atomic,
-    /// flushed sled batch outside the write turn (bookkeeping, like a session).
-    pub fn submit_job(&self, job: &JobRecord, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(Keyspace::Job.id_key(job.id.0), codec::encode(job));
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Writes where `job` stands, flushed (see [`Store::submit_job`]).
-    pub fn put_job(&self, job: &JobRecord) -> StoreResult<()> {
-        self.db
-            .insert(Keyspace::Job.id_key(job.id.0), codec::encode(job))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    pub fn job(&self, id: JobId) -> StoreResult<Option<JobRecord>> {
-        self.get(Keyspace::Job.id_key(id.0))
-    }
-
-    /// Every job, newest first.
-    pub fn jobs_newest_first(&self) -> impl Iterator<Item = StoreResult<JobRecord>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::Job.prefix())
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode(&key, &value)
-            })
     }
 }
 

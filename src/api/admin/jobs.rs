@@ -250,7 +250,7 @@ pub async fn list_jobs(
     let pagination = page.pagination()?;
     blocking(move || {
         let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
-        for job in app.store.jobs_newest_first() {
+        for job in app.store.jobs().jobs_newest_first() {
             let job = job?;
             if total >= pagination.offset() && data.len() < pagination.page_size {
                 data.push(app.jobs.live(job).into());
