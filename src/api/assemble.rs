@@ -424,7 +424,7 @@ fn picture_record(
 ) -> crate::store::StoreResult<Option<PictureRecord>> {
     match picture.cropped_url {
         Some(_) => Ok(None),
-        None => app.store.picture(picture.id),
+        None => app.store.pictures().picture(picture.id),
     }
 }
 

@@ -79,7 +79,7 @@ impl Photograph {
 /// how many were ranked. A model some of whose listing pictures are still to be fetched stays
 /// stale, and is ranked again by a later pass.
 pub fn rank_stale(app: &App) -> Result<usize, CandidateError> {
-    let stale = app.store.candidates_stale(MODELS_PER_PASS)?;
+    let stale = app.store.pictures().candidates_stale(MODELS_PER_PASS)?;
     for models in stale.chunks(MODELS_PER_TURN) {
         app.writer
             .run(|turn| rank_models(turn, &app.listings, models))
@@ -132,7 +132,7 @@ fn rank_model(
     });
     photographs.truncate(LISTING_CANDIDATES);
 
-    let existing = store.candidates_of(model)?;
+    let existing = store.pictures().candidates_of(model)?;
     let after_rank = existing
         .iter()
         .filter(|c| c.origin == CandidateOrigin::Dataset)
@@ -168,7 +168,7 @@ fn rank_model(
             remaining += 1;
         }
     }
-    let review = store.picture_review(model)?;
+    let review = store.pictures().picture_review(model)?;
     batch.put_picture_review(model, &review, remaining + kept.len() > 0);
     Ok(settled)
 }
@@ -195,6 +195,7 @@ fn listing_candidate(
     }
     let newest = photograph.newest();
     let size = store
+        .pictures()
         .picture(newest.picture)?
         .and_then(|p| p.fetched().map(|f| (f.width, f.height)));
     Ok(PictureCandidate {
@@ -249,7 +250,7 @@ fn fetched_pictures(
     let mut settled = true;
     for listing in listings {
         for picture in &listing.pictures {
-            match store.picture_look(picture.id)? {
+            match store.pictures().picture_look(picture.id)? {
                 Some(look) => shown.push(Shown {
                     picture: picture.id,
                     listing: listing.id,
@@ -259,7 +260,7 @@ fn fetched_pictures(
                     page_url: listing.details.url.clone(),
                 }),
                 None => {
-                    let record = store.picture(picture.id)?;
+                    let record = store.pictures().picture(picture.id)?;
                     settled &= !record.is_some_and(|r| r.may_be_due());
                 }
             }

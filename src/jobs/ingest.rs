@@ -910,7 +910,7 @@ mod tests {
         ];
         let count = |store: &Store| (spaces.map(|s| store.keys_in(s)), store.keys_total());
         let (before, total_before) = count(&store);
-        let due_before = store.pictures_maybe_due().expect("due").len();
+        let due_before = store.pictures().pictures_maybe_due().expect("due").len();
         let (listings, pictures) = (40, 3);
         let done = ingest_lines(&store, (0..listings).map(|n| line(n, pictures)));
         assert_eq!(done.created, listings);
@@ -924,12 +924,16 @@ mod tests {
         assert!(others <= 6, "{others} other keys");
         for listing in store.listings().all_listings() {
             for picture in listing.expect("listing").pictures {
-                let record = store.picture(picture.id).expect("read").expect("record");
+                let record = store
+                    .pictures()
+                    .picture(picture.id)
+                    .expect("read")
+                    .expect("record");
                 assert_eq!(record.source_url, picture.source_url);
                 assert_eq!(record.state, crate::domain::FetchState::Pending);
             }
         }
-        let due = store.pictures_maybe_due().expect("due").len();
+        let due = store.pictures().pictures_maybe_due().expect("due").len();
         assert_eq!(due - due_before, listings * pictures);
     }
 

@@ -70,7 +70,7 @@ pub fn merge(
             hint: "a reference repeated across brands is no duplicate; merge within one brand",
         });
     }
-    let review = store.picture_review(keeper)?;
+    let review = store.pictures().picture_review(keeper)?;
     let mut kept = original.clone();
     let mut result = Merged {
         keeper,
@@ -88,11 +88,11 @@ pub fn merge(
     kept.updated_at = Timestamp::now();
 
     let mut batch = turn.batch()?;
-    let mut has_candidates = !store.candidates_of(keeper)?.is_empty();
+    let mut has_candidates = !store.pictures().candidates_of(keeper)?.is_empty();
     for duplicate in &merged {
         // Before the keeper's write: the keys of the pictures it takes over are its own after.
         batch.merge_model_away(duplicate, keeper);
-        for candidate in store.candidates_of(duplicate.id)? {
+        for candidate in store.pictures().candidates_of(duplicate.id)? {
             has_candidates = true;
             batch.remove_candidate(&candidate);
             batch.put_candidate(&crate::domain::PictureCandidate {

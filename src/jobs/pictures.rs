@@ -256,7 +256,7 @@ async fn handle_page(
 fn urgent_pictures(app: &App) -> Result<Vec<PictureRecord>, StoreError> {
     let mut records = Vec::new();
     for id in app.urgent_pictures.take() {
-        records.extend(app.store.picture(id)?.filter(|r| r.may_be_due()));
+        records.extend(app.store.pictures().picture(id)?.filter(|r| r.may_be_due()));
     }
     Ok(records)
 }
@@ -281,7 +281,10 @@ async fn record(
 
 /// The page of pictures from `from` on, those of them due at `now`.
 fn due_pictures(app: &App, now: Timestamp, from: PictureId) -> Result<DuePage, StoreError> {
-    let mut page = app.store.pictures_maybe_due_page(from, DUE_PAGE)?;
+    let mut page = app
+        .store
+        .pictures()
+        .pictures_maybe_due_page(from, DUE_PAGE)?;
     page.records.retain(|p| p.is_due(now));
     Ok(page)
 }
@@ -438,7 +441,7 @@ fn record_states(
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             for (picture, look) in &updated {
-                let current = turn.store().picture(picture.id)?;
+                let current = turn.store().pictures().picture(picture.id)?;
                 if current.is_some_and(|c| c.source_url == picture.source_url) {
                     batch.put_picture(picture);
                     if let Some(look) = look {

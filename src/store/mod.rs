@@ -10,6 +10,7 @@ mod keys;
 mod listings;
 pub mod migrate;
 mod pending;
+mod pictures;
 mod rates;
 mod recount;
 mod sessions;
@@ -23,15 +24,13 @@ pub use catalogue::Catalogue;
 pub use jobs::Jobs;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
+pub use pictures::{DuePage, Pictures};
 pub use rates::Rates;
 pub use sessions::Sessions;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
-use crate::domain::{
-    BrandId, CandidateId, DuplicatePair, Look, ModelId, PictureCandidate, PictureId, PictureRecord,
-    PictureReview, ReviewStatus, Slug,
-};
+use crate::domain::{BrandId, DuplicatePair, ModelId, Slug};
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
@@ -88,16 +87,6 @@ enum Applied {
     KeyByKey,
 }
 
-/// Handle on the sled database; cheap to clone.
-/// One page of the pictures the worker may have work for: see [`Store::pictures_maybe_due_page`].
-#[derive(Debug)]
-pub struct DuePage {
-    /// By id.
-    pub records: Vec<PictureRecord>,
-    /// Where the next page starts; `None` after the last.
-    pub next: Option<PictureId>,
-}
-
 /// The id a secondary key ends with.
 fn secondary_id(key: &[u8]) -> StoreResult<u64> {
     keys::trailing_id(key).ok_or_else(|| StoreError::Corrupt {
@@ -106,6 +95,7 @@ fn secondary_id(key: &[u8]) -> StoreResult<u64> {
     })
 }
 
+/// Handle on the sled database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
@@ -244,6 +234,11 @@ impl Store {
     /// The jobs area: the records of batch jobs submitted to a running server.
     pub fn jobs(&self) -> Jobs<'_> {
         Jobs(self)
+    }
+
+    /// The pictures area: the image pipeline's pictures and picture review.
+    pub fn pictures(&self) -> Pictures<'_> {
+        Pictures(self)
     }
 
     /// The rates area: the ECB rates in force and their conversion table.
@@ -493,52 +488,6 @@ impl Store {
         Ok(self.meta(MetaKey::Count(counted))?.unwrap_or(0))
     }
 
-    /// Where the image pipeline is with picture `id`, if it knows the picture: its state
-    /// record, or else the pending record its group holds (`pending`).
-    pub fn picture(&self, id: PictureId) -> StoreResult<Option<PictureRecord>> {
-        if let Some(record) = self.get(Keyspace::PictureState.id_key(id.0))? {
-            return Ok(Some(record));
-        }
-        Ok(pending::group_at(self, id)?.and_then(|(_, group)| group.find(id)))
-    }
-
-    /// The records of the pictures the worker may have work for, by id: those with a state
-    /// record and a `PictureDue` key, and the pending ones held in groups.
-    pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
-        let mut all = Vec::new();
-        let mut from = Some(PictureId(0));
-        while let Some(start) = from {
-            let page = self.pictures_maybe_due_page(start, 4_096)?;
-            all.extend(page.records);
-            from = page.next;
-        }
-        Ok(all)
-    }
-
-    /// [`Store::pictures_maybe_due`] a page at a time: those from picture `from` on, at most
-    /// `limit` of each kind (state records, pending ones), and where the next page starts.
-    /// What a worker holds at once stays bounded however many pictures are queued (20M after
-    /// an ingest of 10M listings).
-    pub fn pictures_maybe_due_page(&self, from: PictureId, limit: usize) -> StoreResult<DuePage> {
-        // At least one of each kind, so that every page moves past `from`.
-        let limit = limit.max(1);
-        let (ids, stated_rest) = self.ids_from(Keyspace::PictureDue, from.0, limit)?;
-        let mut due = self.many(Keyspace::PictureState, ids)?;
-        let (pending, pending_rest) = pending::records_from(self, from, limit)?;
-        due.extend(pending);
-        // Stable: were a picture in both, its state record (first) would win.
-        due.sort_by_key(|picture| picture.id);
-        due.dedup_by_key(|picture| picture.id);
-        // Each kind is read whole below the first id it left for the next page.
-        let next = (stated_rest.map(PictureId).into_iter())
-            .chain(pending_rest)
-            .min();
-        if let Some(next) = next {
-            due.retain(|picture| picture.id < next);
-        }
-        Ok(DuePage { records: due, next })
-    }
-
     /// How many keys `space` holds (tests count what a write costs sled).
     #[cfg(test)]
     pub(crate) fn keys_in(&self, space: Keyspace) -> usize {
@@ -549,18 +498,6 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn keys_total(&self) -> usize {
         self.db.len()
-    }
-
-    /// What picture `id` looks like, once the worker has fetched it.
-    pub fn picture_look(&self, id: PictureId) -> StoreResult<Option<Look>> {
-        Ok(self.get_id(Keyspace::PictureLook.id_key(id.0))?.map(Look))
-    }
-
-    /// The model that shows picture `id`, if one does.
-    pub fn model_of_picture(&self, id: PictureId) -> StoreResult<Option<ModelId>> {
-        Ok(self
-            .get_id(Keyspace::ModelPicture.id_key(id.0))?
-            .map(ModelId))
     }
 
     // --- duplicate finder ---------------------------------------------------------------------
@@ -663,54 +600,6 @@ impl Store {
             }
         }
         Ok(at.map(ModelId))
-    }
-
-    // --- picture review ---------------------------------------------------------------------
-
-    pub fn candidate(&self, id: CandidateId) -> StoreResult<Option<PictureCandidate>> {
-        self.get(Keyspace::Candidate.id_key(id.0))
-    }
-
-    /// `model`'s candidates, by id.
-    pub fn candidates_of(&self, model: ModelId) -> StoreResult<Vec<PictureCandidate>> {
-        let ids = self.ids_under(keys::candidate_of_model_prefix(model))?;
-        self.many(Keyspace::Candidate, ids)
-    }
-
-    /// Where `model` stands in picture review (nothing decided, nothing protected when the
-    /// store has no record).
-    pub fn picture_review(&self, model: ModelId) -> StoreResult<PictureReview> {
-        Ok(self
-            .get(Keyspace::PictureReview.id_key(model.0))?
-            .unwrap_or_default())
-    }
-
-    /// The models in the given review lists, in id order.
-    pub fn review_queue(&self, lists: &[ReviewStatus]) -> StoreResult<Vec<ModelId>> {
-        let mut ids = Vec::new();
-        for list in lists {
-            ids.extend(self.ids_under(keys::review_queue_prefix(*list))?);
-        }
-        ids.sort_unstable();
-        Ok(ids.into_iter().map(ModelId).collect())
-    }
-
-    /// Up to `limit` models whose listing candidates are to be ranked again, by id.
-    pub fn candidates_stale(&self, limit: usize) -> StoreResult<Vec<ModelId>> {
-        self.db
-            .scan_prefix(Keyspace::CandidatesStale.prefix())
-            .keys()
-            .take(limit)
-            .map(|key| {
-                let key = key?;
-                keys::trailing_id(&key)
-                    .map(ModelId)
-                    .ok_or_else(|| StoreError::Corrupt {
-                        key: key.to_vec(),
-                        reason: "stale-candidates key without a model id".into(),
-                    })
-            })
-            .collect()
     }
 }
 

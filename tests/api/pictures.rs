@@ -198,7 +198,11 @@ pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
 }
 
 pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
-    app.store.picture(id).expect("read").expect("record")
+    app.store
+        .pictures()
+        .picture(id)
+        .expect("read")
+        .expect("record")
 }
 
 fn failure_reason(app: &App, id: PictureId) -> String {
@@ -565,9 +569,14 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
         .map(|p| format!("http://{source}{p}"))
         .collect();
     let ids = ingest_listing(&app, &urls);
-    let due: Vec<PictureId> = (app.store.pictures_maybe_due().expect("due").iter())
-        .map(|r| r.id)
-        .collect();
+    let due: Vec<PictureId> = (app
+        .store
+        .pictures()
+        .pictures_maybe_due()
+        .expect("due")
+        .iter())
+    .map(|r| r.id)
+    .collect();
     assert_eq!(due, ids, "queued for the worker");
     for (id, url) in ids.iter().zip(&urls) {
         let record = state(&app, *id);
@@ -594,7 +603,12 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
         assert_eq!(&state(&app, *id).source_url, url);
     }
     // Nothing left to do: a second pass fetches nothing again.
-    assert!(app.store.pictures_maybe_due().expect("due").is_empty());
+    assert!(app
+        .store
+        .pictures()
+        .pictures_maybe_due()
+        .expect("due")
+        .is_empty());
     let worker =
         PictureWorker::new(app.media.clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
     let report = run_pass(&app, &Arc::new(worker)).await.expect("pass");

@@ -391,7 +391,7 @@ impl Kind for Model {
             return Ok(None);
         };
         if let Some(old) = &claim.existing {
-            let review = run.store.picture_review(old.id)?;
+            let review = run.store.pictures().picture_review(old.id)?;
             keep_protected(&mut pictures, &old.pictures, &review.protected);
         }
         Ok(Some(Model {

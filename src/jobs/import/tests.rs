@@ -336,7 +336,11 @@ fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pendin
         let mut ids = Vec::new();
         for model in store.catalogue().all_models() {
             for picture in model.expect("model").pictures {
-                let record = store.picture(picture.id).expect("read").expect("record");
+                let record = store
+                    .pictures()
+                    .picture(picture.id)
+                    .expect("read")
+                    .expect("record");
                 assert_eq!(record.state, FetchState::Pending);
                 assert_eq!(record.source_url, picture.url);
                 ids.push(picture.id);
@@ -346,7 +350,7 @@ fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pendin
     };
     let pictures = pending_of(&store);
     assert_eq!(pictures.len(), 80);
-    let due = store.pictures_maybe_due().expect("due");
+    let due = store.pictures().pictures_maybe_due().expect("due");
     assert_eq!(due.len(), 80);
 
     // Again, with one model's front picture changed: only that one is new and queued, in a
