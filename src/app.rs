@@ -149,12 +149,16 @@ impl App {
             .duplicate_groups
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let generation = self.store.duplicates_generation()?;
+        let generation = self.store.duplicates().duplicates_generation()?;
         if let Some((at, grouping)) = cached.as_mut() {
             if *at == generation {
                 return Ok(grouping.groups());
             }
-            if let Some(touched) = self.store.duplicates_touched_between(*at, generation) {
+            if let Some(touched) = self
+                .store
+                .duplicates()
+                .duplicates_touched_between(*at, generation)
+            {
                 let started = std::time::Instant::now();
                 grouping.regroup(&self.store, &touched)?;
                 tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");

@@ -869,6 +869,7 @@ mod tests {
         app.writer.run(duplicates::rebuild).expect("rebuild");
         let signals: HashMap<_, _> = app
             .store
+            .duplicates()
             .duplicate_pairs()
             .expect("pairs")
             .into_iter()

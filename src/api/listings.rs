@@ -239,7 +239,7 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
     };
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
-    let id = app.store.merged_into(id)?.unwrap_or(id);
+    let id = app.store.duplicates().merged_into(id)?.unwrap_or(id);
     app.store.catalogue().model(id)?.ok_or_else(not_found)
 }
 

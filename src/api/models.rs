@@ -120,7 +120,7 @@ fn model_filters(app: &App, params: &ModelListParams) -> ApiResult<Option<Filter
     if let Some(id) = &params.id {
         match id.parse::<ModelId>() {
             // A merged model's id stands for the model it was merged into.
-            Ok(id) => filters.id = Some(app.store.merged_into(id)?.unwrap_or(id).0),
+            Ok(id) => filters.id = Some(app.store.duplicates().merged_into(id)?.unwrap_or(id).0),
             Err(_) => return Ok(None),
         }
     }
@@ -319,7 +319,7 @@ fn moved_or(
 /// The model that the brand's model `slug` was merged into, if it was.
 fn merged_keeper(app: &App, brand: &Brand, slug: &str) -> ApiResult<Option<Model>> {
     let keeper = match Slug::parse(slug) {
-        Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
+        Ok(slug) => app.store.duplicates().merged_slug(brand.id, &slug)?,
         Err(_) => None,
     };
     Ok(keeper

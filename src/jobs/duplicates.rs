@@ -46,7 +46,7 @@ pub fn refresh(
     let mut batch = turn.batch()?;
     let mut pairs = 0;
     for &id in models {
-        let old = store.duplicate_pairs_of(id)?;
+        let old = store.duplicates().duplicate_pairs_of(id)?;
         let new = match store.catalogue().model(id)? {
             Some(model) => pairs_for(store, &model)?,
             None => Vec::new(),
@@ -141,7 +141,7 @@ pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResu
 /// the store holds of that pair when it gets there: no model's pairs are read again.
 fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<DuplicatePair>>> {
     let mut by_model: FxHashMap<ModelId, Vec<DuplicatePair>> = FxHashMap::default();
-    for pair in store.duplicate_pairs()? {
+    for pair in store.duplicates().duplicate_pairs()? {
         by_model.entry(pair.a).or_default().push(pair);
     }
     Ok(by_model)
@@ -157,7 +157,11 @@ fn rekey_bases(
     created: &BTreeSet<ModelId>,
 ) -> StoreResult<()> {
     let store = turn.store();
-    let mut stored: HashSet<Vec<u8>> = store.model_base_keys(created)?.into_iter().collect();
+    let mut stored: HashSet<Vec<u8>> = store
+        .duplicates()
+        .model_base_keys(created)?
+        .into_iter()
+        .collect();
     let rekeyed: Vec<&Summary> = every
         .summaries()
         .iter()
@@ -184,7 +188,7 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
     let store = turn.store();
     let mut batch = turn.batch()?;
     let mut seen: Option<(ModelId, bool)> = None;
-    for pair in store.duplicate_pairs()? {
+    for pair in store.duplicates().duplicate_pairs()? {
         let gone = match seen {
             Some((id, gone)) if id == pair.a => gone,
             _ => !store.catalogue().has_model(pair.a)?,
@@ -312,7 +316,7 @@ pub struct Grouping {
 impl Grouping {
     /// Joins every stored pair into groups.
     pub fn of(store: &Store) -> StoreResult<Grouping> {
-        let pairs = store.duplicate_pairs()?;
+        let pairs = store.duplicates().duplicate_pairs()?;
         let mut parent: HashMap<ModelId, ModelId> = HashMap::new();
         fn root(parent: &mut HashMap<ModelId, ModelId>, id: ModelId) -> ModelId {
             let mut at = id;
@@ -455,7 +459,7 @@ fn component(
     let mut queue = vec![start];
     while let Some(id) = queue.pop() {
         ids.push(id);
-        for pair in store.duplicate_pairs_of(id)? {
+        for pair in store.duplicates().duplicate_pairs_of(id)? {
             strongest = Some(stronger(strongest, &pair));
             let other = if pair.a == id { pair.b } else { pair.a };
             if reached.insert(other) {

@@ -100,7 +100,7 @@ pub fn merge(
                 ..candidate
             });
         }
-        let pairs = store.duplicate_pairs_of(duplicate.id)?;
+        let pairs = store.duplicates().duplicate_pairs_of(duplicate.id)?;
         let others: Vec<ModelId> = pairs
             .iter()
             .map(|p| if p.a == duplicate.id { p.b } else { p.a })
@@ -292,14 +292,14 @@ pub fn dismiss(
     let mut new_pairs = 0;
     for (at, &a) in ids.iter().enumerate() {
         for &b in &ids[at + 1..] {
-            if !store.is_dismissed(a, b)? {
+            if !store.duplicates().is_dismissed(a, b)? {
                 batch.dismiss_pair(a, b);
                 new_pairs += 1;
             }
         }
     }
     for &id in &ids {
-        let old = store.duplicate_pairs_of(id)?;
+        let old = store.duplicates().duplicate_pairs_of(id)?;
         let kept: Vec<_> = old
             .iter()
             .filter(|p| !(ids.contains(&p.a) && ids.contains(&p.b)))

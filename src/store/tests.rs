@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{Brand, BrandId, Timestamp};
+use crate::domain::{Brand, BrandId, Slug, Timestamp};
 use std::time::{Duration, Instant};
 
 /// Runs `open` again while the directory's lock is taken: sled's shared thread pool can hold a

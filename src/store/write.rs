@@ -443,7 +443,7 @@ impl WriteBatch<'_> {
         }
     }
 
-    /// Removes reference-base keys (`Store::model_base_keys`) no model has any more.
+    /// Removes reference-base keys (`Duplicates::model_base_keys`) no model has any more.
     pub fn remove_base_keys(&mut self, stale: impl IntoIterator<Item = Vec<u8>>) {
         for key in stale {
             self.remove(key);

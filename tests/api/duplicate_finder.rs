@@ -94,7 +94,11 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
     let actor = Actor::Cli;
     let mut regrouped = 0;
     for step in 0..60 {
-        let before = app.store.duplicates_generation().expect("generation");
+        let before = app
+            .store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation");
         let group = kept[rng.below(kept.len())].clone();
         match rng.below(4) {
             0 => {
@@ -127,10 +131,15 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
                 import_models(&app, dataset.path(), &model_line(&mut rng, at));
             }
         }
-        let after = app.store.duplicates_generation().expect("generation");
+        let after = app
+            .store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation");
         if after != before {
             assert!(
                 app.store
+                    .duplicates()
                     .duplicates_touched_between(before, after)
                     .is_some(),
                 "step {step}: the write's touched models are known"
@@ -149,6 +158,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
 
 fn base_keys(app: &App) -> HashSet<Vec<u8>> {
     app.store
+        .duplicates()
         .model_base_keys(&BTreeSet::new())
         .expect("keys")
         .into_iter()
@@ -193,7 +203,12 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
         .expect("read")
         .expect("m-0");
     assert_eq!(m0.slug.to_string(), "m-0");
-    let m0_pairs = || app.store.duplicate_pairs_of(m0.id).expect("pairs");
+    let m0_pairs = || {
+        app.store
+            .duplicates()
+            .duplicate_pairs_of(m0.id)
+            .expect("pairs")
+    };
     assert!(!m0_pairs().is_empty());
 
     skew_base_keys(&app, &m0, &first);
@@ -249,14 +264,25 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
             .expect("merge");
     }
     let stored_pairs = |id| {
-        let mut pairs = app.store.duplicate_pairs_of(id).expect("pairs");
+        let mut pairs = app
+            .store
+            .duplicates()
+            .duplicate_pairs_of(id)
+            .expect("pairs");
         pairs.sort_by_key(|p| (p.a, p.b));
         pairs
     };
-    let before = app.store.duplicates_generation().expect("generation");
+    let before = app
+        .store
+        .duplicates()
+        .duplicates_generation()
+        .expect("generation");
     app.writer.run(duplicates::rebuild).expect("full pass");
     assert_eq!(
-        app.store.duplicates_generation().expect("generation"),
+        app.store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation"),
         before,
         "the full pass finds what the refreshes kept, and writes nothing"
     );
@@ -274,7 +300,7 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
         assert_eq!(stored_pairs(id), through_keys, "{}", model.slug);
     }
     assert!(paired > 100, "most models pair: {paired}");
-    let dismissed = app.store.dismissed_pairs().expect("dismissed");
+    let dismissed = app.store.duplicates().dismissed_pairs().expect("dismissed");
     assert!(!dismissed.is_empty());
     for (a, b) in dismissed {
         assert!(

@@ -151,7 +151,7 @@ impl Entity {
                 // its API path does (301 to the keeper's).
                 let model = match app.store.catalogue().model_by_slug(brand.id, slug)? {
                     Some(model) => Some(model),
-                    None => match app.store.merged_slug(brand.id, slug)? {
+                    None => match app.store.duplicates().merged_slug(brand.id, slug)? {
                         Some(keeper) => app.store.catalogue().model(keeper)?,
                         None => None,
                     },

@@ -152,7 +152,7 @@ impl Partners for InStore<'_> {
         self.0.catalogue().model_ids_by_reference(brand, normalized)
     }
     fn by_base(&self, brand: BrandId, base: &str) -> StoreResult<Vec<ModelId>> {
-        self.0.model_ids_by_base(brand, base)
+        self.0.duplicates().model_ids_by_base(brand, base)
     }
     fn summary(&self, id: ModelId) -> StoreResult<Option<Cow<'_, Summary>>> {
         Ok(self
@@ -162,7 +162,7 @@ impl Partners for InStore<'_> {
             .map(|m| Cow::Owned(Summary::of(&m))))
     }
     fn is_dismissed(&self, a: ModelId, b: ModelId) -> StoreResult<bool> {
-        self.0.is_dismissed(a, b)
+        self.0.duplicates().is_dismissed(a, b)
     }
 }
 
@@ -237,7 +237,7 @@ impl InMemory {
             .collect();
         let references = Texts::of(&summaries, |s| &s.references);
         let bases = Texts::of(&summaries, |s| &s.bases);
-        let dismissed = store.dismissed_pairs()?.into_iter().collect();
+        let dismissed = store.duplicates().dismissed_pairs()?.into_iter().collect();
         Ok(InMemory {
             summaries,
             at,

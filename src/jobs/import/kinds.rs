@@ -362,7 +362,7 @@ impl Kind for Model {
             return Ok(None);
         };
         // A merged model's path redirects to its keeper for good: its slug is never taken again.
-        if let Some(keeper) = run.store.merged_slug(brand, &slug)? {
+        if let Some(keeper) = run.store.duplicates().merged_slug(brand, &slug)? {
             run.problem(
                 "slug",
                 format!("`{slug}` belonged to a model merged into model {keeper}, whose address it now redirects to; choose another slug"),
