@@ -1,6 +1,9 @@
 //! The store of record, in sled: every record and every secondary key the API needs, so each
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
+//! Reads go through the store's areas (`store.catalogue()`, `.listings()`, `.sessions()`,
+//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`), a file each naming the
+//! keyspaces it owns; `Store` itself opens the tree, keeps the generations and applies writes.
 
 mod audit;
 mod catalogue;
@@ -121,6 +124,51 @@ pub struct ReadAt {
     key_by_key_writes: u64,
 }
 
+/// The store by area: each a borrowed view over the one sled tree, reading the keyspaces its
+/// module names (and writing them, for the bookkeeping done outside the write turn: sessions,
+/// jobs). Every other write goes through the write turn's [`WriteBatch`], whatever its area.
+impl Store {
+    /// The catalogue area: brands, series, complications, calibres and models.
+    pub fn catalogue(&self) -> Catalogue<'_> {
+        Catalogue(self)
+    }
+
+    /// The listings area: providers, their listings and each model's count of active listings.
+    pub fn listings(&self) -> Listings<'_> {
+        Listings(self)
+    }
+
+    /// The sessions area: back-office users and their sessions.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions(self)
+    }
+
+    /// The audit area: the back office's audit trail.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit(self)
+    }
+
+    /// The jobs area: the records of batch jobs submitted to a running server.
+    pub fn jobs(&self) -> Jobs<'_> {
+        Jobs(self)
+    }
+
+    /// The pictures area: the image pipeline's pictures and picture review.
+    pub fn pictures(&self) -> Pictures<'_> {
+        Pictures(self)
+    }
+
+    /// The duplicates area: the duplicate finder's pairs and dismissals, and merged models.
+    pub fn duplicates(&self) -> Duplicates<'_> {
+        Duplicates(self)
+    }
+
+    /// The rates area: the ECB rates in force and their conversion table.
+    pub fn rates(&self) -> Rates<'_> {
+        Rates(self)
+    }
+}
+
 impl Store {
     /// Opens (or creates) the store in `dir`. A store of an older schema is refused with
     /// [`StoreError::MigrationNeeded`], one of a newer schema with [`StoreError::NewerSchema`].
@@ -192,46 +240,6 @@ impl Store {
         self.duplicates_touched
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// The catalogue area: brands, series, complications, calibres and models.
-    pub fn catalogue(&self) -> Catalogue<'_> {
-        Catalogue(self)
-    }
-
-    /// The listings area: providers, their listings and each model's count of active listings.
-    pub fn listings(&self) -> Listings<'_> {
-        Listings(self)
-    }
-
-    /// The sessions area: back-office users and their sessions.
-    pub fn sessions(&self) -> Sessions<'_> {
-        Sessions(self)
-    }
-
-    /// The audit area: the back office's audit trail.
-    pub fn audit(&self) -> Audit<'_> {
-        Audit(self)
-    }
-
-    /// The jobs area: the records of batch jobs submitted to a running server.
-    pub fn jobs(&self) -> Jobs<'_> {
-        Jobs(self)
-    }
-
-    /// The pictures area: the image pipeline's pictures and picture review.
-    pub fn pictures(&self) -> Pictures<'_> {
-        Pictures(self)
-    }
-
-    /// The duplicates area: the duplicate finder's pairs and dismissals, and merged models.
-    pub fn duplicates(&self) -> Duplicates<'_> {
-        Duplicates(self)
-    }
-
-    /// The rates area: the ECB rates in force and their conversion table.
-    pub fn rates(&self) -> Rates<'_> {
-        Rates(self)
     }
 
     /// True when no brand has been written yet.
