@@ -300,3 +300,66 @@ fn reads_are_whole_at_their_generation_unless_a_write_applied_key_by_key_overlap
     let at = store.read_at().expect("read at");
     assert!(store.whole_since(&at));
 }
+
+/// The areas' module docs, each with the keyspaces it owns.
+const AREAS: [(&str, &str); 8] = [
+    ("catalogue", include_str!("catalogue.rs")),
+    ("listings", include_str!("listings.rs")),
+    ("sessions", include_str!("sessions.rs")),
+    ("audit", include_str!("audit.rs")),
+    ("jobs", include_str!("jobs.rs")),
+    ("pictures", include_str!("pictures.rs")),
+    ("duplicates", include_str!("duplicates.rs")),
+    ("rates", include_str!("rates.rs")),
+];
+
+/// The names of `Keyspace`'s variants, as `keys.rs` declares them.
+fn keyspace_names() -> Vec<&'static str> {
+    let keys = include_str!("keys.rs");
+    let body = keys
+        .split_once("pub enum Keyspace {")
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .expect("the Keyspace enum")
+        .0;
+    body.lines()
+        .filter_map(|line| line.trim().split_once(" = "))
+        .map(|(name, _)| name)
+        .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric()))
+        .collect()
+}
+
+/// The plain names in backticks of the `Keyspaces:` paragraph of `source`'s module doc.
+fn owned_keyspaces(source: &str) -> Vec<&str> {
+    let doc: Vec<&str> = source
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .skip_while(|line| !line.contains("Keyspaces:"))
+        .collect();
+    doc.iter()
+        .flat_map(|line| line.split('`').skip(1).step_by(2))
+        .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric()))
+        .collect()
+}
+
+/// A newcomer finds what reads a keyspace in the one area whose module doc names it; the store
+/// itself keeps only the meta keyspace.
+#[test]
+fn every_keyspace_is_named_by_exactly_one_area() {
+    let names = keyspace_names();
+    assert!(names.contains(&"Brand") && names.contains(&"ListingSourceGroup"));
+    for (area, source) in AREAS {
+        for owned in owned_keyspaces(source) {
+            assert!(
+                names.contains(&owned),
+                "{area} names `{owned}`, no keyspace"
+            );
+        }
+    }
+    for name in names.into_iter().filter(|name| *name != "Meta") {
+        let owners: Vec<&str> = (AREAS.iter())
+            .filter(|(_, source)| owned_keyspaces(source).contains(&name))
+            .map(|(area, _)| *area)
+            .collect();
+        assert_eq!(owners.len(), 1, "`{name}` is named by {owners:?}");
+    }
+}
