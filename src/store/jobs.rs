@@ -36,9 +36,7 @@ impl<'s> Jobs<'s> {
         let mut batch = sled::Batch::default();
         batch.insert(Keyspace::Job.id_key(job.id.0), codec::encode(job));
         batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.0.db.apply_batch(batch)?;
-        self.0.db.flush()?;
-        Ok(())
+        self.0.apply_flushed(batch)
     }
 
     /// Writes where `job` stands, flushed (see [`Jobs::submit_job`]).

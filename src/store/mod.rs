@@ -373,6 +373,13 @@ impl Store {
         Ok(())
     }
 
+    /// Applies a bookkeeping write done outside the write turn (a session, a job's record):
+    /// one atomic sled batch, flushed before it returns.
+    fn apply_flushed(&self, batch: sled::Batch) -> StoreResult<()> {
+        self.db.apply_batch(batch)?;
+        self.flush()
+    }
+
     fn meta(&self, key: MetaKey) -> StoreResult<Option<u64>> {
         read_meta(&self.db, key)
     }

@@ -55,9 +55,7 @@ impl<'s> Sessions<'s> {
             &[][..],
         );
         batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.0.db.apply_batch(batch)?;
-        self.0.db.flush()?;
-        Ok(())
+        self.0.apply_flushed(batch)
     }
 
     /// Records that `session` was just used (see [`Sessions::open_session`]).
@@ -76,8 +74,6 @@ impl<'s> Sessions<'s> {
         if let Some(audit) = audit {
             batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
         }
-        self.0.db.apply_batch(batch)?;
-        self.0.db.flush()?;
-        Ok(())
+        self.0.apply_flushed(batch)
     }
 }
