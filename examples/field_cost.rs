@@ -66,14 +66,17 @@ fn main() -> Result<(), Failure> {
 fn model_docs(path: &std::path::Path) -> Result<Vec<ModelDoc>, Failure> {
     let store = Store::open(path, 1 << 30)?;
     let brands: HashMap<_, _> = store
+        .catalogue()
         .brands()
         .map(|b| b.map(|b| (b.id, b)))
         .collect::<Result<_, _>>()?;
     let series: HashMap<_, _> = store
+        .catalogue()
         .all_series()
         .map(|s| s.map(|s| (s.id, s)))
         .collect::<Result<_, _>>()?;
     let docs = store
+        .catalogue()
         .all_models()
         .map(|model| {
             model.map(|m| {

@@ -4,6 +4,7 @@
 
 use crate::data_dir::DataDir;
 use crate::data_dir::{self, ImportMark, FIXTURES};
+use crate::domain::rates::ConversionTable;
 use crate::domain::{causes, Brand, BrandId, Model, ModelId, PictureRecord, Series, SeriesId};
 use crate::jobs::context::JobContext;
 use crate::jobs::dataset::import_dataset;
@@ -14,7 +15,6 @@ use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
-use crate::rates::ConversionTable;
 use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreResult};
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
@@ -166,7 +166,7 @@ impl App {
     /// The conversion table of the ECB rates in force, read again only after a write that
     /// changed them (no store read, a shared lock, per request); `None` before rates are loaded.
     pub fn conversion_table(&self) -> StoreResult<Option<Arc<ConversionTable>>> {
-        let epoch = self.store.rates_epoch();
+        let epoch = self.store.rates().epoch();
         let current = |cached: &Option<(u64, Option<Arc<ConversionTable>>)>| {
             cached
                 .as_ref()
@@ -180,7 +180,7 @@ impl App {
         if let Some(table) = current(&cached) {
             return Ok(table);
         }
-        let table = crate::rates::table_in_force(&self.store)?.map(Arc::new);
+        let table = self.store.rates().table_in_force()?.map(Arc::new);
         *cached = Some((epoch, table.clone()));
         Ok(table)
     }

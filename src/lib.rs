@@ -15,7 +15,6 @@ pub mod data_dir;
 pub mod domain;
 pub mod jobs;
 pub mod media;
-pub mod rates;
 pub mod server;
 pub mod store;
 

@@ -65,19 +65,21 @@ fn setup() -> Setup {
     app.prepare(false).expect("reindex");
     let model = app
         .store
+        .catalogue()
         .all_models()
         .nth(models / 2)
         .expect("a model")
         .expect("decoded");
     let brand = app
         .store
+        .catalogue()
         .brand(model.brand_id)
         .expect("read")
         .expect("brand");
     // Real slugs for the list filters: one pass over the models, counting.
     let (mut by_brand, mut by_series, mut by_caliber) =
         (HashMap::new(), HashMap::new(), HashMap::new());
-    for model in app.store.all_models() {
+    for model in app.store.catalogue().all_models() {
         let model = model.expect("decoded");
         *by_brand.entry(model.brand_id).or_insert(0) += 1;
         *by_series
@@ -89,19 +91,27 @@ fn setup() -> Setup {
     }
     let big_brand = app
         .store
+        .catalogue()
         .brand(most(&by_brand))
         .expect("read")
         .expect("brand");
     by_series.retain(|(brand, _), _| *brand == big_brand.id);
     let (_, series) = most(&by_series);
-    let big_series = app.store.series(series).expect("read").expect("series");
+    let big_series = app
+        .store
+        .catalogue()
+        .series(series)
+        .expect("read")
+        .expect("series");
     let caliber = app
         .store
+        .catalogue()
         .caliber(most(&by_caliber))
         .expect("read")
         .expect("caliber");
     let maker = app
         .store
+        .catalogue()
         .brand(caliber.brand_id)
         .expect("read")
         .expect("maker");
@@ -177,12 +187,14 @@ fn benches(c: &mut Criterion) {
             let brand = s
                 .app
                 .store
+                .catalogue()
                 .brand_by_slug(&brand_slug)
                 .expect("read")
                 .expect("brand");
             black_box(
                 s.app
                     .store
+                    .catalogue()
                     .model_by_slug(brand.id, &model_slug)
                     .expect("read")
                     .expect("model"),

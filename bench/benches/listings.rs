@@ -213,6 +213,7 @@ fn benches(c: &mut Criterion) {
     let generated_brands = s
         .app
         .store
+        .catalogue()
         .brands()
         .filter(|b| {
             b.as_ref()
@@ -292,6 +293,7 @@ fn benches(c: &mut Criterion) {
     let brand_id = |slug: &str| {
         s.app
             .store
+            .catalogue()
             .brand_by_slug(&Slug::parse(slug).expect("slug"))
             .expect("read")
             .expect("brand")
@@ -301,6 +303,7 @@ fn benches(c: &mut Criterion) {
     let hot_model = s
         .app
         .store
+        .catalogue()
         .model_by_slug(hot_brand, &Slug::parse(&hot.model).expect("slug"))
         .expect("read")
         .expect("model");
@@ -413,7 +416,13 @@ fn benches(c: &mut Criterion) {
     group.finish();
 
     // Matching one listing, as ingest does for each new or changed one.
-    let brand = s.app.store.brand(hot_brand).expect("read").expect("brand");
+    let brand = s
+        .app
+        .store
+        .catalogue()
+        .brand(hot_brand)
+        .expect("read")
+        .expect("brand");
     let alias = brand.aliases.first().cloned().unwrap_or(brand.name.clone());
     let respelled = hot.reference.to_lowercase();
     let cases = [

@@ -28,7 +28,6 @@ use watch_catalogue::api::config::DEFAULT_MEDIA_BASE_URL;
 use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{normalize_reference, Brand, BrandId, Caliber, CaliberId, Series};
 use watch_catalogue::domain::{Complication, ComplicationId, SeriesId};
-use watch_catalogue::rates::table_in_force;
 use watch_catalogue::store::Store;
 
 /// One field of a row.
@@ -295,6 +294,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     let mut written = Vec::new();
 
     let brands: HashMap<BrandId, Brand> = store
+        .catalogue()
         .brands()
         .map(|b| b.map(|b| (b.id, b)))
         .collect::<Result<_, _>>()?;
@@ -314,6 +314,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let series: HashMap<SeriesId, Series> = store
+        .catalogue()
         .all_series()
         .map(|s| s.map(|s| (s.id, s)))
         .collect::<Result<_, _>>()?;
@@ -332,7 +333,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let mut table = Table::create(out, "providers", PROVIDERS, gzip)?;
-    for provider in store.providers() {
+    for provider in store.listings().providers() {
         let p = provider?;
         table.row(&[
             int(Some(p.id.0)),
@@ -343,6 +344,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     written.push(table.finish()?);
 
     let calibers: HashMap<CaliberId, Caliber> = store
+        .catalogue()
         .calibers()
         .map(|c| c.map(|c| (c.id, c)))
         .collect::<Result<_, _>>()?;
@@ -350,7 +352,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     for caliber in calibers.values() {
         for id in &caliber.complication_ids {
             if !complications.contains_key(id) {
-                if let Some(c) = store.complication(*id)? {
+                if let Some(c) = store.catalogue().complication(*id)? {
                     complications.insert(*id, c);
                 }
             }
@@ -372,7 +374,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
     }
     written.push(table.finish()?);
 
-    let rates = table_in_force(&store)?;
+    let rates = store.rates().table_in_force()?;
     let mut table = Table::create(out, "rates", RATES, gzip)?;
     if let Some(rates) = &rates {
         for (currency, usd_to) in rates.rates() {
@@ -392,7 +394,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
         })
         .collect();
     let mut table = Table::create(out, "models", MODELS, gzip)?;
-    for model in store.all_models() {
+    for model in store.catalogue().all_models() {
         let m = model?;
         let alternates: Vec<String> = m
             .alternate_references
@@ -423,7 +425,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
         let detail = detail.to_string();
         let reference = normalize_reference(&m.reference_number);
         let alternates = alternates.join(" ");
-        let listing_count = store.listing_count(m.id)?;
+        let listing_count = store.listings().listing_count(m.id)?;
         table.row(&[
             int(Some(m.id.0)),
             int(Some(m.brand_id.0)),
@@ -448,7 +450,7 @@ pub fn export_peers(data_dir: &Path, out: &Path, gzip: bool) -> anyhow::Result<E
 
     let mut table = Table::create(out, "listings", LISTINGS, gzip)?;
     let media = DEFAULT_MEDIA_BASE_URL.trim_end_matches('/');
-    for listing in store.all_listings() {
+    for listing in store.listings().all_listings() {
         let l = listing?;
         let d = &l.details;
         let price_usd = rates

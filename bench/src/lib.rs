@@ -869,6 +869,7 @@ mod tests {
         app.writer().run(duplicates::rebuild).expect("rebuild");
         let signals: HashMap<_, _> = app
             .store
+            .duplicates()
             .duplicate_pairs()
             .expect("pairs")
             .into_iter()
@@ -880,11 +881,13 @@ mod tests {
         for pair in pairs {
             let store = &app.store;
             let brand = store
+                .catalogue()
                 .brand_by_slug(&Slug::parse(&pair.brand).expect("slug"))
                 .expect("read")
                 .expect("brand");
             let id = |slug: &str| {
                 store
+                    .catalogue()
                     .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
                     .expect("read")
                     .expect("model")

@@ -771,11 +771,13 @@ mod tests {
         let hot = listed.hot.expect("hot model");
         let brand = app
             .store
+            .catalogue()
             .brand_by_slug(&watch_catalogue::domain::Slug::parse(&hot.brand).expect("slug"))
             .expect("read")
             .expect("brand");
         let model = app
             .store
+            .catalogue()
             .model_by_slug(
                 brand.id,
                 &watch_catalogue::domain::Slug::parse(&hot.model).expect("slug"),
@@ -783,7 +785,7 @@ mod tests {
             .expect("read")
             .expect("model");
         assert_eq!(
-            app.store.listing_count(model.id).expect("count"),
+            app.store.listings().listing_count(model.id).expect("count"),
             hot.active as u64
         );
         app.prepare(false).expect("index");

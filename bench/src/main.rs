@@ -509,6 +509,7 @@ fn scale(
         timed("match only", Some(listed.listings), || {
             // Every stored listing matched again, read-only: matching's own cost.
             app.store
+                .listings()
                 .all_listings_parallel()
                 .map(|listing| Ok(match_listing(&app.store, &listing?.details)?.outcome))
                 .collect::<anyhow::Result<Vec<MatchOutcome>>>()

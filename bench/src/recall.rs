@@ -90,9 +90,9 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
         .with_context(|| format!("opening {}", data.store().display()))?;
     // Bumped by every write that changed pairs; a full pass that finds what is stored should
     // leave it as it is.
-    let generation = store.duplicates_generation()?.0;
+    let generation = store.duplicates().duplicates_generation()?.0;
     let started = Instant::now();
-    let pairs = store.duplicate_pairs()?;
+    let pairs = store.duplicates().duplicate_pairs()?;
     let pairs_scan_secs = started.elapsed().as_secs_f64();
     let started = Instant::now();
     let groups = duplicates::groups(&store)?;
@@ -123,6 +123,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
             Some(brand) => *brand,
             None => {
                 let found = store
+                    .catalogue()
                     .brand_by_slug(&Slug::parse(&pair.brand)?)?
                     .map(|b| b.id);
                 brands.insert(pair.brand.clone(), found);
@@ -132,6 +133,7 @@ pub fn run(config: &RecallConfig) -> anyhow::Result<()> {
         let model = |slug: &str| -> anyhow::Result<Option<ModelId>> {
             Ok(match brand {
                 Some(brand) => store
+                    .catalogue()
                     .model_by_slug(brand, &Slug::parse(slug)?)?
                     .map(|m| m.id),
                 None => None,

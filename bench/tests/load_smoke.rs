@@ -171,8 +171,8 @@ async fn export_and_replay_run_through_the_binary() {
     ]);
     let manifest: serde_json::Value = serde_json::from_str(&manifest).expect("manifest JSON");
     let store = watch_catalogue::store::Store::open(&data.join("store"), 1 << 20).expect("store");
-    let listings = store.all_listings().count() as u64;
-    let models = store.all_models().count() as u64;
+    let listings = store.listings().all_listings().count() as u64;
+    let models = store.catalogue().all_models().count() as u64;
     drop(store);
     let rows = |table: &str| {
         let tables = manifest["tables"].as_array().expect("tables");

@@ -6,11 +6,11 @@ use super::error::{internal_because, ApiError, ApiResult};
 use super::listings::MediaBase;
 use super::views::*;
 use crate::app::{App, ModelCard};
+use crate::domain::rates::{display_price, ConversionTable};
 use crate::domain::{
     Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId, Picture,
     PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
-use crate::rates::{display_price, ConversionTable};
 use crate::store::ReadAt;
 use catalogue_index::{Filters, GenerationCache};
 use std::collections::HashMap;
@@ -39,14 +39,18 @@ impl Lookups {
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
         let at = self.read_at(app)?;
         cached(&mut self.brands, id, || {
-            kept(app, &app.kept.brands, at, id, || app.store.brand(id))
+            kept(app, &app.kept.brands, at, id, || {
+                app.store.catalogue().brand(id)
+            })
         })
     }
 
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
         let at = self.read_at(app)?;
         cached(&mut self.series, id, || {
-            kept(app, &app.kept.series, at, id, || app.store.series(id))
+            kept(app, &app.kept.series, at, id, || {
+                app.store.catalogue().series(id)
+            })
         })
     }
 
@@ -87,7 +91,7 @@ fn kept<K: std::hash::Hash + Eq + Copy, V: Clone>(
 }
 
 fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<Arc<ModelCard>>> {
-    let Some(model) = app.store.model(id)? else {
+    let Some(model) = app.store.catalogue().model(id)? else {
         return Ok(None);
     };
     let front_record = match model.front_picture() {
@@ -95,7 +99,7 @@ fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<A
         None => None,
     };
     Ok(Some(Arc::new(ModelCard {
-        listing_count: app.store.listing_count(model.id)?,
+        listing_count: app.store.listings().listing_count(model.id)?,
         front_record,
         model,
     })))
@@ -117,7 +121,7 @@ pub(crate) fn cached<K: std::hash::Hash + Eq, V>(
 pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.brand_by_slug(&slug))
+        .map(|slug| app.store.catalogue().brand_by_slug(&slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -132,7 +136,7 @@ pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
 pub fn model_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Model> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.model_by_slug(brand.id, &slug))
+        .map(|slug| app.store.catalogue().model_by_slug(brand.id, &slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -150,7 +154,7 @@ pub fn model_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Model> {
 pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.series_by_slug(brand.id, &slug))
+        .map(|slug| app.store.catalogue().series_by_slug(brand.id, &slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -233,7 +237,7 @@ fn series_filter(series: SeriesId) -> Filters {
 pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<BrandItem> {
     let summary = app.index.brand_summary(brand.id.0)?;
     let lead = match summary.lead_model {
-        Some(id) => app.store.model(ModelId(id))?,
+        Some(id) => app.store.catalogue().model(ModelId(id))?,
         None => None,
     };
     let picture = match lead.as_ref().and_then(Model::front_picture) {
@@ -309,7 +313,7 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
         .ok_or_else(|| missing("calibre", caliber.id.0, "brand", caliber.brand_id.0))?;
     let mut complications = Vec::with_capacity(caliber.complication_ids.len());
     for id in &caliber.complication_ids {
-        if let Some(c) = app.store.complication(*id)? {
+        if let Some(c) = app.store.catalogue().complication(*id)? {
             complications.push(ComplicationView {
                 id: c.id.to_string(),
                 slug: c.slug.to_string(),
@@ -319,7 +323,7 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
     }
     let parent = match caliber
         .parent_id
-        .map(|id| app.store.caliber(id))
+        .map(|id| app.store.catalogue().caliber(id))
         .transpose()?
         .flatten()
     {
@@ -358,7 +362,7 @@ pub fn full_model(app: &App, model: &Model, media: &MediaBase) -> ApiResult<Full
         .ok_or_else(|| missing("model", model.id.0, "series", model.series_id.0))?;
     let caliber = match model
         .caliber_id
-        .map(|id| app.store.caliber(id))
+        .map(|id| app.store.catalogue().caliber(id))
         .transpose()?
         .flatten()
     {
@@ -420,7 +424,7 @@ fn picture_record(
 ) -> crate::store::StoreResult<Option<PictureRecord>> {
     match picture.cropped_url {
         Some(_) => Ok(None),
-        None => app.store.picture(picture.id),
+        None => app.store.pictures().picture(picture.id),
     }
 }
 
@@ -482,7 +486,7 @@ pub fn listing_views_with<T>(
     let mut providers = HashMap::new();
     let mut items = Vec::with_capacity(ids.len());
     for &id in ids {
-        if let Some(listing) = app.store.listing(ListingId(id))? {
+        if let Some(listing) = app.store.listings().listing(ListingId(id))? {
             if let Some(view) = listing_view(app, &listing, &mut providers, context)? {
                 items.extend(item(&listing, view));
             }
@@ -498,7 +502,7 @@ pub fn listing_detail(
     id: ListingId,
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingDetail>> {
-    let Some(listing) = app.store.listing(id)? else {
+    let Some(listing) = app.store.listings().listing(id)? else {
         return Ok(None);
     };
     let Some(view) = listing_view(app, &listing, &mut HashMap::new(), context)? else {
@@ -525,7 +529,7 @@ fn listing_view(
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingView>> {
     let Some(provider) = cached(providers, listing.provider_id, || {
-        app.store.provider(listing.provider_id)
+        app.store.listings().provider(listing.provider_id)
     })?
     .map(EntityRef::from) else {
         return Ok(None);

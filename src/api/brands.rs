@@ -75,7 +75,7 @@ pub async fn list_brands(
         let hits = app.index.search(&request)?;
         let mut data = Vec::with_capacity(hits.ids.len());
         for id in hits.ids {
-            if let Some(brand) = app.store.brand(BrandId(id))? {
+            if let Some(brand) = app.store.catalogue().brand(BrandId(id))? {
                 data.push(assemble::brand_item(&app, &brand, &media.0)?);
             }
         }
@@ -100,6 +100,7 @@ pub async fn highlighted_brands(
     blocking(move || {
         let data = app
             .store
+            .catalogue()
             .highlighted_brands()?
             .iter()
             .map(|brand| assemble::brand_item(&app, brand, &media.0))
@@ -152,7 +153,7 @@ pub async fn list_series(
         let mut lookups = Lookups::new(&media);
         let mut data = Vec::with_capacity(hits.ids.len());
         for id in hits.ids {
-            if let Some(series) = app.store.series(SeriesId(id))? {
+            if let Some(series) = app.store.catalogue().series(SeriesId(id))? {
                 data.push(assemble::series_item(&app, &series, &mut lookups)?);
             }
         }

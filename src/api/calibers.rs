@@ -25,13 +25,14 @@ pub async fn get_caliber(
     blocking(move || {
         let brand = assemble::brand_by_slug(&app, &brand_slug)?;
         let by_slug = match Slug::parse(&reference) {
-            Ok(slug) => app.store.caliber_by_slug(brand.id, &slug)?,
+            Ok(slug) => app.store.catalogue().caliber_by_slug(brand.id, &slug)?,
             Err(_) => None,
         };
         let caliber = match by_slug {
             Some(caliber) => Some(caliber),
             None => app
                 .store
+                .catalogue()
                 .caliber_by_reference(brand.id, &normalize_reference(&reference))?,
         }
         .ok_or_else(|| {

@@ -13,10 +13,10 @@ use super::params::{
 use super::views::{ListingDetail, ListingStats, ListingView};
 use super::AppState;
 use crate::app::App;
+use crate::domain::rates::{check_currency, usd_into_display, ConversionTable};
 use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
-use crate::rates::{check_currency, usd_into_display, ConversionTable};
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
@@ -239,14 +239,14 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
     };
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
-    let id = app.store.merged_into(id)?.unwrap_or(id);
-    app.store.model(id)?.ok_or_else(not_found)
+    let id = app.store.duplicates().merged_into(id)?.unwrap_or(id);
+    app.store.catalogue().model(id)?.ok_or_else(not_found)
 }
 
 pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     if let Some(provider) = Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.provider_by_slug(&slug))
+        .map(|slug| app.store.listings().provider_by_slug(&slug))
         .transpose()?
         .flatten()
     {
@@ -254,6 +254,7 @@ pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     }
     let mut known: Vec<String> = app
         .store
+        .listings()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
         .collect::<Result<_, _>>()?;

@@ -46,6 +46,7 @@ async fn fetched_file(
     let app = app.clone();
     blocking(move || {
         app.store
+            .pictures()
             .picture(id)?
             .as_ref()
             .and_then(|p| p.fetched())

@@ -395,10 +395,11 @@ fn facet_value(
     Ok(match (facet, value) {
         (Facet::Brand, FacetValue::Id(id)) => app
             .store
+            .catalogue()
             .brand(BrandId(id))?
             .map(|brand| (brand.slug.to_string(), Some(brand.name))),
-        (Facet::Series, FacetValue::Id(id)) => match app.store.series(SeriesId(id))? {
-            Some(series) => app.store.brand(series.brand_id)?.map(|brand| {
+        (Facet::Series, FacetValue::Id(id)) => match app.store.catalogue().series(SeriesId(id))? {
+            Some(series) => app.store.catalogue().brand(series.brand_id)?.map(|brand| {
                 let value = format!("{}/{}", brand.slug, series.slug);
                 (value, Some(series.name))
             }),
@@ -406,7 +407,11 @@ fn facet_value(
         },
         (Facet::Term(SpecTerm::Complication), FacetValue::Text(slug)) => {
             let name = match Slug::parse(&slug) {
-                Ok(parsed) => app.store.complication_by_slug(&parsed)?.map(|c| c.name),
+                Ok(parsed) => app
+                    .store
+                    .catalogue()
+                    .complication_by_slug(&parsed)?
+                    .map(|c| c.name),
                 Err(_) => None,
             };
             Some((slug, name))

@@ -120,7 +120,7 @@ fn model_filters(app: &App, params: &ModelListParams) -> ApiResult<Option<Filter
     if let Some(id) = &params.id {
         match id.parse::<ModelId>() {
             // A merged model's id stands for the model it was merged into.
-            Ok(id) => filters.id = Some(app.store.merged_into(id)?.unwrap_or(id).0),
+            Ok(id) => filters.id = Some(app.store.duplicates().merged_into(id)?.unwrap_or(id).0),
             Err(_) => return Ok(None),
         }
     }
@@ -194,6 +194,7 @@ impl Scoped<'_> {
 fn brand_slug_of(app: &App, brand: crate::domain::BrandId) -> ApiResult<String> {
     Ok(app
         .store
+        .catalogue()
         .brand(brand)?
         .map(|b| b.slug.to_string())
         .unwrap_or_default())
@@ -209,9 +210,16 @@ fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u6
         app,
         value,
         scope,
-        |brand, slug| Ok(app.store.series_by_slug(brand.id, slug)?.map(|s| s.id.0)),
+        |brand, slug| {
+            Ok(app
+                .store
+                .catalogue()
+                .series_by_slug(brand.id, slug)?
+                .map(|s| s.id.0))
+        },
         |slug| {
             app.store
+                .catalogue()
                 .series_with_slug(slug)?
                 .into_iter()
                 .map(|s| {
@@ -237,9 +245,16 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
         app,
         value,
         None,
-        |brand, slug| Ok(app.store.caliber_by_slug(brand.id, slug)?.map(|c| c.id.0)),
+        |brand, slug| {
+            Ok(app
+                .store
+                .catalogue()
+                .caliber_by_slug(brand.id, slug)?
+                .map(|c| c.id.0))
+        },
         |slug| {
             app.store
+                .catalogue()
                 .calibers_with_slug(slug)?
                 .into_iter()
                 .map(|c| {
@@ -304,10 +319,13 @@ fn moved_or(
 /// The model that the brand's model `slug` was merged into, if it was.
 fn merged_keeper(app: &App, brand: &Brand, slug: &str) -> ApiResult<Option<Model>> {
     let keeper = match Slug::parse(slug) {
-        Ok(slug) => app.store.merged_slug(brand.id, &slug)?,
+        Ok(slug) => app.store.duplicates().merged_slug(brand.id, &slug)?,
         Err(_) => None,
     };
-    Ok(keeper.map(|id| app.store.model(id)).transpose()?.flatten())
+    Ok(keeper
+        .map(|id| app.store.catalogue().model(id))
+        .transpose()?
+        .flatten())
 }
 
 /// How many models a comparison takes.
@@ -349,7 +367,7 @@ pub async fn compare_models(
             .map(|model| {
                 Ok(ComparedModel {
                     model: assemble::full_model(&app, model, &media)?,
-                    listing_count: app.store.listing_count(model.id)?,
+                    listing_count: app.store.listings().listing_count(model.id)?,
                     asking_prices: cache.asking_prices(
                         &app,
                         model.id,

@@ -59,7 +59,7 @@ pub async fn models(
         let ids: Vec<ModelId> = hits.ids.iter().map(|id| ModelId(*id)).collect();
         let mut lookups = Lookups::new(&media);
         let mut data = Vec::with_capacity(ids.len());
-        for model in app.store.models(&ids)? {
+        for model in app.store.catalogue().models(&ids)? {
             if let Some(brand) = lookups.brand(&app, model.brand_id)? {
                 data.push(ModelSitemapEntry {
                     id: model.id.to_string(),
@@ -77,6 +77,7 @@ pub async fn models(
 fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
     Ok(app
         .store
+        .catalogue()
         .brands()
         .map(|b| b.map(|b| (b.id, b)))
         .collect::<Result<_, _>>()?)
@@ -104,7 +105,7 @@ pub async fn catalog(
                 ((b.slug.to_string(), String::new()), entry)
             })
             .collect();
-        for series in app.store.all_series() {
+        for series in app.store.catalogue().all_series() {
             let series = series?;
             if let Some(brand) = brands.get(&series.brand_id) {
                 let entry = CatalogSitemapEntry {
@@ -135,7 +136,7 @@ pub async fn calibers(
         let pagination = params.pagination()?;
         let brands = brands_by_id(&app)?;
         let mut entries = Vec::new();
-        for caliber in app.store.calibers() {
+        for caliber in app.store.catalogue().calibers() {
             let caliber = caliber?;
             if let Some(brand) = brands.get(&caliber.brand_id) {
                 entries.push(CaliberSitemapEntry {

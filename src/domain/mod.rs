@@ -1,4 +1,5 @@
-//! The catalogue's vocabulary: ids, slugs, references, timestamps and the stored records.
+//! The catalogue's vocabulary: ids, slugs, references, timestamps, the stored records and the
+//! ECB rates with the conversion table derived from them ([`rates`]).
 //! Pure data and rules, no I/O: the store, the jobs and the API all speak these types.
 
 mod causes;
@@ -11,6 +12,7 @@ mod listing;
 mod picture_review;
 mod pictures;
 mod price_stats;
+pub mod rates;
 mod reconciliation;
 mod records;
 mod reference;

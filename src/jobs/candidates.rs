@@ -79,7 +79,10 @@ impl Photograph {
 /// how many were ranked. A model some of whose listing pictures are still to be fetched stays
 /// stale, and is ranked again by a later pass.
 pub fn rank_stale(context: &JobContext) -> Result<usize, CandidateError> {
-    let stale = context.store().candidates_stale(MODELS_PER_PASS)?;
+    let stale = context
+        .store()
+        .pictures()
+        .candidates_stale(MODELS_PER_PASS)?;
     for models in stale.chunks(MODELS_PER_TURN) {
         context
             .writer()
@@ -118,7 +121,7 @@ fn rank_model(
     batch: &mut WriteBatch<'_>,
     model: ModelId,
 ) -> Result<bool, CandidateError> {
-    if store.model(model)?.is_none() {
+    if store.catalogue().model(model)?.is_none() {
         return Ok(true);
     }
     let listings = newest_listings(store, index, model)?;
@@ -133,7 +136,7 @@ fn rank_model(
     });
     photographs.truncate(LISTING_CANDIDATES);
 
-    let existing = store.candidates_of(model)?;
+    let existing = store.pictures().candidates_of(model)?;
     let after_rank = existing
         .iter()
         .filter(|c| c.origin == CandidateOrigin::Dataset)
@@ -169,7 +172,7 @@ fn rank_model(
             remaining += 1;
         }
     }
-    let review = store.picture_review(model)?;
+    let review = store.pictures().picture_review(model)?;
     batch.put_picture_review(model, &review, remaining + kept.len() > 0);
     Ok(settled)
 }
@@ -196,6 +199,7 @@ fn listing_candidate(
     }
     let newest = photograph.newest();
     let size = store
+        .pictures()
         .picture(newest.picture)?
         .and_then(|p| p.fetched().map(|f| (f.width, f.height)));
     Ok(PictureCandidate {
@@ -232,7 +236,7 @@ fn newest_listings(
     let mut listings = Vec::with_capacity(hits.ids.len());
     for id in hits.ids {
         // The index may lag a write by a moment: the store says which model it is of now.
-        if let Some(listing) = store.listing(ListingId(id))? {
+        if let Some(listing) = store.listings().listing(ListingId(id))? {
             if listing.model_id == Some(model) {
                 listings.push(listing);
             }
@@ -250,7 +254,7 @@ fn fetched_pictures(
     let mut settled = true;
     for listing in listings {
         for picture in &listing.pictures {
-            match store.picture_look(picture.id)? {
+            match store.pictures().picture_look(picture.id)? {
                 Some(look) => shown.push(Shown {
                     picture: picture.id,
                     listing: listing.id,
@@ -260,7 +264,7 @@ fn fetched_pictures(
                     page_url: listing.details.url.clone(),
                 }),
                 None => {
-                    let record = store.picture(picture.id)?;
+                    let record = store.pictures().picture(picture.id)?;
                     settled &= !record.is_some_and(|r| r.may_be_due());
                 }
             }

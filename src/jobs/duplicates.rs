@@ -46,8 +46,8 @@ pub fn refresh(
     let mut batch = turn.batch()?;
     let mut pairs = 0;
     for &id in models {
-        let old = store.duplicate_pairs_of(id)?;
-        let new = match store.model(id)? {
+        let old = store.duplicates().duplicate_pairs_of(id)?;
+        let new = match store.catalogue().model(id)? {
             Some(model) => pairs_for(store, &model)?,
             None => Vec::new(),
         };
@@ -141,7 +141,7 @@ pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResu
 /// the store holds of that pair when it gets there: no model's pairs are read again.
 fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<DuplicatePair>>> {
     let mut by_model: FxHashMap<ModelId, Vec<DuplicatePair>> = FxHashMap::default();
-    for pair in store.duplicate_pairs()? {
+    for pair in store.duplicates().duplicate_pairs()? {
         by_model.entry(pair.a).or_default().push(pair);
     }
     Ok(by_model)
@@ -157,7 +157,11 @@ fn rekey_bases(
     created: &BTreeSet<ModelId>,
 ) -> StoreResult<()> {
     let store = turn.store();
-    let mut stored: HashSet<Vec<u8>> = store.model_base_keys(created)?.into_iter().collect();
+    let mut stored: HashSet<Vec<u8>> = store
+        .duplicates()
+        .model_base_keys(created)?
+        .into_iter()
+        .collect();
     let rekeyed: Vec<&Summary> = every
         .summaries()
         .iter()
@@ -184,13 +188,13 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
     let store = turn.store();
     let mut batch = turn.batch()?;
     let mut seen: Option<(ModelId, bool)> = None;
-    for pair in store.duplicate_pairs()? {
+    for pair in store.duplicates().duplicate_pairs()? {
         let gone = match seen {
             Some((id, gone)) if id == pair.a => gone,
-            _ => !store.has_model(pair.a)?,
+            _ => !store.catalogue().has_model(pair.a)?,
         };
         seen = Some((pair.a, gone));
-        if gone || !store.has_model(pair.b)? {
+        if gone || !store.catalogue().has_model(pair.b)? {
             batch.replace_duplicate_pairs(pair.a, &[pair], &[]);
         }
     }
@@ -251,7 +255,7 @@ fn read_component(
     ids: &[ModelId],
     (kind, name_score): Strongest,
 ) -> StoreResult<Option<(DuplicateSignal, f64, Vec<Model>)>> {
-    let mut models = store.models(ids)?;
+    let mut models = store.catalogue().models(ids)?;
     models.sort_by_key(|m| (m.created_at, m.id));
     Ok((models.len() >= 2).then_some((kind, name_score, models)))
 }
@@ -270,7 +274,11 @@ impl BrandNames {
         let brand_name = match self.0.get(&brand) {
             Some(name) => name.clone(),
             None => {
-                let name = store.brand(brand)?.map(|b| b.name).unwrap_or_default();
+                let name = store
+                    .catalogue()
+                    .brand(brand)?
+                    .map(|b| b.name)
+                    .unwrap_or_default();
                 self.0.insert(brand, name.clone());
                 name
             }
@@ -311,12 +319,15 @@ impl DuplicateGroups {
             .kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let generation = store.duplicates_generation()?;
+        let generation = store.duplicates().duplicates_generation()?;
         if let Some((at, grouping)) = kept.as_mut() {
             if *at == generation {
                 return Ok(grouping.groups());
             }
-            if let Some(touched) = store.duplicates_touched_between(*at, generation) {
+            if let Some(touched) = store
+                .duplicates()
+                .duplicates_touched_between(*at, generation)
+            {
                 let started = std::time::Instant::now();
                 grouping.regroup(store, &touched)?;
                 tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
@@ -345,7 +356,7 @@ pub struct Grouping {
 impl Grouping {
     /// Joins every stored pair into groups.
     pub fn of(store: &Store) -> StoreResult<Grouping> {
-        let pairs = store.duplicate_pairs()?;
+        let pairs = store.duplicates().duplicate_pairs()?;
         let mut parent: HashMap<ModelId, ModelId> = HashMap::new();
         fn root(parent: &mut HashMap<ModelId, ModelId>, id: ModelId) -> ModelId {
             let mut at = id;
@@ -488,7 +499,7 @@ fn component(
     let mut queue = vec![start];
     while let Some(id) = queue.pop() {
         ids.push(id);
-        for pair in store.duplicate_pairs_of(id)? {
+        for pair in store.duplicates().duplicate_pairs_of(id)? {
             strongest = Some(stronger(strongest, &pair));
             let other = if pair.a == id { pair.b } else { pair.a };
             if reached.insert(other) {

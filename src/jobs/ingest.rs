@@ -17,11 +17,11 @@ use super::matching::{match_listing, MatchCatalogue};
 use super::progress::JobControl;
 use super::snapshot_rules::{check_lines, Problems, Refusal, SnapshotRules, StockEffect};
 use super::users::audit_entry;
+use crate::domain::rates::check_currency;
 use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
-use crate::rates::check_currency;
 use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -144,7 +144,7 @@ pub fn ingest_controlled(
 pub fn provider(store: &Store, slug: &str) -> Result<Provider, IngestError> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| store.provider_by_slug(&slug))
+        .map(|slug| store.listings().provider_by_slug(&slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| IngestError::UnknownProvider(slug.to_owned()))
@@ -322,16 +322,18 @@ struct KnownListings<'a> {
 impl<'a> KnownListings<'a> {
     fn of(store: &'a Store, provider: ProviderId) -> Result<KnownListings<'a>, StoreError> {
         let ids = store
+            .listings()
             .listing_codes_of_provider(provider)?
             .into_iter()
             .collect();
         Ok(KnownListings { store, ids })
     }
 
-    /// The provider's listing with code `code`, as [`Store::listing_by_source`] reads it.
+    /// The provider's listing with code `code`, as
+    /// [`Listings::listing_by_source`](crate::store::Listings::listing_by_source) reads it.
     fn listing(&self, code: &str) -> Result<Option<Listing>, StoreError> {
         match self.ids.get(code) {
-            Some(&id) => self.store.listing(id),
+            Some(&id) => self.store.listings().listing(id),
             None => Ok(None),
         }
     }
@@ -379,6 +381,7 @@ pub fn ingest_dataset_feeds(
 ) -> Result<Vec<(String, IngestReport)>, IngestError> {
     let mut slugs: Vec<String> = turn
         .store()
+        .listings()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
         .collect::<Result<_, _>>()?;
@@ -666,7 +669,7 @@ impl Run<'_> {
     /// are all there are.
     fn delist(&mut self, ids: &[ListingId]) -> Result<(), IngestError> {
         for &id in ids {
-            let Some(old) = self.store.listing(id)? else {
+            let Some(old) = self.store.listings().listing(id)? else {
                 continue;
             };
             if old.status == ListingStatus::Delisted {
@@ -742,6 +745,7 @@ mod tests {
     /// Listings without their timestamps (each run has its own clock), and every model's count.
     fn contents(store: &Store) -> (Vec<String>, Vec<(ModelId, u64)>) {
         let mut listings: Vec<String> = store
+            .listings()
             .all_listings()
             .map(|l| {
                 let l = l.expect("listing");
@@ -759,9 +763,10 @@ mod tests {
             .collect();
         listings.sort();
         let mut counts: Vec<(ModelId, u64)> = store
+            .listings()
             .all_listings()
             .filter_map(|l| l.expect("listing").model_id)
-            .map(|m| (m, store.listing_count(m).expect("count")))
+            .map(|m| (m, store.listings().listing_count(m).expect("count")))
             .collect();
         counts.sort();
         counts.dedup();
@@ -906,7 +911,7 @@ mod tests {
         ];
         let count = |store: &Store| (spaces.map(|s| store.keys_in(s)), store.keys_total());
         let (before, total_before) = count(&store);
-        let due_before = store.pictures_maybe_due().expect("due").len();
+        let due_before = store.pictures().pictures_maybe_due().expect("due").len();
         let (listings, pictures) = (40, 3);
         let done = ingest_lines(&store, (0..listings).map(|n| line(n, pictures)));
         assert_eq!(done.created, listings);
@@ -918,14 +923,18 @@ mod tests {
         // Besides: the counters the first listings and pictures of the store start.
         let others = total_after - total_before - added.iter().sum::<usize>();
         assert!(others <= 6, "{others} other keys");
-        for listing in store.all_listings() {
+        for listing in store.listings().all_listings() {
             for picture in listing.expect("listing").pictures {
-                let record = store.picture(picture.id).expect("read").expect("record");
+                let record = store
+                    .pictures()
+                    .picture(picture.id)
+                    .expect("read")
+                    .expect("record");
                 assert_eq!(record.source_url, picture.source_url);
                 assert_eq!(record.state, crate::domain::FetchState::Pending);
             }
         }
-        let due = store.pictures_maybe_due().expect("due").len();
+        let due = store.pictures().pictures_maybe_due().expect("due").len();
         assert_eq!(due - due_before, listings * pictures);
     }
 
@@ -945,10 +954,14 @@ mod tests {
         assert_eq!(again.created, 4);
         assert_eq!(store.count(crate::store::RecordKind::Listing), listings + 4);
         let provider = store
+            .listings()
             .provider_by_slug(&crate::domain::Slug::parse("chrono24").expect("slug"))
             .expect("read")
             .expect("provider");
-        let codes = store.listing_codes_of_provider(provider.id).expect("codes");
+        let codes = store
+            .listings()
+            .listing_codes_of_provider(provider.id)
+            .expect("codes");
         let mut named: Vec<&str> = codes.iter().map(|(code, _)| code.as_str()).collect();
         named.retain(|code| code.starts_with("NEW-"));
         named.sort_unstable();
@@ -958,6 +971,7 @@ mod tests {
             expected.iter().map(String::as_str).collect::<Vec<_>>()
         );
         let found = store
+            .listings()
             .listing_by_source(provider.id, "NEW-3")
             .expect("read")
             .expect("listing");

@@ -10,7 +10,7 @@
 //! and the snapshot run again completes the store (docs/decisions.md, D-33).
 
 use super::reindex::{listing_doc, ReindexReport};
-use crate::rates::ConversionTable;
+use crate::domain::rates::ConversionTable;
 use crate::store::{Changes, ListingSink, ListingWrite};
 use catalogue_index::{IndexError, ListingIndex, ListingLoad};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -197,7 +197,6 @@ mod tests {
     use crate::jobs::reindex::{listings_are_current, rebuild_listings};
     use crate::jobs::snapshot_rules::SnapshotRules;
     use crate::jobs::writer::Writer;
-    use crate::rates::table_in_force;
     use crate::store::Store;
     use catalogue_index::{CatalogueIndex, ListingFilters, ListingQuery, ListingSort};
 
@@ -253,7 +252,7 @@ mod tests {
         index: &Arc<ListingIndex>,
         text: &str,
     ) -> (Arc<IndexLoad>, Changes) {
-        let table = table_in_force(store).expect("rates");
+        let table = store.rates().table_in_force().expect("rates");
         let load = Arc::new(IndexLoad::new(index.clone(), table).starting_at(1));
         let mut turn = store.write_turn();
         turn.set_listing_sink(load.clone());

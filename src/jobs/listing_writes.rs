@@ -100,7 +100,7 @@ impl<'a> Pending<'a> {
         let store = turn.store();
         for (model, delta) in std::mem::take(&mut self.counts) {
             if delta != 0 {
-                let count = (store.listing_count(model)? as i64 + delta).max(0) as u64;
+                let count = (store.listings().listing_count(model)? as i64 + delta).max(0) as u64;
                 self.batch.set_listing_count(model, count);
             }
         }
@@ -289,7 +289,11 @@ mod tests {
 
     /// Every model's count as the listings make it, and as the store keeps it.
     fn counts(store: &Store) -> (BTreeMap<ModelId, u64>, BTreeMap<ModelId, u64>) {
-        let listings: Vec<Listing> = store.all_listings().map(|l| l.expect("listing")).collect();
+        let listings: Vec<Listing> = store
+            .listings()
+            .all_listings()
+            .map(|l| l.expect("listing"))
+            .collect();
         let mut made = BTreeMap::new();
         for model in listings.iter().filter_map(Listing::counted_for) {
             *made.entry(model).or_default() += 1;
@@ -297,7 +301,7 @@ mod tests {
         let kept = listings
             .iter()
             .filter_map(|l| l.model_id)
-            .map(|m| (m, store.listing_count(m).expect("count")))
+            .map(|m| (m, store.listings().listing_count(m).expect("count")))
             .filter(|(_, count)| *count > 0)
             .collect();
         (made, kept)
@@ -313,6 +317,7 @@ mod tests {
     /// returns the write still open after its chunks but the last committed.
     fn delist<'a>(store: &Store, turn: &'a WriteTurn<'a>, n: usize) -> ListingWrites<'a> {
         let active: Vec<Listing> = store
+            .listings()
             .all_listings()
             .map(|l| l.expect("listing"))
             .filter(|l| l.counted_for().is_some())
@@ -342,7 +347,7 @@ mod tests {
         let turn = store.write_turn();
         let writes = delist(&store, &turn, 5);
         assert!(
-            store.listing_counts_held().expect("mark"),
+            store.listings().listing_counts_held().expect("mark"),
             "marked while held"
         );
         assert_eq!(
@@ -352,7 +357,7 @@ mod tests {
         );
         let written = writes.commit().expect("commit");
         assert_eq!((written.listings, written.commits), (5, 3));
-        assert!(!store.listing_counts_held().expect("mark"));
+        assert!(!store.listings().listing_counts_held().expect("mark"));
         let (made, kept) = counts(&store);
         assert_eq!(kept, made, "the counts are the listings'");
         assert_ne!(made, before, "five listings left their models' counts");
@@ -370,10 +375,11 @@ mod tests {
         let turn = store.write_turn();
         // Four listings in two chunks committed, the fifth pending and dropped.
         drop(delist(&store, &turn, 5));
-        assert!(!store.listing_counts_held().expect("mark"));
+        assert!(!store.listings().listing_counts_held().expect("mark"));
         let (made, kept) = counts(&store);
         assert_eq!(kept, made);
         let delisted = store
+            .listings()
             .all_listings()
             .filter(|l| l.as_ref().expect("listing").status == ListingStatus::Delisted)
             .count();
@@ -409,7 +415,7 @@ mod tests {
             drop(writes);
         }
         let store = Store::open(died.path(), 1 << 22).expect("open");
-        assert!(!store.listing_counts_held().expect("mark"));
+        assert!(!store.listings().listing_counts_held().expect("mark"));
         let (made, kept) = counts(&store);
         // Four listings of the chunks committed left their counts, which were held, not written.
         assert_ne!(made, before);

@@ -24,12 +24,12 @@ impl LoadedCatalogue {
     /// Reads every brand alias key and model reference key of `store`.
     pub fn load(store: &Store) -> StoreResult<LoadedCatalogue> {
         let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
-        for entry in store.brand_alias_keys() {
+        for entry in store.catalogue().brand_alias_keys() {
             let (text, brand) = entry?;
             aliases.entry(text).or_default().push(brand);
         }
         let mut references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>> = HashMap::new();
-        for entry in store.model_reference_keys() {
+        for entry in store.catalogue().model_reference_keys() {
             let (brand, text, model) = entry?;
             references
                 .entry(brand)
@@ -87,7 +87,7 @@ impl MatchCatalogue for LoadedCatalogue {
 
     fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
         // Only the variant rule asks, for a few listings: not worth a million records in memory.
-        self.store.models(ids)
+        self.store.catalogue().models(ids)
     }
 }
 
@@ -137,7 +137,7 @@ mod tests {
         let store = fixture_store_with_feeds(dir.path());
         let loaded = LoadedCatalogue::load(&store).expect("load");
         let mut listings = 0;
-        for listing in store.all_listings() {
+        for listing in store.listings().all_listings() {
             let listing = listing.expect("listing");
             let found = match_listing(&loaded, &listing.details).expect("match");
             assert_eq!(found, listing.current_match(), "{:?}", listing.details);

@@ -39,20 +39,21 @@ pub trait MatchCatalogue: Sync {
 
 impl MatchCatalogue for Store {
     fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
-        self.brand_by_alias(normalized)
+        self.catalogue().brand_by_alias(normalized)
     }
     fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
-        self.model_ids_by_reference(brand, normalized)
+        self.catalogue().model_ids_by_reference(brand, normalized)
     }
     fn references_extending(
         &self,
         brand: BrandId,
         normalized: &str,
     ) -> StoreResult<Vec<(String, ModelId)>> {
-        self.model_references_extending(brand, normalized)
+        self.catalogue()
+            .model_references_extending(brand, normalized)
     }
     fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
-        Store::models(self, ids)
+        self.catalogue().models(ids)
     }
 }
 
@@ -79,10 +80,13 @@ impl WithModel<'_> {
 
 impl MatchCatalogue for WithModel<'_> {
     fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
-        self.store.brand_by_alias(normalized)
+        self.store.catalogue().brand_by_alias(normalized)
     }
     fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
-        let mut found = self.store.model_ids_by_reference(brand, normalized)?;
+        let mut found = self
+            .store
+            .catalogue()
+            .model_ids_by_reference(brand, normalized)?;
         found.retain(|id| *id != self.model.id);
         if self.in_brand(brand) && self.references().any(|r| r == normalized) {
             found.push(self.model.id);
@@ -94,7 +98,10 @@ impl MatchCatalogue for WithModel<'_> {
         brand: BrandId,
         normalized: &str,
     ) -> StoreResult<Vec<(String, ModelId)>> {
-        let mut found = self.store.model_references_extending(brand, normalized)?;
+        let mut found = self
+            .store
+            .catalogue()
+            .model_references_extending(brand, normalized)?;
         found.retain(|(_, id)| *id != self.model.id);
         if self.in_brand(brand) {
             let tails = self.references().filter_map(|r| {
@@ -106,7 +113,7 @@ impl MatchCatalogue for WithModel<'_> {
         Ok(found)
     }
     fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
-        let mut found = self.store.models(ids)?;
+        let mut found = self.store.catalogue().models(ids)?;
         found.retain(|m| m.id != self.model.id);
         if ids.contains(&self.model.id) {
             found.push(self.model.clone());
@@ -335,7 +342,7 @@ pub struct RematchReport {
 /// the changed listings are held in memory. Reads every listing to find the unmatched ones;
 /// [`rematch_unmatched_indexed`] asks the listings index instead.
 pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
-    rematch(turn, turn.store().all_listings_parallel())
+    rematch(turn, turn.store().listings().all_listings_parallel())
 }
 
 /// [`rematch_unmatched`], reading only the unmatched listings: the listings index, when it is
@@ -363,7 +370,7 @@ pub fn rematch_unmatched_indexed(
     let ids = index.search(&unmatched)?.ids;
     let listings = ids
         .into_par_iter()
-        .filter_map(|id| store.listing(ListingId(id)).transpose());
+        .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
     Ok(rematch(turn, listings)?)
 }
 
@@ -497,7 +504,12 @@ mod tests {
     impl Catalogue {
         fn slug_of(&self, found: Match) -> Option<String> {
             let id = found.model_id?;
-            let model = self.store.model(id).expect("read").expect("model");
+            let model = self
+                .store
+                .catalogue()
+                .model(id)
+                .expect("read")
+                .expect("model");
             Some(model.slug.to_string())
         }
 
@@ -624,6 +636,7 @@ mod tests {
         let c = catalogue();
         let rolex = c
             .store
+            .catalogue()
             .brand_by_slug(&crate::domain::Slug::parse("rolex").expect("slug"))
             .expect("read")
             .expect("rolex")
@@ -631,6 +644,7 @@ mod tests {
         let model = |slug: &str| {
             let slug = crate::domain::Slug::parse(slug).expect("slug");
             c.store
+                .catalogue()
                 .model_by_slug(rolex, &slug)
                 .expect("read")
                 .expect("model")
@@ -760,6 +774,7 @@ mod tests {
         let store = fixture_store_with_feeds(dir.path());
         let turn = store.write_turn();
         let unmatched = store
+            .listings()
             .all_listings()
             .filter(|l| l.as_ref().expect("listing").model_id.is_none())
             .count();

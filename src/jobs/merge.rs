@@ -54,6 +54,7 @@ pub fn merge(
     let store = turn.store();
     let known = |id: ModelId| -> Result<Model, MergeError> {
         store
+            .catalogue()
             .model(id)?
             .ok_or_else(|| MergeError::UnknownModel(id.to_string()))
     };
@@ -69,7 +70,7 @@ pub fn merge(
             hint: "a reference repeated across brands is no duplicate; merge within one brand",
         });
     }
-    let review = store.picture_review(keeper)?;
+    let review = store.pictures().picture_review(keeper)?;
     let mut kept = original.clone();
     let mut result = Merged {
         keeper,
@@ -87,11 +88,11 @@ pub fn merge(
     kept.updated_at = Timestamp::now();
 
     let mut batch = turn.batch()?;
-    let mut has_candidates = !store.candidates_of(keeper)?.is_empty();
+    let mut has_candidates = !store.pictures().candidates_of(keeper)?.is_empty();
     for duplicate in &merged {
         // Before the keeper's write: the keys of the pictures it takes over are its own after.
         batch.merge_model_away(duplicate, keeper);
-        for candidate in store.candidates_of(duplicate.id)? {
+        for candidate in store.pictures().candidates_of(duplicate.id)? {
             has_candidates = true;
             batch.remove_candidate(&candidate);
             batch.put_candidate(&crate::domain::PictureCandidate {
@@ -99,7 +100,7 @@ pub fn merge(
                 ..candidate
             });
         }
-        let pairs = store.duplicate_pairs_of(duplicate.id)?;
+        let pairs = store.duplicates().duplicate_pairs_of(duplicate.id)?;
         let others: Vec<ModelId> = pairs
             .iter()
             .map(|p| if p.a == duplicate.id { p.b } else { p.a })
@@ -182,7 +183,7 @@ fn listings_of(
         let total = index.search(&query(0))?.total;
         for id in index.search(&query(total))?.ids {
             // The store says which model a listing is of now; the index may lag a moment.
-            if let Some(listing) = turn.store().listing(ListingId(id))? {
+            if let Some(listing) = turn.store().listings().listing(ListingId(id))? {
                 if listing.model_id == Some(model) {
                     listings.push(listing);
                 }
@@ -282,7 +283,7 @@ pub fn dismiss(
     }
     let store = turn.store();
     for &id in &distinct {
-        if store.model(id)?.is_none() {
+        if store.catalogue().model(id)?.is_none() {
             return Err(MergeError::UnknownModel(id.to_string()));
         }
     }
@@ -291,14 +292,14 @@ pub fn dismiss(
     let mut new_pairs = 0;
     for (at, &a) in ids.iter().enumerate() {
         for &b in &ids[at + 1..] {
-            if !store.is_dismissed(a, b)? {
+            if !store.duplicates().is_dismissed(a, b)? {
                 batch.dismiss_pair(a, b);
                 new_pairs += 1;
             }
         }
     }
     for &id in &ids {
-        let old = store.duplicate_pairs_of(id)?;
+        let old = store.duplicates().duplicate_pairs_of(id)?;
         let kept: Vec<_> = old
             .iter()
             .filter(|p| !(ids.contains(&p.a) && ids.contains(&p.b)))

@@ -49,12 +49,15 @@ pub fn select(
 ) -> Result<ReviewedPicture, ReviewError> {
     let store = turn.store();
     let unknown = || ReviewError::UnknownCandidate(candidate.to_string());
-    let mut chosen = store.candidate(candidate)?.ok_or_else(unknown)?;
-    let model = store.model(chosen.model_id)?.ok_or_else(unknown)?;
+    let mut chosen = store.pictures().candidate(candidate)?.ok_or_else(unknown)?;
+    let model = store
+        .catalogue()
+        .model(chosen.model_id)?
+        .ok_or_else(unknown)?;
     let mut batch = turn.batch()?;
-    let mut review = store.picture_review(model.id)?;
+    let mut review = store.pictures().picture_review(model.id)?;
     let now = Timestamp::now();
-    let source = store.picture(chosen.picture)?;
+    let source = store.pictures().picture(chosen.picture)?;
     let picture = replace_front(
         &mut batch,
         &mut review,
@@ -63,7 +66,7 @@ pub fn select(
         source,
         now,
     )?;
-    if let Some(look) = store.picture_look(chosen.picture)? {
+    if let Some(look) = store.pictures().picture_look(chosen.picture)? {
         batch.put_look(picture, look);
     }
     chosen.selected_at = Some(now);
@@ -94,8 +97,11 @@ pub fn keep(
 ) -> Result<ReviewedPicture, ReviewError> {
     let store = turn.store();
     let unknown = || ReviewError::UnknownPicture(picture.to_string());
-    let model_id = store.model_of_picture(picture)?.ok_or_else(unknown)?;
-    let model = store.model(model_id)?.ok_or_else(unknown)?;
+    let model_id = store
+        .pictures()
+        .model_of_picture(picture)?
+        .ok_or_else(unknown)?;
+    let model = store.catalogue().model(model_id)?.ok_or_else(unknown)?;
     if !model.pictures.iter().any(|p| p.id == picture) {
         return Err(unknown());
     }
@@ -104,7 +110,7 @@ pub fn keep(
         targets: vec![format!("picture:{picture}"), format!("model:{}", model.id)],
         detail: format!("kept picture {picture} of model {}", model.id),
     };
-    let review = store.picture_review(model.id)?;
+    let review = store.pictures().picture_review(model.id)?;
     decide(
         turn,
         turn.batch()?,
@@ -131,10 +137,11 @@ pub fn set_front_picture(
 ) -> Result<ReviewedPicture, ReviewError> {
     let store = turn.store();
     let model = store
+        .catalogue()
         .model(model)?
         .ok_or_else(|| ReviewError::UnknownModel(model.to_string()))?;
     let mut batch = turn.batch()?;
-    let mut review = store.picture_review(model.id)?;
+    let mut review = store.pictures().picture_review(model.id)?;
     let now = Timestamp::now();
     let picture = match url {
         Some(url) => replace_front(&mut batch, &mut review, &model, url, None, now)?,
@@ -246,7 +253,7 @@ fn decide(
         at: now,
         by: actor.name(),
     });
-    let has_candidates = !store.candidates_of(model)?.is_empty();
+    let has_candidates = !store.pictures().candidates_of(model)?.is_empty();
     batch.put_picture_review(model, &review, has_candidates);
     let entry = audit_entry(
         store,

@@ -271,7 +271,13 @@ async fn handle_page(
 fn urgent_pictures(context: &JobContext) -> Result<Vec<PictureRecord>, StoreError> {
     let mut records = Vec::new();
     for id in context.urgent_pictures().take() {
-        records.extend(context.store().picture(id)?.filter(|r| r.may_be_due()));
+        records.extend(
+            context
+                .store()
+                .pictures()
+                .picture(id)?
+                .filter(|r| r.may_be_due()),
+        );
     }
     Ok(records)
 }
@@ -300,7 +306,10 @@ fn due_pictures(
     now: Timestamp,
     from: PictureId,
 ) -> Result<DuePage, StoreError> {
-    let mut page = context.store().pictures_maybe_due_page(from, DUE_PAGE)?;
+    let mut page = context
+        .store()
+        .pictures()
+        .pictures_maybe_due_page(from, DUE_PAGE)?;
     page.records.retain(|p| p.is_due(now));
     Ok(page)
 }
@@ -458,7 +467,7 @@ fn record_states(
         .run(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             for (picture, look) in &updated {
-                let current = turn.store().picture(picture.id)?;
+                let current = turn.store().pictures().picture(picture.id)?;
                 if current.is_some_and(|c| c.source_url == picture.source_url) {
                     batch.put_picture(picture);
                     if let Some(look) = look {

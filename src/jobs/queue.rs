@@ -149,7 +149,7 @@ impl Jobs {
         }
         let store = &context.store();
         let _in_order = lock(&self.submitting);
-        let id = store.next_job_id()?;
+        let id = store.jobs().next_job_id()?;
         let record = JobRecord::queued(
             id,
             batch.kind(),
@@ -166,7 +166,7 @@ impl Jobs {
         );
         let detail = batch.submitted_detail();
         let audit = audit_entry(store, actor, "job.submit", targets, detail)?;
-        store.submit_job(&record, &audit)?;
+        store.jobs().submit_job(&record, &audit)?;
         let queued = Queued {
             record: record.clone(),
             batch,
@@ -181,7 +181,11 @@ impl Jobs {
 
     /// The job's record, with the live progress when it is the one running.
     pub fn job(&self, context: &JobContext, id: JobId) -> StoreResult<Option<JobRecord>> {
-        Ok(context.store().job(id)?.map(|record| self.live(record)))
+        Ok(context
+            .store()
+            .jobs()
+            .job(id)?
+            .map(|record| self.live(record)))
     }
 
     /// `record` with the live progress when it is the running job's.
@@ -309,7 +313,7 @@ fn recording_progress(context: &JobContext, running: JobRecord) -> JobControl {
     JobControl::recording(move |done, total| {
         let mut record = running.clone();
         (record.progress.done, record.progress.total) = (done, total);
-        if let Err(error) = store.put_job(&record) {
+        if let Err(error) = store.jobs().put_job(&record) {
             tracing::error!(job = %record.id, %error, "recording a job's progress");
         }
     })
@@ -325,6 +329,7 @@ fn interrupt(context: &JobContext, mut record: JobRecord) {
 fn interrupt_unfinished(context: &JobContext) -> StoreResult<()> {
     let unfinished: Vec<JobRecord> = context
         .store()
+        .jobs()
         .jobs_newest_first()
         .filter(|job| job.as_ref().map_or(true, |job| !job.state.is_finished()))
         .collect::<StoreResult<_>>()?;
@@ -338,7 +343,7 @@ fn interrupt_unfinished(context: &JobContext) -> StoreResult<()> {
 /// A job's record is bookkeeping: failing to write it is logged, and the job's own outcome
 /// (committed or not) stands.
 fn save(context: &JobContext, record: &JobRecord) {
-    if let Err(error) = context.store().put_job(record) {
+    if let Err(error) = context.store().jobs().put_job(record) {
         tracing::error!(job = %record.id, %error, "recording where a job stands");
     }
 }
@@ -374,7 +379,7 @@ mod tests {
             rules: Default::default(),
         };
         let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
-        context.store().put_job(&record).expect("put");
+        context.store().jobs().put_job(&record).expect("put");
         run_one(
             &context,
             Queued {
@@ -383,7 +388,12 @@ mod tests {
                 _spooled: None,
             },
         );
-        let job = context.store().job(JobId(1)).expect("read").expect("job");
+        let job = context
+            .store()
+            .jobs()
+            .job(JobId(1))
+            .expect("read")
+            .expect("job");
         assert_eq!(job.state, JobState::Failed);
         assert!(job.started_at.is_some() && job.finished_at.is_some());
         assert!(
@@ -408,11 +418,12 @@ mod tests {
             let mut record =
                 JobRecord::queued(JobId(id), JobKind::Match, None, "ana".into(), "listings");
             record.state = state;
-            context.store().put_job(&record).expect("put");
+            context.store().jobs().put_job(&record).expect("put");
         }
         interrupt_unfinished(&context).expect("interrupt");
         let states: Vec<JobState> = context
             .store()
+            .jobs()
             .jobs_newest_first()
             .map(|job| job.expect("job").state)
             .collect();

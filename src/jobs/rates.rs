@@ -1,7 +1,7 @@
 //! `watch-catalogue rates FILE`: loads an ECB daily reference rates file as the rates in force.
 //! The file must parse and give a US dollar table before anything is written.
 
-use crate::rates::{parse_ecb_xml, ConversionTable, RatesError};
+use crate::domain::rates::{parse_ecb_xml, ConversionTable, RatesError};
 use crate::store::{StoreError, StoreGeneration, WriteTurn};
 
 /// What loading rates did.

@@ -141,7 +141,7 @@ pub fn unmatched_groups(store: &Store, index: &ListingIndex) -> Result<Vec<Group
     };
     let mut groups: HashMap<ClaimedIdentity, Vec<Listing>> = HashMap::new();
     for id in listing_ids(index, filters)? {
-        let Some(listing) = store.listing(id)? else {
+        let Some(listing) = store.listings().listing(id)? else {
             continue;
         };
         // The index may lag a write that is being indexed; the store has the last word.
@@ -194,6 +194,7 @@ fn group(store: &Store, index: &ListingIndex, id: &str) -> Result<Group, Reconci
 
 fn model(store: &Store, id: ModelId) -> Result<Model, ReconcileError> {
     store
+        .catalogue()
         .model(id)?
         .ok_or_else(|| ReconcileError::UnknownModel(id.to_string()))
 }
@@ -234,6 +235,7 @@ fn listings_by_id(store: &Store, ids: &[ListingId]) -> Result<Vec<Listing>, Reco
     let mut listings = Vec::with_capacity(ids.len());
     for &id in ids.iter().filter(|id| seen.insert(**id)) {
         let listing = store
+            .listings()
             .listing(id)?
             .ok_or_else(|| ReconcileError::UnknownListing(id.to_string()))?;
         listings.push(listing);
@@ -318,6 +320,7 @@ fn new_model_fields(
 ) -> Result<Map<String, Value>, ReconcileError> {
     if let Some(brand) = group.brand() {
         let slug = store
+            .catalogue()
             .brand(brand)?
             .ok_or_else(|| ReconcileError::Inconsistent(format!("no brand {brand}")))?
             .slug
@@ -361,7 +364,7 @@ fn free_slug(store: &Store, fields: &Map<String, Value>) -> Result<Slug, Reconci
     };
     let brand = Slug::parse(text("brand"))
         .ok()
-        .map(|slug| store.brand_by_slug(&slug))
+        .map(|slug| store.catalogue().brand_by_slug(&slug))
         .transpose()?
         .flatten();
     let Some(brand) = brand else {
@@ -370,7 +373,7 @@ fn free_slug(store: &Store, fields: &Map<String, Value>) -> Result<Slug, Reconci
     };
     let mut slug = derived.clone();
     for n in 2.. {
-        if store.model_by_slug(brand.id, &slug)?.is_none() {
+        if store.catalogue().model_by_slug(brand.id, &slug)?.is_none() {
             break;
         }
         slug = derived.numbered(n);
@@ -410,17 +413,21 @@ fn model_row(store: &Store, model: &Model) -> Result<ModelRow, ReconcileError> {
     let missing =
         |what: String| ReconcileError::Inconsistent(format!("model {} names {what}", model.id));
     let brand = store
+        .catalogue()
         .brand(model.brand_id)?
         .ok_or_else(|| missing(format!("brand {}", model.brand_id)))?;
     let series = store
+        .catalogue()
         .series(model.series_id)?
         .ok_or_else(|| missing(format!("series {}", model.series_id)))?;
     let caliber = match model.caliber_id {
         Some(id) => {
             let caliber = store
+                .catalogue()
                 .caliber(id)?
                 .ok_or_else(|| missing(format!("calibre {id}")))?;
             let maker = store
+                .catalogue()
                 .brand(caliber.brand_id)?
                 .ok_or_else(|| missing(format!("the maker of calibre {id}")))?;
             Some(format!("{}/{}", maker.slug, caliber.slug))
@@ -498,6 +505,7 @@ fn check_references_are_free(
             continue;
         }
         let holder = store
+            .catalogue()
             .model_ids_by_reference(model.brand_id, &key)?
             .into_iter()
             .find(|id| *id != model.id);
@@ -547,7 +555,11 @@ fn newly_matched(
         if skip.contains(&id) {
             continue;
         }
-        let Some(listing) = store.listing(id)?.filter(|l| l.model_id.is_none()) else {
+        let Some(listing) = store
+            .listings()
+            .listing(id)?
+            .filter(|l| l.model_id.is_none())
+        else {
             continue;
         };
         let found = match_listing(&catalogue, &listing.details)?;

@@ -2,11 +2,11 @@
 //! with rayon (`watch-catalogue reindex`, a start behind the store), and the incremental updates
 //! the writer makes after each job. Each index commit records the store generation it reflects.
 
+use crate::domain::rates::ConversionTable;
 use crate::domain::{
     normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, Listing,
     Model, ModelId, Series, SeriesId,
 };
-use crate::rates::{table_in_force, ConversionTable};
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
     BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc, ListingIndex,
@@ -49,8 +49,8 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     // Read the generation first: a write landing during the rebuild leaves the index marked
     // behind, so it is caught up again rather than wrongly taken as current.
     let generation = store.generation()?.0;
-    let brands: Vec<Brand> = store.brands().collect::<Result<_, _>>()?;
-    let series: Vec<Series> = store.all_series().collect::<Result<_, _>>()?;
+    let brands: Vec<Brand> = store.catalogue().brands().collect::<Result<_, _>>()?;
+    let series: Vec<Series> = store.catalogue().all_series().collect::<Result<_, _>>()?;
     let models_per_brand = Counts::of(brands.iter().map(|b| b.id));
     let models_per_series = Counts::of(series.iter().map(|s| s.id));
     let brand_by_id: HashMap<BrandId, &Brand> = brands.iter().map(|b| (b.id, b)).collect();
@@ -59,9 +59,9 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
 
     // Each model's document is made as it is read, and the model dropped: a million models
     // held at once raised an import's peak (docs/decisions.md, D-43).
-    let model_docs = store.all_models_parallel().map(|model| {
+    let model_docs = store.catalogue().all_models_parallel().map(|model| {
         let model = model?;
-        let listings = store.listing_count(model.id)?;
+        let listings = store.listings().listing_count(model.id)?;
         models_per_brand.add(model.brand_id);
         models_per_series.add(model.series_id);
         Ok::<_, ReindexError>(CatalogueDoc::Model(model_doc(
@@ -153,10 +153,15 @@ impl Movement {
 
     /// The movement of the calibre `id`, read from the store.
     fn read(store: &Store, id: CaliberId) -> Result<Option<Movement>, StoreError> {
-        let Some(caliber) = store.caliber(id)? else {
+        let Some(caliber) = store.catalogue().caliber(id)? else {
             return Ok(None);
         };
-        let slug_of = |c| Ok(store.complication(c)?.map(|c| c.slug.to_string()));
+        let slug_of = |c| {
+            Ok(store
+                .catalogue()
+                .complication(c)?
+                .map(|c| c.slug.to_string()))
+        };
         Movement::of(&caliber, slug_of).map(Some)
     }
 }
@@ -164,10 +169,12 @@ impl Movement {
 /// Every calibre's movement, read once for a rebuild.
 fn all_movements(store: &Store) -> Result<HashMap<CaliberId, Movement>, StoreError> {
     let slugs: HashMap<ComplicationId, String> = store
+        .catalogue()
         .complications()
         .map(|c| c.map(|c| (c.id, c.slug.to_string())))
         .collect::<Result<_, _>>()?;
     store
+        .catalogue()
         .calibers()
         .map(|caliber| {
             let caliber = caliber?;
@@ -230,9 +237,10 @@ pub fn rebuild_listings(
     index: &ListingIndex,
 ) -> Result<ReindexReport, ReindexError> {
     let generation = store.generation()?.0;
-    let table = table_in_force(store)?;
+    let table = store.rates().table_in_force()?;
     let documents = index.rebuild(
         store
+            .listings()
             .all_listings_parallel()
             .map(|listing| Ok::<_, ReindexError>(listing_doc(&listing?, table.as_ref()))),
         generation,
@@ -279,11 +287,11 @@ pub fn index_listing_changes(
     if changes.rates || !current_before || !changes.is_contiguous() || (large && ids.len() > 1000) {
         return rebuild_listings(store, index);
     }
-    let table = table_in_force(store)?;
+    let table = store.rates().table_in_force()?;
     // Read back from the store: the newest version of each, which is what the index must hold.
     let docs: Vec<ListingDoc> = ids
         .par_iter()
-        .filter_map(|&id| store.listing(id).transpose())
+        .filter_map(|&id| store.listings().listing(id).transpose())
         .map(|listing| Ok(listing_doc(&listing?, table.as_ref())))
         .collect::<Result<_, StoreError>>()?;
     index.upsert(&docs, changes.generation.0)?;
@@ -325,17 +333,17 @@ pub fn index_catalogue_changes(
     let mut docs = Vec::with_capacity(models.len());
     let mut removed = Vec::new();
     for id in models {
-        let Some(model) = store.model(id)? else {
+        let Some(model) = store.catalogue().model(id)? else {
             removed.push(id.0);
             continue;
         };
-        let brand = store.brand(model.brand_id)?;
-        let series = store.series(model.series_id)?;
+        let brand = store.catalogue().brand(model.brand_id)?;
+        let series = store.catalogue().series(model.series_id)?;
         let movement = match model.caliber_id {
             Some(caliber) => Movement::read(store, caliber)?,
             None => None,
         };
-        let count = store.listing_count(id)?;
+        let count = store.listings().listing_count(id)?;
         docs.push(CatalogueDoc::Model(model_doc(
             &model,
             brand.as_ref(),
@@ -366,7 +374,7 @@ fn count_documents(
     };
     let mut docs = Vec::new();
     for &id in &changes.brands {
-        if let Some(brand) = store.brand(id)? {
+        if let Some(brand) = store.catalogue().brand(id)? {
             let filters = Filters {
                 brand_id: Some(id.0),
                 ..Filters::default()
@@ -376,7 +384,7 @@ fn count_documents(
         }
     }
     for &id in &changes.series {
-        if let Some(series) = store.series(id)? {
+        if let Some(series) = store.catalogue().series(id)? {
             let filters = Filters {
                 series_id: Some(id.0),
                 ..Filters::default()

@@ -209,6 +209,7 @@ impl StockEffect {
         missing.sort_unstable();
         let in_stock = |id: ListingId| -> Result<bool, StoreError> {
             Ok(store
+                .listings()
                 .listing(id)?
                 .is_some_and(|listing| listing.status != ListingStatus::Delisted))
         };

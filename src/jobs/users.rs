@@ -31,7 +31,7 @@ pub fn audit_entry(
     detail: impl Into<String>,
 ) -> StoreResult<AuditEntry> {
     Ok(AuditEntry {
-        id: store.next_audit_id()?,
+        id: store.audit().next_audit_id()?,
         at: Timestamp::now(),
         user: actor.name(),
         action: action.to_owned(),
@@ -62,7 +62,7 @@ pub fn add_user(
     password: &str,
 ) -> Result<User, UserError> {
     let store = turn.store();
-    if store.user(name)?.is_some() {
+    if store.sessions().user(name)?.is_some() {
         return Err(UserError::Exists(name.clone()));
     }
     let now = Timestamp::now();
@@ -131,7 +131,7 @@ pub fn set_role(
 
 /// Every user, by name.
 pub fn list_users(store: &Store) -> StoreResult<Vec<User>> {
-    store.users().collect()
+    store.sessions().users().collect()
 }
 
 /// Applies `edit` to `name`, ends their sessions and records `action`, in one write.
@@ -157,13 +157,14 @@ fn change(
 
 fn existing(store: &Store, name: &Username) -> Result<User, UserError> {
     store
+        .sessions()
         .user(name)?
         .ok_or_else(|| UserError::Unknown(name.clone()))
 }
 
 /// Adds the removal of every session of `name` to `batch`; returns how many.
 fn end_sessions(store: &Store, batch: &mut WriteBatch<'_>, name: &Username) -> StoreResult<usize> {
-    let sessions = store.sessions_of(name)?;
+    let sessions = store.sessions().sessions_of(name)?;
     for token in &sessions {
         batch.remove_session(name, token);
     }
@@ -189,7 +190,10 @@ mod tests {
         };
         let audit = audit_entry(store, &Actor::User(name.clone()), "auth.login", vec![], "")
             .expect("audit");
-        store.open_session(&session, &audit).expect("open");
+        store
+            .sessions()
+            .open_session(&session, &audit)
+            .expect("open");
         session
     }
 
@@ -221,21 +225,40 @@ mod tests {
         let kept = session(&store, &bob, 2);
         session(&store, &ana, 1);
         session(&store, &ana, 3);
-        assert_eq!(store.sessions_of(&ana).expect("sessions").len(), 2);
+        assert_eq!(
+            store.sessions().sessions_of(&ana).expect("sessions").len(),
+            2
+        );
 
         set_role(&store.write_turn(), &cli, &ana, Role::Viewer).expect("role");
-        assert!(store.sessions_of(&ana).expect("sessions").is_empty());
-        assert!(store.session(&TokenHash([1; 32])).expect("read").is_none());
-        assert_eq!(store.session(&kept.token_hash).expect("read"), Some(kept));
+        assert!(store
+            .sessions()
+            .sessions_of(&ana)
+            .expect("sessions")
+            .is_empty());
+        assert!(store
+            .sessions()
+            .session(&TokenHash([1; 32]))
+            .expect("read")
+            .is_none());
+        assert_eq!(
+            store.sessions().session(&kept.token_hash).expect("read"),
+            Some(kept)
+        );
 
         session(&store, &ana, 4);
         remove_user(&store.write_turn(), &cli, &ana).expect("remove");
-        assert!(store.user(&ana).expect("read").is_none());
-        assert!(store.session(&TokenHash([4; 32])).expect("read").is_none());
+        assert!(store.sessions().user(&ana).expect("read").is_none());
+        assert!(store
+            .sessions()
+            .session(&TokenHash([4; 32]))
+            .expect("read")
+            .is_none());
         let unknown = remove_user(&store.write_turn(), &cli, &ana);
         assert!(matches!(unknown, Err(UserError::Unknown(_))));
 
         let actions: Vec<String> = store
+            .audit()
             .audit_newest_first()
             .map(|entry| entry.expect("entry").action)
             .filter(|action| action.starts_with("user."))
@@ -256,7 +279,7 @@ mod tests {
             refused,
             Err(UserError::Auth(AuthError::WeakPassword))
         ));
-        assert!(store.user(&ana).expect("read").is_none());
-        assert_eq!(store.audit_newest_first().count(), 0);
+        assert!(store.sessions().user(&ana).expect("read").is_none());
+        assert_eq!(store.audit().audit_newest_first().count(), 0);
     }
 }

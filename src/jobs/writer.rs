@@ -7,7 +7,6 @@ use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
-use crate::rates::table_in_force;
 use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::Arc;
@@ -212,7 +211,7 @@ impl Writer {
         if !reindex::listings_are_current(&self.store, &self.listings)? {
             return Ok(None);
         }
-        let table = table_in_force(&self.store)?;
+        let table = self.store.rates().table_in_force()?;
         let load = IndexLoad::new(self.listings.clone(), table).starting_at(self.load_from);
         Ok(Some(Arc::new(load)))
     }
@@ -370,10 +369,12 @@ mod tests {
                 let slug = Slug::parse(&format!("m-{thread}-{job}")).expect("slug");
                 let brand = crate::domain::BrandId(1);
                 let model = store
+                    .catalogue()
                     .model_by_slug(brand, &slug)
                     .expect("read")
                     .expect("every model written");
                 let by_reference = store
+                    .catalogue()
                     .model_ids_by_reference(brand, &format!("r{thread}x{job}"))
                     .expect("read");
                 assert_eq!(by_reference, vec![model.id], "{slug}");
@@ -490,11 +491,13 @@ mod tests {
         let id = |slug: &str| -> ModelId {
             let brand = writer
                 .store
+                .catalogue()
                 .brand_by_slug(&Slug::parse("tudor").expect("slug"))
                 .expect("read")
                 .expect("brand");
             writer
                 .store
+                .catalogue()
                 .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
                 .expect("read")
                 .expect("model")

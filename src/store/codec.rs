@@ -3,11 +3,11 @@
 //! with no version byte. Which types are records, and the layout of each, is the table below.
 
 use super::{StoreError, StoreResult};
+use crate::domain::rates::EcbRates;
 use crate::domain::{
     AuditEntry, Brand, Caliber, Complication, JobRecord, Listing, Model, PictureCandidate,
     PictureRecord, PictureReview, Provider, Series, Session, User,
 };
-use crate::rates::EcbRates;
 
 fn config() -> bincode::config::Configuration {
     bincode::config::standard()

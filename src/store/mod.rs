@@ -1,27 +1,40 @@
 //! The store of record, in sled: every record and every secondary key the API needs, so each
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
+//! Reads go through the store's areas (`store.catalogue()`, `.listings()`, `.sessions()`,
+//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`), a file each naming the
+//! keyspaces it owns; `Store` itself opens the tree, keeps the generations and applies writes.
 
+mod audit;
+mod catalogue;
 mod codec;
+mod duplicates;
+mod jobs;
 mod keys;
+mod listings;
 pub mod migrate;
 mod pending;
+mod pictures;
+mod rates;
 mod recount;
+mod sessions;
 mod sources;
 mod touch_log;
 mod turn;
 mod write;
 
+pub use audit::Audit;
+pub use catalogue::Catalogue;
+pub use duplicates::Duplicates;
+pub use jobs::Jobs;
+pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
+pub use pictures::{DuePage, Pictures};
+pub use rates::Rates;
+pub use sessions::Sessions;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
-use crate::domain::{
-    AuditEntry, Brand, BrandId, Caliber, CaliberId, CandidateId, Complication, ComplicationId,
-    DuplicatePair, JobId, JobRecord, Listing, ListingId, Look, Model, ModelId, PictureCandidate,
-    PictureId, PictureRecord, PictureReview, Provider, ProviderId, ReviewStatus, Series, SeriesId,
-    Session, Slug, TokenHash, User, Username,
-};
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
@@ -78,16 +91,6 @@ enum Applied {
     KeyByKey,
 }
 
-/// Handle on the sled database; cheap to clone.
-/// One page of the pictures the worker may have work for: see [`Store::pictures_maybe_due_page`].
-#[derive(Debug)]
-pub struct DuePage {
-    /// By id.
-    pub records: Vec<PictureRecord>,
-    /// Where the next page starts; `None` after the last.
-    pub next: Option<PictureId>,
-}
-
 /// The id a secondary key ends with.
 fn secondary_id(key: &[u8]) -> StoreResult<u64> {
     keys::trailing_id(key).ok_or_else(|| StoreError::Corrupt {
@@ -96,6 +99,7 @@ fn secondary_id(key: &[u8]) -> StoreResult<u64> {
     })
 }
 
+/// Handle on the sled database; cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
@@ -118,6 +122,51 @@ pub struct Store {
 pub struct ReadAt {
     pub generation: StoreGeneration,
     key_by_key_writes: u64,
+}
+
+/// The store by area: each a borrowed view over the one sled tree, reading the keyspaces its
+/// module names (and writing them, for the bookkeeping done outside the write turn: sessions,
+/// jobs). Every other write goes through the write turn's [`WriteBatch`], whatever its area.
+impl Store {
+    /// The catalogue area: brands, series, complications, calibres and models.
+    pub fn catalogue(&self) -> Catalogue<'_> {
+        Catalogue(self)
+    }
+
+    /// The listings area: providers, their listings and each model's count of active listings.
+    pub fn listings(&self) -> Listings<'_> {
+        Listings(self)
+    }
+
+    /// The sessions area: back-office users and their sessions.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions(self)
+    }
+
+    /// The audit area: the back office's audit trail.
+    pub fn audit(&self) -> Audit<'_> {
+        Audit(self)
+    }
+
+    /// The jobs area: the records of batch jobs submitted to a running server.
+    pub fn jobs(&self) -> Jobs<'_> {
+        Jobs(self)
+    }
+
+    /// The pictures area: the image pipeline's pictures and picture review.
+    pub fn pictures(&self) -> Pictures<'_> {
+        Pictures(self)
+    }
+
+    /// The duplicates area: the duplicate finder's pairs and dismissals, and merged models.
+    pub fn duplicates(&self) -> Duplicates<'_> {
+        Duplicates(self)
+    }
+
+    /// The rates area: the ECB rates in force and their conversion table.
+    pub fn rates(&self) -> Rates<'_> {
+        Rates(self)
+    }
 }
 
 impl Store {
@@ -161,12 +210,6 @@ impl Store {
         ))
     }
 
-    /// True while a write of listings in several commits holds its models' listing counts
-    /// back for its last commit (`jobs::listing_writes`).
-    pub fn listing_counts_held(&self) -> StoreResult<bool> {
-        recount::counts_held(&self.db)
-    }
-
     /// The generation to read at, for values kept per generation: see [`ReadAt`].
     pub fn read_at(&self) -> StoreResult<ReadAt> {
         // The count before the generation: a write begun after it moves the count.
@@ -192,35 +235,11 @@ impl Store {
         ))
     }
 
-    /// How many writes have changed the duplicate finder's pairs or dismissals: groups joined
-    /// at this count are current.
-    pub fn duplicates_generation(&self) -> StoreResult<StoreGeneration> {
-        Ok(StoreGeneration(
-            self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0),
-        ))
-    }
-
-    /// Every model whose duplicate pairs or dismissals the writes after duplicates generation
-    /// `after` up to `upto` changed, sorted; `None` when this process did not see them all.
-    pub fn duplicates_touched_between(
-        &self,
-        after: StoreGeneration,
-        upto: StoreGeneration,
-    ) -> Option<Vec<ModelId>> {
-        self.touch_log().touched_between(after.0, upto.0)
-    }
-
     fn touch_log(&self) -> std::sync::MutexGuard<'_, touch_log::TouchLog> {
         // A panic while noting ids leaves at worst a few ids too many: still usable.
         self.duplicates_touched
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// How many writes through this store (and its clones) changed the rates in force since it
-    /// was opened: a conversion table read at one count holds until the count moves.
-    pub fn rates_epoch(&self) -> u64 {
-        self.rates_epoch.load(Ordering::Acquire)
     }
 
     /// True when no brand has been written yet.
@@ -351,6 +370,13 @@ impl Store {
         Ok(())
     }
 
+    /// Applies a bookkeeping write done outside the write turn (a session, a job's record):
+    /// one atomic sled batch, flushed before it returns.
+    fn apply_flushed(&self, batch: sled::Batch) -> StoreResult<()> {
+        self.db.apply_batch(batch)?;
+        self.flush()
+    }
+
     fn meta(&self, key: MetaKey) -> StoreResult<Option<u64>> {
         read_meta(&self.db, key)
     }
@@ -413,6 +439,17 @@ impl Store {
         })
     }
 
+    /// Every record of `space`, the greatest id first.
+    fn all_newest_first<T: StoredRecord>(
+        &self,
+        space: Keyspace,
+    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
+        self.db.scan_prefix(space.prefix()).rev().map(|entry| {
+            let (key, value) = entry?;
+            decode(&key, &value)
+        })
+    }
+
     fn many<T: StoredRecord>(
         &self,
         space: Keyspace,
@@ -425,224 +462,6 @@ impl Store {
             }
         }
         Ok(found)
-    }
-
-    // --- brands -------------------------------------------------------------------------
-
-    pub fn brand(&self, id: BrandId) -> StoreResult<Option<Brand>> {
-        self.get(Keyspace::Brand.id_key(id.0))
-    }
-
-    pub fn brand_by_slug(&self, slug: &Slug) -> StoreResult<Option<Brand>> {
-        self.get_via(keys::brand_slug(slug), Keyspace::Brand)
-    }
-
-    pub fn brands(&self) -> impl Iterator<Item = StoreResult<Brand>> + '_ {
-        self.all(Keyspace::Brand)
-    }
-
-    /// Brands of the editorial row, in `highlightRank` order.
-    pub fn highlighted_brands(&self) -> StoreResult<Vec<Brand>> {
-        let ids = self.ids_under(Keyspace::BrandHighlight.prefix())?;
-        self.many(Keyspace::Brand, ids)
-    }
-
-    /// Brand whose alias (folded like a reference) is `normalized`.
-    pub fn brand_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
-        Ok(self
-            .ids_under(keys::brand_alias_prefix(normalized))?
-            .into_iter()
-            .map(BrandId)
-            .collect())
-    }
-
-    /// Every brand alias key (a brand's name, alias or slug, normalised) as (text, brand): what
-    /// [`Store::brand_by_alias`] reads, for a matcher that holds them in memory.
-    pub fn brand_alias_keys(&self) -> impl Iterator<Item = StoreResult<(String, BrandId)>> + '_ {
-        self.parsed_keys(
-            Keyspace::BrandAlias,
-            keys::parse_brand_alias,
-            "brand alias key without its text and id",
-        )
-    }
-
-    /// Every key of `space`, read by `parse`; `what` says what a key `parse` refuses lacks.
-    fn parsed_keys<T: 'static>(
-        &self,
-        space: Keyspace,
-        parse: fn(&[u8]) -> Option<T>,
-        what: &'static str,
-    ) -> impl Iterator<Item = StoreResult<T>> + '_ {
-        self.db.scan_prefix(space.prefix()).keys().map(move |key| {
-            let key = key?;
-            parse(&key).ok_or_else(|| StoreError::Corrupt {
-                key: key.to_vec(),
-                reason: what.into(),
-            })
-        })
-    }
-
-    // --- series -------------------------------------------------------------------------
-
-    pub fn series(&self, id: SeriesId) -> StoreResult<Option<Series>> {
-        self.get(Keyspace::Series.id_key(id.0))
-    }
-
-    pub fn series_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Series>> {
-        self.get_via(keys::series_slug(brand, slug), Keyspace::Series)
-    }
-
-    /// Every brand that has a series with this slug.
-    pub fn series_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Series>> {
-        let ids = self.ids_under(keys::series_bare_slug_prefix(slug))?;
-        self.many(Keyspace::Series, ids)
-    }
-
-    pub fn all_series(&self) -> impl Iterator<Item = StoreResult<Series>> + '_ {
-        self.all(Keyspace::Series)
-    }
-
-    // --- complications ------------------------------------------------------------------
-
-    pub fn complication(&self, id: ComplicationId) -> StoreResult<Option<Complication>> {
-        self.get(Keyspace::Complication.id_key(id.0))
-    }
-
-    pub fn complications(&self) -> impl Iterator<Item = StoreResult<Complication>> + '_ {
-        self.all(Keyspace::Complication)
-    }
-
-    pub fn complication_by_slug(&self, slug: &Slug) -> StoreResult<Option<Complication>> {
-        self.get_via(keys::complication_slug(slug), Keyspace::Complication)
-    }
-
-    // --- calibers -----------------------------------------------------------------------
-
-    pub fn caliber(&self, id: CaliberId) -> StoreResult<Option<Caliber>> {
-        self.get(Keyspace::Caliber.id_key(id.0))
-    }
-
-    pub fn caliber_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Caliber>> {
-        self.get_via(keys::caliber_slug(brand, slug), Keyspace::Caliber)
-    }
-
-    /// The brand's calibre whose normalised reference is `normalized`.
-    pub fn caliber_by_reference(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Option<Caliber>> {
-        self.get_via(
-            keys::caliber_reference(brand, normalized),
-            Keyspace::Caliber,
-        )
-    }
-
-    /// Every calibre, across brands, with this slug.
-    pub fn calibers_with_slug(&self, slug: &Slug) -> StoreResult<Vec<Caliber>> {
-        let ids = self.ids_under(keys::caliber_bare_slug_prefix(slug))?;
-        self.many(Keyspace::Caliber, ids)
-    }
-
-    pub fn calibers(&self) -> impl Iterator<Item = StoreResult<Caliber>> + '_ {
-        self.all(Keyspace::Caliber)
-    }
-
-    // --- models -------------------------------------------------------------------------
-
-    pub fn model(&self, id: ModelId) -> StoreResult<Option<Model>> {
-        self.get(Keyspace::Model.id_key(id.0))
-    }
-
-    pub fn model_by_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<Model>> {
-        self.get_via(keys::model_slug(brand, slug), Keyspace::Model)
-    }
-
-    /// Models in the order of `ids`; ids with no record (deleted since) are skipped.
-    pub fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>> {
-        self.many(Keyspace::Model, ids.iter().map(|id| id.0))
-    }
-
-    /// Ids of the brand's models whose primary or alternate reference normalises to `normalized`.
-    pub fn model_ids_by_reference(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(keys::model_reference_prefix(brand, normalized))?
-            .into_iter()
-            .map(ModelId)
-            .collect())
-    }
-
-    /// The brand's references that begin with `normalized` and go on (`16610` -> `lv` of
-    /// `16610lv`), as what follows it and the model of each.
-    pub fn model_references_extending(
-        &self,
-        brand: BrandId,
-        normalized: &str,
-    ) -> StoreResult<Vec<(String, ModelId)>> {
-        let stem = keys::model_reference_stem(brand, normalized);
-        let mut found = Vec::new();
-        for key in self.db.scan_prefix(&stem).keys() {
-            let key = key?;
-            let (tail, model) = keys::model_reference_tail(&key, stem.len()).ok_or_else(|| {
-                StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "reference key without its text and id".into(),
-                }
-            })?;
-            if !tail.is_empty() {
-                found.push((tail.to_owned(), model));
-            }
-        }
-        Ok(found)
-    }
-
-    /// Every reference key, as (brand, normalised reference, model), in key order: keys only,
-    /// nothing decoded. What [`Store::model_ids_by_reference`] and
-    /// [`Store::model_references_extending`] read, for a matcher that holds them in memory.
-    pub fn model_reference_keys(
-        &self,
-    ) -> impl Iterator<Item = StoreResult<(BrandId, String, ModelId)>> + '_ {
-        self.parsed_keys(
-            Keyspace::ModelReference,
-            keys::parse_model_reference,
-            "reference key without its brand, text and id",
-        )
-    }
-
-    pub fn all_models(&self) -> impl Iterator<Item = StoreResult<Model>> + '_ {
-        self.all(Keyspace::Model)
-    }
-
-    /// True when a model has id `id`: a key lookup, nothing decoded.
-    pub fn has_model(&self, id: ModelId) -> StoreResult<bool> {
-        Ok(self.db.contains_key(Keyspace::Model.id_key(id.0))?)
-    }
-
-    /// Every model's id, in id order: keys only, nothing decoded.
-    pub fn model_ids(&self) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(Keyspace::Model.prefix())?
-            .into_iter()
-            .map(ModelId)
-            .collect())
-    }
-
-    /// Every model, decoded on rayon's threads while sled's iterator feeds them.
-    pub fn all_models_parallel(
-        &self,
-    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Model>> + '_ {
-        self.all_parallel(Keyspace::Model)
-    }
-
-    /// Every listing, decoded on rayon's threads.
-    pub fn all_listings_parallel(
-        &self,
-    ) -> impl rayon::iter::ParallelIterator<Item = StoreResult<Listing>> + '_ {
-        self.all_parallel(Keyspace::Listing)
     }
 
     fn all_parallel<T: StoredRecord + Send>(
@@ -659,68 +478,6 @@ impl Store {
             })
     }
 
-    /// Active listings matched to the model (kept by the listings jobs; 0 until then).
-    pub fn listing_count(&self, model: ModelId) -> StoreResult<u64> {
-        Ok(self.get_id(keys::model_listing_count(model))?.unwrap_or(0))
-    }
-
-    // --- providers ----------------------------------------------------------------------
-
-    pub fn provider(&self, id: ProviderId) -> StoreResult<Option<Provider>> {
-        self.get(Keyspace::Provider.id_key(id.0))
-    }
-
-    pub fn provider_by_slug(&self, slug: &Slug) -> StoreResult<Option<Provider>> {
-        self.get_via(keys::provider_slug(slug), Keyspace::Provider)
-    }
-
-    pub fn providers(&self) -> impl Iterator<Item = StoreResult<Provider>> + '_ {
-        self.all(Keyspace::Provider)
-    }
-
-    // --- listings -----------------------------------------------------------------------
-
-    pub fn listing(&self, id: ListingId) -> StoreResult<Option<Listing>> {
-        self.get(Keyspace::Listing.id_key(id.0))
-    }
-
-    /// The provider's listing with the provider's own id `code`. Reads every source of the
-    /// provider: for tests and checks, not for a request.
-    pub fn listing_by_source(
-        &self,
-        provider: ProviderId,
-        code: &str,
-    ) -> StoreResult<Option<Listing>> {
-        let id = self
-            .listing_codes_of_provider(provider)?
-            .into_iter()
-            .rev()
-            .find_map(|(known, id)| (known == code).then_some(id));
-        id.map_or(Ok(None), |id| self.listing(id))
-    }
-
-    /// Every listing, in id order (for batch jobs; the API never scans).
-    pub fn all_listings(&self) -> impl Iterator<Item = StoreResult<Listing>> + '_ {
-        self.all(Keyspace::Listing)
-    }
-
-    /// Every listing of `provider` as (the provider's own id, our id), delisted ones included,
-    /// read from the source keys alone: no listing is decoded. Were a code listed twice, the
-    /// later pair is the one in force.
-    pub fn listing_codes_of_provider(
-        &self,
-        provider: ProviderId,
-    ) -> StoreResult<Vec<(String, ListingId)>> {
-        sources::codes_of_provider(self, provider)
-    }
-
-    // --- rates --------------------------------------------------------------------------
-
-    /// The ECB rates in force, as published; `None` before any were loaded.
-    pub fn rates(&self) -> StoreResult<Option<crate::rates::EcbRates>> {
-        self.get(MetaKey::Rates.key())
-    }
-
     /// Number of records of each kind, by counting their keys (for tests).
     pub fn count(&self, space: Keyspace) -> usize {
         self.db.scan_prefix(space.prefix()).count()
@@ -729,125 +486,6 @@ impl Store {
     /// An admin count, as the writes that moved it left it.
     pub fn count_of(&self, counted: Counted) -> StoreResult<u64> {
         Ok(self.meta(MetaKey::Count(counted))?.unwrap_or(0))
-    }
-
-    pub fn user(&self, name: &Username) -> StoreResult<Option<User>> {
-        self.get(keys::user(name))
-    }
-
-    /// Every user, by name.
-    pub fn users(&self) -> impl Iterator<Item = StoreResult<User>> + '_ {
-        self.all(Keyspace::User)
-    }
-
-    pub fn session(&self, token: &TokenHash) -> StoreResult<Option<Session>> {
-        self.get(keys::session(token))
-    }
-
-    /// The token hashes of every session of `name`.
-    pub fn sessions_of(&self, name: &Username) -> StoreResult<Vec<TokenHash>> {
-        let prefix = keys::sessions_of_prefix(name);
-        let mut hashes = Vec::new();
-        for key in self.db.scan_prefix(&prefix).keys() {
-            let key = key?;
-            let hash: [u8; 32] =
-                key[prefix.len()..]
-                    .try_into()
-                    .map_err(|_| StoreError::Corrupt {
-                        key: key.to_vec(),
-                        reason: "a session key without a 32-byte token hash".into(),
-                    })?;
-            hashes.push(TokenHash(hash));
-        }
-        Ok(hashes)
-    }
-
-    /// A new audit entry's id: sled's id generator, unique and growing across restarts, so an
-    /// entry needs no write turn (a login is not held up by a running import).
-    pub fn next_audit_id(&self) -> StoreResult<u64> {
-        Ok(self.db.generate_id()? + 1)
-    }
-
-    /// Session bookkeeping is a small write of its own, outside the write turn: it touches no
-    /// catalogue record, id counter or index, and a login must not wait for a running ingest.
-    /// Each call is one atomic sled batch, flushed before it returns.
-    pub fn open_session(&self, session: &Session, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(keys::session(&session.token_hash), codec::encode(session));
-        batch.insert(
-            keys::session_of(&session.user, &session.token_hash),
-            &[][..],
-        );
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Records that `session` was just used (see [`Store::open_session`]).
-    pub fn touch_session(&self, session: &Session) -> StoreResult<()> {
-        self.db
-            .insert(keys::session(&session.token_hash), codec::encode(session))?;
-        Ok(())
-    }
-
-    /// Ends `session`, with the audit entry that says so when a person ended it.
-    pub fn close_session(&self, session: &Session, audit: Option<&AuditEntry>) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.remove(keys::session(&session.token_hash));
-        batch.remove(keys::session_of(&session.user, &session.token_hash));
-        if let Some(audit) = audit {
-            batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        }
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Where the image pipeline is with picture `id`, if it knows the picture: its state
-    /// record, or else the pending record its group holds (`pending`).
-    pub fn picture(&self, id: PictureId) -> StoreResult<Option<PictureRecord>> {
-        if let Some(record) = self.get(Keyspace::PictureState.id_key(id.0))? {
-            return Ok(Some(record));
-        }
-        Ok(pending::group_at(self, id)?.and_then(|(_, group)| group.find(id)))
-    }
-
-    /// The records of the pictures the worker may have work for, by id: those with a state
-    /// record and a `PictureDue` key, and the pending ones held in groups.
-    pub fn pictures_maybe_due(&self) -> StoreResult<Vec<PictureRecord>> {
-        let mut all = Vec::new();
-        let mut from = Some(PictureId(0));
-        while let Some(start) = from {
-            let page = self.pictures_maybe_due_page(start, 4_096)?;
-            all.extend(page.records);
-            from = page.next;
-        }
-        Ok(all)
-    }
-
-    /// [`Store::pictures_maybe_due`] a page at a time: those from picture `from` on, at most
-    /// `limit` of each kind (state records, pending ones), and where the next page starts.
-    /// What a worker holds at once stays bounded however many pictures are queued (20M after
-    /// an ingest of 10M listings).
-    pub fn pictures_maybe_due_page(&self, from: PictureId, limit: usize) -> StoreResult<DuePage> {
-        // At least one of each kind, so that every page moves past `from`.
-        let limit = limit.max(1);
-        let (ids, stated_rest) = self.ids_from(Keyspace::PictureDue, from.0, limit)?;
-        let mut due = self.many(Keyspace::PictureState, ids)?;
-        let (pending, pending_rest) = pending::records_from(self, from, limit)?;
-        due.extend(pending);
-        // Stable: were a picture in both, its state record (first) would win.
-        due.sort_by_key(|picture| picture.id);
-        due.dedup_by_key(|picture| picture.id);
-        // Each kind is read whole below the first id it left for the next page.
-        let next = (stated_rest.map(PictureId).into_iter())
-            .chain(pending_rest)
-            .min();
-        if let Some(next) = next {
-            due.retain(|picture| picture.id < next);
-        }
-        Ok(DuePage { records: due, next })
     }
 
     /// How many keys `space` holds (tests count what a write costs sled).
@@ -860,232 +498,6 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn keys_total(&self) -> usize {
         self.db.len()
-    }
-
-    /// What picture `id` looks like, once the worker has fetched it.
-    pub fn picture_look(&self, id: PictureId) -> StoreResult<Option<Look>> {
-        Ok(self.get_id(Keyspace::PictureLook.id_key(id.0))?.map(Look))
-    }
-
-    /// The model that shows picture `id`, if one does.
-    pub fn model_of_picture(&self, id: PictureId) -> StoreResult<Option<ModelId>> {
-        Ok(self
-            .get_id(Keyspace::ModelPicture.id_key(id.0))?
-            .map(ModelId))
-    }
-
-    // --- duplicate finder ---------------------------------------------------------------------
-
-    /// Models of `brand` one of whose references has the base `base`, by id.
-    pub fn model_ids_by_base(&self, brand: BrandId, base: &str) -> StoreResult<Vec<ModelId>> {
-        Ok(self
-            .ids_under(keys::model_base_prefix(brand, base))?
-            .into_iter()
-            .map(ModelId)
-            .collect())
-    }
-
-    /// Every reference-base key, as stored, but those of the models `left_out` (a full pass
-    /// writes them afresh).
-    pub fn model_base_keys(
-        &self,
-        left_out: &std::collections::BTreeSet<ModelId>,
-    ) -> StoreResult<Vec<Vec<u8>>> {
-        let mut found = Vec::new();
-        for key in self.db.scan_prefix(Keyspace::ModelBase.prefix()).keys() {
-            let key = key?;
-            if !left_out.contains(&ModelId(secondary_id(&key)?)) {
-                found.push(key.to_vec());
-            }
-        }
-        Ok(found)
-    }
-
-    /// The finder's pairs of `model`.
-    pub fn duplicate_pairs_of(&self, model: ModelId) -> StoreResult<Vec<DuplicatePair>> {
-        self.pairs_under(keys::duplicate_pairs_of(model), |_, _| true)
-    }
-
-    /// Every pair of the finder, once each, in key order.
-    pub fn duplicate_pairs(&self) -> StoreResult<Vec<DuplicatePair>> {
-        // Each pair is stored both ways: the way with the smaller id first stands for it.
-        self.pairs_under(Keyspace::DuplicatePair.prefix(), |first, second| {
-            first < second
-        })
-    }
-
-    fn pairs_under(
-        &self,
-        prefix: Vec<u8>,
-        keep: impl Fn(ModelId, ModelId) -> bool,
-    ) -> StoreResult<Vec<DuplicatePair>> {
-        let mut pairs = Vec::new();
-        for entry in self.db.scan_prefix(&prefix) {
-            let (key, value) = entry?;
-            let corrupt = || StoreError::Corrupt {
-                key: key.to_vec(),
-                reason: "a duplicate pair is two ids, a signal and a score".into(),
-            };
-            let (first, second) = keys::pair_ids(&key).ok_or_else(corrupt)?;
-            if keep(first, second) {
-                let (signal, score) = write::decode_pair(&value).ok_or_else(corrupt)?;
-                pairs.push(DuplicatePair::new(first, second, signal, score));
-            }
-        }
-        Ok(pairs)
-    }
-
-    pub fn is_dismissed(&self, a: ModelId, b: ModelId) -> StoreResult<bool> {
-        Ok(self.db.contains_key(keys::dismissed_pair(a, b))?)
-    }
-
-    /// Every dismissed pair, the smaller id first, in key order.
-    pub fn dismissed_pairs(&self) -> StoreResult<Vec<(ModelId, ModelId)>> {
-        self.db
-            .scan_prefix(Keyspace::DismissedPair.prefix())
-            .keys()
-            .map(|key| {
-                let key = key?;
-                keys::pair_ids(&key).ok_or_else(|| StoreError::Corrupt {
-                    key: key.to_vec(),
-                    reason: "a dismissed pair is two ids".into(),
-                })
-            })
-            .collect()
-    }
-
-    /// The live model a merged model `id` was merged into (following later merges), if it was.
-    pub fn merged_into(&self, id: ModelId) -> StoreResult<Option<ModelId>> {
-        self.follow_merges(self.get_id(Keyspace::MergedId.id_key(id.0))?)
-    }
-
-    /// The live model the merged model once at `brand`/`slug` was merged into, if one was.
-    pub fn merged_slug(&self, brand: BrandId, slug: &Slug) -> StoreResult<Option<ModelId>> {
-        self.follow_merges(self.get_id(keys::merged_slug(brand, slug))?)
-    }
-
-    fn follow_merges(&self, mut at: Option<u64>) -> StoreResult<Option<ModelId>> {
-        // A keeper merged later into another keeper: follow, a bounded number of times.
-        for _ in 0..32 {
-            let Some(id) = at else { return Ok(None) };
-            match self.get_id(Keyspace::MergedId.id_key(id))? {
-                Some(next) => at = Some(next),
-                None => return Ok(Some(ModelId(id))),
-            }
-        }
-        Ok(at.map(ModelId))
-    }
-
-    // --- picture review ---------------------------------------------------------------------
-
-    pub fn candidate(&self, id: CandidateId) -> StoreResult<Option<PictureCandidate>> {
-        self.get(Keyspace::Candidate.id_key(id.0))
-    }
-
-    /// `model`'s candidates, by id.
-    pub fn candidates_of(&self, model: ModelId) -> StoreResult<Vec<PictureCandidate>> {
-        let ids = self.ids_under(keys::candidate_of_model_prefix(model))?;
-        self.many(Keyspace::Candidate, ids)
-    }
-
-    /// Where `model` stands in picture review (nothing decided, nothing protected when the
-    /// store has no record).
-    pub fn picture_review(&self, model: ModelId) -> StoreResult<PictureReview> {
-        Ok(self
-            .get(Keyspace::PictureReview.id_key(model.0))?
-            .unwrap_or_default())
-    }
-
-    /// The models in the given review lists, in id order.
-    pub fn review_queue(&self, lists: &[ReviewStatus]) -> StoreResult<Vec<ModelId>> {
-        let mut ids = Vec::new();
-        for list in lists {
-            ids.extend(self.ids_under(keys::review_queue_prefix(*list))?);
-        }
-        ids.sort_unstable();
-        Ok(ids.into_iter().map(ModelId).collect())
-    }
-
-    /// Up to `limit` models whose listing candidates are to be ranked again, by id.
-    pub fn candidates_stale(&self, limit: usize) -> StoreResult<Vec<ModelId>> {
-        self.db
-            .scan_prefix(Keyspace::CandidatesStale.prefix())
-            .keys()
-            .take(limit)
-            .map(|key| {
-                let key = key?;
-                keys::trailing_id(&key)
-                    .map(ModelId)
-                    .ok_or_else(|| StoreError::Corrupt {
-                        key: key.to_vec(),
-                        reason: "stale-candidates key without a model id".into(),
-                    })
-            })
-            .collect()
-    }
-
-    // --- batch jobs -----------------------------------------------------------------------------
-
-    /// A new job's id: a counter of its own, bumped atomically outside the write turn (a job is
-    /// submitted while another holds the turn).
-    pub fn next_job_id(&self) -> StoreResult<JobId> {
-        let key = MetaKey::NextId(Keyspace::Job).key();
-        let next = self.db.update_and_fetch(&key, |old| {
-            let last = old
-                .and_then(|bytes| <[u8; 8]>::try_from(bytes).ok())
-                .map_or(0, u64::from_be_bytes);
-            Some((last + 1).to_be_bytes().to_vec())
-        })?;
-        let value = next.ok_or_else(|| StoreError::Corrupt {
-            key: key.clone(),
-            reason: "the job counter vanished while it was bumped".into(),
-        })?;
-        Ok(JobId(decode_u64(&key, &value)?))
-    }
-
-    /// Records a submitted job with the audit entry that says who submitted it: one atomic,
-    /// flushed sled batch outside the write turn (bookkeeping, like a session).
-    pub fn submit_job(&self, job: &JobRecord, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(Keyspace::Job.id_key(job.id.0), codec::encode(job));
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    /// Writes where `job` stands, flushed (see [`Store::submit_job`]).
-    pub fn put_job(&self, job: &JobRecord) -> StoreResult<()> {
-        self.db
-            .insert(Keyspace::Job.id_key(job.id.0), codec::encode(job))?;
-        self.db.flush()?;
-        Ok(())
-    }
-
-    pub fn job(&self, id: JobId) -> StoreResult<Option<JobRecord>> {
-        self.get(Keyspace::Job.id_key(id.0))
-    }
-
-    /// Every job, newest first.
-    pub fn jobs_newest_first(&self) -> impl Iterator<Item = StoreResult<JobRecord>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::Job.prefix())
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode(&key, &value)
-            })
-    }
-
-    /// The audit trail, newest first.
-    pub fn audit_newest_first(&self) -> impl Iterator<Item = StoreResult<AuditEntry>> + '_ {
-        self.db
-            .scan_prefix(Keyspace::Audit.prefix())
-            .rev()
-            .map(|entry| {
-                let (key, value) = entry?;
-                decode(&key, &value)
-            })
     }
 }
 

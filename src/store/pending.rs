@@ -6,8 +6,8 @@
 //!
 //! A picture is in a group exactly while it has no state record: the first state written for
 //! it (`WriteBatch::put_picture`, the worker's first fetch) takes it out of its group in the
-//! same commit. Reads look for the state record first, then the group (`Store::picture`,
-//! `Store::pictures_maybe_due`), so stores written before groups existed read as they did.
+//! same commit. Reads look for the state record first, then the group (`Pictures::picture`,
+//! `Pictures::pictures_maybe_due`), so stores written before groups existed read as they did.
 //!
 //! A group's key is the id of the first picture it was written with; its pictures' ids grow,
 //! and all were allocated by one write after every id of the groups before it, so the only

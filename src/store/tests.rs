@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{BrandId, Timestamp};
+use crate::domain::{Brand, BrandId, Slug, Timestamp};
 use std::time::{Duration, Instant};
 
 /// Runs `open` again while the directory's lock is taken: sled's shared thread pool can hold a
@@ -63,17 +63,29 @@ fn commit_is_atomic_bumps_generation_and_survives_reopen() {
     assert_eq!(store.generation().expect("gen"), StoreGeneration(1));
     let rolex = Slug::parse("rolex").expect("slug");
     assert_eq!(
-        store.brand_by_slug(&rolex).expect("get").map(|b| b.id),
+        store
+            .catalogue()
+            .brand_by_slug(&rolex)
+            .expect("get")
+            .map(|b| b.id),
         Some(BrandId(1))
     );
     let order: Vec<_> = store
+        .catalogue()
         .highlighted_brands()
         .expect("highlighted")
         .into_iter()
         .map(|b| b.slug.to_string())
         .collect();
     assert_eq!(order, ["tudor", "rolex"]);
-    assert_eq!(store.brand_by_alias("aliasname").expect("alias").len(), 2);
+    assert_eq!(
+        store
+            .catalogue()
+            .brand_by_alias("aliasname")
+            .expect("alias")
+            .len(),
+        2
+    );
     // The id counter was persisted with the batch.
     let mut batch = turn.batch().expect("batch");
     assert_eq!(batch.allocate_id(RecordKind::Brand).expect("id"), 2);
@@ -94,10 +106,18 @@ fn upsert_removes_secondary_keys_the_record_no_longer_has() {
     let mut batch = turn.batch().expect("batch");
     batch.put_brand(Some(&old), &new);
     turn.commit(batch).expect("commit");
-    assert!(store.highlighted_brands().expect("h").is_empty());
-    assert!(store.brand_by_alias("aliasname").expect("alias").is_empty());
+    assert!(store
+        .catalogue()
+        .highlighted_brands()
+        .expect("h")
+        .is_empty());
+    assert!(store
+        .catalogue()
+        .brand_by_alias("aliasname")
+        .expect("alias")
+        .is_empty());
     assert_eq!(
-        store.brand_by_alias("rolex").expect("alias"),
+        store.catalogue().brand_by_alias("rolex").expect("alias"),
         vec![BrandId(1)]
     );
 }
@@ -135,7 +155,7 @@ fn a_brand_resolves_by_name_alias_or_slug() {
     turn.commit(batch).expect("commit");
     for key in ["alangesöhne", "als", "alangesohne"] {
         assert_eq!(
-            store.brand_by_alias(key).expect("alias"),
+            store.catalogue().brand_by_alias(key).expect("alias"),
             vec![BrandId(7)],
             "{key}"
         );
@@ -158,10 +178,23 @@ fn a_write_larger_than_one_sled_batch_lands_whole_in_order_with_one_generation()
     // Later writes of a key win, also across chunks.
     batch.set_listing_count(ModelId(0), 7);
     assert_eq!(turn.commit(batch).expect("commit"), StoreGeneration(1));
-    assert_eq!(store.listing_count(ModelId(0)).expect("count"), 7);
-    assert_eq!(store.listing_count(ModelId(models - 1)).expect("count"), 1);
+    assert_eq!(
+        store.listings().listing_count(ModelId(0)).expect("count"),
+        7
+    );
+    assert_eq!(
+        store
+            .listings()
+            .listing_count(ModelId(models - 1))
+            .expect("count"),
+        1
+    );
     let rolex = Slug::parse("rolex").expect("slug");
-    assert!(store.brand_by_slug(&rolex).expect("get").is_some());
+    assert!(store
+        .catalogue()
+        .brand_by_slug(&rolex)
+        .expect("get")
+        .is_some());
     // The id counter moved with the write: the next brand gets a fresh id.
     let mut next = turn.batch().expect("batch");
     assert_eq!(next.allocate_id(RecordKind::Brand).expect("id"), 2);
@@ -266,4 +299,67 @@ fn reads_are_whole_at_their_generation_unless_a_write_applied_key_by_key_overlap
     // After it, reads are whole again.
     let at = store.read_at().expect("read at");
     assert!(store.whole_since(&at));
+}
+
+/// The areas' module docs, each with the keyspaces it owns.
+const AREAS: [(&str, &str); 8] = [
+    ("catalogue", include_str!("catalogue.rs")),
+    ("listings", include_str!("listings.rs")),
+    ("sessions", include_str!("sessions.rs")),
+    ("audit", include_str!("audit.rs")),
+    ("jobs", include_str!("jobs.rs")),
+    ("pictures", include_str!("pictures.rs")),
+    ("duplicates", include_str!("duplicates.rs")),
+    ("rates", include_str!("rates.rs")),
+];
+
+/// The names of `Keyspace`'s variants, as `keys.rs` declares them.
+fn keyspace_names() -> Vec<&'static str> {
+    let keys = include_str!("keys.rs");
+    let body = keys
+        .split_once("pub enum Keyspace {")
+        .and_then(|(_, rest)| rest.split_once("\n}"))
+        .expect("the Keyspace enum")
+        .0;
+    body.lines()
+        .filter_map(|line| line.trim().split_once(" = "))
+        .map(|(name, _)| name)
+        .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric()))
+        .collect()
+}
+
+/// The plain names in backticks of the `Keyspaces:` paragraph of `source`'s module doc.
+fn owned_keyspaces(source: &str) -> Vec<&str> {
+    let doc: Vec<&str> = source
+        .lines()
+        .map_while(|line| line.strip_prefix("//!"))
+        .skip_while(|line| !line.contains("Keyspaces:"))
+        .collect();
+    doc.iter()
+        .flat_map(|line| line.split('`').skip(1).step_by(2))
+        .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric()))
+        .collect()
+}
+
+/// A newcomer finds what reads a keyspace in the one area whose module doc names it; the store
+/// itself keeps only the meta keyspace.
+#[test]
+fn every_keyspace_is_named_by_exactly_one_area() {
+    let names = keyspace_names();
+    assert!(names.contains(&"Brand") && names.contains(&"ListingSourceGroup"));
+    for (area, source) in AREAS {
+        for owned in owned_keyspaces(source) {
+            assert!(
+                names.contains(&owned),
+                "{area} names `{owned}`, no keyspace"
+            );
+        }
+    }
+    for name in names.into_iter().filter(|name| *name != "Meta") {
+        let owners: Vec<&str> = (AREAS.iter())
+            .filter(|(_, source)| owned_keyspaces(source).contains(&name))
+            .map(|(area, _)| *area)
+            .collect();
+        assert_eq!(owners.len(), 1, "`{name}` is named by {owners:?}");
+    }
 }

@@ -288,7 +288,7 @@ impl<'t> WriteBatch<'t> {
     }
 
     /// Replaces the ECB rates in force.
-    pub fn put_rates(&mut self, rates: &crate::rates::EcbRates) {
+    pub fn put_rates(&mut self, rates: &crate::domain::rates::EcbRates) {
         self.touches_listings = true;
         self.changes.rates = true;
         self.put(MetaKey::Rates.key(), encode(rates));
@@ -443,7 +443,7 @@ impl WriteBatch<'_> {
         }
     }
 
-    /// Removes reference-base keys (`Store::model_base_keys`) no model has any more.
+    /// Removes reference-base keys (`Duplicates::model_base_keys`) no model has any more.
     pub fn remove_base_keys(&mut self, stale: impl IntoIterator<Item = Vec<u8>>) {
         for key in stale {
             self.remove(key);

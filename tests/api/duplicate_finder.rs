@@ -94,7 +94,11 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
     let actor = Actor::Cli;
     let mut regrouped = 0;
     for step in 0..60 {
-        let before = app.store.duplicates_generation().expect("generation");
+        let before = app
+            .store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation");
         let group = kept[rng.below(kept.len())].clone();
         match rng.below(4) {
             0 => {
@@ -116,16 +120,26 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
                     next - 1
                 } else {
                     let id = group.models[rng.below(group.models.len())];
-                    let model = app.store.model(id).expect("read").expect("model");
+                    let model = app
+                        .store
+                        .catalogue()
+                        .model(id)
+                        .expect("read")
+                        .expect("model");
                     model.slug.to_string()[2..].parse().expect("m-N")
                 };
                 import_models(&app, dataset.path(), &model_line(&mut rng, at));
             }
         }
-        let after = app.store.duplicates_generation().expect("generation");
+        let after = app
+            .store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation");
         if after != before {
             assert!(
                 app.store
+                    .duplicates()
                     .duplicates_touched_between(before, after)
                     .is_some(),
                 "step {step}: the write's touched models are known"
@@ -144,6 +158,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
 
 fn base_keys(app: &App) -> HashSet<Vec<u8>> {
     app.store
+        .duplicates()
         .model_base_keys(&BTreeSet::new())
         .expect("keys")
         .into_iter()
@@ -181,9 +196,19 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
     let first = base_keys(&app);
     import_models(&app, dataset.path(), &line("m-1", "1000"));
     let today = base_keys(&app);
-    let m0 = app.store.model(ModelId(1)).expect("read").expect("m-0");
+    let m0 = app
+        .store
+        .catalogue()
+        .model(ModelId(1))
+        .expect("read")
+        .expect("m-0");
     assert_eq!(m0.slug.to_string(), "m-0");
-    let m0_pairs = || app.store.duplicate_pairs_of(m0.id).expect("pairs");
+    let m0_pairs = || {
+        app.store
+            .duplicates()
+            .duplicate_pairs_of(m0.id)
+            .expect("pairs")
+    };
     assert!(!m0_pairs().is_empty());
 
     skew_base_keys(&app, &m0, &first);
@@ -239,27 +264,43 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
             .expect("merge");
     }
     let stored_pairs = |id| {
-        let mut pairs = app.store.duplicate_pairs_of(id).expect("pairs");
+        let mut pairs = app
+            .store
+            .duplicates()
+            .duplicate_pairs_of(id)
+            .expect("pairs");
         pairs.sort_by_key(|p| (p.a, p.b));
         pairs
     };
-    let before = app.store.duplicates_generation().expect("generation");
+    let before = app
+        .store
+        .duplicates()
+        .duplicates_generation()
+        .expect("generation");
     app.writer().run(duplicates::rebuild).expect("full pass");
     assert_eq!(
-        app.store.duplicates_generation().expect("generation"),
+        app.store
+            .duplicates()
+            .duplicates_generation()
+            .expect("generation"),
         before,
         "the full pass finds what the refreshes kept, and writes nothing"
     );
     let mut paired = 0;
-    for id in app.store.model_ids().expect("ids") {
-        let model = app.store.model(id).expect("read").expect("model");
+    for id in app.store.catalogue().model_ids().expect("ids") {
+        let model = app
+            .store
+            .catalogue()
+            .model(id)
+            .expect("read")
+            .expect("model");
         let mut through_keys = duplicates::pairs_for(&app.store, &model).expect("pairs");
         through_keys.sort_by_key(|p| (p.a, p.b));
         paired += usize::from(!through_keys.is_empty());
         assert_eq!(stored_pairs(id), through_keys, "{}", model.slug);
     }
     assert!(paired > 100, "most models pair: {paired}");
-    let dismissed = app.store.dismissed_pairs().expect("dismissed");
+    let dismissed = app.store.duplicates().dismissed_pairs().expect("dismissed");
     assert!(!dismissed.is_empty());
     for (a, b) in dismissed {
         assert!(

@@ -455,7 +455,10 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
             16 << 20,
         )
         .expect("open");
-        app.store.duplicates_generation().expect("read")
+        app.store
+            .duplicates()
+            .duplicates_generation()
+            .expect("read")
     };
     let after_import = pairs_changed();
     for _ in 0..2 {

@@ -56,11 +56,13 @@ impl Catalogue {
         let provider = self
             .app
             .store
+            .listings()
             .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
             .expect("read")
             .expect("provider");
         self.app
             .store
+            .listings()
             .listing_by_source(provider.id, code)
             .expect("read")
             .expect("listing")
@@ -70,11 +72,13 @@ impl Catalogue {
         let brand = self
             .app
             .store
+            .catalogue()
             .brand_by_slug(&Slug::parse(brand).expect("slug"))
             .expect("read")
             .expect("brand");
         self.app
             .store
+            .catalogue()
             .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
             .expect("read")
             .expect("model")
@@ -84,6 +88,7 @@ impl Catalogue {
     fn active_count(&self, brand: &str, slug: &str) -> u64 {
         self.app
             .store
+            .listings()
             .listing_count(self.model(brand, slug))
             .expect("count")
     }
@@ -428,11 +433,13 @@ fn the_fixture_revisits_replay_as_documented() {
     let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("open");
     let chrono24 = app
         .store
+        .listings()
         .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
         .expect("read")
         .expect("provider");
     let back = app
         .store
+        .listings()
         .listing_by_source(chrono24.id, "CH24-66590249")
         .expect("read")
         .expect("listing");
@@ -451,6 +458,7 @@ fn the_fixture_revisits_replay_as_documented() {
     );
     let gone = app
         .store
+        .listings()
         .listing_by_source(chrono24.id, "CH24-96334741")
         .expect("read")
         .expect("kept after delisting");

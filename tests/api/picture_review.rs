@@ -48,11 +48,13 @@ fn model_id(app: &TestApp, slug: &str) -> String {
     let brand = app
         .app
         .store
+        .catalogue()
         .brand_by_slug(&watch_catalogue::domain::Slug::parse("rolex").expect("slug"))
         .expect("read")
         .expect("rolex");
     app.app
         .store
+        .catalogue()
         .model_by_slug(
             brand.id,
             &watch_catalogue::domain::Slug::parse(slug).expect("slug"),
@@ -66,6 +68,7 @@ fn model_id(app: &TestApp, slug: &str) -> String {
 fn audit_actions(app: &TestApp) -> Vec<String> {
     app.app
         .store
+        .audit()
         .audit_newest_first()
         .map(|entry| entry.expect("entry").action)
         .collect()
@@ -194,7 +197,7 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
     let admin = app.session("ana").await;
     let before = everything(&app, &admin).await;
 
-    let listing_picture = app.app.store.all_listings().find_map(|l| {
+    let listing_picture = app.app.store.listings().all_listings().find_map(|l| {
         l.expect("listing")
             .pictures
             .first()

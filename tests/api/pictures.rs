@@ -202,7 +202,11 @@ pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
 }
 
 pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
-    app.store.picture(id).expect("read").expect("record")
+    app.store
+        .pictures()
+        .picture(id)
+        .expect("read")
+        .expect("record")
 }
 
 fn failure_reason(app: &App, id: PictureId) -> String {
@@ -498,12 +502,12 @@ async fn unknown_and_unfetched_pictures_answer_404_json() {
 async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
     let api = TestApp::start().await;
     let mut sources = Vec::new();
-    for listing in api.app.store.all_listings() {
+    for listing in api.app.store.listings().all_listings() {
         let pictures = listing.expect("listing").pictures;
         sources.extend(pictures.into_iter().map(|p| (p.id, p.source_url)));
     }
     let listing_pictures = sources.len();
-    for model in api.app.store.all_models() {
+    for model in api.app.store.catalogue().all_models() {
         let pictures = model.expect("model").pictures.into_iter();
         // A picture the dataset already gives a crop for is not fetched.
         let uncropped = pictures.filter(|p| p.cropped_url.is_none());
@@ -554,6 +558,7 @@ fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
         .expect("ingest");
     let listing = app
         .store
+        .listings()
         .all_listings()
         .next()
         .expect("one")
@@ -571,9 +576,14 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
         .map(|p| format!("http://{source}{p}"))
         .collect();
     let ids = ingest_listing(&app, &urls);
-    let due: Vec<PictureId> = (app.store.pictures_maybe_due().expect("due").iter())
-        .map(|r| r.id)
-        .collect();
+    let due: Vec<PictureId> = (app
+        .store
+        .pictures()
+        .pictures_maybe_due()
+        .expect("due")
+        .iter())
+    .map(|r| r.id)
+    .collect();
     assert_eq!(due, ids, "queued for the worker");
     for (id, url) in ids.iter().zip(&urls) {
         let record = state(&app, *id);
@@ -600,7 +610,12 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
         assert_eq!(&state(&app, *id).source_url, url);
     }
     // Nothing left to do: a second pass fetches nothing again.
-    assert!(app.store.pictures_maybe_due().expect("due").is_empty());
+    assert!(app
+        .store
+        .pictures()
+        .pictures_maybe_due()
+        .expect("due")
+        .is_empty());
     let worker =
         PictureWorker::new(app.media().clone(), &worker_config(&["127.0.0.1/32"])).expect("worker");
     let report = run_pass(app.job_context(), &Arc::new(worker))
@@ -728,6 +743,7 @@ fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
     let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("reopen");
     let lv = app
         .store
+        .catalogue()
         .all_models()
         .map(|m| m.expect("model"))
         .find(|m| m.reference_number == "126610LV")

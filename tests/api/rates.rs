@@ -88,6 +88,7 @@ fn the_rates_command_loads_a_file_and_refuses_a_bad_one_without_writing() {
     let stored = Store::open(&DataDir::new(data.path()).store(), 1 << 20)
         .expect("store")
         .rates()
+        .in_force()
         .expect("read")
         .expect("rates");
     assert_eq!(stored.date, "2025-05-09");

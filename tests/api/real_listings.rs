@@ -118,8 +118,12 @@ fn real_seller_text_matches_with_full_precision_and_the_measured_recall() {
         let listing = details(&label, &titles, &refs);
         let matched = match_listing(&store, &listing).expect("match");
         let found = matched.model_id.map(|id| {
-            let model = store.model(id).expect("read").expect("model");
-            let brand = store.brand(model.brand_id).expect("read").expect("brand");
+            let model = store.catalogue().model(id).expect("read").expect("model");
+            let brand = store
+                .catalogue()
+                .brand(model.brand_id)
+                .expect("read")
+                .expect("brand");
             format!("{}/{}", brand.slug, model.slug)
         });
         let tally = tallies.entry(label.file.clone()).or_default();

@@ -32,10 +32,12 @@ async fn app() -> TestApp {
 fn id_of(app: &TestApp, provider: &str, code: &str) -> String {
     let store = &app.app.store;
     let provider = store
+        .listings()
         .provider_by_slug(&Slug::parse(provider).expect("slug"))
         .expect("read")
         .expect("provider");
     store
+        .listings()
         .listing_by_source(provider.id, code)
         .expect("read")
         .expect("listing")

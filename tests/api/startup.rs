@@ -86,13 +86,19 @@ fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
     assert!(store.count(RecordKind::Series) >= 80);
     assert!(store.count(RecordKind::Model) >= 400);
     assert!(store.count(RecordKind::Caliber) >= 60);
-    assert!(!store.highlighted_brands().expect("highlighted").is_empty());
+    assert!(!store
+        .catalogue()
+        .highlighted_brands()
+        .expect("highlighted")
+        .is_empty());
 
     let models: Vec<_> = store
+        .catalogue()
         .all_models()
         .collect::<Result<_, _>>()
         .expect("models");
     let calibers: Vec<_> = store
+        .catalogue()
         .calibers()
         .collect::<Result<_, _>>()
         .expect("calibers");
@@ -147,6 +153,7 @@ fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
         .filter(|c| brands_by_caliber.get(&c.id.0).is_some_and(|b| b.len() > 1))
         .map(|c| {
             store
+                .catalogue()
                 .brand(c.brand_id)
                 .expect("brand")
                 .expect("brand exists")

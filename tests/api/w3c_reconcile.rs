@@ -849,11 +849,13 @@ async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into()
         let brand = app
             .app
             .store
+            .catalogue()
             .brand_by_slug(&Slug::parse("rolex").expect("slug"))
             .expect("read")
             .expect("rolex");
         app.app
             .store
+            .catalogue()
             .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
             .expect("read")
             .expect("model")

@@ -46,7 +46,7 @@ pub async fn audit(
             && params.action.as_deref().is_none_or(|a| a == action)
     };
     let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
-    for entry in app.store.audit_newest_first() {
+    for entry in app.store.audit().audit_newest_first() {
         let entry = entry?;
         if !wanted(&entry.user, &entry.action) {
             continue;

@@ -136,7 +136,7 @@ pub async fn login(
         move || -> ApiResult<Option<User>> {
             let user = Username::parse(&credentials.username)
                 .ok()
-                .map(|name| app.store.user(&name))
+                .map(|name| app.store.sessions().user(&name))
                 .transpose()?
                 .flatten();
             Ok(check_credentials(user.as_ref(), &credentials.password).cloned())
@@ -166,7 +166,7 @@ pub async fn login(
         vec![format!("user:{}", session.user)],
         format!("from {ip}"),
     )?;
-    app.store.open_session(&session, &entry)?;
+    app.store.sessions().open_session(&session, &entry)?;
     let cookie = sign_in.sessions.cookie(&token);
     let body = SessionView {
         username: session.user.to_string(),
@@ -190,7 +190,9 @@ pub async fn logout(
     let actor = Actor::User(signed.user.name.clone());
     let target = vec![format!("user:{}", signed.user.name)];
     let entry = audit_entry(&app.store, &actor, "auth.logout", target, "")?;
-    app.store.close_session(&signed.session, Some(&entry))?;
+    app.store
+        .sessions()
+        .close_session(&signed.session, Some(&entry))?;
     let cookie = sign_in.sessions.expired_cookie();
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }

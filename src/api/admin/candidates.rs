@@ -64,7 +64,12 @@ pub fn nearest_models(app: &App, group: &Group) -> ApiResult<Vec<Candidate>> {
     let Some(brand) = group.brand() else {
         return Ok(Vec::new());
     };
-    let brand_name = app.store.brand(brand)?.map(|b| b.name).unwrap_or_default();
+    let brand_name = app
+        .store
+        .catalogue()
+        .brand(brand)?
+        .map(|b| b.name)
+        .unwrap_or_default();
     let mut found: BTreeMap<ModelId, (Signal, f64)> = BTreeMap::new();
     let mut consider = |models: Vec<Model>, signal: Signal, score: &dyn Fn(&Model) -> f64| {
         for model in models {
@@ -94,6 +99,7 @@ pub fn nearest_models(app: &App, group: &Group) -> ApiResult<Vec<Candidate>> {
         .models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
     let named = app
         .store
+        .catalogue()
         .models(&named.into_iter().map(ModelId).collect::<Vec<_>>())?;
     let by_name = |model: &Model| name_similarity(&titles, &brand_name, model);
     consider(named, Signal::Name, &by_name);
@@ -110,6 +116,7 @@ fn models_with_prefix(app: &App, brand: u64, prefix: &str) -> ApiResult<Vec<Mode
         .models_with_reference_prefix(brand, prefix, PER_SIGNAL)?;
     Ok(app
         .store
+        .catalogue()
         .models(&ids.into_iter().map(ModelId).collect::<Vec<_>>())?)
 }
 
@@ -125,6 +132,7 @@ fn ranked(app: &App, found: BTreeMap<ModelId, (Signal, f64)>) -> ApiResult<Vec<C
     let ids: Vec<ModelId> = found.iter().map(|(id, _)| *id).collect();
     let mut models: BTreeMap<ModelId, Model> = app
         .store
+        .catalogue()
         .models(&ids)?
         .into_iter()
         .map(|m| (m.id, m))

@@ -249,6 +249,7 @@ pub async fn merge(
         )?;
         let model = app
             .store
+            .catalogue()
             .model(merged.keeper)?
             .ok_or_else(|| api_error(MergeError::UnknownModel(merged.keeper.to_string())))?;
         Ok(MergeView {
@@ -318,7 +319,7 @@ impl Filter {
         };
         let folded = q.trim().to_lowercase();
         let mut named = Vec::new();
-        for found in app.store.brands() {
+        for found in app.store.catalogue().brands() {
             let found = found?;
             if found.name.to_lowercase() == folded || found.slug.as_str() == folded {
                 named.push(found.id);
@@ -349,7 +350,7 @@ impl Filter {
 fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<DuplicateGroup> {
     let ids: Vec<u64> = group.models.iter().map(|id| id.0).collect();
     let items = assemble::model_items(app, &ids, lookups)?;
-    let models = app.store.models(&group.models)?;
+    let models = app.store.catalogue().models(&group.models)?;
     let mut views = Vec::with_capacity(models.len());
     for (model, item) in models.iter().zip(items) {
         let series = lookups.series(app, model.series_id)?;

@@ -188,8 +188,8 @@ pub async fn submit_rates(
     copy_capped(body, limit as u64, &mut bytes).await?;
     let xml = String::from_utf8(bytes)
         .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
-    crate::rates::parse_ecb_xml(&xml)
-        .and_then(|rates| crate::rates::ConversionTable::from_ecb(&rates))
+    crate::domain::rates::parse_ecb_xml(&xml)
+        .and_then(|rates| crate::domain::rates::ConversionTable::from_ecb(&rates))
         .map_err(|e| ApiError::invalid(format!("not an ECB rates file: {e}"), ECB_HINT))?;
     submit(app, actor, Batch::Rates { xml }, None).await
 }
@@ -250,7 +250,7 @@ pub async fn list_jobs(
     let pagination = page.pagination()?;
     blocking(move || {
         let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
-        for job in app.store.jobs_newest_first() {
+        for job in app.store.jobs().jobs_newest_first() {
             let job = job?;
             if total >= pagination.offset() && data.len() < pagination.page_size {
                 data.push(app.jobs().live(job).into());

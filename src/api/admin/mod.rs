@@ -129,20 +129,20 @@ fn first_signed_in(identity: &Identity, tokens: &[String]) -> Result<Caller, Api
 
 fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
     let store = &identity.app.store;
-    let Some(mut session) = store.session(&crate::auth::hash_token(token))? else {
+    let Some(mut session) = store.sessions().session(&crate::auth::hash_token(token))? else {
         return Ok(Caller::Anonymous);
     };
     let now = Timestamp::now();
-    let user = store.user(&session.user)?;
+    let user = store.sessions().user(&session.user)?;
     let valid = identity.sessions.is_live(&session, now)
         && user.as_ref().is_some_and(|user| user.role == session.role);
     let Some(user) = user.filter(|_| valid) else {
-        store.close_session(&session, None)?;
+        store.sessions().close_session(&session, None)?;
         return Ok(Caller::Anonymous);
     };
     if identity.sessions.needs_touch(&session, now) {
         session.last_seen_at = now;
-        store.touch_session(&session)?;
+        store.sessions().touch_session(&session)?;
     }
     Ok(Caller::Signed(Arc::new(SignedIn { session, user })))
 }

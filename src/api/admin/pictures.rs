@@ -173,7 +173,7 @@ pub async fn queue(
     let lists = parse_choice("status", params.status.as_deref(), &STATUSES)?
         .unwrap_or(&[ReviewStatus::Pending]);
     let page = blocking(move || {
-        let models = app.store.review_queue(lists)?;
+        let models = app.store.pictures().review_queue(lists)?;
         pagination
             .slice(models)
             .try_map(|model| queue_item(&app, &media.0, model))
@@ -241,6 +241,7 @@ pub async fn front_picture(
     blocking(move || {
         let model = app
             .store
+            .catalogue()
             .model(model)?
             .ok_or_else(|| api_error(ReviewError::UnknownModel(id)))?;
         front_picture_answer(&app, &media.0, &model)
@@ -286,6 +287,7 @@ pub async fn set_front_picture(
     blocking(move || {
         let model = app
             .store
+            .catalogue()
             .model(done.model)?
             .ok_or_else(|| api_error(ReviewError::UnknownModel(done.model.to_string())))?;
         front_picture_answer(&app, &media.0, &model)
@@ -322,13 +324,13 @@ async fn answer_picture(
                 done.model
             ))
         };
-        let model = app.store.model(done.model)?.ok_or_else(gone)?;
+        let model = app.store.catalogue().model(done.model)?.ok_or_else(gone)?;
         let picture = model
             .pictures
             .iter()
             .find(|p| p.id == done.picture)
             .ok_or_else(gone)?;
-        let review = app.store.picture_review(model.id)?;
+        let review = app.store.pictures().picture_review(model.id)?;
         review_picture(&app, &media.0, picture, &review)
     })
     .await
@@ -352,13 +354,13 @@ fn review_picture(
 }
 
 fn queue_item(app: &App, media_base: &str, model: ModelId) -> ApiResult<ReviewQueueItem> {
-    let model = app
-        .store
-        .model(model)?
-        .ok_or_else(|| internal_because(format!("model {model} in the review queue is gone")))?;
-    let brand = app.store.brand(model.brand_id)?.map(|b| b.name);
-    let review = app.store.picture_review(model.id)?;
-    let mut candidates = app.store.candidates_of(model.id)?;
+    let model =
+        app.store.catalogue().model(model)?.ok_or_else(|| {
+            internal_because(format!("model {model} in the review queue is gone"))
+        })?;
+    let brand = app.store.catalogue().brand(model.brand_id)?.map(|b| b.name);
+    let review = app.store.pictures().picture_review(model.id)?;
+    let mut candidates = app.store.pictures().candidates_of(model.id)?;
     candidates.sort_by_key(|c| (c.rank, c.id));
     Ok(ReviewQueueItem {
         id: model.id.to_string(),
@@ -399,9 +401,9 @@ fn front_picture_answer(
     let Some(picture) = picture_review::front_or_oldest(model) else {
         return Ok(FrontPictureAnswer { picture: None });
     };
-    let review = app.store.picture_review(model.id)?;
+    let review = app.store.pictures().picture_review(model.id)?;
     let shown = shown_picture(app, media_base, picture)?;
-    let has_candidates = !app.store.candidates_of(model.id)?.is_empty();
+    let has_candidates = !app.store.pictures().candidates_of(model.id)?.is_empty();
     let record = shown.record.clone();
     Ok(FrontPictureAnswer {
         picture: Some(FrontPicture {

@@ -234,7 +234,7 @@ struct GroupContext<'a> {
     app: &'a App,
     lookups: Lookups,
     providers: BTreeMap<ProviderId, Option<EntityRef>>,
-    table: Option<std::sync::Arc<crate::rates::ConversionTable>>,
+    table: Option<std::sync::Arc<crate::domain::rates::ConversionTable>>,
 }
 
 impl<'a> GroupContext<'a> {
@@ -301,7 +301,12 @@ impl<'a> GroupContext<'a> {
             let provider = match self.providers.get(&id) {
                 Some(known) => known.clone(),
                 None => {
-                    let found = self.app.store.provider(id)?.map(|p| EntityRef::from(&p));
+                    let found = self
+                        .app
+                        .store
+                        .listings()
+                        .provider(id)?
+                        .map(|p| EntityRef::from(&p));
                     self.providers.insert(id, found.clone());
                     found
                 }

@@ -180,7 +180,7 @@ fn cut(text: &str) -> &str {
 fn model_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
     let mut reading = Reading::of(app, query)?;
     let ids = model_pool(app, &reading)?;
-    let models = app.store.models(&ids)?;
+    let models = app.store.catalogue().models(&ids)?;
     let references = models
         .iter()
         .flat_map(|m| m.references().map(normalize_reference))
@@ -203,7 +203,7 @@ fn model_pool(app: &App, reading: &Reading<'_>) -> ApiResult<Vec<ModelId>> {
     let mut ids: Vec<ModelId> = reading.matched.into_iter().collect();
     if let Some(brand) = reading.brand {
         for key in &reading.keys {
-            ids.extend(app.store.model_ids_by_reference(brand, key)?);
+            ids.extend(app.store.catalogue().model_ids_by_reference(brand, key)?);
         }
         for base in reading.keys.iter().filter_map(|k| reference_base(k)) {
             let near = app
@@ -261,17 +261,24 @@ fn model_candidate(
     context: &mut Context,
 ) -> ApiResult<Option<Candidate>> {
     let Some(brand) = cached(&mut context.brands, model.brand_id, || {
-        app.store.brand(model.brand_id)
+        app.store.catalogue().brand(model.brand_id)
     })?
     .cloned() else {
         return Ok(None);
     };
     let series = cached(&mut context.series, model.series_id, || {
-        Ok(app.store.series(model.series_id)?.map(|s| s.name))
+        Ok(app
+            .store
+            .catalogue()
+            .series(model.series_id)?
+            .map(|s| s.name))
     })?
     .cloned();
     let caliber = match model.caliber_id {
-        Some(id) => cached(&mut context.calibers, id, || app.store.caliber(id))?.cloned(),
+        Some(id) => cached(&mut context.calibers, id, || {
+            app.store.catalogue().caliber(id)
+        })?
+        .cloned(),
         None => None,
     };
     let label = model_label(&brand, model);
@@ -435,8 +442,8 @@ fn caliber_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
     match reading.brand {
         Some(brand_id) => {
             for key in &reading.keys {
-                if let Some(caliber) = app.store.caliber_by_reference(brand_id, key)? {
-                    if let Some(brand) = app.store.brand(brand_id)? {
+                if let Some(caliber) = app.store.catalogue().caliber_by_reference(brand_id, key)? {
+                    if let Some(brand) = app.store.catalogue().brand(brand_id)? {
                         found.push((brand, caliber));
                     }
                 }
@@ -444,8 +451,8 @@ fn caliber_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
         }
         None => {
             for slug in reading.keys.iter().filter_map(|k| Slug::parse(k).ok()) {
-                for caliber in app.store.calibers_with_slug(&slug)? {
-                    if let Some(brand) = app.store.brand(caliber.brand_id)? {
+                for caliber in app.store.catalogue().calibers_with_slug(&slug)? {
+                    if let Some(brand) = app.store.catalogue().brand(caliber.brand_id)? {
                         found.push((brand, caliber));
                     }
                 }
@@ -484,7 +491,10 @@ fn brand_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
         Some(brand) if query.text.is_empty() => brand,
         _ => cut(&query.text),
     };
-    let exact = app.store.brand_by_alias(&normalize_reference(text))?;
+    let exact = app
+        .store
+        .catalogue()
+        .brand_by_alias(&normalize_reference(text))?;
     let mut request = search(text, None);
     request.kind = DocKind::Brand;
     let searched = app.index.search(&request)?.ids.into_iter().map(BrandId);
@@ -494,7 +504,7 @@ fn brand_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
         if !seen.insert(id) {
             continue;
         }
-        let Some(brand) = app.store.brand(id)? else {
+        let Some(brand) = app.store.catalogue().brand(id)? else {
             continue;
         };
         let is_named = exact.contains(&id);

@@ -139,7 +139,7 @@ pub enum Entity {
 impl Entity {
     /// The entity `id` names; `None` when no such entity exists (any more).
     pub fn read(app: &App, id: &EntityId) -> ApiResult<Option<Entity>> {
-        let Some(brand) = app.store.brand_by_slug(&id.brand)? else {
+        let Some(brand) = app.store.catalogue().brand_by_slug(&id.brand)? else {
             return Ok(None);
         };
         let Some(slug) = &id.slug else {
@@ -149,10 +149,10 @@ impl Entity {
             EntityType::Model => {
                 // A model merged into another since the id was handed out stands for it, as
                 // its API path does (301 to the keeper's).
-                let model = match app.store.model_by_slug(brand.id, slug)? {
+                let model = match app.store.catalogue().model_by_slug(brand.id, slug)? {
                     Some(model) => Some(model),
-                    None => match app.store.merged_slug(brand.id, slug)? {
-                        Some(keeper) => app.store.model(keeper)?,
+                    None => match app.store.duplicates().merged_slug(brand.id, slug)? {
+                        Some(keeper) => app.store.catalogue().model(keeper)?,
                         None => None,
                     },
                 };
@@ -160,6 +160,7 @@ impl Entity {
             }
             EntityType::Caliber => app
                 .store
+                .catalogue()
                 .caliber_by_slug(brand.id, slug)?
                 .map(|caliber| Entity::Caliber(brand, Box::new(caliber))),
             EntityType::Brand => Some(Entity::Brand(brand)),

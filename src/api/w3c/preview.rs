@@ -82,7 +82,7 @@ fn card_of(app: &App, media: &MediaBase, entity: Entity) -> ApiResult<Option<Str
                 return Ok(None);
             };
             let caliber = match model.caliber_id {
-                Some(id) => app.store.caliber(id)?.map(|c| c.reference),
+                Some(id) => app.store.catalogue().caliber(id)?.map(|c| c.reference),
                 None => None,
             };
             Some(card(

@@ -111,8 +111,8 @@ pub async fn suggest_entity(
 fn model_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>> {
     let ids: Vec<ModelId> = ids.iter().copied().map(ModelId).collect();
     let mut found = Vec::new();
-    for model in app.store.models(&ids)? {
-        if let Some(brand) = app.store.brand(model.brand_id)? {
+    for model in app.store.catalogue().models(&ids)? {
+        if let Some(brand) = app.store.catalogue().brand(model.brand_id)? {
             found.push(EntitySuggestion {
                 id: EntityId::model(&brand.slug, &model.slug).to_string(),
                 name: model_label(&brand, &model),
@@ -127,7 +127,7 @@ fn model_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>>
 fn brand_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>> {
     let mut found = Vec::new();
     for id in ids {
-        if let Some(brand) = app.store.brand(BrandId(*id))? {
+        if let Some(brand) = app.store.catalogue().brand(BrandId(*id))? {
             found.push(EntitySuggestion {
                 id: EntityId::brand(&brand.slug).to_string(),
                 description: brand.country.clone().unwrap_or_default(),
@@ -151,11 +151,12 @@ fn caliber_suggestions(
     let mut found = Vec::new();
     for caliber in app
         .store
+        .catalogue()
         .calibers_with_slug(&slug)?
         .into_iter()
         .skip(cursor)
     {
-        if let Some(brand) = app.store.brand(caliber.brand_id)? {
+        if let Some(brand) = app.store.catalogue().brand(caliber.brand_id)? {
             found.push(EntitySuggestion {
                 id: EntityId::caliber(&brand.slug, &caliber.slug).to_string(),
                 name: super::entity::caliber_label(&brand, &caliber),

@@ -149,16 +149,20 @@ pub struct InStore<'a>(pub &'a Store);
 
 impl Partners for InStore<'_> {
     fn by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
-        self.0.model_ids_by_reference(brand, normalized)
+        self.0.catalogue().model_ids_by_reference(brand, normalized)
     }
     fn by_base(&self, brand: BrandId, base: &str) -> StoreResult<Vec<ModelId>> {
-        self.0.model_ids_by_base(brand, base)
+        self.0.duplicates().model_ids_by_base(brand, base)
     }
     fn summary(&self, id: ModelId) -> StoreResult<Option<Cow<'_, Summary>>> {
-        Ok(self.0.model(id)?.map(|m| Cow::Owned(Summary::of(&m))))
+        Ok(self
+            .0
+            .catalogue()
+            .model(id)?
+            .map(|m| Cow::Owned(Summary::of(&m))))
     }
     fn is_dismissed(&self, a: ModelId, b: ModelId) -> StoreResult<bool> {
-        self.0.is_dismissed(a, b)
+        self.0.duplicates().is_dismissed(a, b)
     }
 }
 
@@ -221,6 +225,7 @@ impl InMemory {
     /// Reads every model and every dismissed pair of `store`.
     pub fn read(store: &Store) -> StoreResult<InMemory> {
         let mut summaries: Vec<Summary> = store
+            .catalogue()
             .all_models_parallel()
             .map(|model| model.map(|m| Summary::of(&m)))
             .collect::<StoreResult<_>>()?;
@@ -232,7 +237,7 @@ impl InMemory {
             .collect();
         let references = Texts::of(&summaries, |s| &s.references);
         let bases = Texts::of(&summaries, |s| &s.bases);
-        let dismissed = store.dismissed_pairs()?.into_iter().collect();
+        let dismissed = store.duplicates().dismissed_pairs()?.into_iter().collect();
         Ok(InMemory {
             summaries,
             at,

@@ -32,7 +32,9 @@ impl Kind for Caliber {
         Some(&row.brand)
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Caliber>> {
-        in_brand(key, |brand, slug| store.caliber_by_slug(brand, slug))
+        in_brand(key, |brand, slug| {
+            store.catalogue().caliber_by_slug(brand, slug)
+        })
     }
     stamped_record!();
     fn build(
@@ -115,7 +117,10 @@ impl Run<'_> {
         let store = self.store;
         let cycles = parent_cycles(&starts, |id| match parents.get(&id) {
             Some(parent) => Ok(*parent),
-            None => store.caliber(id).map(|c| c.and_then(|c| c.parent_id)),
+            None => store
+                .catalogue()
+                .caliber(id)
+                .map(|c| c.and_then(|c| c.parent_id)),
         })?;
         let lines: HashMap<CaliberId, (usize, String)> = claimed
             .iter()
@@ -151,10 +156,10 @@ impl Run<'_> {
 
     /// `brandSlug/caliberSlug` of a calibre the store holds.
     fn stored_caliber_name(&self, id: CaliberId) -> ImportResult<String> {
-        let Some(caliber) = self.store.caliber(id)? else {
+        let Some(caliber) = self.store.catalogue().caliber(id)? else {
             return Ok(format!("calibre #{}", id.0));
         };
-        let brand = self.store.brand(caliber.brand_id)?;
+        let brand = self.store.catalogue().brand(caliber.brand_id)?;
         Ok(match brand {
             Some(brand) => format!("{}/{}", brand.slug, caliber.slug),
             None => caliber.slug.to_string(),

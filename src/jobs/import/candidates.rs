@@ -37,7 +37,7 @@ impl Run<'_> {
             self.upsert_candidate(model, row, position, &mut counts)?;
         }
         for model in lines_of.into_keys() {
-            let review = self.store.picture_review(model)?;
+            let review = self.store.pictures().picture_review(model)?;
             self.batch.put_picture_review(model, &review, true);
         }
         Ok(counts)
@@ -82,6 +82,7 @@ impl Run<'_> {
     ) -> ImportResult<()> {
         let existing = self
             .store
+            .pictures()
             .candidates_of(model)?
             .into_iter()
             .find(|c| c.origin == CandidateOrigin::Dataset && c.image_url == row.url);

@@ -211,7 +211,7 @@ impl Kind for Brand {
         Ok(Some(((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Brand>> {
-        store.brand_by_slug(&key.1)
+        store.catalogue().brand_by_slug(&key.1)
     }
     stamped_record!();
     fn build(
@@ -258,7 +258,9 @@ impl Kind for Series {
         Some(&row.brand)
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Series>> {
-        in_brand(key, |brand, slug| store.series_by_slug(brand, slug))
+        in_brand(key, |brand, slug| {
+            store.catalogue().series_by_slug(brand, slug)
+        })
     }
     stamped_record!();
     fn build(
@@ -295,7 +297,7 @@ impl Kind for Complication {
         Ok(slug.filter(|_| named).map(|slug| ((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Complication>> {
-        store.complication_by_slug(&key.1)
+        store.catalogue().complication_by_slug(&key.1)
     }
     fn id(&self) -> u64 {
         self.id.0
@@ -360,7 +362,7 @@ impl Kind for Model {
             return Ok(None);
         };
         // A merged model's path redirects to its keeper for good: its slug is never taken again.
-        if let Some(keeper) = run.store.merged_slug(brand, &slug)? {
+        if let Some(keeper) = run.store.duplicates().merged_slug(brand, &slug)? {
             run.problem(
                 "slug",
                 format!("`{slug}` belonged to a model merged into model {keeper}, whose address it now redirects to; choose another slug"),
@@ -373,7 +375,9 @@ impl Kind for Model {
         Some(&row.brand)
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Model>> {
-        in_brand(key, |brand, slug| store.model_by_slug(brand, slug))
+        in_brand(key, |brand, slug| {
+            store.catalogue().model_by_slug(brand, slug)
+        })
     }
     stamped_record!();
     fn build(
@@ -387,7 +391,7 @@ impl Kind for Model {
             return Ok(None);
         };
         if let Some(old) = &claim.existing {
-            let review = run.store.picture_review(old.id)?;
+            let review = run.store.pictures().picture_review(old.id)?;
             keep_protected(&mut pictures, &old.pictures, &review.protected);
         }
         Ok(Some(Model {
@@ -454,7 +458,7 @@ impl Kind for Provider {
             .map(|slug| ((None, slug), ())))
     }
     fn stored(store: &Store, key: &Key) -> StoreResult<Option<Provider>> {
-        store.provider_by_slug(&key.1)
+        store.listings().provider_by_slug(&key.1)
     }
     stamped_record!();
     fn build(

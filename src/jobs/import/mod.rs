@@ -372,7 +372,7 @@ impl<'a> Run<'a> {
         if let Some(&id) = self.claimed.get(&(RecordKind::Brand, (None, slug.clone()))) {
             return Ok(Some(BrandId(id)));
         }
-        match self.store.brand_by_slug(&slug)? {
+        match self.store.catalogue().brand_by_slug(&slug)? {
             Some(brand) => Ok(Some(brand.id)),
             None => {
                 self.problem(
@@ -394,7 +394,7 @@ impl<'a> Run<'a> {
         {
             return Ok(Some(ComplicationId(id)));
         }
-        match self.store.complication_by_slug(&slug)? {
+        match self.store.catalogue().complication_by_slug(&slug)? {
             Some(complication) => Ok(Some(complication.id)),
             None => {
                 self.problem(field, format!("no complication with slug `{slug}`"));
@@ -410,7 +410,12 @@ impl<'a> Run<'a> {
             value,
             RecordKind::Caliber,
             "calibre",
-            |store, brand, slug| Ok(store.caliber_by_slug(brand, slug)?.map(|c| c.id.0)),
+            |store, brand, slug| {
+                Ok(store
+                    .catalogue()
+                    .caliber_by_slug(brand, slug)?
+                    .map(|c| c.id.0))
+            },
         )?;
         Ok(found.map(CaliberId))
     }
@@ -422,7 +427,12 @@ impl<'a> Run<'a> {
             value,
             RecordKind::Model,
             "model",
-            |store, brand, slug| Ok(store.model_by_slug(brand, slug)?.map(|m| m.id.0)),
+            |store, brand, slug| {
+                Ok(store
+                    .catalogue()
+                    .model_by_slug(brand, slug)?
+                    .map(|m| m.id.0))
+            },
         )?;
         Ok(found.map(ModelId))
     }
@@ -476,7 +486,7 @@ impl<'a> Run<'a> {
         reader
             .read_to_string(&mut text)
             .map_err(|e| ImportError::io(FILE, e))?;
-        let rates = match crate::rates::parse_ecb_xml(&text) {
+        let rates = match crate::domain::rates::parse_ecb_xml(&text) {
             Ok(rates) => rates,
             Err(error) => {
                 self.problems.push(Problem {
@@ -488,7 +498,7 @@ impl<'a> Run<'a> {
                 return Ok(counts);
             }
         };
-        let existing = self.store.rates()?;
+        let existing = self.store.rates().in_force()?;
         self.upsert(
             existing,
             rates,
@@ -511,7 +521,7 @@ impl<'a> Run<'a> {
         {
             return Ok(Some(SeriesId(id)));
         }
-        match self.store.series_by_slug(brand, &slug)? {
+        match self.store.catalogue().series_by_slug(brand, &slug)? {
             Some(series) => Ok(Some(series.id)),
             None => {
                 self.problem(

@@ -46,6 +46,7 @@ fn a_changed_record_is_updated_in_place_keeping_its_id_creation_time_and_picture
     import(&store.write_turn(), &first.source()).expect("first import");
     let slug = Slug::parse("sub").expect("slug");
     let before = store
+        .catalogue()
         .model_by_slug(BrandId(1), &slug)
         .expect("read")
         .expect("model");
@@ -76,13 +77,18 @@ fn a_changed_record_is_updated_in_place_keeping_its_id_creation_time_and_picture
     );
     assert_eq!(report.generation, StoreGeneration(2));
 
-    let after = store.model(before.id).expect("read").expect("model");
+    let after = store
+        .catalogue()
+        .model(before.id)
+        .expect("read")
+        .expect("model");
     assert_eq!(after.spec.diameter, Some(41.0));
     assert_eq!(after.created_at, before.created_at);
     assert!(after.updated_at > before.updated_at);
     assert_eq!(after.pictures[0].id, before.pictures[0].id);
     assert_eq!(
         store
+            .catalogue()
             .model_ids_by_reference(BrandId(1), "124060")
             .expect("ref"),
         vec![ModelId(1)]
@@ -103,11 +109,13 @@ fn a_changed_reference_moves_the_reference_key() {
     let second = Dataset::new(&[("models.jsonl", &renamed)]);
     import(&store.write_turn(), &second.source()).expect("import");
     assert!(store
+        .catalogue()
         .model_ids_by_reference(BrandId(1), "124060")
         .expect("ref")
         .is_empty());
     assert_eq!(
         store
+            .catalogue()
             .model_ids_by_reference(BrandId(1), "114060")
             .expect("ref"),
         vec![ModelId(1)]
@@ -209,11 +217,13 @@ fn a_parent_may_come_after_its_children() {
     assert_eq!(counts(&report, "calibers").created, 3);
     let slug = |s: &str| Slug::parse(s).expect("slug");
     let brand = store
+        .catalogue()
         .brand_by_slug(&slug("eta"))
         .expect("read")
         .expect("eta");
     let by_slug = |s: &str| {
         store
+            .catalogue()
             .caliber_by_slug(brand.id, &slug(s))
             .expect("read")
             .expect("calibre")
@@ -324,9 +334,13 @@ fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pendin
     assert_eq!(count(&store), [5, 0, 0]);
     let pending_of = |store: &Store| {
         let mut ids = Vec::new();
-        for model in store.all_models() {
+        for model in store.catalogue().all_models() {
             for picture in model.expect("model").pictures {
-                let record = store.picture(picture.id).expect("read").expect("record");
+                let record = store
+                    .pictures()
+                    .picture(picture.id)
+                    .expect("read")
+                    .expect("record");
                 assert_eq!(record.state, FetchState::Pending);
                 assert_eq!(record.source_url, picture.url);
                 ids.push(picture.id);
@@ -336,7 +350,7 @@ fn an_import_queues_its_new_pictures_sixteen_to_a_key_and_each_reads_back_pendin
     };
     let pictures = pending_of(&store);
     assert_eq!(pictures.len(), 80);
-    let due = store.pictures_maybe_due().expect("due");
+    let due = store.pictures().pictures_maybe_due().expect("due");
     assert_eq!(due.len(), 80);
 
     // Again, with one model's front picture changed: only that one is new and queued, in a

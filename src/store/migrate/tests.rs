@@ -184,45 +184,55 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         (5, 12, 11),
         "the fixture's catalogue"
     );
-    assert_eq!(collect(store.brands()), brands);
+    assert_eq!(collect(store.catalogue().brands()), brands);
     assert_eq!(
-        collect(store.all_series()),
+        collect(store.catalogue().all_series()),
         read_as_schema_2::<Series>(&before, Keyspace::Series)
     );
     assert_eq!(
-        collect(store.calibers()),
+        collect(store.catalogue().calibers()),
         read_as_schema_2::<Caliber>(&before, Keyspace::Caliber)
     );
-    assert_eq!(collect(store.all_models()), models);
+    assert_eq!(collect(store.catalogue().all_models()), models);
     assert_eq!(
-        collect(store.providers()),
+        collect(store.listings().providers()),
         read_as_schema_2::<Provider>(&before, Keyspace::Provider)
     );
-    assert_eq!(collect(store.all_listings()), listings);
+    assert_eq!(collect(store.listings().all_listings()), listings);
     for complication in &complications {
         assert_eq!(
-            store.complication(complication.id).expect("read").as_ref(),
+            store
+                .catalogue()
+                .complication(complication.id)
+                .expect("read")
+                .as_ref(),
             Some(complication)
         );
     }
     let rates_key = MetaKey::Rates.key();
-    let rates: crate::rates::EcbRates =
+    let rates: crate::domain::rates::EcbRates =
         bincode::serde::decode_from_slice(&before[&rates_key], bincode::config::standard())
             .expect("schema-2 rates")
             .0;
-    assert_eq!(store.rates().expect("rates"), Some(rates));
+    assert_eq!(store.rates().in_force().expect("rates"), Some(rates));
 
     // Secondary keys still resolve to the migrated records.
     let rolex = store
+        .catalogue()
         .brand_by_slug(&slug("rolex"))
         .expect("read")
         .expect("rolex");
-    assert_eq!(store.brand_by_alias("rolex").expect("alias"), [rolex.id]);
+    assert_eq!(
+        store.catalogue().brand_by_alias("rolex").expect("alias"),
+        [rolex.id]
+    );
     let submariner = store
+        .catalogue()
         .model_ids_by_reference(rolex.id, "126610ln")
         .expect("reference");
     assert_eq!(submariner.len(), 1);
     let model = store
+        .catalogue()
         .model(submariner[0])
         .expect("read")
         .expect("the model");
@@ -231,14 +241,19 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     assert_eq!(model.spec.case_materials, ["oystersteel"]);
     assert!(!model.pictures.is_empty(), "pictures survive");
     assert_eq!(
-        store.model_by_slug(rolex.id, &model.slug).expect("read"),
+        store
+            .catalogue()
+            .model_by_slug(rolex.id, &model.slug)
+            .expect("read"),
         Some(model.clone())
     );
     let ebay = store
+        .listings()
         .provider_by_slug(&slug("ebay"))
         .expect("read")
         .expect("ebay");
     let e9 = store
+        .listings()
         .listing_by_source(ebay.id, "e9")
         .expect("read")
         .expect("e9");
@@ -251,11 +266,14 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
             ListingStatus::Active
         ]
     );
-    assert!(store.listing_count(model.id).expect("count") > 0);
-    assert_eq!(store.brand(rolex.id).expect("read"), Some(rolex));
+    assert!(store.listings().listing_count(model.id).expect("count") > 0);
+    assert_eq!(
+        store.catalogue().brand(rolex.id).expect("read"),
+        Some(rolex)
+    );
 
     // The counts the admin view reads, as scanning the records finds them.
-    let listings: Vec<Listing> = collect(store.all_listings());
+    let listings: Vec<Listing> = collect(store.listings().all_listings());
     let listed = listings
         .iter()
         .filter(|l| l.status != ListingStatus::Delisted)
@@ -333,7 +351,7 @@ fn serve_runs_the_steps_because_they_are_safe_at_start_up() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve's open");
     assert_eq!((report.found, report.schema), (Some(2), SCHEMA_VERSION));
-    assert_eq!(collect(store.brands()).len(), 5);
+    assert_eq!(collect(store.catalogue().brands()).len(), 5);
 }
 
 #[test]
@@ -425,7 +443,7 @@ fn an_interrupted_step_resumes_after_its_last_committed_batch() {
         assert_eq!(after[key], with_layout_byte(old), "{key:?}");
     }
     assert!(!after.contains_key(&MetaKey::MigrationCursor.key()));
-    assert_eq!(collect(store.all_listings()).len(), 11);
+    assert_eq!(collect(store.listings().all_listings()).len(), 11);
 }
 
 fn no_op(_: &sled::Db) -> StoreResult<u64> {

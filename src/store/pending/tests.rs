@@ -95,14 +95,17 @@ fn queued_pictures_read_as_their_pending_records_sixteen_to_a_key() {
         .collect();
     for record in &expected {
         assert_eq!(
-            store.picture(record.id).expect("read").as_ref(),
+            store.pictures().picture(record.id).expect("read").as_ref(),
             Some(record)
         );
     }
-    assert_eq!(store.pictures_maybe_due().expect("due"), expected);
+    assert_eq!(
+        store.pictures().pictures_maybe_due().expect("due"),
+        expected
+    );
     let past = PictureId(queued[39].0 + 1);
-    assert_eq!(store.picture(past).expect("read"), None);
-    assert_eq!(store.picture(PictureId(0)).expect("read"), None);
+    assert_eq!(store.pictures().picture(past).expect("read"), None);
+    assert_eq!(store.pictures().picture(PictureId(0)).expect("read"), None);
 }
 
 #[test]
@@ -119,9 +122,12 @@ fn a_pictures_first_state_takes_it_out_of_its_group_and_an_emptied_group_goes() 
     assert_eq!(keys_in(&store, Keyspace::PendingPictures), 1);
     assert_eq!(keys_in(&store, Keyspace::PictureState), 6);
     for state in &states {
-        assert_eq!(store.picture(state.id).expect("read").as_ref(), Some(state));
+        assert_eq!(
+            store.pictures().picture(state.id).expect("read").as_ref(),
+            Some(state)
+        );
     }
-    let due = store.pictures_maybe_due().expect("due");
+    let due = store.pictures().pictures_maybe_due().expect("due");
     // The retried one once, by its state record; the cropped ones not at all.
     let mut expected = vec![retried(pending(1))];
     expected.extend((2..16).map(pending));
@@ -130,7 +136,7 @@ fn a_pictures_first_state_takes_it_out_of_its_group_and_an_emptied_group_goes() 
     // A later state of a picture already out of its group leaves the group alone.
     put_states(&store, &[cropped(pending(1))]);
     assert_eq!(
-        ids(&store.pictures_maybe_due().expect("due")),
+        ids(&store.pictures().pictures_maybe_due().expect("due")),
         ids(&expected[1..])
     );
     assert_eq!(keys_in(&store, Keyspace::PendingPictures), 1);
@@ -148,9 +154,12 @@ fn a_picture_queued_and_given_a_state_in_one_write_reads_its_state() {
     batch.put_picture(&done);
     turn.commit(batch).expect("commit");
     drop(turn);
-    assert_eq!(store.picture(queued[1]).expect("read"), Some(done));
     assert_eq!(
-        ids(&store.pictures_maybe_due().expect("due")),
+        store.pictures().picture(queued[1]).expect("read"),
+        Some(done)
+    );
+    assert_eq!(
+        ids(&store.pictures().pictures_maybe_due().expect("due")),
         [queued[0], queued[2]]
     );
 }
@@ -172,7 +181,7 @@ fn records_of_the_old_form_read_beside_groups_and_inside_their_id_ranges() {
 
     assert_eq!(keys_in(&store, Keyspace::PendingPictures), 1);
     assert_eq!(keys_in(&store, Keyspace::PictureState), 3);
-    let due = store.pictures_maybe_due().expect("due");
+    let due = store.pictures().pictures_maybe_due().expect("due");
     assert_eq!(ids(&due), [before, first, own, last, after]);
     for (record, n) in due.iter().zip(0..) {
         assert_eq!(record, &PictureRecord::pending(record.id, url(n), QUEUED));
@@ -180,9 +189,9 @@ fn records_of_the_old_form_read_beside_groups_and_inside_their_id_ranges() {
     // The picture inside the group's range, cropped: read from its record, the group intact.
     let done = cropped(PictureRecord::pending(own, url(2), QUEUED));
     put_states(&store, std::slice::from_ref(&done));
-    assert_eq!(store.picture(own).expect("read"), Some(done));
+    assert_eq!(store.pictures().picture(own).expect("read"), Some(done));
     assert_eq!(
-        ids(&store.pictures_maybe_due().expect("due")),
+        ids(&store.pictures().pictures_maybe_due().expect("due")),
         [before, first, last, after]
     );
 }
@@ -199,7 +208,7 @@ fn pictures_queued_at_another_time_start_a_group_of_their_own() {
     drop(turn);
     assert_eq!(keys_in(&store, Keyspace::PendingPictures), 2);
     assert_eq!(
-        store.pictures_maybe_due().expect("due"),
+        store.pictures().pictures_maybe_due().expect("due"),
         [
             PictureRecord::pending(a, url(0), QUEUED),
             PictureRecord::pending(b, url(1), later)
@@ -234,11 +243,17 @@ fn the_due_pictures_read_a_page_at_a_time_are_the_whole_list() {
         });
     }
     expected.push(PictureRecord::pending(after, url(41), QUEUED));
-    assert_eq!(store.pictures_maybe_due().expect("due"), expected);
+    assert_eq!(
+        store.pictures().pictures_maybe_due().expect("due"),
+        expected
+    );
     for limit in [0, 1, 2, 3, 5, 7, 16, 17, 100] {
         let (mut walked, mut from) = (Vec::new(), Some(PictureId(0)));
         while let Some(start) = from {
-            let page = store.pictures_maybe_due_page(start, limit).expect("page");
+            let page = store
+                .pictures()
+                .pictures_maybe_due_page(start, limit)
+                .expect("page");
             assert!(page.records.len() <= 2 * limit.max(1), "limit {limit}");
             assert!(page.next.is_none_or(|next| next > start), "limit {limit}");
             walked.extend(page.records);

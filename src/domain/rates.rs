@@ -271,21 +271,6 @@ pub fn usd_into_display(
     })
 }
 
-/// The conversion table of the rates in force; `None` before any are loaded.
-pub fn table_in_force(
-    store: &crate::store::Store,
-) -> crate::store::StoreResult<Option<ConversionTable>> {
-    store
-        .rates()?
-        .map(|ecb| {
-            ConversionTable::from_ecb(&ecb).map_err(|e| crate::store::StoreError::Corrupt {
-                key: b"rates".to_vec(),
-                reason: e.to_string(),
-            })
-        })
-        .transpose()
-}
-
 /// The one rounding rule of conversions: to whole units, half away from zero.
 fn whole(value: Decimal) -> Option<u64> {
     value
@@ -298,7 +283,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const FIXTURE: &str = include_str!("../fixtures/rates.xml");
+    const FIXTURE: &str = include_str!("../../fixtures/rates.xml");
 
     fn table() -> ConversionTable {
         ConversionTable::from_ecb(&parse_ecb_xml(FIXTURE).expect("parse")).expect("table")

@@ -1,0 +1,79 @@
+//! The sessions area: back-office users and their sessions. Session bookkeeping writes outside
+//! the write turn, each call one flushed sled batch; opening and closing a session writes its
+//! audit entry (the audit area's keyspace) in the same batch.
+//! Keyspaces: `User`, `Session`, `SessionByUser`.
+
+use super::codec;
+use super::keys::{self, Keyspace};
+use super::{Store, StoreError, StoreResult};
+use crate::domain::{AuditEntry, Session, TokenHash, User, Username};
+
+/// The store's users and sessions: see [`Store::sessions`].
+#[derive(Clone, Copy)]
+pub struct Sessions<'s>(pub(super) &'s Store);
+
+impl<'s> Sessions<'s> {
+    pub fn user(self, name: &Username) -> StoreResult<Option<User>> {
+        self.0.get(keys::user(name))
+    }
+
+    /// Every user, by name.
+    pub fn users(self) -> impl Iterator<Item = StoreResult<User>> + 's {
+        self.0.all(Keyspace::User)
+    }
+
+    pub fn session(self, token: &TokenHash) -> StoreResult<Option<Session>> {
+        self.0.get(keys::session(token))
+    }
+
+    /// The token hashes of every session of `name`.
+    pub fn sessions_of(self, name: &Username) -> StoreResult<Vec<TokenHash>> {
+        let prefix = keys::sessions_of_prefix(name);
+        let mut hashes = Vec::new();
+        for key in self.0.db.scan_prefix(&prefix).keys() {
+            let key = key?;
+            let hash: [u8; 32] =
+                key[prefix.len()..]
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt {
+                        key: key.to_vec(),
+                        reason: "a session key without a 32-byte token hash".into(),
+                    })?;
+            hashes.push(TokenHash(hash));
+        }
+        Ok(hashes)
+    }
+
+    /// Session bookkeeping is a small write of its own, outside the write turn: it touches no
+    /// catalogue record, id counter or index, and a login must not wait for a running ingest.
+    /// Each call is one atomic sled batch, flushed before it returns.
+    pub fn open_session(self, session: &Session, audit: &AuditEntry) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        batch.insert(keys::session(&session.token_hash), codec::encode(session));
+        batch.insert(
+            keys::session_of(&session.user, &session.token_hash),
+            &[][..],
+        );
+        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
+        self.0.apply_flushed(batch)
+    }
+
+    /// Records that `session` was just used (see [`Sessions::open_session`]).
+    pub fn touch_session(self, session: &Session) -> StoreResult<()> {
+        self.0
+            .db
+            .insert(keys::session(&session.token_hash), codec::encode(session))?;
+        Ok(())
+    }
+
+    /// Ends `session`, with the audit entry that says so when a person ended it.
+    pub fn close_session(self, session: &Session, audit: Option<&AuditEntry>) -> StoreResult<()> {
+        let mut batch = sled::Batch::default();
+        batch.remove(keys::session(&session.token_hash));
+        batch.remove(keys::session_of(&session.user, &session.token_hash));
+        if let Some(audit) = audit {
+            batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
+        }
+        self.0.apply_flushed(batch)
+    }
+}
