@@ -21,4 +21,24 @@ impl<'s> Audit<'s> {
     pub fn audit_newest_first(self) -> impl Iterator<Item = StoreResult<AuditEntry>> + 's {
         self.0.all_newest_first(Keyspace::Audit)
     }
+
+    /// The `limit` entries that follow the newest `skip`, newest first, and how many entries
+    /// there are: the keys before the page are stepped over and only the page's entries decoded,
+    /// so a page of a long trail costs its own entries, not the trail's.
+    pub fn page_newest_first(
+        self,
+        skip: usize,
+        limit: usize,
+    ) -> StoreResult<(Vec<AuditEntry>, usize)> {
+        let mut page = Vec::with_capacity(limit);
+        let mut total = 0;
+        for entry in self.0.db.scan_prefix(Keyspace::Audit.prefix()).rev() {
+            let (key, value) = entry?;
+            if total >= skip && page.len() < limit {
+                page.push(super::codec::decode(&key, &value)?);
+            }
+            total += 1;
+        }
+        Ok((page, total))
+    }
 }
