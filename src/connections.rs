@@ -218,19 +218,22 @@ impl Connection {
         let check = tokio::time::sleep(idle);
         let mut check = pin!(check);
         loop {
+            // The server's phase first: a request whose bytes arrive once the drain has begun
+            // is answered with `Connection: close`, however late this task is woken.
             tokio::select! {
-                served = conn.as_mut() => {
-                    if let Err(error) = served {
-                        tracing::debug!(%remote, %error, "connection ended");
-                    }
-                    return;
-                }
+                biased;
                 () = &mut draining, if !drained => {
                     drained = true;
                     conn.as_mut().graceful_shutdown();
                 }
                 // Dropping the connection closes it.
                 () = &mut closing => return,
+                served = conn.as_mut() => {
+                    if let Err(error) = served {
+                        tracing::debug!(%remote, %error, "connection ended");
+                    }
+                    return;
+                }
                 () = &mut check => match activity.idle_deadline(idle) {
                     Some(deadline) if deadline <= Instant::now() => {
                         tracing::debug!(%remote, ?idle, "closing a connection idle too long");
