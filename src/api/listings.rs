@@ -231,12 +231,7 @@ pub fn status_filter(
 }
 
 fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
-    let not_found = || {
-        ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        )
-    };
+    let not_found = || ApiError::unknown_model(id);
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
     let id = app.store.merged_into(id)?.unwrap_or(id);
@@ -320,12 +315,7 @@ pub async fn get_listing(
 ) -> ApiResult<Json<ListingDetail>> {
     blocking(move || {
         let context = listing_context(&app, params.currency.as_deref(), &media)?;
-        let not_found = || {
-            ApiError::not_found(
-                format!("no listing with id `{id}`"),
-                "GET /v1/listings lists listings and their ids",
-            )
-        };
+        let not_found = || ApiError::unknown_listing(&id);
         let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
         let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
         Ok(Json(detail))

@@ -149,7 +149,7 @@ pub async fn login(
         return Err(ApiError::BadCredentials);
     };
     sign_in.count_success(ip, &name);
-    let (token, token_hash) = new_token().map_err(|error| internal(&error))?;
+    let (token, token_hash) = new_token()?;
     let session = Session {
         token_hash,
         user: user.name,

@@ -4,7 +4,7 @@
 
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::ApiResult;
 use crate::api::listings::MediaBase;
 use crate::api::params::{parse_choice, parse_text, JsonBody, PageParams, Params};
 use crate::api::views::EntityRef;
@@ -242,15 +242,13 @@ pub async fn merge(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let merged = write(
-            &app,
-            |turn| merge::merge(turn, &app.listings, &actor, keeper, &duplicates),
-            api_error,
-        )?;
+        let merged = write(&app, |turn| {
+            merge::merge(turn, &app.listings, &actor, keeper, &duplicates)
+        })?;
         let model = app
             .store
             .model(merged.keeper)?
-            .ok_or_else(|| api_error(MergeError::UnknownModel(merged.keeper.to_string())))?;
+            .ok_or_else(|| MergeError::UnknownModel(merged.keeper.to_string()))?;
         Ok(MergeView {
             keeper: KeeperRef {
                 id: model.id.to_string(),
@@ -288,11 +286,7 @@ pub async fn dismiss(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let dismissed_pairs = write(
-            &app,
-            |turn| merge::dismiss(turn, &actor, &models),
-            api_error,
-        )?;
+        let dismissed_pairs = write(&app, |turn| merge::dismiss(turn, &actor, &models))?;
         Ok(DismissView { dismissed_pairs })
     })
     .await
@@ -379,22 +373,7 @@ fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<Dupl
 }
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
-    id.parse::<ModelId>()
-        .map_err(|_| api_error(MergeError::UnknownModel(id.to_owned())))
-}
-
-/// The API's answer to a refused merge or dismissal: 400 naming the field, 404 naming the id.
-fn api_error(error: MergeError) -> ApiError {
-    match error {
-        MergeError::Invalid {
-            field,
-            message,
-            hint,
-        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
-        MergeError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/duplicate-models lists the groups and their models' ids",
-        ),
-        other => internal(&other),
-    }
+    Ok(id
+        .parse::<ModelId>()
+        .map_err(|_| MergeError::UnknownModel(id.to_owned()))?)
 }

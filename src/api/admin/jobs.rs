@@ -3,14 +3,14 @@
 //! refused before a job is queued; jobs run one at a time in submission order (`jobs::queue`).
 
 use super::{actor, blocking, Caller};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
 use crate::api::layers::BodyLimit;
 use crate::api::params::{Page, PageParams, Params, PathParams};
 use crate::api::AppState;
 use crate::domain::{JobId, JobRecord};
-use crate::jobs::batch::{self, Batch};
-use crate::jobs::ingest::{self, IngestError};
-use crate::jobs::queue::{SpoolFile, SubmitError};
+use crate::jobs::batch::Batch;
+use crate::jobs::ingest;
+use crate::jobs::queue::SpoolFile;
 use crate::jobs::snapshot_rules::{
     parse_share, SnapshotRules, DEFAULT_MAX_DELIST, DEFAULT_MAX_INVALID,
 };
@@ -142,7 +142,7 @@ pub async fn submit_snapshot(
     let rules = snapshot_rules(&params, &actor)?;
     let known = app.clone();
     let provider = slug.clone();
-    blocking(move || ingest::provider(&known.store, &provider).map_err(refused)).await?;
+    blocking(move || Ok(ingest::provider(&known.store, &provider)?)).await?;
     let spooled = app.jobs().spool_file().map_err(|e| internal(&e))?;
     let mut file = tokio::fs::File::create(spooled.path())
         .await
@@ -157,7 +157,7 @@ pub async fn submit_snapshot(
         let (app, spooled, rules, slug) = checked;
         let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
         let snapshot = std::io::BufReader::new(file);
-        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules).map_err(refused)?;
+        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules)?;
         Ok((app, spooled, name, rules))
     })
     .await?;
@@ -189,12 +189,9 @@ pub async fn submit_rates(
     let xml = String::from_utf8(bytes)
         .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
     crate::rates::parse_ecb_xml(&xml)
-        .and_then(|rates| crate::rates::ConversionTable::from_ecb(&rates))
-        .map_err(|e| ApiError::invalid(format!("not an ECB rates file: {e}"), ECB_HINT))?;
+        .and_then(|rates| crate::rates::ConversionTable::from_ecb(&rates))?;
     submit(app, actor, Batch::Rates { xml }, None).await
 }
-
-const ECB_HINT: &str = "send the ECB's eurofxref-daily.xml as it is published";
 
 /// Submits a match: every unmatched listing tried again (after an import added models).
 #[utoipa::path(post, path = "/admin/match", operation_id = "admin_submit_match", tag = "jobs",
@@ -283,18 +280,7 @@ async fn submit(
     batch: Batch,
     spooled: Option<SpoolFile>,
 ) -> ApiResult<Response> {
-    let record = blocking(move || {
-        app.job_context()
-            .submit(&actor, batch, spooled)
-            .map_err(|error| match error {
-                SubmitError::Stopping => ApiError::Unavailable {
-                    message: error.to_string(),
-                    retry_after: None,
-                },
-                SubmitError::Store(error) => internal(&error),
-            })
-    })
-    .await?;
+    let record = blocking(move || Ok(app.job_context().submit(&actor, batch, spooled)?)).await?;
     let location = format!("/v1/admin/jobs/{}", record.id);
     Ok((
         StatusCode::ACCEPTED,
@@ -348,9 +334,7 @@ fn snapshot_rules(
 ) -> ApiResult<SnapshotRules> {
     let share = |name: &'static str, text: Option<&str>, default: f64| match text {
         None => Ok(default),
-        Some(text) => parse_share(name, text).map_err(|error| {
-            ApiError::invalid(format!("{name} `{text}` is not a share"), error.to_string())
-        }),
+        Some(text) => parse_share(name, text),
     };
     let allow = match params.allow_mass_delist.as_deref() {
         None | Some("false") => false,
@@ -375,27 +359,4 @@ fn snapshot_rules(
         )?,
         mass_delist_allowed_by: allow.then(|| actor.clone()),
     })
-}
-
-/// A snapshot refused before it was queued: the provider unknown (404), or the snapshot empty,
-/// half invalid or delisting too much of the stock (400, what to do and its first problems in
-/// the hint).
-fn refused(error: IngestError) -> ApiError {
-    match error {
-        IngestError::UnknownProvider(slug) => ApiError::not_found(
-            format!("no provider with slug `{slug}`"),
-            "providers come from a dataset's providers.jsonl",
-        ),
-        IngestError::Refused { ref refusal, .. } => {
-            let report = batch::refusal(&error).unwrap_or_default();
-            let hint = match report.is_empty() {
-                true => refusal.advice().to_owned(),
-                false => format!("{}; the first problems:\n{report}", refusal.advice()),
-            };
-            ApiError::invalid(refusal.to_string(), hint)
-        }
-        IngestError::Io(error) => internal(&error),
-        IngestError::Store(error) => internal(&error),
-        other => internal(&other),
-    }
 }

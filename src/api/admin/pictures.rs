@@ -4,7 +4,7 @@
 
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{media_url, shown_picture};
-use crate::api::error::{internal, internal_because, ApiError, ApiResult};
+use crate::api::error::{internal_because, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::params::ReviewQueuePage;
@@ -196,7 +196,7 @@ pub async fn select(
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
-    let unknown = || api_error(ReviewError::UnknownCandidate(id.clone()));
+    let unknown = || ReviewError::UnknownCandidate(id.clone());
     let candidate = id.parse::<CandidateId>().map_err(|_| unknown())?;
     let done = decide(app.clone(), &caller, move |turn, actor| {
         picture_review::select(turn, actor, candidate)
@@ -218,7 +218,7 @@ pub async fn keep(
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
-    let unknown = || api_error(ReviewError::UnknownPicture(id.clone()));
+    let unknown = || ReviewError::UnknownPicture(id.clone());
     let picture = id.parse::<PictureId>().map_err(|_| unknown())?;
     let done = decide(app.clone(), &caller, move |turn, actor| {
         picture_review::keep(turn, actor, picture)
@@ -242,7 +242,7 @@ pub async fn front_picture(
         let model = app
             .store
             .model(model)?
-            .ok_or_else(|| api_error(ReviewError::UnknownModel(id)))?;
+            .ok_or_else(|| ApiError::unknown_model(&id))?;
         front_picture_answer(&app, &media.0, &model)
     })
     .await
@@ -287,7 +287,7 @@ pub async fn set_front_picture(
         let model = app
             .store
             .model(done.model)?
-            .ok_or_else(|| api_error(ReviewError::UnknownModel(done.model.to_string())))?;
+            .ok_or_else(|| ApiError::unknown_model(&done.model.to_string()))?;
         front_picture_answer(&app, &media.0, &model)
     })
     .await
@@ -296,7 +296,7 @@ pub async fn set_front_picture(
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
     id.parse::<ModelId>()
-        .map_err(|_| api_error(ReviewError::UnknownModel(id.to_owned())))
+        .map_err(|_| ApiError::unknown_model(id))
 }
 
 /// Runs a review write for the signed-in admin through the writer, off the async workers.
@@ -306,7 +306,7 @@ async fn decide(
     job: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
-    blocking(move || write(&app, |turn| job(turn, &actor), api_error)).await
+    blocking(move || write(&app, |turn| job(turn, &actor))).await
 }
 
 /// The picture a write acted on, as it is now.
@@ -446,29 +446,5 @@ fn fetch_view(record: Option<&crate::domain::PictureRecord>) -> FetchView {
         attempts: record.attempts,
         width: size.map(|s| s.0),
         height: size.map(|s| s.1),
-    }
-}
-
-/// The API's answer to a refused review write: 404 naming the id, 400 naming the field.
-fn api_error(error: ReviewError) -> ApiError {
-    match error {
-        ReviewError::UnknownCandidate(id) => ApiError::not_found(
-            format!("no picture-review candidate with id `{id}`"),
-            "GET /v1/picture-review lists models with their candidates and ids",
-        ),
-        ReviewError::UnknownPicture(id) => ApiError::not_found(
-            format!("no model picture with id `{id}`"),
-            "GET /v1/picture-review lists models with their pictures and ids",
-        ),
-        ReviewError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        ),
-        ReviewError::Invalid {
-            field,
-            message,
-            hint,
-        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
-        other @ ReviewError::Store(_) => internal(&other),
     }
 }

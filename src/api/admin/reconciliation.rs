@@ -5,7 +5,7 @@
 use super::candidates::{example_titles, nearest_models, Candidate};
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use crate::api::listings::{provider_id, MediaBase};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::params::ReconciliationGroupPage;
@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::domain::{
     normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
 };
-use crate::jobs::reconcile::{self, Field, Group, ReconcileError, Reconciled, Selection};
+use crate::jobs::reconcile::{self, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::extract::State;
@@ -125,7 +125,7 @@ pub async fn groups(
     let pagination = page.pagination()?;
     let filter = GroupFilter::parse(&app, &params)?;
     let page = blocking(move || {
-        let groups = reconcile::unmatched_groups(&app.store, &app.listings).map_err(api_error)?;
+        let groups = reconcile::unmatched_groups(&app.store, &app.listings)?;
         let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
         let mut context = GroupContext::new(&app, &media)?;
         pagination
@@ -491,14 +491,14 @@ fn listing_ids(ids: &[String]) -> ApiResult<Vec<ListingId>> {
     ids.iter()
         .map(|id| {
             id.parse::<ListingId>()
-                .map_err(|_| api_error(ReconcileError::UnknownListing(id.clone())))
+                .map_err(|_| ApiError::unknown_listing(id))
         })
         .collect()
 }
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
     id.parse::<ModelId>()
-        .map_err(|_| api_error(ReconcileError::UnknownModel(id.to_owned())))
+        .map_err(|_| ApiError::unknown_model(id))
 }
 
 /// Runs `job` for the signed-in admin through the data dir's writer, off the async workers
@@ -513,7 +513,7 @@ async fn reconcile_with(
 ) -> ApiResult<Json<ReconciledView>> {
     let actor = actor(caller)?;
     blocking(move || {
-        let reconciled = write(&app, |turn| job(turn, &app, &actor), api_error)?;
+        let reconciled = write(&app, |turn| job(turn, &app, &actor))?;
         reconciled_view(&app, &reconciled, &media)
     })
     .await
@@ -528,46 +528,10 @@ fn reconciled_view(
     let ids = |ids: &[ListingId]| ids.iter().map(ToString::to_string).collect();
     let model = assemble::model_items(app, &[reconciled.model.0], &mut Lookups::new(media))?
         .pop()
-        .ok_or_else(|| api_error(ReconcileError::UnknownModel(reconciled.model.to_string())))?;
+        .ok_or_else(|| ApiError::unknown_model(&reconciled.model.to_string()))?;
     Ok(ReconciledView {
         model,
         linked_listings: ids(&reconciled.linked),
         matched_listings: ids(&reconciled.matched),
     })
-}
-
-/// The API's answer to a refused reconciliation: 400 naming each field, 404 naming the id.
-fn api_error(error: ReconcileError) -> ApiError {
-    match error {
-        ReconcileError::Invalid { problems, hint } => {
-            let message = problems
-                .iter()
-                .map(|(field, message)| format!("`{}`: {message}", field_path(field)))
-                .collect::<Vec<_>>()
-                .join("; ");
-            ApiError::invalid(message, hint)
-        }
-        ReconcileError::UnknownGroup(id) => ApiError::not_found(
-            format!("no group of unmatched listings with id `{id}`"),
-            "GET /v1/reconciliation lists the groups and their ids (a group resolved since is gone)",
-        ),
-        ReconcileError::UnknownListing(id) => ApiError::not_found(
-            format!("no listing with id `{id}`"),
-            "GET /v1/listings lists listings and their ids",
-        ),
-        ReconcileError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        ),
-        other => internal(&other),
-    }
-}
-
-/// Where in the request body a problem lies.
-fn field_path(field: &Field) -> String {
-    match field {
-        Field::Group => "group".to_owned(),
-        Field::Model(Some(name)) => format!("fields.{name}"),
-        Field::Model(None) => "fields".to_owned(),
-    }
 }
