@@ -8,7 +8,7 @@ use crate::jobs::ingest::IngestError;
 use crate::jobs::merge::MergeError;
 use crate::jobs::picture_review::ReviewError;
 use crate::jobs::queue::SubmitError;
-use crate::jobs::reconcile::{Field, ReconcileError};
+use crate::jobs::reconciliation::{Field, ReconcileError};
 use crate::jobs::snapshot_rules::ShareError;
 use crate::jobs::writer::WriteError;
 use crate::rates::RatesError;

@@ -5,7 +5,7 @@
 use crate::api::error::ApiResult;
 use crate::app::App;
 use crate::domain::{normalize_reference, Model, ModelId};
-use crate::jobs::reconcile::Group;
+use crate::jobs::reconciliation::Group;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -3,9 +3,9 @@
 //! Batches run on the blocking pool: fifty queries are fifty matcher runs and searches.
 
 use super::batch::{parse_batch, read_batch, Query};
-use super::candidates::{candidates, Candidate};
 use super::extend::{extend, ExtensionQuery};
 use super::manifest::Manifest;
+use super::query_candidates::{candidates, Candidate};
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;
 use crate::api::layers::BodyLimit;

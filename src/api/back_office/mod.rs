@@ -2,14 +2,14 @@
 //! four back-office groups, and their handlers, one module per group. The guard is a layer,
 //! never a check in a handler: a route added under a group is guarded before it exists.
 
+pub mod admin;
+pub mod admin_jobs;
 pub mod audit;
 pub mod auth;
-pub mod candidates;
-pub mod duplicates;
-pub mod jobs;
-pub mod pictures;
+pub mod duplicate_models;
+pub mod nearest_models;
+pub mod picture_review;
 pub mod reconciliation;
-pub mod stats;
 
 use super::error::{internal, ApiError, ApiResult, ErrorCode};
 use super::AppState;

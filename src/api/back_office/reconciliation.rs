@@ -2,7 +2,7 @@
 //! their sellers claim, with the nearest catalogue models) and the three writes that resolve a
 //! group: link it to a model, create a model from it, or update a model for it.
 
-use super::candidates::{example_titles, nearest_models, Candidate};
+use super::nearest_models::{example_titles, nearest_models, Candidate};
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{ApiError, ApiResult};
@@ -16,7 +16,7 @@ use crate::app::App;
 use crate::domain::{
     normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
 };
-use crate::jobs::reconcile::{self, Group, ReconcileError, Reconciled, Selection};
+use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::extract::State;
@@ -125,7 +125,7 @@ pub async fn groups(
     let pagination = page.pagination()?;
     let filter = GroupFilter::parse(&app, &params)?;
     let page = blocking(move || {
-        let groups = reconcile::unmatched_groups(&app.store, &app.listings)?;
+        let groups = reconciliation::unmatched_groups(&app.store, &app.listings)?;
         let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
         let mut context = GroupContext::new(&app, &media)?;
         pagination
@@ -413,7 +413,7 @@ pub async fn link(
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::link(turn, &app.listings, actor, &selection, model)
+        reconciliation::link(turn, &app.listings, actor, &selection, model)
     })
     .await
 }
@@ -433,7 +433,7 @@ pub async fn create_model(
     JsonBody(body): JsonBody<CreateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::create_model(turn, &app.listings, actor, &body.group, body.fields)
+        reconciliation::create_model(turn, &app.listings, actor, &body.group, body.fields)
     })
     .await
 }
@@ -454,7 +454,7 @@ pub async fn update_model(
 ) -> ApiResult<Json<ReconciledView>> {
     let model = model_id(&body.model)?;
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
+        reconciliation::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
     })
     .await
 }
