@@ -349,7 +349,7 @@ fn v1_table() -> Vec<Route> {
             "/admin/unmatched-listings",
             get(back_office::admin::unmatched_listings),
         ),
-        Route::admin("/admin/audit", get(back_office::audit::audit)),
+        Route::admin("/admin/audit", get(back_office::admin::audit)),
         // Batch jobs
         Route::admin(
             "/admin/providers/{slug}/snapshot",

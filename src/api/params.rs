@@ -5,8 +5,10 @@ use super::error::ApiError;
 // The page aliases name their items by bare type name: that name is the schema's $ref.
 #[allow(unused_imports)] // named in the page aliases of the OpenAPI document
 use super::back_office::{
-    admin::UnmatchedListing, admin_jobs::JobView, audit::AuditEntryView,
-    picture_review::ReviewQueueItem, reconciliation::ReconciliationGroup,
+    admin::{AuditEntryView, UnmatchedListing},
+    admin_jobs::JobView,
+    picture_review::ReviewQueueItem,
+    reconciliation::ReconciliationGroup,
 };
 use super::views::{
     BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelSitemapEntry, SeriesItem,

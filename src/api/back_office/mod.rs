@@ -4,7 +4,6 @@
 
 pub mod admin;
 pub mod admin_jobs;
-pub mod audit;
 pub mod auth;
 pub mod duplicate_models;
 pub mod nearest_models;
