@@ -4,13 +4,13 @@
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
 use super::layers::capacity::blocking;
-#[allow(unused_imports)] // named in the OpenAPI annotations
-use super::params::ListingPage;
 use super::params::{
-    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, Page,
-    PageParams, Params, PathParams, SortParam,
+    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, PageParams,
+    Params, PathParams, SortParam,
 };
-use super::views::{ListingDetail, ListingStats, ListingView};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::views::ListingPage;
+use super::views::{ListingDetail, ListingStats, ListingView, Page};
 use super::AppState;
 use crate::app::App;
 use crate::domain::{

@@ -15,6 +15,7 @@ pub mod openapi;
 mod ops;
 pub mod params;
 mod rates;
+pub mod requests;
 mod sitemap;
 pub mod views;
 mod w3c_reconcile;

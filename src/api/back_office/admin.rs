@@ -6,30 +6,18 @@
 use crate::api::assemble;
 use crate::api::error::ApiResult;
 use crate::api::listings::{listing_context, provider_id, status_filter, MediaBase};
-use crate::api::params::{parse_choice, Page, PageParams, Params};
-use crate::api::views::ListingView;
+use crate::api::params::{parse_choice, PageParams, Params};
+use crate::api::views::admin::{AdminStats, AuditEntryView, UnmatchedListing};
+use crate::api::views::Page;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::views::{AuditPage, UnmatchedListingPage};
 use crate::api::AppState;
 use crate::domain::MatchOutcome;
 use crate::store::Counted;
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
-use serde::{Deserialize, Serialize};
-
-/// The catalogue's counts at the moment of the request.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AdminStats {
-    pub brands: u64,
-    pub series: u64,
-    pub models: u64,
-    pub calibers: u64,
-    pub providers: u64,
-    /// Listings not DELISTED.
-    pub listings: u64,
-    /// Listings not DELISTED and matched to no model.
-    pub unmatched_listings: u64,
-}
+use serde::Deserialize;
 
 /// The spec's admin counts, read from the counters every write keeps: no scan.
 #[utoipa::path(get, path = "/admin/stats", operation_id = "admin_stats", tag = "admin",
@@ -61,16 +49,6 @@ pub struct UnmatchedParams {
     /// `true`: DELISTED listings too (hidden by default).
     #[param(value_type = Option<bool>)]
     include_delisted: Option<String>,
-}
-
-/// An unmatched listing: the listing shape, and why it matched no model.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnmatchedListing {
-    #[serde(flatten)]
-    pub listing: ListingView,
-    /// unknownBrand, unknownReference, ambiguous or noReference.
-    pub unmatched_reason: &'static str,
 }
 
 /// Listings matched to no model, newest first, with the reason each did not match.
@@ -134,20 +112,6 @@ pub struct AuditParams {
     user: Option<String>,
     /// Only entries of this action (`auth.login`, `user.add`, `reconciliation.link`, ...).
     action: Option<String>,
-}
-
-/// One back-office write.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditEntryView {
-    pub id: String,
-    /// RFC 3339, UTC.
-    pub at: String,
-    pub user: String,
-    pub action: String,
-    /// The ids touched, as `kind:id`.
-    pub targets: Vec<String>,
-    pub detail: String,
 }
 
 /// Who changed what, and when, newest first.

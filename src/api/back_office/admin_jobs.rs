@@ -5,9 +5,13 @@
 use super::{actor, blocking, Caller};
 use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
 use crate::api::layers::BodyLimit;
-use crate::api::params::{Page, PageParams, Params, PathParams};
+use crate::api::params::{PageParams, Params, PathParams};
+use crate::api::views::admin::JobView;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::views::JobPage;
+use crate::api::views::Page;
 use crate::api::AppState;
-use crate::domain::{JobId, JobRecord};
+use crate::domain::JobId;
 use crate::jobs::batch::Batch;
 use crate::jobs::ingest;
 use crate::jobs::queue::SpoolFile;
@@ -21,74 +25,12 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use http_body_util::BodyExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// The largest snapshot a request may post, in bytes (`ApiConfig::snapshot_limit`).
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotLimit(pub u64);
-
-/// A batch job and where it stands.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobView {
-    #[schema(example = "7")]
-    pub id: String,
-    /// snapshot, rates, match, reindex or duplicates.
-    #[schema(example = "snapshot")]
-    pub kind: &'static str,
-    /// The provider's slug of a snapshot, the index of a reindex.
-    #[schema(example = "chrono24")]
-    pub subject: Option<String>,
-    /// queued, running, succeeded, failed or interrupted.
-    #[schema(example = "running")]
-    pub state: &'static str,
-    pub progress: JobProgressView,
-    #[schema(example = "ana")]
-    pub submitted_by: String,
-    #[schema(example = "2026-11-24T09:04:04.523Z")]
-    pub submitted_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// What `watch-catalogue` prints for the same work, one line per fact; a refused
-    /// snapshot's first problems.
-    pub report: Option<String>,
-    /// Why the job failed or stopped.
-    pub error: Option<String>,
-}
-
-/// `done` of `total` `unit`s; 0 of 0 until known (only a snapshot counts as it goes).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct JobProgressView {
-    #[schema(example = 50000)]
-    pub done: u64,
-    #[schema(example = 120000)]
-    pub total: u64,
-    #[schema(example = "listings")]
-    pub unit: String,
-}
-
-impl From<JobRecord> for JobView {
-    fn from(job: JobRecord) -> JobView {
-        JobView {
-            id: job.id.to_string(),
-            kind: job.kind.as_str(),
-            subject: job.subject,
-            state: job.state.as_str(),
-            progress: JobProgressView {
-                done: job.progress.done,
-                total: job.progress.total,
-                unit: job.progress.unit,
-            },
-            submitted_by: job.submitted_by,
-            submitted_at: job.submitted_at.to_rfc3339(),
-            started_at: job.started_at.map(|t| t.to_rfc3339()),
-            finished_at: job.finished_at.map(|t| t.to_rfc3339()),
-            report: job.report,
-            error: job.error,
-        }
-    }
-}
 
 /// Query of `POST /admin/providers/{slug}/snapshot`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

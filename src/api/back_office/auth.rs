@@ -8,7 +8,8 @@ use super::{Caller, ClientIp, LOGIN_WINDOW};
 use crate::api::error::ErrorBody;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::rate_limit::RateLimiter;
-use crate::api::params::JsonBody;
+use crate::api::requests::{Credentials, JsonBody};
+use crate::api::views::admin::SessionView;
 use crate::api::AppState;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
 use crate::config::RateLimitConfig;
@@ -18,7 +19,6 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -89,26 +89,6 @@ fn name_key(name: &str, ip: IpAddr) -> (String, IpAddr) {
         Err(_) => "\u{0}not a user name".to_owned(),
     };
     (name, ip)
-}
-
-/// What `POST /auth/login` takes.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    #[schema(example = "ana")]
-    pub username: String,
-    #[schema(example = "correct horse battery staple")]
-    pub password: String,
-}
-
-/// The signed-in user.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SessionView {
-    #[schema(example = "ana")]
-    pub username: String,
-    /// `admin` or `viewer`.
-    #[schema(example = "admin")]
-    pub role: &'static str,
 }
 
 /// Opens a session and sets its cookie (HttpOnly, SameSite=Strict, Path=/, Secure behind

@@ -6,9 +6,14 @@ use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{media_url, shown_picture};
 use crate::api::error::{internal_because, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
+use crate::api::params::{parse_choice, PageParams, Params, PathParams};
+use crate::api::requests::{FrontPictureBody, JsonBody};
+use crate::api::views::admin::{
+    CandidateView, FetchView, FrontPicture, FrontPictureAnswer, ReviewPicture, ReviewQueueItem,
+};
+use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
-use crate::api::params::ReviewQueuePage;
-use crate::api::params::{parse_choice, JsonBody, Page, PageParams, Params, PathParams};
+use crate::api::views::ReviewQueuePage;
 use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{
@@ -21,7 +26,7 @@ use crate::media::fetch::{is_web_url, MAX_URL_LENGTH};
 use crate::store::WriteTurn;
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Query of `GET /picture-review`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -31,123 +36,6 @@ pub struct ReviewParams {
     /// admin decided on; all: both.
     #[param(example = "pending")]
     status: Option<String>,
-}
-
-/// A model picture as review shows it: where it is shown, and whether a person protected it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewPicture {
-    #[schema(example = "12")]
-    pub id: String,
-    #[schema(example = "/media/pictures/12")]
-    pub url: String,
-    /// FRONT, BACK, SIDE, DETAIL or LIFESTYLE.
-    #[serde(rename = "type")]
-    #[schema(example = "FRONT")]
-    pub kind: &'static str,
-    /// `null` until the image pipeline has cropped it.
-    #[schema(example = "/media/pictures/12/cropped")]
-    pub cropped_url: Option<String>,
-    /// No automatic process (import, merges, candidate ranking) replaces or re-crops it.
-    pub protected: bool,
-}
-
-/// A photograph proposed for the model's FRONT picture.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CandidateView {
-    #[schema(example = "4")]
-    pub id: String,
-    /// The re-hosted copy (404 until the image worker has fetched it).
-    #[schema(example = "/media/pictures/31")]
-    pub url: String,
-    /// Where it comes from: the page it was found on, else the image's own URL. Admin-only.
-    #[schema(example = "https://www.example.com/watches/126610ln")]
-    pub source_url: Option<String>,
-    #[schema(example = 2000)]
-    pub width: Option<u32>,
-    #[schema(example = 2000)]
-    pub height: Option<u32>,
-    /// 1 is the best; candidates from listings rank after the dataset's.
-    #[schema(example = 1)]
-    pub rank: u32,
-    #[schema(example = "2026-11-24T12:00:00Z")]
-    pub selected_at: Option<String>,
-}
-
-/// A model in the review queue.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewQueueItem {
-    #[schema(example = "3")]
-    pub id: String,
-    #[schema(example = "Submariner Date")]
-    pub name: String,
-    #[schema(example = "126610LN")]
-    pub reference_number: String,
-    #[schema(example = "submariner-date-126610ln")]
-    pub slug: String,
-    /// The brand's name.
-    #[schema(example = "Rolex")]
-    pub brand: String,
-    /// The image search that found the best-ranked dataset candidate; null when none did.
-    #[schema(example = "Rolex 126610LN front")]
-    pub query: Option<String>,
-    pub pictures: Vec<ReviewPicture>,
-    /// Best rank first.
-    pub candidates: Vec<CandidateView>,
-}
-
-/// Where the image pipeline is with a picture.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FetchView {
-    /// pending, fetched or failed; external for a picture the dataset hosts with its crop.
-    #[schema(example = "fetched")]
-    pub state: &'static str,
-    /// Why the last attempt failed.
-    pub reason: Option<String>,
-    #[schema(example = 0)]
-    pub attempts: u32,
-    #[schema(example = 2000)]
-    pub width: Option<u32>,
-    #[schema(example = 2000)]
-    pub height: Option<u32>,
-}
-
-/// A model's FRONT picture (or its oldest) with what only admins see.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FrontPicture {
-    #[serde(flatten)]
-    pub picture: ReviewPicture,
-    /// The URL the picture is fetched from. Admin-only.
-    #[schema(example = "https://images.example.com/126610ln.jpg")]
-    pub source_url: String,
-    /// pending, reviewed, or none when the model is in neither list.
-    #[schema(example = "reviewed")]
-    pub review: &'static str,
-    pub fetch: FetchView,
-}
-
-/// `GET` and `PUT /picture-review/models/{id}/front-picture`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct FrontPictureAnswer {
-    /// Null when the model has no picture.
-    pub picture: Option<FrontPicture>,
-}
-
-/// `PUT /picture-review/models/{id}/front-picture`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"url": "https://images.example.com/126610ln.jpg", "protected": true}))]
-pub struct FrontPictureBody {
-    /// A new image for the FRONT picture (http or https): it replaces the picture, or creates
-    /// it when the model has none; the image pipeline fetches and crops it.
-    #[schema(example = "https://images.example.com/126610ln.jpg")]
-    url: Option<String>,
-    /// Whether automatic processes must leave the picture alone.
-    protected: bool,
 }
 
 const STATUSES: [(&str, &[ReviewStatus]); 3] = [
