@@ -260,6 +260,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn params_is_a_leaf_of_the_api_naming_only_its_errors() {
+        let source = include_str!("params.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        let named: Vec<&str> = code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .flat_map(|line| {
+                line.split("super::")
+                    .skip(1)
+                    .chain(line.split("crate::api::").skip(1))
+            })
+            .map(|rest| {
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("")
+            })
+            .collect();
+        assert!(!named.is_empty(), "params names the API's errors");
+        assert!(named.iter().all(|module| *module == "error"), "{named:?}");
+    }
+
+    #[test]
     fn booleans_and_whole_numbers_are_strict() {
         assert_eq!(parse_bool("unmatched", Some("true")), Ok(Some(true)));
         assert_eq!(parse_bool("unmatched", None), Ok(None));

@@ -1,6 +1,8 @@
-//! Batch jobs against the running server: a provider's snapshot, ECB rates, a match, a reindex
-//! or a duplicate pass submitted (202 and the job), the jobs listed and read. Bad input is
-//! refused before a job is queued; jobs run one at a time in submission order (`jobs::queue`).
+//! `/admin/jobs` and the batch jobs submitted under `/admin`: a provider's snapshot
+//! (`/admin/providers/{slug}/snapshot`), ECB `/admin/rates`, a `/admin/match`, a
+//! `/admin/reindex` or a duplicate pass (`/admin/duplicates/rebuild`) submitted (202 and the
+//! job), the jobs listed and read. Bad input is refused before a job is queued; jobs run one at
+//! a time in submission order (`jobs::queue`).
 
 use super::{actor, blocking, Caller};
 use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};

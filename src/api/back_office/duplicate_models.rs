@@ -1,6 +1,7 @@
 //! The duplicate-models group: groups of models of one brand that may be one watch entered
 //! twice (`GET /duplicate-models`), and the two writes that settle a group: merge its
-//! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`.
+//! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`; the full
+//! pass of the finder is a batch job, `POST /admin/duplicates/rebuild` (`admin_jobs`).
 
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};

@@ -1,6 +1,7 @@
-//! The catalogue models nearest to a group of unmatched listings: models of the group's brand
-//! found in the catalogue index by the group's reference as a prefix, by its base reference,
-//! and by the words of its titles, each scored by string similarity (`strsim`).
+//! The `candidates` of a `/reconciliation` group: the catalogue models nearest to a group of
+//! unmatched listings, models of the group's brand found in the catalogue index by the group's
+//! reference as a prefix, by its base reference, and by the words of its titles, each scored
+//! by string similarity (`strsim`).
 
 use crate::api::error::ApiResult;
 use crate::api::views::admin::Candidate;

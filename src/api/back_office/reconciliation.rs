@@ -1,6 +1,7 @@
 //! The reconciliation group: `GET /reconciliation` (unmatched listings grouped by the identity
-//! their sellers claim, with the nearest catalogue models) and the three writes that resolve a
-//! group: link it to a model, create a model from it, or update a model for it.
+//! their sellers claim, with the nearest catalogue models of `nearest_models`) and the three
+//! writes that resolve a group: link it to a model, create a model from it, or update a model
+//! for it.
 
 use super::nearest_models::{example_titles, nearest_models};
 use super::{actor, blocking, write, Caller};

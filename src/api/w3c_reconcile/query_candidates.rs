@@ -1,6 +1,7 @@
-//! Candidates for one query. About models: the listing matcher alone decides `match` (brand +
-//! normalised reference, exactly one model, never a name), the store's reference keys and the
-//! catalogue index propose the rest, and each candidate shows the signals its score is made of.
+//! The candidates of one query of a `/reconcile` batch. About models: the listing matcher alone
+//! decides `match` (brand + normalised reference, exactly one model, never a name), the store's
+//! reference keys and the catalogue index propose the rest, and each candidate shows the
+//! signals its score is made of.
 
 use super::batch::{Clues, Query};
 use super::entity::{caliber_label, model_label, EntityId, EntityType};
