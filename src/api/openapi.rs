@@ -4,9 +4,9 @@
 //! session scheme) is added once here.
 
 use super::error::{Documented, ErrorBody, ERROR_TABLE};
-use super::requests;
 use super::views::*;
 use super::{brands, calibers, listings, models, rates, sitemap};
+use super::{requests, views};
 use super::{Access, Caching, RoutePolicy};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -90,14 +90,14 @@ use crate::auth::SESSION_COOKIE;
         ListingView, ListingPictureView, ListingDetail, ListingStats, ListingPage,
         ModelComparison, ComparedModel, HighlightedBrands, RatesView, EcbTable, UsdTable, BrandPage, SeriesPage,
         ModelPage, FacetsView, FacetValueView, ModelSitemapPage, CatalogSitemapPage, CaliberSitemapPage,
-        admin::SessionView, admin::AdminStats, admin::UnmatchedListing, admin::AuditEntryView,
-        UnmatchedListingPage, AuditPage, admin::JobView, admin::JobProgressView, JobPage,
-        admin::ReconciliationGroup, admin::ClaimedBrandView, admin::ProviderCount, admin::PriceRange,
-        admin::Candidate, ReconciliationGroupPage, admin::ReconciledView,
-        admin::ReviewPicture, admin::CandidateView, admin::ReviewQueueItem, admin::FetchView,
-        admin::FrontPicture, admin::FrontPictureAnswer, ReviewQueuePage,
-        admin::DuplicateModel, admin::SeriesRef, admin::DuplicateGroup, admin::KindSummary,
-        admin::DuplicateGroupPage, admin::KeeperRef, admin::MergeView, admin::DismissView,
+        views::back_office::SessionView, views::back_office::AdminStats, views::back_office::UnmatchedListing, views::back_office::AuditEntryView,
+        UnmatchedListingPage, AuditPage, views::back_office::JobView, views::back_office::JobProgressView, JobPage,
+        views::back_office::ReconciliationGroup, views::back_office::ClaimedBrandView, views::back_office::ProviderCount, views::back_office::PriceRange,
+        views::back_office::Candidate, ReconciliationGroupPage, views::back_office::ReconciledView,
+        views::back_office::ReviewPicture, views::back_office::CandidateView, views::back_office::ReviewQueueItem, views::back_office::FetchView,
+        views::back_office::FrontPicture, views::back_office::FrontPictureAnswer, ReviewQueuePage,
+        views::back_office::DuplicateModel, views::back_office::SeriesRef, views::back_office::DuplicateGroup, views::back_office::KindSummary,
+        views::back_office::DuplicateGroupPage, views::back_office::KeeperRef, views::back_office::MergeView, views::back_office::DismissView,
         requests::Credentials, requests::LinkBody, requests::CreateModelBody, requests::UpdateModelBody,
         requests::MergeBody, requests::DismissBody, requests::FrontPictureBody,
         super::w3c_reconcile::ServiceParams,

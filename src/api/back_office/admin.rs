@@ -7,7 +7,7 @@ use crate::api::assemble;
 use crate::api::error::ApiResult;
 use crate::api::listings::{listing_context, provider_id, status_filter, MediaBase};
 use crate::api::params::{parse_choice, PageParams, Params};
-use crate::api::views::admin::{AdminStats, AuditEntryView, UnmatchedListing};
+use crate::api::views::back_office::{AdminStats, AuditEntryView, UnmatchedListing};
 use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::{AuditPage, UnmatchedListingPage};

@@ -8,7 +8,7 @@ use super::{actor, blocking, Caller};
 use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
 use crate::api::layers::BodyLimit;
 use crate::api::params::{PageParams, Params, PathParams};
-use crate::api::views::admin::JobView;
+use crate::api::views::back_office::JobView;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::JobPage;
 use crate::api::views::Page;

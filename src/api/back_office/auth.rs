@@ -9,7 +9,7 @@ use crate::api::error::ErrorBody;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::rate_limit::RateLimiter;
 use crate::api::requests::{Credentials, JsonBody};
-use crate::api::views::admin::SessionView;
+use crate::api::views::back_office::SessionView;
 use crate::api::AppState;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
 use crate::config::RateLimitConfig;

@@ -9,7 +9,7 @@ use crate::api::error::ApiResult;
 use crate::api::listings::MediaBase;
 use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{DismissBody, JsonBody, MergeBody};
-use crate::api::views::admin::{
+use crate::api::views::back_office::{
     DismissView, DuplicateGroup, DuplicateGroupPage, DuplicateModel, KeeperRef, KindSummary,
     MergeView, SeriesRef,
 };

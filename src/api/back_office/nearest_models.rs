@@ -4,7 +4,7 @@
 //! by string similarity (`strsim`).
 
 use crate::api::error::ApiResult;
-use crate::api::views::admin::Candidate;
+use crate::api::views::back_office::Candidate;
 use crate::app::App;
 use crate::domain::{normalize_reference, Model, ModelId};
 use crate::jobs::reconciliation::Group;

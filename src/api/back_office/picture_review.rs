@@ -8,7 +8,7 @@ use crate::api::error::{internal_because, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
 use crate::api::params::{parse_choice, PageParams, Params, PathParams};
 use crate::api::requests::{FrontPictureBody, JsonBody};
-use crate::api::views::admin::{
+use crate::api::views::back_office::{
     CandidateView, FetchView, FrontPicture, FrontPictureAnswer, ReviewPicture, ReviewQueueItem,
 };
 use crate::api::views::Page;

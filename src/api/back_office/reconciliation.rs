@@ -10,7 +10,7 @@ use crate::api::error::{ApiError, ApiResult};
 use crate::api::listings::{provider_id, MediaBase};
 use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
-use crate::api::views::admin::{
+use crate::api::views::back_office::{
     ClaimedBrandView, PriceRange, ProviderCount, ReconciledView, ReconciliationGroup,
 };
 #[allow(unused_imports)] // named in the OpenAPI annotations

@@ -1,15 +1,17 @@
 //! Every body the API answers, in one place: the public API's here, the back office's in
-//! [`admin`], the W3C reconciliation service's in [`w3c`]. Plain data with the spec's field
-//! names and conversions from records; `assemble.rs` and the handlers fill them from the store.
-//! Units: millimetres for diameter, thickness, lugWidth, bandWidth and calibre sizes; metres
-//! for waterResistance; vph; hours.
+//! [`back_office`], the W3C reconciliation service's in [`w3c`]. Plain data with the spec's
+//! field names and conversions from records; `assemble.rs` and the handlers fill them from the
+//! store. Units: millimetres for diameter, thickness, lugWidth, bandWidth and calibre sizes;
+//! metres for waterResistance; vph; hours.
 
-pub mod admin;
+pub mod back_office;
 pub mod w3c;
 
 use crate::api::params::Pagination;
 use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
-use admin::{AuditEntryView, JobView, ReconciliationGroup, ReviewQueueItem, UnmatchedListing};
+use back_office::{
+    AuditEntryView, JobView, ReconciliationGroup, ReviewQueueItem, UnmatchedListing,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Most ids in one extension query: the batch size of queries.
-pub const MAX_IDS: usize = super::batch::MAX_QUERIES;
+pub const MAX_IDS: usize = super::query_batch::MAX_QUERIES;
 
 /// A model property an extension can add: its id, name, and the type of an entity value.
 #[derive(Debug, Clone, Copy)]

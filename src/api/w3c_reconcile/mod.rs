@@ -2,11 +2,11 @@
 //! cross-origin, answering spreadsheets' rows with catalogue models. Not the back office's
 //! `/reconciliation` of unmatched listings (`api::back_office::reconciliation`).
 
-mod batch;
 mod entity;
 mod extend;
 mod manifest;
 mod preview;
+mod query_batch;
 mod query_candidates;
 mod service;
 mod suggest;

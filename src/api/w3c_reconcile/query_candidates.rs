@@ -3,8 +3,8 @@
 //! reference keys and the catalogue index propose the rest, and each candidate shows the
 //! signals its score is made of.
 
-use super::batch::{Clues, Query};
 use super::entity::{caliber_label, model_label, EntityId, EntityType};
+use super::query_batch::{Clues, Query};
 use crate::api::assemble::cached;
 use crate::api::error::ApiResult;
 use crate::api::params::MAX_QUERY_CHARS;

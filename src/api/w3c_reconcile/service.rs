@@ -2,8 +2,8 @@
 //! from the query string, a form body (what OpenRefine sends) or a JSON body; JSONP on GET.
 //! Batches run on the blocking pool: fifty queries are fifty matcher runs and searches.
 
-use super::batch::{parse_batch, read_batch, Query};
 use super::extend::{extend, ExtensionQuery};
+use super::query_batch::{parse_batch, read_batch, Query};
 use super::query_candidates::candidates;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;

@@ -2,9 +2,9 @@
 //! or name words, through the catalogue search of `GET /models?q=`), `suggest/type` and
 //! `suggest/property` (the fixed lists, filtered by prefix).
 
-use super::batch::QUERY_PROPERTIES;
 use super::entity::{model_label, EntityId, EntityType};
 use super::extend::extension_properties;
+use super::query_batch::QUERY_PROPERTIES;
 use super::service::Jsonp;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;
