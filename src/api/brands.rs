@@ -6,17 +6,17 @@ use super::error::ApiResult;
 use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::{
-    list_request, sort_schema, Page, PageParams, Pagination, Params, PathParams, SortParam,
+    list_request, sort_schema, PageParams, Pagination, Params, PathParams, SortParam,
 };
+use super::views::{BrandDetail, BrandItem, HighlightedBrands, Page, SeriesDetail, SeriesItem};
 #[allow(unused_imports)] // named in the OpenAPI annotations
-use super::params::{BrandPage, SeriesPage};
-use super::views::{BrandDetail, BrandItem, SeriesDetail, SeriesItem};
+use super::views::{BrandPage, SeriesPage};
 use super::AppState;
 use crate::domain::{BrandId, SeriesId};
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// `sort` of the brand and series lists.
 pub struct GroupSorts;
@@ -82,12 +82,6 @@ pub async fn list_brands(
         Ok(Json(pagination.wrap(data, hits.total)))
     })
     .await
-}
-
-/// The editorial row of brands, without paging.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct HighlightedBrands {
-    data: Vec<BrandItem>,
 }
 
 /// Brands in fixed editorial order (a hand-picked row, not a ranking).

@@ -1,7 +1,12 @@
 //! The API's one error type. Each variant is one row of the spec's code table: stable code,
-//! HTTP status, message and hint. Lower layers' errors map here once, and their detail goes to
-//! the log, never to the client. A handler's error travels in the response's extensions so the
-//! error layer can add the `docs` link of the route it came from.
+//! HTTP status, message and hint. Lower layers' errors map here once, each by its
+//! [`ErrorCode`] (`error/codes.rs`), and their detail goes to the log, never to the client. A
+//! handler's error travels in the response's extensions so the error layer can add the `docs`
+//! link of the route it came from.
+
+mod codes;
+
+pub use codes::{ErrorCode, ECB_HINT};
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -308,18 +313,6 @@ fn human_bytes(bytes: usize) -> String {
         .find(|(_, size)| bytes >= *size && bytes % size == 0)
         .map(|(unit, size)| format!("{} {unit}", bytes / size))
         .unwrap_or_else(|| format!("{bytes} bytes"))
-}
-
-impl From<crate::store::StoreError> for ApiError {
-    fn from(error: crate::store::StoreError) -> Self {
-        internal(&error)
-    }
-}
-
-impl From<catalogue_index::IndexError> for ApiError {
-    fn from(error: catalogue_index::IndexError) -> Self {
-        internal(&error)
-    }
 }
 
 /// Result alias of handlers.

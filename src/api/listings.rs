@@ -4,13 +4,13 @@
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
 use super::layers::capacity::blocking;
-#[allow(unused_imports)] // named in the OpenAPI annotations
-use super::params::ListingPage;
 use super::params::{
-    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, Page,
-    PageParams, Params, PathParams, SortParam,
+    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, PageParams,
+    Params, PathParams, SortParam,
 };
-use super::views::{ListingDetail, ListingStats, ListingView};
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use super::views::ListingPage;
+use super::views::{ListingDetail, ListingStats, ListingView, Page};
 use super::AppState;
 use crate::app::App;
 use crate::domain::rates::{check_currency, usd_into_display, ConversionTable};
@@ -231,12 +231,7 @@ pub fn status_filter(
 }
 
 fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
-    let not_found = || {
-        ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        )
-    };
+    let not_found = || ApiError::unknown_model(id);
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
     let id = app.store.duplicates().merged_into(id)?.unwrap_or(id);
@@ -321,12 +316,7 @@ pub async fn get_listing(
 ) -> ApiResult<Json<ListingDetail>> {
     blocking(move || {
         let context = listing_context(&app, params.currency.as_deref(), &media)?;
-        let not_found = || {
-            ApiError::not_found(
-                format!("no listing with id `{id}`"),
-                "GET /v1/listings lists listings and their ids",
-            )
-        };
+        let not_found = || ApiError::unknown_listing(&id);
         let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
         let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
         Ok(Json(detail))

@@ -1,8 +1,8 @@
 //! HTTP API (axum). Every route is registered here, grouped as in the spec; one module per
 //! resource group holds its handlers. The same routes answer under `/v1` and unversioned.
 
-pub mod admin;
 mod assemble;
+pub mod back_office;
 mod brands;
 mod calibers;
 pub mod config;
@@ -16,9 +16,10 @@ pub mod openapi;
 mod ops;
 pub mod params;
 mod rates;
+pub mod requests;
 mod sitemap;
 pub mod views;
-mod w3c;
+mod w3c_reconcile;
 
 use crate::api::config::ApiConfig;
 use crate::app::App;
@@ -45,11 +46,11 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
         public: RateLimiter::new(&config.rate_limit),
         admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
     });
-    let identity = Arc::new(admin::Identity {
+    let identity = Arc::new(back_office::Identity {
         app: app.clone(),
         sessions: config.sessions,
     });
-    let sign_in = Arc::new(admin::auth::SignIn::new(
+    let sign_in = Arc::new(back_office::auth::SignIn::new(
         config.sessions,
         &config.rate_limit,
     ));
@@ -72,15 +73,17 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
             config.media_base_url.as_str().into(),
         )))
         .layer(Extension(sign_in))
-        .layer(Extension(admin::jobs::SnapshotLimit(config.snapshot_limit)))
+        .layer(Extension(back_office::admin_jobs::SnapshotLimit(
+            config.snapshot_limit,
+        )))
         .layer(DefaultBodyLimit::max(config.body_limit))
-        .layer(from_fn(admin::guard))
+        .layer(from_fn(back_office::guard))
         .layer(from_fn_with_state(
             Arc::new(layers::capacity::Capacity::new(config.capacity)),
             layers::capacity::admit,
         ))
         .layer(from_fn_with_state(budgets, layers::rate_limit::limit_rate))
-        .layer(from_fn_with_state(identity, admin::identify));
+        .layer(from_fn_with_state(identity, back_office::identify));
     let ops = ops::router(ops::OpsState {
         app,
         metrics: metrics.clone(),
@@ -322,72 +325,91 @@ fn v1_table() -> Vec<Route> {
         // /reconciliation below)
         Route::cross_origin(
             "/reconcile",
-            get(w3c::reconcile_get).post(w3c::reconcile_post),
+            get(w3c_reconcile::reconcile_get).post(w3c_reconcile::reconcile_post),
         ),
-        Route::cross_origin("/reconcile/suggest/entity", get(w3c::suggest_entity)),
-        Route::cross_origin("/reconcile/suggest/type", get(w3c::suggest_type)),
-        Route::cross_origin("/reconcile/suggest/property", get(w3c::suggest_property)),
-        Route::cross_origin("/reconcile/preview", get(w3c::preview)),
+        Route::cross_origin(
+            "/reconcile/suggest/entity",
+            get(w3c_reconcile::suggest_entity),
+        ),
+        Route::cross_origin("/reconcile/suggest/type", get(w3c_reconcile::suggest_type)),
+        Route::cross_origin(
+            "/reconcile/suggest/property",
+            get(w3c_reconcile::suggest_property),
+        ),
+        Route::cross_origin("/reconcile/preview", get(w3c_reconcile::preview)),
         Route::cross_origin(
             "/reconcile/propose_properties",
-            get(w3c::propose_properties),
+            get(w3c_reconcile::propose_properties),
         ),
         // Sessions
-        Route::private("/auth/login", post(admin::auth::login)),
-        Route::private("/auth/logout", post(admin::auth::logout)),
-        Route::private("/auth/session", get(admin::auth::session)),
+        Route::private("/auth/login", post(back_office::auth::login)),
+        Route::private("/auth/logout", post(back_office::auth::logout)),
+        Route::private("/auth/session", get(back_office::auth::session)),
         // Back office
-        Route::admin("/admin/stats", get(admin::stats::stats)),
+        Route::admin("/admin/stats", get(back_office::admin::stats)),
         Route::admin(
             "/admin/unmatched-listings",
-            get(admin::stats::unmatched_listings),
+            get(back_office::admin::unmatched_listings),
         ),
-        Route::admin("/admin/audit", get(admin::audit::audit)),
+        Route::admin("/admin/audit", get(back_office::admin::audit)),
         // Batch jobs
         Route::admin(
             "/admin/providers/{slug}/snapshot",
-            post(admin::jobs::submit_snapshot),
+            post(back_office::admin_jobs::submit_snapshot),
         ),
-        Route::admin("/admin/rates", post(admin::jobs::submit_rates)),
-        Route::admin("/admin/match", post(admin::jobs::submit_match)),
-        Route::admin("/admin/reindex", post(admin::jobs::submit_reindex)),
+        Route::admin("/admin/rates", post(back_office::admin_jobs::submit_rates)),
+        Route::admin("/admin/match", post(back_office::admin_jobs::submit_match)),
+        Route::admin(
+            "/admin/reindex",
+            post(back_office::admin_jobs::submit_reindex),
+        ),
         Route::admin(
             "/admin/duplicates/rebuild",
-            post(admin::jobs::submit_duplicates),
+            post(back_office::admin_jobs::submit_duplicates),
         ),
-        Route::admin("/admin/jobs", get(admin::jobs::list_jobs)),
-        Route::admin("/admin/jobs/{id}", get(admin::jobs::get_job)),
+        Route::admin("/admin/jobs", get(back_office::admin_jobs::list_jobs)),
+        Route::admin("/admin/jobs/{id}", get(back_office::admin_jobs::get_job)),
         // Reconciliation
-        Route::admin("/reconciliation", get(admin::reconciliation::groups)),
-        Route::admin("/reconciliation/link", post(admin::reconciliation::link)),
+        Route::admin("/reconciliation", get(back_office::reconciliation::groups)),
+        Route::admin(
+            "/reconciliation/link",
+            post(back_office::reconciliation::link),
+        ),
         Route::admin(
             "/reconciliation/models",
-            post(admin::reconciliation::create_model),
+            post(back_office::reconciliation::create_model),
         ),
         Route::admin(
             "/reconciliation/models/update",
-            post(admin::reconciliation::update_model),
+            post(back_office::reconciliation::update_model),
         ),
         // Duplicate models
-        Route::admin("/duplicate-models", get(admin::duplicates::groups)),
-        Route::admin("/duplicate-models/merge", post(admin::duplicates::merge)),
+        Route::admin(
+            "/duplicate-models",
+            get(back_office::duplicate_models::groups),
+        ),
+        Route::admin(
+            "/duplicate-models/merge",
+            post(back_office::duplicate_models::merge),
+        ),
         Route::admin(
             "/duplicate-models/dismiss",
-            post(admin::duplicates::dismiss),
+            post(back_office::duplicate_models::dismiss),
         ),
         // Picture review
-        Route::admin("/picture-review", get(admin::pictures::queue)),
+        Route::admin("/picture-review", get(back_office::picture_review::queue)),
         Route::admin(
             "/picture-review/candidates/{id}/select",
-            post(admin::pictures::select),
+            post(back_office::picture_review::select),
         ),
         Route::admin(
             "/picture-review/pictures/{id}/keep",
-            post(admin::pictures::keep),
+            post(back_office::picture_review::keep),
         ),
         Route::admin(
             "/picture-review/models/{id}/front-picture",
-            get(admin::pictures::front_picture).put(admin::pictures::set_front_picture),
+            get(back_office::picture_review::front_picture)
+                .put(back_office::picture_review::set_front_picture),
         ),
     ]
 }

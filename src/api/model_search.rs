@@ -3,14 +3,14 @@
 //! [`super::models::list_models`].
 
 use super::error::{ApiError, ApiResult};
-use super::params::{parse_bool, parse_choice, Page};
-use super::views::ModelListItem;
+use super::params::{parse_bool, parse_choice};
+use super::views::{FacetValueView, FacetsView};
 use crate::app::App;
 use crate::domain::{BrandId, SeriesId, Slug};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use catalogue_index::{spec_key, Bounds, Facet, FacetCounts, FacetValue, SpecFilters, SpecTerm};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// The single-valued specification parameters of `GET /models`.
@@ -273,75 +273,6 @@ fn year(name: &str, raw: &str) -> ApiResult<u64> {
             format!("{name} is a release year such as 2020"),
         )),
     }
-}
-
-/// A page of `GET /models`, with the facet counts when `facets` was given.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ModelPage {
-    pub data: Vec<ModelListItem>,
-    pub page: usize,
-    pub page_size: usize,
-    pub total: usize,
-    pub total_pages: usize,
-    /// Present when `facets` was given: per facet named, its values with their model counts.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub facets: Option<FacetsView>,
-}
-
-impl ModelPage {
-    pub fn new(page: Page<ModelListItem>, facets: Option<FacetsView>) -> ModelPage {
-        let Page {
-            data,
-            page,
-            page_size,
-            total,
-            total_pages,
-        } = page;
-        ModelPage {
-            data,
-            page,
-            page_size,
-            total,
-            total_pages,
-            facets,
-        }
-    }
-}
-
-/// The facets asked, each the values of the models matching `q` and every filter but the
-/// facet's own, most frequent first (then by value), at most 100.
-#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FacetsView {
-    /// `value` is the brand slug, `name` its name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub brand: Option<Vec<FacetValueView>>,
-    /// `value` is `brandSlug/seriesSlug` (what the `series` filter takes), `name` its name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub series: Option<Vec<FacetValueView>>,
-    /// `value` is the material, lowercased.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub case_material: Option<Vec<FacetValueView>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dial_color: Option<Vec<FacetValueView>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub movement_type: Option<Vec<FacetValueView>>,
-    /// `value` is the complication slug, `name` its name.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub complication: Option<Vec<FacetValueView>>,
-    /// `value` is whole millimetres: `40` counts the models from 40 mm to under 41 mm.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diameter: Option<Vec<FacetValueView>>,
-}
-
-/// One value of a facet and how many models have it.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct FacetValueView {
-    pub value: String,
-    /// The display name of a brand, series or complication; null for the others.
-    pub name: Option<String>,
-    pub count: u64,
 }
 
 impl FacetsView {

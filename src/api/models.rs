@@ -4,11 +4,11 @@ use super::assemble::{self, Lookups};
 use super::error::{internal, ApiError, ApiResult};
 use super::layers::capacity::blocking;
 use super::listings::{stats_currency, MediaBase, StatsCache};
-use super::model_search::{FacetsView, ModelPage, SpecParams, SpecTermParams};
+use super::model_search::{SpecParams, SpecTermParams};
 use super::params::{list_request, sort_schema, PageParams, Params, PathParams, SortParam};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::FullModel;
-use super::views::{ComparedModel, ModelComparison};
+use super::views::{ComparedModel, FacetsView, ModelComparison, ModelPage};
 use super::AppState;
 use crate::app::App;
 use crate::domain::{Brand, Model, ModelId, Slug};

@@ -4,13 +4,13 @@
 
 use super::error::{internal, ApiError, ApiResult};
 use super::layers::metrics::{Metrics, MetricsToken};
+use super::views::{Health, Readiness};
 use crate::app::App;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::Serialize;
 use std::sync::Arc;
 
 /// State of the operations endpoints.
@@ -30,23 +30,8 @@ pub fn router(state: OpsState) -> Router {
         .with_state(state)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Health {
-    status: &'static str,
-}
-
 async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Readiness {
-    status: &'static str,
-    store_generation: u64,
-    index_generation: Option<u64>,
-    listings_index_generation: Option<u64>,
 }
 
 async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {

@@ -2,21 +2,12 @@
 //! sort names and free text, each validated once with a hint naming what is allowed.
 
 use super::error::ApiError;
-// The page aliases name their items by bare type name: that name is the schema's $ref.
-#[allow(unused_imports)] // named in the page aliases of the OpenAPI document
-use super::admin::{
-    audit::AuditEntryView, jobs::JobView, pictures::ReviewQueueItem,
-    reconciliation::ReconciliationGroup, stats::UnmatchedListing,
-};
-use super::views::{
-    BrandItem, CaliberSitemapEntry, CatalogSitemapEntry, ListingView, ModelSitemapEntry, SeriesItem,
-};
 use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Like axum's `Query`, answering our JSON error when the query string cannot be read.
 /// Parameters not named by `T` are ignored.
@@ -57,71 +48,6 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for PathPar
     }
 }
 
-/// Like axum's `Json`, answering 400 `invalid_request` for a body that is malformed, of the
-/// wrong shape, not JSON, or larger than the body limit.
-pub struct JsonBody<T>(pub T);
-
-impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequest<S> for JsonBody<T> {
-    type Rejection = ApiError;
-
-    async fn from_request(
-        request: axum::extract::Request,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        let limit = super::layers::BodyLimit::of(&request);
-        if !declared_json(request.headers()) {
-            return Err(ApiError::invalid(
-                "the body is not declared as JSON",
-                "send Content-Type: application/json",
-            ));
-        }
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|e| match e.status() {
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE => ApiError::body_too_large(limit),
-                _ => ApiError::invalid(
-                    format!("the body could not be read: {}", e.body_text()),
-                    BODY_HINT,
-                ),
-            })?;
-        let axum::Json(value) = axum::Json::<T>::from_bytes(&bytes).map_err(|e| {
-            ApiError::invalid(
-                format!("the JSON body could not be read: {}", e.body_text()),
-                BODY_HINT,
-            )
-        })?;
-        // Well-formed, so UTF-8: the text is walked again for a key given twice.
-        refuse_repeated_key(&String::from_utf8_lossy(&bytes), "the body", BODY_HINT)?;
-        Ok(JsonBody(value))
-    }
-}
-
-/// `Content-Type: application/json`, or any `application/*+json`, parameters aside: what
-/// axum's `Json` accepts.
-fn declared_json(headers: &axum::http::HeaderMap) -> bool {
-    let Some(value) = headers.get(axum::http::header::CONTENT_TYPE) else {
-        return false;
-    };
-    let essence = value.to_str().unwrap_or("").split(';').next().unwrap_or("");
-    let essence = essence.trim().to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
-}
-
-const BODY_HINT: &str = "send one JSON object with the documented fields";
-
-/// Refuses JSON text (`what`: "the body", "`queries`") that gives a key twice in one object:
-/// read as a value, the first would be dropped without a word.
-pub fn refuse_repeated_key(json: &str, what: &str, hint: &str) -> Result<(), ApiError> {
-    match crate::domain::repeated_key(json) {
-        Some(path) => Err(ApiError::invalid(
-            format!("{what} gives `{path}` twice; give each key once"),
-            hint,
-        )),
-        None => Ok(()),
-    }
-}
-
 /// Default `pageSize` of every list.
 pub const DEFAULT_PAGE_SIZE: usize = 24;
 /// Largest `pageSize` of every list but the sitemaps.
@@ -159,43 +85,6 @@ pub struct Pagination {
     pub page_size: usize,
 }
 
-/// A list page: `data` plus `page`, `pageSize`, `total`, `totalPages`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[aliases(
-    BrandPage = Page<BrandItem>,
-    SeriesPage = Page<SeriesItem>,
-    ModelSitemapPage = Page<ModelSitemapEntry>,
-    CatalogSitemapPage = Page<CatalogSitemapEntry>,
-    CaliberSitemapPage = Page<CaliberSitemapEntry>,
-    ListingPage = Page<ListingView>,
-    UnmatchedListingPage = Page<UnmatchedListing>,
-    AuditPage = Page<AuditEntryView>,
-    JobPage = Page<JobView>,
-    ReconciliationGroupPage = Page<ReconciliationGroup>,
-    ReviewQueuePage = Page<ReviewQueueItem>
-)]
-#[serde(rename_all = "camelCase")]
-pub struct Page<T> {
-    pub data: Vec<T>,
-    pub page: usize,
-    pub page_size: usize,
-    pub total: usize,
-    pub total_pages: usize,
-}
-
-impl<T> Page<T> {
-    /// The same page with each item turned into a `U` by `view`; the first failure fails it.
-    pub fn try_map<U, E>(self, view: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
-        Ok(Page {
-            data: self.data.into_iter().map(view).collect::<Result<_, E>>()?,
-            page: self.page,
-            page_size: self.page_size,
-            total: self.total,
-            total_pages: self.total_pages,
-        })
-    }
-}
-
 impl Pagination {
     /// Parses `page` (from 1) and `pageSize` (1 to `max`, default `default`).
     pub fn parse(
@@ -228,28 +117,6 @@ impl Pagination {
 
     pub fn offset(&self) -> usize {
         (self.page - 1) * self.page_size
-    }
-
-    /// Wraps one page of `data` out of `total` items.
-    pub fn wrap<T>(&self, data: Vec<T>, total: usize) -> Page<T> {
-        Page {
-            data,
-            page: self.page,
-            page_size: self.page_size,
-            total,
-            total_pages: total.div_ceil(self.page_size),
-        }
-    }
-
-    /// The page of an in-memory list.
-    pub fn slice<T>(&self, all: Vec<T>) -> Page<T> {
-        let total = all.len();
-        let data = all
-            .into_iter()
-            .skip(self.offset())
-            .take(self.page_size)
-            .collect();
-        self.wrap(data, total)
     }
 }
 
@@ -391,6 +258,28 @@ pub fn parse_text(value: Option<&str>) -> Result<Option<String>, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn params_is_a_leaf_of_the_api_naming_only_its_errors() {
+        let source = include_str!("params.rs");
+        let code = &source[..source.find("#[cfg(test)]").unwrap_or(source.len())];
+        let named: Vec<&str> = code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .flat_map(|line| {
+                line.split("super::")
+                    .skip(1)
+                    .chain(line.split("crate::api::").skip(1))
+            })
+            .map(|rest| {
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("")
+            })
+            .collect();
+        assert!(!named.is_empty(), "params names the API's errors");
+        assert!(named.iter().all(|module| *module == "error"), "{named:?}");
+    }
 
     #[test]
     fn booleans_and_whole_numbers_are_strict() {

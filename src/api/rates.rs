@@ -2,41 +2,10 @@
 
 use super::error::{ApiError, ApiResult};
 use super::layers::capacity::blocking;
+use super::views::{EcbTable, RatesView, UsdTable};
 use super::AppState;
 use axum::extract::State;
 use axum::Json;
-use serde::Serialize;
-use std::collections::BTreeMap;
-
-/// The ECB's reference rates of one day, unmodified.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct EcbTable {
-    /// Always EUR: the ECB quotes units of each currency per euro.
-    base: &'static str,
-    /// Units per euro by currency code, each the exact decimal string the ECB published.
-    rates: BTreeMap<String, String>,
-}
-
-/// The table every conversion uses: units of each currency per US dollar.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct UsdTable {
-    /// Always USD.
-    base: &'static str,
-    /// How the table and the conversions are computed.
-    rounding: &'static str,
-    /// Units per US dollar by currency code, as decimal strings.
-    rates: BTreeMap<String, String>,
-}
-
-/// `GET /rates`.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct RatesView {
-    /// The day the rates are for (YYYY-MM-DD).
-    date: String,
-    source: &'static str,
-    ecb: EcbTable,
-    usd: UsdTable,
-}
 
 const ROUNDING: &str = "usd[C] = ecb[C] / ecb[USD] in exact decimal arithmetic, rounded to 10 decimal places \
     half to even; a price converts through this table and is rounded to whole units, half away from zero";

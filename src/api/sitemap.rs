@@ -6,10 +6,10 @@ use super::assemble::Lookups;
 use super::error::ApiResult;
 use super::layers::capacity::blocking;
 use super::listings::MediaBase;
+use super::params::{Pagination, Params, MAX_SITEMAP_PAGE_SIZE};
+use super::views::{CaliberSitemapEntry, CatalogSitemapEntry, ModelSitemapEntry, Page};
 #[allow(unused_imports)] // named in the OpenAPI annotations
-use super::params::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
-use super::params::{Page, Pagination, Params, MAX_SITEMAP_PAGE_SIZE};
-use super::views::{CaliberSitemapEntry, CatalogSitemapEntry, ModelSitemapEntry};
+use super::views::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
 use super::AppState;
 use crate::domain::{Brand, BrandId, ModelId};
 use axum::extract::State;

@@ -9,7 +9,7 @@
 
 use super::context::JobContext;
 use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, Timestamp};
-use crate::jobs::candidates::{self, CandidateError};
+use crate::jobs::listing_candidates::{self, CandidateError};
 use crate::media::crop::crop;
 use crate::media::fetch::{probe, Downloaded, FetchError, Probed};
 use crate::media::look::look;
@@ -224,7 +224,8 @@ pub async fn run_pass(
         from = page.next;
     }
     let context = context.clone();
-    report.ranked = tokio::task::spawn_blocking(move || candidates::rank_stale(&context)).await??;
+    report.ranked =
+        tokio::task::spawn_blocking(move || listing_candidates::rank_stale(&context)).await??;
     Ok(report)
 }
 

@@ -6,7 +6,7 @@ use crate::support::{concrete, TestApp, TEST_PASSWORD};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
-use watch_catalogue::api::admin::is_back_office;
+use watch_catalogue::api::back_office::is_back_office;
 use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::api::{v1_policies, Access};
 use watch_catalogue::auth::SessionPolicy;

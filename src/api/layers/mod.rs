@@ -66,7 +66,7 @@ impl BodyLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::params::JsonBody;
+    use crate::api::requests::JsonBody;
     use axum::body::Body;
     use axum::extract::DefaultBodyLimit;
     use axum::http::{Request, StatusCode};

@@ -5,7 +5,7 @@
 //! rolls over after `window`. Memory is bounded: at most `max_clients` windows are kept,
 //! expired ones dropped first. No crate sends these exact headers with fixed windows.
 
-use crate::api::admin::{Caller, ClientIp};
+use crate::api::back_office::{Caller, ClientIp};
 use crate::api::config::RateLimitConfig;
 use crate::api::error::ApiError;
 use crate::domain::Username;

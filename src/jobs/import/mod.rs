@@ -4,11 +4,11 @@
 //! equal to what the store holds are left alone, so importing twice changes nothing.
 
 mod calibers;
-mod candidates;
 pub mod fixtures;
 mod kinds;
 mod one;
 mod parse;
+mod picture_candidates;
 pub mod rows;
 
 pub use one::{build_model, RowTarget};

@@ -3,9 +3,9 @@
 //! one view template opens any of them.
 
 use crate::api::error::ApiResult;
+use crate::api::views::w3c::TypeView;
 use crate::app::App;
 use crate::domain::{normalize_reference, Brand, Caliber, Model, Slug};
-use serde::Serialize;
 
 /// A type of the manifest's `defaultTypes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,13 +56,6 @@ impl EntityType {
             EntityType::Brand => "brands",
         }
     }
-}
-
-/// A type as the protocol shows it.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct TypeView {
-    pub id: &'static str,
-    pub name: &'static str,
 }
 
 /// A reconciled entity's id: `models/{brand}/{model}`, `calibers/{brand}/{caliber}` or

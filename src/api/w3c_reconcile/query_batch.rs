@@ -4,7 +4,7 @@
 
 use super::entity::EntityType;
 use crate::api::error::ApiError;
-use crate::api::params::refuse_repeated_key;
+use crate::api::requests::refuse_repeated_key;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -9,7 +9,8 @@ use crate::api::config::RateLimitConfig;
 use crate::api::error::ErrorBody;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::rate_limit::RateLimiter;
-use crate::api::params::JsonBody;
+use crate::api::requests::{Credentials, JsonBody};
+use crate::api::views::back_office::SessionView;
 use crate::api::AppState;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
 use crate::domain::{Session, Timestamp, User, Username};
@@ -18,7 +19,6 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -91,26 +91,6 @@ fn name_key(name: &str, ip: IpAddr) -> (String, IpAddr) {
     (name, ip)
 }
 
-/// What `POST /auth/login` takes.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    #[schema(example = "ana")]
-    pub username: String,
-    #[schema(example = "correct horse battery staple")]
-    pub password: String,
-}
-
-/// The signed-in user.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SessionView {
-    #[schema(example = "ana")]
-    pub username: String,
-    /// `admin` or `viewer`.
-    #[schema(example = "admin")]
-    pub role: &'static str,
-}
-
 /// Opens a session and sets its cookie (HttpOnly, SameSite=Strict, Path=/, Secure behind
 /// TLS, Max-Age the session's absolute lifetime).
 #[utoipa::path(post, path = "/auth/login", operation_id = "login", tag = "auth",
@@ -150,7 +130,7 @@ pub async fn login(
         return Err(ApiError::BadCredentials);
     };
     sign_in.count_success(ip, &name);
-    let (token, token_hash) = new_token().map_err(|error| internal(&error))?;
+    let (token, token_hash) = new_token()?;
     let session = Session {
         token_hash,
         user: user.name,

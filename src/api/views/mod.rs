@@ -1,8 +1,19 @@
-//! Response bodies, with the spec's field names. Units: millimetres for diameter, thickness,
-//! lugWidth, bandWidth and calibre sizes; metres for waterResistance; vph; hours.
+//! Every body the API answers, in one place: the public API's here, the back office's in
+//! [`back_office`], the W3C reconciliation service's in [`w3c`]. Plain data with the spec's
+//! field names and conversions from records; `assemble.rs` and the handlers fill them from the
+//! store. Units: millimetres for diameter, thickness, lugWidth, bandWidth and calibre sizes;
+//! metres for waterResistance; vph; hours.
 
+pub mod back_office;
+pub mod w3c;
+
+use crate::api::params::Pagination;
 use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
+use back_office::{
+    AuditEntryView, JobView, ReconciliationGroup, ReviewQueueItem, UnmatchedListing,
+};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// `{id, name, slug}` of a brand or series.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -488,6 +499,190 @@ pub struct ComparedModel {
     pub listing_count: u64,
     /// Asking prices of those listings in the requested `currency`, as `GET /listings/stats`.
     pub asking_prices: ListingStats,
+}
+
+/// A list page: `data` plus `page`, `pageSize`, `total`, `totalPages`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[aliases(
+    BrandPage = Page<BrandItem>,
+    SeriesPage = Page<SeriesItem>,
+    ModelSitemapPage = Page<ModelSitemapEntry>,
+    CatalogSitemapPage = Page<CatalogSitemapEntry>,
+    CaliberSitemapPage = Page<CaliberSitemapEntry>,
+    ListingPage = Page<ListingView>,
+    UnmatchedListingPage = Page<UnmatchedListing>,
+    AuditPage = Page<AuditEntryView>,
+    JobPage = Page<JobView>,
+    ReconciliationGroupPage = Page<ReconciliationGroup>,
+    ReviewQueuePage = Page<ReviewQueueItem>
+)]
+#[serde(rename_all = "camelCase")]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub page: usize,
+    pub page_size: usize,
+    pub total: usize,
+    pub total_pages: usize,
+}
+
+impl<T> Page<T> {
+    /// The same page with each item turned into a `U` by `view`; the first failure fails it.
+    pub fn try_map<U, E>(self, view: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
+        Ok(Page {
+            data: self.data.into_iter().map(view).collect::<Result<_, E>>()?,
+            page: self.page,
+            page_size: self.page_size,
+            total: self.total,
+            total_pages: self.total_pages,
+        })
+    }
+}
+
+/// A validated page makes its [`Page`] here, beside it: `params` stays a leaf.
+impl Pagination {
+    /// Wraps one page of `data` out of `total` items.
+    pub fn wrap<T>(&self, data: Vec<T>, total: usize) -> Page<T> {
+        Page {
+            data,
+            page: self.page,
+            page_size: self.page_size,
+            total,
+            total_pages: total.div_ceil(self.page_size),
+        }
+    }
+
+    /// The page of an in-memory list.
+    pub fn slice<T>(&self, all: Vec<T>) -> Page<T> {
+        let total = all.len();
+        let data = all
+            .into_iter()
+            .skip(self.offset())
+            .take(self.page_size)
+            .collect();
+        self.wrap(data, total)
+    }
+}
+
+/// A page of `GET /models`, with the facet counts when `facets` was given.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelPage {
+    pub data: Vec<ModelListItem>,
+    pub page: usize,
+    pub page_size: usize,
+    pub total: usize,
+    pub total_pages: usize,
+    /// Present when `facets` was given: per facet named, its values with their model counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facets: Option<FacetsView>,
+}
+
+impl ModelPage {
+    pub fn new(page: Page<ModelListItem>, facets: Option<FacetsView>) -> ModelPage {
+        let Page {
+            data,
+            page,
+            page_size,
+            total,
+            total_pages,
+        } = page;
+        ModelPage {
+            data,
+            page,
+            page_size,
+            total,
+            total_pages,
+            facets,
+        }
+    }
+}
+
+/// The facets asked, each the values of the models matching `q` and every filter but the
+/// facet's own, most frequent first (then by value), at most 100.
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FacetsView {
+    /// `value` is the brand slug, `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub brand: Option<Vec<FacetValueView>>,
+    /// `value` is `brandSlug/seriesSlug` (what the `series` filter takes), `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<FacetValueView>>,
+    /// `value` is the material, lowercased.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub case_material: Option<Vec<FacetValueView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dial_color: Option<Vec<FacetValueView>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub movement_type: Option<Vec<FacetValueView>>,
+    /// `value` is the complication slug, `name` its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complication: Option<Vec<FacetValueView>>,
+    /// `value` is whole millimetres: `40` counts the models from 40 mm to under 41 mm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diameter: Option<Vec<FacetValueView>>,
+}
+
+/// One value of a facet and how many models have it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct FacetValueView {
+    pub value: String,
+    /// The display name of a brand, series or complication; null for the others.
+    pub name: Option<String>,
+    pub count: u64,
+}
+
+/// The editorial row of brands, without paging.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct HighlightedBrands {
+    pub data: Vec<BrandItem>,
+}
+
+/// `GET /rates`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RatesView {
+    /// The day the rates are for (YYYY-MM-DD).
+    pub date: String,
+    pub source: &'static str,
+    pub ecb: EcbTable,
+    pub usd: UsdTable,
+}
+
+/// The ECB's reference rates of one day, unmodified.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct EcbTable {
+    /// Always EUR: the ECB quotes units of each currency per euro.
+    pub base: &'static str,
+    /// Units per euro by currency code, each the exact decimal string the ECB published.
+    pub rates: BTreeMap<String, String>,
+}
+
+/// The table every conversion uses: units of each currency per US dollar.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UsdTable {
+    /// Always USD.
+    pub base: &'static str,
+    /// How the table and the conversions are computed.
+    pub rounding: &'static str,
+    /// Units per US dollar by currency code, as decimal strings.
+    pub rates: BTreeMap<String, String>,
+}
+
+/// `GET /healthz`: the process answers.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    pub status: &'static str,
+}
+
+/// `GET /readyz`: ready when the indexes reflect the store's last write.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Readiness {
+    pub status: &'static str,
+    pub store_generation: u64,
+    pub index_generation: Option<u64>,
+    pub listings_index_generation: Option<u64>,
 }
 
 #[cfg(test)]

@@ -1,12 +1,14 @@
-//! Candidates for one query. About models: the listing matcher alone decides `match` (brand +
-//! normalised reference, exactly one model, never a name), the store's reference keys and the
-//! catalogue index propose the rest, and each candidate shows the signals its score is made of.
+//! The candidates of one query of a `/reconcile` batch. About models: the listing matcher alone
+//! decides `match` (brand + normalised reference, exactly one model, never a name), the store's
+//! reference keys and the catalogue index propose the rest, and each candidate shows the
+//! signals its score is made of.
 
-use super::batch::{Clues, Query};
-use super::entity::{caliber_label, model_label, EntityId, EntityType, TypeView};
+use super::entity::{caliber_label, model_label, EntityId, EntityType};
+use super::query_batch::{Clues, Query};
 use crate::api::assemble::cached;
 use crate::api::error::ApiResult;
 use crate::api::params::MAX_QUERY_CHARS;
+use crate::api::views::w3c::{Candidate, Feature, FeatureValue};
 use crate::app::App;
 use crate::domain::{
     normalize_reference, reference_base, text_runs, Brand, BrandId, Caliber, ListingDetails, Model,
@@ -15,40 +17,10 @@ use crate::domain::{
 use crate::jobs::duplicates::text_similarity;
 use crate::jobs::matching::match_listing;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
-use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 
 /// Models weighed per source (reference keys, reference base, names, search) before ranking.
 const POOL: usize = 40;
-
-/// One candidate of a result.
-#[derive(Debug, Clone, Serialize)]
-pub struct Candidate {
-    pub id: String,
-    pub name: String,
-    #[serde(rename = "type")]
-    pub types: [TypeView; 1],
-    /// 0 to 100; 100 only for a match.
-    pub score: f64,
-    #[serde(rename = "match")]
-    pub matched: bool,
-    pub description: String,
-    pub features: Vec<Feature>,
-}
-
-/// One signal behind a score, so a user can see why and set thresholds.
-#[derive(Debug, Clone, Serialize)]
-pub struct Feature {
-    pub id: &'static str,
-    pub value: FeatureValue,
-}
-
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(untagged)]
-pub enum FeatureValue {
-    Flag(bool),
-    Number(f64),
-}
 
 /// The candidates of `query`, best first, at most its limit.
 pub fn candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {

@@ -1,33 +1,23 @@
-//! `GET /admin/stats` (the catalogue's counts, kept by the writes themselves) and
-//! `GET /admin/unmatched-listings` (the listings matched to no model, with why).
+//! The `/admin` reads: `GET /admin/stats` (the catalogue's counts, kept by the writes
+//! themselves), `GET /admin/unmatched-listings` (the listings matched to no model, with why)
+//! and `GET /admin/audit` (the audit trail of back-office writes, newest first). The batch jobs
+//! under `/admin` are in `admin_jobs`.
 
 use crate::api::assemble;
 use crate::api::error::ApiResult;
 use crate::api::listings::{listing_context, provider_id, status_filter, MediaBase};
-use crate::api::params::{parse_choice, Page, PageParams, Params};
-use crate::api::views::ListingView;
+use crate::api::params::{parse_choice, PageParams, Params};
+use crate::api::views::back_office::{AdminStats, AuditEntryView, UnmatchedListing};
+use crate::api::views::Page;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::views::{AuditPage, UnmatchedListingPage};
 use crate::api::AppState;
 use crate::domain::MatchOutcome;
 use crate::store::Counted;
 use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
-use serde::{Deserialize, Serialize};
-
-/// The catalogue's counts at the moment of the request.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AdminStats {
-    pub brands: u64,
-    pub series: u64,
-    pub models: u64,
-    pub calibers: u64,
-    pub providers: u64,
-    /// Listings not DELISTED.
-    pub listings: u64,
-    /// Listings not DELISTED and matched to no model.
-    pub unmatched_listings: u64,
-}
+use serde::Deserialize;
 
 /// The spec's admin counts, read from the counters every write keeps: no scan.
 #[utoipa::path(get, path = "/admin/stats", operation_id = "admin_stats", tag = "admin",
@@ -59,16 +49,6 @@ pub struct UnmatchedParams {
     /// `true`: DELISTED listings too (hidden by default).
     #[param(value_type = Option<bool>)]
     include_delisted: Option<String>,
-}
-
-/// An unmatched listing: the listing shape, and why it matched no model.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct UnmatchedListing {
-    #[serde(flatten)]
-    pub listing: ListingView,
-    /// unknownBrand, unknownReference, ambiguous or noReference.
-    pub unmatched_reason: &'static str,
 }
 
 /// Listings matched to no model, newest first, with the reason each did not match.
@@ -122,4 +102,49 @@ pub async fn unmatched_listings(
         })
     })?;
     Ok(Json(pagination.wrap(data, hits.total)))
+}
+
+/// Query of `GET /admin/audit`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AuditParams {
+    /// Only entries by this user (`cli` for commands run on the host).
+    user: Option<String>,
+    /// Only entries of this action (`auth.login`, `user.add`, `reconciliation.link`, ...).
+    action: Option<String>,
+}
+
+/// Who changed what, and when, newest first.
+#[utoipa::path(get, path = "/admin/audit", operation_id = "admin_audit", tag = "admin",
+    params(PageParams, AuditParams),
+    responses((status = 200, description = "A page of audit entries", body = AuditPage)))]
+pub async fn audit(
+    State(app): State<AppState>,
+    Params(page): Params<PageParams>,
+    Params(params): Params<AuditParams>,
+) -> ApiResult<Json<Page<AuditEntryView>>> {
+    let pagination = page.pagination()?;
+    let wanted = |user: &str, action: &str| {
+        params.user.as_deref().is_none_or(|u| u == user)
+            && params.action.as_deref().is_none_or(|a| a == action)
+    };
+    let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
+    for entry in app.store.audit().audit_newest_first() {
+        let entry = entry?;
+        if !wanted(&entry.user, &entry.action) {
+            continue;
+        }
+        if total >= pagination.offset() && data.len() < pagination.page_size {
+            data.push(AuditEntryView {
+                id: entry.id.to_string(),
+                at: entry.at.to_rfc3339(),
+                user: entry.user,
+                action: entry.action,
+                targets: entry.targets,
+                detail: entry.detail,
+            });
+        }
+        total += 1;
+    }
+    Ok(Json(pagination.wrap(data, total)))
 }

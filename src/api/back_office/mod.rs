@@ -1,17 +1,18 @@
 //! The back office: who the caller is (from the session cookie), the one guard in front of the
-//! four back-office groups, and their handlers, one module per group. The guard is a layer,
-//! never a check in a handler: a route added under a group is guarded before it exists.
+//! four back-office URL groups, and their handlers, one module named after each group
+//! (`admin`, `admin_jobs`, `reconciliation`, `picture_review`, `duplicate_models`) and `auth`
+//! for sign-in. The guard is a layer, never a check in a handler: a route added under a group
+//! is guarded before it exists.
 
-pub mod audit;
+pub mod admin;
+pub mod admin_jobs;
 pub mod auth;
-pub mod candidates;
-pub mod duplicates;
-pub mod jobs;
-pub mod pictures;
+pub mod duplicate_models;
+pub mod nearest_models;
+pub mod picture_review;
 pub mod reconciliation;
-pub mod stats;
 
-use super::error::{internal, ApiError, ApiResult};
+use super::error::{internal, ApiError, ApiResult, ErrorCode};
 use super::AppState;
 use crate::auth::{tokens_in_cookies, SessionPolicy, MAX_SESSION_COOKIES};
 use crate::domain::{Role, Session, Timestamp, User};
@@ -206,20 +207,13 @@ pub fn actor(caller: &Caller) -> ApiResult<Actor> {
 }
 
 /// Runs a back-office write through the data dir's writer (call it on the blocking pool: it may
-/// wait for a running ingest's turn). A refusal is answered by `refused`; a failure to index
-/// what was committed is a logged 500.
-pub fn write<T, E: std::error::Error + 'static>(
+/// wait for a running ingest's turn). A refusal is answered by its [`ErrorCode`]; a failure to
+/// index what was committed is a logged 500.
+pub fn write<T, E: ErrorCode>(
     app: &crate::app::App,
     job: impl FnOnce(&crate::store::WriteTurn<'_>) -> Result<T, E>,
-    refused: impl FnOnce(E) -> ApiError,
 ) -> ApiResult<T> {
-    app.writer()
-        .run(job)
-        .map(|written| written.value)
-        .map_err(|error| match error {
-            crate::jobs::writer::WriteError::Job(error) => refused(error),
-            crate::jobs::writer::WriteError::Index(error) => internal(&error),
-        })
+    Ok(app.writer().run(job)?.value)
 }
 
 pub(crate) use crate::api::layers::capacity::blocking;

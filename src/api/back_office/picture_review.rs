@@ -4,11 +4,16 @@
 
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{media_url, shown_picture};
-use crate::api::error::{internal, internal_because, ApiError, ApiResult};
+use crate::api::error::{internal_because, ApiError, ApiResult};
 use crate::api::listings::MediaBase;
+use crate::api::params::{parse_choice, PageParams, Params, PathParams};
+use crate::api::requests::{FrontPictureBody, JsonBody};
+use crate::api::views::back_office::{
+    CandidateView, FetchView, FrontPicture, FrontPictureAnswer, ReviewPicture, ReviewQueueItem,
+};
+use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
-use crate::api::params::ReviewQueuePage;
-use crate::api::params::{parse_choice, JsonBody, Page, PageParams, Params, PathParams};
+use crate::api::views::ReviewQueuePage;
 use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{
@@ -21,7 +26,7 @@ use crate::media::fetch::{is_web_url, MAX_URL_LENGTH};
 use crate::store::WriteTurn;
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Query of `GET /picture-review`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -31,123 +36,6 @@ pub struct ReviewParams {
     /// admin decided on; all: both.
     #[param(example = "pending")]
     status: Option<String>,
-}
-
-/// A model picture as review shows it: where it is shown, and whether a person protected it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewPicture {
-    #[schema(example = "12")]
-    pub id: String,
-    #[schema(example = "/media/pictures/12")]
-    pub url: String,
-    /// FRONT, BACK, SIDE, DETAIL or LIFESTYLE.
-    #[serde(rename = "type")]
-    #[schema(example = "FRONT")]
-    pub kind: &'static str,
-    /// `null` until the image pipeline has cropped it.
-    #[schema(example = "/media/pictures/12/cropped")]
-    pub cropped_url: Option<String>,
-    /// No automatic process (import, merges, candidate ranking) replaces or re-crops it.
-    pub protected: bool,
-}
-
-/// A photograph proposed for the model's FRONT picture.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CandidateView {
-    #[schema(example = "4")]
-    pub id: String,
-    /// The re-hosted copy (404 until the image worker has fetched it).
-    #[schema(example = "/media/pictures/31")]
-    pub url: String,
-    /// Where it comes from: the page it was found on, else the image's own URL. Admin-only.
-    #[schema(example = "https://www.example.com/watches/126610ln")]
-    pub source_url: Option<String>,
-    #[schema(example = 2000)]
-    pub width: Option<u32>,
-    #[schema(example = 2000)]
-    pub height: Option<u32>,
-    /// 1 is the best; candidates from listings rank after the dataset's.
-    #[schema(example = 1)]
-    pub rank: u32,
-    #[schema(example = "2026-11-24T12:00:00Z")]
-    pub selected_at: Option<String>,
-}
-
-/// A model in the review queue.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewQueueItem {
-    #[schema(example = "3")]
-    pub id: String,
-    #[schema(example = "Submariner Date")]
-    pub name: String,
-    #[schema(example = "126610LN")]
-    pub reference_number: String,
-    #[schema(example = "submariner-date-126610ln")]
-    pub slug: String,
-    /// The brand's name.
-    #[schema(example = "Rolex")]
-    pub brand: String,
-    /// The image search that found the best-ranked dataset candidate; null when none did.
-    #[schema(example = "Rolex 126610LN front")]
-    pub query: Option<String>,
-    pub pictures: Vec<ReviewPicture>,
-    /// Best rank first.
-    pub candidates: Vec<CandidateView>,
-}
-
-/// Where the image pipeline is with a picture.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FetchView {
-    /// pending, fetched or failed; external for a picture the dataset hosts with its crop.
-    #[schema(example = "fetched")]
-    pub state: &'static str,
-    /// Why the last attempt failed.
-    pub reason: Option<String>,
-    #[schema(example = 0)]
-    pub attempts: u32,
-    #[schema(example = 2000)]
-    pub width: Option<u32>,
-    #[schema(example = 2000)]
-    pub height: Option<u32>,
-}
-
-/// A model's FRONT picture (or its oldest) with what only admins see.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FrontPicture {
-    #[serde(flatten)]
-    pub picture: ReviewPicture,
-    /// The URL the picture is fetched from. Admin-only.
-    #[schema(example = "https://images.example.com/126610ln.jpg")]
-    pub source_url: String,
-    /// pending, reviewed, or none when the model is in neither list.
-    #[schema(example = "reviewed")]
-    pub review: &'static str,
-    pub fetch: FetchView,
-}
-
-/// `GET` and `PUT /picture-review/models/{id}/front-picture`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct FrontPictureAnswer {
-    /// Null when the model has no picture.
-    pub picture: Option<FrontPicture>,
-}
-
-/// `PUT /picture-review/models/{id}/front-picture`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"url": "https://images.example.com/126610ln.jpg", "protected": true}))]
-pub struct FrontPictureBody {
-    /// A new image for the FRONT picture (http or https): it replaces the picture, or creates
-    /// it when the model has none; the image pipeline fetches and crops it.
-    #[schema(example = "https://images.example.com/126610ln.jpg")]
-    url: Option<String>,
-    /// Whether automatic processes must leave the picture alone.
-    protected: bool,
 }
 
 const STATUSES: [(&str, &[ReviewStatus]); 3] = [
@@ -196,7 +84,7 @@ pub async fn select(
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
-    let unknown = || api_error(ReviewError::UnknownCandidate(id.clone()));
+    let unknown = || ReviewError::UnknownCandidate(id.clone());
     let candidate = id.parse::<CandidateId>().map_err(|_| unknown())?;
     let done = decide(app.clone(), &caller, move |turn, actor| {
         picture_review::select(turn, actor, candidate)
@@ -218,7 +106,7 @@ pub async fn keep(
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
-    let unknown = || api_error(ReviewError::UnknownPicture(id.clone()));
+    let unknown = || ReviewError::UnknownPicture(id.clone());
     let picture = id.parse::<PictureId>().map_err(|_| unknown())?;
     let done = decide(app.clone(), &caller, move |turn, actor| {
         picture_review::keep(turn, actor, picture)
@@ -243,7 +131,7 @@ pub async fn front_picture(
             .store
             .catalogue()
             .model(model)?
-            .ok_or_else(|| api_error(ReviewError::UnknownModel(id)))?;
+            .ok_or_else(|| ApiError::unknown_model(&id))?;
         front_picture_answer(&app, &media.0, &model)
     })
     .await
@@ -289,7 +177,7 @@ pub async fn set_front_picture(
             .store
             .catalogue()
             .model(done.model)?
-            .ok_or_else(|| api_error(ReviewError::UnknownModel(done.model.to_string())))?;
+            .ok_or_else(|| ApiError::unknown_model(&done.model.to_string()))?;
         front_picture_answer(&app, &media.0, &model)
     })
     .await
@@ -298,7 +186,7 @@ pub async fn set_front_picture(
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
     id.parse::<ModelId>()
-        .map_err(|_| api_error(ReviewError::UnknownModel(id.to_owned())))
+        .map_err(|_| ApiError::unknown_model(id))
 }
 
 /// Runs a review write for the signed-in admin through the writer, off the async workers.
@@ -308,7 +196,7 @@ async fn decide(
     job: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
-    blocking(move || write(&app, |turn| job(turn, &actor), api_error)).await
+    blocking(move || write(&app, |turn| job(turn, &actor))).await
 }
 
 /// The picture a write acted on, as it is now.
@@ -448,29 +336,5 @@ fn fetch_view(record: Option<&crate::domain::PictureRecord>) -> FetchView {
         attempts: record.attempts,
         width: size.map(|s| s.0),
         height: size.map(|s| s.1),
-    }
-}
-
-/// The API's answer to a refused review write: 404 naming the id, 400 naming the field.
-fn api_error(error: ReviewError) -> ApiError {
-    match error {
-        ReviewError::UnknownCandidate(id) => ApiError::not_found(
-            format!("no picture-review candidate with id `{id}`"),
-            "GET /v1/picture-review lists models with their candidates and ids",
-        ),
-        ReviewError::UnknownPicture(id) => ApiError::not_found(
-            format!("no model picture with id `{id}`"),
-            "GET /v1/picture-review lists models with their pictures and ids",
-        ),
-        ReviewError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        ),
-        ReviewError::Invalid {
-            field,
-            message,
-            hint,
-        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
-        other @ ReviewError::Store(_) => internal(&other),
     }
 }

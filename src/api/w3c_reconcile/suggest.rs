@@ -2,20 +2,21 @@
 //! or name words, through the catalogue search of `GET /models?q=`), `suggest/type` and
 //! `suggest/property` (the fixed lists, filtered by prefix).
 
-use super::batch::QUERY_PROPERTIES;
-use super::entity::{model_label, EntityId, EntityType, TypeView};
+use super::entity::{model_label, EntityId, EntityType};
 use super::extend::extension_properties;
+use super::query_batch::QUERY_PROPERTIES;
 use super::service::Jsonp;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;
 use crate::api::params::{parse_text_query, Params};
+use crate::api::views::w3c::{EntitySuggestion, NamedSuggestion, Suggestions};
 use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{BrandId, ModelId};
 use axum::extract::State;
 use axum::response::Response;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Suggestions per answer.
 const SUGGESTIONS: usize = 10;
@@ -35,25 +36,6 @@ pub struct SuggestParams {
     cursor: Option<String>,
     /// JSONP: the answer wrapped in a call of this function.
     callback: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Suggestions<T> {
-    result: Vec<T>,
-}
-
-#[derive(Debug, Serialize)]
-struct EntitySuggestion {
-    id: String,
-    name: String,
-    description: String,
-    notable: [TypeView; 1],
-}
-
-#[derive(Debug, Serialize)]
-struct NamedSuggestion {
-    id: &'static str,
-    name: &'static str,
 }
 
 /// Models (or brands, calibres) whose reference starts with `prefix` or whose names hold its

@@ -2,19 +2,21 @@
 //! (`propose_properties`), and their values for up to [`MAX_IDS`] ids (`extend`). Unknown
 //! properties are left out and unknown ids get empty rows, as the protocol asks.
 
-use super::entity::{caliber_label, Entity, EntityId, EntityType, TypeView};
+use super::entity::{caliber_label, Entity, EntityId, EntityType};
 use super::service::Jsonp;
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::listings::asking_prices;
-use crate::api::params::{refuse_repeated_key, Params};
+use crate::api::params::Params;
+use crate::api::requests::refuse_repeated_key;
+use crate::api::views::w3c::{ExtensionAnswer, MetaView, PropertyView, Proposal, Value};
 use crate::app::App;
 use crate::domain::{Brand, Model};
 use axum::response::Response;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Most ids in one extension query: the batch size of queries.
-pub const MAX_IDS: usize = super::batch::MAX_QUERIES;
+pub const MAX_IDS: usize = super::query_batch::MAX_QUERIES;
 
 /// A model property an extension can add: its id, name, and the type of an entity value.
 #[derive(Debug, Clone, Copy)]
@@ -71,20 +73,6 @@ pub struct ProposeParams {
     limit: Option<String>,
     /// JSONP: the answer wrapped in a call of this function.
     callback: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Proposal {
-    #[serde(rename = "type")]
-    kind: String,
-    properties: Vec<PropertyView>,
-    limit: usize,
-}
-
-#[derive(Debug, Serialize)]
-struct PropertyView {
-    id: &'static str,
-    name: &'static str,
 }
 
 /// The properties a column of `type` can be extended with.
@@ -164,30 +152,6 @@ fn bad_extension(problem: String) -> ApiError {
         format!("`extend` could not be read: {problem}"),
         EXTEND_HINT,
     )
-}
-
-#[derive(Debug, Serialize)]
-pub struct ExtensionAnswer {
-    meta: Vec<MetaView>,
-    rows: BTreeMap<String, BTreeMap<&'static str, Vec<Value>>>,
-}
-
-#[derive(Debug, Serialize)]
-struct MetaView {
-    id: &'static str,
-    name: &'static str,
-    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
-    kind: Option<TypeView>,
-}
-
-/// One value of a cell, in the protocol's shapes.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-enum Value {
-    Entity { id: String, name: String },
-    Str { str: String },
-    Float { float: f64 },
-    Int { int: i64 },
 }
 
 /// The values of the known properties asked for, for every id asked for.

@@ -1,16 +1,22 @@
-//! Batch jobs against the running server: a provider's snapshot, ECB rates, a match, a reindex
-//! or a duplicate pass submitted (202 and the job), the jobs listed and read. Bad input is
-//! refused before a job is queued; jobs run one at a time in submission order (`jobs::queue`).
+//! `/admin/jobs` and the batch jobs submitted under `/admin`: a provider's snapshot
+//! (`/admin/providers/{slug}/snapshot`), ECB `/admin/rates`, a `/admin/match`, a
+//! `/admin/reindex` or a duplicate pass (`/admin/duplicates/rebuild`) submitted (202 and the
+//! job), the jobs listed and read. Bad input is refused before a job is queued; jobs run one at
+//! a time in submission order (`jobs::queue`).
 
 use super::{actor, blocking, Caller};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
 use crate::api::layers::BodyLimit;
-use crate::api::params::{Page, PageParams, Params, PathParams};
+use crate::api::params::{PageParams, Params, PathParams};
+use crate::api::views::back_office::JobView;
+#[allow(unused_imports)] // named in the OpenAPI annotations
+use crate::api::views::JobPage;
+use crate::api::views::Page;
 use crate::api::AppState;
-use crate::domain::{JobId, JobRecord};
-use crate::jobs::batch::{self, Batch};
-use crate::jobs::ingest::{self, IngestError};
-use crate::jobs::queue::{SpoolFile, SubmitError};
+use crate::domain::JobId;
+use crate::jobs::batch::Batch;
+use crate::jobs::ingest;
+use crate::jobs::queue::SpoolFile;
 use crate::jobs::snapshot_rules::{
     parse_share, SnapshotRules, DEFAULT_MAX_DELIST, DEFAULT_MAX_INVALID,
 };
@@ -21,74 +27,12 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use http_body_util::BodyExt;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 
 /// The largest snapshot a request may post, in bytes (`ApiConfig::snapshot_limit`).
 #[derive(Debug, Clone, Copy)]
 pub struct SnapshotLimit(pub u64);
-
-/// A batch job and where it stands.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobView {
-    #[schema(example = "7")]
-    pub id: String,
-    /// snapshot, rates, match, reindex or duplicates.
-    #[schema(example = "snapshot")]
-    pub kind: &'static str,
-    /// The provider's slug of a snapshot, the index of a reindex.
-    #[schema(example = "chrono24")]
-    pub subject: Option<String>,
-    /// queued, running, succeeded, failed or interrupted.
-    #[schema(example = "running")]
-    pub state: &'static str,
-    pub progress: JobProgressView,
-    #[schema(example = "ana")]
-    pub submitted_by: String,
-    #[schema(example = "2026-11-24T09:04:04.523Z")]
-    pub submitted_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// What `watch-catalogue` prints for the same work, one line per fact; a refused
-    /// snapshot's first problems.
-    pub report: Option<String>,
-    /// Why the job failed or stopped.
-    pub error: Option<String>,
-}
-
-/// `done` of `total` `unit`s; 0 of 0 until known (only a snapshot counts as it goes).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct JobProgressView {
-    #[schema(example = 50000)]
-    pub done: u64,
-    #[schema(example = 120000)]
-    pub total: u64,
-    #[schema(example = "listings")]
-    pub unit: String,
-}
-
-impl From<JobRecord> for JobView {
-    fn from(job: JobRecord) -> JobView {
-        JobView {
-            id: job.id.to_string(),
-            kind: job.kind.as_str(),
-            subject: job.subject,
-            state: job.state.as_str(),
-            progress: JobProgressView {
-                done: job.progress.done,
-                total: job.progress.total,
-                unit: job.progress.unit,
-            },
-            submitted_by: job.submitted_by,
-            submitted_at: job.submitted_at.to_rfc3339(),
-            started_at: job.started_at.map(|t| t.to_rfc3339()),
-            finished_at: job.finished_at.map(|t| t.to_rfc3339()),
-            report: job.report,
-            error: job.error,
-        }
-    }
-}
 
 /// Query of `POST /admin/providers/{slug}/snapshot`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -142,7 +86,7 @@ pub async fn submit_snapshot(
     let rules = snapshot_rules(&params, &actor)?;
     let known = app.clone();
     let provider = slug.clone();
-    blocking(move || ingest::provider(&known.store, &provider).map_err(refused)).await?;
+    blocking(move || Ok(ingest::provider(&known.store, &provider)?)).await?;
     let spooled = app.jobs().spool_file().map_err(|e| internal(&e))?;
     let mut file = tokio::fs::File::create(spooled.path())
         .await
@@ -157,7 +101,7 @@ pub async fn submit_snapshot(
         let (app, spooled, rules, slug) = checked;
         let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
         let snapshot = std::io::BufReader::new(file);
-        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules).map_err(refused)?;
+        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules)?;
         Ok((app, spooled, name, rules))
     })
     .await?;
@@ -189,12 +133,9 @@ pub async fn submit_rates(
     let xml = String::from_utf8(bytes)
         .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
     crate::domain::rates::parse_ecb_xml(&xml)
-        .and_then(|rates| crate::domain::rates::ConversionTable::from_ecb(&rates))
-        .map_err(|e| ApiError::invalid(format!("not an ECB rates file: {e}"), ECB_HINT))?;
+        .and_then(|rates| crate::domain::rates::ConversionTable::from_ecb(&rates))?;
     submit(app, actor, Batch::Rates { xml }, None).await
 }
-
-const ECB_HINT: &str = "send the ECB's eurofxref-daily.xml as it is published";
 
 /// Submits a match: every unmatched listing tried again (after an import added models).
 #[utoipa::path(post, path = "/admin/match", operation_id = "admin_submit_match", tag = "jobs",
@@ -283,18 +224,7 @@ async fn submit(
     batch: Batch,
     spooled: Option<SpoolFile>,
 ) -> ApiResult<Response> {
-    let record = blocking(move || {
-        app.job_context()
-            .submit(&actor, batch, spooled)
-            .map_err(|error| match error {
-                SubmitError::Stopping => ApiError::Unavailable {
-                    message: error.to_string(),
-                    retry_after: None,
-                },
-                SubmitError::Store(error) => internal(&error),
-            })
-    })
-    .await?;
+    let record = blocking(move || Ok(app.job_context().submit(&actor, batch, spooled)?)).await?;
     let location = format!("/v1/admin/jobs/{}", record.id);
     Ok((
         StatusCode::ACCEPTED,
@@ -348,9 +278,7 @@ fn snapshot_rules(
 ) -> ApiResult<SnapshotRules> {
     let share = |name: &'static str, text: Option<&str>, default: f64| match text {
         None => Ok(default),
-        Some(text) => parse_share(name, text).map_err(|error| {
-            ApiError::invalid(format!("{name} `{text}` is not a share"), error.to_string())
-        }),
+        Some(text) => parse_share(name, text),
     };
     let allow = match params.allow_mass_delist.as_deref() {
         None | Some("false") => false,
@@ -375,27 +303,4 @@ fn snapshot_rules(
         )?,
         mass_delist_allowed_by: allow.then(|| actor.clone()),
     })
-}
-
-/// A snapshot refused before it was queued: the provider unknown (404), or the snapshot empty,
-/// half invalid or delisting too much of the stock (400, what to do and its first problems in
-/// the hint).
-fn refused(error: IngestError) -> ApiError {
-    match error {
-        IngestError::UnknownProvider(slug) => ApiError::not_found(
-            format!("no provider with slug `{slug}`"),
-            "providers come from a dataset's providers.jsonl",
-        ),
-        IngestError::Refused { ref refusal, .. } => {
-            let report = batch::refusal(&error).unwrap_or_default();
-            let hint = match report.is_empty() {
-                true => refusal.advice().to_owned(),
-                false => format!("{}; the first problems:\n{report}", refusal.advice()),
-            };
-            ApiError::invalid(refusal.to_string(), hint)
-        }
-        IngestError::Io(error) => internal(&error),
-        IngestError::Store(error) => internal(&error),
-        other => internal(&other),
-    }
 }

@@ -2,10 +2,10 @@
 //! absolute, built from the request's `Host` (OpenRefine needs them so); the identifier and
 //! schema spaces are fixed names, the same whatever host serves them.
 
-use super::entity::{EntityType, TypeView};
+use super::entity::EntityType;
 use super::SERVICE_PATH;
+use crate::api::views::w3c::{Extend, Manifest, Preview, Service, Suggest, UrlTemplate};
 use axum::http::{header, HeaderMap};
-use serde::Serialize;
 
 /// The namespace of this catalogue's ids (an `id` is `models/{brand}/{model}` under it).
 pub const IDENTIFIER_SPACE: &str = "https://watchcatalogue.example/v1/";
@@ -14,54 +14,6 @@ pub const SCHEMA_SPACE: &str = "https://watchcatalogue.example/v1/reconcile/prop
 /// Size OpenRefine gives the preview card's frame.
 const PREVIEW_WIDTH: u32 = 420;
 const PREVIEW_HEIGHT: u32 = 150;
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Manifest {
-    versions: [&'static str; 1],
-    name: &'static str,
-    identifier_space: &'static str,
-    schema_space: &'static str,
-    documentation: String,
-    view: UrlTemplate,
-    preview: Preview,
-    default_types: Vec<TypeView>,
-    suggest: Suggest,
-    extend: Extend,
-}
-
-#[derive(Debug, Serialize)]
-struct UrlTemplate {
-    url: String,
-}
-
-#[derive(Debug, Serialize)]
-struct Preview {
-    url: String,
-    width: u32,
-    height: u32,
-}
-
-#[derive(Debug, Serialize)]
-struct Suggest {
-    entity: Service,
-    #[serde(rename = "type")]
-    kind: Service,
-    property: Service,
-}
-
-#[derive(Debug, Serialize)]
-struct Service {
-    service_url: String,
-    service_path: String,
-}
-
-#[derive(Debug, Serialize)]
-struct Extend {
-    propose_properties: Service,
-    /// No setting changes what an extension answers.
-    property_settings: [(); 0],
-}
 
 impl Manifest {
     /// The manifest of the service as `headers` reached it.

@@ -1,12 +1,18 @@
 //! The duplicate-models group: groups of models of one brand that may be one watch entered
 //! twice (`GET /duplicate-models`), and the two writes that settle a group: merge its
-//! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`.
+//! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`; the full
+//! pass of the finder is a batch job, `POST /admin/duplicates/rebuild` (`admin_jobs`).
 
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::ApiResult;
 use crate::api::listings::MediaBase;
-use crate::api::params::{parse_choice, parse_text, JsonBody, PageParams, Params};
+use crate::api::params::{parse_choice, parse_text, PageParams, Params};
+use crate::api::requests::{DismissBody, JsonBody, MergeBody};
+use crate::api::views::back_office::{
+    DismissView, DuplicateGroup, DuplicateGroupPage, DuplicateModel, KeeperRef, KindSummary,
+    MergeView, SeriesRef,
+};
 use crate::api::views::EntityRef;
 use crate::api::AppState;
 use crate::app::App;
@@ -15,7 +21,7 @@ use crate::jobs::duplicates::Group;
 use crate::jobs::merge::{self, MergeError};
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// Query of `GET /duplicate-models`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -28,126 +34,6 @@ pub struct GroupParams {
     kind: Option<String>,
     /// Brand slug.
     brand: Option<String>,
-}
-
-/// A model of a duplicate group.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DuplicateModel {
-    #[schema(example = "3")]
-    pub id: String,
-    #[schema(example = "Submariner Date")]
-    pub name: String,
-    #[schema(example = "126610LN")]
-    pub reference_number: String,
-    #[schema(example = "submariner-date-126610ln")]
-    pub slug: String,
-    #[schema(example = "Rolex")]
-    pub brand_name: String,
-    #[schema(example = "rolex")]
-    pub brand_slug: String,
-    pub alternate_references: Vec<String>,
-    pub series: SeriesRef,
-    #[schema(example = 4)]
-    pub listing_count: u64,
-    pub thumbnail_url: Option<String>,
-    #[schema(example = "2026-11-24T09:04:04.523Z")]
-    pub created_at: String,
-}
-
-/// `{name, slug}` of a series.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct SeriesRef {
-    #[schema(example = "Submariner")]
-    pub name: String,
-    #[schema(example = "submariner")]
-    pub slug: String,
-}
-
-/// Models that may be one watch entered twice.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DuplicateGroup {
-    /// The strongest signal that formed the group: sameReference, alternateOverlap or
-    /// baseVariant (a base variant is only ever a suggestion).
-    #[schema(example = "sameReference")]
-    pub kind: &'static str,
-    /// How alike the names of the group's closest pair of its kind are, 0 to 1.
-    #[schema(example = 0.96)]
-    pub name_score: f64,
-    /// Oldest first.
-    pub models: Vec<DuplicateModel>,
-}
-
-/// Groups per kind under the request's filters, `kind` aside.
-#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KindSummary {
-    pub same_reference: usize,
-    pub alternate_overlap: usize,
-    pub base_variant: usize,
-}
-
-/// A page of duplicate groups with the summary per kind.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DuplicateGroupPage {
-    pub data: Vec<DuplicateGroup>,
-    pub page: usize,
-    pub page_size: usize,
-    /// Groups matching the filters.
-    pub total: usize,
-    pub total_pages: usize,
-    pub summary: KindSummary,
-}
-
-/// `POST /duplicate-models/merge`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schema(example = json!({"keeperId": "3", "duplicateIds": ["41"]}))]
-pub struct MergeBody {
-    /// The surviving model.
-    keeper_id: String,
-    /// The models merged into it and deleted.
-    duplicate_ids: Vec<String>,
-}
-
-/// `POST /duplicate-models/dismiss`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schema(example = json!({"modelIds": ["3", "41"]}))]
-pub struct DismissBody {
-    /// The models of a group: every pair of them is dismissed.
-    model_ids: Vec<String>,
-}
-
-/// The keeper after a merge.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct KeeperRef {
-    pub id: String,
-    pub name: String,
-    pub reference_number: String,
-    pub slug: String,
-}
-
-/// What a merge did.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MergeView {
-    pub keeper: KeeperRef,
-    pub merged_models: usize,
-    pub moved_listings: usize,
-    pub moved_pictures: usize,
-    pub added_references: usize,
-}
-
-/// What a dismissal did.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DismissView {
-    /// Pairs not dismissed before.
-    pub dismissed_pairs: usize,
 }
 
 const KINDS: [(&str, Option<DuplicateSignal>); 4] = [
@@ -242,16 +128,14 @@ pub async fn merge(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let merged = write(
-            &app,
-            |turn| merge::merge(turn, &app.listings, &actor, keeper, &duplicates),
-            api_error,
-        )?;
+        let merged = write(&app, |turn| {
+            merge::merge(turn, &app.listings, &actor, keeper, &duplicates)
+        })?;
         let model = app
             .store
             .catalogue()
             .model(merged.keeper)?
-            .ok_or_else(|| api_error(MergeError::UnknownModel(merged.keeper.to_string())))?;
+            .ok_or_else(|| MergeError::UnknownModel(merged.keeper.to_string()))?;
         Ok(MergeView {
             keeper: KeeperRef {
                 id: model.id.to_string(),
@@ -289,11 +173,7 @@ pub async fn dismiss(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     blocking(move || {
-        let dismissed_pairs = write(
-            &app,
-            |turn| merge::dismiss(turn, &actor, &models),
-            api_error,
-        )?;
+        let dismissed_pairs = write(&app, |turn| merge::dismiss(turn, &actor, &models))?;
         Ok(DismissView { dismissed_pairs })
     })
     .await
@@ -380,22 +260,7 @@ fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<Dupl
 }
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
-    id.parse::<ModelId>()
-        .map_err(|_| api_error(MergeError::UnknownModel(id.to_owned())))
-}
-
-/// The API's answer to a refused merge or dismissal: 400 naming the field, 404 naming the id.
-fn api_error(error: MergeError) -> ApiError {
-    match error {
-        MergeError::Invalid {
-            field,
-            message,
-            hint,
-        } => ApiError::invalid(format!("`{field}`: {message}"), hint),
-        MergeError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/duplicate-models lists the groups and their models' ids",
-        ),
-        other => internal(&other),
-    }
+    Ok(id
+        .parse::<ModelId>()
+        .map_err(|_| MergeError::UnknownModel(id.to_owned()))?)
 }

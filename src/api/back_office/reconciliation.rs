@@ -1,28 +1,32 @@
 //! The reconciliation group: `GET /reconciliation` (unmatched listings grouped by the identity
-//! their sellers claim, with the nearest catalogue models) and the three writes that resolve a
-//! group: link it to a model, create a model from it, or update a model for it.
+//! their sellers claim, with the nearest catalogue models of `nearest_models`) and the three
+//! writes that resolve a group: link it to a model, create a model from it, or update a model
+//! for it.
 
-use super::candidates::{example_titles, nearest_models, Candidate};
+use super::nearest_models::{example_titles, nearest_models};
 use super::{actor, blocking, write, Caller};
 use crate::api::assemble::{self, Lookups};
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
 use crate::api::listings::{provider_id, MediaBase};
+use crate::api::params::{parse_choice, parse_text, PageParams, Params};
+use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
+use crate::api::views::back_office::{
+    ClaimedBrandView, PriceRange, ProviderCount, ReconciledView, ReconciliationGroup,
+};
 #[allow(unused_imports)] // named in the OpenAPI annotations
-use crate::api::params::ReconciliationGroupPage;
-use crate::api::params::{parse_choice, parse_text, JsonBody, Page, PageParams, Params};
-use crate::api::views::{EntityRef, ModelListItem};
+use crate::api::views::ReconciliationGroupPage;
+use crate::api::views::{EntityRef, Page};
 use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{
     normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
 };
-use crate::jobs::reconcile::{self, Field, Group, ReconcileError, Reconciled, Selection};
+use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::extract::State;
 use axum::{Extension, Json};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// Listing ids one link takes at most: a link is one atomic write.
@@ -45,69 +49,6 @@ pub struct GroupParams {
     q: Option<String>,
 }
 
-/// The brand a group's sellers claim: a brand of the catalogue, or their text when it is none.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(untagged)]
-pub enum ClaimedBrandView {
-    Known(EntityRef),
-    /// The seller's brand text, verbatim (its most used spelling).
-    Text(String),
-}
-
-/// How many of a group's listings a provider published.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ProviderCount {
-    #[serde(flatten)]
-    pub provider: EntityRef,
-    #[schema(example = 2)]
-    pub listing_count: usize,
-}
-
-/// Lowest and highest asking price in whole US dollars; null when no listing converts.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct PriceRange {
-    #[schema(example = 7800)]
-    pub low: Option<u64>,
-    #[schema(example = 9100)]
-    pub high: Option<u64>,
-}
-
-/// Unmatched listings whose sellers claim one identity: brand and reference.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReconciliationGroup {
-    /// Stable while the identity is: what the write operations take.
-    #[schema(example = "8bcf32a792c9e612")]
-    pub id: String,
-    /// `{id, name, slug}` of the brand matching resolved, the seller's brand text when it
-    /// resolved none, or null when the seller named none (or two).
-    pub brand: Option<ClaimedBrandView>,
-    /// The sellers' reference, normalised (letters and digits, lowercase); null when they gave
-    /// none.
-    #[schema(example = "16610lv")]
-    pub reference: Option<String>,
-    /// The sellers' spellings of the reference, verbatim, most used first.
-    #[schema(example = json!(["16610LV", "16610-LV"]))]
-    pub spellings: Vec<String>,
-    /// Why most of the listings matched no model: unknownBrand, unknownReference, ambiguous or
-    /// noReference.
-    #[schema(example = "unknownReference")]
-    pub reason: &'static str,
-    #[schema(example = 3)]
-    pub listing_count: usize,
-    /// Listings per provider, most first.
-    pub providers: Vec<ProviderCount>,
-    #[serde(rename = "priceRangeUSD")]
-    pub price_range_usd: PriceRange,
-    /// Up to three distinct titles, newest first.
-    #[schema(example = json!(["Rolex Submariner 16610LV Kermit"]))]
-    pub example_titles: Vec<String>,
-    /// The catalogue's nearest models of the same brand, best first (none when the brand is
-    /// unknown).
-    pub candidates: Vec<Candidate>,
-}
-
 /// Unmatched listings grouped by the identity their sellers claim, largest group first.
 ///
 /// Each group names its brand and reference, its reason, providers, prices and example titles,
@@ -125,7 +66,7 @@ pub async fn groups(
     let pagination = page.pagination()?;
     let filter = GroupFilter::parse(&app, &params)?;
     let page = blocking(move || {
-        let groups = reconcile::unmatched_groups(&app.store, &app.listings).map_err(api_error)?;
+        let groups = reconciliation::unmatched_groups(&app.store, &app.listings)?;
         let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
         let mut context = GroupContext::new(&app, &media)?;
         pagination
@@ -334,74 +275,6 @@ fn most_used<'t>(texts: impl Iterator<Item = &'t str>) -> Option<&'t str> {
     counts.into_iter().find(|(_, n)| *n == best).map(|(t, _)| t)
 }
 
-/// `POST /reconciliation/link`: a group, or listings by id, and the model to link them to.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"group": "8bcf32a792c9e612", "model": "3"}))]
-pub struct LinkBody {
-    /// A group id of `GET /reconciliation`; give it or `listings`.
-    #[schema(example = "8bcf32a792c9e612")]
-    group: Option<String>,
-    /// Listing ids (at most 1000), matched or not; give them or `group`.
-    #[schema(example = json!(["7", "11"]))]
-    listings: Option<Vec<String>>,
-    /// The id of the model to link them to.
-    #[schema(example = "3")]
-    model: String,
-}
-
-/// `POST /reconciliation/models`: a group and the fields of the model to make of it.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"group": "8bcf32a792c9e612", "fields": {"series": "submariner", "name": "Submariner Date", "bezelColors": ["green"], "releaseYear": 2003}}))]
-pub struct CreateModelBody {
-    /// A group id of `GET /reconciliation`.
-    #[schema(example = "8bcf32a792c9e612")]
-    group: String,
-    /// The model's fields, as a line of models.jsonl names them (docs/dataset-format.md):
-    /// `series` and `name` are required; `brand` defaults to the group's brand (and must be it
-    /// when the group has one), `referenceNumber` to the group's most used spelling, `slug` to
-    /// one made of name and reference, free in the brand; `alternateReferences`, `caliber`
-    /// (`brandSlug/caliberSlug`), `description`, `pictures` and every field of the model
-    /// specification are optional. The group's reference becomes one of the model's.
-    #[schema(value_type = Object, example = json!({"series": "submariner", "name": "Submariner Date", "bezelColors": ["green"]}))]
-    fields: Map<String, Value>,
-}
-
-/// `POST /reconciliation/models/update`: a group, the model to update for it, and the fields
-/// to change.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"group": "8bcf32a792c9e612", "model": "3", "fields": {"description": "Green bezel, the Kermit."}}))]
-pub struct UpdateModelBody {
-    /// A group id of `GET /reconciliation`.
-    #[schema(example = "8bcf32a792c9e612")]
-    group: String,
-    /// The id of the model to update.
-    #[schema(example = "3")]
-    model: String,
-    /// Fields to write over the model's, named as in models.jsonl; a field set to null is
-    /// cleared. A model keeps its brand. The group's reference is added to
-    /// `alternateReferences` unless the model has it.
-    #[serde(default)]
-    #[schema(value_type = Object, example = json!({"description": "Green bezel, the Kermit."}))]
-    fields: Map<String, Value>,
-}
-
-/// What a reconciliation wrote.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReconciledView {
-    /// The model the listings are linked to, as it is now (its `listingCount` included).
-    pub model: ModelListItem,
-    /// The listings linked by this decision.
-    #[schema(example = json!(["7", "11"]))]
-    pub linked_listings: Vec<String>,
-    /// Other unmatched listings that match on their own once the model was made or changed.
-    #[schema(example = json!(["15"]))]
-    pub matched_listings: Vec<String>,
-}
-
 /// Links a group, or listings by id, to an existing model.
 ///
 /// A person's decision: re-ingests and `watch-catalogue match` keep it while the sellers'
@@ -418,7 +291,7 @@ pub async fn link(
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::link(turn, &app.listings, actor, &selection, model)
+        reconciliation::link(turn, &app.listings, actor, &selection, model)
     })
     .await
 }
@@ -438,7 +311,7 @@ pub async fn create_model(
     JsonBody(body): JsonBody<CreateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::create_model(turn, &app.listings, actor, &body.group, body.fields)
+        reconciliation::create_model(turn, &app.listings, actor, &body.group, body.fields)
     })
     .await
 }
@@ -459,7 +332,7 @@ pub async fn update_model(
 ) -> ApiResult<Json<ReconciledView>> {
     let model = model_id(&body.model)?;
     reconcile_with(app, &caller, media, move |turn, app, actor| {
-        reconcile::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
+        reconciliation::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
     })
     .await
 }
@@ -496,14 +369,14 @@ fn listing_ids(ids: &[String]) -> ApiResult<Vec<ListingId>> {
     ids.iter()
         .map(|id| {
             id.parse::<ListingId>()
-                .map_err(|_| api_error(ReconcileError::UnknownListing(id.clone())))
+                .map_err(|_| ApiError::unknown_listing(id))
         })
         .collect()
 }
 
 fn model_id(id: &str) -> ApiResult<ModelId> {
     id.parse::<ModelId>()
-        .map_err(|_| api_error(ReconcileError::UnknownModel(id.to_owned())))
+        .map_err(|_| ApiError::unknown_model(id))
 }
 
 /// Runs `job` for the signed-in admin through the data dir's writer, off the async workers
@@ -518,7 +391,7 @@ async fn reconcile_with(
 ) -> ApiResult<Json<ReconciledView>> {
     let actor = actor(caller)?;
     blocking(move || {
-        let reconciled = write(&app, |turn| job(turn, &app, &actor), api_error)?;
+        let reconciled = write(&app, |turn| job(turn, &app, &actor))?;
         reconciled_view(&app, &reconciled, &media)
     })
     .await
@@ -533,46 +406,10 @@ fn reconciled_view(
     let ids = |ids: &[ListingId]| ids.iter().map(ToString::to_string).collect();
     let model = assemble::model_items(app, &[reconciled.model.0], &mut Lookups::new(media))?
         .pop()
-        .ok_or_else(|| api_error(ReconcileError::UnknownModel(reconciled.model.to_string())))?;
+        .ok_or_else(|| ApiError::unknown_model(&reconciled.model.to_string()))?;
     Ok(ReconciledView {
         model,
         linked_listings: ids(&reconciled.linked),
         matched_listings: ids(&reconciled.matched),
     })
-}
-
-/// The API's answer to a refused reconciliation: 400 naming each field, 404 naming the id.
-fn api_error(error: ReconcileError) -> ApiError {
-    match error {
-        ReconcileError::Invalid { problems, hint } => {
-            let message = problems
-                .iter()
-                .map(|(field, message)| format!("`{}`: {message}", field_path(field)))
-                .collect::<Vec<_>>()
-                .join("; ");
-            ApiError::invalid(message, hint)
-        }
-        ReconcileError::UnknownGroup(id) => ApiError::not_found(
-            format!("no group of unmatched listings with id `{id}`"),
-            "GET /v1/reconciliation lists the groups and their ids (a group resolved since is gone)",
-        ),
-        ReconcileError::UnknownListing(id) => ApiError::not_found(
-            format!("no listing with id `{id}`"),
-            "GET /v1/listings lists listings and their ids",
-        ),
-        ReconcileError::UnknownModel(id) => ApiError::not_found(
-            format!("no model with id `{id}`"),
-            "GET /v1/models lists models and their ids",
-        ),
-        other => internal(&other),
-    }
-}
-
-/// Where in the request body a problem lies.
-fn field_path(field: &Field) -> String {
-    match field {
-        Field::Group => "group".to_owned(),
-        Field::Model(Some(name)) => format!("fields.{name}"),
-        Field::Model(None) => "fields".to_owned(),
-    }
 }

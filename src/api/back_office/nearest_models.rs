@@ -1,12 +1,13 @@
-//! The catalogue models nearest to a group of unmatched listings: models of the group's brand
-//! found in the catalogue index by the group's reference as a prefix, by its base reference,
-//! and by the words of its titles, each scored by string similarity (`strsim`).
+//! The `candidates` of a `/reconciliation` group: the catalogue models nearest to a group of
+//! unmatched listings, models of the group's brand found in the catalogue index by the group's
+//! reference as a prefix, by its base reference, and by the words of its titles, each scored
+//! by string similarity (`strsim`).
 
 use crate::api::error::ApiResult;
+use crate::api::views::back_office::Candidate;
 use crate::app::App;
 use crate::domain::{normalize_reference, Model, ModelId};
-use crate::jobs::reconcile::Group;
-use serde::Serialize;
+use crate::jobs::reconciliation::Group;
 use std::collections::BTreeMap;
 
 /// Candidates shown per group at most.
@@ -36,27 +37,6 @@ impl Signal {
             Signal::Name => "name",
         }
     }
-}
-
-/// A model the group's listings may be of.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Candidate {
-    #[schema(example = "3")]
-    pub id: String,
-    #[schema(example = "Submariner Date")]
-    pub name: String,
-    #[schema(example = "16610")]
-    pub reference_number: String,
-    #[schema(example = "submariner-date-16610")]
-    pub slug: String,
-    /// Similarity from 0 to 1: of the references (normalised Levenshtein) for the reference
-    /// signals, of a title and the brand and model name (Sørensen–Dice) for `name`.
-    #[schema(example = 0.833)]
-    pub score: f64,
-    /// referencePrefix, baseReference or name: what found the model.
-    #[schema(example = "baseReference")]
-    pub signal: &'static str,
 }
 
 /// The models nearest to `group`, best first; none when its brand is unknown.

@@ -2,14 +2,15 @@
 //! from the query string, a form body (what OpenRefine sends) or a JSON body; JSONP on GET.
 //! Batches run on the blocking pool: fifty queries are fifty matcher runs and searches.
 
-use super::batch::{parse_batch, read_batch, Query};
-use super::candidates::{candidates, Candidate};
 use super::extend::{extend, ExtensionQuery};
-use super::manifest::Manifest;
+use super::query_batch::{parse_batch, read_batch, Query};
+use super::query_candidates::candidates;
 use crate::api::error::{internal, ApiError, ApiResult};
 use crate::api::layers::capacity::blocking;
 use crate::api::layers::BodyLimit;
-use crate::api::params::{refuse_repeated_key, Params};
+use crate::api::params::Params;
+use crate::api::requests::refuse_repeated_key;
+use crate::api::views::w3c::{Manifest, QueryResult};
 use crate::api::AppState;
 use crate::app::App;
 use axum::body::Bytes;
@@ -76,12 +77,6 @@ impl Ask {
 }
 
 const JSON_BODY_HINT: &str = "send a query batch as one JSON object";
-
-/// The result of one query.
-#[derive(Debug, Serialize)]
-struct QueryResult {
-    result: Vec<Candidate>,
-}
 
 /// The manifest, a query batch's results or an extension's values.
 #[utoipa::path(get, path = "/reconcile", operation_id = "reconcile_get", tag = "reconcile",

@@ -1,13 +1,13 @@
 //! The W3C Entity Reconciliation API 0.2 under `/reconcile` (what OpenRefine speaks): public,
 //! cross-origin, answering spreadsheets' rows with catalogue models. Not the back office's
-//! `/reconciliation` of unmatched listings (`api::admin::reconciliation`).
+//! `/reconciliation` of unmatched listings (`api::back_office::reconciliation`).
 
-mod batch;
-mod candidates;
 mod entity;
 mod extend;
 mod manifest;
 mod preview;
+mod query_batch;
+mod query_candidates;
 mod service;
 mod suggest;
 
