@@ -3,7 +3,6 @@
 
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
-use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::{
     list_request, sort_schema, PageParams, Pagination, Params, PathParams, SortParam,
@@ -11,9 +10,8 @@ use super::params::{
 use super::views::{BrandDetail, BrandItem, HighlightedBrands, Page, SeriesDetail, SeriesItem};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::{BrandPage, SeriesPage};
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::domain::{BrandId, SeriesId};
-use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 use serde::Deserialize;
@@ -64,12 +62,12 @@ fn group_request(
 #[utoipa::path(get, path = "/brands", operation_id = "list_brands", tag = "brands", params(PageParams, GroupListParams),
     responses((status = 200, description = "A page of brands", body = BrandPage)))]
 pub async fn list_brands(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<BrandItem>>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = page.pagination()?;
         let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
         let hits = app.index.search(&request)?;
@@ -88,10 +86,10 @@ pub async fn list_brands(
 #[utoipa::path(get, path = "/brands/highlighted", operation_id = "list_highlighted_brands", tag = "brands",
     responses((status = 200, description = "The editorial row", body = HighlightedBrands)))]
 pub async fn highlighted_brands(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
 ) -> ApiResult<Json<HighlightedBrands>> {
-    blocking(move || {
+    work.run(move |app| {
         let data = app
             .store
             .catalogue()
@@ -109,11 +107,11 @@ pub async fn highlighted_brands(
     params(("slug" = String, Path, description = "Brand slug")),
     responses((status = 200, description = "The brand", body = BrandDetail)))]
 pub async fn get_brand(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams(slug): PathParams<String>,
 ) -> ApiResult<Json<BrandDetail>> {
-    blocking(move || {
+    work.run(move |app| {
         let brand = assemble::brand_by_slug(&app, &slug)?;
         Ok(Json(assemble::brand_detail(&app, &brand, &media)?))
     })
@@ -125,13 +123,13 @@ pub async fn get_brand(
     params(("brandSlug" = String, Path, description = "Brand slug"), PageParams, GroupListParams),
     responses((status = 200, description = "A page of series", body = SeriesPage)))]
 pub async fn list_series(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams(brand_slug): PathParams<String>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<SeriesItem>>> {
-    blocking(move || {
+    work.run(move |app| {
         let brand = assemble::brand_by_slug(&app, &brand_slug)?;
         let pagination = page.pagination()?;
         let filters = Filters {
@@ -161,11 +159,11 @@ pub async fn list_series(
     params(("brandSlug" = String, Path, description = "Brand slug"), ("seriesSlug" = String, Path, description = "Series slug")),
     responses((status = 200, description = "The series", body = SeriesDetail)))]
 pub async fn get_series(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, series_slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<SeriesDetail>> {
-    blocking(move || {
+    work.run(move |app| {
         let brand = assemble::brand_by_slug(&app, &brand_slug)?;
         let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
         Ok(Json(assemble::series_detail(

@@ -3,13 +3,11 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{ApiError, ApiResult};
-use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::PathParams;
 use super::views::CaliberDetail;
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::domain::{normalize_reference, Slug};
-use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 
@@ -18,11 +16,11 @@ use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
     params(("brandSlug" = String, Path, description = "Slug of the calibre's brand (its maker)"), ("ref" = String, Path, description = "Calibre slug, or any spelling of its reference")),
     responses((status = 200, description = "The calibre", body = CaliberDetail)))]
 pub async fn get_caliber(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams((brand_slug, reference)): PathParams<(String, String)>,
 ) -> ApiResult<Json<CaliberDetail>> {
-    blocking(move || {
+    work.run(move |app| {
         let brand = assemble::brand_by_slug(&app, &brand_slug)?;
         let by_slug = match Slug::parse(&reference) {
             Ok(slug) => app.store.catalogue().caliber_by_slug(brand.id, &slug)?,

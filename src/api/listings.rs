@@ -3,7 +3,6 @@
 
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
-use super::layers::capacity::blocking;
 use super::params::{
     parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, PageParams,
     Params, PathParams, SortParam,
@@ -11,13 +10,12 @@ use super::params::{
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::ListingPage;
 use super::views::{ListingDetail, ListingStats, ListingView, Page};
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::app::App;
 use crate::domain::rates::{check_currency, usd_into_display, ConversionTable};
 use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
-use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
 use serde::Deserialize;
@@ -95,12 +93,12 @@ pub struct ListingListParams {
 #[utoipa::path(get, path = "/listings", operation_id = "list_listings", tag = "listings", params(PageParams, ListingListParams),
     responses((status = 200, description = "A page of listings", body = ListingPage)))]
 pub async fn list_listings(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<ListingListParams>,
 ) -> ApiResult<Json<Page<ListingView>>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = page.pagination()?;
         let filters = listing_filters(&app, &params)?;
         let text = parse_text_query(params.q.as_deref())?;
@@ -309,12 +307,12 @@ pub struct ListingParams {
     params(("id" = String, Path, description = "Listing id"), ListingParams),
     responses((status = 200, description = "The listing", body = ListingDetail)))]
 pub async fn get_listing(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams(id): PathParams<String>,
     Params(params): Params<ListingParams>,
 ) -> ApiResult<Json<ListingDetail>> {
-    blocking(move || {
+    work.run(move |app| {
         let context = listing_context(&app, params.currency.as_deref(), &media)?;
         let not_found = || ApiError::unknown_listing(&id);
         let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
@@ -342,11 +340,11 @@ pub struct StatsParams {
 #[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(StatsParams),
     responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
 pub async fn listing_stats(
-    State(app): State<AppState>,
+    work: Work,
     Extension(cache): Extension<Arc<StatsCache>>,
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
-    blocking(move || {
+    work.run(move |app| {
         let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
             return Err(ApiError::invalid(
                 "`brand` and `model` are required",

@@ -3,11 +3,10 @@
 
 use super::error::ApiError;
 use super::layers::caching::matches;
-use super::layers::capacity::blocking;
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::domain::{ContentHash, ImageFormat, PictureId};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::Path;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
@@ -15,36 +14,35 @@ use axum::response::{IntoResponse, Response};
 pub const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 pub async fn original(
-    State(app): State<AppState>,
+    work: Work,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let picture = fetched_file(&app, id, |f| Some((f.hash, f.format))).await?;
-    serve(&app, picture, &headers).await
+    let picture = fetched_file(&work, id, |f| Some((f.hash, f.format))).await?;
+    serve(&work, picture, &headers).await
 }
 
 pub async fn cropped(
-    State(app): State<AppState>,
+    work: Work,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let picture = fetched_file(&app, id, |f| f.cropped.map(|c| (c, ImageFormat::Jpeg))).await?;
-    serve(&app, picture, &headers).await
+    let picture = fetched_file(&work, id, |f| f.cropped.map(|c| (c, ImageFormat::Jpeg))).await?;
+    serve(&work, picture, &headers).await
 }
 
 /// The hash and format of the file `pick` chooses, or the 404 of a picture not fetched (or
 /// not cropped) yet: an unknown id answers the same. The record is read in a request slot,
 /// like every store read; the file is read asynchronously after.
 async fn fetched_file(
-    app: &AppState,
+    work: &Work,
     id: String,
     pick: fn(&crate::domain::Fetched) -> Option<(ContentHash, ImageFormat)>,
 ) -> Result<(ContentHash, ImageFormat), ApiError> {
     let Ok(id) = id.parse::<PictureId>() else {
         return Err(not_fetched());
     };
-    let app = app.clone();
-    blocking(move || {
+    work.run(move |app| {
         app.store
             .pictures()
             .picture(id)?
@@ -57,7 +55,7 @@ async fn fetched_file(
 }
 
 async fn serve(
-    app: &AppState,
+    work: &Work,
     (hash, format): (ContentHash, ImageFormat),
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
@@ -69,7 +67,7 @@ async fn serve(
     {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        let Ok(bytes) = tokio::fs::read(app.media().path_of(&hash)).await else {
+        let Ok(bytes) = tokio::fs::read(work.media().path_of(&hash)).await else {
             // The record says fetched but the file is gone (a media dir not copied along).
             return Err(not_fetched());
         };

@@ -34,13 +34,14 @@ use layers::metrics::Metrics;
 use layers::rate_limit::{Budgets, RateLimiter};
 use std::sync::Arc;
 
-/// Shared state of every handler.
-pub type AppState = Arc<App>;
+/// Shared state of every handler: the app, reached only through a [`layers::capacity::Work`].
+pub type AppState = layers::capacity::Served;
 
 /// The whole service: the API under `/v1` and unversioned, the operations endpoints, and the
 /// shared layers around all of it. Pure: it starts nothing and writes nothing (the job runner
 /// and the image worker are `serve`'s, `crate::server`).
-pub fn router(app: AppState, config: &ApiConfig) -> Router {
+pub fn router(app: Arc<App>, config: &ApiConfig) -> Router {
+    let served = AppState::new(app.clone());
     let metrics = Arc::new(Metrics::new());
     let budgets = Arc::new(Budgets {
         public: RateLimiter::new(&config.rate_limit),
@@ -57,15 +58,15 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     // Outermost first: who the caller is, then their budget, then a request slot, then the
     // back-office guard, all before any route or fallback answers.
     let api = Router::new()
-        .nest("/v1", v1_routes(app.clone()))
-        .merge(v1_routes(app.clone()))
+        .nest("/v1", v1_routes(served.clone()))
+        .merge(v1_routes(served.clone()))
         .route(
             "/media/pictures/{id}",
-            routing::get(media::original).with_state(app.clone()),
+            routing::get(media::original).with_state(served.clone()),
         )
         .route(
             "/media/pictures/{id}/cropped",
-            routing::get(media::cropped).with_state(app.clone()),
+            routing::get(media::cropped).with_state(served.clone()),
         )
         .fallback(unknown_path)
         .layer(Extension(Arc::new(listings::StatsCache::default())))
@@ -494,7 +495,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let data = crate::data_dir::DataDir::new(dir.path());
         let app = Arc::new(App::open(&data, 1 << 20).expect("app"));
-        let router = routes_of(table).with_state(app);
+        let router = routes_of(table)
+            .with_state(AppState::new(app))
+            .layer(from_fn_with_state(
+                Arc::new(layers::capacity::Capacity::new(Default::default())),
+                layers::capacity::admit,
+            ));
         let response = router
             .oneshot(Request::get(path).body(Body::empty()).expect("request"))
             .await

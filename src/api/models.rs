@@ -2,17 +2,16 @@
 
 use super::assemble::{self, Lookups};
 use super::error::{internal, ApiError, ApiResult};
-use super::layers::capacity::blocking;
 use super::listings::{stats_currency, MediaBase, StatsCache};
 use super::model_search::{SpecParams, SpecTermParams};
 use super::params::{list_request, sort_schema, PageParams, Params, PathParams, SortParam};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::FullModel;
 use super::views::{ComparedModel, FacetsView, ModelComparison, ModelPage};
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::app::App;
 use crate::domain::{Brand, Model, ModelId, Slug};
-use axum::extract::{OriginalUri, State};
+use axum::extract::OriginalUri;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -64,14 +63,14 @@ pub struct ModelListParams {
 #[utoipa::path(get, path = "/models", operation_id = "list_models", tag = "models", params(PageParams, ModelListParams, SpecParams, SpecTermParams),
     responses((status = 200, description = "A page of models", body = ModelPage)))]
 pub async fn list_models(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<ModelListParams>,
     Params(spec): Params<SpecParams>,
     terms: SpecTermParams,
 ) -> ApiResult<Json<ModelPage>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = page.pagination()?;
         let facets = spec.facets()?;
         let typo_tolerance = spec.typo_tolerance()?;
@@ -274,12 +273,12 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
     responses((status = 200, description = "The model", body = FullModel),
         (status = 301, description = "The model was merged into another: `Location` is its path, the body names it")))]
 pub async fn get_model(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     OriginalUri(uri): OriginalUri,
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Response> {
-    blocking(move || {
+    work.run(move |app| {
         let brand = assemble::brand_by_slug(&app, &brand_slug)?;
         let model = match assemble::model_by_slug(&app, &brand, &slug) {
             Ok(model) => model,
@@ -353,12 +352,12 @@ pub struct CompareParams {
 #[utoipa::path(get, path = "/models/compare", operation_id = "compare_models", tag = "models", params(CompareParams),
     responses((status = 200, description = "The models side by side", body = ModelComparison)))]
 pub async fn compare_models(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(cache): Extension<Arc<StatsCache>>,
     Params(params): Params<CompareParams>,
 ) -> ApiResult<Json<ModelComparison>> {
-    blocking(move || {
+    work.run(move |app| {
         let named = compared_names(params.models.as_deref())?;
         let table = app.conversion_table()?;
         let code = stats_currency(table.as_deref(), params.currency.as_deref())?;

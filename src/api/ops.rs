@@ -34,12 +34,19 @@ async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
 
+/// On the blocking pool, outside the request slots: a server whose every slot is taken still
+/// says whether it is ready.
 async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
-    let store_generation = state.app.store.generation()?.0;
-    let index_generation = state.app.index.generation()?;
-    let listings_index_generation = state.app.listings.generation()?;
-    if !state
-        .app
+    tokio::task::spawn_blocking(move || readiness(&state.app))
+        .await
+        .map_err(|error| internal(&error))?
+}
+
+fn readiness(app: &App) -> ApiResult<Json<Readiness>> {
+    let store_generation = app.store.generation()?.0;
+    let index_generation = app.index.generation()?;
+    let listings_index_generation = app.listings.generation()?;
+    if !app
         .index_is_current()
         .map_err(|error| internal(error.as_ref()))?
     {
@@ -65,10 +72,14 @@ async fn metrics(
             return Err(ApiError::TokenRequired);
         }
     }
-    let text = state.metrics.render(
-        state.app.store.generation()?.0,
-        state.app.index.generation()?,
-    );
+    let app = state.app.clone();
+    let (store_generation, index_generation) =
+        tokio::task::spawn_blocking(move || -> ApiResult<_> {
+            Ok((app.store.generation()?.0, app.index.generation()?))
+        })
+        .await
+        .map_err(|error| internal(&error))??;
+    let text = state.metrics.render(store_generation, index_generation);
     Ok((
         [(
             header::CONTENT_TYPE,

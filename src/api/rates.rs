@@ -1,10 +1,8 @@
 //! `GET /rates`: the ECB's figures as published and the USD table every conversion uses.
 
 use super::error::{ApiError, ApiResult};
-use super::layers::capacity::blocking;
 use super::views::{EcbTable, RatesView, UsdTable};
-use super::AppState;
-use axum::extract::State;
+use crate::api::layers::capacity::Work;
 use axum::Json;
 
 const ROUNDING: &str = "usd[C] = ecb[C] / ecb[USD] in exact decimal arithmetic, rounded to 10 decimal places \
@@ -13,8 +11,8 @@ const ROUNDING: &str = "usd[C] = ecb[C] / ecb[USD] in exact decimal arithmetic, 
 /// The ECB's daily reference rates as published, and the USD table derived from them.
 #[utoipa::path(get, path = "/rates", operation_id = "get_rates", tag = "rates",
     responses((status = 200, description = "The rates in force", body = RatesView)))]
-pub async fn get_rates(State(app): State<AppState>) -> ApiResult<Json<RatesView>> {
-    blocking(move || {
+pub async fn get_rates(work: Work) -> ApiResult<Json<RatesView>> {
+    work.run(move |app| {
         let missing = || {
             ApiError::not_found(
                 "no exchange rates are loaded",

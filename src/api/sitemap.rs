@@ -4,15 +4,13 @@
 
 use super::assemble::Lookups;
 use super::error::ApiResult;
-use super::layers::capacity::blocking;
 use super::listings::MediaBase;
 use super::params::{Pagination, Params, MAX_SITEMAP_PAGE_SIZE};
 use super::views::{CaliberSitemapEntry, CatalogSitemapEntry, ModelSitemapEntry, Page};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::{CaliberSitemapPage, CatalogSitemapPage, ModelSitemapPage};
-use super::AppState;
+use crate::api::layers::capacity::Work;
 use crate::domain::{Brand, BrandId, ModelId};
-use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest};
 use serde::Deserialize;
@@ -46,11 +44,11 @@ impl SitemapParams {
 #[utoipa::path(get, path = "/sitemap/models", operation_id = "list_sitemap_models", tag = "sitemap", params(SitemapParams),
     responses((status = 200, description = "A page of model entries", body = ModelSitemapPage)))]
 pub async fn models(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<ModelSitemapEntry>>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = params.pagination()?;
         let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
         request.offset = pagination.offset();
@@ -74,7 +72,7 @@ pub async fn models(
     .await
 }
 
-fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
+fn brands_by_id(app: &crate::app::App) -> ApiResult<HashMap<BrandId, Brand>> {
     Ok(app
         .store
         .catalogue()
@@ -87,10 +85,10 @@ fn brands_by_id(app: &AppState) -> ApiResult<HashMap<BrandId, Brand>> {
 #[utoipa::path(get, path = "/sitemap/catalog", operation_id = "list_sitemap_catalog", tag = "sitemap", params(SitemapParams),
     responses((status = 200, description = "A page of brand and series entries", body = CatalogSitemapPage)))]
 pub async fn catalog(
-    State(app): State<AppState>,
+    work: Work,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<CatalogSitemapEntry>>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = params.pagination()?;
         let brands = brands_by_id(&app)?;
         let mut entries: Vec<((String, String), CatalogSitemapEntry)> = brands
@@ -129,10 +127,10 @@ pub async fn catalog(
 #[utoipa::path(get, path = "/sitemap/calibers", operation_id = "list_sitemap_calibers", tag = "sitemap", params(SitemapParams),
     responses((status = 200, description = "A page of calibre entries", body = CaliberSitemapPage)))]
 pub async fn calibers(
-    State(app): State<AppState>,
+    work: Work,
     Params(params): Params<SitemapParams>,
 ) -> ApiResult<Json<Page<CaliberSitemapEntry>>> {
-    blocking(move || {
+    work.run(move |app| {
         let pagination = params.pagination()?;
         let brands = brands_by_id(&app)?;
         let mut entries = Vec::new();

@@ -5,16 +5,16 @@
 
 use crate::api::assemble;
 use crate::api::error::ApiResult;
+use crate::api::layers::capacity::Work;
 use crate::api::listings::{listing_context, provider_id, status_filter, MediaBase};
-use crate::api::params::{parse_choice, PageParams, Params};
+use crate::api::params::{parse_choice, PageParams, Pagination, Params};
 use crate::api::views::back_office::{AdminStats, AuditEntryView, UnmatchedListing};
 use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::{AuditPage, UnmatchedListingPage};
-use crate::api::AppState;
-use crate::domain::MatchOutcome;
+use crate::app::App;
+use crate::domain::{AuditEntry, MatchOutcome};
 use crate::store::Counted;
-use axum::extract::State;
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
 use serde::Deserialize;
@@ -22,17 +22,20 @@ use serde::Deserialize;
 /// The spec's admin counts, read from the counters every write keeps: no scan.
 #[utoipa::path(get, path = "/admin/stats", operation_id = "admin_stats", tag = "admin",
     responses((status = 200, description = "The catalogue's counts", body = AdminStats)))]
-pub async fn stats(State(app): State<AppState>) -> ApiResult<Json<AdminStats>> {
-    let count = |counted| app.store.count_of(counted);
-    Ok(Json(AdminStats {
-        brands: count(Counted::Brands)?,
-        series: count(Counted::Series)?,
-        models: count(Counted::Models)?,
-        calibers: count(Counted::Calibers)?,
-        providers: count(Counted::Providers)?,
-        listings: count(Counted::Listings)?,
-        unmatched_listings: count(Counted::UnmatchedListings)?,
-    }))
+pub async fn stats(work: Work) -> ApiResult<Json<AdminStats>> {
+    work.run(|app| {
+        let count = |counted| app.store.count_of(counted);
+        Ok(Json(AdminStats {
+            brands: count(Counted::Brands)?,
+            series: count(Counted::Series)?,
+            models: count(Counted::Models)?,
+            calibers: count(Counted::Calibers)?,
+            providers: count(Counted::Providers)?,
+            listings: count(Counted::Listings)?,
+            unmatched_listings: count(Counted::UnmatchedListings)?,
+        }))
+    })
+    .await
 }
 
 /// Query of `GET /admin/unmatched-listings`.
@@ -56,7 +59,7 @@ pub struct UnmatchedParams {
     params(PageParams, UnmatchedParams),
     responses((status = 200, description = "A page of unmatched listings", body = UnmatchedListingPage)))]
 pub async fn unmatched_listings(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<UnmatchedParams>,
@@ -67,21 +70,35 @@ pub async fn unmatched_listings(
         .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
         .collect();
     let reason = parse_choice("reason", params.reason.as_deref(), &reasons)?;
+    let include_delisted = status_filter(None, params.include_delisted.as_deref())?;
+    work.run(move |app| unmatched_page(app, &params, reason, include_delisted, pagination, &media))
+        .await
+}
+
+/// One page of unmatched listings, `reason` and the status filter already read.
+fn unmatched_page(
+    app: &App,
+    params: &UnmatchedParams,
+    reason: Option<MatchOutcome>,
+    include_delisted: ListingFilters,
+    pagination: Pagination,
+    media: &MediaBase,
+) -> ApiResult<Json<Page<UnmatchedListing>>> {
     let brand = params
         .brand
         .as_deref()
-        .map(|slug| assemble::brand_by_slug(&app, slug))
+        .map(|slug| assemble::brand_by_slug(app, slug))
         .transpose()?;
     let filters = ListingFilters {
         brand_id: brand.map(|b| b.id.0),
         provider_id: params
             .provider
             .as_deref()
-            .map(|slug| provider_id(&app, slug))
+            .map(|slug| provider_id(app, slug))
             .transpose()?,
         unmatched: true,
         unmatched_reason: reason.and_then(MatchOutcome::reason_code),
-        ..status_filter(None, params.include_delisted.as_deref())?
+        ..include_delisted
     };
     let query = ListingQuery {
         text: None,
@@ -91,11 +108,11 @@ pub async fn unmatched_listings(
         limit: pagination.page_size,
     };
     let hits = app.listings.search(&query)?;
-    let context = listing_context(&app, None, &media)?;
+    let context = listing_context(app, None, media)?;
     // Read once: the view and the reason come from the same record, so a listing gone since
     // the search cannot shift one listing's reason onto another, and one matched since (by a
     // write between the search and the read) is left out rather than given a false reason.
-    let data = assemble::listing_views_with(&app, &hits.ids, &context, |listing, view| {
+    let data = assemble::listing_views_with(app, &hits.ids, &context, |listing, view| {
         Some(UnmatchedListing {
             listing: view,
             unmatched_reason: listing.matching.reason()?,
@@ -119,32 +136,46 @@ pub struct AuditParams {
     params(PageParams, AuditParams),
     responses((status = 200, description = "A page of audit entries", body = AuditPage)))]
 pub async fn audit(
-    State(app): State<AppState>,
+    work: Work,
     Params(page): Params<PageParams>,
     Params(params): Params<AuditParams>,
 ) -> ApiResult<Json<Page<AuditEntryView>>> {
     let pagination = page.pagination()?;
-    let wanted = |user: &str, action: &str| {
-        params.user.as_deref().is_none_or(|u| u == user)
-            && params.action.as_deref().is_none_or(|a| a == action)
+    work.run(move |app| {
+        let (entries, total) = match (&params.user, &params.action) {
+            (None, None) => app
+                .store
+                .audit()
+                .page_newest_first(pagination.offset(), pagination.page_size)?,
+            _ => audit_filtered(app, &params, pagination)?,
+        };
+        let data = entries.into_iter().map(AuditEntryView::from).collect();
+        Ok(Json(pagination.wrap(data, total)))
+    })
+    .await
+}
+
+/// A page of the entries by a user or of an action, and how many there are: every entry is
+/// read to count them (no key names its user or action).
+fn audit_filtered(
+    app: &App,
+    params: &AuditParams,
+    pagination: Pagination,
+) -> ApiResult<(Vec<AuditEntry>, usize)> {
+    let wanted = |entry: &AuditEntry| {
+        params.user.as_deref().is_none_or(|u| u == entry.user)
+            && params.action.as_deref().is_none_or(|a| a == entry.action)
     };
-    let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
+    let (mut total, mut page) = (0, Vec::with_capacity(pagination.page_size));
     for entry in app.store.audit().audit_newest_first() {
         let entry = entry?;
-        if !wanted(&entry.user, &entry.action) {
+        if !wanted(&entry) {
             continue;
         }
-        if total >= pagination.offset() && data.len() < pagination.page_size {
-            data.push(AuditEntryView {
-                id: entry.id.to_string(),
-                at: entry.at.to_rfc3339(),
-                user: entry.user,
-                action: entry.action,
-                targets: entry.targets,
-                detail: entry.detail,
-            });
+        if total >= pagination.offset() && page.len() < pagination.page_size {
+            page.push(entry);
         }
         total += 1;
     }
-    Ok(Json(pagination.wrap(data, total)))
+    Ok((page, total))
 }

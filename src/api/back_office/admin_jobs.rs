@@ -4,15 +4,15 @@
 //! job), the jobs listed and read. Bad input is refused before a job is queued; jobs run one at
 //! a time in submission order (`jobs::queue`).
 
-use super::{actor, blocking, Caller};
+use super::{actor, Caller};
 use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
+use crate::api::layers::capacity::Work;
 use crate::api::layers::BodyLimit;
 use crate::api::params::{PageParams, Params, PathParams};
 use crate::api::views::back_office::JobView;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::JobPage;
 use crate::api::views::Page;
-use crate::api::AppState;
 use crate::domain::JobId;
 use crate::jobs::batch::Batch;
 use crate::jobs::ingest;
@@ -22,7 +22,6 @@ use crate::jobs::snapshot_rules::{
 };
 use crate::jobs::writer::IndexChoice;
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -75,7 +74,7 @@ pub struct ReindexParams {
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
 pub async fn submit_snapshot(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
     Extension(SnapshotLimit(limit)): Extension<SnapshotLimit>,
     PathParams(slug): PathParams<String>,
@@ -84,10 +83,13 @@ pub async fn submit_snapshot(
 ) -> ApiResult<Response> {
     let actor = actor(&caller)?;
     let rules = snapshot_rules(&params, &actor)?;
-    let known = app.clone();
     let provider = slug.clone();
-    blocking(move || Ok(ingest::provider(&known.store, &provider)?)).await?;
-    let spooled = app.jobs().spool_file().map_err(|e| internal(&e))?;
+    let spooled = work
+        .run(move |app| {
+            ingest::provider(&app.store, &provider)?;
+            app.jobs().spool_file().map_err(|e| internal(&e))
+        })
+        .await?;
     let mut file = tokio::fs::File::create(spooled.path())
         .await
         .map_err(|e| internal(&e))?;
@@ -96,22 +98,22 @@ pub async fn submit_snapshot(
     drop(file);
     tracing::info!(provider = %slug, bytes = size, "snapshot received");
     let name = format!("snapshot of {slug}");
-    let checked = (app.clone(), spooled, rules, slug.clone());
-    let (app, spooled, name, rules) = blocking(move || {
-        let (app, spooled, rules, slug) = checked;
-        let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
-        let snapshot = std::io::BufReader::new(file);
-        ingest::check_snapshot(&app.store, &slug, &name, snapshot, &rules)?;
-        Ok((app, spooled, name, rules))
-    })
-    .await?;
+    let provider = slug.clone();
+    let (spooled, name, rules) = work
+        .run(move |app| {
+            let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
+            let snapshot = std::io::BufReader::new(file);
+            ingest::check_snapshot(&app.store, &provider, &name, snapshot, &rules)?;
+            Ok((spooled, name, rules))
+        })
+        .await?;
     let batch = Batch::Snapshot {
         provider: slug.clone(),
         file: spooled.path().to_owned(),
         name,
         rules,
     };
-    submit(app, actor, batch, Some(spooled)).await
+    submit(&work, actor, batch, Some(spooled)).await
 }
 
 /// Submits an ECB daily reference-rates file (`eurofxref-daily.xml`) to be loaded.
@@ -122,7 +124,7 @@ pub async fn submit_snapshot(
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
 pub async fn submit_rates(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
     Extension(BodyLimit(limit)): Extension<BodyLimit>,
     body: Body,
@@ -134,18 +136,15 @@ pub async fn submit_rates(
         .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
     crate::domain::rates::parse_ecb_xml(&xml)
         .and_then(|rates| crate::domain::rates::ConversionTable::from_ecb(&rates))?;
-    submit(app, actor, Batch::Rates { xml }, None).await
+    submit(&work, actor, Batch::Rates { xml }, None).await
 }
 
 /// Submits a match: every unmatched listing tried again (after an import added models).
 #[utoipa::path(post, path = "/admin/match", operation_id = "admin_submit_match", tag = "jobs",
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
-pub async fn submit_match(
-    State(app): State<AppState>,
-    Extension(caller): Extension<Caller>,
-) -> ApiResult<Response> {
-    submit(app, actor(&caller)?, Batch::Match, None).await
+pub async fn submit_match(work: Work, Extension(caller): Extension<Caller>) -> ApiResult<Response> {
+    submit(&work, actor(&caller)?, Batch::Match, None).await
 }
 
 /// Submits a rebuild of the search indexes from the store, then the duplicate finder's pass.
@@ -154,7 +153,7 @@ pub async fn submit_match(
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
 pub async fn submit_reindex(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
     Params(params): Params<ReindexParams>,
 ) -> ApiResult<Response> {
@@ -166,7 +165,7 @@ pub async fn submit_reindex(
             "index is catalogue, listings or all",
         )
     })?;
-    submit(app, actor, Batch::Reindex(which), None).await
+    submit(&work, actor, Batch::Reindex(which), None).await
 }
 
 /// Submits the duplicate finder's full pass over every model.
@@ -174,10 +173,10 @@ pub async fn submit_reindex(
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
 pub async fn submit_duplicates(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
 ) -> ApiResult<Response> {
-    submit(app, actor(&caller)?, Batch::Duplicates, None).await
+    submit(&work, actor(&caller)?, Batch::Duplicates, None).await
 }
 
 /// The jobs submitted to this data dir, newest first.
@@ -185,11 +184,11 @@ pub async fn submit_duplicates(
     params(PageParams),
     responses((status = 200, description = "A page of jobs", body = JobPage)))]
 pub async fn list_jobs(
-    State(app): State<AppState>,
+    work: Work,
     Params(page): Params<PageParams>,
 ) -> ApiResult<Json<Page<JobView>>> {
     let pagination = page.pagination()?;
-    blocking(move || {
+    work.run(move |app| {
         let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
         for job in app.store.jobs().jobs_newest_first() {
             let job = job?;
@@ -207,24 +206,23 @@ pub async fn list_jobs(
 #[utoipa::path(get, path = "/admin/jobs/{id}", operation_id = "admin_get_job", tag = "jobs",
     params(("id" = String, Path, description = "Job id")),
     responses((status = 200, description = "The job", body = JobView)))]
-pub async fn get_job(
-    State(app): State<AppState>,
-    PathParams(id): PathParams<String>,
-) -> ApiResult<Json<JobView>> {
+pub async fn get_job(work: Work, PathParams(id): PathParams<String>) -> ApiResult<Json<JobView>> {
     let unknown = || ApiError::not_found(format!("no job {id}"), "GET /v1/admin/jobs lists them");
     let job = id.parse::<JobId>().map_err(|_| unknown())?;
-    let found = blocking(move || Ok(app.job_context().job(job)?)).await?;
+    let found = work.run(move |app| Ok(app.job_context().job(job)?)).await?;
     found.map(|job| Json(job.into())).ok_or_else(unknown)
 }
 
 /// Queues `batch` and answers 202 with the job and its `Location`.
 async fn submit(
-    app: AppState,
+    work: &Work,
     actor: crate::jobs::users::Actor,
     batch: Batch,
     spooled: Option<SpoolFile>,
 ) -> ApiResult<Response> {
-    let record = blocking(move || Ok(app.job_context().submit(&actor, batch, spooled)?)).await?;
+    let record = work
+        .run(move |app| Ok(app.job_context().submit(&actor, batch, spooled)?))
+        .await?;
     let location = format!("/v1/admin/jobs/{}", record.id);
     Ok((
         StatusCode::ACCEPTED,

@@ -7,15 +7,14 @@ use super::{Caller, ClientIp, LOGIN_WINDOW};
 use crate::api::config::RateLimitConfig;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::error::ErrorBody;
-use crate::api::error::{internal, ApiError, ApiResult};
+use crate::api::error::{ApiError, ApiResult};
+use crate::api::layers::capacity::Work;
 use crate::api::layers::rate_limit::RateLimiter;
 use crate::api::requests::{Credentials, JsonBody};
 use crate::api::views::back_office::SessionView;
-use crate::api::AppState;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
-use crate::domain::{Session, Timestamp, User, Username};
+use crate::domain::{Session, Timestamp, Username};
 use crate::jobs::users::{audit_entry, Actor};
-use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -99,7 +98,7 @@ fn name_key(name: &str, ip: IpAddr) -> (String, IpAddr) {
         (status = 401, description = "unauthorized: wrong username or password (one answer for both)", body = ErrorBody),
         (status = 403, description = "forbidden: the request came from another origin", body = ErrorBody)))]
 pub async fn login(
-    State(app): State<AppState>,
+    work: Work,
     Extension(sign_in): Extension<Arc<SignIn>>,
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(credentials): JsonBody<Credentials>,
@@ -111,19 +110,16 @@ pub async fn login(
     }
     // Argon2 is tens of milliseconds of one core: off the async workers (docs/decisions.md,
     // D-103).
-    let user = tokio::task::spawn_blocking({
-        let app = app.clone();
-        move || -> ApiResult<Option<User>> {
+    let user = work
+        .run(move |app| {
             let user = Username::parse(&credentials.username)
                 .ok()
                 .map(|name| app.store.sessions().user(&name))
                 .transpose()?
                 .flatten();
             Ok(check_credentials(user.as_ref(), &credentials.password).cloned())
-        }
-    })
-    .await
-    .map_err(|error| internal(&error))??;
+        })
+        .await?;
     let Some(user) = user else {
         sign_in.count_failure(ip, &name, now);
         tracing::info!(client = %ip, "login failed");
@@ -139,14 +135,19 @@ pub async fn login(
         last_seen_at: Timestamp::now(),
     };
     let actor = Actor::User(session.user.clone());
-    let entry = audit_entry(
-        &app.store,
-        &actor,
-        "auth.login",
-        vec![format!("user:{}", session.user)],
-        format!("from {ip}"),
-    )?;
-    app.store.sessions().open_session(&session, &entry)?;
+    let session = work
+        .run(move |app| {
+            let entry = audit_entry(
+                &app.store,
+                &actor,
+                "auth.login",
+                vec![format!("user:{}", session.user)],
+                format!("from {ip}"),
+            )?;
+            app.store.sessions().open_session(&session, &entry)?;
+            Ok(session)
+        })
+        .await?;
     let cookie = sign_in.sessions.cookie(&token);
     let body = SessionView {
         username: session.user.to_string(),
@@ -160,7 +161,7 @@ pub async fn login(
     responses((status = 204, description = "Signed out; the session cookie is cleared"),
         (status = 401, description = "unauthorized: no session to end", body = ErrorBody)))]
 pub async fn logout(
-    State(app): State<AppState>,
+    work: Work,
     Extension(sign_in): Extension<Arc<SignIn>>,
     Extension(caller): Extension<Caller>,
 ) -> ApiResult<Response> {
@@ -169,10 +170,14 @@ pub async fn logout(
     };
     let actor = Actor::User(signed.user.name.clone());
     let target = vec![format!("user:{}", signed.user.name)];
-    let entry = audit_entry(&app.store, &actor, "auth.logout", target, "")?;
-    app.store
-        .sessions()
-        .close_session(&signed.session, Some(&entry))?;
+    work.run(move |app| {
+        let entry = audit_entry(&app.store, &actor, "auth.logout", target, "")?;
+        Ok(app
+            .store
+            .sessions()
+            .close_session(&signed.session, Some(&entry))?)
+    })
+    .await?;
     let cookie = sign_in.sessions.expired_cookie();
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }

@@ -3,9 +3,10 @@
 //! duplicates into a keeper, or dismiss its pairs. Writes go through `jobs::merge`; the full
 //! pass of the finder is a batch job, `POST /admin/duplicates/rebuild` (`admin_jobs`).
 
-use super::{actor, blocking, write, Caller};
+use super::{actor, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::ApiResult;
+use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{DismissBody, JsonBody, MergeBody};
@@ -14,12 +15,10 @@ use crate::api::views::back_office::{
     MergeView, SeriesRef,
 };
 use crate::api::views::EntityRef;
-use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{normalize_reference, DuplicateSignal, ModelId};
 use crate::jobs::duplicates::Group;
 use crate::jobs::merge::{self, MergeError};
-use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Deserialize;
 
@@ -52,7 +51,7 @@ const KINDS: [(&str, Option<DuplicateSignal>); 4] = [
     params(PageParams, GroupParams),
     responses((status = 200, description = "A page of duplicate groups", body = DuplicateGroupPage)))]
 pub async fn groups(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupParams>,
@@ -60,7 +59,7 @@ pub async fn groups(
     let pagination = page.pagination()?;
     let kind = parse_choice("kind", params.kind.as_deref(), &KINDS)?.flatten();
     let text = parse_text(params.q.as_deref())?;
-    blocking(move || {
+    work.run(move |app| {
         let brand = params
             .brand
             .as_deref()
@@ -116,7 +115,7 @@ pub async fn groups(
     request_body = MergeBody,
     responses((status = 200, description = "The duplicates are merged into the keeper", body = MergeView)))]
 pub async fn merge(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<MergeBody>,
 ) -> ApiResult<Json<MergeView>> {
@@ -127,7 +126,7 @@ pub async fn merge(
         .iter()
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
-    blocking(move || {
+    work.run(move |app| {
         let merged = write(&app, |turn| {
             merge::merge(turn, &app.listings, &actor, keeper, &duplicates)
         })?;
@@ -162,7 +161,7 @@ pub async fn merge(
     request_body = DismissBody,
     responses((status = 200, description = "The pairs are dismissed", body = DismissView)))]
 pub async fn dismiss(
-    State(app): State<AppState>,
+    work: Work,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<DismissBody>,
 ) -> ApiResult<Json<DismissView>> {
@@ -172,7 +171,7 @@ pub async fn dismiss(
         .iter()
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
-    blocking(move || {
+    work.run(move |app| {
         let dismissed_pairs = write(&app, |turn| merge::dismiss(turn, &actor, &models))?;
         Ok(DismissView { dismissed_pairs })
     })

@@ -13,7 +13,6 @@ pub mod picture_review;
 pub mod reconciliation;
 
 use super::error::{internal, ApiError, ApiResult, ErrorCode};
-use super::AppState;
 use crate::auth::{tokens_in_cookies, SessionPolicy, MAX_SESSION_COOKIES};
 use crate::domain::{Role, Session, Timestamp, User};
 use crate::jobs::users::Actor;
@@ -79,7 +78,7 @@ pub struct ClientIp(pub IpAddr);
 
 /// What [`identify`] needs: the store and the session rules.
 pub struct Identity {
-    pub app: AppState,
+    pub app: std::sync::Arc<crate::app::App>,
     pub sessions: SessionPolicy,
 }
 
@@ -215,8 +214,6 @@ pub fn write<T, E: ErrorCode>(
 ) -> ApiResult<T> {
     Ok(app.writer().run(job)?.value)
 }
-
-pub(crate) use crate::api::layers::capacity::blocking;
 
 #[cfg(test)]
 mod tests {

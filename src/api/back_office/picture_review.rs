@@ -2,9 +2,10 @@
 //! on, and the writes that decide (select a candidate, keep the picture, set and protect the
 //! FRONT picture). Writes go through `jobs::picture_review`, one atomic write each.
 
-use super::{actor, blocking, write, Caller};
+use super::{actor, write, Caller};
 use crate::api::assemble::{media_url, shown_picture};
 use crate::api::error::{internal_because, ApiError, ApiResult};
+use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::params::{parse_choice, PageParams, Params, PathParams};
 use crate::api::requests::{FrontPictureBody, JsonBody};
@@ -14,7 +15,6 @@ use crate::api::views::back_office::{
 use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::ReviewQueuePage;
-use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{
     CandidateId, FetchState, Model, ModelId, Picture, PictureCandidate, PictureId, PictureReview,
@@ -24,7 +24,6 @@ use crate::jobs::picture_review::{self, ReviewError, ReviewedPicture};
 use crate::jobs::users::Actor;
 use crate::media::fetch::{is_web_url, MAX_URL_LENGTH};
 use crate::store::WriteTurn;
-use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Deserialize;
 
@@ -52,7 +51,7 @@ const STATUSES: [(&str, &[ReviewStatus]); 3] = [
     params(PageParams, ReviewParams),
     responses((status = 200, description = "A page of models to review", body = ReviewQueuePage)))]
 pub async fn queue(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<ReviewParams>,
@@ -60,13 +59,14 @@ pub async fn queue(
     let pagination = page.pagination()?;
     let lists = parse_choice("status", params.status.as_deref(), &STATUSES)?
         .unwrap_or(&[ReviewStatus::Pending]);
-    let page = blocking(move || {
-        let models = app.store.pictures().review_queue(lists)?;
-        pagination
-            .slice(models)
-            .try_map(|model| queue_item(&app, &media.0, model))
-    })
-    .await?;
+    let page = work
+        .run(move |app| {
+            let models = app.store.pictures().review_queue(lists)?;
+            pagination
+                .slice(models)
+                .try_map(|model| queue_item(&app, &media.0, model))
+        })
+        .await?;
     Ok(Json(page))
 }
 
@@ -79,19 +79,19 @@ pub async fn queue(
     params(("id" = String, Path, description = "Candidate id")),
     responses((status = 200, description = "The model's new FRONT picture", body = ReviewPicture)))]
 pub async fn select(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
     let unknown = || ReviewError::UnknownCandidate(id.clone());
     let candidate = id.parse::<CandidateId>().map_err(|_| unknown())?;
-    let done = decide(app.clone(), &caller, move |turn, actor| {
+    let done = decide(&work, &caller, move |turn, actor| {
         picture_review::select(turn, actor, candidate)
     })
     .await?;
-    app.urgent_pictures().push(done.picture);
-    answer_picture(app, media, done).await
+    work.urgent_pictures().push(done.picture);
+    answer_picture(&work, media, done).await
 }
 
 /// Keeps the model's picture as it is and takes the model out of the pending queue.
@@ -101,18 +101,18 @@ pub async fn select(
     params(("id" = String, Path, description = "Picture id of a model picture")),
     responses((status = 200, description = "The picture kept", body = ReviewPicture)))]
 pub async fn keep(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<ReviewPicture>> {
     let unknown = || ReviewError::UnknownPicture(id.clone());
     let picture = id.parse::<PictureId>().map_err(|_| unknown())?;
-    let done = decide(app.clone(), &caller, move |turn, actor| {
+    let done = decide(&work, &caller, move |turn, actor| {
         picture_review::keep(turn, actor, picture)
     })
     .await?;
-    answer_picture(app, media, done).await
+    answer_picture(&work, media, done).await
 }
 
 /// The model's FRONT picture, or its oldest, with its raw source URL, `protected`, review
@@ -121,12 +121,12 @@ pub async fn keep(
     params(("id" = String, Path, description = "Model id")),
     responses((status = 200, description = "The model's FRONT picture", body = FrontPictureAnswer)))]
 pub async fn front_picture(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     PathParams(id): PathParams<String>,
 ) -> ApiResult<Json<FrontPictureAnswer>> {
     let model = model_id(&id)?;
-    blocking(move || {
+    work.run(move |app| {
         let model = app
             .store
             .catalogue()
@@ -149,7 +149,7 @@ pub async fn front_picture(
     request_body = FrontPictureBody,
     responses((status = 200, description = "The model's FRONT picture as it is now", body = FrontPictureAnswer)))]
 pub async fn set_front_picture(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     PathParams(id): PathParams<String>,
@@ -165,14 +165,14 @@ pub async fn set_front_picture(
         ));
     }
     let replaced = body.url.is_some();
-    let done = decide(app.clone(), &caller, move |turn, actor| {
+    let done = decide(&work, &caller, move |turn, actor| {
         picture_review::set_front_picture(turn, actor, model, body.url.as_deref(), body.protected)
     })
     .await?;
     if replaced {
-        app.urgent_pictures().push(done.picture);
+        work.urgent_pictures().push(done.picture);
     }
-    blocking(move || {
+    work.run(move |app| {
         let model = app
             .store
             .catalogue()
@@ -191,21 +191,22 @@ fn model_id(id: &str) -> ApiResult<ModelId> {
 
 /// Runs a review write for the signed-in admin through the writer, off the async workers.
 async fn decide(
-    app: AppState,
+    work: &Work,
     caller: &Caller,
     job: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
-    blocking(move || write(&app, |turn| job(turn, &actor))).await
+    work.run(move |app| write(&app, |turn| job(turn, &actor)))
+        .await
 }
 
 /// The picture a write acted on, as it is now.
 async fn answer_picture(
-    app: AppState,
+    work: &Work,
     media: MediaBase,
     done: ReviewedPicture,
 ) -> ApiResult<Json<ReviewPicture>> {
-    blocking(move || {
+    work.run(move |app| {
         let gone = || {
             internal_because(format!(
                 "model {} vanished after a review write",

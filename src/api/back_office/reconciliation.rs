@@ -4,9 +4,10 @@
 //! for it.
 
 use super::nearest_models::{example_titles, nearest_models};
-use super::{actor, blocking, write, Caller};
+use super::{actor, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{ApiError, ApiResult};
+use crate::api::layers::capacity::Work;
 use crate::api::listings::{provider_id, MediaBase};
 use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
@@ -16,7 +17,6 @@ use crate::api::views::back_office::{
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::ReconciliationGroupPage;
 use crate::api::views::{EntityRef, Page};
-use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{
     normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
@@ -24,7 +24,6 @@ use crate::domain::{
 use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
-use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -58,22 +57,23 @@ pub struct GroupParams {
     params(PageParams, GroupParams),
     responses((status = 200, description = "A page of groups of unmatched listings", body = ReconciliationGroupPage)))]
 pub async fn groups(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(params): Params<GroupParams>,
 ) -> ApiResult<Json<Page<ReconciliationGroup>>> {
     let pagination = page.pagination()?;
-    let filter = GroupFilter::parse(&app, &params)?;
-    let page = blocking(move || {
-        let groups = reconciliation::unmatched_groups(&app.store, &app.listings)?;
-        let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
-        let mut context = GroupContext::new(&app, &media)?;
-        pagination
-            .slice(wanted)
-            .try_map(|group| context.view(&group))
-    })
-    .await?;
+    let page = work
+        .run(move |app| {
+            let filter = GroupFilter::parse(app, &params)?;
+            let groups = reconciliation::unmatched_groups(&app.store, &app.listings)?;
+            let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
+            let mut context = GroupContext::new(&app, &media)?;
+            pagination
+                .slice(wanted)
+                .try_map(|group| context.view(&group))
+        })
+        .await?;
     Ok(Json(page))
 }
 
@@ -283,14 +283,14 @@ fn most_used<'t>(texts: impl Iterator<Item = &'t str>) -> Option<&'t str> {
     request_body = LinkBody,
     responses((status = 200, description = "The listings are linked", body = ReconciledView)))]
 pub async fn link(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<LinkBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
-    reconcile_with(app, &caller, media, move |turn, app, actor| {
+    reconcile_with(&work, &caller, media, move |turn, app, actor| {
         reconciliation::link(turn, &app.listings, actor, &selection, model)
     })
     .await
@@ -305,12 +305,12 @@ pub async fn link(
     request_body = CreateModelBody,
     responses((status = 200, description = "The model is made and the listings linked", body = ReconciledView)))]
 pub async fn create_model(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<CreateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
-    reconcile_with(app, &caller, media, move |turn, app, actor| {
+    reconcile_with(&work, &caller, media, move |turn, app, actor| {
         reconciliation::create_model(turn, &app.listings, actor, &body.group, body.fields)
     })
     .await
@@ -325,13 +325,13 @@ pub async fn create_model(
     request_body = UpdateModelBody,
     responses((status = 200, description = "The model is updated and the listings linked", body = ReconciledView)))]
 pub async fn update_model(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<UpdateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     let model = model_id(&body.model)?;
-    reconcile_with(app, &caller, media, move |turn, app, actor| {
+    reconcile_with(&work, &caller, media, move |turn, app, actor| {
         reconciliation::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
     })
     .await
@@ -382,7 +382,7 @@ fn model_id(id: &str) -> ApiResult<ModelId> {
 /// Runs `job` for the signed-in admin through the data dir's writer, off the async workers
 /// (it may wait for a running ingest's turn), and answers what it wrote.
 async fn reconcile_with(
-    app: AppState,
+    work: &Work,
     caller: &Caller,
     media: MediaBase,
     job: impl FnOnce(&WriteTurn<'_>, &App, &Actor) -> Result<Reconciled, ReconcileError>
@@ -390,7 +390,7 @@ async fn reconcile_with(
         + 'static,
 ) -> ApiResult<Json<ReconciledView>> {
     let actor = actor(caller)?;
-    blocking(move || {
+    work.run(move |app| {
         let reconciled = write(&app, |turn| job(turn, &app, &actor))?;
         reconciled_view(&app, &reconciled, &media)
     })

@@ -3,8 +3,10 @@
 //! turn; a request that would queue beyond that is refused at once with 503 and `Retry-After`.
 //! Slots are taken around the work only: a client slow to send its body holds none.
 
-use crate::api::error::{internal, ApiError, ApiResult};
-use axum::extract::{Request, State};
+use crate::api::error::{internal, internal_because, ApiError, ApiResult};
+use crate::app::App;
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::Response;
 use std::sync::Arc;
@@ -78,18 +80,18 @@ impl Capacity {
     }
 }
 
-tokio::task_local! {
-    /// The slots of the server answering the current request.
-    static SLOTS: Arc<Capacity>;
-}
+/// The server's slots, put on every request by the admit layer for [`Work`] to take.
+#[derive(Clone)]
+struct Admitted(Arc<Capacity>);
 
-/// Makes the server's slots the ones [`blocking`] takes while this request is answered.
+/// Puts the server's slots on the request, for the [`Work`] its handler extracts.
 pub async fn admit(
     State(capacity): State<Arc<Capacity>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    SLOTS.scope(capacity, next.run(request)).await
+    request.extensions_mut().insert(Admitted(capacity));
+    next.run(request).await
 }
 
 fn busy() -> ApiError {
@@ -99,21 +101,67 @@ fn busy() -> ApiError {
     }
 }
 
-/// Runs `job`, a handler's store and index calls, on tokio's blocking pool in one of the
-/// server's slots: a slow query holds a slot, never an async worker that other requests need.
-/// Outside a request of the server (a unit test of a handler), without a slot.
-pub async fn blocking<T: Send + 'static>(
-    job: impl FnOnce() -> ApiResult<T> + Send + 'static,
-) -> ApiResult<T> {
-    let slot = match SLOTS.try_with(Arc::clone) {
-        Ok(capacity) => Some(capacity.take().await?),
-        Err(_) => None,
-    };
-    // The slot goes with the job: a client that hangs up does not free it while the job runs.
-    tokio::task::spawn_blocking(move || {
-        let _slot = slot;
-        job()
-    })
-    .await
-    .map_err(|error| internal(&error))?
+/// The router's state: the app, out of a handler's reach but through [`Work::run`].
+#[derive(Clone)]
+pub struct Served(Arc<App>);
+
+impl Served {
+    pub fn new(app: Arc<App>) -> Served {
+        Served(app)
+    }
+}
+
+/// The one way a handler reaches the store and the indexes: [`Work::run`] hands the app to a
+/// closure on tokio's blocking pool, in one of the server's slots, so a slow query holds a
+/// slot, never an async worker that other requests need. Extracted from a request the admit
+/// layer let in; a route outside it answers 500 (a mistake of the router's, shown at once)
+/// rather than running without a slot.
+#[derive(Clone)]
+pub struct Work {
+    app: Arc<App>,
+    capacity: Arc<Capacity>,
+}
+
+impl FromRequestParts<Served> for Work {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, served: &Served) -> ApiResult<Work> {
+        let Some(Admitted(capacity)) = parts.extensions.get::<Admitted>().cloned() else {
+            return Err(internal_because(
+                "a route outside the admit layer: no request slots",
+            ));
+        };
+        Ok(Work {
+            app: served.0.clone(),
+            capacity,
+        })
+    }
+}
+
+impl Work {
+    /// Pictures a person is waiting for (no store access: a queue in memory).
+    pub fn urgent_pictures(&self) -> &crate::jobs::pictures::UrgentPictures {
+        self.app.urgent_pictures()
+    }
+
+    /// The media store's files, read asynchronously (no store access).
+    pub fn media(&self) -> &crate::media::MediaStore {
+        self.app.media()
+    }
+
+    /// Runs `job`, a handler's store and index calls, on the blocking pool in a slot.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&Arc<App>) -> ApiResult<T> + Send + 'static,
+    ) -> ApiResult<T> {
+        let slot = self.capacity.take().await?;
+        let app = self.app.clone();
+        // The slot goes with the job: a client that hangs up does not free it while the job runs.
+        tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            job(&app)
+        })
+        .await
+        .map_err(|error| internal(&error))?
+    }
 }

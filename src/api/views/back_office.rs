@@ -45,6 +45,19 @@ pub struct AuditEntryView {
     pub detail: String,
 }
 
+impl From<crate::domain::AuditEntry> for AuditEntryView {
+    fn from(entry: crate::domain::AuditEntry) -> AuditEntryView {
+        AuditEntryView {
+            id: entry.id.to_string(),
+            at: entry.at.to_rfc3339(),
+            user: entry.user,
+            action: entry.action,
+            targets: entry.targets,
+            detail: entry.detail,
+        }
+    }
+}
+
 /// The signed-in user.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SessionView {

@@ -5,12 +5,10 @@
 use super::entity::{caliber_label, Entity, EntityId};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::layers::capacity::blocking;
+use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::params::Params;
-use crate::api::AppState;
 use crate::app::App;
-use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
@@ -35,7 +33,7 @@ pub struct PreviewParams {
     params(PreviewParams),
     responses((status = 200, description = "An HTML card of the entity", content_type = "text/html", body = String)))]
 pub async fn preview(
-    State(app): State<AppState>,
+    work: Work,
     Extension(media): Extension<MediaBase>,
     Params(params): Params<PreviewParams>,
 ) -> ApiResult<Response> {
@@ -52,11 +50,12 @@ pub async fn preview(
         ));
     };
     let id = EntityId::parse(id).ok_or_else(not_found)?;
-    let card = blocking(move || {
-        let entity = Entity::read(&app, &id)?.ok_or_else(not_found)?;
-        card_of(&app, &media, entity)?.ok_or_else(not_found)
-    })
-    .await?;
+    let card = work
+        .run(move |app| {
+            let entity = Entity::read(&app, &id)?.ok_or_else(not_found)?;
+            card_of(&app, &media, entity)?.ok_or_else(not_found)
+        })
+        .await?;
     let mut response = card.into_response();
     let headers = response.headers_mut();
     headers.insert(

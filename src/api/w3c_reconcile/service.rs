@@ -6,21 +6,19 @@ use super::extend::{extend, ExtensionQuery};
 use super::query_batch::{parse_batch, read_batch, Query};
 use super::query_candidates::candidates;
 use crate::api::error::{internal, ApiError, ApiResult};
-use crate::api::layers::capacity::blocking;
+use crate::api::layers::capacity::Work;
 use crate::api::layers::BodyLimit;
 use crate::api::params::Params;
 use crate::api::requests::refuse_repeated_key;
 use crate::api::views::w3c::{Manifest, QueryResult};
-use crate::api::AppState;
 use crate::app::App;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Form, Json};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Query string of `GET /reconcile` (and the fields of a form posted to it).
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams, utoipa::ToSchema)]
@@ -83,13 +81,13 @@ const JSON_BODY_HINT: &str = "send a query batch as one JSON object";
     params(ServiceParams),
     responses((status = 200, description = "Without `queries` and `extend`: the service manifest. With `queries`: the candidates of each query, by key. With `extend`: the values of each id (W3C Reconciliation API 0.2 schemas). With `callback`, the same as JavaScript (JSONP).", content_type = "application/json", body = Object)))]
 pub async fn reconcile_get(
-    State(app): State<AppState>,
+    work: Work,
     headers: HeaderMap,
     Params(params): Params<ServiceParams>,
 ) -> ApiResult<Response> {
     let jsonp = Jsonp::parse(params.callback.as_deref())?;
     let ask = Ask::from_fields(params.queries.as_deref(), params.extend.as_deref())?;
-    let mut response = jsonp.answer_value(answer(app, &headers, ask).await?);
+    let mut response = jsonp.answer_value(answer(&work, &headers, ask).await?);
     // The manifest's URLs follow these headers: a shared cache must key on them too.
     response.headers_mut().append(
         axum::http::header::VARY,
@@ -105,7 +103,7 @@ pub async fn reconcile_get(
         description = "`queries` or `extend` as JSON text. A JSON body (application/json) may instead be the batch itself, or `{\"queries\": ...}` / `{\"extend\": ...}`."),
     responses((status = 200, description = "The candidates of each query, by key; or the values of each id", content_type = "application/json", body = Object)))]
 pub async fn reconcile_post(
-    State(app): State<AppState>,
+    work: Work,
     headers: HeaderMap,
     Params(params): Params<ServiceParams>,
     request: Request,
@@ -139,7 +137,7 @@ pub async fn reconcile_post(
         }
         _ => Ask::from_fields(params.queries.as_deref(), params.extend.as_deref())?,
     };
-    Ok(Json(answer(app, &headers, ask).await?).into_response())
+    Ok(Json(answer(&work, &headers, ask).await?).into_response())
 }
 
 fn content_type(headers: &HeaderMap) -> Option<String> {
@@ -149,13 +147,15 @@ fn content_type(headers: &HeaderMap) -> Option<String> {
         .map(str::to_ascii_lowercase)
 }
 
-async fn answer(app: Arc<App>, headers: &HeaderMap, ask: Ask) -> ApiResult<serde_json::Value> {
+async fn answer(work: &Work, headers: &HeaderMap, ask: Ask) -> ApiResult<serde_json::Value> {
     let value = match ask {
         Ask::Manifest => serde_json::to_value(Manifest::for_request(headers)),
         Ask::Queries(queries) => {
-            serde_json::to_value(blocking(move || results(&app, &queries)).await?)
+            serde_json::to_value(work.run(move |app| results(&app, &queries)).await?)
         }
-        Ask::Extend(query) => serde_json::to_value(blocking(move || extend(&app, &query)).await?),
+        Ask::Extend(query) => {
+            serde_json::to_value(work.run(move |app| extend(&app, &query)).await?)
+        }
     };
     value.map_err(|e| internal(&e))
 }

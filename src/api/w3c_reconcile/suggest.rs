@@ -7,13 +7,11 @@ use super::extend::extension_properties;
 use super::query_batch::QUERY_PROPERTIES;
 use super::service::Jsonp;
 use crate::api::error::{ApiError, ApiResult};
-use crate::api::layers::capacity::blocking;
+use crate::api::layers::capacity::Work;
 use crate::api::params::{parse_text_query, Params};
 use crate::api::views::w3c::{EntitySuggestion, NamedSuggestion, Suggestions};
-use crate::api::AppState;
 use crate::app::App;
 use crate::domain::{BrandId, ModelId};
-use axum::extract::State;
 use axum::response::Response;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 use serde::Deserialize;
@@ -44,7 +42,7 @@ pub struct SuggestParams {
     params(SuggestParams),
     responses((status = 200, description = "Suggested entities (W3C Reconciliation API 0.2, suggest-entities-response schema)", content_type = "application/json", body = Object)))]
 pub async fn suggest_entity(
-    State(app): State<AppState>,
+    work: Work,
     Params(params): Params<SuggestParams>,
 ) -> ApiResult<Response> {
     let jsonp = Jsonp::parse(params.callback.as_deref())?;
@@ -81,12 +79,13 @@ pub async fn suggest_entity(
         offset: cursor,
         limit: SUGGESTIONS,
     };
-    let result = blocking(move || match kind {
-        EntityType::Model => model_suggestions(&app, &app.index.search(&request)?.ids),
-        EntityType::Brand => brand_suggestions(&app, &app.index.search(&request)?.ids),
-        EntityType::Caliber => caliber_suggestions(&app, &text.normalized_reference, cursor),
-    })
-    .await?;
+    let result = work
+        .run(move |app| match kind {
+            EntityType::Model => model_suggestions(&app, &app.index.search(&request)?.ids),
+            EntityType::Brand => brand_suggestions(&app, &app.index.search(&request)?.ids),
+            EntityType::Caliber => caliber_suggestions(&app, &text.normalized_reference, cursor),
+        })
+        .await?;
     Ok(jsonp.answer(&Suggestions { result }))
 }
 
