@@ -1,7 +1,9 @@
 //! Back-pressure: a request's store and index work runs on tokio's blocking pool, never on the
 //! two async workers, at most `running` jobs at once with at most `waiting` more queued for a
 //! turn; a request that would queue beyond that is refused at once with 503 and `Retry-After`.
-//! Slots are taken around the work only: a client slow to send its body holds none.
+//! Slots are taken around the work only: a client slow to send its body holds none. A handler
+//! reaches the app only through [`Work::run`], so no store or index call can run on an async
+//! worker by mistake.
 
 use crate::api::error::{internal, internal_because, ApiError, ApiResult};
 use crate::app::App;
