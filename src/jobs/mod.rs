@@ -17,6 +17,7 @@ pub mod listing_writes;
 pub mod loaded_catalogue;
 pub mod matching;
 pub mod merge;
+pub mod nearest_models;
 pub mod picture_review;
 pub mod pictures;
 pub mod progress;

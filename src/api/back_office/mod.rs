@@ -8,7 +8,6 @@ pub mod admin;
 pub mod admin_jobs;
 pub mod auth;
 pub mod duplicate_models;
-pub mod nearest_models;
 pub mod picture_review;
 pub mod reconciliation;
 

@@ -1,9 +1,8 @@
 //! The reconciliation group: `GET /reconciliation` (unmatched listings grouped by the identity
-//! their sellers claim, with the nearest catalogue models of `nearest_models`) and the three
+//! their sellers claim, with the nearest catalogue models of `jobs::nearest_models`) and the three
 //! writes that resolve a group: link it to a model, create a model from it, or update a model
 //! for it.
 
-use super::nearest_models::{example_titles, nearest_models};
 use super::{actor, write, Caller};
 use crate::api::assemble::{self, Lookups};
 use crate::api::error::{ApiError, ApiResult};
@@ -11,6 +10,7 @@ use crate::api::layers::capacity::Work;
 use crate::api::listings::{provider_id, MediaBase};
 use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
+use crate::api::views::back_office::Candidate;
 use crate::api::views::back_office::{
     ClaimedBrandView, PriceRange, ProviderCount, ReconciledView, ReconciliationGroup,
 };
@@ -21,6 +21,7 @@ use crate::app::App;
 use crate::domain::{
     normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
 };
+use crate::jobs::nearest_models::{example_titles, nearest_models, NearModel};
 use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
@@ -210,7 +211,10 @@ impl<'a> GroupContext<'a> {
                 high: prices.iter().copied().max(),
             },
             example_titles: example_titles(group, EXAMPLE_TITLES),
-            candidates: nearest_models(self.app, group)?,
+            candidates: nearest_models(&self.app.store, &self.app.index, group)?
+                .into_iter()
+                .map(candidate_view)
+                .collect(),
         })
     }
 
@@ -412,4 +416,16 @@ fn reconciled_view(
         linked_listings: ids(&reconciled.linked),
         matched_listings: ids(&reconciled.matched),
     })
+}
+
+/// A near model as the back office shows it: the score to three decimals.
+fn candidate_view(near: NearModel) -> Candidate {
+    Candidate {
+        id: near.model.id.to_string(),
+        name: near.model.name,
+        reference_number: near.model.reference_number,
+        slug: near.model.slug.to_string(),
+        score: (near.score * 1000.0).round() / 1000.0,
+        signal: near.signal.as_str(),
+    }
 }

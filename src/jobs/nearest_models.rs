@@ -1,14 +1,24 @@
-//! The `candidates` of a `/reconciliation` group: the catalogue models nearest to a group of
-//! unmatched listings, models of the group's brand found in the catalogue index by the group's
+//! The catalogue models nearest to a group of unmatched listings (a `/reconciliation` group's
+//! `candidates`): models of the group's brand found in the catalogue index by the group's
 //! reference as a prefix, by its base reference, and by the words of its titles, each scored
-//! by string similarity (`strsim`).
+//! by string similarity (`strsim`). Read-only: the back office shows them, an admin links one.
 
-use crate::api::error::ApiResult;
-use crate::api::views::back_office::Candidate;
-use crate::app::App;
+use super::reconciliation::{Group, ReconcileError};
 use crate::domain::{normalize_reference, Model, ModelId};
-use crate::jobs::reconciliation::Group;
+use crate::store::Store;
+use catalogue_index::CatalogueIndex;
 use std::collections::BTreeMap;
+
+/// What the store and the catalogue index are read through.
+type Result<T> = std::result::Result<T, ReconcileError>;
+
+/// A model near a group: how near (0 to 1) and what found it.
+#[derive(Debug, Clone)]
+pub struct NearModel {
+    pub model: Model,
+    pub signal: Signal,
+    pub score: f64,
+}
 
 /// Candidates shown per group at most.
 pub const CANDIDATES_SHOWN: usize = 5;
@@ -40,12 +50,15 @@ impl Signal {
 }
 
 /// The models nearest to `group`, best first; none when its brand is unknown.
-pub fn nearest_models(app: &App, group: &Group) -> ApiResult<Vec<Candidate>> {
+pub fn nearest_models(
+    store: &Store,
+    index: &CatalogueIndex,
+    group: &Group,
+) -> Result<Vec<NearModel>> {
     let Some(brand) = group.brand() else {
         return Ok(Vec::new());
     };
-    let brand_name = app
-        .store
+    let brand_name = store
         .catalogue()
         .brand(brand)?
         .map(|b| b.name)
@@ -66,42 +79,41 @@ pub fn nearest_models(app: &App, group: &Group) -> ApiResult<Vec<Candidate>> {
     };
     if let Some(reference) = group.identity.reference.as_deref() {
         let by_reference = |model: &Model| reference_similarity(reference, model);
-        let prefixed = models_with_prefix(app, brand.0, reference)?;
+        let prefixed = models_with_prefix(store, index, brand.0, reference)?;
         consider(prefixed, Signal::ReferencePrefix, &by_reference);
         if let Some(base) = base_reference(reference) {
-            let based = models_with_prefix(app, brand.0, base)?;
+            let based = models_with_prefix(store, index, brand.0, base)?;
             consider(based, Signal::BaseReference, &by_reference);
         }
     }
     let titles = example_titles(group, usize::MAX);
-    let named = app
-        .index
-        .models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
-    let named = app
-        .store
+    let named = index.models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
+    let named = store
         .catalogue()
         .models(&named.into_iter().map(ModelId).collect::<Vec<_>>())?;
     let by_name = |model: &Model| name_similarity(&titles, &brand_name, model);
     consider(named, Signal::Name, &by_name);
-    ranked(app, found)
+    ranked(store, found)
 }
 
 /// The brand's models with a reference beginning with `prefix`.
-fn models_with_prefix(app: &App, brand: u64, prefix: &str) -> ApiResult<Vec<Model>> {
+fn models_with_prefix(
+    store: &Store,
+    index: &CatalogueIndex,
+    brand: u64,
+    prefix: &str,
+) -> Result<Vec<Model>> {
     if prefix.chars().count() < MIN_PREFIX {
         return Ok(Vec::new());
     }
-    let ids = app
-        .index
-        .models_with_reference_prefix(brand, prefix, PER_SIGNAL)?;
-    Ok(app
-        .store
+    let ids = index.models_with_reference_prefix(brand, prefix, PER_SIGNAL)?;
+    Ok(store
         .catalogue()
         .models(&ids.into_iter().map(ModelId).collect::<Vec<_>>())?)
 }
 
 /// The best [`CANDIDATES_SHOWN`] of `found`: highest score, then strongest signal, then id.
-fn ranked(app: &App, found: BTreeMap<ModelId, (Signal, f64)>) -> ApiResult<Vec<Candidate>> {
+fn ranked(store: &Store, found: BTreeMap<ModelId, (Signal, f64)>) -> Result<Vec<NearModel>> {
     let mut found: Vec<(ModelId, (Signal, f64))> = found.into_iter().collect();
     found.sort_by(|(a_id, (a_signal, a)), (b_id, (b_signal, b))| {
         b.total_cmp(a)
@@ -110,8 +122,7 @@ fn ranked(app: &App, found: BTreeMap<ModelId, (Signal, f64)>) -> ApiResult<Vec<C
     });
     found.truncate(CANDIDATES_SHOWN);
     let ids: Vec<ModelId> = found.iter().map(|(id, _)| *id).collect();
-    let mut models: BTreeMap<ModelId, Model> = app
-        .store
+    let mut models: BTreeMap<ModelId, Model> = store
         .catalogue()
         .models(&ids)?
         .into_iter()
@@ -120,13 +131,10 @@ fn ranked(app: &App, found: BTreeMap<ModelId, (Signal, f64)>) -> ApiResult<Vec<C
     Ok(found
         .into_iter()
         .filter_map(|(id, best)| Some((models.remove(&id)?, best)))
-        .map(|(model, (signal, score))| Candidate {
-            id: model.id.to_string(),
-            name: model.name,
-            reference_number: model.reference_number,
-            slug: model.slug.to_string(),
-            score: (score * 1000.0).round() / 1000.0,
-            signal: signal.as_str(),
+        .map(|(model, (signal, score))| NearModel {
+            model,
+            signal,
+            score,
         })
         .collect())
 }
