@@ -23,9 +23,9 @@ use std::sync::RwLock;
 
 /// Store, indexes and writer of one data dir.
 pub struct App {
-    pub store: Store,
-    pub index: Arc<CatalogueIndex>,
-    pub listings: Arc<ListingIndex>,
+    store: Store,
+    index: Arc<CatalogueIndex>,
+    listings: Arc<ListingIndex>,
     /// The writer, the media store, the job queue: what jobs reach.
     work: Arc<JobContext>,
     /// The conversion table and the store's rates epoch it was read at.
@@ -35,7 +35,7 @@ pub struct App {
     /// What pages of models read from the store, as its generation has it: a page shows each
     /// model from four sled reads, a large share of a text search's time over HTTP
     /// (docs/decisions.md, D-81).
-    pub kept: KeptReads,
+    kept: KeptReads,
 }
 
 /// Store reads kept per store generation (`api::assemble::Lookups`), a generation's at most
@@ -131,6 +131,26 @@ impl App {
             kept: KeptReads::default(),
         };
         Ok((app, report))
+    }
+
+    /// The store of record, read by area (`store().catalogue()`, …).
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The catalogue index (brands, series, models).
+    pub fn index(&self) -> &Arc<CatalogueIndex> {
+        &self.index
+    }
+
+    /// The listings index.
+    pub fn listings(&self) -> &Arc<ListingIndex> {
+        &self.listings
+    }
+
+    /// Store reads kept per store generation, for pages of models.
+    pub fn kept(&self) -> &KeptReads {
+        &self.kept
     }
 
     /// What jobs work with: the app's writer, media store, queue and kept duplicate groups.

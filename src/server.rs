@@ -78,7 +78,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     .await;
     background.stop().await;
     let _ = std::fs::remove_file(&address_file);
-    app.store.flush()?;
+    app.store().flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())
 }
@@ -153,7 +153,7 @@ async fn shutdown_signal() {
 /// Keeps the ACTIVE prices of the models with many listings, for `GET /listings/stats`.
 fn keep_large_model_prices(app: &App) {
     let started = std::time::Instant::now();
-    match (app.listings).keep_large_model_prices(crate::domain::ListingStatus::Active as u64) {
+    match (app.listings()).keep_large_model_prices(crate::domain::ListingStatus::Active as u64) {
         Ok(runs) => tracing::info!(runs, took = ?started.elapsed(), "large models' prices kept"),
         Err(error) => tracing::warn!(%error, "keeping the large models' prices at start-up"),
     }

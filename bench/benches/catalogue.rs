@@ -58,20 +58,20 @@ fn setup() -> Setup {
     .expect("generate");
     let app = App::open(&DataDir::new(dir.path().join("data")), 256 << 20).expect("open");
     import(
-        &app.store.write_turn(),
+        &app.store().write_turn(),
         &DirectorySource(dir.path().join("dataset")),
     )
     .expect("import");
     app.prepare(false).expect("reindex");
     let model = app
-        .store
+        .store()
         .catalogue()
         .all_models()
         .nth(models / 2)
         .expect("a model")
         .expect("decoded");
     let brand = app
-        .store
+        .store()
         .catalogue()
         .brand(model.brand_id)
         .expect("read")
@@ -79,7 +79,7 @@ fn setup() -> Setup {
     // Real slugs for the list filters: one pass over the models, counting.
     let (mut by_brand, mut by_series, mut by_caliber) =
         (HashMap::new(), HashMap::new(), HashMap::new());
-    for model in app.store.catalogue().all_models() {
+    for model in app.store().catalogue().all_models() {
         let model = model.expect("decoded");
         *by_brand.entry(model.brand_id).or_insert(0) += 1;
         *by_series
@@ -90,7 +90,7 @@ fn setup() -> Setup {
         }
     }
     let big_brand = app
-        .store
+        .store()
         .catalogue()
         .brand(most(&by_brand))
         .expect("read")
@@ -98,19 +98,19 @@ fn setup() -> Setup {
     by_series.retain(|(brand, _), _| *brand == big_brand.id);
     let (_, series) = most(&by_series);
     let big_series = app
-        .store
+        .store()
         .catalogue()
         .series(series)
         .expect("read")
         .expect("series");
     let caliber = app
-        .store
+        .store()
         .catalogue()
         .caliber(most(&by_caliber))
         .expect("read")
         .expect("caliber");
     let maker = app
-        .store
+        .store()
         .catalogue()
         .brand(caliber.brand_id)
         .expect("read")
@@ -186,14 +186,14 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             let brand = s
                 .app
-                .store
+                .store()
                 .catalogue()
                 .brand_by_slug(&brand_slug)
                 .expect("read")
                 .expect("brand");
             black_box(
                 s.app
-                    .store
+                    .store()
                     .catalogue()
                     .model_by_slug(brand.id, &model_slug)
                     .expect("read")
@@ -226,13 +226,13 @@ fn benches(c: &mut Criterion) {
         let request = search(q);
         group.bench_function(format!("index/{name}"), |b| {
             b.iter(|| {
-                let hits = s.app.index.search(&request).expect("search");
+                let hits = s.app.index().search(&request).expect("search");
                 assert!(hits.total > 0, "{q} found nothing");
                 black_box(hits)
             })
         });
         group.bench_function(format!("index_every_match_scored/{name}"), |b| {
-            b.iter(|| black_box(s.app.index.search_exhaustively(&request).expect("search")))
+            b.iter(|| black_box(s.app.index().search_exhaustively(&request).expect("search")))
         });
     }
     group.finish();

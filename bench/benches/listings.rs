@@ -120,11 +120,11 @@ fn setup() -> Setup {
         }
         let app = App::open(&DataDir::new(&data_path), 256 << 20).expect("open");
         let start = Instant::now();
-        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
+        import(&app.store().write_turn(), &DirectorySource(dataset.clone())).expect("import");
         eprintln!("setup: catalogue imported in {}", seconds_since(start));
         let start = Instant::now();
         let feeds = ingest_dataset_feeds(
-            &app.store.write_turn(),
+            &app.store().write_turn(),
             &DirectorySource(dataset.clone()),
             &SnapshotRules::default(),
         )
@@ -139,7 +139,7 @@ fn setup() -> Setup {
         let start = Instant::now();
         app.prepare(false).expect("index");
         eprintln!("setup: indexes built in {}", seconds_since(start));
-        app.store.flush().expect("flush");
+        app.store().flush().expect("flush");
         std::fs::write(&ready, "").expect("mark ready");
     }
     let start = Instant::now();
@@ -212,7 +212,7 @@ fn benches(c: &mut Criterion) {
     // it wrote it.
     let generated_brands = s
         .app
-        .store
+        .store()
         .catalogue()
         .brands()
         .filter(|b| {
@@ -292,7 +292,7 @@ fn benches(c: &mut Criterion) {
     // The same through the listings index alone, to tell the index from the rest.
     let brand_id = |slug: &str| {
         s.app
-            .store
+            .store()
             .catalogue()
             .brand_by_slug(&Slug::parse(slug).expect("slug"))
             .expect("read")
@@ -302,7 +302,7 @@ fn benches(c: &mut Criterion) {
     let hot_brand = brand_id(&hot.brand);
     let hot_model = s
         .app
-        .store
+        .store()
         .catalogue()
         .model_by_slug(hot_brand, &Slug::parse(&hot.model).expect("slug"))
         .expect("read")
@@ -356,7 +356,7 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("listings_index");
     for (name, query) in &queries {
         group.bench_function(*name, |b| {
-            b.iter(|| black_box(s.app.listings.search(query).expect("search")))
+            b.iter(|| black_box(s.app.listings().search(query).expect("search")))
         });
         // The same query without the status filter, and with it written as the union of the
         // visible statuses (ACTIVE or RESERVED, two terms covering nearly every document):
@@ -364,12 +364,12 @@ fn benches(c: &mut Criterion) {
         let mut unfiltered = query.clone();
         unfiltered.filters.hidden_statuses.clear();
         group.bench_function(format!("{name}/without_status_filter"), |b| {
-            b.iter(|| black_box(s.app.listings.search(&unfiltered).expect("search")))
+            b.iter(|| black_box(s.app.listings().search(&unfiltered).expect("search")))
         });
         let mut union = unfiltered.clone();
         union.filters.statuses = vec![ListingStatus::Active as u64, ListingStatus::Reserved as u64];
         group.bench_function(format!("{name}/as_status_union"), |b| {
-            b.iter(|| black_box(s.app.listings.search(&union).expect("search")))
+            b.iter(|| black_box(s.app.listings().search(&union).expect("search")))
         });
     }
     let of_hot_model = ListingFilters {
@@ -380,12 +380,19 @@ fn benches(c: &mut Criterion) {
     // Through the price collector, every column read each time; and as the stats read them,
     // from the runs kept per segment (the first iteration reads and keeps them).
     group.bench_function("prices/hot", |b| {
-        b.iter(|| black_box(s.app.listings.prices(&of_hot_model, "USD").expect("prices")))
+        b.iter(|| {
+            black_box(
+                s.app
+                    .listings()
+                    .prices(&of_hot_model, "USD")
+                    .expect("prices"),
+            )
+        })
     });
     group.bench_function("model_prices/hot", |b| {
         b.iter(|| {
             black_box(
-                (s.app.listings)
+                (s.app.listings())
                     .model_prices(hot_model.id.0, ListingStatus::Active as u64, "USD")
                     .expect("prices"),
             )
@@ -418,7 +425,7 @@ fn benches(c: &mut Criterion) {
     // Matching one listing, as ingest does for each new or changed one.
     let brand = s
         .app
-        .store
+        .store()
         .catalogue()
         .brand(hot_brand)
         .expect("read")
@@ -459,10 +466,10 @@ fn benches(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("match_listing");
     for (name, listing, matches) in &cases {
-        let found = match_listing(&s.app.store, listing).expect("match");
+        let found = match_listing(s.app.store(), listing).expect("match");
         assert_eq!(found.model_id.is_some(), *matches, "{name}: {found:?}");
         group.bench_function(*name, |b| {
-            b.iter(|| black_box(match_listing(&s.app.store, listing).expect("match")))
+            b.iter(|| black_box(match_listing(s.app.store(), listing).expect("match")))
         });
     }
     group.finish();

@@ -708,7 +708,7 @@ mod tests {
                 .expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
         let report = import(
-            &app.store.write_turn(),
+            &app.store().write_turn(),
             &DirectorySource(dir.path().join("dataset")),
         )
         .expect("the generated dataset is valid");
@@ -865,21 +865,21 @@ mod tests {
         };
         generate_catalogue(&shape, &dataset).expect("generate");
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
-        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
+        import(&app.store().write_turn(), &DirectorySource(dataset.clone())).expect("import");
         app.writer().run(duplicates::rebuild).expect("rebuild");
         let signals: HashMap<_, _> = app
-            .store
+            .store()
             .duplicates()
             .duplicate_pairs()
             .expect("pairs")
             .into_iter()
             .map(|p| ((p.a, p.b), p.signal))
             .collect();
-        let groups = duplicates::groups(&app.store).expect("groups");
+        let groups = duplicates::groups(app.store()).expect("groups");
         let pairs = planted_pairs(&dataset);
         assert!(pairs.len() > 150, "{}", pairs.len());
         for pair in pairs {
-            let store = &app.store;
+            let store = app.store();
             let brand = store
                 .catalogue()
                 .brand_by_slug(&Slug::parse(&pair.brand).expect("slug"))

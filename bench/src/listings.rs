@@ -750,9 +750,9 @@ mod tests {
         let dataset = dir.path().join("dataset");
         let listed = generate(&dataset);
         let app = App::open(&DataDir::new(dir.path().join("data")), 1 << 20).expect("open");
-        import(&app.store.write_turn(), &DirectorySource(dataset.clone())).expect("import");
+        import(&app.store().write_turn(), &DirectorySource(dataset.clone())).expect("import");
         let feeds = ingest_dataset_feeds(
-            &app.store.write_turn(),
+            &app.store().write_turn(),
             &DirectorySource(dataset),
             &SnapshotRules::default(),
         )
@@ -770,13 +770,13 @@ mod tests {
         );
         let hot = listed.hot.expect("hot model");
         let brand = app
-            .store
+            .store()
             .catalogue()
             .brand_by_slug(&watch_catalogue::domain::Slug::parse(&hot.brand).expect("slug"))
             .expect("read")
             .expect("brand");
         let model = app
-            .store
+            .store()
             .catalogue()
             .model_by_slug(
                 brand.id,
@@ -785,7 +785,10 @@ mod tests {
             .expect("read")
             .expect("model");
         assert_eq!(
-            app.store.listings().listing_count(model.id).expect("count"),
+            app.store()
+                .listings()
+                .listing_count(model.id)
+                .expect("count"),
             hot.active as u64
         );
         app.prepare(false).expect("index");

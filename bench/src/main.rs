@@ -471,7 +471,7 @@ fn scale(
     let models = shape.models;
     timed("import", Some(models), || {
         Ok(import(
-            &app.store.write_turn(),
+            &app.store().write_turn(),
             &DirectorySource(dataset.clone()),
         )?)
     })?;
@@ -486,7 +486,7 @@ fn scale(
     let with_listings = listed.listings > 0;
     let feeds: Vec<String> = if with_listings {
         let reports = timed("ingest + match", Some(listed.listings), || {
-            ingest_all(&app.store.write_turn())
+            ingest_all(&app.store().write_turn())
         })?;
         // Summaries only: the reports hold every listing written, which would count in the
         // peak memory of the steps after.
@@ -508,22 +508,22 @@ fn scale(
     let stored = if with_listings {
         timed("match only", Some(listed.listings), || {
             // Every stored listing matched again, read-only: matching's own cost.
-            app.store
+            app.store()
                 .listings()
                 .all_listings_parallel()
-                .map(|listing| Ok(match_listing(&app.store, &listing?.details)?.outcome))
+                .map(|listing| Ok(match_listing(app.store(), &listing?.details)?.outcome))
                 .collect::<anyhow::Result<Vec<MatchOutcome>>>()
         })?
     } else {
         Vec::new()
     };
     let report = timed("reindex", None, || {
-        Ok(reindex::rebuild(&app.store, &app.index)?)
+        Ok(reindex::rebuild(app.store(), app.index())?)
     })?;
     let listings_report = timed(
         "reindex listings",
         with_listings.then_some(listed.listings),
-        || Ok(reindex::rebuild_listings(&app.store, &app.listings)?),
+        || Ok(reindex::rebuild_listings(app.store(), app.listings())?),
     )?;
     let sizes = (
         dir_size_mib(&dataset),
@@ -535,8 +535,8 @@ fn scale(
     if with_listings {
         // A provider's next snapshot, unchanged: every listing refreshed (nothing to match),
         // then taken into the listings index incrementally, as `watch-catalogue ingest` does.
-        let before = app.store.listings_generation()?;
-        let turn = app.store.write_turn();
+        let before = app.store().listings_generation()?;
+        let turn = app.store().write_turn();
         let again = timed("re-ingest same", Some(listed.listings), || {
             ingest_all(&turn)
         })?;
@@ -549,7 +549,7 @@ fn scale(
             listed.listings
         );
         timed("index re-ingest", Some(listed.listings), || {
-            reindex::index_listing_changes(&app.store, &app.listings, &changes, before)?;
+            reindex::index_listing_changes(app.store(), app.listings(), &changes, before)?;
             app.prepare(false)
         })?;
     }

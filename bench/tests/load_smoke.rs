@@ -23,12 +23,12 @@ fn test_data(dir: &str) -> PathBuf {
 fn test_app(dir: &Path) -> App {
     let app = App::open(&DataDir::new(dir), 16 << 20).expect("open data dir");
     import(
-        &app.store.write_turn(),
+        &app.store().write_turn(),
         &DirectorySource(test_data("catalogue")),
     )
     .expect("import");
     ingest_dataset_feeds(
-        &app.store.write_turn(),
+        &app.store().write_turn(),
         &DirectorySource(test_data("feeds")),
         &SnapshotRules::default(),
     )

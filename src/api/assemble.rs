@@ -39,8 +39,8 @@ impl Lookups {
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
         let at = self.read_at(app)?;
         cached(&mut self.brands, id, || {
-            kept(app, &app.kept.brands, at, id, || {
-                app.store.catalogue().brand(id)
+            kept(app, &app.kept().brands, at, id, || {
+                app.store().catalogue().brand(id)
             })
         })
     }
@@ -48,8 +48,8 @@ impl Lookups {
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
         let at = self.read_at(app)?;
         cached(&mut self.series, id, || {
-            kept(app, &app.kept.series, at, id, || {
-                app.store.catalogue().series(id)
+            kept(app, &app.kept().series, at, id, || {
+                app.store().catalogue().series(id)
             })
         })
     }
@@ -57,7 +57,7 @@ impl Lookups {
     /// The model's card, `None` for no such model.
     fn model_card(&mut self, app: &App, id: ModelId) -> ApiResult<Option<Arc<ModelCard>>> {
         let at = self.read_at(app)?;
-        Ok(kept(app, &app.kept.model_cards, at, id, || {
+        Ok(kept(app, &app.kept().model_cards, at, id, || {
             read_model_card(app, id)
         })?)
     }
@@ -66,7 +66,7 @@ impl Lookups {
     fn read_at(&mut self, app: &App) -> ApiResult<ReadAt> {
         Ok(match self.read_at {
             Some(at) => at,
-            None => *self.read_at.insert(app.store.read_at()?),
+            None => *self.read_at.insert(app.store().read_at()?),
         })
     }
 }
@@ -84,14 +84,14 @@ fn kept<K: std::hash::Hash + Eq + Copy, V: Clone>(
         return Ok(value);
     }
     let value = load()?;
-    if app.store.whole_since(&at) {
+    if app.store().whole_since(&at) {
         cache.keep(at.generation.0, key, value.clone());
     }
     Ok(value)
 }
 
 fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<Arc<ModelCard>>> {
-    let Some(model) = app.store.catalogue().model(id)? else {
+    let Some(model) = app.store().catalogue().model(id)? else {
         return Ok(None);
     };
     let front_record = match model.front_picture() {
@@ -99,7 +99,7 @@ fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<A
         None => None,
     };
     Ok(Some(Arc::new(ModelCard {
-        listing_count: app.store.listings().listing_count(model.id)?,
+        listing_count: app.store().listings().listing_count(model.id)?,
         front_record,
         model,
     })))
@@ -121,7 +121,7 @@ pub(crate) fn cached<K: std::hash::Hash + Eq, V>(
 pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.catalogue().brand_by_slug(&slug))
+        .map(|slug| app.store().catalogue().brand_by_slug(&slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -136,7 +136,7 @@ pub fn brand_by_slug(app: &App, slug: &str) -> ApiResult<Brand> {
 pub fn model_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Model> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.catalogue().model_by_slug(brand.id, &slug))
+        .map(|slug| app.store().catalogue().model_by_slug(brand.id, &slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -154,7 +154,7 @@ pub fn model_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Model> {
 pub fn series_by_slug(app: &App, brand: &Brand, slug: &str) -> ApiResult<Series> {
     Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.catalogue().series_by_slug(brand.id, &slug))
+        .map(|slug| app.store().catalogue().series_by_slug(brand.id, &slug))
         .transpose()?
         .flatten()
         .ok_or_else(|| {
@@ -235,9 +235,9 @@ fn series_filter(series: SeriesId) -> Filters {
 /// A brand's list item: counts, and the FRONT picture of its model with most listings, then newest
 /// (from the index's group summaries, computed once per reload rather than searched per item).
 pub fn brand_item(app: &App, brand: &Brand, media_base: &str) -> ApiResult<BrandItem> {
-    let summary = app.index.brand_summary(brand.id.0)?;
+    let summary = app.index().brand_summary(brand.id.0)?;
     let lead = match summary.lead_model {
-        Some(id) => app.store.catalogue().model(ModelId(id))?,
+        Some(id) => app.store().catalogue().model(ModelId(id))?,
         None => None,
     };
     let picture = match lead.as_ref().and_then(Model::front_picture) {
@@ -268,14 +268,14 @@ pub fn brand_detail(app: &App, brand: &Brand, media: &MediaBase) -> ApiResult<Br
         country: brand.country.clone(),
         founded: brand.founded,
         updated_at: brand.updated_at.to_rfc3339(),
-        stats: app.index.model_stats(&brand_filter(brand.id))?.into(),
+        stats: app.index().model_stats(&brand_filter(brand.id))?.into(),
     })
 }
 
 /// A series' list item: model count and lead model (most listings, then newest), from the
 /// index's group summaries.
 pub fn series_item(app: &App, series: &Series, lookups: &mut Lookups) -> ApiResult<SeriesItem> {
-    let summary = app.index.series_summary(series.id.0)?;
+    let summary = app.index().series_summary(series.id.0)?;
     let lead_model = match summary.lead_model {
         Some(id) => model_items(app, &[id], lookups)?.pop(),
         None => None,
@@ -301,7 +301,7 @@ pub fn series_detail(
         description: series.description.clone(),
         updated_at: series.updated_at.to_rfc3339(),
         brand: brand.into(),
-        stats: app.index.model_stats(&series_filter(series.id))?.into(),
+        stats: app.index().model_stats(&series_filter(series.id))?.into(),
     })
 }
 
@@ -313,7 +313,7 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
         .ok_or_else(|| missing("calibre", caliber.id.0, "brand", caliber.brand_id.0))?;
     let mut complications = Vec::with_capacity(caliber.complication_ids.len());
     for id in &caliber.complication_ids {
-        if let Some(c) = app.store.catalogue().complication(*id)? {
+        if let Some(c) = app.store().catalogue().complication(*id)? {
             complications.push(ComplicationView {
                 id: c.id.to_string(),
                 slug: c.slug.to_string(),
@@ -323,7 +323,7 @@ pub fn caliber_view(app: &App, caliber: &Caliber, lookups: &mut Lookups) -> ApiR
     }
     let parent = match caliber
         .parent_id
-        .map(|id| app.store.catalogue().caliber(id))
+        .map(|id| app.store().catalogue().caliber(id))
         .transpose()?
         .flatten()
     {
@@ -362,7 +362,7 @@ pub fn full_model(app: &App, model: &Model, media: &MediaBase) -> ApiResult<Full
         .ok_or_else(|| missing("model", model.id.0, "series", model.series_id.0))?;
     let caliber = match model
         .caliber_id
-        .map(|id| app.store.catalogue().caliber(id))
+        .map(|id| app.store().catalogue().caliber(id))
         .transpose()?
         .flatten()
     {
@@ -424,7 +424,7 @@ fn picture_record(
 ) -> crate::store::StoreResult<Option<PictureRecord>> {
     match picture.cropped_url {
         Some(_) => Ok(None),
-        None => app.store.pictures().picture(picture.id),
+        None => app.store().pictures().picture(picture.id),
     }
 }
 
@@ -486,7 +486,7 @@ pub fn listing_views_with<T>(
     let mut providers = HashMap::new();
     let mut items = Vec::with_capacity(ids.len());
     for &id in ids {
-        if let Some(listing) = app.store.listings().listing(ListingId(id))? {
+        if let Some(listing) = app.store().listings().listing(ListingId(id))? {
             if let Some(view) = listing_view(app, &listing, &mut providers, context)? {
                 items.extend(item(&listing, view));
             }
@@ -502,7 +502,7 @@ pub fn listing_detail(
     id: ListingId,
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingDetail>> {
-    let Some(listing) = app.store.listings().listing(id)? else {
+    let Some(listing) = app.store().listings().listing(id)? else {
         return Ok(None);
     };
     let Some(view) = listing_view(app, &listing, &mut HashMap::new(), context)? else {
@@ -529,7 +529,7 @@ fn listing_view(
     context: &ListingContext<'_>,
 ) -> ApiResult<Option<ListingView>> {
     let Some(provider) = cached(providers, listing.provider_id, || {
-        app.store.listings().provider(listing.provider_id)
+        app.store().listings().provider(listing.provider_id)
     })?
     .map(EntityRef::from) else {
         return Ok(None);

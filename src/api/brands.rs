@@ -70,11 +70,11 @@ pub async fn list_brands(
     work.run(move |app| {
         let pagination = page.pagination()?;
         let request = group_request(DocKind::Brand, Filters::default(), &params, pagination)?;
-        let hits = app.index.search(&request)?;
+        let hits = app.index().search(&request)?;
         let mut data = Vec::with_capacity(hits.ids.len());
         for id in hits.ids {
-            if let Some(brand) = app.store.catalogue().brand(BrandId(id))? {
-                data.push(assemble::brand_item(&app, &brand, &media.0)?);
+            if let Some(brand) = app.store().catalogue().brand(BrandId(id))? {
+                data.push(assemble::brand_item(app, &brand, &media.0)?);
             }
         }
         Ok(Json(pagination.wrap(data, hits.total)))
@@ -91,11 +91,11 @@ pub async fn highlighted_brands(
 ) -> ApiResult<Json<HighlightedBrands>> {
     work.run(move |app| {
         let data = app
-            .store
+            .store()
             .catalogue()
             .highlighted_brands()?
             .iter()
-            .map(|brand| assemble::brand_item(&app, brand, &media.0))
+            .map(|brand| assemble::brand_item(app, brand, &media.0))
             .collect::<ApiResult<_>>()?;
         Ok(Json(HighlightedBrands { data }))
     })
@@ -112,8 +112,8 @@ pub async fn get_brand(
     PathParams(slug): PathParams<String>,
 ) -> ApiResult<Json<BrandDetail>> {
     work.run(move |app| {
-        let brand = assemble::brand_by_slug(&app, &slug)?;
-        Ok(Json(assemble::brand_detail(&app, &brand, &media)?))
+        let brand = assemble::brand_by_slug(app, &slug)?;
+        Ok(Json(assemble::brand_detail(app, &brand, &media)?))
     })
     .await
 }
@@ -130,13 +130,13 @@ pub async fn list_series(
     Params(params): Params<GroupListParams>,
 ) -> ApiResult<Json<Page<SeriesItem>>> {
     work.run(move |app| {
-        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let brand = assemble::brand_by_slug(app, &brand_slug)?;
         let pagination = page.pagination()?;
         let filters = Filters {
             brand_id: Some(brand.id.0),
             ..Filters::default()
         };
-        let hits = app.index.search(&group_request(
+        let hits = app.index().search(&group_request(
             DocKind::Series,
             filters,
             &params,
@@ -145,8 +145,8 @@ pub async fn list_series(
         let mut lookups = Lookups::new(&media);
         let mut data = Vec::with_capacity(hits.ids.len());
         for id in hits.ids {
-            if let Some(series) = app.store.catalogue().series(SeriesId(id))? {
-                data.push(assemble::series_item(&app, &series, &mut lookups)?);
+            if let Some(series) = app.store().catalogue().series(SeriesId(id))? {
+                data.push(assemble::series_item(app, &series, &mut lookups)?);
             }
         }
         Ok(Json(pagination.wrap(data, hits.total)))
@@ -164,11 +164,9 @@ pub async fn get_series(
     PathParams((brand_slug, series_slug)): PathParams<(String, String)>,
 ) -> ApiResult<Json<SeriesDetail>> {
     work.run(move |app| {
-        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-        let series = assemble::series_by_slug(&app, &brand, &series_slug)?;
-        Ok(Json(assemble::series_detail(
-            &app, &brand, &series, &media,
-        )?))
+        let brand = assemble::brand_by_slug(app, &brand_slug)?;
+        let series = assemble::series_by_slug(app, &brand, &series_slug)?;
+        Ok(Json(assemble::series_detail(app, &brand, &series, &media)?))
     })
     .await
 }

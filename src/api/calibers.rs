@@ -21,15 +21,15 @@ pub async fn get_caliber(
     PathParams((brand_slug, reference)): PathParams<(String, String)>,
 ) -> ApiResult<Json<CaliberDetail>> {
     work.run(move |app| {
-        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
+        let brand = assemble::brand_by_slug(app, &brand_slug)?;
         let by_slug = match Slug::parse(&reference) {
-            Ok(slug) => app.store.catalogue().caliber_by_slug(brand.id, &slug)?,
+            Ok(slug) => app.store().catalogue().caliber_by_slug(brand.id, &slug)?,
             Err(_) => None,
         };
         let caliber = match by_slug {
             Some(caliber) => Some(caliber),
             None => app
-                .store
+                .store()
                 .catalogue()
                 .caliber_by_reference(brand.id, &normalize_reference(&reference))?,
         }
@@ -47,12 +47,12 @@ pub async fn get_caliber(
             },
         );
         request.sort = SortOrder::NameAsc;
-        let hits = app.index.search(&request)?;
+        let hits = app.index().search(&request)?;
         let mut lookups = Lookups::new(&media);
         Ok(Json(CaliberDetail {
-            caliber: assemble::caliber_view(&app, &caliber, &mut lookups)?,
+            caliber: assemble::caliber_view(app, &caliber, &mut lookups)?,
             model_count: hits.total,
-            models: assemble::model_items(&app, &hits.ids, &mut lookups)?,
+            models: assemble::model_items(app, &hits.ids, &mut lookups)?,
         }))
     })
     .await

@@ -100,10 +100,10 @@ pub async fn list_listings(
 ) -> ApiResult<Json<Page<ListingView>>> {
     work.run(move |app| {
         let pagination = page.pagination()?;
-        let filters = listing_filters(&app, &params)?;
+        let filters = listing_filters(app, &params)?;
         let text = parse_text_query(params.q.as_deref())?;
         let sort = resolve_sort::<ListingSorts>(params.sort.as_deref(), text.is_some())?;
-        let context = listing_context(&app, params.currency.as_deref(), &media)?;
+        let context = listing_context(app, params.currency.as_deref(), &media)?;
         let query = ListingQuery {
             sort,
             text,
@@ -111,8 +111,8 @@ pub async fn list_listings(
             offset: pagination.offset(),
             limit: pagination.page_size,
         };
-        let hits = app.listings.search(&query)?;
-        let data = assemble::listing_views(&app, &hits.ids, &context)?;
+        let hits = app.listings().search(&query)?;
+        let data = assemble::listing_views(app, &hits.ids, &context)?;
         Ok(Json(pagination.wrap(data, hits.total)))
     })
     .await
@@ -232,21 +232,21 @@ fn model_by_id(app: &App, id: &str) -> ApiResult<Model> {
     let not_found = || ApiError::unknown_model(id);
     let id = id.parse::<ModelId>().map_err(|_| not_found())?;
     // A merged model's id stands for the model it was merged into.
-    let id = app.store.duplicates().merged_into(id)?.unwrap_or(id);
-    app.store.catalogue().model(id)?.ok_or_else(not_found)
+    let id = app.store().duplicates().merged_into(id)?.unwrap_or(id);
+    app.store().catalogue().model(id)?.ok_or_else(not_found)
 }
 
 pub fn provider_id(app: &App, slug: &str) -> ApiResult<u64> {
     if let Some(provider) = Slug::parse(slug)
         .ok()
-        .map(|slug| app.store.listings().provider_by_slug(&slug))
+        .map(|slug| app.store().listings().provider_by_slug(&slug))
         .transpose()?
         .flatten()
     {
         return Ok(provider.id.0);
     }
     let mut known: Vec<String> = app
-        .store
+        .store()
         .listings()
         .providers()
         .map(|p| p.map(|p| p.slug.to_string()))
@@ -313,10 +313,10 @@ pub async fn get_listing(
     Params(params): Params<ListingParams>,
 ) -> ApiResult<Json<ListingDetail>> {
     work.run(move |app| {
-        let context = listing_context(&app, params.currency.as_deref(), &media)?;
+        let context = listing_context(app, params.currency.as_deref(), &media)?;
         let not_found = || ApiError::unknown_listing(&id);
         let listing_id = id.parse::<ListingId>().map_err(|_| not_found())?;
-        let detail = assemble::listing_detail(&app, listing_id, &context)?.ok_or_else(not_found)?;
+        let detail = assemble::listing_detail(app, listing_id, &context)?.ok_or_else(not_found)?;
         Ok(Json(detail))
     })
     .await
@@ -351,12 +351,12 @@ pub async fn listing_stats(
                 "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
             ));
         };
-        let brand = assemble::brand_by_slug(&app, brand)?;
-        let model = assemble::model_by_slug(&app, &brand, model)?;
+        let brand = assemble::brand_by_slug(app, brand)?;
+        let model = assemble::model_by_slug(app, &brand, model)?;
         let table = app.conversion_table()?;
         let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
         Ok(Json(cache.asking_prices(
-            &app,
+            app,
             model.id,
             table.as_deref(),
             code,
@@ -383,7 +383,7 @@ pub fn asking_prices(
     code: String,
 ) -> ApiResult<ListingStats> {
     let listings = app
-        .listings
+        .listings()
         .model_prices(model.0, ListingStatus::Active as u64, &code)?;
     let convert = usd_into_display(table, &code);
     let in_display: Vec<u64> = (listings.priced.iter())
@@ -421,7 +421,7 @@ impl StatsCache {
     ) -> ApiResult<ListingStats> {
         // Read before computing: a reload during the computation leaves the figures marked
         // with the older index, so they are computed again, never served stale.
-        let at = app.listings.searcher_generation();
+        let at = app.listings().searcher_generation();
         if let Some(stats) = self.get(model, &code, at) {
             return Ok(stats);
         }

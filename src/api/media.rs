@@ -43,7 +43,7 @@ async fn fetched_file(
         return Err(not_fetched());
     };
     work.run(move |app| {
-        app.store
+        app.store()
             .pictures()
             .picture(id)?
             .as_ref()

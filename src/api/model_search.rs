@@ -183,7 +183,7 @@ impl SpecParams {
 /// those. Once: a value repeated thousands of times in a URL would otherwise be as many
 /// postings lists read for one request.
 fn known_values(app: &App, term: SpecTerm, values: Vec<String>) -> ApiResult<Vec<String>> {
-    let vocabulary = app.index.vocabulary(term)?;
+    let vocabulary = app.index().vocabulary(term)?;
     let name = parameter_name(term);
     let mut keys = values
         .into_iter()
@@ -325,21 +325,27 @@ fn facet_value(
 ) -> ApiResult<Option<(String, Option<String>)>> {
     Ok(match (facet, value) {
         (Facet::Brand, FacetValue::Id(id)) => app
-            .store
+            .store()
             .catalogue()
             .brand(BrandId(id))?
             .map(|brand| (brand.slug.to_string(), Some(brand.name))),
-        (Facet::Series, FacetValue::Id(id)) => match app.store.catalogue().series(SeriesId(id))? {
-            Some(series) => app.store.catalogue().brand(series.brand_id)?.map(|brand| {
-                let value = format!("{}/{}", brand.slug, series.slug);
-                (value, Some(series.name))
-            }),
-            None => None,
-        },
+        (Facet::Series, FacetValue::Id(id)) => {
+            match app.store().catalogue().series(SeriesId(id))? {
+                Some(series) => app
+                    .store()
+                    .catalogue()
+                    .brand(series.brand_id)?
+                    .map(|brand| {
+                        let value = format!("{}/{}", brand.slug, series.slug);
+                        (value, Some(series.name))
+                    }),
+                None => None,
+            }
+        }
         (Facet::Term(SpecTerm::Complication), FacetValue::Text(slug)) => {
             let name = match Slug::parse(&slug) {
                 Ok(parsed) => app
-                    .store
+                    .store()
                     .catalogue()
                     .complication_by_slug(&parsed)?
                     .map(|c| c.name),

@@ -74,8 +74,8 @@ pub async fn list_models(
         let pagination = page.pagination()?;
         let facets = spec.facets()?;
         let typo_tolerance = spec.typo_tolerance()?;
-        let spec_filters = spec.filters(&app, terms)?;
-        let Some(mut filters) = model_filters(&app, &params)? else {
+        let spec_filters = spec.filters(app, terms)?;
+        let Some(mut filters) = model_filters(app, &params)? else {
             let empty = facets
                 .iter()
                 .map(|&facet| FacetCounts {
@@ -84,7 +84,7 @@ pub async fn list_models(
                 })
                 .collect();
             let facets = (!facets.is_empty())
-                .then(|| FacetsView::of(&app, empty))
+                .then(|| FacetsView::of(app, empty))
                 .transpose()?;
             return Ok(Json(ModelPage::new(pagination.wrap(Vec::new(), 0), facets)));
         };
@@ -99,11 +99,11 @@ pub async fn list_models(
         if let Some(text) = &mut request.text {
             text.typo_tolerance = typo_tolerance;
         }
-        let hits = app.index.search(&request)?;
-        let data = assemble::model_items(&app, &hits.ids, &mut Lookups::new(&media))?;
+        let hits = app.index().search(&request)?;
+        let data = assemble::model_items(app, &hits.ids, &mut Lookups::new(&media))?;
         let facets = match facets.is_empty() {
             true => None,
-            false => Some(FacetsView::of(&app, app.index.facets(&request, &facets)?)?),
+            false => Some(FacetsView::of(app, app.index().facets(&request, &facets)?)?),
         };
         Ok(Json(ModelPage::new(
             pagination.wrap(data, hits.total),
@@ -119,7 +119,7 @@ fn model_filters(app: &App, params: &ModelListParams) -> ApiResult<Option<Filter
     if let Some(id) = &params.id {
         match id.parse::<ModelId>() {
             // A merged model's id stands for the model it was merged into.
-            Ok(id) => filters.id = Some(app.store.duplicates().merged_into(id)?.unwrap_or(id).0),
+            Ok(id) => filters.id = Some(app.store().duplicates().merged_into(id)?.unwrap_or(id).0),
             Err(_) => return Ok(None),
         }
     }
@@ -192,7 +192,7 @@ impl Scoped<'_> {
 
 fn brand_slug_of(app: &App, brand: crate::domain::BrandId) -> ApiResult<String> {
     Ok(app
-        .store
+        .store()
         .catalogue()
         .brand(brand)?
         .map(|b| b.slug.to_string())
@@ -211,13 +211,13 @@ fn resolve_series(app: &App, value: &str, scope: Option<&Brand>) -> ApiResult<u6
         scope,
         |brand, slug| {
             Ok(app
-                .store
+                .store()
                 .catalogue()
                 .series_by_slug(brand.id, slug)?
                 .map(|s| s.id.0))
         },
         |slug| {
-            app.store
+            app.store()
                 .catalogue()
                 .series_with_slug(slug)?
                 .into_iter()
@@ -246,13 +246,13 @@ fn resolve_caliber(app: &App, value: &str) -> ApiResult<u64> {
         None,
         |brand, slug| {
             Ok(app
-                .store
+                .store()
                 .catalogue()
                 .caliber_by_slug(brand.id, slug)?
                 .map(|c| c.id.0))
         },
         |slug| {
-            app.store
+            app.store()
                 .catalogue()
                 .calibers_with_slug(slug)?
                 .into_iter()
@@ -279,12 +279,12 @@ pub async fn get_model(
     PathParams((brand_slug, slug)): PathParams<(String, String)>,
 ) -> ApiResult<Response> {
     work.run(move |app| {
-        let brand = assemble::brand_by_slug(&app, &brand_slug)?;
-        let model = match assemble::model_by_slug(&app, &brand, &slug) {
+        let brand = assemble::brand_by_slug(app, &brand_slug)?;
+        let model = match assemble::model_by_slug(app, &brand, &slug) {
             Ok(model) => model,
-            Err(not_found) => return moved_or(&app, &brand, &slug, uri.path(), not_found),
+            Err(not_found) => return moved_or(app, &brand, &slug, uri.path(), not_found),
         };
-        Ok(Json(assemble::full_model(&app, &model, &media)?).into_response())
+        Ok(Json(assemble::full_model(app, &model, &media)?).into_response())
     })
     .await
 }
@@ -318,11 +318,11 @@ fn moved_or(
 /// The model that the brand's model `slug` was merged into, if it was.
 fn merged_keeper(app: &App, brand: &Brand, slug: &str) -> ApiResult<Option<Model>> {
     let keeper = match Slug::parse(slug) {
-        Ok(slug) => app.store.duplicates().merged_slug(brand.id, &slug)?,
+        Ok(slug) => app.store().duplicates().merged_slug(brand.id, &slug)?,
         Err(_) => None,
     };
     Ok(keeper
-        .map(|id| app.store.catalogue().model(id))
+        .map(|id| app.store().catalogue().model(id))
         .transpose()?
         .flatten())
 }
@@ -361,14 +361,14 @@ pub async fn compare_models(
         let named = compared_names(params.models.as_deref())?;
         let table = app.conversion_table()?;
         let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
-        let models = compared_models(&app, &named)?;
+        let models = compared_models(app, &named)?;
         let data = (models.iter())
             .map(|model| {
                 Ok(ComparedModel {
-                    model: assemble::full_model(&app, model, &media)?,
-                    listing_count: app.store.listings().listing_count(model.id)?,
+                    model: assemble::full_model(app, model, &media)?,
+                    listing_count: app.store().listings().listing_count(model.id)?,
                     asking_prices: cache.asking_prices(
-                        &app,
+                        app,
                         model.id,
                         table.as_deref(),
                         code.clone(),

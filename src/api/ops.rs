@@ -43,9 +43,9 @@ async fn readyz(State(state): State<OpsState>) -> ApiResult<Json<Readiness>> {
 }
 
 fn readiness(app: &App) -> ApiResult<Json<Readiness>> {
-    let store_generation = app.store.generation()?.0;
-    let index_generation = app.index.generation()?;
-    let listings_index_generation = app.listings.generation()?;
+    let store_generation = app.store().generation()?.0;
+    let index_generation = app.index().generation()?;
+    let listings_index_generation = app.listings().generation()?;
     if !app
         .index_is_current()
         .map_err(|error| internal(error.as_ref()))?
@@ -75,7 +75,7 @@ async fn metrics(
     let app = state.app.clone();
     let (store_generation, index_generation) =
         tokio::task::spawn_blocking(move || -> ApiResult<_> {
-            Ok((app.store.generation()?.0, app.index.generation()?))
+            Ok((app.store().generation()?.0, app.index().generation()?))
         })
         .await
         .map_err(|error| internal(&error))??;

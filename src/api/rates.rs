@@ -19,7 +19,7 @@ pub async fn get_rates(work: Work) -> ApiResult<Json<RatesView>> {
                 "an operator loads the ECB's daily file with `watch-catalogue rates FILE`",
             )
         };
-        let ecb = app.store.rates().in_force()?.ok_or_else(missing)?;
+        let ecb = app.store().rates().in_force()?.ok_or_else(missing)?;
         let table = app.conversion_table()?.ok_or_else(missing)?;
         Ok(Json(RatesView {
             date: ecb.date.clone(),

@@ -53,12 +53,12 @@ pub async fn models(
         let mut request = SearchRequest::filtered(DocKind::Model, Filters::default());
         request.offset = pagination.offset();
         request.limit = pagination.page_size;
-        let hits = app.index.search(&request)?;
+        let hits = app.index().search(&request)?;
         let ids: Vec<ModelId> = hits.ids.iter().map(|id| ModelId(*id)).collect();
         let mut lookups = Lookups::new(&media);
         let mut data = Vec::with_capacity(ids.len());
-        for model in app.store.catalogue().models(&ids)? {
-            if let Some(brand) = lookups.brand(&app, model.brand_id)? {
+        for model in app.store().catalogue().models(&ids)? {
+            if let Some(brand) = lookups.brand(app, model.brand_id)? {
                 data.push(ModelSitemapEntry {
                     id: model.id.to_string(),
                     brand_slug: brand.slug.to_string(),
@@ -74,7 +74,7 @@ pub async fn models(
 
 fn brands_by_id(app: &crate::app::App) -> ApiResult<HashMap<BrandId, Brand>> {
     Ok(app
-        .store
+        .store()
         .catalogue()
         .brands()
         .map(|b| b.map(|b| (b.id, b)))
@@ -90,7 +90,7 @@ pub async fn catalog(
 ) -> ApiResult<Json<Page<CatalogSitemapEntry>>> {
     work.run(move |app| {
         let pagination = params.pagination()?;
-        let brands = brands_by_id(&app)?;
+        let brands = brands_by_id(app)?;
         let mut entries: Vec<((String, String), CatalogSitemapEntry)> = brands
             .values()
             .map(|b| {
@@ -103,7 +103,7 @@ pub async fn catalog(
                 ((b.slug.to_string(), String::new()), entry)
             })
             .collect();
-        for series in app.store.catalogue().all_series() {
+        for series in app.store().catalogue().all_series() {
             let series = series?;
             if let Some(brand) = brands.get(&series.brand_id) {
                 let entry = CatalogSitemapEntry {
@@ -132,9 +132,9 @@ pub async fn calibers(
 ) -> ApiResult<Json<Page<CaliberSitemapEntry>>> {
     work.run(move |app| {
         let pagination = params.pagination()?;
-        let brands = brands_by_id(&app)?;
+        let brands = brands_by_id(app)?;
         let mut entries = Vec::new();
-        for caliber in app.store.catalogue().calibers() {
+        for caliber in app.store().catalogue().calibers() {
             let caliber = caliber?;
             if let Some(brand) = brands.get(&caliber.brand_id) {
                 entries.push(CaliberSitemapEntry {

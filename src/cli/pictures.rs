@@ -110,6 +110,6 @@ fn fetch(local: &Local, config: WorkerConfig) -> anyhow::Result<()> {
         "pictures: {} fetched, {} cropped again, {} failed; listing candidates ranked for {} models",
         report.fetched, report.cropped, report.failed, report.ranked
     );
-    app.store.flush()?;
+    app.store().flush()?;
     Ok(())
 }

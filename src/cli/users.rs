@@ -48,7 +48,7 @@ fn manage(app: &App, action: UserAction) -> anyhow::Result<()> {
             println!("added {name} ({})", role.as_str());
         }
         UserAction::List => {
-            for user in users::list_users(&app.store)? {
+            for user in users::list_users(app.store())? {
                 let since = user.created_at.to_rfc3339();
                 println!("{}\t{}\tsince {since}", user.name, user.role.as_str());
             }

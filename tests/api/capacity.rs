@@ -49,7 +49,7 @@ async fn over_capacity_a_request_is_refused_with_503_and_retry_after_until_a_slo
     let admin = app.session("ana").await;
     // A dismissal waiting for the write turn, held here, holds the one slot.
     let (release, held) = std::sync::mpsc::channel::<()>();
-    let store = app.app.store.clone();
+    let store = app.app.store().clone();
     let (taken, turn_taken) = std::sync::mpsc::channel();
     let holder = std::thread::spawn(move || {
         let _turn = store.write_turn();

@@ -100,7 +100,7 @@ fn the_stock_guard_overridden_delists_and_is_in_the_report_and_the_audit_trail()
     );
     let app = reopen(&DataDir::new(data.path()), 1 << 20);
     let entry = app
-        .store
+        .store()
         .audit()
         .audit_newest_first()
         .next()
@@ -263,7 +263,7 @@ fn an_import_killed_part_way_is_refused_by_serve_never_topped_up_and_completed_b
         let app = reopen(&DataDir::new(data.path()), 1 << 20);
         let dataset =
             std::fs::read_to_string(test_catalogue().join("brands.jsonl")).expect("brands");
-        for brand in app.store.catalogue().brands() {
+        for brand in app.store().catalogue().brands() {
             let slug = brand.expect("brand").slug.to_string();
             assert!(
                 dataset.contains(&format!(r#""slug":"{slug}""#)),
@@ -290,5 +290,5 @@ fn serve_fills_only_a_data_dir_it_creates_with_the_fixtures() {
     );
     let app = reopen(&DataDir::new(data.path()), 1 << 20);
     app.prepare(true).expect("prepare");
-    assert!(app.store.is_empty().expect("empty"), "no demo in it");
+    assert!(app.store().is_empty().expect("empty"), "no demo in it");
 }

@@ -95,7 +95,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
     let mut regrouped = 0;
     for step in 0..60 {
         let before = app
-            .store
+            .store()
             .duplicates()
             .duplicates_generation()
             .expect("generation");
@@ -104,7 +104,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
             0 => {
                 let (keeper, duplicate) = (group.models[0], group.models[1]);
                 app.writer()
-                    .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
+                    .run(|turn| merge::merge(turn, app.listings(), &actor, keeper, &[duplicate]))
                     .expect("merge");
             }
             1 => {
@@ -121,7 +121,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
                 } else {
                     let id = group.models[rng.below(group.models.len())];
                     let model = app
-                        .store
+                        .store()
                         .catalogue()
                         .model(id)
                         .expect("read")
@@ -132,13 +132,13 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
             }
         }
         let after = app
-            .store
+            .store()
             .duplicates()
             .duplicates_generation()
             .expect("generation");
         if after != before {
             assert!(
-                app.store
+                app.store()
                     .duplicates()
                     .duplicates_touched_between(before, after)
                     .is_some(),
@@ -147,7 +147,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
             regrouped += 1;
         }
         kept = app.duplicate_groups().expect("groups");
-        let joined = duplicates::groups(&app.store).expect("all groups");
+        let joined = duplicates::groups(app.store()).expect("all groups");
         assert_eq!(*kept, joined, "step {step}");
         if kept.is_empty() {
             break;
@@ -157,7 +157,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
 }
 
 fn base_keys(app: &App) -> HashSet<Vec<u8>> {
-    app.store
+    app.store()
         .duplicates()
         .model_base_keys(&BTreeSet::new())
         .expect("keys")
@@ -168,7 +168,7 @@ fn base_keys(app: &App) -> HashSet<Vec<u8>> {
 /// Keys as another rule would have written them: `model` keyed under a base it does not have
 /// instead of its keys `stored`.
 fn skew_base_keys(app: &App, model: &Model, stored: &HashSet<Vec<u8>>) {
-    let turn = app.store.write_turn();
+    let turn = app.store().write_turn();
     let mut batch = turn.batch().expect("batch");
     batch.remove_base_keys(stored.iter().cloned());
     let elsewhere = Model {
@@ -197,14 +197,14 @@ fn the_full_pass_brings_reference_base_keys_to_today_s_rule() {
     import_models(&app, dataset.path(), &line("m-1", "1000"));
     let today = base_keys(&app);
     let m0 = app
-        .store
+        .store()
         .catalogue()
         .model(ModelId(1))
         .expect("read")
         .expect("m-0");
     assert_eq!(m0.slug.to_string(), "m-0");
     let m0_pairs = || {
-        app.store
+        app.store()
             .duplicates()
             .duplicate_pairs_of(m0.id)
             .expect("pairs")
@@ -260,12 +260,12 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
     for group in groups.iter().skip(1).step_by(5) {
         let (keeper, duplicate) = (group.models[0], group.models[1]);
         app.writer()
-            .run(|turn| merge::merge(turn, &app.listings, &actor, keeper, &[duplicate]))
+            .run(|turn| merge::merge(turn, app.listings(), &actor, keeper, &[duplicate]))
             .expect("merge");
     }
     let stored_pairs = |id| {
         let mut pairs = app
-            .store
+            .store()
             .duplicates()
             .duplicate_pairs_of(id)
             .expect("pairs");
@@ -273,13 +273,13 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
         pairs
     };
     let before = app
-        .store
+        .store()
         .duplicates()
         .duplicates_generation()
         .expect("generation");
     app.writer().run(duplicates::rebuild).expect("full pass");
     assert_eq!(
-        app.store
+        app.store()
             .duplicates()
             .duplicates_generation()
             .expect("generation"),
@@ -287,20 +287,24 @@ fn the_full_pass_in_memory_finds_the_pairs_the_store_s_keys_give() {
         "the full pass finds what the refreshes kept, and writes nothing"
     );
     let mut paired = 0;
-    for id in app.store.catalogue().model_ids().expect("ids") {
+    for id in app.store().catalogue().model_ids().expect("ids") {
         let model = app
-            .store
+            .store()
             .catalogue()
             .model(id)
             .expect("read")
             .expect("model");
-        let mut through_keys = duplicates::pairs_for(&app.store, &model).expect("pairs");
+        let mut through_keys = duplicates::pairs_for(app.store(), &model).expect("pairs");
         through_keys.sort_by_key(|p| (p.a, p.b));
         paired += usize::from(!through_keys.is_empty());
         assert_eq!(stored_pairs(id), through_keys, "{}", model.slug);
     }
     assert!(paired > 100, "most models pair: {paired}");
-    let dismissed = app.store.duplicates().dismissed_pairs().expect("dismissed");
+    let dismissed = app
+        .store()
+        .duplicates()
+        .dismissed_pairs()
+        .expect("dismissed");
     assert!(!dismissed.is_empty());
     for (a, b) in dismissed {
         assert!(

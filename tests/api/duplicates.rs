@@ -455,7 +455,7 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
             16 << 20,
         )
         .expect("open");
-        app.store
+        app.store()
             .duplicates()
             .duplicates_generation()
             .expect("read")

@@ -24,7 +24,11 @@ fn target() -> &'static Target {
     TARGET.get_or_init(|| {
         let dir = tempfile::tempdir().expect("dir");
         let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-        import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
+        import(
+            &app.store().write_turn(),
+            &DirectorySource(test_catalogue()),
+        )
+        .expect("import");
         app.prepare(false).expect("index");
         let config = ApiConfig {
             rate_limit: RateLimitConfig {

@@ -37,14 +37,18 @@ fn any_share() -> SnapshotRules {
 fn catalogue() -> Catalogue {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
+    import(
+        &app.store().write_turn(),
+        &DirectorySource(test_catalogue()),
+    )
+    .expect("import");
     Catalogue { app, dir }
 }
 
 impl Catalogue {
     fn ingest(&self, lines: &[&str]) -> Result<IngestReport, IngestError> {
         ingest(
-            &self.app.store.write_turn(),
+            &self.app.store().write_turn(),
             "chrono24",
             "snapshot",
             lines.join("\n").as_bytes(),
@@ -55,13 +59,13 @@ impl Catalogue {
     fn listing(&self, code: &str) -> watch_catalogue::domain::Listing {
         let provider = self
             .app
-            .store
+            .store()
             .listings()
             .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
             .expect("read")
             .expect("provider");
         self.app
-            .store
+            .store()
             .listings()
             .listing_by_source(provider.id, code)
             .expect("read")
@@ -71,13 +75,13 @@ impl Catalogue {
     fn model(&self, brand: &str, slug: &str) -> ModelId {
         let brand = self
             .app
-            .store
+            .store()
             .catalogue()
             .brand_by_slug(&Slug::parse(brand).expect("slug"))
             .expect("read")
             .expect("brand");
         self.app
-            .store
+            .store()
             .catalogue()
             .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
             .expect("read")
@@ -87,7 +91,7 @@ impl Catalogue {
 
     fn active_count(&self, brand: &str, slug: &str) -> u64 {
         self.app
-            .store
+            .store()
             .listings()
             .listing_count(self.model(brand, slug))
             .expect("count")
@@ -231,7 +235,7 @@ fn each_matching_outcome_is_recorded() {
 fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
     let c = catalogue();
     c.ingest(&[A1, A2]).expect("snapshot");
-    let generation = c.app.store.generation().expect("generation");
+    let generation = c.app.store().generation().expect("generation");
     assert!(matches!(
         c.ingest(&[]),
         Err(IngestError::Refused {
@@ -257,7 +261,7 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
             ..
         })
     ));
-    assert_eq!(c.app.store.generation().expect("generation"), generation);
+    assert_eq!(c.app.store().generation().expect("generation"), generation);
     assert_eq!(
         c.listing("a2").status,
         ListingStatus::Active,
@@ -265,7 +269,7 @@ fn an_empty_or_mostly_invalid_snapshot_changes_nothing() {
     );
     assert!(matches!(
         ingest(
-            &c.app.store.write_turn(),
+            &c.app.store().write_turn(),
             "nope",
             "snapshot",
             A1.as_bytes(),
@@ -357,7 +361,7 @@ fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
     let c = catalogue();
     c.ingest(&[A1, A4]).expect("snapshot");
     assert_eq!(c.listing("a4").matching, MatchOutcome::UnknownReference);
-    let nothing = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store.write_turn())
+    let nothing = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store().write_turn())
         .expect("rematch");
     assert_eq!((nothing.tried, nothing.matched), (1, 0));
     let dataset = tempfile::tempdir().expect("dataset");
@@ -367,11 +371,11 @@ fn match_links_unmatched_listings_once_the_catalogue_has_their_model() {
     )
     .expect("write");
     import(
-        &c.app.store.write_turn(),
+        &c.app.store().write_turn(),
         &DirectorySource(dataset.path().to_owned()),
     )
     .expect("import the new model");
-    let report = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store.write_turn())
+    let report = watch_catalogue::jobs::matching::rematch_unmatched(&c.app.store().write_turn())
         .expect("rematch");
     assert_eq!((report.tried, report.matched), (1, 1));
     let a4 = c.listing("a4");
@@ -432,13 +436,13 @@ fn the_fixture_revisits_replay_as_documented() {
 
     let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("open");
     let chrono24 = app
-        .store
+        .store()
         .listings()
         .provider_by_slug(&Slug::parse("chrono24").expect("slug"))
         .expect("read")
         .expect("provider");
     let back = app
-        .store
+        .store()
         .listings()
         .listing_by_source(chrono24.id, "CH24-66590249")
         .expect("read")
@@ -457,7 +461,7 @@ fn the_fixture_revisits_replay_as_documented() {
         (ListingStatus::Active, None)
     );
     let gone = app
-        .store
+        .store()
         .listings()
         .listing_by_source(chrono24.id, "CH24-96334741")
         .expect("read")

@@ -406,7 +406,7 @@ async fn every_job_route_is_401_without_a_session_and_403_for_a_viewer_before_th
         let viewer = app.send(vic.request(method.clone(), path).body(E12)).await;
         assert_eq!(viewer.status().as_u16(), 403, "{method} {path}");
     }
-    assert_eq!(app.app.store.jobs().jobs_newest_first().count(), 0);
+    assert_eq!(app.app.store().jobs().jobs_newest_first().count(), 0);
 }
 
 /// A data dir with user `ana` (password [`TEST_PASSWORD`]), served by the real binary, which

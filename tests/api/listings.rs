@@ -374,9 +374,13 @@ async fn bad_parameters_are_json_errors_with_hints() {
 async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
+    import(
+        &app.store().write_turn(),
+        &DirectorySource(test_catalogue()),
+    )
+    .expect("import");
     ingest_dataset_feeds(
-        &app.store.write_turn(),
+        &app.store().write_turn(),
         &DirectorySource(test_feeds()),
         &SnapshotRules::default(),
     )

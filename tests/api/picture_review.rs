@@ -47,13 +47,13 @@ async fn call(
 fn model_id(app: &TestApp, slug: &str) -> String {
     let brand = app
         .app
-        .store
+        .store()
         .catalogue()
         .brand_by_slug(&watch_catalogue::domain::Slug::parse("rolex").expect("slug"))
         .expect("read")
         .expect("rolex");
     app.app
-        .store
+        .store()
         .catalogue()
         .model_by_slug(
             brand.id,
@@ -67,7 +67,7 @@ fn model_id(app: &TestApp, slug: &str) -> String {
 
 fn audit_actions(app: &TestApp) -> Vec<String> {
     app.app
-        .store
+        .store()
         .audit()
         .audit_newest_first()
         .map(|entry| entry.expect("entry").action)
@@ -197,7 +197,7 @@ async fn keep_takes_the_model_out_of_the_queue_and_refusals_change_nothing() {
     let admin = app.session("ana").await;
     let before = everything(&app, &admin).await;
 
-    let listing_picture = app.app.store.listings().all_listings().find_map(|l| {
+    let listing_picture = app.app.store().listings().all_listings().find_map(|l| {
         l.expect("listing")
             .pictures
             .first()

@@ -202,7 +202,7 @@ pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
 }
 
 pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
-    app.store
+    app.store()
         .pictures()
         .picture(id)
         .expect("read")
@@ -502,12 +502,12 @@ async fn unknown_and_unfetched_pictures_answer_404_json() {
 async fn ingest_and_import_write_a_pending_record_for_each_new_picture() {
     let api = TestApp::start().await;
     let mut sources = Vec::new();
-    for listing in api.app.store.listings().all_listings() {
+    for listing in api.app.store().listings().all_listings() {
         let pictures = listing.expect("listing").pictures;
         sources.extend(pictures.into_iter().map(|p| (p.id, p.source_url)));
     }
     let listing_pictures = sources.len();
-    for model in api.app.store.catalogue().all_models() {
+    for model in api.app.store().catalogue().all_models() {
         let pictures = model.expect("model").pictures.into_iter();
         // A picture the dataset already gives a crop for is not fetched.
         let uncropped = pictures.filter(|p| p.cropped_url.is_none());
@@ -557,7 +557,7 @@ fn ingest_listing(app: &App, urls: &[String]) -> Vec<PictureId> {
         })
         .expect("ingest");
     let listing = app
-        .store
+        .store()
         .listings()
         .all_listings()
         .next()
@@ -577,7 +577,7 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
         .collect();
     let ids = ingest_listing(&app, &urls);
     let due: Vec<PictureId> = (app
-        .store
+        .store()
         .pictures()
         .pictures_maybe_due()
         .expect("due")
@@ -611,7 +611,7 @@ async fn pictures_an_ingest_queued_are_fetched_and_their_states_read_back() {
     }
     // Nothing left to do: a second pass fetches nothing again.
     assert!(app
-        .store
+        .store()
         .pictures()
         .pictures_maybe_due()
         .expect("due")
@@ -742,7 +742,7 @@ fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
 
     let app = App::open(&DataDir::new(data.path()), 16 << 20).expect("reopen");
     let lv = app
-        .store
+        .store()
         .catalogue()
         .all_models()
         .map(|m| m.expect("model"))

@@ -160,7 +160,7 @@ async fn loading_rates_reprices_listings() {
     .expect("open");
     assert!(app.index_is_current().expect("current"));
     let listings = app
-        .listings
+        .listings()
         .search(&catalogue_index::ListingQuery {
             text: None,
             filters: catalogue_index::ListingFilters {

@@ -30,7 +30,7 @@ async fn app() -> TestApp {
 
 /// Our id of the listing `code` of `provider`.
 fn id_of(app: &TestApp, provider: &str, code: &str) -> String {
-    let store = &app.app.store;
+    let store = &app.app.store();
     let provider = store
         .listings()
         .provider_by_slug(&Slug::parse(provider).expect("slug"))
@@ -101,7 +101,7 @@ async fn unmatched_ids(admin: &SessionClient<'_>) -> Vec<String> {
 /// Everything a refused request must leave as it was: the store generation, the counts, the
 /// groups, the listings, the audit trail.
 async fn state(app: &TestApp, admin: &SessionClient<'_>) -> (u64, Vec<Value>) {
-    let generation = app.app.store.generation().expect("generation").0;
+    let generation = app.app.store().generation().expect("generation").0;
     let mut reads = Vec::new();
     for path in [
         "/v1/admin/stats",

@@ -16,11 +16,15 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
     let data_dir = DataDir::new(dir.path());
     {
         let app = App::open(&data_dir, 1 << 20).expect("open");
-        import(&app.store.write_turn(), &DirectorySource(test_catalogue())).expect("import");
-        assert_eq!(app.index.generation().expect("generation"), None);
+        import(
+            &app.store().write_turn(),
+            &DirectorySource(test_catalogue()),
+        )
+        .expect("import");
+        assert_eq!(app.index().generation().expect("generation"), None);
         assert!(!app.index_is_current().expect("current"));
         app.prepare(false).expect("prepare");
-        assert_eq!(app.index.generation().expect("generation"), Some(1));
+        assert_eq!(app.index().generation().expect("generation"), Some(1));
     }
     std::fs::remove_dir_all(data_dir.index()).expect("delete the index");
     let app = reopen(&data_dir, 1 << 20);
@@ -28,13 +32,13 @@ fn an_index_behind_its_store_or_deleted_is_rebuilt_by_prepare() {
     app.prepare(true).expect("prepare");
     assert!(app.index_is_current().expect("current"));
     assert_eq!(
-        app.index
+        app.index()
             .count(catalogue_index::DocKind::Model, &Default::default())
             .expect("count"),
         12
     );
     // `prepare(true)` seeds only an empty store: the test catalogue is still all there is.
-    assert_eq!(app.store.count(RecordKind::Brand), 5);
+    assert_eq!(app.store().count(RecordKind::Brand), 5);
 }
 
 /// What the API tests' waits for a data dir's lock rely on: opening a data dir an app still
@@ -68,7 +72,10 @@ fn a_data_dir_still_held_is_opened_once_it_is_released() {
     assert!(text.contains("store generation 1"), "{text}");
     held.join().expect("released");
     let held = held_for_a_moment();
-    assert_eq!(reopen(&data_dir, 1 << 20).store.count(RecordKind::Brand), 5);
+    assert_eq!(
+        reopen(&data_dir, 1 << 20).store().count(RecordKind::Brand),
+        5
+    );
     held.join().expect("released");
     let held = held_for_a_moment();
     assert_eq!(generation(dir.path()), 1);
@@ -79,9 +86,9 @@ fn a_data_dir_still_held_is_opened_once_it_is_released() {
 fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store.write_turn(), &EmbeddedFixtures)
+    import(&app.store().write_turn(), &EmbeddedFixtures)
         .expect("the bundled fixtures import cleanly");
-    let store = &app.store;
+    let store = app.store();
     assert!(store.count(RecordKind::Brand) >= 25);
     assert!(store.count(RecordKind::Series) >= 80);
     assert!(store.count(RecordKind::Model) >= 400);

@@ -95,7 +95,7 @@ impl TestAppBuilder {
                 .expect("ingest the test feeds");
         } else {
             // Straight to the store, past the writer that would index it.
-            import(&app.store.write_turn(), &catalogue).expect("import the dataset");
+            import(&app.store().write_turn(), &catalogue).expect("import the dataset");
         }
         for (name, role) in &self.users {
             let name = Username::parse(name).expect("user name");

@@ -848,13 +848,13 @@ async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into()
     let id_of = |slug: &str| {
         let brand = app
             .app
-            .store
+            .store()
             .catalogue()
             .brand_by_slug(&Slug::parse("rolex").expect("slug"))
             .expect("read")
             .expect("rolex");
         app.app
-            .store
+            .store()
             .catalogue()
             .model_by_slug(brand.id, &Slug::parse(slug).expect("slug"))
             .expect("read")
@@ -872,7 +872,7 @@ async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into()
             .run(|turn| {
                 watch_catalogue::jobs::merge::merge(
                     turn,
-                    &app_data.listings,
+                    app_data.listings(),
                     &watch_catalogue::jobs::users::Actor::Cli,
                     keeper,
                     &[merged],

@@ -24,7 +24,7 @@ use serde::Deserialize;
     responses((status = 200, description = "The catalogue's counts", body = AdminStats)))]
 pub async fn stats(work: Work) -> ApiResult<Json<AdminStats>> {
     work.run(|app| {
-        let count = |counted| app.store.count_of(counted);
+        let count = |counted| app.store().count_of(counted);
         Ok(Json(AdminStats {
             brands: count(Counted::Brands)?,
             series: count(Counted::Series)?,
@@ -107,7 +107,7 @@ fn unmatched_page(
         offset: pagination.offset(),
         limit: pagination.page_size,
     };
-    let hits = app.listings.search(&query)?;
+    let hits = app.listings().search(&query)?;
     let context = listing_context(app, None, media)?;
     // Read once: the view and the reason come from the same record, so a listing gone since
     // the search cannot shift one listing's reason onto another, and one matched since (by a
@@ -144,7 +144,7 @@ pub async fn audit(
     work.run(move |app| {
         let (entries, total) = match (&params.user, &params.action) {
             (None, None) => app
-                .store
+                .store()
                 .audit()
                 .page_newest_first(pagination.offset(), pagination.page_size)?,
             _ => audit_filtered(app, &params, pagination)?,
@@ -167,7 +167,7 @@ fn audit_filtered(
             && params.action.as_deref().is_none_or(|a| a == entry.action)
     };
     let (mut total, mut page) = (0, Vec::with_capacity(pagination.page_size));
-    for entry in app.store.audit().audit_newest_first() {
+    for entry in app.store().audit().audit_newest_first() {
         let entry = entry?;
         if !wanted(&entry) {
             continue;

@@ -86,7 +86,7 @@ pub async fn submit_snapshot(
     let provider = slug.clone();
     let spooled = work
         .run(move |app| {
-            ingest::provider(&app.store, &provider)?;
+            ingest::provider(app.store(), &provider)?;
             app.jobs().spool_file().map_err(|e| internal(&e))
         })
         .await?;
@@ -103,7 +103,7 @@ pub async fn submit_snapshot(
         .run(move |app| {
             let file = std::fs::File::open(spooled.path()).map_err(|e| internal(&e))?;
             let snapshot = std::io::BufReader::new(file);
-            ingest::check_snapshot(&app.store, &provider, &name, snapshot, &rules)?;
+            ingest::check_snapshot(app.store(), &provider, &name, snapshot, &rules)?;
             Ok((spooled, name, rules))
         })
         .await?;
@@ -190,7 +190,7 @@ pub async fn list_jobs(
     let pagination = page.pagination()?;
     work.run(move |app| {
         let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
-        for job in app.store.jobs().jobs_newest_first() {
+        for job in app.store().jobs().jobs_newest_first() {
             let job = job?;
             if total >= pagination.offset() && data.len() < pagination.page_size {
                 data.push(app.jobs().live(job).into());

@@ -114,7 +114,7 @@ pub async fn login(
         .run(move |app| {
             let user = Username::parse(&credentials.username)
                 .ok()
-                .map(|name| app.store.sessions().user(&name))
+                .map(|name| app.store().sessions().user(&name))
                 .transpose()?
                 .flatten();
             Ok(check_credentials(user.as_ref(), &credentials.password).cloned())
@@ -138,13 +138,13 @@ pub async fn login(
     let session = work
         .run(move |app| {
             let entry = audit_entry(
-                &app.store,
+                app.store(),
                 &actor,
                 "auth.login",
                 vec![format!("user:{}", session.user)],
                 format!("from {ip}"),
             )?;
-            app.store.sessions().open_session(&session, &entry)?;
+            app.store().sessions().open_session(&session, &entry)?;
             Ok(session)
         })
         .await?;
@@ -171,9 +171,9 @@ pub async fn logout(
     let actor = Actor::User(signed.user.name.clone());
     let target = vec![format!("user:{}", signed.user.name)];
     work.run(move |app| {
-        let entry = audit_entry(&app.store, &actor, "auth.logout", target, "")?;
+        let entry = audit_entry(app.store(), &actor, "auth.logout", target, "")?;
         Ok(app
-            .store
+            .store()
             .sessions()
             .close_session(&signed.session, Some(&entry))?)
     })

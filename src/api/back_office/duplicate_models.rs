@@ -63,10 +63,10 @@ pub async fn groups(
         let brand = params
             .brand
             .as_deref()
-            .map(|slug| assemble::brand_by_slug(&app, slug))
+            .map(|slug| assemble::brand_by_slug(app, slug))
             .transpose()?
             .map(|b| b.id);
-        let filter = Filter::new(&app, brand, text.as_deref())?;
+        let filter = Filter::new(app, brand, text.as_deref())?;
         let all = app.duplicate_groups()?;
         let matching: Vec<&Group> = all
             .iter()
@@ -90,7 +90,7 @@ pub async fn groups(
         let data = page
             .data
             .iter()
-            .map(|group| group_view(&app, group, &mut lookups))
+            .map(|group| group_view(app, group, &mut lookups))
             .collect::<ApiResult<Vec<_>>>()?;
         Ok(DuplicateGroupPage {
             data,
@@ -127,11 +127,11 @@ pub async fn merge(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     work.run(move |app| {
-        let merged = write(&app, |turn| {
-            merge::merge(turn, &app.listings, &actor, keeper, &duplicates)
+        let merged = write(app, |turn| {
+            merge::merge(turn, app.listings(), &actor, keeper, &duplicates)
         })?;
         let model = app
-            .store
+            .store()
             .catalogue()
             .model(merged.keeper)?
             .ok_or_else(|| MergeError::UnknownModel(merged.keeper.to_string()))?;
@@ -172,7 +172,7 @@ pub async fn dismiss(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     work.run(move |app| {
-        let dismissed_pairs = write(&app, |turn| merge::dismiss(turn, &actor, &models))?;
+        let dismissed_pairs = write(app, |turn| merge::dismiss(turn, &actor, &models))?;
         Ok(DismissView { dismissed_pairs })
     })
     .await
@@ -198,7 +198,7 @@ impl Filter {
         };
         let folded = q.trim().to_lowercase();
         let mut named = Vec::new();
-        for found in app.store.catalogue().brands() {
+        for found in app.store().catalogue().brands() {
             let found = found?;
             if found.name.to_lowercase() == folded || found.slug.as_str() == folded {
                 named.push(found.id);
@@ -229,7 +229,7 @@ impl Filter {
 fn group_view(app: &App, group: &Group, lookups: &mut Lookups) -> ApiResult<DuplicateGroup> {
     let ids: Vec<u64> = group.models.iter().map(|id| id.0).collect();
     let items = assemble::model_items(app, &ids, lookups)?;
-    let models = app.store.catalogue().models(&group.models)?;
+    let models = app.store().catalogue().models(&group.models)?;
     let mut views = Vec::with_capacity(models.len());
     for (model, item) in models.iter().zip(items) {
         let series = lookups.series(app, model.series_id)?;

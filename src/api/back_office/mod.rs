@@ -127,7 +127,7 @@ fn first_signed_in(identity: &Identity, tokens: &[String]) -> Result<Caller, Api
 }
 
 fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
-    let store = &identity.app.store;
+    let store = &identity.app.store();
     let Some(mut session) = store.sessions().session(&crate::auth::hash_token(token))? else {
         return Ok(Caller::Anonymous);
     };

@@ -61,10 +61,10 @@ pub async fn queue(
         .unwrap_or(&[ReviewStatus::Pending]);
     let page = work
         .run(move |app| {
-            let models = app.store.pictures().review_queue(lists)?;
+            let models = app.store().pictures().review_queue(lists)?;
             pagination
                 .slice(models)
-                .try_map(|model| queue_item(&app, &media.0, model))
+                .try_map(|model| queue_item(app, &media.0, model))
         })
         .await?;
     Ok(Json(page))
@@ -128,11 +128,11 @@ pub async fn front_picture(
     let model = model_id(&id)?;
     work.run(move |app| {
         let model = app
-            .store
+            .store()
             .catalogue()
             .model(model)?
             .ok_or_else(|| ApiError::unknown_model(&id))?;
-        front_picture_answer(&app, &media.0, &model)
+        front_picture_answer(app, &media.0, &model)
     })
     .await
     .map(Json)
@@ -174,11 +174,11 @@ pub async fn set_front_picture(
     }
     work.run(move |app| {
         let model = app
-            .store
+            .store()
             .catalogue()
             .model(done.model)?
             .ok_or_else(|| ApiError::unknown_model(&done.model.to_string()))?;
-        front_picture_answer(&app, &media.0, &model)
+        front_picture_answer(app, &media.0, &model)
     })
     .await
     .map(Json)
@@ -196,7 +196,7 @@ async fn decide(
     job: impl FnOnce(&WriteTurn<'_>, &Actor) -> Result<ReviewedPicture, ReviewError> + Send + 'static,
 ) -> ApiResult<ReviewedPicture> {
     let actor = actor(caller)?;
-    work.run(move |app| write(&app, |turn| job(turn, &actor)))
+    work.run(move |app| write(app, |turn| job(turn, &actor)))
         .await
 }
 
@@ -213,14 +213,18 @@ async fn answer_picture(
                 done.model
             ))
         };
-        let model = app.store.catalogue().model(done.model)?.ok_or_else(gone)?;
+        let model = app
+            .store()
+            .catalogue()
+            .model(done.model)?
+            .ok_or_else(gone)?;
         let picture = model
             .pictures
             .iter()
             .find(|p| p.id == done.picture)
             .ok_or_else(gone)?;
-        let review = app.store.pictures().picture_review(model.id)?;
-        review_picture(&app, &media.0, picture, &review)
+        let review = app.store().pictures().picture_review(model.id)?;
+        review_picture(app, &media.0, picture, &review)
     })
     .await
     .map(Json)
@@ -244,12 +248,16 @@ fn review_picture(
 
 fn queue_item(app: &App, media_base: &str, model: ModelId) -> ApiResult<ReviewQueueItem> {
     let model =
-        app.store.catalogue().model(model)?.ok_or_else(|| {
+        app.store().catalogue().model(model)?.ok_or_else(|| {
             internal_because(format!("model {model} in the review queue is gone"))
         })?;
-    let brand = app.store.catalogue().brand(model.brand_id)?.map(|b| b.name);
-    let review = app.store.pictures().picture_review(model.id)?;
-    let mut candidates = app.store.pictures().candidates_of(model.id)?;
+    let brand = app
+        .store()
+        .catalogue()
+        .brand(model.brand_id)?
+        .map(|b| b.name);
+    let review = app.store().pictures().picture_review(model.id)?;
+    let mut candidates = app.store().pictures().candidates_of(model.id)?;
     candidates.sort_by_key(|c| (c.rank, c.id));
     Ok(ReviewQueueItem {
         id: model.id.to_string(),
@@ -290,9 +298,9 @@ fn front_picture_answer(
     let Some(picture) = picture_review::front_or_oldest(model) else {
         return Ok(FrontPictureAnswer { picture: None });
     };
-    let review = app.store.pictures().picture_review(model.id)?;
+    let review = app.store().pictures().picture_review(model.id)?;
     let shown = shown_picture(app, media_base, picture)?;
-    let has_candidates = !app.store.pictures().candidates_of(model.id)?.is_empty();
+    let has_candidates = !app.store().pictures().candidates_of(model.id)?.is_empty();
     let record = shown.record.clone();
     Ok(FrontPictureAnswer {
         picture: Some(FrontPicture {

@@ -67,9 +67,9 @@ pub async fn groups(
     let page = work
         .run(move |app| {
             let filter = GroupFilter::parse(app, &params)?;
-            let groups = reconciliation::unmatched_groups(&app.store, &app.listings)?;
+            let groups = reconciliation::unmatched_groups(app.store(), app.listings())?;
             let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
-            let mut context = GroupContext::new(&app, &media)?;
+            let mut context = GroupContext::new(app, &media)?;
             pagination
                 .slice(wanted)
                 .try_map(|group| context.view(&group))
@@ -211,7 +211,7 @@ impl<'a> GroupContext<'a> {
                 high: prices.iter().copied().max(),
             },
             example_titles: example_titles(group, EXAMPLE_TITLES),
-            candidates: nearest_models(&self.app.store, &self.app.index, group)?
+            candidates: nearest_models(self.app.store(), self.app.index(), group)?
                 .into_iter()
                 .map(candidate_view)
                 .collect(),
@@ -248,7 +248,7 @@ impl<'a> GroupContext<'a> {
                 None => {
                     let found = self
                         .app
-                        .store
+                        .store()
                         .listings()
                         .provider(id)?
                         .map(|p| EntityRef::from(&p));
@@ -295,7 +295,7 @@ pub async fn link(
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
     reconcile_with(&work, &caller, media, move |turn, app, actor| {
-        reconciliation::link(turn, &app.listings, actor, &selection, model)
+        reconciliation::link(turn, app.listings(), actor, &selection, model)
     })
     .await
 }
@@ -315,7 +315,7 @@ pub async fn create_model(
     JsonBody(body): JsonBody<CreateModelBody>,
 ) -> ApiResult<Json<ReconciledView>> {
     reconcile_with(&work, &caller, media, move |turn, app, actor| {
-        reconciliation::create_model(turn, &app.listings, actor, &body.group, body.fields)
+        reconciliation::create_model(turn, app.listings(), actor, &body.group, body.fields)
     })
     .await
 }
@@ -336,7 +336,7 @@ pub async fn update_model(
 ) -> ApiResult<Json<ReconciledView>> {
     let model = model_id(&body.model)?;
     reconcile_with(&work, &caller, media, move |turn, app, actor| {
-        reconciliation::update_model(turn, &app.listings, actor, &body.group, model, body.fields)
+        reconciliation::update_model(turn, app.listings(), actor, &body.group, model, body.fields)
     })
     .await
 }
@@ -395,8 +395,8 @@ async fn reconcile_with(
 ) -> ApiResult<Json<ReconciledView>> {
     let actor = actor(caller)?;
     work.run(move |app| {
-        let reconciled = write(&app, |turn| job(turn, &app, &actor))?;
-        reconciled_view(&app, &reconciled, &media)
+        let reconciled = write(app, |turn| job(turn, app, &actor))?;
+        reconciled_view(app, &reconciled, &media)
     })
     .await
     .map(Json)

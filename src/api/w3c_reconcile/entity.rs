@@ -132,7 +132,7 @@ pub enum Entity {
 impl Entity {
     /// The entity `id` names; `None` when no such entity exists (any more).
     pub fn read(app: &App, id: &EntityId) -> ApiResult<Option<Entity>> {
-        let Some(brand) = app.store.catalogue().brand_by_slug(&id.brand)? else {
+        let Some(brand) = app.store().catalogue().brand_by_slug(&id.brand)? else {
             return Ok(None);
         };
         let Some(slug) = &id.slug else {
@@ -142,17 +142,17 @@ impl Entity {
             EntityType::Model => {
                 // A model merged into another since the id was handed out stands for it, as
                 // its API path does (301 to the keeper's).
-                let model = match app.store.catalogue().model_by_slug(brand.id, slug)? {
+                let model = match app.store().catalogue().model_by_slug(brand.id, slug)? {
                     Some(model) => Some(model),
-                    None => match app.store.duplicates().merged_slug(brand.id, slug)? {
-                        Some(keeper) => app.store.catalogue().model(keeper)?,
+                    None => match app.store().duplicates().merged_slug(brand.id, slug)? {
+                        Some(keeper) => app.store().catalogue().model(keeper)?,
                         None => None,
                     },
                 };
                 model.map(|model| Entity::Model(brand, Box::new(model)))
             }
             EntityType::Caliber => app
-                .store
+                .store()
                 .catalogue()
                 .caliber_by_slug(brand.id, slug)?
                 .map(|caliber| Entity::Caliber(brand, Box::new(caliber))),

@@ -200,7 +200,7 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
             name: brand.name.clone(),
         }],
         "series" => app
-            .store
+            .store()
             .catalogue()
             .series(model.series_id)?
             .map(|s| text(&s.name))
@@ -213,7 +213,7 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
         "releaseYear" => year(spec.release_year).into_iter().collect(),
         "discontinuationYear" => year(spec.discontinuation_year).into_iter().collect(),
         "listingCount" => vec![Value::Int {
-            int: i64::try_from(app.store.listings().listing_count(model.id)?).unwrap_or(i64::MAX),
+            int: i64::try_from(app.store().listings().listing_count(model.id)?).unwrap_or(i64::MAX),
         }],
         "medianPriceUSD" => asking_prices(app, model.id, None, "USD".to_owned())?
             .median
@@ -231,13 +231,13 @@ fn values_of(app: &App, brand: &Brand, model: &Model, property: &str) -> ApiResu
 fn caliber_of(app: &App, model: &Model) -> ApiResult<Option<Value>> {
     let Some(caliber) = model
         .caliber_id
-        .map(|id| app.store.catalogue().caliber(id))
+        .map(|id| app.store().catalogue().caliber(id))
         .transpose()?
         .flatten()
     else {
         return Ok(None);
     };
-    let Some(maker) = app.store.catalogue().brand(caliber.brand_id)? else {
+    let Some(maker) = app.store().catalogue().brand(caliber.brand_id)? else {
         return Ok(None);
     };
     Ok(Some(Value::Entity {

@@ -52,8 +52,8 @@ pub async fn preview(
     let id = EntityId::parse(id).ok_or_else(not_found)?;
     let card = work
         .run(move |app| {
-            let entity = Entity::read(&app, &id)?.ok_or_else(not_found)?;
-            card_of(&app, &media, entity)?.ok_or_else(not_found)
+            let entity = Entity::read(app, &id)?.ok_or_else(not_found)?;
+            card_of(app, &media, entity)?.ok_or_else(not_found)
         })
         .await?;
     let mut response = card.into_response();
@@ -81,7 +81,7 @@ fn card_of(app: &App, media: &MediaBase, entity: Entity) -> ApiResult<Option<Str
                 return Ok(None);
             };
             let caliber = match model.caliber_id {
-                Some(id) => app.store.catalogue().caliber(id)?.map(|c| c.reference),
+                Some(id) => app.store().catalogue().caliber(id)?.map(|c| c.reference),
                 None => None,
             };
             Some(card(

@@ -66,7 +66,7 @@ impl<'q> Reading<'q> {
         };
         // The listing matcher, as is: a row matches exactly when a listing saying the same
         // would.
-        let decided = match_listing(&app.store, &details)?;
+        let decided = match_listing(app.store(), &details)?;
         let whole: BTreeSet<String> = clues
             .reference
             .iter()
@@ -152,7 +152,7 @@ fn cut(text: &str) -> &str {
 fn model_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
     let mut reading = Reading::of(app, query)?;
     let ids = model_pool(app, &reading)?;
-    let models = app.store.catalogue().models(&ids)?;
+    let models = app.store().catalogue().models(&ids)?;
     let references = models
         .iter()
         .flat_map(|m| m.references().map(normalize_reference))
@@ -175,22 +175,22 @@ fn model_pool(app: &App, reading: &Reading<'_>) -> ApiResult<Vec<ModelId>> {
     let mut ids: Vec<ModelId> = reading.matched.into_iter().collect();
     if let Some(brand) = reading.brand {
         for key in &reading.keys {
-            ids.extend(app.store.catalogue().model_ids_by_reference(brand, key)?);
+            ids.extend(app.store().catalogue().model_ids_by_reference(brand, key)?);
         }
         for base in reading.keys.iter().filter_map(|k| reference_base(k)) {
             let near = app
-                .index
+                .index()
                 .models_with_reference_prefix(brand.0, &base, POOL)?;
             ids.extend(near.into_iter().map(ModelId));
         }
         let named = app
-            .index
+            .index()
             .models_named_like(brand.0, &reading.name_text(), POOL)?;
         ids.extend(named.into_iter().map(ModelId));
     }
     let texts = std::iter::once(reading.name_text()).chain(reading.keys.iter().cloned());
     for text in texts.filter(|t| !t.is_empty()) {
-        let hits = app.index.search(&search(&text, reading.brand))?;
+        let hits = app.index().search(&search(&text, reading.brand))?;
         ids.extend(hits.ids.into_iter().map(ModelId));
     }
     let mut seen = BTreeSet::new();
@@ -233,14 +233,14 @@ fn model_candidate(
     context: &mut Context,
 ) -> ApiResult<Option<Candidate>> {
     let Some(brand) = cached(&mut context.brands, model.brand_id, || {
-        app.store.catalogue().brand(model.brand_id)
+        app.store().catalogue().brand(model.brand_id)
     })?
     .cloned() else {
         return Ok(None);
     };
     let series = cached(&mut context.series, model.series_id, || {
         Ok(app
-            .store
+            .store()
             .catalogue()
             .series(model.series_id)?
             .map(|s| s.name))
@@ -248,7 +248,7 @@ fn model_candidate(
     .cloned();
     let caliber = match model.caliber_id {
         Some(id) => cached(&mut context.calibers, id, || {
-            app.store.catalogue().caliber(id)
+            app.store().catalogue().caliber(id)
         })?
         .cloned(),
         None => None,
@@ -414,8 +414,12 @@ fn caliber_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
     match reading.brand {
         Some(brand_id) => {
             for key in &reading.keys {
-                if let Some(caliber) = app.store.catalogue().caliber_by_reference(brand_id, key)? {
-                    if let Some(brand) = app.store.catalogue().brand(brand_id)? {
+                if let Some(caliber) = app
+                    .store()
+                    .catalogue()
+                    .caliber_by_reference(brand_id, key)?
+                {
+                    if let Some(brand) = app.store().catalogue().brand(brand_id)? {
                         found.push((brand, caliber));
                     }
                 }
@@ -423,8 +427,8 @@ fn caliber_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
         }
         None => {
             for slug in reading.keys.iter().filter_map(|k| Slug::parse(k).ok()) {
-                for caliber in app.store.catalogue().calibers_with_slug(&slug)? {
-                    if let Some(brand) = app.store.catalogue().brand(caliber.brand_id)? {
+                for caliber in app.store().catalogue().calibers_with_slug(&slug)? {
+                    if let Some(brand) = app.store().catalogue().brand(caliber.brand_id)? {
                         found.push((brand, caliber));
                     }
                 }
@@ -464,19 +468,19 @@ fn brand_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
         _ => cut(&query.text),
     };
     let exact = app
-        .store
+        .store()
         .catalogue()
         .brand_by_alias(&normalize_reference(text))?;
     let mut request = search(text, None);
     request.kind = DocKind::Brand;
-    let searched = app.index.search(&request)?.ids.into_iter().map(BrandId);
+    let searched = app.index().search(&request)?.ids.into_iter().map(BrandId);
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
     for id in exact.iter().copied().chain(searched) {
         if !seen.insert(id) {
             continue;
         }
-        let Some(brand) = app.store.catalogue().brand(id)? else {
+        let Some(brand) = app.store().catalogue().brand(id)? else {
             continue;
         };
         let is_named = exact.contains(&id);

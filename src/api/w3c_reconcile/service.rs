@@ -151,11 +151,9 @@ async fn answer(work: &Work, headers: &HeaderMap, ask: Ask) -> ApiResult<serde_j
     let value = match ask {
         Ask::Manifest => serde_json::to_value(Manifest::for_request(headers)),
         Ask::Queries(queries) => {
-            serde_json::to_value(work.run(move |app| results(&app, &queries)).await?)
+            serde_json::to_value(work.run(move |app| results(app, &queries)).await?)
         }
-        Ask::Extend(query) => {
-            serde_json::to_value(work.run(move |app| extend(&app, &query)).await?)
-        }
+        Ask::Extend(query) => serde_json::to_value(work.run(move |app| extend(app, &query)).await?),
     };
     value.map_err(|e| internal(&e))
 }

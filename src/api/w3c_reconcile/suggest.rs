@@ -81,9 +81,9 @@ pub async fn suggest_entity(
     };
     let result = work
         .run(move |app| match kind {
-            EntityType::Model => model_suggestions(&app, &app.index.search(&request)?.ids),
-            EntityType::Brand => brand_suggestions(&app, &app.index.search(&request)?.ids),
-            EntityType::Caliber => caliber_suggestions(&app, &text.normalized_reference, cursor),
+            EntityType::Model => model_suggestions(app, &app.index().search(&request)?.ids),
+            EntityType::Brand => brand_suggestions(app, &app.index().search(&request)?.ids),
+            EntityType::Caliber => caliber_suggestions(app, &text.normalized_reference, cursor),
         })
         .await?;
     Ok(jsonp.answer(&Suggestions { result }))
@@ -92,8 +92,8 @@ pub async fn suggest_entity(
 fn model_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>> {
     let ids: Vec<ModelId> = ids.iter().copied().map(ModelId).collect();
     let mut found = Vec::new();
-    for model in app.store.catalogue().models(&ids)? {
-        if let Some(brand) = app.store.catalogue().brand(model.brand_id)? {
+    for model in app.store().catalogue().models(&ids)? {
+        if let Some(brand) = app.store().catalogue().brand(model.brand_id)? {
             found.push(EntitySuggestion {
                 id: EntityId::model(&brand.slug, &model.slug).to_string(),
                 name: model_label(&brand, &model),
@@ -108,7 +108,7 @@ fn model_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>>
 fn brand_suggestions(app: &App, ids: &[u64]) -> ApiResult<Vec<EntitySuggestion>> {
     let mut found = Vec::new();
     for id in ids {
-        if let Some(brand) = app.store.catalogue().brand(BrandId(*id))? {
+        if let Some(brand) = app.store().catalogue().brand(BrandId(*id))? {
             found.push(EntitySuggestion {
                 id: EntityId::brand(&brand.slug).to_string(),
                 description: brand.country.clone().unwrap_or_default(),
@@ -131,13 +131,13 @@ fn caliber_suggestions(
     };
     let mut found = Vec::new();
     for caliber in app
-        .store
+        .store()
         .catalogue()
         .calibers_with_slug(&slug)?
         .into_iter()
         .skip(cursor)
     {
-        if let Some(brand) = app.store.catalogue().brand(caliber.brand_id)? {
+        if let Some(brand) = app.store().catalogue().brand(caliber.brand_id)? {
             found.push(EntitySuggestion {
                 id: EntityId::caliber(&brand.slug, &caliber.slug).to_string(),
                 name: super::entity::caliber_label(&brand, &caliber),
