@@ -27,4 +27,5 @@ pub mod reconciliation;
 pub mod reindex;
 pub mod snapshot_rules;
 pub mod users;
+pub mod w3c_candidates;
 pub mod writer;

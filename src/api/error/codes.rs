@@ -69,6 +69,12 @@ impl ErrorCode for IndexError {
     }
 }
 
+impl ErrorCode for crate::jobs::w3c_candidates::CandidatesError {
+    fn api_error(&self) -> ApiError {
+        internal(self)
+    }
+}
+
 impl ErrorCode for AuthError {
     fn api_error(&self) -> ApiError {
         match self {

@@ -5,7 +5,7 @@
 use crate::api::error::ApiResult;
 use crate::api::views::w3c::TypeView;
 use crate::app::App;
-use crate::domain::{normalize_reference, Brand, Caliber, Model, Slug};
+use crate::domain::{Brand, Caliber, Model, Slug};
 
 /// A type of the manifest's `defaultTypes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,28 +161,7 @@ impl Entity {
     }
 }
 
-/// How a model is named in results: brand, name and reference, as a collector writes it.
-pub fn model_label(brand: &Brand, model: &Model) -> String {
-    format!("{} {} {}", brand.name, model.name, model.reference_number)
-}
-
-/// How a calibre is named in results: brand and reference, then its own name when that says
-/// more (`Rolex 3135`, `ETA 2824-2 (Elaborated)`); a name that already holds the reference is
-/// used alone, with the brand in front when it lacks it.
-pub fn caliber_label(brand: &Brand, caliber: &Caliber) -> String {
-    let name = caliber.name.as_deref().unwrap_or("").trim();
-    let holds =
-        |text: &str, part: &str| normalize_reference(text).contains(&normalize_reference(part));
-    if name.is_empty() {
-        format!("{} {}", brand.name, caliber.reference)
-    } else if !holds(name, &caliber.reference) {
-        format!("{} {} ({name})", brand.name, caliber.reference)
-    } else if holds(name, &brand.name) {
-        name.to_owned()
-    } else {
-        format!("{} {name}", brand.name)
-    }
-}
+pub use crate::jobs::w3c_candidates::{caliber_label, model_label};
 
 #[cfg(test)]
 mod tests {

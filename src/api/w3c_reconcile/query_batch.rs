@@ -26,15 +26,7 @@ pub struct Query {
     pub clues: Clues,
 }
 
-/// What the understood properties say; the rest are ignored, as the protocol asks.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Clues {
-    pub brand: Option<String>,
-    pub reference: Option<String>,
-    pub series: Option<String>,
-    pub caliber: Option<String>,
-    pub year: Option<i32>,
-}
+pub use crate::jobs::w3c_candidates::Clues;
 
 /// The property ids [`Clues`] reads, with their names: `suggest/property` offers them.
 pub const QUERY_PROPERTIES: [(&str, &str); 5] = [

@@ -1,145 +1,39 @@
-//! The candidates of one query of a `/reconcile` batch. About models: the listing matcher alone
-//! decides `match` (brand + normalised reference, exactly one model, never a name), the store's
-//! reference keys and the catalogue index propose the rest, and each candidate shows the
-//! signals its score is made of.
+//! The candidates of one query of a `/reconcile` batch, as the protocol shows them: the query
+//! handed to the scoring service (`jobs::w3c_candidates`), its scored records turned into the
+//! protocol's candidates (ids, types, features), best first, at most the query's limit.
 
-use super::entity::{caliber_label, model_label, EntityId, EntityType};
-use super::query_batch::{Clues, Query};
-use crate::api::assemble::cached;
+use super::entity::{EntityId, EntityType};
+use super::query_batch::Query;
 use crate::api::error::ApiResult;
 use crate::api::params::MAX_QUERY_CHARS;
 use crate::api::views::w3c::{Candidate, Feature, FeatureValue};
 use crate::app::App;
-use crate::domain::{
-    normalize_reference, reference_base, text_runs, Brand, BrandId, Caliber, ListingDetails, Model,
-    ModelId, Slug, TextRun,
-};
-use crate::jobs::duplicates::text_similarity;
-use crate::jobs::matching::match_listing;
-use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
-use std::collections::{BTreeSet, HashMap};
-
-/// Models weighed per source (reference keys, reference base, names, search) before ranking.
-const POOL: usize = 40;
+use crate::jobs::w3c_candidates::{self, CandidateQuery, Catalogue, Kind, Named, Scored};
 
 /// The candidates of `query`, best first, at most its limit.
 pub fn candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
-    let mut found = match query.kind {
-        EntityType::Model => model_candidates(app, query)?,
-        EntityType::Caliber => caliber_candidates(app, query)?,
-        EntityType::Brand => brand_candidates(app, query)?,
+    let asked = CandidateQuery {
+        text: cut(&query.text),
+        kind: match query.kind {
+            EntityType::Model => Kind::Model,
+            EntityType::Caliber => Kind::Caliber,
+            EntityType::Brand => Kind::Brand,
+        },
+        limit: query.limit,
+        clues: &query.clues,
     };
+    let catalogue = Catalogue {
+        store: app.store(),
+        index: app.index(),
+    };
+    let mut found: Vec<Candidate> = w3c_candidates::candidates(catalogue, &asked)?
+        .into_iter()
+        .map(candidate_view)
+        .collect();
     // Best first; equal scores by id, so answers are stable.
     found.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
     found.truncate(query.limit);
     Ok(found)
-}
-
-/// What a query says about a watch, read once: its text, the brand the matcher resolved, and
-/// the reference keys it holds.
-struct Reading<'q> {
-    text: &'q str,
-    clues: &'q Clues,
-    brand: Option<BrandId>,
-    /// The matcher's verdict: the one model brand + reference name, if any.
-    matched: Option<ModelId>,
-    /// Normalised reference keys: the `reference` property whole, and every run of the text
-    /// and of that property holding a digit (`16610lv`, `16610`). They find candidates.
-    keys: BTreeSet<String>,
-    /// The keys the query says, which the signals compare: see [`Reading::settle`].
-    said: BTreeSet<String>,
-    /// The reference bases of what the query says.
-    said_bases: BTreeSet<String>,
-    /// The runs holding a digit, of the text and of the `reference` property.
-    runs: Vec<Vec<TextRun>>,
-}
-
-impl<'q> Reading<'q> {
-    fn of(app: &App, query: &'q Query) -> ApiResult<Reading<'q>> {
-        let text = cut(&query.text);
-        let clues = &query.clues;
-        let details = ListingDetails {
-            title: (!text.is_empty()).then(|| text.to_owned()),
-            scraped_brand: clues.brand.clone(),
-            scraped_reference: clues.reference.clone(),
-            ..ListingDetails::default()
-        };
-        // The listing matcher, as is: a row matches exactly when a listing saying the same
-        // would.
-        let decided = match_listing(app.store(), &details)?;
-        let whole: BTreeSet<String> = clues
-            .reference
-            .iter()
-            .map(|r| normalize_reference(r))
-            .filter(|r| !r.is_empty())
-            .collect();
-        let runs: Vec<Vec<TextRun>> = [Some(text), clues.reference.as_deref()]
-            .into_iter()
-            .flatten()
-            .map(|field| {
-                let mut runs = text_runs(field);
-                runs.retain(|run| run.key.chars().any(|c| c.is_ascii_digit()));
-                runs
-            })
-            .collect();
-        let keys = whole
-            .iter()
-            .cloned()
-            .chain(runs.iter().flatten().map(|run| run.key.clone()))
-            .collect();
-        Ok(Reading {
-            text,
-            clues,
-            brand: decided.brand_id,
-            matched: decided.model_id,
-            keys,
-            said: whole,
-            said_bases: BTreeSet::new(),
-            runs,
-        })
-    }
-
-    /// Narrows the keys to what the query says, given every reference of the models weighed:
-    /// a run inside a longer run that is such a reference is not said on its own (`16610 LV`
-    /// says 16610LV, not 16610 as well), as the matcher reads it.
-    fn settle(&mut self, references: &BTreeSet<String>) {
-        for runs in &self.runs {
-            let shadowed = |run: &TextRun| {
-                runs.iter()
-                    .any(|other| other.covers(run) && references.contains(&other.key))
-            };
-            self.said.extend(
-                runs.iter()
-                    .filter(|run| !shadowed(run))
-                    .map(|run| run.key.clone()),
-            );
-        }
-        // Bases read from the references as written too: a dial code after a hyphen
-        // (`M79030N-0001`) is only recognised before normalising.
-        let written = self.clues.reference.iter().map(String::as_str);
-        let words = self.text.split_whitespace();
-        self.said_bases = self
-            .said
-            .iter()
-            .map(String::as_str)
-            .chain(written)
-            .chain(words)
-            .filter_map(reference_base)
-            .collect();
-    }
-
-    /// The text names are compared with: the query, else the properties that name.
-    fn name_text(&self) -> String {
-        if !self.text.is_empty() {
-            return self.text.to_owned();
-        }
-        [&self.clues.brand, &self.clues.series, &self.clues.reference]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
 }
 
 /// At most [`MAX_QUERY_CHARS`] characters of `text`: what a search reads.
@@ -149,388 +43,30 @@ fn cut(text: &str) -> &str {
         .map_or(text, |(at, _)| &text[..at])
 }
 
-fn model_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
-    let mut reading = Reading::of(app, query)?;
-    let ids = model_pool(app, &reading)?;
-    let models = app.store().catalogue().models(&ids)?;
-    let references = models
-        .iter()
-        .flat_map(|m| m.references().map(normalize_reference))
-        .collect();
-    reading.settle(&references);
-    let mut context = Context::default();
-    let mut found = Vec::with_capacity(models.len());
-    for model in &models {
-        if let Some(candidate) = model_candidate(app, &reading, model, &mut context)? {
-            found.push(candidate);
-        }
-    }
-    Ok(found)
-}
-
-/// The models worth weighing, without repeats: the match, the brand's models by reference key
-/// and by reference base, by name words, and what the catalogue search finds for the text and
-/// for each key (across brands when no brand is known).
-fn model_pool(app: &App, reading: &Reading<'_>) -> ApiResult<Vec<ModelId>> {
-    let mut ids: Vec<ModelId> = reading.matched.into_iter().collect();
-    if let Some(brand) = reading.brand {
-        for key in &reading.keys {
-            ids.extend(app.store().catalogue().model_ids_by_reference(brand, key)?);
-        }
-        for base in reading.keys.iter().filter_map(|k| reference_base(k)) {
-            let near = app
-                .index()
-                .models_with_reference_prefix(brand.0, &base, POOL)?;
-            ids.extend(near.into_iter().map(ModelId));
-        }
-        let named = app
-            .index()
-            .models_named_like(brand.0, &reading.name_text(), POOL)?;
-        ids.extend(named.into_iter().map(ModelId));
-    }
-    let texts = std::iter::once(reading.name_text()).chain(reading.keys.iter().cloned());
-    for text in texts.filter(|t| !t.is_empty()) {
-        let hits = app.index().search(&search(&text, reading.brand))?;
-        ids.extend(hits.ids.into_iter().map(ModelId));
-    }
-    let mut seen = BTreeSet::new();
-    ids.retain(|id| seen.insert(*id));
-    Ok(ids)
-}
-
-/// The catalogue search of `GET /models?q=` (every word, or the whole text as a reference or
-/// its prefix), within `brand` when known.
-fn search(text: &str, brand: Option<BrandId>) -> SearchRequest {
-    SearchRequest {
-        kind: DocKind::Model,
-        text: Some(TextQuery {
-            typo_tolerance: false,
-            text: text.to_owned(),
-            normalized_reference: normalize_reference(text),
-        }),
-        filters: Filters {
-            brand_id: brand.map(|b| b.0),
-            ..Filters::default()
-        },
-        sort: SortOrder::Relevance,
-        offset: 0,
-        limit: POOL,
-    }
-}
-
-/// Brands, series and calibres read while weighing one query's models, each read once.
-#[derive(Default)]
-struct Context {
-    brands: HashMap<BrandId, Option<Brand>>,
-    series: HashMap<crate::domain::SeriesId, Option<String>>,
-    calibers: HashMap<crate::domain::CaliberId, Option<Caliber>>,
-}
-
-fn model_candidate(
-    app: &App,
-    reading: &Reading<'_>,
-    model: &Model,
-    context: &mut Context,
-) -> ApiResult<Option<Candidate>> {
-    let Some(brand) = cached(&mut context.brands, model.brand_id, || {
-        app.store().catalogue().brand(model.brand_id)
-    })?
-    .cloned() else {
-        return Ok(None);
-    };
-    let series = cached(&mut context.series, model.series_id, || {
-        Ok(app
-            .store()
-            .catalogue()
-            .series(model.series_id)?
-            .map(|s| s.name))
-    })?
-    .cloned();
-    let caliber = match model.caliber_id {
-        Some(id) => cached(&mut context.calibers, id, || {
-            app.store().catalogue().caliber(id)
-        })?
-        .cloned(),
-        None => None,
-    };
-    let label = model_label(&brand, model);
-    let signals = Signals::weigh(reading, model, &label, series.as_deref(), caliber.as_ref());
-    Ok(Some(Candidate {
-        id: EntityId::model(&brand.slug, &model.slug).to_string(),
-        types: [EntityType::Model.view()],
-        score: signals.score(),
-        matched: signals.matched,
-        description: describe(&brand, model, series.as_deref()),
-        features: signals.features(),
-        name: label,
-    }))
-}
-
-/// `Rolex · Submariner · 16610LV · 2003–2010`: what sets a candidate apart in a list.
-fn describe(brand: &Brand, model: &Model, series: Option<&str>) -> String {
-    let years = match (model.spec.release_year, model.spec.discontinuation_year) {
-        (Some(from), Some(to)) => Some(format!("{from}–{to}")),
-        (Some(from), None) => Some(format!("since {from}")),
-        (None, Some(to)) => Some(format!("until {to}")),
-        (None, None) => None,
-    };
-    [
-        Some(brand.name.as_str()),
-        series,
-        Some(&model.reference_number),
-    ]
-    .into_iter()
-    .flatten()
-    .map(str::to_owned)
-    .chain(years)
-    .collect::<Vec<_>>()
-    .join(" · ")
-}
-
-/// Why a model is a candidate. The score is made of these alone (docs/decisions.md, D-146).
-struct Signals {
-    matched: bool,
-    same_reference: bool,
-    alternate_reference: bool,
-    base_variant: bool,
-    name_similarity: f64,
-    brand_match: bool,
-    /// Set only for the properties the query gave.
-    series_match: Option<bool>,
-    caliber_match: Option<bool>,
-    year_match: Option<bool>,
-}
-
-impl Signals {
-    fn weigh(
-        reading: &Reading<'_>,
-        model: &Model,
-        label: &str,
-        series: Option<&str>,
-        caliber: Option<&Caliber>,
-    ) -> Signals {
-        let primary = normalize_reference(&model.reference_number);
-        let alternates: Vec<String> = model
-            .alternate_references
-            .iter()
-            .map(|r| normalize_reference(r))
-            .collect();
-        let bases: BTreeSet<String> = model.references().filter_map(reference_base).collect();
-        let keys = &reading.said;
-        let clues = reading.clues;
-        let same = |wanted: Option<&String>, have: &[&str]| {
-            wanted.map(|w| {
-                have.iter()
-                    .any(|h| normalize_reference(h) == normalize_reference(w))
-            })
-        };
-        Signals {
-            matched: reading.matched == Some(model.id),
-            same_reference: keys.contains(&primary),
-            alternate_reference: alternates.iter().any(|a| keys.contains(a)),
-            base_variant: reading.said_bases.iter().any(|b| bases.contains(b)),
-            name_similarity: text_similarity(&reading.name_text(), label),
-            brand_match: reading.brand == Some(model.brand_id),
-            series_match: same(
-                clues.series.as_ref(),
-                &series.into_iter().collect::<Vec<_>>(),
-            ),
-            caliber_match: same(
-                clues.caliber.as_ref(),
-                &caliber
-                    .map(|c| vec![c.reference.as_str(), c.slug.as_str()])
-                    .unwrap_or_default(),
-            ),
-            year_match: clues.year.map(|year| in_production(model, year)),
-        }
-    }
-
-    /// 100 for a match; otherwise at most 99: reference 60 (same), 55 (alternate) or 35
-    /// (base variant), brand 15, name similarity up to 15, each property that agrees 4.
-    fn score(&self) -> f64 {
-        if self.matched {
-            return 100.0;
-        }
-        let reference = if self.same_reference {
-            60.0
-        } else if self.alternate_reference {
-            55.0
-        } else if self.base_variant {
-            35.0
-        } else {
-            0.0
-        };
-        let agreeing = [self.series_match, self.caliber_match, self.year_match]
-            .into_iter()
-            .filter(|m| *m == Some(true))
-            .count() as f64;
-        let brand = if self.brand_match { 15.0 } else { 0.0 };
-        let score = reference + brand + 15.0 * self.name_similarity + 4.0 * agreeing;
-        (score.min(99.0) * 10.0).round() / 10.0
-    }
-
-    fn features(&self) -> Vec<Feature> {
-        let flag = |id, value| Feature {
-            id,
-            value: FeatureValue::Flag(value),
-        };
-        let mut features = vec![
-            flag("sameReference", self.same_reference),
-            flag("alternateReference", self.alternate_reference),
-            flag("baseVariant", self.base_variant),
-            Feature {
-                id: "nameSimilarity",
-                value: FeatureValue::Number((self.name_similarity * 1000.0).round() / 1000.0),
-            },
-            flag("brandMatch", self.brand_match),
-        ];
-        let given = [
-            ("seriesMatch", self.series_match),
-            ("caliberMatch", self.caliber_match),
-            ("yearInProduction", self.year_match),
-        ];
-        features.extend(
-            given
-                .into_iter()
-                .filter_map(|(id, value)| value.map(|v| flag(id, v))),
-        );
-        features
-    }
-}
-
-/// True when `year` falls within the model's production years, as far as they are known.
-fn in_production(model: &Model, year: i32) -> bool {
-    let spec = &model.spec;
-    spec.release_year.is_none_or(|from| from <= year)
-        && spec.discontinuation_year.is_none_or(|to| year <= to)
-        && (spec.release_year.is_some() || spec.discontinuation_year.is_some())
-}
-
-/// Calibres: the brand's calibre whose reference is a key of the query matches when it is the
-/// only one; without a brand, calibres whose slug is a key are candidates, never a match.
-fn caliber_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
-    let reading = Reading::of(app, query)?;
-    let mut found: Vec<(Brand, Caliber)> = Vec::new();
-    match reading.brand {
-        Some(brand_id) => {
-            for key in &reading.keys {
-                if let Some(caliber) = app
-                    .store()
-                    .catalogue()
-                    .caliber_by_reference(brand_id, key)?
-                {
-                    if let Some(brand) = app.store().catalogue().brand(brand_id)? {
-                        found.push((brand, caliber));
-                    }
-                }
-            }
-        }
-        None => {
-            for slug in reading.keys.iter().filter_map(|k| Slug::parse(k).ok()) {
-                for caliber in app.store().catalogue().calibers_with_slug(&slug)? {
-                    if let Some(brand) = app.store().catalogue().brand(caliber.brand_id)? {
-                        found.push((brand, caliber));
-                    }
-                }
-            }
-        }
-    }
-    let mut seen = BTreeSet::new();
-    found.retain(|(_, caliber)| seen.insert(caliber.id));
-    let unique = reading.brand.is_some() && found.len() == 1;
-    let name_text = reading.name_text();
-    Ok(found
-        .iter()
-        .map(|(brand, caliber)| {
-            let label = caliber_label(brand, caliber);
-            let similarity = text_similarity(&name_text, &label);
-            let brand_match = reading.brand == Some(brand.id);
-            named_candidate(
-                EntityId::caliber(&brand.slug, &caliber.slug),
-                label,
-                caliber.kind.clone().unwrap_or_default(),
-                Verdict {
-                    matched: unique,
-                    base: if brand_match { 80.0 } else { 60.0 },
-                    similarity,
-                    extra: ("brandMatch", brand_match),
-                },
-            )
-        })
-        .collect())
-}
-
-/// Brands: the text (or the `brand` property) that is exactly one brand's name, slug or alias
-/// matches it; brands the catalogue search finds for the text are candidates.
-fn brand_candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
-    let text = match query.clues.brand.as_deref() {
-        Some(brand) if query.text.is_empty() => brand,
-        _ => cut(&query.text),
-    };
-    let exact = app
-        .store()
-        .catalogue()
-        .brand_by_alias(&normalize_reference(text))?;
-    let mut request = search(text, None);
-    request.kind = DocKind::Brand;
-    let searched = app.index().search(&request)?.ids.into_iter().map(BrandId);
-    let mut seen = BTreeSet::new();
-    let mut found = Vec::new();
-    for id in exact.iter().copied().chain(searched) {
-        if !seen.insert(id) {
-            continue;
-        }
-        let Some(brand) = app.store().catalogue().brand(id)? else {
-            continue;
-        };
-        let is_named = exact.contains(&id);
-        found.push(named_candidate(
-            EntityId::brand(&brand.slug),
-            brand.name.clone(),
-            brand.country.clone().unwrap_or_default(),
-            Verdict {
-                matched: is_named && exact.len() == 1,
-                base: if is_named { 85.0 } else { 0.0 },
-                similarity: text_similarity(text, &brand.name),
-                extra: ("exactName", is_named),
-            },
-        ));
-    }
-    Ok(found)
-}
-
-/// How a calibre or brand candidate scores: 100 for a match, else its base plus up to 14 for
-/// name similarity, at most 99.
-struct Verdict {
-    matched: bool,
-    base: f64,
-    similarity: f64,
-    extra: (&'static str, bool),
-}
-
-fn named_candidate(id: EntityId, name: String, description: String, v: Verdict) -> Candidate {
-    let score = if v.matched {
-        100.0
-    } else {
-        ((v.base + 14.0 * v.similarity).min(99.0) * 10.0).round() / 10.0
+fn candidate_view(scored: Scored) -> Candidate {
+    let id = match &scored.named {
+        Named::Model { brand, model } => EntityId::model(brand, model),
+        Named::Caliber { brand, caliber } => EntityId::caliber(brand, caliber),
+        Named::Brand { brand } => EntityId::brand(brand),
     };
     Candidate {
         types: [id.kind.view()],
         id: id.to_string(),
-        name,
-        score,
-        matched: v.matched,
-        description,
-        features: vec![
-            Feature {
-                id: "nameSimilarity",
-                value: FeatureValue::Number((v.similarity * 1000.0).round() / 1000.0),
-            },
-            Feature {
-                id: v.extra.0,
-                value: FeatureValue::Flag(v.extra.1),
-            },
-        ],
+        name: scored.name,
+        score: scored.score,
+        matched: scored.matched,
+        description: scored.description,
+        features: scored
+            .features
+            .into_iter()
+            .map(|(id, value)| Feature {
+                id,
+                value: match value {
+                    w3c_candidates::FeatureValue::Flag(flag) => FeatureValue::Flag(flag),
+                    w3c_candidates::FeatureValue::Number(number) => FeatureValue::Number(number),
+                },
+            })
+            .collect(),
     }
 }
 
@@ -543,62 +79,5 @@ mod tests {
         let long = "é".repeat(MAX_QUERY_CHARS + 5);
         assert_eq!(cut(&long).chars().count(), MAX_QUERY_CHARS);
         assert_eq!(cut("Rolex"), "Rolex");
-    }
-
-    #[test]
-    fn a_run_inside_a_longer_reference_is_not_said_on_its_own() {
-        let clues = Clues::default();
-        let runs = |text: &str| {
-            let mut runs = text_runs(text);
-            runs.retain(|run| run.key.chars().any(|c| c.is_ascii_digit()));
-            vec![runs]
-        };
-        let settled = |text: &str, references: &[&str]| {
-            let mut reading = Reading {
-                text,
-                clues: &clues,
-                brand: None,
-                matched: None,
-                keys: BTreeSet::new(),
-                said: BTreeSet::new(),
-                said_bases: BTreeSet::new(),
-                runs: runs(text),
-            };
-            reading.settle(&references.iter().map(|r| r.to_string()).collect());
-            (reading.said, reading.said_bases)
-        };
-        let said = |text: &str, references: &[&str]| settled(text, references).0;
-        let both = ["16610", "16610lv"];
-        assert!(!said("Rolex 16610 LV", &both).contains("16610"));
-        assert!(said("Rolex 16610 LV", &both).contains("16610lv"));
-        // Nothing longer is a reference: the base reference is what the text says.
-        assert!(said("Rolex 16610 Kermit", &both).contains("16610"));
-        // The base comes from the reference as written: its dial code dropped.
-        let (_, bases) = settled("Tudor M79030N-0001", &["m79030n0001", "79030n"]);
-        assert!(bases.contains("79030"), "{bases:?}");
-    }
-
-    #[test]
-    fn only_a_match_scores_100() {
-        let signals = Signals {
-            matched: false,
-            same_reference: true,
-            alternate_reference: true,
-            base_variant: true,
-            name_similarity: 1.0,
-            brand_match: true,
-            series_match: Some(true),
-            caliber_match: Some(true),
-            year_match: Some(true),
-        };
-        assert_eq!(signals.score(), 99.0);
-        assert_eq!(
-            Signals {
-                matched: true,
-                ..signals
-            }
-            .score(),
-            100.0
-        );
     }
 }
