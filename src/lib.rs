@@ -11,6 +11,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod client;
+pub mod clock;
 pub mod config;
 pub mod connections;
 pub mod data_dir;

@@ -42,10 +42,12 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let budgets = Arc::new(Budgets {
         public: RateLimiter::new(&config.rate_limit),
         admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
+        clock: config.clock.clone(),
     });
     let identity = Arc::new(admin::Identity {
         app: app.clone(),
         sessions: config.sessions,
+        clock: config.clock.clone(),
     });
     // Submitted batch jobs run from here on, one at a time.
     if let Err(error) = crate::jobs::queue::Jobs::start(&app) {
@@ -54,6 +56,7 @@ pub fn router(app: AppState, config: &ApiConfig) -> Router {
     let sign_in = Arc::new(admin::auth::SignIn::new(
         config.sessions,
         &config.rate_limit,
+        config.clock.clone(),
     ));
     // Outermost first: who the caller is, then their budget, then a request slot, then the
     // back-office guard, all before any route or fallback answers.
