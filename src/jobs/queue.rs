@@ -4,7 +4,7 @@
 //! marked interrupted at the next start, and a stop (SIGTERM) ends a snapshot at a chunk boundary.
 
 use super::batch::{self, Batch};
-use super::progress::JobControl;
+use super::progress::{JobControl, TestPacing};
 use super::users::{audit_entry, Actor};
 use crate::app::{causes, App};
 use crate::domain::{JobId, JobRecord, JobState, Timestamp};
@@ -303,7 +303,8 @@ fn run_one(app: &App, job: Queued) {
 
 /// The control of the running job `running`, which writes the job's progress to its record as
 /// it goes (see [`JobControl::recording`]): a process that dies mid-job leaves the record with
-/// the last progress written, and the restart that marks it interrupted keeps it.
+/// the last progress written, and the restart that marks it interrupted keeps it. Paced as the
+/// environment asks: by tests only, see [`TestPacing`].
 fn recording_progress(app: &App, running: JobRecord) -> JobControl {
     let store = app.store.clone();
     JobControl::recording(move |done, total| {
@@ -313,6 +314,7 @@ fn recording_progress(app: &App, running: JobRecord) -> JobControl {
             tracing::error!(job = %record.id, %error, "recording a job's progress");
         }
     })
+    .paced(TestPacing::from_env())
 }
 
 /// Marks `record` interrupted, now.

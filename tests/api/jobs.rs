@@ -418,6 +418,23 @@ fn served_data_dir() -> (tempfile::TempDir, ServeProcess) {
     (data, serve)
 }
 
+/// Listings per committed chunk of the paced snapshot jobs below.
+const CHUNK: usize = 1_000;
+
+/// `serve` on `data` whose snapshot jobs commit in chunks of [`CHUNK`] listings and hold after
+/// the first until the server stops (`watch_catalogue::jobs::progress::TestPacing`): a test
+/// stops or kills the server mid-ingest, one chunk committed, without racing the ingest.
+fn serve_holding_after_one_chunk(data: &std::path::Path) -> ServeProcess {
+    ServeProcess::start_with_env(
+        data,
+        &[],
+        &[
+            ("WATCH_CATALOGUE_TEST_CHUNK_LISTINGS", &CHUNK.to_string()),
+            ("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1"),
+        ],
+    )
+}
+
 /// An admin session on a server started by [`ServeProcess`].
 struct Remote {
     client: reqwest::Client,
@@ -475,20 +492,15 @@ impl Remote {
             .expect("json")
     }
 
-    /// Waits (at most two minutes) until job `id` is running with `done` listings committed.
-    async fn committed(&self, id: &str, done: u64) -> Value {
-        for _ in 0..1200 {
-            let job = self.job(id).await;
-            assert!(
-                matches!(job["state"].as_str(), Some("queued" | "running")),
-                "the job ended before {done} listings were committed: {job}"
-            );
-            if job["progress"]["done"].as_u64().unwrap_or(0) >= done {
-                return job;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("job {id} committed fewer than {done} listings in two minutes");
+    /// Waits until `serve`'s job `id`, paced by [`serve_holding_after_one_chunk`], holds after
+    /// its first chunk; checks that the API shows it running with that chunk committed.
+    async fn held(&self, serve: &mut ServeProcess, id: &str) {
+        serve
+            .wait_for_log("job held until stopped")
+            .unwrap_or_else(|| panic!("job {id} was not held:\n{}", serve.log));
+        let job = self.job(id).await;
+        assert_eq!(job["state"], "running", "{job}");
+        assert_eq!(job["progress"]["done"], CHUNK, "{job}");
     }
 
     async fn finished(&self, id: &str) -> Value {
@@ -548,7 +560,12 @@ const SUBMARINER: &str = "submariner-date-126610ln";
 const BIG: usize = 150_000;
 
 fn big_snapshot() -> String {
-    (0..BIG)
+    snapshot_of(BIG)
+}
+
+/// A snapshot of `listings` new ebay listings of the Submariner Date 126610LN.
+fn snapshot_of(listings: usize) -> String {
+    (0..listings)
         .map(|i| {
             format!(
                 r#"{{"sourceId":"big-{i}","url":"https://www.ebay.com/itm/big-{i}","title":"Rolex Submariner Date 126610LN","brand":"Rolex","reference":"126610LN","price":{},"currency":"USD"}}"#,
@@ -564,25 +581,29 @@ fn big_snapshot() -> String {
 /// with that progress, and the snapshot submitted again is ingested whole: every listing once,
 /// nothing of the provider's wrongly delisted. The model's listing count, which the ingest
 /// holds for its last commit, agrees with its listings after the stop, after the kill (counted
-/// again at start) and at the end.
+/// again at start) and at the end. The ingests are held after their first chunk until the
+/// signal, so each signal lands mid-ingest, one chunk committed.
 #[tokio::test]
 async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_completes_it() {
-    let (data, serve) = served_data_dir();
-    let snapshot = big_snapshot();
+    const LISTINGS: usize = 3 * CHUNK;
+    let data = crate::support::new_data_dir();
+    add_user_through_the_binary(data.path(), "ana");
+    let mut serve = serve_holding_after_one_chunk(data.path());
+    let snapshot = snapshot_of(LISTINGS);
     let remote = Remote::sign_in(&serve.base).await;
     let ebay_before = remote.total("provider=ebay").await;
     assert!(ebay_before > 0, "the fixtures' ebay listings");
     let (submariner_before, listed) = remote.submariner_counts().await;
     assert_eq!(submariner_before, listed);
     let stopped = remote.post_snapshot(&snapshot).await;
-    remote.committed(&stopped, 50_000).await;
+    remote.held(&mut serve, &stopped).await;
     let log = serve.stop();
     assert!(
         log.contains("job ended job=1 state=\"interrupted\""),
         "{log}"
     );
 
-    let serve = ServeProcess::start(data.path());
+    let mut serve = serve_holding_after_one_chunk(data.path());
     let remote = Remote::sign_in(&serve.base).await;
     let job = remote.job(&stopped).await;
     assert_eq!(job["state"], "interrupted", "{job}");
@@ -593,21 +614,21 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
             .contains("chunk boundary"),
         "{job}"
     );
-    let done = job["progress"]["done"].as_u64().expect("done");
-    assert!((50_000..BIG as u64).contains(&done), "{job}");
+    assert_eq!(job["progress"]["done"], CHUNK, "{job}");
+    let chunk = CHUNK as u64;
     assert_eq!(
         remote.total("provider=ebay").await,
-        ebay_before + done,
-        "the committed chunks stay; nothing was delisted"
+        ebay_before + chunk,
+        "the committed chunk stays; nothing was delisted"
     );
     assert_eq!(
         remote.submariner_counts().await,
-        (submariner_before + done, submariner_before + done),
-        "the stopped ingest wrote the counts of its committed chunks"
+        (submariner_before + chunk, submariner_before + chunk),
+        "the stopped ingest wrote the counts of its committed chunk"
     );
 
     let killed = remote.post_snapshot(&snapshot).await;
-    remote.committed(&killed, 50_000).await;
+    remote.held(&mut serve, &killed).await;
     serve.kill();
 
     let serve = ServeProcess::start(data.path());
@@ -616,9 +637,8 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     assert_eq!(job["state"], "interrupted", "{job}");
     assert!(job["finishedAt"].is_string());
     // The record kept the progress it had reached: what the server showed before the kill.
-    assert_eq!(job["progress"]["total"], BIG, "{job}");
-    let done = job["progress"]["done"].as_u64().expect("done");
-    assert!((50_000..BIG as u64).contains(&done), "{job}");
+    assert_eq!(job["progress"]["total"], LISTINGS, "{job}");
+    assert_eq!(job["progress"]["done"], CHUNK, "{job}");
     let (kept, listed) = remote.submariner_counts().await;
     assert_eq!(
         kept, listed,
@@ -629,33 +649,33 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     let job = remote.finished(&again).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let report = job["report"].as_str().expect("report");
-    let counted = |what: &str| -> u64 {
+    let counted = |what: &str| -> usize {
         report
             .split([':', ';', ','])
             .find_map(|part| part.trim().strip_suffix(what)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no `{what}` in {report}"))
     };
     assert_eq!(
-        counted("created") + counted("refreshed"),
-        BIG as u64,
-        "{report}"
+        (counted("created"), counted("refreshed")),
+        (LISTINGS - CHUNK, CHUNK),
+        "the committed chunk is refreshed, the rest created: {report}"
     );
-    assert!(counted("refreshed") >= 50_000, "{report}");
-    assert_eq!(counted("delisted"), ebay_before, "{report}");
+    assert_eq!(counted("delisted") as u64, ebay_before, "{report}");
+    let listings = LISTINGS as u64;
     assert_eq!(
         remote.total("provider=ebay").await,
-        BIG as u64,
+        listings,
         "every listing once"
     );
     assert_eq!(
         remote.total("provider=ebay&includeDelisted=true").await,
-        BIG as u64 + ebay_before,
+        listings + ebay_before,
         "no listing twice"
     );
     let (kept, listed) = remote.submariner_counts().await;
     assert_eq!(kept, listed);
     assert!(
-        listed >= BIG as u64,
+        listed >= listings,
         "every listing of the snapshot is ACTIVE"
     );
     serve.stop();
