@@ -31,7 +31,7 @@ use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
 use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
-use watch_catalogue::jobs::progress::JobControl;
+use watch_catalogue::jobs::progress::{JobControl, TestPacing};
 use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
 use watch_catalogue::jobs::users::{self, Actor};
 use watch_catalogue::jobs::writer::{IndexChoice, WriteError};
@@ -617,7 +617,8 @@ fn import(data_dir: &DataDir, cache_bytes: u64, dir: PathBuf) -> anyhow::Result<
 /// the store opened once more so that sled snapshots it (`app::snapshot_store`).
 fn run_local(data_dir: &DataDir, cache_bytes: u64, job: Batch) -> anyhow::Result<()> {
     let app = App::open(data_dir, cache_bytes)?;
-    match batch::run(&app, &job, &JobControl::default()) {
+    let control = JobControl::default().paced(TestPacing::from_env());
+    match batch::run(&app, &job, &control) {
         Ok(report) => {
             print_report(&report);
             // The next start then replays none of the job's log.

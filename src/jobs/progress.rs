@@ -15,12 +15,13 @@ pub const RECORD_EVERY: Duration = Duration::from_secs(1);
 /// Writes `(done, total)` where the job's record keeps it.
 type Recorder = Box<dyn Fn(u64, u64) + Send + Sync>;
 
-/// For tests only: how the server's snapshot jobs are paced, so that a test stops or kills one
-/// mid-job at a chunk it chose instead of racing it. Never set in production: the server reads
-/// it from `WATCH_CATALOGUE_TEST_CHUNK_LISTINGS` (listings per committed chunk, instead of
-/// [`crate::jobs::listing_writes::CHUNK_LISTINGS`]) and `WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS`
-/// (after committing that many chunks, with its progress recorded, a job holds until it is
-/// stopped), both unset by default.
+/// For tests only: how snapshot jobs are paced, so that a test stops or kills one mid-job at a
+/// chunk it chose instead of racing it. Never set in production: the server's job runner and
+/// the CLI's batch commands read it from `WATCH_CATALOGUE_TEST_CHUNK_LISTINGS` (listings per
+/// committed chunk, instead of [`crate::jobs::listing_writes::CHUNK_LISTINGS`]) and
+/// `WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS` (after committing that many chunks, with its
+/// progress recorded, a job holds until it is stopped; the CLI's, until it is killed), both
+/// unset by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TestPacing {
     pub chunk_listings: Option<usize>,
