@@ -10,6 +10,7 @@
 pub mod api;
 pub mod app;
 pub mod auth;
+pub mod clock;
 pub mod connections;
 pub mod data_dir;
 pub mod domain;

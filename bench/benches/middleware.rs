@@ -36,6 +36,7 @@ fn layered() -> Router {
     let budgets = Arc::new(rate_limit::Budgets {
         public: rate_limit::RateLimiter::new(&config.rate_limit),
         admin: rate_limit::RateLimiter::named("admin", u32::MAX, &config.rate_limit),
+        clock: config.clock.clone(),
     });
     let routes = trivial().layer(from_fn_with_state(budgets, rate_limit::limit_rate));
     layers::shared(routes, &config, Arc::new(Metrics::new()))

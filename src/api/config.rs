@@ -27,6 +27,9 @@ pub struct ApiConfig {
     pub snapshot_limit: u64,
     /// The bearer token `GET /metrics` asks for; `None`: it answers anyone.
     pub metrics_token: Option<MetricsToken>,
+    /// The time rate-limit windows, the login throttle and session limits are measured by: the
+    /// system's; a test gives a stepped one (`crate::clock`).
+    pub clock: crate::clock::Clock,
 }
 
 impl Default for ApiConfig {
@@ -41,6 +44,7 @@ impl Default for ApiConfig {
             capacity: Default::default(),
             snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
             metrics_token: None,
+            clock: crate::clock::Clock::system(),
         }
     }
 }

@@ -46,14 +46,17 @@ pub fn router(app: Arc<App>, config: &ApiConfig) -> Router {
     let budgets = Arc::new(Budgets {
         public: RateLimiter::new(&config.rate_limit),
         admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
+        clock: config.clock.clone(),
     });
     let identity = Arc::new(back_office::Identity {
         app: app.clone(),
         sessions: config.sessions,
+        clock: config.clock.clone(),
     });
     let sign_in = Arc::new(back_office::auth::SignIn::new(
         config.sessions,
         &config.rate_limit,
+        config.clock.clone(),
     ));
     // Outermost first: who the caller is, then their budget, then a request slot, then the
     // back-office guard, all before any route or fallback answers.

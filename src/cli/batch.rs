@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
-use watch_catalogue::jobs::progress::JobControl;
+use watch_catalogue::jobs::progress::{JobControl, TestPacing};
 use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
 use watch_catalogue::jobs::users::Actor;
 
@@ -125,7 +125,8 @@ pub fn run(
 /// the store opened once more so that sled snapshots it (`app::snapshot_store`).
 fn run_local(local: &Local, job: Batch) -> anyhow::Result<()> {
     let app = local.open()?;
-    match batch::run(app.job_context(), &job, &JobControl::default()) {
+    let control = JobControl::default().paced(TestPacing::from_env());
+    match batch::run(app.job_context(), &job, &control) {
         Ok(report) => {
             print_report(&report);
             // The next start then replays none of the job's log.

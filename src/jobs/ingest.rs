@@ -136,7 +136,10 @@ pub fn ingest_controlled(
     rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
-    let writes = ListingWrites::new(turn)?;
+    let writes = match control.pacing().chunk_listings {
+        Some(chunk) => ListingWrites::in_chunks_of(turn, chunk)?,
+        None => ListingWrites::new(turn)?,
+    };
     ingest_with(writes, provider_slug, name, snapshot, rules, control)
 }
 
@@ -270,6 +273,7 @@ fn ingest_with(
         }
         prepared = run.writes.commit_chunk_while(|| prepare(chunk))??;
         control.advance(pending);
+        control.chunk_committed();
         // Between chunks, before the delistings: a stop leaves no listing wrongly delisted.
         if control.should_stop() {
             return Err(IngestError::Interrupted);

@@ -2,9 +2,10 @@
 //! between chunks) and whoever watches or stops it (the server's job runner, its shutdown).
 //! The server's jobs also write their progress to their record as they go (see
 //! [`JobControl::recording`]), so a process that dies mid-job leaves the last progress behind.
+//! Tests of a stop or a crash mid-job pace a job with [`TestPacing`] instead of racing it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The longest a job's recorded progress lags behind its live progress while it advances: a
@@ -14,12 +15,43 @@ pub const RECORD_EVERY: Duration = Duration::from_secs(1);
 /// Writes `(done, total)` where the job's record keeps it.
 type Recorder = Box<dyn Fn(u64, u64) + Send + Sync>;
 
+/// For tests only: how snapshot jobs are paced, so that a test stops or kills one mid-job at a
+/// chunk it chose instead of racing it. Never set in production: the server's job runner and
+/// the CLI's batch commands read it from `WATCH_CATALOGUE_TEST_CHUNK_LISTINGS` (listings per
+/// committed chunk, instead of [`crate::jobs::listing_writes::CHUNK_LISTINGS`]) and
+/// `WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS` (after committing that many chunks, with its
+/// progress recorded, a job holds until it is stopped; the CLI's, until it is killed), both
+/// unset by default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TestPacing {
+    pub chunk_listings: Option<usize>,
+    pub hold_after_chunks: Option<u64>,
+}
+
+impl TestPacing {
+    /// The pacing the environment asks for (none unless a test sets the variables).
+    pub fn from_env() -> TestPacing {
+        fn number<T: std::str::FromStr>(name: &str) -> Option<T> {
+            std::env::var(name).ok()?.trim().parse().ok()
+        }
+        TestPacing {
+            chunk_listings: number("WATCH_CATALOGUE_TEST_CHUNK_LISTINGS"),
+            hold_after_chunks: number("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS"),
+        }
+    }
+}
+
 /// How far a job is, and whether it was asked to stop at its next chunk boundary.
 #[derive(Default)]
 pub struct JobControl {
     done: AtomicU64,
     total: AtomicU64,
     stop: AtomicBool,
+    /// Wakes a job held by [`TestPacing::hold_after_chunks`] when it is stopped.
+    held: Mutex<()>,
+    stopped: Condvar,
+    pacing: TestPacing,
+    chunks: AtomicU64,
     recorder: Option<Recorder>,
     /// The least time between two recorded advances.
     interval: Duration,
@@ -50,6 +82,16 @@ impl JobControl {
             interval: RECORD_EVERY,
             ..JobControl::default()
         }
+    }
+
+    /// This control, paced as `pacing` says (tests only).
+    pub fn paced(self, pacing: TestPacing) -> JobControl {
+        JobControl { pacing, ..self }
+    }
+
+    /// The pacing tests asked for; none by default.
+    pub fn pacing(&self) -> TestPacing {
+        self.pacing
     }
 
     /// The amount of work, once it is known (a snapshot's valid lines).
@@ -101,6 +143,34 @@ impl JobControl {
     /// Asks the job to stop at its next chunk boundary (SIGTERM).
     pub fn stop(&self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Taken after the flag is set, so a job about to hold sees it or is woken.
+        let _held = self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.stopped.notify_all();
+    }
+
+    /// Called by a job after each chunk it committed (and counted): where the test pacing asks
+    /// for it, records the progress and holds until the job is stopped.
+    pub fn chunk_committed(&self) {
+        let chunks = self.chunks.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.pacing.hold_after_chunks != Some(chunks) {
+            return;
+        }
+        let (done, total) = self.progress();
+        self.record(done, total);
+        tracing::info!(chunks, done, "job held until stopped (test pacing)");
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        while !self.should_stop() {
+            held = self
+                .stopped
+                .wait(held)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
     }
 
     /// True once [`JobControl::stop`] was called.
@@ -145,5 +215,47 @@ mod tests {
         plain.set_total(3);
         plain.advance(2);
         assert_eq!(plain.progress(), (2, 3));
+    }
+
+    #[test]
+    fn a_paced_job_holds_after_its_chosen_chunk_with_its_progress_recorded_until_stopped() {
+        let (recorded, seen) = std::sync::mpsc::channel();
+        let control = Arc::new(
+            JobControl::recording(move |done, total| {
+                let _ = recorded.send((done, total));
+            })
+            .paced(TestPacing {
+                chunk_listings: Some(10),
+                hold_after_chunks: Some(2),
+            }),
+        );
+        control.set_total(30);
+        let job = std::thread::spawn({
+            let control = control.clone();
+            move || {
+                for _ in 0..3 {
+                    control.advance(10);
+                    control.chunk_committed();
+                    if control.should_stop() {
+                        break;
+                    }
+                }
+            }
+        });
+        let recorded: Vec<(u64, u64)> = seen.iter().take(3).collect();
+        assert_eq!(
+            recorded,
+            [(0, 30), (10, 30), (20, 30)],
+            "recorded at the hold"
+        );
+        assert!(!job.is_finished(), "held: nothing but a stop ends the hold");
+        control.stop();
+        job.join().expect("the job ends once stopped");
+        assert_eq!(control.progress(), (20, 30), "no chunk after the hold");
+        // Unpaced, nothing holds.
+        let plain = JobControl::default();
+        for _ in 0..3 {
+            plain.chunk_committed();
+        }
     }
 }

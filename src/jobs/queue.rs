@@ -5,7 +5,7 @@
 
 use super::batch::{self, Batch};
 use super::context::JobContext;
-use super::progress::JobControl;
+use super::progress::{JobControl, TestPacing};
 use super::users::{audit_entry, Actor};
 use crate::domain::{causes, JobId, JobRecord, JobState, Timestamp};
 use crate::store::StoreResult;
@@ -307,7 +307,8 @@ fn run_one(context: &JobContext, job: Queued) {
 
 /// The control of the running job `running`, which writes the job's progress to its record as
 /// it goes (see [`JobControl::recording`]): a process that dies mid-job leaves the record with
-/// the last progress written, and the restart that marks it interrupted keeps it.
+/// the last progress written, and the restart that marks it interrupted keeps it. Paced as the
+/// environment asks: by tests only, see [`TestPacing`].
 fn recording_progress(context: &JobContext, running: JobRecord) -> JobControl {
     let store = context.store().clone();
     JobControl::recording(move |done, total| {
@@ -317,6 +318,7 @@ fn recording_progress(context: &JobContext, running: JobRecord) -> JobControl {
             tracing::error!(job = %record.id, %error, "recording a job's progress");
         }
     })
+    .paced(TestPacing::from_env())
 }
 
 /// Marks `record` interrupted, now.

@@ -6,10 +6,12 @@ use crate::support::{concrete, TestApp, TEST_PASSWORD};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
-use watch_catalogue::api::back_office::is_back_office;
+use watch_catalogue::api::back_office::auth::FAILURES_PER_NAME;
+use watch_catalogue::api::back_office::{is_back_office, LOGIN_WINDOW};
 use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::api::{v1_policies, Access};
-use watch_catalogue::auth::SessionPolicy;
+use watch_catalogue::auth::{SessionPolicy, DEFAULT_ABSOLUTE, DEFAULT_IDLE};
+use watch_catalogue::clock::SteppedClock;
 use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::users::{self, Actor};
 
@@ -156,6 +158,37 @@ async fn a_wrong_name_and_a_wrong_password_get_one_answer_and_failures_are_throt
 }
 
 #[tokio::test]
+async fn the_login_throttle_lifts_when_its_window_rolls_over() {
+    let time = SteppedClock::new();
+    let app = app_on(&time, SessionPolicy::default()).await;
+    for _ in 0..FAILURES_PER_NAME {
+        assert_eq!(login(&app, "ana", "a guess").await.status().as_u16(), 401);
+    }
+    let retry_after = |response: &reqwest::Response| -> Option<u64> {
+        response
+            .headers()
+            .get("retry-after")?
+            .to_str()
+            .ok()?
+            .parse()
+            .ok()
+    };
+    let refused = login(&app, "ana", TEST_PASSWORD).await;
+    assert_eq!(refused.status().as_u16(), 429);
+    assert_eq!(retry_after(&refused), Some(LOGIN_WINDOW.as_secs()));
+    time.advance(LOGIN_WINDOW - Duration::from_secs(1));
+    let refused = login(&app, "ana", TEST_PASSWORD).await;
+    assert_eq!(refused.status().as_u16(), 429, "a second before the end");
+    assert_eq!(retry_after(&refused), Some(1));
+    time.advance(Duration::from_secs(1));
+    assert_eq!(
+        login(&app, "ana", TEST_PASSWORD).await.status().as_u16(),
+        200,
+        "a fresh window"
+    );
+}
+
+#[tokio::test]
 async fn a_login_from_another_origin_is_refused() {
     let app = app().await;
     let response = app
@@ -169,13 +202,12 @@ async fn a_login_from_another_origin_is_refused() {
     assert!(response.headers().get("set-cookie").is_none());
 }
 
-/// A server with admin `ana` whose sessions end after `idle` unused.
-async fn app_with_idle_limit(idle: Duration) -> TestApp {
+/// A server with admin `ana` whose sessions follow `policy`, and whose windows and session
+/// limits read `time`.
+async fn app_on(time: &SteppedClock, policy: SessionPolicy) -> TestApp {
     let config = ApiConfig {
-        sessions: SessionPolicy {
-            idle,
-            ..SessionPolicy::default()
-        },
+        sessions: policy,
+        clock: time.clock(),
         ..ApiConfig::default()
     };
     TestApp::build()
@@ -187,11 +219,45 @@ async fn app_with_idle_limit(idle: Duration) -> TestApp {
 
 #[tokio::test]
 async fn a_session_ends_at_its_idle_limit() {
-    let app = app_with_idle_limit(Duration::from_millis(600)).await;
+    let time = SteppedClock::new();
+    let app = app_on(&time, SessionPolicy::default()).await;
     let session = app.session("ana").await;
     assert_eq!(session.get("/v1/admin/stats").await.0, 200);
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    time.advance(DEFAULT_IDLE - Duration::from_millis(1));
+    assert_eq!(session.get("/v1/admin/stats").await.0, 200, "just in time");
+    time.advance(DEFAULT_IDLE);
     assert_eq!(session.get("/v1/admin/stats").await.0, 401, "idle too long");
+    assert_eq!(
+        session.get("/v1/auth/session").await.0,
+        401,
+        "it stays ended"
+    );
+}
+
+#[tokio::test]
+async fn a_session_in_use_ends_at_its_absolute_limit() {
+    let time = SteppedClock::new();
+    let app = app_on(&time, SessionPolicy::default()).await;
+    let session = app.session("ana").await;
+    let hour = Duration::from_secs(3600);
+    // Used every hour, well within the idle limit, for all but the last minute of its life.
+    for hour_of_use in 1..DEFAULT_ABSOLUTE.as_secs() / 3600 {
+        time.advance(hour);
+        let (status, body) = session.get("/v1/auth/session").await;
+        assert_eq!(status, 200, "hour {hour_of_use}: {body}");
+    }
+    time.advance(hour - Duration::from_secs(60));
+    assert_eq!(
+        session.get("/v1/auth/session").await.0,
+        200,
+        "a minute left"
+    );
+    time.advance(Duration::from_secs(60));
+    assert_eq!(
+        session.get("/v1/auth/session").await.0,
+        401,
+        "absolute limit"
+    );
 }
 
 #[tokio::test]
@@ -602,16 +668,22 @@ async fn a_strangers_failures_never_lock_a_user_out_of_an_address_that_has_not_f
 
 #[tokio::test]
 async fn a_session_in_use_outlives_a_short_idle_limit() {
-    let idle = Duration::from_millis(1_000);
-    let app = app_with_idle_limit(idle).await;
+    let time = SteppedClock::new();
+    let short = SessionPolicy {
+        idle: Duration::from_millis(1_000),
+        ..SessionPolicy::default()
+    };
+    let app = app_on(&time, short).await;
     let session = app.session("ana").await;
     // Used every 350 ms for 1.4 s: each use is well within the idle limit of the one before,
     // though the whole is longer than the limit.
     for step in 1..=4 {
-        tokio::time::sleep(Duration::from_millis(350)).await;
+        time.advance(Duration::from_millis(350));
         let (status, body) = session.get("/v1/auth/session").await;
         assert_eq!(status, 200, "use {step}: {body}");
     }
+    time.advance(Duration::from_millis(1_000));
+    assert_eq!(session.get("/v1/auth/session").await.0, 401, "then idle");
 }
 
 #[tokio::test]

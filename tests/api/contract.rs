@@ -7,6 +7,7 @@ use reqwest::header::HeaderMap;
 use reqwest::Method;
 use std::time::Duration;
 use watch_catalogue::api::config::{ApiConfig, Deprecation, RateLimitConfig};
+use watch_catalogue::clock::SteppedClock;
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
     headers
@@ -124,36 +125,40 @@ async fn errors_link_to_their_operation_in_the_openapi_document() {
 
 #[tokio::test]
 async fn budgets_count_down_refuse_with_429_and_roll_over() {
-    let app = TestApp::build()
-        .config(limited(3, Duration::from_secs(2), &[]))
-        .start()
-        .await;
+    let time = SteppedClock::new();
+    let config = ApiConfig {
+        clock: time.clock(),
+        ..limited(3, Duration::from_secs(60), &[])
+    };
+    let app = TestApp::build().config(config).start().await;
     for remaining in [2, 1, 0] {
         let response = app.send(app.request(Method::GET, "/v1/brands/rolex")).await;
         assert_eq!(response.status().as_u16(), 200);
         assert_eq!(number(response.headers(), "ratelimit-remaining"), remaining);
+        assert_eq!(number(response.headers(), "ratelimit-reset"), 60);
         assert_eq!(
             header(response.headers(), "ratelimit-policy"),
-            "3;w=2;policy=public"
+            "3;w=60;policy=public"
         );
     }
     let refused = app.send(app.request(Method::GET, "/v1/brands")).await;
     assert_eq!(refused.status().as_u16(), 429);
     let headers = refused.headers().clone();
     assert_eq!(number(&headers, "ratelimit-remaining"), 0);
-    assert_eq!(
-        header(&headers, "retry-after"),
-        header(&headers, "ratelimit-reset")
-    );
+    assert_eq!(number(&headers, "retry-after"), 60);
+    assert_eq!(number(&headers, "ratelimit-reset"), 60);
     assert_eq!(header(&headers, "x-api-version"), "v1");
-    let reset = number(&headers, "retry-after");
-    assert!((1..=2).contains(&reset), "{reset}");
     let body: serde_json::Value = refused.json().await.expect("json");
     assert_eq!(body["error"], "rate_limited");
-    tokio::time::sleep(Duration::from_millis(reset * 1000 + 100)).await;
+    time.advance(Duration::from_millis(59_500));
+    let refused = app.send(app.request(Method::GET, "/v1/brands")).await;
+    assert_eq!(refused.status().as_u16(), 429, "half a second left");
+    assert_eq!(number(refused.headers(), "retry-after"), 1, "rounded up");
+    time.advance(Duration::from_millis(500));
     let again = app.send(app.request(Method::GET, "/v1/brands")).await;
     assert_eq!(again.status().as_u16(), 200, "the window rolled over");
     assert_eq!(number(again.headers(), "ratelimit-remaining"), 2);
+    assert_eq!(number(again.headers(), "ratelimit-reset"), 60);
 }
 
 #[tokio::test]

@@ -418,6 +418,27 @@ fn served_data_dir() -> (tempfile::TempDir, ServeProcess) {
     (data, serve)
 }
 
+/// Listings per committed chunk of the paced snapshot jobs below.
+const CHUNK: usize = 1_000;
+
+/// The test pacing (`watch_catalogue::jobs::progress::TestPacing`) under which a snapshot job
+/// commits chunks of [`CHUNK`] listings and holds after the first until it is stopped or
+/// killed: a test signals the process mid-ingest, one chunk committed, without racing it.
+fn hold_after_one_chunk() -> [(&'static str, String); 2] {
+    [
+        ("WATCH_CATALOGUE_TEST_CHUNK_LISTINGS", CHUNK.to_string()),
+        ("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1".to_owned()),
+    ]
+}
+
+/// What a job held by [`hold_after_one_chunk`] logs.
+const HELD: &str = "job held until stopped";
+
+/// `serve` on `data` with its snapshot jobs held after one chunk ([`hold_after_one_chunk`]).
+fn serve_holding_after_one_chunk(data: &std::path::Path) -> ServeProcess {
+    ServeProcess::start_with_env(data, &[], &hold_after_one_chunk())
+}
+
 /// An admin session on a server started by [`ServeProcess`].
 struct Remote {
     client: reqwest::Client,
@@ -475,20 +496,15 @@ impl Remote {
             .expect("json")
     }
 
-    /// Waits (at most two minutes) until job `id` is running with `done` listings committed.
-    async fn committed(&self, id: &str, done: u64) -> Value {
-        for _ in 0..1200 {
-            let job = self.job(id).await;
-            assert!(
-                matches!(job["state"].as_str(), Some("queued" | "running")),
-                "the job ended before {done} listings were committed: {job}"
-            );
-            if job["progress"]["done"].as_u64().unwrap_or(0) >= done {
-                return job;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("job {id} committed fewer than {done} listings in two minutes");
+    /// Waits until `serve`'s job `id`, paced by [`serve_holding_after_one_chunk`], holds after
+    /// its first chunk; checks that the API shows it running with that chunk committed.
+    async fn held(&self, serve: &mut ServeProcess, id: &str) {
+        serve
+            .wait_for_log(HELD)
+            .unwrap_or_else(|| panic!("job {id} was not held:\n{}", serve.log));
+        let job = self.job(id).await;
+        assert_eq!(job["state"], "running", "{job}");
+        assert_eq!(job["progress"]["done"], CHUNK, "{job}");
     }
 
     async fn finished(&self, id: &str) -> Value {
@@ -504,7 +520,7 @@ impl Remote {
 
     /// The Submariner Date 126610LN's `listingCount` as `GET /models/compare` reads it from the
     /// store, and its ACTIVE listings as the listings index finds them (every listing of
-    /// [`big_snapshot`]).
+    /// [`snapshot_of`]).
     async fn submariner_counts(&self) -> (u64, u64) {
         let compared: Value = self
             .client
@@ -541,14 +557,12 @@ impl Remote {
     }
 }
 
-/// The model every listing of [`big_snapshot`] matches.
+/// The model every listing of [`snapshot_of`] matches.
 const SUBMARINER: &str = "submariner-date-126610ln";
 
-/// Listings enough for three chunks of the ingest's 50 000.
-const BIG: usize = 150_000;
-
-fn big_snapshot() -> String {
-    (0..BIG)
+/// A snapshot of `listings` new ebay listings of the Submariner Date 126610LN.
+fn snapshot_of(listings: usize) -> String {
+    (0..listings)
         .map(|i| {
             format!(
                 r#"{{"sourceId":"big-{i}","url":"https://www.ebay.com/itm/big-{i}","title":"Rolex Submariner Date 126610LN","brand":"Rolex","reference":"126610LN","price":{},"currency":"USD"}}"#,
@@ -564,25 +578,29 @@ fn big_snapshot() -> String {
 /// with that progress, and the snapshot submitted again is ingested whole: every listing once,
 /// nothing of the provider's wrongly delisted. The model's listing count, which the ingest
 /// holds for its last commit, agrees with its listings after the stop, after the kill (counted
-/// again at start) and at the end.
+/// again at start) and at the end. The ingests are held after their first chunk until the
+/// signal, so each signal lands mid-ingest, one chunk committed.
 #[tokio::test]
 async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_completes_it() {
-    let (data, serve) = served_data_dir();
-    let snapshot = big_snapshot();
+    const LISTINGS: usize = 3 * CHUNK;
+    let data = crate::support::new_data_dir();
+    add_user_through_the_binary(data.path(), "ana");
+    let mut serve = serve_holding_after_one_chunk(data.path());
+    let snapshot = snapshot_of(LISTINGS);
     let remote = Remote::sign_in(&serve.base).await;
     let ebay_before = remote.total("provider=ebay").await;
     assert!(ebay_before > 0, "the fixtures' ebay listings");
     let (submariner_before, listed) = remote.submariner_counts().await;
     assert_eq!(submariner_before, listed);
     let stopped = remote.post_snapshot(&snapshot).await;
-    remote.committed(&stopped, 50_000).await;
+    remote.held(&mut serve, &stopped).await;
     let log = serve.stop();
     assert!(
         log.contains("job ended job=1 state=\"interrupted\""),
         "{log}"
     );
 
-    let serve = ServeProcess::start(data.path());
+    let mut serve = serve_holding_after_one_chunk(data.path());
     let remote = Remote::sign_in(&serve.base).await;
     let job = remote.job(&stopped).await;
     assert_eq!(job["state"], "interrupted", "{job}");
@@ -593,21 +611,21 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
             .contains("chunk boundary"),
         "{job}"
     );
-    let done = job["progress"]["done"].as_u64().expect("done");
-    assert!((50_000..BIG as u64).contains(&done), "{job}");
+    assert_eq!(job["progress"]["done"], CHUNK, "{job}");
+    let chunk = CHUNK as u64;
     assert_eq!(
         remote.total("provider=ebay").await,
-        ebay_before + done,
-        "the committed chunks stay; nothing was delisted"
+        ebay_before + chunk,
+        "the committed chunk stays; nothing was delisted"
     );
     assert_eq!(
         remote.submariner_counts().await,
-        (submariner_before + done, submariner_before + done),
-        "the stopped ingest wrote the counts of its committed chunks"
+        (submariner_before + chunk, submariner_before + chunk),
+        "the stopped ingest wrote the counts of its committed chunk"
     );
 
     let killed = remote.post_snapshot(&snapshot).await;
-    remote.committed(&killed, 50_000).await;
+    remote.held(&mut serve, &killed).await;
     serve.kill();
 
     let serve = ServeProcess::start(data.path());
@@ -616,9 +634,8 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     assert_eq!(job["state"], "interrupted", "{job}");
     assert!(job["finishedAt"].is_string());
     // The record kept the progress it had reached: what the server showed before the kill.
-    assert_eq!(job["progress"]["total"], BIG, "{job}");
-    let done = job["progress"]["done"].as_u64().expect("done");
-    assert!((50_000..BIG as u64).contains(&done), "{job}");
+    assert_eq!(job["progress"]["total"], LISTINGS, "{job}");
+    assert_eq!(job["progress"]["done"], CHUNK, "{job}");
     let (kept, listed) = remote.submariner_counts().await;
     assert_eq!(
         kept, listed,
@@ -629,60 +646,41 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
     let job = remote.finished(&again).await;
     assert_eq!(job["state"], "succeeded", "{job}");
     let report = job["report"].as_str().expect("report");
-    let counted = |what: &str| -> u64 {
+    let counted = |what: &str| -> usize {
         report
             .split([':', ';', ','])
             .find_map(|part| part.trim().strip_suffix(what)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("no `{what}` in {report}"))
     };
     assert_eq!(
-        counted("created") + counted("refreshed"),
-        BIG as u64,
-        "{report}"
+        (counted("created"), counted("refreshed")),
+        (LISTINGS - CHUNK, CHUNK),
+        "the committed chunk is refreshed, the rest created: {report}"
     );
-    assert!(counted("refreshed") >= 50_000, "{report}");
-    assert_eq!(counted("delisted"), ebay_before, "{report}");
+    assert_eq!(counted("delisted") as u64, ebay_before, "{report}");
+    let listings = LISTINGS as u64;
     assert_eq!(
         remote.total("provider=ebay").await,
-        BIG as u64,
+        listings,
         "every listing once"
     );
     assert_eq!(
         remote.total("provider=ebay&includeDelisted=true").await,
-        BIG as u64 + ebay_before,
+        listings + ebay_before,
         "no listing twice"
     );
     let (kept, listed) = remote.submariner_counts().await;
     assert_eq!(kept, listed);
     assert!(
-        listed >= BIG as u64,
+        listed >= listings,
         "every listing of the snapshot is ACTIVE"
     );
     serve.stop();
 }
 
-/// The number of keys in a `store commit` debug line of the store, if `line` is one (the
-/// log's colour codes dropped).
-fn store_commit_keys(line: &str) -> Option<u64> {
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            chars.by_ref().find(|c| *c == 'm');
-        } else {
-            plain.push(c);
-        }
-    }
-    let keys = plain.split_once("store commit")?.1.split_once("keys=")?.1;
-    keys.split(|c: char| !c.is_ascii_digit())
-        .next()?
-        .parse()
-        .ok()
-}
-
 /// An offline ingest killed (SIGKILL) once a chunk of new listings is committed: the count of
 /// their model was held for the last commit, so the store is left marked, and the next start
-/// counts again before it answers.
+/// counts again before it answers. The ingest holds after its first chunk until it is killed.
 #[tokio::test]
 async fn an_offline_ingest_killed_between_chunks_is_counted_again_at_the_next_start() {
     use std::io::BufRead;
@@ -691,32 +689,31 @@ async fn an_offline_ingest_killed_between_chunks_is_counted_again_at_the_next_st
     let (before, _) = remote.submariner_counts().await;
     serve.stop();
     let snapshot = tempfile::NamedTempFile::new().expect("file");
-    std::fs::write(snapshot.path(), big_snapshot()).expect("write");
+    std::fs::write(snapshot.path(), snapshot_of(3 * CHUNK)).expect("write");
     let mut ingest = binary(data.path())
         .args(["ingest", "--provider", "ebay", "--allow-mass-delist"])
         .arg(snapshot.path())
-        .env("RUST_LOG", "watch_catalogue::store=debug")
+        .envs(hold_after_one_chunk())
+        .env("RUST_LOG", "info")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("ingest");
     let stderr = std::io::BufReader::new(ingest.stderr.take().expect("stderr"));
-    let chunk = stderr
+    let held = stderr
         .lines()
         .map_while(Result::ok)
-        .find_map(|line| store_commit_keys(&line).filter(|keys| *keys > 10_000));
-    assert!(
-        chunk.is_some(),
-        "the ingest ended before committing a chunk"
-    );
+        .any(|line| line.contains(HELD));
+    assert!(held, "the ingest ended before it held after a chunk");
     ingest.kill().expect("kill");
     ingest.wait().expect("wait");
 
     let serve = ServeProcess::start(data.path());
     let remote = Remote::sign_in(&serve.base).await;
     let (kept, listed) = remote.submariner_counts().await;
-    assert!(
-        listed >= before + 50_000,
+    assert_eq!(
+        listed,
+        before + CHUNK as u64,
         "a chunk of new listings was committed"
     );
     assert_eq!(kept, listed, "counted again at start");

@@ -419,10 +419,16 @@ impl ServeProcess {
 
     /// [`ServeProcess::start`] with more arguments to `serve`.
     pub fn start_with(data_dir: &Path, args: &[&str]) -> ServeProcess {
+        ServeProcess::start_with_env(data_dir, args, &[])
+    }
+
+    /// [`ServeProcess::start_with`] with more environment variables (a test pacing of jobs).
+    pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, String)]) -> ServeProcess {
         use std::io::BufRead;
         let mut child = binary(data_dir)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(args)
             .stderr(std::process::Stdio::piped())

@@ -13,23 +13,25 @@ use crate::api::layers::rate_limit::RateLimiter;
 use crate::api::requests::{Credentials, JsonBody};
 use crate::api::views::back_office::SessionView;
 use crate::auth::{check_credentials, new_token, SessionPolicy};
-use crate::domain::{Session, Timestamp, Username};
+use crate::clock::Clock;
+use crate::domain::{Session, Username};
 use crate::jobs::users::{audit_entry, Actor};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use std::net::IpAddr;
 use std::sync::Arc;
-use tokio::time::Instant;
+use std::time::Instant;
 
 /// Failed logins allowed per client IP (whatever the names), and per user name from one client
 /// IP, in each 15-minute window.
 pub const FAILURES_PER_IP: u32 = 20;
 pub const FAILURES_PER_NAME: u32 = 5;
 
-/// The session rules and the failure budgets of logins.
+/// The session rules, the failure budgets of logins, and the clock both are measured by.
 pub struct SignIn {
     pub sessions: SessionPolicy,
+    clock: Clock,
     by_ip: RateLimiter<IpAddr>,
     /// Keyed by name and address, never by name alone: a budget of the name shared by every
     /// address would let anyone lock its user out with five wrong passwords.
@@ -38,13 +40,14 @@ pub struct SignIn {
 
 impl SignIn {
     /// The budgets keep at most `limits.max_clients` keys each, as the request budgets do.
-    pub fn new(sessions: SessionPolicy, limits: &RateLimitConfig) -> SignIn {
+    pub fn new(sessions: SessionPolicy, limits: &RateLimitConfig, clock: Clock) -> SignIn {
         let budget = RateLimitConfig {
             window: LOGIN_WINDOW,
             ..limits.clone()
         };
         SignIn {
             sessions,
+            clock,
             by_ip: RateLimiter::named("login", FAILURES_PER_IP, &budget),
             by_name: RateLimiter::named("login", FAILURES_PER_NAME, &budget),
         }
@@ -103,7 +106,7 @@ pub async fn login(
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(credentials): JsonBody<Credentials>,
 ) -> ApiResult<Response> {
-    let now = Instant::now();
+    let now = sign_in.clock.instant();
     let name = credentials.username.clone();
     if let Some(retry_after) = sign_in.refused(ip, &name, now) {
         return Err(ApiError::RateLimited { retry_after });
@@ -127,12 +130,13 @@ pub async fn login(
     };
     sign_in.count_success(ip, &name);
     let (token, token_hash) = new_token()?;
+    let opened = sign_in.clock.timestamp();
     let session = Session {
         token_hash,
         user: user.name,
         role: user.role,
-        created_at: Timestamp::now(),
-        last_seen_at: Timestamp::now(),
+        created_at: opened,
+        last_seen_at: opened,
     };
     let actor = Actor::User(session.user.clone());
     let session = work
@@ -205,7 +209,7 @@ mod tests {
             max_clients,
             ..RateLimitConfig::default()
         };
-        SignIn::new(SessionPolicy::default(), &limits)
+        SignIn::new(SessionPolicy::default(), &limits, Clock::system())
     }
 
     fn ip(n: u32) -> IpAddr {

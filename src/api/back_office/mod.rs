@@ -13,7 +13,8 @@ pub mod reconciliation;
 
 use super::error::{internal, ApiError, ApiResult, ErrorCode};
 use crate::auth::{tokens_in_cookies, SessionPolicy, MAX_SESSION_COOKIES};
-use crate::domain::{Role, Session, Timestamp, User};
+use crate::clock::Clock;
+use crate::domain::{Role, Session, User};
 use crate::jobs::users::Actor;
 use axum::extract::{Request, State};
 use axum::http::{header, Method};
@@ -75,10 +76,11 @@ impl Caller {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientIp(pub IpAddr);
 
-/// What [`identify`] needs: the store and the session rules.
+/// What [`identify`] needs: the store, the session rules and the clock they are checked by.
 pub struct Identity {
     pub app: std::sync::Arc<crate::app::App>,
     pub sessions: SessionPolicy,
+    pub clock: Clock,
 }
 
 /// Reads the session cookies, if any, into a [`Caller`]: each one sent is tried in order (up
@@ -131,7 +133,7 @@ fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
     let Some(mut session) = store.sessions().session(&crate::auth::hash_token(token))? else {
         return Ok(Caller::Anonymous);
     };
-    let now = Timestamp::now();
+    let now = identity.clock.timestamp();
     let user = store.sessions().user(&session.user)?;
     let valid = identity.sessions.is_live(&session, now)
         && user.as_ref().is_some_and(|user| user.role == session.role);

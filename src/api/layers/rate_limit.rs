@@ -2,12 +2,14 @@
 //! `429 rate_limited` with `Retry-After` past the budget: per client IP for the public (600
 //! requests per 60 s by default), per user for admin sessions (policy `admin`, higher: a
 //! reconciliation backlog takes many requests). A window opens with its first request and
-//! rolls over after `window`. Memory is bounded: at most `max_clients` windows are kept,
-//! expired ones dropped first. No crate sends these exact headers with fixed windows.
+//! rolls over after `window`, as the server's [`Clock`] measures it. Memory is bounded: at
+//! most `max_clients` windows are kept, expired ones dropped first. No crate sends these exact
+//! headers with fixed windows.
 
 use crate::api::back_office::{Caller, ClientIp};
 use crate::api::config::RateLimitConfig;
 use crate::api::error::ApiError;
+use crate::clock::Clock;
 use crate::domain::Username;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -17,8 +19,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::time::Instant;
+use std::time::{Duration, Instant};
 
 const SHARDS: usize = 16;
 
@@ -218,10 +219,12 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
     }
 }
 
-/// The budgets a request may be counted against: its client IP's, or its admin's.
+/// The budgets a request may be counted against (its client IP's, or its admin's), and the
+/// clock their windows are measured by.
 pub struct Budgets {
     pub public: RateLimiter<IpAddr>,
     pub admin: RateLimiter<Username>,
+    pub clock: Clock,
 }
 
 /// Counts the request against its budget (an admin session's own, else its client IP's) and
@@ -242,7 +245,7 @@ pub async fn limit_rate(
         .get::<Caller>()
         .and_then(Caller::admin)
         .map(|signed| signed.user.name.clone());
-    let now = Instant::now();
+    let now = budgets.clock.instant();
     let (decision, headers) = match admin {
         Some(name) => {
             let decision = budgets.admin.check(name, now);
