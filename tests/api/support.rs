@@ -518,6 +518,12 @@ impl ServeProcess {
         self.signal("-TERM");
     }
 
+    /// True once the log holds `needle`, in a line already read or one to come (waiting 30 s
+    /// at most).
+    pub fn has_logged(&mut self, needle: &str) -> bool {
+        self.log.contains(needle) || self.wait_for_log(needle).is_some()
+    }
+
     /// Waits (30 s at most) for a line of the log holding `needle`, which it returns.
     pub fn wait_for_log(&mut self, needle: &str) -> Option<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
