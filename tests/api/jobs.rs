@@ -898,9 +898,8 @@ async fn a_large_invalid_snapshot_is_refused_and_leaves_the_servers_memory_bound
     }
     let after = serve.resident_kb();
     eprintln!("resident before {before} kB, after {after} kB");
-    // Every problem kept was 1.08 GB; what varies below 64 MB is the allocator's heaps of the
-    // blocking-pool threads the checks ran on, more of them under a loaded machine (0 to 19 MB
-    // alone, 35 MB once beside the whole suite).
+    // Every problem kept was 1.08 GB; below 64 MB varies with the allocator's heaps of the
+    // blocking-pool threads the checks ran on (0 to 19 MB alone, 35 MB once beside the suite).
     assert!(
         after < before + 64_000,
         "the server kept {} kB more after two refused 16 MiB snapshots",
