@@ -11,7 +11,7 @@ use crate::domain::{
     Availability, Brand, BrandId, Caliber, Condition, Listing, ListingId, Model, ModelId, Picture,
     PictureId, PictureRecord, Provider, ProviderId, Series, SeriesId, Slug, Timestamp,
 };
-use crate::store::ReadAt;
+use crate::store::{cached, ReadAt};
 use catalogue_index::{Filters, GenerationCache};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -38,20 +38,20 @@ impl Lookups {
 
     pub fn brand(&mut self, app: &App, id: BrandId) -> ApiResult<Option<&Brand>> {
         let at = self.read_at(app)?;
-        cached(&mut self.brands, id, || {
+        Ok(cached(&mut self.brands, id, || {
             kept(app, &app.kept().brands, at, id, || {
                 app.store().catalogue().brand(id)
             })
-        })
+        })?)
     }
 
     pub fn series(&mut self, app: &App, id: SeriesId) -> ApiResult<Option<&Series>> {
         let at = self.read_at(app)?;
-        cached(&mut self.series, id, || {
+        Ok(cached(&mut self.series, id, || {
             kept(app, &app.kept().series, at, id, || {
                 app.store().catalogue().series(id)
             })
-        })
+        })?)
     }
 
     /// The model's card, `None` for no such model.
@@ -103,18 +103,6 @@ fn read_model_card(app: &App, id: ModelId) -> crate::store::StoreResult<Option<A
         front_record,
         model,
     })))
-}
-
-pub(crate) fn cached<K: std::hash::Hash + Eq, V>(
-    map: &mut HashMap<K, Option<V>>,
-    key: K,
-    load: impl FnOnce() -> crate::store::StoreResult<Option<V>>,
-) -> ApiResult<Option<&V>> {
-    let slot = match map.entry(key) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => e.insert(load()?),
-    };
-    Ok(slot.as_ref())
 }
 
 /// The brand with this slug, or 404.

@@ -10,7 +10,7 @@ use crate::domain::{
     normalize_reference, reference_base, text_runs, Brand, BrandId, Caliber, ListingDetails, Model,
     ModelId, Slug, TextRun,
 };
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::{cached, Store, StoreError, StoreResult};
 use catalogue_index::{
     CatalogueIndex, DocKind, Filters, IndexError, SearchRequest, SortOrder, TextQuery,
 };
@@ -305,19 +305,6 @@ struct Context {
     brands: HashMap<BrandId, Option<Brand>>,
     series: HashMap<crate::domain::SeriesId, Option<String>>,
     calibers: HashMap<crate::domain::CaliberId, Option<Caliber>>,
-}
-
-/// `map`'s value for `key`, read by `load` the first time.
-fn cached<K: std::hash::Hash + Eq, V>(
-    map: &mut HashMap<K, Option<V>>,
-    key: K,
-    load: impl FnOnce() -> StoreResult<Option<V>>,
-) -> StoreResult<Option<&V>> {
-    let slot = match map.entry(key) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => e.insert(load()?),
-    };
-    Ok(slot.as_ref())
 }
 
 fn model_candidate(

@@ -501,6 +501,20 @@ impl Store {
     }
 }
 
+/// `map`'s record for `key`, read by `load` the first time it is asked for (a missing record is
+/// remembered too): a page or a batch reads each brand, series or provider it names once.
+pub fn cached<K: std::hash::Hash + Eq, V>(
+    map: &mut std::collections::HashMap<K, Option<V>>,
+    key: K,
+    load: impl FnOnce() -> StoreResult<Option<V>>,
+) -> StoreResult<Option<&V>> {
+    let slot = match map.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => e.insert(load()?),
+    };
+    Ok(slot.as_ref())
+}
+
 /// A write being applied key by key, counted in [`Store`]'s `key_by_key_writes` from its
 /// beginning to its end, also when it fails.
 struct KeyByKeyWrite<'a>(&'a AtomicU64);
