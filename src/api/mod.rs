@@ -523,6 +523,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn building_the_router_starts_nothing_and_writes_nothing() {
+        use crate::domain::{JobId, JobKind, JobRecord, JobState};
+        let dir = tempfile::tempdir().expect("dir");
+        let data = crate::data_dir::DataDir::new(dir.path());
+        let app = Arc::new(App::open(&data, 1 << 20).expect("app"));
+        let mut left = JobRecord::queued(JobId(1), JobKind::Match, None, "ana".into(), "listings");
+        left.state = JobState::Running;
+        app.store().jobs().put_job(&left).expect("put");
+        let spooled = app.jobs().spool_file().expect("spool file");
+        let _router = router(app.clone(), &ApiConfig::default());
+        // `serve` interrupts a previous process's jobs and empties the spool; the router not.
+        let job = app
+            .store()
+            .jobs()
+            .job(JobId(1))
+            .expect("read")
+            .expect("job");
+        assert_eq!(job.state, JobState::Running);
+        assert!(spooled.path().exists(), "the spool is left alone");
+    }
+
+    #[tokio::test]
+    async fn a_handler_outside_the_admit_layer_is_a_500_not_work_without_a_slot() {
+        let dir = tempfile::tempdir().expect("dir");
+        let data = crate::data_dir::DataDir::new(dir.path());
+        let app = Arc::new(App::open(&data, 1 << 20).expect("app"));
+        let router = routes_of(v1_table()).with_state(AppState::new(app));
+        let response = router
+            .oneshot(
+                Request::get("/brands")
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await
+            .expect("response");
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
     async fn an_admin_route_is_never_publicly_cacheable() {
         let probe = || get(|| async { axum::Json(serde_json::json!({"ok": true})) });
         let table = vec![

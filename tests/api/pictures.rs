@@ -17,7 +17,7 @@ use watch_catalogue::domain::{
     FetchState, Fetched, PictureId, PictureRecord, Provider, ProviderId, Slug, Timestamp,
 };
 use watch_catalogue::jobs::ingest::ingest;
-use watch_catalogue::jobs::pictures::{run_pass, PictureWorker, WorkerConfig};
+use watch_catalogue::jobs::pictures::{run_pass, run_until_stopped, PictureWorker, WorkerConfig};
 use watch_catalogue::media::crop::{background, content_box};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
 use watch_catalogue::store::{RecordKind, StoreError};
@@ -150,6 +150,29 @@ fn empty_app() -> (App, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
     (app, dir)
+}
+
+/// The server's image worker ends when `serve` asks it to, idle or not, so the shutdown can
+/// join it before the store's last flush.
+#[tokio::test]
+async fn the_image_worker_stops_when_asked_and_can_be_joined() {
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let worker = PictureWorker::new(app.media().clone(), &worker_config(&[])).expect("worker");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(run_until_stopped(
+        app.job_context().clone(),
+        Arc::new(worker),
+        stopped,
+    ));
+    // Idle: nothing is due, so it waits between passes.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!task.is_finished(), "the worker runs until stopped");
+    stop.send(true).expect("the worker listens");
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("stopped within 10 s")
+        .expect("joined");
 }
 
 /// A picture whose crop was cleared is cropped again from the stored original, to the
