@@ -43,18 +43,11 @@ FEEDS=$WORK/feeds
 DATA=$WORK/data
 RESULTS=$WORK/results.md
 BASE=http://127.0.0.1:$PORT
-SERVER_PID=
 
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time; }
 
-stop_server() {
-  if [[ -n "$SERVER_PID" ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID"
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  SERVER_PID=
-}
-trap stop_server EXIT
+# shellcheck source=bench/server-lib.sh
+source "$ROOT/bench/server-lib.sh"
 
 say() { echo "$@" | tee -a "$RESULTS"; }
 

@@ -94,6 +94,7 @@ use crate::auth::SESSION_COOKIE;
         UnmatchedListingPage, AuditPage, views::back_office::JobView, views::back_office::JobProgressView, JobPage,
         views::back_office::ReconciliationGroup, views::back_office::ClaimedBrandView, views::back_office::ProviderCount, views::back_office::PriceRange,
         views::back_office::Candidate, ReconciliationGroupPage, views::back_office::ReconciledView,
+        views::back_office::LearntView,
         views::back_office::ReviewPicture, views::back_office::CandidateView, views::back_office::ReviewQueueItem, views::back_office::FetchView,
         views::back_office::FrontPicture, views::back_office::FrontPictureAnswer, ReviewQueuePage,
         views::back_office::DuplicateModel, views::back_office::SeriesRef, views::back_office::DuplicateGroup, views::back_office::KindSummary,

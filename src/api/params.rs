@@ -2,7 +2,6 @@
 //! sort names and free text, each validated once with a hint naming what is allowed.
 
 use super::error::ApiError;
-use crate::domain::normalize_reference;
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::request::Parts;
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder, TextQuery};
@@ -234,11 +233,7 @@ pub fn parse_whole(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiEr
 /// `q` as the index takes it: the text and its normalised-reference form, matched as typed
 /// (a list that tolerates typos turns them on).
 pub fn parse_text_query(value: Option<&str>) -> Result<Option<TextQuery>, ApiError> {
-    Ok(parse_text(value)?.map(|text| TextQuery {
-        typo_tolerance: false,
-        normalized_reference: normalize_reference(&text),
-        text,
-    }))
+    Ok(parse_text(value)?.map(|text| crate::jobs::typed_text(&text)))
 }
 
 /// The free-text `q`, trimmed; `None` when absent or blank.

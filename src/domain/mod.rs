@@ -39,7 +39,7 @@ pub use picture_review::{
 };
 pub use pictures::{ContentHash, FetchState, Fetched, ImageFormat, PictureRecord};
 pub use price_stats::price_figures;
-pub use reconciliation::{ClaimedBrand, ClaimedIdentity};
+pub use reconciliation::{ClaimedBrand, ClaimedIdentity, GroupKey, GroupTally};
 pub use records::{
     Brand, Caliber, Complication, Model, ModelSpec, Picture, PictureType, Provider, Series,
 };

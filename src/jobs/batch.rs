@@ -233,6 +233,9 @@ pub fn run(
                     );
                 }
             }
+            if let Some(groups) = rebuilt.unmatched_groups {
+                let _ = writeln!(report, "kept {groups} groups of unmatched listings");
+            }
             let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
             finished(control, documents as u64);
             // Pairs are found among models: a rebuild of the listings alone leaves them be.

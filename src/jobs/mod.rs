@@ -26,6 +26,17 @@ pub mod rates;
 pub mod reconciliation;
 pub mod reindex;
 pub mod snapshot_rules;
+pub mod unmatched_groups;
 pub mod users;
 pub mod w3c_candidates;
 pub mod writer;
+
+/// `text` searched as typed (no typo tolerance), its reference form beside it: what a search
+/// the back office or the reconciliation service runs for a person's words asks the indexes.
+pub fn typed_text(text: &str) -> catalogue_index::TextQuery {
+    catalogue_index::TextQuery {
+        typo_tolerance: false,
+        text: text.to_owned(),
+        normalized_reference: crate::domain::normalize_reference(text),
+    }
+}

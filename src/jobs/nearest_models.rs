@@ -24,6 +24,10 @@ pub struct NearModel {
 pub const CANDIDATES_SHOWN: usize = 5;
 /// Models each signal takes from the index at most.
 const PER_SIGNAL: usize = 20;
+/// Distinct titles of a group's newest listings its names are scored against, and how many of
+/// its newest listings are read for them at most.
+const TITLES_SCORED: usize = 20;
+const TITLES_READ: usize = 200;
 /// Shortest reference prefix the index holds.
 const MIN_PREFIX: usize = catalogue_index::MIN_REFERENCE_PREFIX;
 
@@ -77,7 +81,7 @@ pub fn nearest_models(
                 .or_insert(candidate);
         }
     };
-    if let Some(reference) = group.identity.reference.as_deref() {
+    if let Some(reference) = group.identity().reference.as_deref() {
         let by_reference = |model: &Model| reference_similarity(reference, model);
         let prefixed = models_with_prefix(store, index, brand.0, reference)?;
         consider(prefixed, Signal::ReferencePrefix, &by_reference);
@@ -86,7 +90,7 @@ pub fn nearest_models(
             consider(based, Signal::BaseReference, &by_reference);
         }
     }
-    let titles = example_titles(group, usize::MAX);
+    let titles = group.example_titles(store, TITLES_SCORED, TITLES_READ)?;
     let named = index.models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
     let named = store
         .catalogue()
@@ -164,24 +168,6 @@ fn name_similarity(titles: &[String], brand: &str, model: &Model) -> f64 {
         .iter()
         .map(|title| strsim::sorensen_dice(&title.to_lowercase(), &name))
         .fold(0.0, f64::max)
-}
-
-/// Up to `most` distinct titles of the group's listings, newest first.
-pub fn example_titles(group: &Group, most: usize) -> Vec<String> {
-    let mut titles: Vec<String> = Vec::new();
-    for title in group
-        .listings
-        .iter()
-        .filter_map(|l| l.details.title.as_deref())
-    {
-        if titles.len() >= most {
-            break;
-        }
-        if !titles.iter().any(|t| t == title) {
-            titles.push(title.to_owned());
-        }
-    }
-    titles
 }
 
 #[cfg(test)]

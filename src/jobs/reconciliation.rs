@@ -8,48 +8,93 @@ use super::listing_writes::ListingWrites;
 use super::matching::{match_listing, WithModel};
 use super::users::{audit_entry, Actor};
 use crate::domain::{
-    normalize_reference, BrandId, ClaimedBrand, ClaimedIdentity, Listing, ListingId, ListingStatus,
-    Match, MatchOutcome, Model, ModelId, Slug, Timestamp,
+    normalize_reference, BrandId, ClaimedBrand, ClaimedIdentity, GroupKey, GroupTally, Listing,
+    ListingId, Match, MatchOutcome, Model, ModelId, Slug, Timestamp,
 };
-use crate::store::{Store, StoreError, WriteBatch, WriteTurn};
+use crate::store::{KeptGroup, Store, StoreError, WriteBatch, WriteTurn};
 use catalogue_index::{IndexError, ListingFilters, ListingIndex, ListingQuery, ListingSort};
 use serde_json::{Map, Value};
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashSet};
 
-/// Unmatched listings whose sellers claim one identity.
+/// A kept group of unmatched listings whose sellers claim one identity.
 #[derive(Debug, Clone)]
 pub struct Group {
-    pub identity: ClaimedIdentity,
-    /// [`ClaimedIdentity::id`], what the writes take.
+    pub key: GroupKey,
+    /// [`GroupKey`]'s text, what the API shows and the writes take.
     pub id: String,
-    /// Newest first.
-    pub listings: Vec<Listing>,
+    pub tally: GroupTally,
+    /// Its listings' ids, newest first.
+    pub members: Vec<ListingId>,
 }
 
 impl Group {
+    fn of(key: GroupKey, kept: KeptGroup) -> Group {
+        Group {
+            key,
+            id: key.to_string(),
+            members: kept.newest_first().collect(),
+            tally: kept.tally,
+        }
+    }
+
+    pub fn identity(&self) -> &ClaimedIdentity {
+        &self.tally.identity
+    }
+
     /// The sellers' spellings of the reference, most used first (then in text order).
     pub fn spellings(&self) -> Vec<String> {
-        let mut counts: HashMap<&str, usize> = HashMap::new();
-        for listing in &self.listings {
-            if let Some(reference) = listing.details.scraped_reference.as_deref() {
-                *counts.entry(reference.trim()).or_default() += 1;
-            }
-        }
-        let mut spellings: Vec<(&str, usize)> = counts
-            .into_iter()
-            .filter(|(spelling, _)| !normalize_reference(spelling).is_empty())
-            .collect();
-        spellings.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        spellings.into_iter().map(|(s, _)| s.to_owned()).collect()
+        self.tally.spellings()
     }
 
     /// The brand matching resolved for the group's listings, if it resolved one.
     pub fn brand(&self) -> Option<BrandId> {
-        match self.identity.brand {
-            ClaimedBrand::Known(brand) => Some(brand),
-            ClaimedBrand::Text(_) => None,
-        }
+        self.tally.brand()
     }
+
+    /// Its listings, newest first, read from the store: the cost of a write that takes the
+    /// group is its own listings, whatever else is unmatched.
+    pub fn listings(&self, store: &Store) -> Result<Vec<Listing>, ReconcileError> {
+        let mut listings = Vec::with_capacity(self.members.len());
+        for &id in &self.members {
+            let listing = store.listings().listing(id)?.ok_or_else(|| {
+                ReconcileError::Inconsistent(format!(
+                    "group {} names listing {id}, which the store lacks",
+                    self.id
+                ))
+            })?;
+            listings.push(listing);
+        }
+        Ok(listings)
+    }
+
+    /// Up to `most` distinct titles of its newest listings, reading at most `read` of them (a
+    /// group of a thousand listings with one title is not read whole for three examples).
+    pub fn example_titles(
+        &self,
+        store: &Store,
+        most: usize,
+        read: usize,
+    ) -> Result<Vec<String>, ReconcileError> {
+        let mut titles: Vec<String> = Vec::new();
+        for &id in self.members.iter().take(read) {
+            if titles.len() >= most {
+                break;
+            }
+            let title = store.listings().listing(id)?.and_then(|l| l.details.title);
+            if let Some(title) = title.filter(|t| !titles.contains(t)) {
+                titles.push(title);
+            }
+        }
+        Ok(titles)
+    }
+}
+
+/// The kept group `key`, if any listing is in it.
+pub fn kept_group(store: &Store, key: GroupKey) -> Result<Option<Group>, ReconcileError> {
+    Ok(store
+        .unmatched()
+        .group(key)?
+        .map(|kept| Group::of(key, kept)))
 }
 
 /// Why a reconciliation wrote nothing.
@@ -129,48 +174,28 @@ pub struct Reconciled {
     pub linked: Vec<ListingId>,
     /// Other unmatched listings that matched the model made or changed, by the matching rules.
     pub matched: Vec<ListingId>,
+    /// What the catalogue learnt of the sellers' text, so their next listings match.
+    pub learnt: Learnt,
 }
 
-/// Every unmatched listing the listings index holds, DELISTED ones aside, by the identity its
-/// seller claims; largest group first, then by id. Reads every such listing from the store.
-pub fn unmatched_groups(store: &Store, index: &ListingIndex) -> Result<Vec<Group>, ReconcileError> {
-    let filters = ListingFilters {
-        unmatched: true,
-        hidden_statuses: vec![ListingStatus::Delisted as u64],
-        ..ListingFilters::default()
-    };
-    let mut groups: HashMap<ClaimedIdentity, Vec<Listing>> = HashMap::new();
-    for id in listing_ids(index, filters)? {
-        let Some(listing) = store.listings().listing(id)? else {
-            continue;
-        };
-        // The index may lag a write that is being indexed; the store has the last word.
-        if listing.model_id.is_none() && listing.status != ListingStatus::Delisted {
-            groups
-                .entry(ClaimedIdentity::of(&listing))
-                .or_default()
-                .push(listing);
-        }
-    }
-    let mut groups: Vec<Group> = groups
-        .into_iter()
-        .map(|(identity, listings)| Group {
-            id: identity.id(),
-            identity,
-            listings,
-        })
-        .collect();
-    groups.sort_by(|a, b| (b.listings.len().cmp(&a.listings.len())).then_with(|| a.id.cmp(&b.id)));
-    Ok(groups)
+/// The sellers' text a create or update taught the catalogue.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learnt {
+    /// The brand text sellers used, made an alias of the model's brand (a group of a brand the
+    /// catalogue lacked).
+    pub brand_alias: Option<String>,
+    /// The group's reference as sellers wrote it most, which the model did not have.
+    pub reference: Option<String>,
 }
 
-/// Every listing `filters` selects, newest first.
+/// Every listing `filters` and `text` select, newest first.
 fn listing_ids(
     index: &ListingIndex,
     filters: ListingFilters,
+    text: Option<String>,
 ) -> Result<Vec<ListingId>, IndexError> {
     let query = ListingQuery {
-        text: None,
+        text: text.as_deref().map(super::typed_text),
         filters,
         sort: ListingSort::Newest,
         offset: 0,
@@ -185,10 +210,11 @@ fn listing_ids(
 }
 
 /// The group with this id, or [`ReconcileError::UnknownGroup`].
-fn group(store: &Store, index: &ListingIndex, id: &str) -> Result<Group, ReconcileError> {
-    unmatched_groups(store, index)?
-        .into_iter()
-        .find(|group| group.id == id)
+fn group(store: &Store, id: &str) -> Result<Group, ReconcileError> {
+    GroupKey::parse(id)
+        .map(|key| kept_group(store, key))
+        .transpose()?
+        .flatten()
         .ok_or_else(|| ReconcileError::UnknownGroup(id.to_owned()))
 }
 
@@ -203,7 +229,6 @@ fn model(store: &Store, id: ModelId) -> Result<Model, ReconcileError> {
 /// that re-ingests and re-matching keep while the sellers' text is unchanged.
 pub fn link(
     turn: &WriteTurn<'_>,
-    index: &ListingIndex,
     actor: &Actor,
     selection: &Selection,
     model_id: ModelId,
@@ -212,8 +237,8 @@ pub fn link(
     let model = model(store, model_id)?;
     let (listings, about) = match selection {
         Selection::Group(id) => {
-            let group = group(store, index, id)?;
-            (group.listings, format!("group {id}"))
+            let group = group(store, id)?;
+            (group.listings(store)?, format!("group {id}"))
         }
         Selection::Listings(ids) => (listings_by_id(store, ids)?, "listings".to_owned()),
     };
@@ -224,6 +249,7 @@ pub fn link(
         change: ModelChange::Kept,
         linked: listings,
         matched: Vec::new(),
+        learnt: Learnt::default(),
     };
     write.commit(turn.batch()?, &about)
 }
@@ -255,18 +281,20 @@ pub fn create_model(
     fields: Map<String, Value>,
 ) -> Result<Reconciled, ReconcileError> {
     let store = turn.store();
-    let group = group(store, index, group_id)?;
+    let group = group(store, group_id)?;
     let fields = new_model_fields(store, &group, fields)?;
-    let (batch, model) = checked_model(turn, &group, fields, RowTarget::New)?;
+    let (mut batch, model) = checked_model(turn, &group, fields, RowTarget::New)?;
     check_references_are_free(store, &model, None, &group)?;
+    let learnt = learn(store, &mut batch, &group, &model, None)?;
     let about = format!("group {}", group.id);
     let write = Write {
         turn,
         actor,
         model: &model,
         change: ModelChange::Created,
-        linked: group.listings,
+        linked: group.listings(store)?,
         matched: Vec::new(),
+        learnt,
     };
     write.with_new_matches(index)?.commit(batch, &about)
 }
@@ -284,7 +312,7 @@ pub fn update_model(
 ) -> Result<Reconciled, ReconcileError> {
     let store = turn.store();
     let old = model(store, model_id)?;
-    let group = group(store, index, group_id)?;
+    let group = group(store, group_id)?;
     if group.brand().is_some_and(|brand| brand != old.brand_id) {
         return Err(invalid(
             Field::Group,
@@ -296,16 +324,18 @@ pub fn update_model(
         ));
     }
     let fields = patched_fields(store, &old, fields)?;
-    let (batch, model) = checked_model(turn, &group, fields, RowTarget::Existing(&old))?;
+    let (mut batch, model) = checked_model(turn, &group, fields, RowTarget::Existing(&old))?;
     check_references_are_free(store, &model, Some(&old), &group)?;
+    let learnt = learn(store, &mut batch, &group, &model, Some(&old))?;
     let about = format!("group {}", group.id);
     let write = Write {
         turn,
         actor,
         model: &model,
         change: ModelChange::Updated(&old),
-        linked: group.listings,
+        linked: group.listings(store)?,
         matched: Vec::new(),
+        learnt,
     };
     write.with_new_matches(index)?.commit(batch, &about)
 }
@@ -461,6 +491,61 @@ fn checked_model<'t>(
     Ok((batch, model))
 }
 
+/// What `model` (made, or changed from `old`) learns of the group's sellers: the brand text
+/// they used, as an alias of the model's brand when the catalogue lacked their brand (written
+/// to `batch`), and their reference when the model did not have it. Their next listings then
+/// match as the group's would have.
+fn learn(
+    store: &Store,
+    batch: &mut WriteBatch<'_>,
+    group: &Group,
+    model: &Model,
+    old: Option<&Model>,
+) -> Result<Learnt, ReconcileError> {
+    let reference = group.spellings().into_iter().next().filter(|spelling| {
+        let key = normalize_reference(spelling);
+        let had = old.is_some_and(|old| old.references().any(|r| normalize_reference(r) == key));
+        !had && model.references().any(|r| normalize_reference(r) == key)
+    });
+    let brand_alias = match &group.identity().brand {
+        ClaimedBrand::Text(text) if !text.is_empty() => {
+            learn_brand_alias(store, batch, group, text, model.brand_id)?
+        }
+        _ => None,
+    };
+    Ok(Learnt {
+        brand_alias,
+        reference,
+    })
+}
+
+/// Makes the sellers' brand text (as they wrote it most, folding to `key`) an alias of
+/// `brand`, unless it names that brand already.
+fn learn_brand_alias(
+    store: &Store,
+    batch: &mut WriteBatch<'_>,
+    group: &Group,
+    key: &str,
+    brand: BrandId,
+) -> Result<Option<String>, ReconcileError> {
+    if store.catalogue().brand_by_alias(key)?.contains(&brand) {
+        return Ok(None);
+    }
+    let old = store
+        .catalogue()
+        .brand(brand)?
+        .ok_or_else(|| ReconcileError::Inconsistent(format!("no brand {brand}")))?;
+    let text = group
+        .tally
+        .brand_text()
+        .filter(|text| normalize_reference(text) == key)
+        .unwrap_or_else(|| key.to_owned());
+    let mut new = old.clone();
+    new.aliases.push(text.clone());
+    batch.put_brand(Some(&old), &new);
+    Ok(Some(text))
+}
+
 /// The group's most used spelling of its reference among the row's alternates, unless the
 /// row has that reference already.
 fn add_group_reference(row: &mut ModelRow, group: &Group) {
@@ -513,7 +598,7 @@ fn check_references_are_free(
             continue;
         };
         let holder = self::model(store, holder)?;
-        let field = if group.identity.reference.as_deref() == Some(key.as_str()) {
+        let field = if group.identity().reference.as_deref() == Some(key.as_str()) {
             Field::Group
         } else if position == 0 {
             Field::Model(Some("referenceNumber".into()))
@@ -537,36 +622,49 @@ fn check_references_are_free(
 
 /// The unmatched listings of `model`'s brand (DELISTED ones too, as `watch-catalogue match`
 /// tries them), `skip` aside, that the matching rules match once `model` is written, with what
-/// they match (`model`, or another model a changed reference no longer makes ambiguous).
+/// they match (`model`, or another model a changed reference no longer makes ambiguous). Only
+/// listings that name one of the references `model` has or had, in their reference field or
+/// title, are tried: the listings index finds them, so the cost is theirs, not the brand's.
 fn newly_matched(
     store: &Store,
     index: &ListingIndex,
     model: &Model,
+    old: Option<&Model>,
     skip: &HashSet<ListingId>,
 ) -> Result<Vec<(Listing, Match)>, ReconcileError> {
-    let filters = ListingFilters {
-        unmatched: true,
-        brand_id: Some(model.brand_id.0),
-        ..ListingFilters::default()
-    };
+    let references: BTreeSet<String> = model
+        .references()
+        .chain(old.into_iter().flat_map(Model::references))
+        .map(normalize_reference)
+        .filter(|r| !r.is_empty())
+        .collect();
+    let mut tried: HashSet<ListingId> = skip.clone();
     let catalogue = WithModel { store, model };
     let mut matched = Vec::new();
-    for id in listing_ids(index, filters)? {
-        if skip.contains(&id) {
-            continue;
-        }
-        let Some(listing) = store
-            .listings()
-            .listing(id)?
-            .filter(|l| l.model_id.is_none())
-        else {
-            continue;
+    for reference in references {
+        let filters = ListingFilters {
+            unmatched: true,
+            brand_id: Some(model.brand_id.0),
+            ..ListingFilters::default()
         };
-        let found = match_listing(&catalogue, &listing.details)?;
-        if found.model_id.is_some() {
-            matched.push((listing, found));
+        for id in listing_ids(index, filters, Some(reference))? {
+            if !tried.insert(id) {
+                continue;
+            }
+            let Some(listing) = store
+                .listings()
+                .listing(id)?
+                .filter(|l| l.model_id.is_none())
+            else {
+                continue;
+            };
+            let found = match_listing(&catalogue, &listing.details)?;
+            if found.model_id.is_some() {
+                matched.push((listing, found));
+            }
         }
     }
+    matched.sort_by_key(|(listing, _)| std::cmp::Reverse(listing.id));
     Ok(matched)
 }
 
@@ -600,13 +698,18 @@ struct Write<'a> {
     change: ModelChange<'a>,
     linked: Vec<Listing>,
     matched: Vec<(Listing, Match)>,
+    learnt: Learnt,
 }
 
 impl Write<'_> {
     /// The write with every other unmatched listing that matches once its model is written.
     fn with_new_matches(mut self, index: &ListingIndex) -> Result<Self, ReconcileError> {
         let linked: HashSet<ListingId> = self.linked.iter().map(|l| l.id).collect();
-        self.matched = newly_matched(self.turn.store(), index, self.model, &linked)?;
+        let old = match self.change {
+            ModelChange::Updated(old) => Some(old),
+            ModelChange::Kept | ModelChange::Created => None,
+        };
+        self.matched = newly_matched(self.turn.store(), index, self.model, old, &linked)?;
         Ok(self)
     }
 
@@ -621,6 +724,7 @@ impl Write<'_> {
             model: model.id,
             linked: self.linked.iter().map(|l| l.id).collect(),
             matched: self.matched.iter().map(|(l, _)| l.id).collect(),
+            learnt: self.learnt.clone(),
         };
         batch.put_audit(&self.audit_entry(&reconciled, about)?);
         let mut writes = ListingWrites::in_one_commit(self.turn, batch)?;
@@ -652,18 +756,34 @@ impl Write<'_> {
         about: &str,
     ) -> Result<crate::domain::AuditEntry, StoreError> {
         let model = self.model;
+        let learnt = &reconciled.learnt;
+        let brand = learnt
+            .brand_alias
+            .as_ref()
+            .map(|_| format!("brand:{}", model.brand_id));
         let targets = std::iter::once(format!("model:{}", model.id))
+            .chain(brand)
             .chain(reconciled.linked.iter().map(|id| format!("listing:{id}")))
             .chain(reconciled.matched.iter().map(|id| format!("listing:{id}")))
             .collect();
-        let detail = format!(
+        let mut detail = format!(
             "{about}: {} listings linked to model {} (`{}`), {} more matched",
             reconciled.linked.len(),
             model.id,
             model.slug,
             reconciled.matched.len()
         );
+        if let Some(alias) = &learnt.brand_alias {
+            detail.push_str(&format!("; brand alias `{alias}` learnt"));
+        }
+        if let Some(reference) = &learnt.reference {
+            detail.push_str(&format!("; reference `{reference}` learnt"));
+        }
         let store = self.turn.store();
         audit_entry(store, self.actor, self.change.action(), targets, detail)
     }
 }
+
+#[cfg(test)]
+#[path = "reconciliation_groups_tests.rs"]
+mod groups_tests;

@@ -11,9 +11,7 @@ use crate::domain::{
     ModelId, Slug, TextRun,
 };
 use crate::store::{cached, Store, StoreError, StoreResult};
-use catalogue_index::{
-    CatalogueIndex, DocKind, Filters, IndexError, SearchRequest, SortOrder, TextQuery,
-};
+use catalogue_index::{CatalogueIndex, DocKind, Filters, IndexError, SearchRequest, SortOrder};
 use std::collections::{BTreeSet, HashMap};
 
 /// Why candidates could not be read.
@@ -284,11 +282,7 @@ fn model_pool(at: Catalogue<'_>, reading: &Reading<'_>) -> Result<Vec<ModelId>> 
 fn search(text: &str, brand: Option<BrandId>) -> SearchRequest {
     SearchRequest {
         kind: DocKind::Model,
-        text: Some(TextQuery {
-            typo_tolerance: false,
-            text: text.to_owned(),
-            normalized_reference: normalize_reference(text),
-        }),
+        text: Some(super::typed_text(text)),
         filters: Filters {
             brand_id: brand.map(|b| b.0),
             ..Filters::default()

@@ -83,6 +83,8 @@ impl IndexChoice {
 pub struct CatchUp {
     pub catalogue: Option<ReindexReport>,
     pub listings: Option<ReindexReport>,
+    /// The groups of unmatched listings written again with the listings index.
+    pub unmatched_groups: Option<u64>,
 }
 
 /// The store's generations when a turn began.
@@ -194,13 +196,14 @@ impl Writer {
     /// Rebuilds the chosen indexes from the store (`watch-catalogue reindex`), in the turn;
     /// what each rebuilt index took.
     pub fn rebuild_indexes(&self, which: IndexChoice) -> Result<CatchUp, ReindexError> {
-        let _turn = self.store.write_turn();
+        let turn = self.store.write_turn();
         let mut done = CatchUp::default();
         if which != IndexChoice::Listings {
             done.catalogue = Some(reindex::rebuild(&self.store, &self.catalogue)?);
         }
         if which != IndexChoice::Catalogue {
             done.listings = Some(reindex::rebuild_listings(&self.store, &self.listings)?);
+            done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?);
         }
         Ok(done)
     }

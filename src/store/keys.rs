@@ -98,6 +98,16 @@ pub enum Keyspace {
     /// one write, up to 1,024 to a key (`store::sources`), where each had a `ListingSource`
     /// key. New in schema 6; the `ListingSource` keys of older stores are read as before.
     ListingSourceGroup = 92,
+    /// Group key (the id of `/reconciliation`'s groups) -> the kept group of unmatched
+    /// listings: records (`store::unmatched`). New in schema 8.
+    UnmatchedGroup = 93,
+    /// Order tag + value + inverted group size + group key: each order's groups, largest first.
+    UnmatchedOrder = 94,
+    /// Order tag + value -> how many groups the order walks.
+    UnmatchedCount = 95,
+    /// Text kind + normalised text + 0 + group key -> the group's size: groups by the start of
+    /// their reference or brand text.
+    UnmatchedText = 96,
 }
 
 impl Keyspace {

@@ -75,7 +75,21 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: drop_caliber_keys,
     },
+    Step {
+        from: 7,
+        to: 8,
+        summary: "the groups of unmatched listings are kept with the listings",
+        safe_at_startup: true,
+        run: keep_unmatched_groups,
+    },
 ];
+
+/// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes
+/// the groups and their keys (`super::unmatched`), one pass over the listings. Idempotent: a
+/// re-run drops what an earlier one wrote and starts over. Returns the groups written.
+fn keep_unmatched_groups(db: &sled::Db) -> StoreResult<u64> {
+    super::unmatched::rebuild(db)
+}
 
 /// Step 6 -> 7: removes every `ModelByCaliber` key, [`PICTURE_BATCH`] a batch. They were
 /// written with each model and never read; dropping them loses nothing. Idempotent: a re-run

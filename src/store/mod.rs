@@ -2,7 +2,7 @@
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
 //! Reads go through the store's areas (`store.catalogue()`, `.listings()`, `.sessions()`,
-//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`), a file each naming the
+//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`, `.unmatched()`), a file each naming the
 //! keyspaces it owns; `Store` itself opens the tree, keeps the generations and applies writes.
 
 mod audit;
@@ -21,6 +21,7 @@ mod sessions;
 mod sources;
 mod touch_log;
 mod turn;
+mod unmatched;
 mod write;
 
 pub use audit::Audit;
@@ -33,6 +34,9 @@ pub use pictures::{DuePage, Pictures};
 pub use rates::Rates;
 pub use sessions::Sessions;
 pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
+pub use unmatched::{
+    recompute as recompute_unmatched_groups, GroupOrder, GroupText, KeptGroup, Unmatched,
+};
 pub use write::WriteBatch;
 
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
@@ -51,7 +55,8 @@ use std::sync::{Arc, Mutex};
 ///    (`ModelBase`), and every picture has a pipeline record unless the dataset hosts it.
 /// 6: the sources of new listings are kept in groups.
 /// 7: no calibre -> model keys (`ModelByCaliber`): nothing read them.
-pub const SCHEMA_VERSION: u64 = 7;
+/// 8: unmatched listings' groups are kept (`store::unmatched`).
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +171,17 @@ impl Store {
     /// The rates area: the ECB rates in force and their conversion table.
     pub fn rates(&self) -> Rates<'_> {
         Rates(self)
+    }
+
+    /// The reconciliation area: unmatched listings grouped by the identity their sellers claim.
+    pub fn unmatched(&self) -> Unmatched<'_> {
+        Unmatched(self)
+    }
+
+    /// Drops the kept groups of unmatched listings and writes them again from the listings
+    /// (`watch-catalogue reindex`), in the caller's write turn; the groups written.
+    pub fn rebuild_unmatched_groups(&self, _turn: &WriteTurn<'_>) -> StoreResult<u64> {
+        unmatched::rebuild(&self.db)
     }
 }
 

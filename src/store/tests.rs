@@ -302,7 +302,7 @@ fn reads_are_whole_at_their_generation_unless_a_write_applied_key_by_key_overlap
 }
 
 /// The areas' module docs, each with the keyspaces it owns.
-const AREAS: [(&str, &str); 8] = [
+const AREAS: [(&str, &str); 9] = [
     ("catalogue", include_str!("catalogue.rs")),
     ("listings", include_str!("listings.rs")),
     ("sessions", include_str!("sessions.rs")),
@@ -311,6 +311,7 @@ const AREAS: [(&str, &str); 8] = [
     ("pictures", include_str!("pictures.rs")),
     ("duplicates", include_str!("duplicates.rs")),
     ("rates", include_str!("rates.rs")),
+    ("unmatched", include_str!("unmatched.rs")),
 ];
 
 /// The names of `Keyspace`'s variants, as `keys.rs` declares them.

@@ -7,6 +7,7 @@ use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::pending::GroupWrites;
 use super::sources::SourceWrites;
 use super::turn::BatchChanges;
+use super::unmatched::GroupChanges;
 use super::{Store, StoreResult};
 use crate::domain::{
     normalize_reference, AuditEntry, Brand, BrandId, Caliber, Complication, DuplicatePair,
@@ -45,6 +46,8 @@ pub struct WriteBatch<'t> {
     pending: GroupWrites,
     /// Sources of the listings created, written in groups (`super::sources`).
     sources: SourceWrites,
+    /// The groups of unmatched listings the write moves (`super::unmatched`).
+    unmatched: GroupChanges,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -63,6 +66,7 @@ impl<'t> WriteBatch<'t> {
             removed_models: HashSet::new(),
             pending: GroupWrites::default(),
             sources: SourceWrites::default(),
+            unmatched: GroupChanges::default(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -111,12 +115,14 @@ impl<'t> WriteBatch<'t> {
         }
         let groups = self.pending.into_operations(&self.store)?;
         let stale = stale_operations(&self.store, self.stale_candidates)?;
+        let unmatched = self.unmatched.into_operations(&self.store)?;
         let operations = counters
             .into_iter()
             .chain(self.operations_in_order)
             .chain(groups)
             .chain(self.sources.into_operations())
             .chain(stale)
+            .chain(unmatched)
             .collect();
         Ok((operations, self.changes))
     }
@@ -237,6 +243,7 @@ impl<'t> WriteBatch<'t> {
             (self.sources).created(new.provider_id, new.provider_code.clone(), new.id);
         }
         self.put(Keyspace::Listing.id_key(new.id.0), encode(new));
+        self.unmatched.listing_written(old, new);
         self.mark_candidates_stale(old, new);
     }
 

@@ -426,6 +426,65 @@ async fn a_model_created_from_a_group_takes_its_listings_and_every_other_that_no
 }
 
 #[tokio::test]
+async fn a_model_made_from_an_unknown_brands_group_learns_its_brand_text_and_the_next_snapshot_matches(
+) {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let invicta = group(&admin, "invicta", "8926ob").await;
+    assert_eq!(invicta["reason"], "unknownBrand");
+    let fields = json!({"brand": "omega", "series": "seamaster", "name": "Diver"});
+    let body = json!({"group": invicta["id"], "fields": fields});
+    let (status, done) = post(&admin, "/v1/reconciliation/models", body).await;
+    assert_eq!(status, 200, "{done}");
+    let alias = done["learnt"]["brandAlias"]
+        .as_str()
+        .expect("an alias learnt");
+    assert_eq!(alias.to_lowercase(), "invicta", "{done}");
+    assert_eq!(done["learnt"]["reference"], "8926OB");
+    let model = done["model"]["id"].as_str().expect("id").to_owned();
+
+    // The next snapshot's new listing of that brand text matches the model on its own.
+    let later = format!(
+        "{CHRONO24}\n{}",
+        r#"{"sourceId":"c9","url":"https://www.chrono24.com/c9","title":"Invicta Pro Diver","brand":"Invicta","reference":"8926-OB","price":90,"currency":"USD"}"#
+    );
+    feed(&app, "chrono24", &later);
+    let c9 = id_of(&app, "chrono24", "c9");
+    let listing = app.ok(&format!("/v1/listings/{c9}")).await;
+    assert_eq!(listing["modelId"], model.as_str(), "{listing}");
+
+    let audit = admin
+        .ok("/v1/admin/audit?action=reconciliation.create")
+        .await;
+    let entry = &audit["data"][0];
+    assert!(
+        entry["targets"]
+            .as_array()
+            .expect("targets")
+            .contains(&json!("brand:3")),
+        "{entry}"
+    );
+    assert!(
+        entry["detail"]
+            .as_str()
+            .expect("detail")
+            .contains("brand alias"),
+        "{entry}"
+    );
+
+    // A link teaches nothing; a create from a group of a known brand learns no alias.
+    let omega = group(&admin, "omega", "9999").await;
+    let fields = json!({"series": "seamaster", "name": "Seamaster Aqua Terra"});
+    let body = json!({"group": omega["id"], "fields": fields});
+    let (status, done) = post(&admin, "/v1/reconciliation/models", body).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(
+        done["learnt"],
+        json!({"brandAlias": null, "reference": "9999"})
+    );
+}
+
+#[tokio::test]
 async fn a_model_updated_from_a_group_takes_its_reference_and_matches_later_listings() {
     let app = app().await;
     let admin = app.session("ana").await;

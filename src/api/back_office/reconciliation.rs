@@ -12,17 +12,16 @@ use crate::api::params::{parse_choice, parse_text, PageParams, Params};
 use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
 use crate::api::views::back_office::Candidate;
 use crate::api::views::back_office::{
-    ClaimedBrandView, PriceRange, ProviderCount, ReconciledView, ReconciliationGroup,
+    ClaimedBrandView, LearntView, PriceRange, ProviderCount, ReconciledView, ReconciliationGroup,
 };
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::ReconciliationGroupPage;
 use crate::api::views::{EntityRef, Page};
 use crate::app::App;
-use crate::domain::{
-    normalize_reference, ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId,
-};
-use crate::jobs::nearest_models::{example_titles, nearest_models, NearModel};
+use crate::domain::{ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId};
+use crate::jobs::nearest_models::{nearest_models, NearModel};
 use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
+use crate::jobs::unmatched_groups::{self, GroupFilter};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::{Extension, Json};
@@ -31,8 +30,9 @@ use std::collections::BTreeMap;
 
 /// Listing ids one link takes at most: a link is one atomic write.
 pub const MAX_LINKED_LISTINGS: usize = 1000;
-/// Example titles shown per group.
+/// Example titles shown per group, and how many of its newest listings are read for them.
 const EXAMPLE_TITLES: usize = 3;
+const EXAMPLE_TITLES_READ: usize = 50;
 
 /// Query of `GET /reconciliation`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -44,16 +44,16 @@ pub struct GroupParams {
     provider: Option<String>,
     /// unknownBrand, unknownReference, ambiguous or noReference: groups of that reason.
     reason: Option<String>,
-    /// Words found in the group's brand, reference spellings or titles, or the start of its
-    /// reference in any spelling.
+    /// Words of its listings' titles, brands or references, as listing search reads them, or
+    /// the start of its reference or brand text in any spelling.
     q: Option<String>,
 }
 
 /// Unmatched listings grouped by the identity their sellers claim, largest group first.
 ///
 /// Each group names its brand and reference, its reason, providers, prices and example titles,
-/// and the catalogue's nearest models. Groups are computed from every unmatched listing on each
-/// request (docs/decisions.md).
+/// and the catalogue's nearest models. Groups are kept with the listings as they are written,
+/// so a page reads its own groups (docs/decisions.md).
 #[utoipa::path(get, path = "/reconciliation", operation_id = "reconciliation_groups", tag = "reconciliation",
     params(PageParams, GroupParams),
     responses((status = 200, description = "A page of groups of unmatched listings", body = ReconciliationGroupPage)))]
@@ -66,12 +66,17 @@ pub async fn groups(
     let pagination = page.pagination()?;
     let page = work
         .run(move |app| {
-            let filter = GroupFilter::parse(app, &params)?;
-            let groups = reconciliation::unmatched_groups(app.store(), app.listings())?;
-            let wanted: Vec<Group> = groups.into_iter().filter(|g| filter.keeps(g)).collect();
+            let filter = group_filter(app, &params)?;
+            let (groups, total) = unmatched_groups::group_page(
+                app.store(),
+                app.listings(),
+                &filter,
+                pagination.offset(),
+                pagination.page_size,
+            )?;
             let mut context = GroupContext::new(app, &media)?;
             pagination
-                .slice(wanted)
+                .wrap(groups, total)
                 .try_map(|group| context.view(&group))
         })
         .await?;
@@ -79,96 +84,27 @@ pub async fn groups(
 }
 
 /// The filters of `GET /reconciliation`, resolved.
-struct GroupFilter {
-    brand: Option<ClaimedBrand>,
-    provider: Option<ProviderId>,
-    reason: Option<MatchOutcome>,
-    /// Lowercased words, and the whole text as a reference.
-    words: Vec<String>,
-    reference: String,
-}
-
-impl GroupFilter {
-    fn parse(app: &App, params: &GroupParams) -> ApiResult<GroupFilter> {
-        let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
-            .iter()
-            .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
-            .collect();
-        let text = parse_text(params.q.as_deref())?.unwrap_or_default();
-        Ok(GroupFilter {
-            brand: params
-                .brand
-                .as_deref()
-                .map(|slug| assemble::brand_by_slug(app, slug))
-                .transpose()?
-                .map(|brand| ClaimedBrand::Known(brand.id)),
-            provider: params
-                .provider
-                .as_deref()
-                .map(|slug| provider_id(app, slug))
-                .transpose()?
-                .map(ProviderId),
-            reason: parse_choice("reason", params.reason.as_deref(), &reasons)?,
-            words: text.split_whitespace().map(str::to_lowercase).collect(),
-            reference: normalize_reference(&text),
-        })
-    }
-
-    fn keeps(&self, group: &Group) -> bool {
-        self.brand
-            .as_ref()
-            .is_none_or(|b| *b == group.identity.brand)
-            && self
-                .provider
-                .is_none_or(|p| group.listings.iter().any(|l| l.provider_id == p))
-            && self.reason.is_none_or(|r| reason_of(group) == r)
-            && self.matches_text(group)
-    }
-
-    /// Every word in the group's brand text, spellings or titles, or the text as a reference
-    /// beginning the group's.
-    fn matches_text(&self, group: &Group) -> bool {
-        if self.words.is_empty() {
-            return true;
-        }
-        let reference = group.identity.reference.as_deref().unwrap_or_default();
-        if !self.reference.is_empty() && reference.starts_with(&self.reference) {
-            return true;
-        }
-        let mut haystack = String::new();
-        for listing in &group.listings {
-            let details = &listing.details;
-            for text in [
-                &details.scraped_brand,
-                &details.scraped_reference,
-                &details.title,
-            ] {
-                haystack.push_str(&text.as_deref().unwrap_or_default().to_lowercase());
-                haystack.push('\n');
-            }
-        }
-        self.words
-            .iter()
-            .all(|word| haystack.contains(word.as_str()))
-    }
-}
-
-/// The reason most of the group's listings are unmatched (ties go to the order of
-/// [`MatchOutcome::REASONS`]).
-fn reason_of(group: &Group) -> MatchOutcome {
-    let count = |reason: MatchOutcome| {
-        group
-            .listings
-            .iter()
-            .filter(|l| l.matching == reason)
-            .count()
-    };
-    MatchOutcome::REASONS
+fn group_filter(app: &App, params: &GroupParams) -> ApiResult<GroupFilter> {
+    let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
         .iter()
-        .copied()
-        .rev()
-        .max_by_key(|&reason| count(reason))
-        .unwrap_or(MatchOutcome::UnknownReference)
+        .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
+        .collect();
+    Ok(GroupFilter {
+        brand: params
+            .brand
+            .as_deref()
+            .map(|slug| assemble::brand_by_slug(app, slug))
+            .transpose()?
+            .map(|brand| brand.id),
+        provider: params
+            .provider
+            .as_deref()
+            .map(|slug| provider_id(app, slug))
+            .transpose()?
+            .map(ProviderId),
+        reason: parse_choice("reason", params.reason.as_deref(), &reasons)?,
+        text: parse_text(params.q.as_deref())?.filter(|text| !text.trim().is_empty()),
+    })
 }
 
 /// What the group views of one response share: brands, providers and the rates, read once.
@@ -190,27 +126,18 @@ impl<'a> GroupContext<'a> {
     }
 
     fn view(&mut self, group: &Group) -> ApiResult<ReconciliationGroup> {
-        let prices: Vec<u64> = group
-            .listings
-            .iter()
-            .filter_map(|l| {
-                let table = self.table.as_deref()?;
-                table.usd_price(l.details.price, l.details.currency.as_deref())
-            })
-            .collect();
+        let (low, high) = group.tally.price_range_usd(self.table.as_deref());
+        let store = self.app.store();
         Ok(ReconciliationGroup {
             id: group.id.clone(),
             brand: self.brand(group)?,
-            reference: group.identity.reference.clone(),
+            reference: group.identity().reference.clone(),
             spellings: group.spellings(),
-            reason: reason_of(group).reason().unwrap_or("unknownReference"),
-            listing_count: group.listings.len(),
+            reason: group.tally.reason().reason().unwrap_or("unknownReference"),
+            listing_count: group.members.len(),
             providers: self.providers(group)?,
-            price_range_usd: PriceRange {
-                low: prices.iter().copied().min(),
-                high: prices.iter().copied().max(),
-            },
-            example_titles: example_titles(group, EXAMPLE_TITLES),
+            price_range_usd: PriceRange { low, high },
+            example_titles: group.example_titles(store, EXAMPLE_TITLES, EXAMPLE_TITLES_READ)?,
             candidates: nearest_models(self.app.store(), self.app.index(), group)?
                 .into_iter()
                 .map(candidate_view)
@@ -219,30 +146,19 @@ impl<'a> GroupContext<'a> {
     }
 
     fn brand(&mut self, group: &Group) -> ApiResult<Option<ClaimedBrandView>> {
-        Ok(match &group.identity.brand {
+        Ok(match &group.identity().brand {
             ClaimedBrand::Known(id) => self
                 .lookups
                 .brand(self.app, *id)?
                 .map(|brand| ClaimedBrandView::Known(brand.into())),
-            ClaimedBrand::Text(_) => most_used(
-                group
-                    .listings
-                    .iter()
-                    .filter_map(|l| l.details.scraped_brand.as_deref())
-                    .map(str::trim)
-                    .filter(|text| !text.is_empty()),
-            )
-            .map(|text| ClaimedBrandView::Text(text.to_owned())),
+            ClaimedBrand::Text(_) => group.tally.brand_text().map(ClaimedBrandView::Text),
         })
     }
 
     fn providers(&mut self, group: &Group) -> ApiResult<Vec<ProviderCount>> {
-        let mut counts: BTreeMap<ProviderId, usize> = BTreeMap::new();
-        for listing in &group.listings {
-            *counts.entry(listing.provider_id).or_default() += 1;
-        }
-        let mut out = Vec::with_capacity(counts.len());
-        for (id, listing_count) in counts {
+        let mut out = Vec::with_capacity(group.tally.providers.len());
+        for (&id, &listing_count) in &group.tally.providers {
+            let listing_count = listing_count.max(0) as usize;
             let provider = match self.providers.get(&id) {
                 Some(known) => known.clone(),
                 None => {
@@ -266,19 +182,6 @@ impl<'a> GroupContext<'a> {
     }
 }
 
-/// The most frequent of `texts` (the first seen, on a tie).
-fn most_used<'t>(texts: impl Iterator<Item = &'t str>) -> Option<&'t str> {
-    let mut counts: Vec<(&str, usize)> = Vec::new();
-    for text in texts {
-        match counts.iter_mut().find(|(t, _)| *t == text) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((text, 1)),
-        }
-    }
-    let best = counts.iter().map(|(_, n)| *n).max()?;
-    counts.into_iter().find(|(_, n)| *n == best).map(|(t, _)| t)
-}
-
 /// Links a group, or listings by id, to an existing model.
 ///
 /// A person's decision: re-ingests and `watch-catalogue match` keep it while the sellers'
@@ -294,8 +197,8 @@ pub async fn link(
 ) -> ApiResult<Json<ReconciledView>> {
     let selection = body.selection()?;
     let model = model_id(&body.model)?;
-    reconcile_with(&work, &caller, media, move |turn, app, actor| {
-        reconciliation::link(turn, app.listings(), actor, &selection, model)
+    reconcile_with(&work, &caller, media, move |turn, _, actor| {
+        reconciliation::link(turn, actor, &selection, model)
     })
     .await
 }
@@ -415,6 +318,10 @@ fn reconciled_view(
         model,
         linked_listings: ids(&reconciled.linked),
         matched_listings: ids(&reconciled.matched),
+        learnt: LearntView {
+            brand_alias: reconciled.learnt.brand_alias.clone(),
+            reference: reconciled.learnt.reference.clone(),
+        },
     })
 }
 

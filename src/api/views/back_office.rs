@@ -205,6 +205,20 @@ pub struct ReconciledView {
     /// Other unmatched listings that match on their own once the model was made or changed.
     #[schema(example = json!(["15"]))]
     pub matched_listings: Vec<String>,
+    pub learnt: LearntView,
+}
+
+/// What the catalogue learnt of the sellers' text, so that their next listings match.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LearntView {
+    /// The brand text sellers used, now an alias of the model's brand (a group of a brand the
+    /// catalogue lacked); null when nothing was learnt.
+    #[schema(example = "Kurofune")]
+    pub brand_alias: Option<String>,
+    /// The group's reference as sellers wrote it most, now one of the model's references.
+    #[schema(example = "99-99")]
+    pub reference: Option<String>,
 }
 
 /// A model the group's listings may be of.

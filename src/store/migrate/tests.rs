@@ -123,7 +123,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 5, "{report}");
+    assert_eq!(report.steps.len(), 6, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -150,17 +150,44 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .collect();
     let pictures = queued_picture_keys(&before);
     assert!(report.steps[2].rewritten >= pictures.len() as u64);
+    // Schema 8 keeps the groups of the unmatched listings, with their keys.
+    let unmatched = [
+        Keyspace::UnmatchedGroup,
+        Keyspace::UnmatchedOrder,
+        Keyspace::UnmatchedCount,
+        Keyspace::UnmatchedText,
+    ];
+    let group_keys: Vec<Vec<u8>> = after
+        .keys()
+        .filter(|key| {
+            unmatched
+                .iter()
+                .any(|space| key.first() == Some(&(*space as u8)))
+        })
+        .cloned()
+        .collect();
+    let listings: Vec<Listing> = read_as_schema_2(&before, Keyspace::Listing);
+    let groups = super::super::unmatched::recompute(&listings);
+    assert!(!groups.is_empty(), "the fixture has unmatched listings");
+    assert_eq!(report.steps[5].rewritten, groups.len() as u64);
+    let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
+    assert_eq!(kept, groups);
+    store
+        .unmatched()
+        .check_derived()
+        .expect("order and text keys");
     let mut expected_keys: Vec<&Vec<u8>> = before
         .keys()
         .filter(|key| !caliber_keys(key))
         .chain(&counters)
         .chain(&pictures)
+        .chain(&group_keys)
         .collect();
     expected_keys.sort();
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
         expected_keys,
-        "only the counters and picture keys added, only the calibre keys lost (no cursor left behind)"
+        "only the counters, picture and group keys added, only the calibre keys lost (no cursor left behind)"
     );
     for (key, old) in before.iter().filter(|(key, _)| !caliber_keys(key)) {
         let new = &after[key];

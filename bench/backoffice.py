@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""The back office as one admin uses it, timed against a running server (bench/backoffice.sh
+starts and stops it): every read and write, p50/p99 over REPEAT requests each, and a merge and
+a link while a provider's snapshot job runs. Prints a markdown table; loopback only.
+
+    backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND]
+                  [--snapshot FEED --provider SLUG]
+"""
+import argparse
+import http.client
+import json
+import sys
+import time
+import urllib.parse
+
+
+class Admin:
+    """One keep-alive connection with an admin session cookie."""
+
+    def __init__(self, base, user, password):
+        url = urllib.parse.urlparse(base)
+        self.host, self.port = url.hostname, url.port
+        self.conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
+        self.cookie = None
+        status, _, headers = self.call("POST", "/v1/auth/login", {"username": user, "password": password}, headers=True)
+        if status != 200:
+            sys.exit(f"login failed: {status}")
+        self.cookie = headers.get("set-cookie", "").split(";")[0]
+
+    def call(self, method, path, body=None, headers=False, raw=None):
+        head = {"content-type": "application/json"}
+        if self.cookie:
+            head["cookie"] = self.cookie
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        self.conn.request(method, path, body=data, headers=head)
+        response = self.conn.getresponse()
+        payload = response.read()
+        value = json.loads(payload) if payload[:1] in (b"{", b"[") else None
+        if headers:
+            return response.status, value, {k.lower(): v for k, v in response.getheaders()}
+        return response.status, value
+
+    def timed(self, method, path, body=None):
+        started = time.perf_counter()
+        status, value = self.call(method, path, body)
+        return (time.perf_counter() - started) * 1000, status, value
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+READS = {
+    "reconciliation page 1": "/v1/reconciliation?pageSize=50",
+    "reconciliation page 1000": "/v1/reconciliation?pageSize=50&page=1000",
+    "reconciliation reason=unknownBrand": "/v1/reconciliation?pageSize=50&reason=unknownBrand",
+    "reconciliation provider": "/v1/reconciliation?pageSize=50&provider={provider}",
+    "reconciliation brand": "/v1/reconciliation?pageSize=50&brand={brand}",
+    "reconciliation provider+reason": "/v1/reconciliation?pageSize=50&provider={provider}&reason=unknownReference",
+    "reconciliation q=reference prefix": "/v1/reconciliation?pageSize=50&q={reference}",
+    "reconciliation q=brand text": "/v1/reconciliation?pageSize=50&q={brand_text}",
+    "unmatched listings page 1": "/v1/admin/unmatched-listings?pageSize=50",
+    "duplicate-models page 1": "/v1/duplicate-models?pageSize=50",
+    "duplicate-models page 100": "/v1/duplicate-models?pageSize=50&page=100",
+    "audit page 1": "/v1/admin/audit?pageSize=50",
+    "audit by user": "/v1/admin/audit?pageSize=50&user={user}",
+    "audit by action": "/v1/admin/audit?pageSize=50&action=reconciliation.link",
+    "stats": "/v1/admin/stats",
+    "jobs": "/v1/admin/jobs?pageSize=50",
+}
+
+
+def context(admin, user):
+    """Values the reads are filled with, taken from the data itself."""
+    _, page = admin.call("GET", "/v1/reconciliation?pageSize=50&page=200")
+    groups = page["data"]
+    known = next(g for g in groups if isinstance(g.get("brand"), dict))
+    _, texts = admin.call("GET", "/v1/reconciliation?pageSize=50&reason=unknownBrand")
+    text = next(g["brand"] for g in texts["data"] if isinstance(g.get("brand"), str))
+    reference = next(g["reference"] for g in groups if g.get("reference"))
+    return {
+        "provider": known["providers"][0]["provider"]["slug"],
+        "brand": known["brand"]["slug"],
+        "reference": reference[: max(4, len(reference) - 2)],
+        "brand_text": urllib.parse.quote(text.split()[0]),
+        "user": user,
+    }
+
+
+def row(name, times, extra=""):
+    return (f"| {name} | {len(times)} | {percentile(times, 50):.1f} | {percentile(times, 99):.1f} | "
+            f"{max(times):.1f} |{extra}")
+
+
+def reads(admin, ctx, repeat):
+    rows, figures = [], {}
+    for name, path in READS.items():
+        path = path.format(**ctx)
+        times = []
+        for _ in range(repeat):
+            ms, status, _ = admin.timed("GET", path)
+            if status != 200:
+                sys.exit(f"{name}: {path} answered {status}")
+            times.append(ms)
+        figures[name] = times
+        rows.append(row(name, times))
+    return rows, figures
+
+
+def groups_to_write(admin, count, page_from):
+    """Groups of a known brand with a candidate, from pages deep in the list (typical groups)."""
+    found, page = [], page_from
+    while len(found) < count:
+        _, body = admin.call("GET", f"/v1/reconciliation?pageSize=50&page={page}")
+        found += [g for g in body["data"] if isinstance(g.get("brand"), dict) and g["candidates"]]
+        page += 1
+    return found[:count]
+
+
+def duplicate_groups(admin, count, page_from):
+    found, page = [], page_from
+    while len(found) < count:
+        _, body = admin.call("GET", f"/v1/duplicate-models?pageSize=50&page={page}")
+        if not body["data"]:
+            break
+        found += [g for g in body["data"] if len(g["models"]) >= 2]
+        page += 1
+    return found[:count]
+
+
+def series_slug(admin, model_id):
+    _, model = admin.call("GET", f"/v1/models/{model_id}")
+    return model["series"]["slug"]
+
+
+def writes(admin, repeat):
+    rows, figures = [], {}
+    groups = groups_to_write(admin, repeat * 3, 300)
+    link, create, update = groups[:repeat], groups[repeat:2 * repeat], groups[2 * repeat:]
+    plans = {
+        "reconciliation link (a group)": [
+            ("/v1/reconciliation/link", {"group": g["id"], "model": g["candidates"][0]["id"]}) for g in link],
+        "reconciliation create model": [
+            ("/v1/reconciliation/models", {"group": g["id"], "fields": {
+                "series": series_slug(admin, g["candidates"][0]["id"]), "name": f"Bench {g['id']}"}})
+            for g in create],
+        "reconciliation update model": [
+            ("/v1/reconciliation/models/update", {"group": g["id"], "model": g["candidates"][0]["id"], "fields": {}})
+            for g in update],
+    }
+    duplicates = duplicate_groups(admin, repeat * 2, 50)
+    plans["duplicate-models dismiss"] = [
+        ("/v1/duplicate-models/dismiss", {"modelIds": [m["id"] for m in g["models"][:2]]}) for g in duplicates[:repeat]]
+    plans["duplicate-models merge"] = [
+        ("/v1/duplicate-models/merge", {"keeperId": g["models"][0]["id"], "duplicateIds": [g["models"][1]["id"]]})
+        for g in duplicates[repeat:]]
+    for name, plan in plans.items():
+        times, refused = [], 0
+        for path, body in plan:
+            ms, status, value = admin.timed("POST", path, body)
+            if status == 200:
+                times.append(ms)
+            elif status in (400, 404, 409):
+                refused += 1  # a reference another model has, a pair already gone: timed apart
+            else:
+                sys.exit(f"{name}: {status} {value}")
+        if times:
+            figures[name] = times
+            rows.append(row(name, times, f" {refused} refused |" if refused else " |"))
+    return rows, figures
+
+
+def during_job(admin, feed, provider, tries):
+    """Submits the snapshot job, then times merges and links while it runs."""
+    with open(feed, "rb") as f:
+        body = f.read()
+    status, job = admin.call("POST", f"/v1/admin/providers/{provider}/snapshot?allowMassDelist=true",
+                             raw=body)
+    if status not in (200, 202):
+        sys.exit(f"snapshot job refused: {status} {job}")
+    job_id = job["id"]
+    # Wait until the job has committed a chunk: it is then writing.
+    while True:
+        _, state = admin.call("GET", f"/v1/admin/jobs/{job_id}")
+        if state["state"] != "queued" and (state.get("progress") or {}).get("done", 0) > 0:
+            break
+        if state["state"] in ("succeeded", "failed"):
+            sys.exit("the job ended before it could be measured")
+        time.sleep(0.2)
+    groups = groups_to_write(admin, tries, 900)
+    duplicates = duplicate_groups(admin, tries, 150)
+    merges, links = [], []
+    for group, dup in zip(groups, duplicates):
+        ms, status, _ = admin.timed("POST", "/v1/reconciliation/link",
+                                    {"group": group["id"], "model": group["candidates"][0]["id"]})
+        if status == 200:
+            links.append(ms)
+        ms, status, _ = admin.timed("POST", "/v1/duplicate-models/merge",
+                                    {"keeperId": dup["models"][0]["id"], "duplicateIds": [dup["models"][1]["id"]]})
+        if status == 200:
+            merges.append(ms)
+    _, state = admin.call("GET", f"/v1/admin/jobs/{job_id}")
+    still = state["state"] == "running"
+    return [row("link during a snapshot job", links), row("merge during a snapshot job", merges)], still
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base")
+    parser.add_argument("user")
+    parser.add_argument("password")
+    parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--json")
+    parser.add_argument("--first", help="time only the first request of this read kind")
+    parser.add_argument("--snapshot")
+    parser.add_argument("--provider")
+    args = parser.parse_args()
+    admin = Admin(args.base, args.user, args.password)
+    if args.first:
+        path = READS[args.first].format(**{"provider": "provider-1", "brand": "x", "reference": "1",
+                                           "brand_text": "a", "user": args.user})
+        ms, status, _ = admin.timed("GET", path)
+        print(f"| {args.first} (first after a start) | {ms:.1f} | {status} |")
+        return
+    if args.snapshot:
+        rows, still = during_job(admin, args.snapshot, args.provider, 5)
+        print("| while a snapshot job runs | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
+        print("\n".join(rows))
+        print(f"\nthe job was {'still running' if still else 'over'} after the last request")
+        return
+    ctx = context(admin, args.user)
+    read_rows, read_figures = reads(admin, ctx, args.repeat)
+    write_rows, write_figures = writes(admin, args.repeat)
+    print("| request | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
+    print("\n".join(read_rows))
+    print("| request | n | p50 ms | p99 ms | max ms | |\n|---|--:|--:|--:|--:|---|")
+    print("\n".join(write_rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"reads": read_figures, "writes": write_figures, "context": ctx}, f)
+
+
+if __name__ == "__main__":
+    main()

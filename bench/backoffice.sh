@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The back office at scale (issue 47): on the data dir of a scale run (bench/run-scale.sh, kept
+# in WORK/data), one admin's every read and write, p50/p99 over REPEAT requests each; the first
+# request of each read after a start; and a link and a merge while a snapshot job runs.
+#
+#   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432]
+#
+# The data dir is used as it is and written to (links, models made, merges): run it on a copy
+# when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
+# server is stopped on exit. Figures land in WORK/backoffice.md.
+set -euo pipefail
+
+WORK=/tmp/watch-scale
+REPEAT=50
+PORT=18432
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --work-dir) WORK=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    --port) PORT=$2; shift 2 ;;
+    *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
+  esac
+done
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=$ROOT/target/release/watch-catalogue
+DATA=$WORK/data
+OUT=$WORK/backoffice.md
+BASE=http://127.0.0.1:$PORT
+USER_NAME=bench-admin
+PASSWORD="bench $(date +%s) $RANDOM"
+[[ -d $DATA/store ]] || { echo "no data dir at $DATA: run bench/run-scale.sh first" >&2; exit 2; }
+
+# shellcheck source=bench/server-lib.sh
+source "$ROOT/bench/server-lib.sh"
+
+start_server() {
+  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 >> "$WORK/backoffice-server.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 30000); do
+    curl -fs -o /dev/null "$BASE/readyz" && return
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server died; see $WORK/backoffice-server.log" >&2; exit 1; }
+    sleep 0.02
+  done
+  echo "server not ready after 600 s" >&2; exit 1
+}
+
+(cd "$ROOT" && cargo build --release -q -p watch-catalogue)
+# A store of an older schema is migrated by `migrate` (the server would do it at start, timed
+# into its first start).
+/usr/bin/time -f 'migrate: %e s wall, %M KiB peak' "$BIN" --data-dir "$DATA" migrate 2>&1 | tail -3
+"$BIN" --data-dir "$DATA" user remove "$USER_NAME" > /dev/null 2>&1 || true
+printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "$USER_NAME" --role admin > /dev/null
+: > "$WORK/backoffice-server.log"
+
+{
+  echo "# The back office at scale"
+  echo
+  echo "$(nproc) cores, $(date -u +%Y-%m-%d), $(git -C "$ROOT" rev-parse --short HEAD); \`bench/backoffice.sh --repeat $REPEAT\`"
+  echo
+  echo "| read | first request after a start, ms | status |"
+  echo "|---|--:|--:|"
+} > "$OUT"
+for kind in "reconciliation page 1" "duplicate-models page 1" "audit page 1" "unmatched listings page 1" "stats" "jobs"; do
+  start_server
+  python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --first "$kind" >> "$OUT"
+  stop_server
+done
+echo >> "$OUT"
+
+start_server
+python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --repeat "$REPEAT" \
+  --json "$WORK/backoffice.json" >> "$OUT"
+echo >> "$OUT"
+feed=$(ls "$WORK"/feeds/*.jsonl | tail -1)
+python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
+  --snapshot "$feed" --provider "$(basename "$feed" .jsonl)" >> "$OUT"
+stop_server
+cat "$OUT"
