@@ -52,7 +52,9 @@ use std::sync::{Arc, Mutex};
 ///    (`ModelBase`), and every picture has a pipeline record unless the dataset hosts it.
 /// 6: the sources of new listings are kept in groups.
 /// 7: no calibre -> model keys (`ModelByCaliber`): nothing read them.
-pub const SCHEMA_VERSION: u64 = 7;
+/// 8: the audit trail is keyed by user, by action and by both, each list with its count
+///    (`AuditByUser`, `AuditByAction`, `AuditByUserAction`, `AuditCount`).
+pub const SCHEMA_VERSION: u64 = 8;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
