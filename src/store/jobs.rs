@@ -1,6 +1,6 @@
 //! The jobs area: the records of batch jobs submitted to a running server, written outside the
 //! write turn (a job is submitted while another holds it); submitting one writes its audit
-//! entry (the audit area's keyspace) in the same batch.
+//! entry (the audit area's keyspaces) in the same batch.
 //! Keyspaces: `Job`, and the meta key `MetaKey::NextId(Keyspace::Job)`.
 
 use super::codec::{self, decode_u64};
@@ -33,10 +33,9 @@ impl<'s> Jobs<'s> {
     /// Records a submitted job with the audit entry that says who submitted it: one atomic,
     /// flushed sled batch outside the write turn (bookkeeping, like a session).
     pub fn submit_job(self, job: &JobRecord, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(Keyspace::Job.id_key(job.id.0), codec::encode(job));
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.0.apply_flushed(batch)
+        let record = (Keyspace::Job.id_key(job.id.0), Some(codec::encode(job)));
+        self.0
+            .apply_flushed(vec![record], std::slice::from_ref(audit))
     }
 
     /// Writes where `job` stands, flushed (see [`Jobs::submit_job`]).

@@ -63,6 +63,16 @@ pub enum Keyspace {
     SessionByUser = 72,
     /// The audit trail, by id (ids grow with time): records.
     Audit = 73,
+    /// User + audit entry id: each user's entries, in id order. New in schema 9.
+    AuditByUser = 74,
+    /// Action + audit entry id: each action's entries. New in schema 9.
+    AuditByAction = 75,
+    /// User + action + audit entry id: each user's entries of each action. New in schema 9.
+    AuditByUserAction = 76,
+    /// The number of entries in each list of the audit trail (the whole trail, a user's, an
+    /// action's, a user's of an action), under the list's prefix: 8-byte counters, written in
+    /// the same sled batch as the entries. New in schema 9.
+    AuditCount = 77,
     /// Picture-review candidates, by id: records.
     Candidate = 80,
     /// Model id + candidate id: a model's candidates.
@@ -205,6 +215,13 @@ impl KeyBuilder {
     fn text(mut self, text: &str) -> Self {
         self.0.extend_from_slice(text.as_bytes());
         self.0.push(0);
+        self
+    }
+    /// Text after its length (8 bytes), for text that may hold any byte, a 0 too (a filter
+    /// from a query string), where a terminator could be part of the text.
+    fn sized_text(mut self, text: &str) -> Self {
+        self.0.extend_from_slice(&(text.len() as u64).to_be_bytes());
+        self.0.extend_from_slice(text.as_bytes());
         self
     }
     fn byte(mut self, b: u8) -> Self {
@@ -482,6 +499,30 @@ pub fn sessions_of_prefix(name: &Username) -> Vec<u8> {
 pub fn session_of(name: &Username, token: &TokenHash) -> Vec<u8> {
     let mut key = sessions_of_prefix(name);
     key.extend_from_slice(&token.0);
+    key
+}
+/// The start of every key of one list of the audit trail, each key ending in an entry's id:
+/// the whole trail (`Audit`, whose keys hold the entries), or the entries by `user`, of
+/// `action`, or both (keys holding nothing).
+pub fn audit_list(user: Option<&str>, action: Option<&str>) -> Vec<u8> {
+    match (user, action) {
+        (None, None) => Keyspace::Audit.prefix(),
+        (Some(user), None) => KeyBuilder::new(Keyspace::AuditByUser)
+            .sized_text(user)
+            .done(),
+        (None, Some(action)) => KeyBuilder::new(Keyspace::AuditByAction)
+            .sized_text(action)
+            .done(),
+        (Some(user), Some(action)) => KeyBuilder::new(Keyspace::AuditByUserAction)
+            .sized_text(user)
+            .sized_text(action)
+            .done(),
+    }
+}
+/// The key of the number of entries in the audit list whose keys start with `list`.
+pub fn audit_count(list: &[u8]) -> Vec<u8> {
+    let mut key = Keyspace::AuditCount.prefix();
+    key.extend_from_slice(list);
     key
 }
 

@@ -5,6 +5,7 @@
 use super::codec::{decode_u64, encode_u64};
 use super::keys::{Counted, Keyspace, MetaKey};
 use super::{read_meta, StoreError, StoreResult, ATOMIC_OPERATIONS, SCHEMA_VERSION};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 
@@ -82,6 +83,13 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: keep_unmatched_groups,
     },
+    Step {
+        from: 8,
+        to: 9,
+        summary: "the audit trail is keyed by user and by action, each list with its count",
+        safe_at_startup: true,
+        run: key_audit_trail,
+    },
 ];
 
 /// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes
@@ -89,6 +97,30 @@ pub static STEPS: &[Step] = &[
 /// re-run drops what an earlier one wrote and starts over. Returns the groups written.
 fn keep_unmatched_groups(db: &sled::Db) -> StoreResult<u64> {
     super::unmatched::rebuild(db)
+}
+
+/// Step 8 -> 9: writes the keys of every audit entry in the lists of its user, its action and
+/// both, [`PICTURE_BATCH`] a batch, then the count of every list, as appends keep them from
+/// then on. It adds keys and loses nothing, in one pass over the trail. Idempotent: the keys
+/// are written as they are and the counts counted afresh from the entries, so a re-run after
+/// an interruption writes the same. Returns the keys and counts written.
+fn key_audit_trail(db: &sled::Db) -> StoreResult<u64> {
+    let mut out = ChunkedWrites::new(db);
+    let mut counts: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
+    for entry in db.scan_prefix(Keyspace::Audit.prefix()) {
+        let (key, value) = entry?;
+        let entry: crate::domain::AuditEntry = super::codec::decode(&key, &value)?;
+        for key in super::audit::list_keys(&entry) {
+            out.put(key, Vec::new())?;
+        }
+        for key in super::audit::count_keys(&entry) {
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    for (key, count) in counts {
+        out.put(key, encode_u64(count).to_vec())?;
+    }
+    out.finish()
 }
 
 /// Step 6 -> 7: removes every `ModelByCaliber` key, [`PICTURE_BATCH`] a batch. They were
@@ -121,7 +153,7 @@ fn sources_in_groups(_: &sled::Db) -> StoreResult<u64> {
     Ok(0)
 }
 
-/// Sled operations per batch of steps 4 -> 5 and 6 -> 7.
+/// Sled operations per batch of steps 4 -> 5, 6 -> 7 and 8 -> 9.
 const PICTURE_BATCH: usize = 10_000;
 
 /// Step 4 -> 5: writes every model's secondary keys afresh (new among them: picture id ->

@@ -24,7 +24,7 @@ mod turn;
 mod unmatched;
 mod write;
 
-pub use audit::Audit;
+pub use audit::{Audit, AuditFilter};
 pub use catalogue::Catalogue;
 pub use duplicates::Duplicates;
 pub use jobs::Jobs;
@@ -39,6 +39,7 @@ pub use unmatched::{
 };
 pub use write::WriteBatch;
 
+use crate::domain::AuditEntry;
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
@@ -56,7 +57,9 @@ use std::sync::{Arc, Mutex};
 /// 6: the sources of new listings are kept in groups.
 /// 7: no calibre -> model keys (`ModelByCaliber`): nothing read them.
 /// 8: unmatched listings' groups are kept (`store::unmatched`).
-pub const SCHEMA_VERSION: u64 = 8;
+/// 9: the audit trail is keyed by user, by action and by both, each list with its count
+///    (`AuditByUser`, `AuditByAction`, `AuditByUserAction`, `AuditCount`).
+pub const SCHEMA_VERSION: u64 = 9;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +120,9 @@ pub struct Store {
     /// Writes applied key by key through this store, counted as each begins and as it ends
     /// (odd: one is under way): see [`ReadAt`].
     key_by_key_writes: Arc<AtomicU64>,
+    /// The right to append to the audit trail, inside the write turn or outside it:
+    /// see `audit::AppendRight`.
+    audit_appends: Arc<Mutex<()>>,
 }
 
 /// The store's generation as a reader found it, for values kept per generation (the API's
@@ -215,6 +221,7 @@ impl Store {
             duplicates_touched: Arc::default(),
             rates_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
+            audit_appends: Arc::default(),
         };
         Ok((store, report))
     }
@@ -274,7 +281,8 @@ impl Store {
     /// found by a natural key last), each phase's keys on rayon's threads in runs of neighbouring
     /// keys (`apply_phase_in_parallel`): sled holds batches in memory many times over while
     /// applying them (gigabytes for a large import), where plain inserts stay within its cache
-    /// (docs/decisions.md, D-14). A crash part-way then leaves it partly written, with the indexes
+    /// (docs/decisions.md, D-14); its audit entries come last, one atomic sled batch with their
+    /// lists' keys and counts. A crash part-way then leaves it partly written, with the indexes
     /// marked behind; the batch jobs that write so much are idempotent, and running them again
     /// completes it. Only [`WriteTurn::commit`] calls this.
     fn apply(&self, batch: WriteBatch<'_>) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
@@ -300,7 +308,7 @@ impl Store {
 
     fn apply_with(
         &self,
-        batch: WriteBatch<'_>,
+        mut batch: WriteBatch<'_>,
         bump_generation: bool,
         applied: Applied,
     ) -> StoreResult<(StoreGeneration, turn::BatchChanges)> {
@@ -325,20 +333,14 @@ impl Store {
         } else {
             None
         };
+        let audit = batch.take_audit();
         let (written, changes) = batch.into_operations()?;
         operations.extend(written);
         operations.extend(duplicates_bump);
         let keys = operations.len();
         let started = std::time::Instant::now();
         if applied == Applied::AtomicWhenItFits && operations.len() <= ATOMIC_OPERATIONS {
-            let mut sled_batch = sled::Batch::default();
-            for (key, value) in operations {
-                match value {
-                    Some(value) => sled_batch.insert(key, value),
-                    None => sled_batch.remove(key),
-                }
-            }
-            self.db.apply_batch(sled_batch)?;
+            self.apply_atomic(operations, &audit)?;
         } else {
             let _under_way = KeyByKeyWrite::begin(&self.key_by_key_writes);
             // Not atomic anyway: see above.
@@ -351,6 +353,11 @@ impl Store {
             ordered.par_sort_by(|(a, (a_key, _)), (b, (b_key, _))| (a, a_key).cmp(&(b, b_key)));
             for phase in last_write_per_key(ordered).chunk_by(|a, b| a.0 == b.0) {
                 self.apply_phase_in_parallel(phase)?;
+            }
+            // Last, and atomic on their own: an entry, its lists' keys and their counts are
+            // never written in part, and an entry names a write that is in.
+            if !audit.is_empty() {
+                self.apply_atomic(Vec::new(), &audit)?;
             }
         }
         let applied = started.elapsed();
@@ -386,11 +393,38 @@ impl Store {
         Ok(())
     }
 
-    /// Applies a bookkeeping write done outside the write turn (a session, a job's record):
-    /// one atomic sled batch, flushed before it returns.
-    fn apply_flushed(&self, batch: sled::Batch) -> StoreResult<()> {
-        self.db.apply_batch(batch)?;
+    /// Applies a bookkeeping write done outside the write turn (a session, a job's record)
+    /// with the audit entries that record it: one atomic sled batch, flushed before it returns.
+    fn apply_flushed(
+        &self,
+        operations: Vec<write::Operation>,
+        audit: &[AuditEntry],
+    ) -> StoreResult<()> {
+        self.apply_atomic(operations, audit)?;
         self.flush()
+    }
+
+    /// Applies `operations` and the appends of `audit` to the audit trail as one atomic sled
+    /// batch, holding the right to append from reading the trail's counts to the write.
+    fn apply_atomic(
+        &self,
+        operations: Vec<write::Operation>,
+        audit: &[AuditEntry],
+    ) -> StoreResult<()> {
+        let right = (!audit.is_empty()).then(|| self.audit_append_right());
+        let appended = match &right {
+            Some(right) => self.audit().append_operations(audit, right)?,
+            None => Vec::new(),
+        };
+        let mut batch = sled::Batch::default();
+        for (key, value) in operations.into_iter().chain(appended) {
+            match value {
+                Some(value) => batch.insert(key, value),
+                None => batch.remove(key),
+            }
+        }
+        self.db.apply_batch(batch)?;
+        Ok(())
     }
 
     fn meta(&self, key: MetaKey) -> StoreResult<Option<u64>> {

@@ -1,6 +1,6 @@
 //! The sessions area: back-office users and their sessions. Session bookkeeping writes outside
 //! the write turn, each call one flushed sled batch; opening and closing a session writes its
-//! audit entry (the audit area's keyspace) in the same batch.
+//! audit entry (the audit area's keyspaces) in the same batch.
 //! Keyspaces: `User`, `Session`, `SessionByUser`.
 
 use super::codec;
@@ -48,14 +48,17 @@ impl<'s> Sessions<'s> {
     /// catalogue record, id counter or index, and a login must not wait for a running ingest.
     /// Each call is one atomic sled batch, flushed before it returns.
     pub fn open_session(self, session: &Session, audit: &AuditEntry) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.insert(keys::session(&session.token_hash), codec::encode(session));
-        batch.insert(
-            keys::session_of(&session.user, &session.token_hash),
-            &[][..],
-        );
-        batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        self.0.apply_flushed(batch)
+        let keys = vec![
+            (
+                keys::session(&session.token_hash),
+                Some(codec::encode(session)),
+            ),
+            (
+                keys::session_of(&session.user, &session.token_hash),
+                Some(Vec::new()),
+            ),
+        ];
+        self.0.apply_flushed(keys, std::slice::from_ref(audit))
     }
 
     /// Records that `session` was just used (see [`Sessions::open_session`]).
@@ -68,12 +71,11 @@ impl<'s> Sessions<'s> {
 
     /// Ends `session`, with the audit entry that says so when a person ended it.
     pub fn close_session(self, session: &Session, audit: Option<&AuditEntry>) -> StoreResult<()> {
-        let mut batch = sled::Batch::default();
-        batch.remove(keys::session(&session.token_hash));
-        batch.remove(keys::session_of(&session.user, &session.token_hash));
-        if let Some(audit) = audit {
-            batch.insert(Keyspace::Audit.id_key(audit.id), codec::encode(audit));
-        }
-        self.0.apply_flushed(batch)
+        let removed = vec![
+            (keys::session(&session.token_hash), None),
+            (keys::session_of(&session.user, &session.token_hash), None),
+        ];
+        self.0
+            .apply_flushed(removed, audit.map_or(&[], std::slice::from_ref))
     }
 }

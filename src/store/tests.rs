@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{AuditEntry, Brand, BrandId, Slug, Timestamp};
+use crate::domain::{Brand, BrandId, Slug, Timestamp};
 use std::time::{Duration, Instant};
 
 /// Runs `open` again while the directory's lock is taken: sled's shared thread pool can hold a
@@ -363,33 +363,4 @@ fn every_keyspace_is_named_by_exactly_one_area() {
             .collect();
         assert_eq!(owners.len(), 1, "`{name}` is named by {owners:?}");
     }
-}
-
-#[test]
-fn a_page_of_the_audit_trail_is_its_entries_newest_first_with_the_trail_counted() {
-    let dir = tempfile::tempdir().expect("dir");
-    let store = Store::open(dir.path(), 1 << 20).expect("open");
-    let turn = store.write_turn();
-    let mut batch = turn.batch().expect("batch");
-    for n in 0..7 {
-        batch.put_audit(&AuditEntry {
-            id: store.audit().next_audit_id().expect("id"),
-            at: Timestamp::now(),
-            user: "ana".into(),
-            action: format!("action.{n}"),
-            targets: Vec::new(),
-            detail: String::new(),
-        });
-    }
-    turn.commit(batch).expect("commit");
-    let actions = |skip, limit| {
-        let (page, total) = store.audit().page_newest_first(skip, limit).expect("page");
-        assert_eq!(total, 7);
-        page.into_iter()
-            .map(|entry| entry.action)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(actions(0, 3), ["action.6", "action.5", "action.4"]);
-    assert_eq!(actions(6, 3), ["action.0"]);
-    assert!(actions(7, 3).is_empty());
 }

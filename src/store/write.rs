@@ -48,6 +48,9 @@ pub struct WriteBatch<'t> {
     sources: SourceWrites,
     /// The groups of unmatched listings the write moves (`super::unmatched`).
     unmatched: GroupChanges,
+    /// Entries appended to the audit trail, written at commit with their lists' keys and
+    /// counts (`super::audit`).
+    audit: Vec<AuditEntry>,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -67,6 +70,7 @@ impl<'t> WriteBatch<'t> {
             pending: GroupWrites::default(),
             sources: SourceWrites::default(),
             unmatched: GroupChanges::default(),
+            audit: Vec::new(),
             store: store.clone(),
             turn: PhantomData,
         })
@@ -88,6 +92,12 @@ impl<'t> WriteBatch<'t> {
     /// The models whose duplicate pairs or dismissals the write changes.
     pub(super) fn duplicates_touched(&self) -> &BTreeSet<ModelId> {
         &self.duplicates_touched
+    }
+
+    /// The entries the write appends to the audit trail, taken out of it: the commit writes
+    /// them holding the right to append (`super::audit::AppendRight`).
+    pub(super) fn take_audit(&mut self) -> Vec<AuditEntry> {
+        std::mem::take(&mut self.audit)
     }
 
     /// The writes in order, after the id counters they moved (a write applied in several
@@ -329,9 +339,11 @@ impl WriteBatch<'_> {
         self.remove(keys::session_of(user, token));
     }
 
-    /// Appends `entry` (its id from [`WriteBatch::allocate_id`] of `Keyspace::Audit`).
+    /// Appends `entry` (its id from `Audit::next_audit_id`) to the audit trail, in the lists
+    /// of its user and its action.
     pub fn put_audit(&mut self, entry: &AuditEntry) {
-        self.put(Keyspace::Audit.id_key(entry.id), encode(entry));
+        self.audit.push(entry.clone());
+        self.operations += 1;
     }
 
     /// Where the image pipeline is with one picture: no index or count depends on it. Its id

@@ -412,6 +412,64 @@ async fn the_audit_trail_names_who_did_what_newest_first() {
     assert!(!text.contains(TEST_PASSWORD) && !text.contains(&admin.cookie[24..]));
 }
 
+#[tokio::test]
+async fn every_list_of_the_audit_trail_pages_newest_first_with_its_total() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    for _ in 0..3 {
+        app.session("vic").await;
+        app.session("ana").await;
+    }
+    let whole = ana.ok("/v1/admin/audit?pageSize=100").await;
+    let whole = whole["data"].as_array().expect("data").clone();
+    assert_eq!(whole.len(), 9, "two users added, seven logins");
+    let lists = [
+        (None, None),
+        (Some("ana"), None),
+        (Some("vic"), None),
+        (Some("cli"), None),
+        (None, Some("auth.login")),
+        (None, Some("user.add")),
+        (Some("ana"), Some("auth.login")),
+        (Some("cli"), Some("user.add")),
+        (Some("cli"), Some("auth.login")),
+        (Some("zoe"), None),
+        (None, Some("user.remove")),
+        (Some(""), None),
+    ];
+    for (user, action) in lists {
+        let listed = |entry: &&Value| {
+            user.is_none_or(|user| entry["user"] == user)
+                && action.is_none_or(|action| entry["action"] == action)
+        };
+        let expected: Vec<&Value> = whole.iter().filter(listed).collect();
+        let mut query: Vec<String> = vec!["pageSize=2".into()];
+        query.extend(user.map(|user| format!("user={user}")));
+        query.extend(action.map(|action| format!("action={action}")));
+        let mut paged = Vec::new();
+        for page in 1..=6 {
+            let path = format!("/v1/admin/audit?{}&page={page}", query.join("&"));
+            let body = ana.ok(&path).await;
+            assert_eq!(body["total"], expected.len(), "{path}");
+            assert_eq!(body["totalPages"], expected.len().div_ceil(2), "{path}");
+            paged.extend(body["data"].as_array().expect("data").clone());
+        }
+        assert_eq!(
+            paged.iter().collect::<Vec<_>>(),
+            expected,
+            "{user:?} {action:?}"
+        );
+    }
+    for bad in ["page=0", "page=x", "pageSize=0", "pageSize=101"] {
+        let (status, body) = ana.get(&format!("/v1/admin/audit?user=ana&{bad}")).await;
+        assert_eq!(
+            (status, &body["error"]),
+            (400, &json!("invalid_request")),
+            "{bad}"
+        );
+    }
+}
+
 /// `watch-catalogue user add` with the password on standard input.
 pub fn add_user_through_the_binary(data: &std::path::Path, name: &str) -> String {
     use std::io::Write;

@@ -13,8 +13,8 @@ use crate::api::views::Page;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::{AuditPage, UnmatchedListingPage};
 use crate::app::App;
-use crate::domain::{AuditEntry, MatchOutcome};
-use crate::store::Counted;
+use crate::domain::MatchOutcome;
+use crate::store::{AuditFilter, Counted};
 use axum::{Extension, Json};
 use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
 use serde::Deserialize;
@@ -142,40 +142,18 @@ pub async fn audit(
 ) -> ApiResult<Json<Page<AuditEntryView>>> {
     let pagination = page.pagination()?;
     work.run(move |app| {
-        let (entries, total) = match (&params.user, &params.action) {
-            (None, None) => app
-                .store()
-                .audit()
-                .page_newest_first(pagination.offset(), pagination.page_size)?,
-            _ => audit_filtered(app, &params, pagination)?,
+        // The whole trail, or the entries by a user, of an action or both: each a list of
+        // keys of its own, with its count, so a page reads only its entries.
+        let filter = AuditFilter {
+            user: params.user.as_deref(),
+            action: params.action.as_deref(),
         };
+        let (entries, total) =
+            app.store()
+                .audit()
+                .page(filter, pagination.offset(), pagination.page_size)?;
         let data = entries.into_iter().map(AuditEntryView::from).collect();
         Ok(Json(pagination.wrap(data, total)))
     })
     .await
-}
-
-/// A page of the entries by a user or of an action, and how many there are: every entry is
-/// read to count them (no key names its user or action).
-fn audit_filtered(
-    app: &App,
-    params: &AuditParams,
-    pagination: Pagination,
-) -> ApiResult<(Vec<AuditEntry>, usize)> {
-    let wanted = |entry: &AuditEntry| {
-        params.user.as_deref().is_none_or(|u| u == entry.user)
-            && params.action.as_deref().is_none_or(|a| a == entry.action)
-    };
-    let (mut total, mut page) = (0, Vec::with_capacity(pagination.page_size));
-    for entry in app.store().audit().audit_newest_first() {
-        let entry = entry?;
-        if !wanted(&entry) {
-            continue;
-        }
-        if total >= pagination.offset() && page.len() < pagination.page_size {
-            page.push(entry);
-        }
-        total += 1;
-    }
-    Ok((page, total))
 }

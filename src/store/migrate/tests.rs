@@ -3,10 +3,11 @@
 
 use super::*;
 use crate::domain::{
-    Brand, Caliber, Complication, Listing, ListingStatus, Model, Provider, Series, Slug,
+    AuditEntry, Brand, Caliber, Complication, Listing, ListingStatus, Model, Provider, Series,
+    Slug, Timestamp,
 };
 use crate::store::tests::{reopen, reopen_sled};
-use crate::store::{Store, StoreGeneration};
+use crate::store::{AuditFilter, Store, StoreGeneration};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -123,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 6, "{report}");
+    assert_eq!(report.steps.len(), 7, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -135,6 +136,8 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let dropped = before.keys().filter(caliber_keys).count();
     assert!(dropped > 0, "the fixture has models with a calibre");
     assert_eq!(report.steps[4].rewritten, dropped as u64);
+    // Schema 9 keys the audit trail, which schema 2 did not have.
+    assert_eq!(report.steps[6].rewritten, 0);
     assert!(
         report.to_string().starts_with(&format!(
             "store migrated from schema version 2 to {SCHEMA_VERSION}\n  2 -> 3: "
@@ -537,4 +540,112 @@ fn the_steps_lead_from_schema_2_to_the_current_schema() {
         plan(1, STEPS, SCHEMA_VERSION, MigrationPolicy::All),
         Err(StoreError::NoMigration { .. })
     ));
+}
+
+const USERS: [&str; 3] = ["ana", "vic", "cli"];
+const ACTIONS: [&str; 4] = [
+    "auth.login",
+    "user.add",
+    "reconciliation.link",
+    "job.submit",
+];
+
+/// A trail with users and actions repeated in every combination, its ids growing with gaps
+/// as sled's id generator hands them out.
+fn audit_trail() -> Vec<AuditEntry> {
+    (1..=36_u64)
+        .map(|n| AuditEntry {
+            id: n * 1_000 + n % 7,
+            at: Timestamp(1_800_000_000 + n as i64),
+            user: USERS[n as usize % USERS.len()].to_owned(),
+            action: ACTIONS[n as usize % ACTIONS.len()].to_owned(),
+            targets: vec![format!("listing:{n}")],
+            detail: format!("entry {n}"),
+        })
+        .collect()
+}
+
+/// The keys and values of the audit area's keyspaces.
+fn audit_pairs(db: &sled::Db) -> Pairs {
+    let audit = Keyspace::Audit as u8..=Keyspace::AuditCount as u8;
+    raw_pairs(db)
+        .into_iter()
+        .filter(|(key, _)| audit.contains(&key[0]))
+        .collect()
+}
+
+#[test]
+fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
+    let trail = audit_trail();
+    // A new store, the trail appended as today's writes append it.
+    let new_dir = tempfile::tempdir().expect("tempdir");
+    let fresh = reopen(|| Store::open(new_dir.path(), 1 << 20)).expect("new store");
+    let turn = fresh.write_turn();
+    let mut batch = turn.batch().expect("batch");
+    for entry in &trail {
+        batch.put_audit(entry);
+    }
+    turn.commit(batch).expect("append");
+    drop(turn);
+    // The same trail as schema 7 kept it: each entry under its id, and nothing else.
+    let old_dir = tempfile::tempdir().expect("tempdir");
+    let mut schema_7 = Pairs::new();
+    schema_7.insert(MetaKey::SchemaVersion.key(), encode_u64(7).to_vec());
+    for entry in &trail {
+        let record = crate::store::codec::encode(entry);
+        schema_7.insert(Keyspace::Audit.id_key(entry.id), record);
+    }
+    write_raw(old_dir.path(), &schema_7);
+
+    let (migrated, report) =
+        reopen(|| Store::open_with(old_dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve migrates it");
+    let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
+    assert_eq!(steps, [(7, 8), (8, 9)]);
+    let after = audit_pairs(&migrated.db);
+    assert_eq!(
+        after,
+        audit_pairs(&fresh.db),
+        "the keys and counts a new store has"
+    );
+    let counts = (after.keys())
+        .filter(|key| key[0] == Keyspace::AuditCount as u8)
+        .count();
+    // The whole trail, 3 users, 4 actions, and the 12 pairs (3 and 4 are coprime).
+    assert_eq!(counts, 1 + 3 + 4 + 12);
+    assert_eq!(
+        report.steps[1].rewritten,
+        (3 * trail.len() + counts) as u64,
+        "three list keys per entry, and the counts"
+    );
+
+    let users = USERS.iter().copied().chain(["zoe"]).map(Some);
+    let actions = ACTIONS.iter().copied().chain(["user.remove"]).map(Some);
+    let users: Vec<Option<&str>> = std::iter::once(None).chain(users).collect();
+    let actions: Vec<Option<&str>> = std::iter::once(None).chain(actions).collect();
+    for &user in &users {
+        for &action in &actions {
+            let filter = AuditFilter { user, action };
+            for (skip, limit) in [(0, 2), (1, 2), (2, 5), (30, 10)] {
+                let page = |store: &Store| store.audit().page(filter, skip, limit).expect("page");
+                assert_eq!(page(&migrated), page(&fresh), "{filter:?} {skip} {limit}");
+            }
+        }
+    }
+    let ana_logins = AuditFilter {
+        user: Some("ana"),
+        action: Some("auth.login"),
+    };
+    let (page, total) = migrated.audit().page(ana_logins, 0, 10).expect("page");
+    assert_eq!(
+        (page.len(), total),
+        (3, 3),
+        "ana's logins: entries 12, 24 and 36"
+    );
+    assert_eq!(page[0].id, 36_001);
+
+    // Run again (after an interruption, say), the step writes what it wrote.
+    let rewritten = key_audit_trail(&migrated.db).expect("again");
+    assert_eq!(rewritten, report.steps[1].rewritten);
+    assert_eq!(audit_pairs(&migrated.db), after);
 }
