@@ -99,6 +99,16 @@ fn group_key(group: GroupKey) -> Vec<u8> {
     Keyspace::UnmatchedGroup.id_key(group.0)
 }
 
+fn read_group(db: &sled::Db, group: GroupKey) -> StoreResult<Option<KeptGroup>> {
+    let key = group_key(group);
+    db.get(&key)?.map(|v| decode(&key, &v)).transpose()
+}
+
+fn read_count(db: &sled::Db, order: GroupOrder) -> StoreResult<u64> {
+    let key = order.count_key();
+    db.get(&key)?.map_or(Ok(0), |v| decode_u64(&key, &v))
+}
+
 /// The group in the last 8 bytes of an order or text key.
 fn trailing_group(key: &[u8]) -> Option<GroupKey> {
     let tail: [u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
@@ -140,13 +150,12 @@ pub struct Unmatched<'s>(pub(super) &'s Store);
 
 impl<'s> Unmatched<'s> {
     pub fn group(self, group: GroupKey) -> StoreResult<Option<KeptGroup>> {
-        self.0.get(group_key(group))
+        read_group(&self.0.db, group)
     }
 
     /// How many groups `order` walks.
     pub fn count(self, order: GroupOrder) -> StoreResult<u64> {
-        let key = order.count_key();
-        self.0.db.get(&key)?.map_or(Ok(0), |v| decode_u64(&key, &v))
+        read_count(&self.0.db, order)
     }
 
     /// The groups `order` walks, largest first: keys only, no record decoded.
@@ -234,10 +243,14 @@ impl GroupChanges {
     /// The writes that bring every touched group, its keys and the order counts up to date,
     /// read against the store inside the write turn.
     pub fn into_operations(self, store: &Store) -> StoreResult<Vec<Operation>> {
+        self.into_operations_on(&store.db)
+    }
+
+    fn into_operations_on(self, db: &sled::Db) -> StoreResult<Vec<Operation>> {
         let mut operations = Vec::new();
         let mut counts: BTreeMap<GroupOrder, i64> = BTreeMap::new();
         for (group, touched) in self.touched {
-            let stored = Unmatched(store).group(group)?;
+            let stored = read_group(db, group)?;
             let before_tally = stored.as_ref().map(|kept| kept.tally.clone());
             let before = before_tally.as_ref();
             let mut kept = stored.unwrap_or_else(|| KeptGroup {
@@ -272,7 +285,7 @@ impl GroupChanges {
         }
         for (order, delta) in counts {
             if delta != 0 {
-                let count = Unmatched(store).count(order)? as i64 + delta;
+                let count = read_count(db, order)? as i64 + delta;
                 operations.push(match count {
                     n if n > 0 => (order.count_key(), Some(encode_u64(n as u64).to_vec())),
                     _ => (order.count_key(), None),
@@ -318,12 +331,14 @@ fn add_to(groups: &mut BTreeMap<GroupKey, KeptGroup>, listing: &Listing) {
     }
 }
 
-/// Groups written by [`rebuild`] per sled batch.
+/// Listings [`rebuild`] groups per sled batch: the groups a batch touches are held in memory,
+/// not every group of the store (a million and a half at the scale run's ten million listings).
 const REBUILD_CHUNK: usize = 20_000;
 
 /// Drops every kept group and its keys, and writes them again from the listings the store
-/// holds. Idempotent: run again after a crash part-way, it starts over. Returns the groups
-/// written. Must run where no other write can (a migration, a write turn).
+/// holds, by the same bookkeeping a write of listings does, a chunk of listings at a time.
+/// Idempotent: run again after a crash part-way, it starts over. Returns the groups written.
+/// Must run where no other write can (a migration, a write turn).
 pub(super) fn rebuild(db: &sled::Db) -> StoreResult<u64> {
     for space in [
         Keyspace::UnmatchedGroup,
@@ -343,35 +358,32 @@ pub(super) fn rebuild(db: &sled::Db) -> StoreResult<u64> {
         }
         db.apply_batch(batch)?;
     }
-    let mut groups: BTreeMap<GroupKey, KeptGroup> = BTreeMap::new();
+    let mut changes = GroupChanges::default();
+    let mut pending = 0;
+    // The scan meets only listing keys, which nothing here writes.
     for entry in db.scan_prefix(Keyspace::Listing.prefix()) {
         let (key, value) = entry?;
         let listing: Listing = decode(&key, &value)?;
-        add_to(&mut groups, &listing);
-    }
-    let mut counts: BTreeMap<GroupOrder, u64> = BTreeMap::new();
-    let written = groups.len() as u64;
-    let mut batch = sled::Batch::default();
-    let mut pending = 0;
-    for (group, kept) in groups {
-        for order in GroupOrder::of(&kept.tally) {
-            *counts.entry(order).or_default() += 1;
-        }
-        for (key, value) in derived_keys(group, &kept.tally) {
-            batch.insert(key, value);
-        }
-        batch.insert(group_key(group), encode(&kept));
+        changes.listing_written(None, &listing);
         pending += 1;
         if pending == REBUILD_CHUNK {
-            db.apply_batch(std::mem::take(&mut batch))?;
+            apply(db, std::mem::take(&mut changes).into_operations_on(db)?)?;
             pending = 0;
         }
     }
-    for (order, count) in counts {
-        batch.insert(order.count_key(), &encode_u64(count));
+    apply(db, changes.into_operations_on(db)?)?;
+    read_count(db, GroupOrder::All)
+}
+
+fn apply(db: &sled::Db, operations: Vec<Operation>) -> StoreResult<()> {
+    let mut batch = sled::Batch::default();
+    for (key, value) in operations {
+        match value {
+            Some(value) => batch.insert(key, value),
+            None => batch.remove(key),
+        }
     }
-    db.apply_batch(batch)?;
-    Ok(written)
+    Ok(db.apply_batch(batch)?)
 }
 
 /// Checks that every order key, text key and order count is exactly what the kept groups call

@@ -25,6 +25,7 @@ use crate::jobs::unmatched_groups::{self, GroupFilter};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::{Extension, Json};
+use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -74,10 +75,16 @@ pub async fn groups(
                 pagination.offset(),
                 pagination.page_size,
             )?;
+            // Each group's candidates are a few index searches: the page's are found on every
+            // core at once.
+            let candidates: Vec<Vec<NearModel>> = groups
+                .par_iter()
+                .map(|group| nearest_models(app.store(), app.index(), group))
+                .collect::<Result<_, _>>()?;
             let mut context = GroupContext::new(app, &media)?;
             pagination
-                .wrap(groups, total)
-                .try_map(|group| context.view(&group))
+                .wrap(groups.into_iter().zip(candidates).collect(), total)
+                .try_map(|(group, candidates)| context.view(&group, candidates))
         })
         .await?;
     Ok(Json(page))
@@ -125,7 +132,11 @@ impl<'a> GroupContext<'a> {
         })
     }
 
-    fn view(&mut self, group: &Group) -> ApiResult<ReconciliationGroup> {
+    fn view(
+        &mut self,
+        group: &Group,
+        candidates: Vec<NearModel>,
+    ) -> ApiResult<ReconciliationGroup> {
         let (low, high) = group.tally.price_range_usd(self.table.as_deref());
         let store = self.app.store();
         Ok(ReconciliationGroup {
@@ -138,10 +149,7 @@ impl<'a> GroupContext<'a> {
             providers: self.providers(group)?,
             price_range_usd: PriceRange { low, high },
             example_titles: group.example_titles(store, EXAMPLE_TITLES, EXAMPLE_TITLES_READ)?,
-            candidates: nearest_models(self.app.store(), self.app.index(), group)?
-                .into_iter()
-                .map(candidate_view)
-                .collect(),
+            candidates: candidates.into_iter().map(candidate_view).collect(),
         })
     }
 
