@@ -11,6 +11,7 @@ use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::import::fixtures::EmbeddedFixtures;
 use crate::jobs::pictures::UrgentPictures;
+use crate::jobs::progress::JobControl;
 use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
@@ -251,7 +252,14 @@ impl App {
         let mark = ImportMark::begin(&self.dir, FIXTURES)?;
         let done = self
             .writer()
-            .run(|turn| import_dataset(turn, &EmbeddedFixtures, self.media()))
+            .run(|turn| {
+                import_dataset(
+                    turn,
+                    &EmbeddedFixtures,
+                    self.media(),
+                    &JobControl::default(),
+                )
+            })
             .context("importing the bundled fixtures")?;
         mark.finish()?;
         tracing::info!(

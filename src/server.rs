@@ -129,7 +129,9 @@ impl Background {
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves at the first SIGINT or SIGTERM after it is first polled: `serve` then shuts down,
+/// and a batch command on a data dir stops its job at the next chunk boundary.
+pub async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -6,8 +6,9 @@
 
 mod partners;
 
+use super::progress::{between_chunks, JobControl, Stopped};
 use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
-use crate::store::{Store, StoreGeneration, StoreResult, WriteTurn};
+use crate::store::{Store, StoreError, StoreGeneration, StoreResult, WriteTurn};
 use partners::{pairs_among, InMemory, InStore, Summary};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -31,6 +32,16 @@ pub fn pairs_for(store: &Store, model: &Model) -> StoreResult<Vec<DuplicatePair>
     pairs_among(&InStore(store), &Summary::of(model))
 }
 
+/// Why a pass of the duplicate finder ended before its end; what it committed stays, whole
+/// chunk by chunk: each chunk's models have the pairs (or base keys) of one reading.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error(transparent)]
+    Stopped(Stopped),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Brings the pairs of `models` (and so of every model they pair with) up to the store in one
 /// commit; a model that is gone loses its pairs. Many models make a full pass instead, which
 /// leaves the reference-base keys of the models the turn `created` as the turn wrote them.
@@ -38,7 +49,7 @@ pub fn refresh(
     turn: &WriteTurn<'_>,
     models: &[ModelId],
     created: &BTreeSet<ModelId>,
-) -> StoreResult<usize> {
+) -> Result<usize, PassError> {
     if models.len() > REFRESH_AT_MOST {
         return beside_the_index(|| full_pass(turn, created));
     }
@@ -93,47 +104,171 @@ const REBUILD_CHUNK: usize = 20_000;
 /// once into memory and its pairs found there, a chunk of models at a time on every core, each
 /// chunk's differences in one derived commit; then the pairs of models that are gone. Returns
 /// the number of pairs.
-pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
+pub fn rebuild(turn: &WriteTurn<'_>) -> Result<usize, PassError> {
     full_pass(turn, &BTreeSet::new())
+}
+
+/// [`rebuild`] as a batch job: in chunks of the test pacing's size where it asks, stopped at a
+/// chunk boundary when `control` is told to, and letting the writers waiting for the turn in
+/// between two chunks. What they changed of models and pairs while the pass held the catalogue
+/// in memory is found again from the store at the end (or at the stop).
+pub fn rebuild_as_job(turn: &WriteTurn<'_>, control: &JobControl) -> Result<usize, PassError> {
+    FullPass::read(turn, &BTreeSet::new(), Some(control))?.run()
 }
 
 /// [`rebuild`], but for the models `created` in this turn, whose base keys the turn wrote by
 /// today's rule and which no stale key names: their keys are not loaded to be compared (a
 /// million of them after an import of a million new models).
-pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResult<usize> {
-    let store = turn.store();
-    let started = std::time::Instant::now();
-    let every = InMemory::read(store)?;
-    let stored = pairs_by_smaller_model(store)?;
-    let read = started.elapsed();
-    rekey_bases(turn, &every, created)?;
-    let rekeyed = started.elapsed() - read;
-    // indicatif draws nothing when stderr is not a terminal.
-    let progress = indicatif::ProgressBar::new(every.summaries().len() as u64);
-    let mut pairs = 0;
-    for chunk in every.summaries().chunks(REBUILD_CHUNK) {
-        let found: Vec<(ModelId, Vec<DuplicatePair>)> = chunk
-            .par_iter()
-            .map(|model| {
-                let mut new = pairs_among(&every, model)?;
-                new.retain(|pair| pair.a == model.id);
-                Ok((model.id, new))
-            })
-            .collect::<StoreResult<_>>()?;
-        let mut batch = turn.batch()?;
-        for (id, new) in &found {
-            let old = stored.get(id).map_or(&[][..], Vec::as_slice);
-            pairs += new.len();
-            batch.replace_duplicate_pairs(*id, old, new);
-        }
-        turn.commit_derived(batch)?;
-        progress.inc(chunk.len() as u64);
+pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> Result<usize, PassError> {
+    FullPass::read(turn, created, None)?.run()
+}
+
+/// A full pass under way: the catalogue it holds, and between chunks, when it runs as a job,
+/// what the writers it let in changed.
+struct FullPass<'t, 'c> {
+    turn: &'t WriteTurn<'t>,
+    every: InMemory,
+    created: &'c BTreeSet<ModelId>,
+    control: Option<&'c JobControl>,
+    chunk: usize,
+    /// Models others wrote, or whose pairs or dismissals they changed, while the pass held
+    /// the catalogue: what it holds of them may be stale.
+    changed_by_others: BTreeSet<ModelId>,
+    /// Models whose pairs the pass wrote, of all it holds.
+    paired: usize,
+}
+
+impl<'t, 'c> FullPass<'t, 'c> {
+    fn read(
+        turn: &'t WriteTurn<'t>,
+        created: &'c BTreeSet<ModelId>,
+        control: Option<&'c JobControl>,
+    ) -> StoreResult<FullPass<'t, 'c>> {
+        let chunk = control
+            .and_then(|control| control.pacing().chunk_listings)
+            .unwrap_or(REBUILD_CHUNK)
+            .max(1);
+        Ok(FullPass {
+            turn,
+            every: InMemory::read(turn.store())?,
+            created,
+            control,
+            chunk,
+            changed_by_others: BTreeSet::new(),
+            paired: 0,
+        })
     }
-    progress.finish_and_clear();
-    let paired = started.elapsed();
-    forget_pairs_of_gone_models(turn)?;
-    tracing::debug!(?read, ?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
-    Ok(pairs)
+
+    fn run(mut self) -> Result<usize, PassError> {
+        let store = self.turn.store();
+        let started = std::time::Instant::now();
+        let stored = pairs_by_smaller_model(store)?;
+        self.rekey_bases()?;
+        let rekeyed = started.elapsed();
+        // indicatif draws nothing when stderr is not a terminal.
+        let progress = indicatif::ProgressBar::new(self.every.summaries().len() as u64);
+        let mut pairs = 0;
+        let models = self.every.summaries().len();
+        let mut from = 0;
+        while from < models {
+            let to = (from + self.chunk).min(models);
+            let found: Vec<(ModelId, Vec<DuplicatePair>)> = self.every.summaries()[from..to]
+                .par_iter()
+                .map(|model| {
+                    let mut new = pairs_among(&self.every, model)?;
+                    new.retain(|pair| pair.a == model.id);
+                    Ok((model.id, new))
+                })
+                .collect::<StoreResult<_>>()?;
+            let mut batch = self.turn.batch()?;
+            for (id, new) in &found {
+                let old = stored.get(id).map_or(&[][..], Vec::as_slice);
+                pairs += new.len();
+                batch.replace_duplicate_pairs(*id, old, new);
+            }
+            self.turn.commit_derived(batch)?;
+            progress.inc((to - from) as u64);
+            self.paired = to;
+            from = to;
+            if from < models {
+                self.between_chunks()?;
+            }
+        }
+        progress.finish_and_clear();
+        let paired = started.elapsed();
+        forget_pairs_of_gone_models(self.turn)?;
+        self.mend()?;
+        tracing::debug!(?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
+        Ok(pairs)
+    }
+
+    /// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
+    /// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the
+    /// rest (all of them, on a store the rule did not change under) left alone. The bases
+    /// come from the models the pass holds: none is read again. One part of the pass, before
+    /// any writer is let in: reading the stored keys is most of it.
+    fn rekey_bases(&self) -> StoreResult<()> {
+        let store = self.turn.store();
+        let mut stored: HashSet<Vec<u8>> = store
+            .duplicates()
+            .model_base_keys(self.created)?
+            .into_iter()
+            .collect();
+        let rekeyed: Vec<&Summary> = self
+            .every
+            .summaries()
+            .iter()
+            .filter(|model| !self.created.contains(&model.id))
+            .collect();
+        for chunk in rekeyed.chunks(REBUILD_CHUNK) {
+            let mut batch = self.turn.batch()?;
+            for model in chunk {
+                batch.put_missing_base_keys((model.brand, model.id), model.bases(), &mut stored);
+            }
+            self.turn.commit_derived(batch)?;
+        }
+        let stale: Vec<Vec<u8>> = stored.into_iter().collect();
+        for chunk in stale.chunks(REBUILD_CHUNK * 5) {
+            let mut batch = self.turn.batch()?;
+            batch.remove_base_keys(chunk.iter().cloned());
+            self.turn.commit_derived(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Between two chunks of the pairs of a pass run as a job: stops when asked (mending
+    /// first what the writers let in made stale), else lets the writers waiting in, noting the
+    /// models they changed.
+    fn between_chunks(&mut self) -> Result<(), PassError> {
+        let Some(control) = self.control else {
+            return Ok(());
+        };
+        let boundary = between_chunks(self.turn, control);
+        if let Some(others) = &boundary.others {
+            let changed = others.models.iter().chain(&others.duplicates);
+            self.changed_by_others.extend(changed);
+        }
+        if boundary.stop {
+            self.mend()?;
+            return Err(PassError::Stopped(Stopped {
+                done: self.paired as u64,
+                total: self.every.summaries().len() as u64,
+                unit: "models paired",
+            }));
+        }
+        Ok(())
+    }
+
+    /// The pairs of the models others changed while the pass held them, found afresh from the
+    /// store: what the pass wrote from its older reading of them is replaced.
+    fn mend(&self) -> Result<(), PassError> {
+        if self.changed_by_others.is_empty() {
+            return Ok(());
+        }
+        let models: Vec<ModelId> = self.changed_by_others.iter().copied().collect();
+        refresh(self.turn, &models, &BTreeSet::new())?;
+        Ok(())
+    }
 }
 
 /// Every stored pair under its smaller model. The full pass writes each pair from its smaller
@@ -145,42 +280,6 @@ fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<D
         by_model.entry(pair.a).or_default().push(pair);
     }
     Ok(by_model)
-}
-
-/// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
-/// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the rest
-/// (all of them, on a store the rule did not change under) left alone. The bases come from the
-/// models the pass holds: none is read again.
-fn rekey_bases(
-    turn: &WriteTurn<'_>,
-    every: &InMemory,
-    created: &BTreeSet<ModelId>,
-) -> StoreResult<()> {
-    let store = turn.store();
-    let mut stored: HashSet<Vec<u8>> = store
-        .duplicates()
-        .model_base_keys(created)?
-        .into_iter()
-        .collect();
-    let rekeyed: Vec<&Summary> = every
-        .summaries()
-        .iter()
-        .filter(|model| !created.contains(&model.id))
-        .collect();
-    for chunk in rekeyed.chunks(REBUILD_CHUNK) {
-        let mut batch = turn.batch()?;
-        for model in chunk {
-            batch.put_missing_base_keys((model.brand, model.id), model.bases(), &mut stored);
-        }
-        turn.commit_derived(batch)?;
-    }
-    let stale: Vec<Vec<u8>> = stored.into_iter().collect();
-    for chunk in stale.chunks(REBUILD_CHUNK * 5) {
-        let mut batch = turn.batch()?;
-        batch.remove_base_keys(chunk.iter().cloned());
-        turn.commit_derived(batch)?;
-    }
-    Ok(())
 }
 
 /// Removes the pairs of models no longer in the store (a store restored mid-merge).

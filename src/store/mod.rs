@@ -32,7 +32,7 @@ pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
 pub use rates::Rates;
 pub use sessions::Sessions;
-pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
+pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 pub use write::WriteBatch;
 
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
@@ -103,8 +103,8 @@ fn secondary_id(key: &[u8]) -> StoreResult<u64> {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
-    /// The write turn every clone shares: see [`WriteTurn`].
-    writes: Arc<Mutex<()>>,
+    /// The write turn every clone shares, and who waits for it: see [`WriteTurn`].
+    turns: Arc<turn::TurnQueue>,
     /// The models each recent write of duplicate pairs touched, for regrouping around them.
     duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
     /// How many writes through this store changed the rates in force.
@@ -195,7 +195,7 @@ impl Store {
         recount::recount_if_held(&db)?;
         let store = Store {
             db,
-            writes: Arc::new(Mutex::new(())),
+            turns: Arc::default(),
             duplicates_touched: Arc::default(),
             rates_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
@@ -278,8 +278,8 @@ impl Store {
 
     /// Applies a write of derived data only (the duplicate finder's pairs), which no index
     /// reflects: as [`Store::apply`], without a generation bump.
-    fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
-        Ok(self.apply_with(batch, false, Applied::AtomicWhenItFits)?.0)
+    fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<turn::BatchChanges> {
+        Ok(self.apply_with(batch, false, Applied::AtomicWhenItFits)?.1)
     }
 
     fn apply_with(
@@ -309,7 +309,9 @@ impl Store {
         } else {
             None
         };
-        let (written, changes) = batch.into_operations()?;
+        let touched = batch.duplicates_touched().iter().copied().collect();
+        let (written, mut changes) = batch.into_operations()?;
+        changes.duplicates = touched;
         operations.extend(written);
         operations.extend(duplicates_bump);
         let keys = operations.len();

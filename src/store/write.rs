@@ -621,13 +621,11 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
             id_value(model.id.0),
         ));
     }
-    for reference in model.references().map(normalize_reference) {
-        if !reference.is_empty() {
-            out.push((
-                keys::model_reference(model.brand_id, &reference, model.id),
-                Vec::new(),
-            ));
-        }
+    for reference in model.normalized_references() {
+        out.push((
+            keys::model_reference(model.brand_id, &reference, model.id),
+            Vec::new(),
+        ));
     }
     let bases = model.reference_bases();
     out.extend(base_keys(
