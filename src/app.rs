@@ -184,6 +184,12 @@ impl App {
         self.work.duplicate_groups()
     }
 
+    /// Has the store keep the duplicate groups as they stand, for the next start to read
+    /// rather than join (`serve` does it as it stops).
+    pub fn keep_duplicate_groups(&self) {
+        self.work.keep_duplicate_groups();
+    }
+
     /// The conversion table of the ECB rates in force, read again only after a write that
     /// changed them (no store read, a shared lock, per request); `None` before rates are loaded.
     pub fn conversion_table(&self) -> StoreResult<Option<Arc<ConversionTable>>> {

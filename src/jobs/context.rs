@@ -84,4 +84,9 @@ impl JobContext {
     pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<Arc<Group>>>> {
         self.duplicate_groups.of(self.store())
     }
+
+    /// Has the store keep the duplicate groups as they stand, for the next start to read.
+    pub fn keep_duplicate_groups(&self) {
+        self.duplicate_groups.keep(self.store());
+    }
 }

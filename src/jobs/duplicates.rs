@@ -7,6 +7,8 @@
 mod partners;
 
 use super::progress::{between_chunks, JobControl, Stopped};
+/// A group of models joined by pairs (the domain's `DuplicateGroup`).
+pub use crate::domain::DuplicateGroup as Group;
 use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
 use crate::store::{Store, StoreError, StoreGeneration, StoreResult, WriteTurn};
 use partners::{pairs_among, InMemory, InStore, Summary};
@@ -300,23 +302,6 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
     turn.commit_derived(batch)
 }
 
-/// A group of models joined by pairs: what `GET /duplicate-models` pages through.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    /// The strongest signal among its pairs.
-    pub kind: DuplicateSignal,
-    /// Oldest first (`createdAt`, then id).
-    pub models: Vec<ModelId>,
-    /// The best name similarity among its pairs of its kind.
-    pub name_score: f64,
-    pub brand: crate::domain::BrandId,
-    /// Each model's normalised references, for `q`.
-    pub references: Vec<String>,
-    /// Ordering keys: the brand's name and the oldest model's reference.
-    pub brand_name: String,
-    pub reference: String,
-}
-
 /// The strongest signal among some pairs, and the best name score among the pairs of it.
 type Strongest = (DuplicateSignal, f64);
 
@@ -405,28 +390,46 @@ pub fn groups(store: &Store) -> StoreResult<Vec<Arc<Group>>> {
 
 /// The duplicate groups a process keeps, and the generation of the pairs they were joined from.
 /// After a write that changed pairs they are joined again around the models it touched; all of
-/// them only on the first call, or after writes this process did not see whole (a full pass).
+/// them only when a write in between left no note of its models (a full pass, a brand renamed)
+/// or nothing was kept. The store keeps them between starts ([`DuplicateGroups::keep`]): a
+/// start reads them and joins them again around what was written since, so its first request
+/// is answered as fast as the next (docs/decisions.md, D-136).
 #[derive(Default)]
 pub struct DuplicateGroups {
-    kept: std::sync::Mutex<Option<(StoreGeneration, Grouping)>>,
+    kept: std::sync::Mutex<Kept>,
+    /// For tests: joining every group again is refused, as a start-up join held back.
+    #[cfg(test)]
+    refuse_whole_joins: bool,
+}
+
+/// The groups kept in memory, and the duplicates generation of those the store keeps.
+#[derive(Default)]
+struct Kept {
+    grouping: Option<(StoreGeneration, Grouping)>,
+    stored: Option<StoreGeneration>,
 }
 
 impl DuplicateGroups {
     /// The groups of `store`'s pairs as they stand.
     pub fn of(&self, store: &Store) -> StoreResult<Arc<Vec<Arc<Group>>>> {
-        let mut kept = self
+        let mut guard = self
             .kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept = &mut *guard;
         let generation = store.duplicates().duplicates_generation()?;
-        if let Some((at, grouping)) = kept.as_mut() {
+        if kept.grouping.is_none() {
+            kept.grouping = read_kept(store, generation)?;
+            kept.stored = kept.grouping.as_ref().map(|(at, _)| *at);
+        }
+        if let Some((at, grouping)) = kept.grouping.as_mut() {
             if *at == generation {
                 return Ok(grouping.groups());
             }
-            if let Some(touched) = store
+            let touched = store
                 .duplicates()
-                .duplicates_touched_between(*at, generation)
-            {
+                .duplicates_touched_between(*at, generation)?;
+            if let Some(touched) = touched {
                 let started = std::time::Instant::now();
                 grouping.regroup(store, &touched)?;
                 tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
@@ -434,12 +437,67 @@ impl DuplicateGroups {
                 return Ok(grouping.groups());
             }
         }
+        #[cfg(test)]
+        assert!(
+            !self.refuse_whole_joins,
+            "every duplicate group joined again"
+        );
         let started = std::time::Instant::now();
         let grouping = Grouping::of(store)?;
         let groups = grouping.groups();
         tracing::info!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups joined");
-        *kept = Some((generation, grouping));
+        kept.stored = keep(store, generation, &groups).or(kept.stored);
+        kept.grouping = Some((generation, grouping));
         Ok(groups)
+    }
+
+    /// Has the store keep the groups as they stand in memory, unless it keeps them already: a
+    /// server does it as it stops, so that the next start reads them instead of joining them.
+    pub fn keep(&self, store: &Store) {
+        let mut guard = self
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept = &mut *guard;
+        if let Some((at, grouping)) = &kept.grouping {
+            if kept.stored != Some(*at) {
+                kept.stored = keep(store, *at, &grouping.groups()).or(kept.stored);
+            }
+        }
+    }
+}
+
+/// The groups the store keeps, when they were joined at `generation` or before it (a store
+/// does not go back): read, not joined.
+fn read_kept(
+    store: &Store,
+    generation: StoreGeneration,
+) -> StoreResult<Option<(StoreGeneration, Grouping)>> {
+    let started = std::time::Instant::now();
+    let Some((at, groups)) = store.duplicates().kept_groups()? else {
+        return Ok(None);
+    };
+    if at > generation {
+        return Ok(None);
+    }
+    let grouping = Grouping::from_groups(groups.into_iter().map(Arc::new).collect());
+    tracing::info!(groups = grouping.groups.len(), took = ?started.elapsed(), "duplicate groups read as kept");
+    Ok(Some((at, grouping)))
+}
+
+/// Has the store keep `groups`, joined at `at`; the generation kept, or `None` when the write
+/// failed (logged: the groups are derived, and a start without them joins them).
+fn keep(store: &Store, at: StoreGeneration, groups: &[Arc<Group>]) -> Option<StoreGeneration> {
+    let started = std::time::Instant::now();
+    match store.duplicates().keep_groups(at, groups) {
+        Ok(()) => {
+            tracing::debug!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups kept in the store");
+            Some(at)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "keeping the duplicate groups in the store");
+            None
+        }
     }
 }
 
@@ -498,14 +556,19 @@ impl Grouping {
             .map(|component| brands.group(store, component).map(Arc::new))
             .collect::<StoreResult<Vec<_>>>()?;
         groups.sort_by(|a, b| display_order(a, b));
+        Ok(Grouping::from_groups(groups))
+    }
+
+    /// The grouping of `groups`, already in the order the API shows them.
+    fn from_groups(groups: Vec<Arc<Group>>) -> Grouping {
         let group_of = groups
             .iter()
             .flat_map(|g| g.models.iter().map(move |&id| (id, g.clone())))
             .collect();
-        Ok(Grouping {
+        Grouping {
             groups: Arc::new(groups),
             group_of,
-        })
+        }
     }
 
     /// Every group, in the order the API shows them.
@@ -690,5 +753,155 @@ mod tests {
             assert_eq!(one_by_one, expected, "one by one, {kept} kept");
             assert_eq!(by_sort, expected, "by sort, {kept} kept");
         }
+    }
+
+    /// The fixtures' catalogue with a twin of two of its models, its pairs found, through a
+    /// writer that keeps them as every write does.
+    fn writer_with_pairs(dir: &std::path::Path) -> crate::jobs::writer::Writer {
+        use crate::jobs::import::fixtures::EmbeddedFixtures;
+        use crate::jobs::import::{import, DirectorySource};
+        use catalogue_index::{CatalogueIndex, ListingIndex};
+        let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
+        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        let writer = crate::jobs::writer::Writer::new(
+            store,
+            Arc::new(CatalogueIndex::in_memory().expect("index")),
+            Arc::new(ListingIndex::in_memory().expect("index")),
+        );
+        writer.catch_up().expect("catch up");
+        let twins = dir.join("twins");
+        std::fs::create_dir_all(&twins).expect("dir");
+        std::fs::write(
+            twins.join("models.jsonl"),
+            concat!(
+                r#"{"slug":"submariner-twin","brand":"rolex","series":"submariner","name":"Submariner Date","referenceNumber":"126610LN"}"#,
+                "\n",
+                r#"{"slug":"gmt-twin","brand":"rolex","series":"gmt-master-ii","name":"GMT-Master II","referenceNumber":"126710BLRO"}"#,
+            ),
+        )
+        .expect("write");
+        writer
+            .run(|turn| import(turn, &DirectorySource(twins.clone())))
+            .expect("twins");
+        writer.run(rebuild).expect("full pass");
+        writer
+    }
+
+    #[test]
+    fn a_start_reads_the_kept_groups_and_joins_them_again_only_around_what_was_written_since() {
+        use crate::jobs::merge::{dismiss, merge};
+        use crate::jobs::users::Actor;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let first = DuplicateGroups::default();
+        let joined = first.of(store).expect("joined, and kept");
+        assert!(joined.len() >= 2, "{joined:?}");
+        // Written since: a group's pairs dismissed, another's models merged.
+        let (dismissed, merged) = (&joined[0], &joined[1]);
+        writer
+            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
+            .expect("dismiss");
+        writer
+            .run(|turn| {
+                merge(
+                    turn,
+                    writer.listings(),
+                    &Actor::Cli,
+                    merged.models[0],
+                    &merged.models[1..],
+                )
+            })
+            .expect("merge");
+        let whole = |store: &Store| -> Vec<Group> {
+            Grouping::of(store)
+                .expect("join")
+                .groups()
+                .iter()
+                .map(|g| (**g).clone())
+                .collect()
+        };
+        let restarted = DuplicateGroups {
+            refuse_whole_joins: true,
+            ..DuplicateGroups::default()
+        };
+        let read: Vec<Group> = restarted
+            .of(store)
+            .expect("read as kept, joined again around the writes")
+            .iter()
+            .map(|g| (**g).clone())
+            .collect();
+        assert_eq!(read, whole(store), "what joining every pair gives");
+        assert!(
+            !read.iter().any(|g| g.models == dismissed.models),
+            "the dismissed group is gone"
+        );
+        // Kept again as they stand (as a server does when it stops): read as they are.
+        restarted.keep(store);
+        let again = DuplicateGroups {
+            refuse_whole_joins: true,
+            ..DuplicateGroups::default()
+        };
+        assert_eq!(
+            again.of(store).expect("read"),
+            restarted.of(store).expect("kept")
+        );
+    }
+
+    #[test]
+    fn a_model_whose_references_change_is_joined_again_and_a_renamed_brand_joins_them_all() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let groups = DuplicateGroups::default();
+        groups.of(store).expect("joined");
+        let at = store.duplicates().duplicates_generation().expect("read");
+        // A reference spelt anew, pairs unchanged: what groups are filtered by moved.
+        let model = store
+            .catalogue()
+            .all_models()
+            .map(|m| m.expect("model"))
+            .find(|m| m.reference_number == "126710BLRO" && !m.alternate_references.is_empty())
+            .expect("the GMT");
+        let mut respelt = model.clone();
+        respelt.alternate_references[0] = respelt.alternate_references[0].to_lowercase();
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.put_model(Some(&model), &respelt);
+        turn.commit(batch).expect("commit");
+        drop(turn);
+        let now = store.duplicates().duplicates_generation().expect("read");
+        assert_eq!(
+            store
+                .duplicates()
+                .duplicates_touched_between(at, now)
+                .expect("read"),
+            Some(vec![model.id])
+        );
+        let brand = store
+            .catalogue()
+            .brand(model.brand_id)
+            .expect("read")
+            .expect("brand");
+        let renamed = crate::domain::Brand {
+            name: "Rolex SA".into(),
+            ..brand.clone()
+        };
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.put_brand(Some(&brand), &renamed);
+        turn.commit(batch).expect("commit");
+        drop(turn);
+        let renamed_at = store.duplicates().duplicates_generation().expect("read");
+        assert_eq!(
+            store
+                .duplicates()
+                .duplicates_touched_between(now, renamed_at)
+                .expect("read"),
+            None,
+            "every group is joined again"
+        );
+        let fresh = groups.of(store).expect("joined again");
+        assert!(fresh.iter().any(|g| g.brand_name == "Rolex SA"));
     }
 }

@@ -41,7 +41,7 @@ use keys::{Keyspace, MetaKey};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Version of the store's layout: which keys exist and how their values are encoded. A store of
 /// an older version is migrated in place ([`migrate`]); one of a newer version is refused.
@@ -105,8 +105,6 @@ pub struct Store {
     db: sled::Db,
     /// The write turn every clone shares, and who waits for it: see [`WriteTurn`].
     turns: Arc<turn::TurnQueue>,
-    /// The models each recent write of duplicate pairs touched, for regrouping around them.
-    duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
     /// How many writes through this store changed the rates in force.
     rates_epoch: Arc<AtomicU64>,
     /// Writes applied key by key through this store, counted as each begins and as it ends
@@ -196,7 +194,6 @@ impl Store {
         let store = Store {
             db,
             turns: Arc::default(),
-            duplicates_touched: Arc::default(),
             rates_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
         };
@@ -233,13 +230,6 @@ impl Store {
         Ok(StoreGeneration(
             self.meta(MetaKey::ListingsGeneration)?.unwrap_or(0),
         ))
-    }
-
-    fn touch_log(&self) -> std::sync::MutexGuard<'_, touch_log::TouchLog> {
-        // A panic while noting ids leaves at worst a few ids too many: still usable.
-        self.duplicates_touched
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// True when no brand has been written yet.
@@ -298,16 +288,18 @@ impl Store {
         // A counter of its own (derived writes change pairs without a generation bump), moved
         // last: a write applied in several sled batches shows its new count only once all of
         // its pairs are in, so groups joined at that count hold them.
+        // Which models it touched goes in the same write, applied before the counter.
         let duplicates_bump = if batch.touches_duplicates() {
             let next = self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0) + 1;
-            self.touch_log()
-                .record(next, batch.duplicates_touched().iter().copied());
-            Some((
+            let touched = batch.duplicates_touched().iter().copied();
+            let entry = touch_log::entry(&self.db, next, touched, batch.regroups_all())?;
+            let counter = (
                 MetaKey::DuplicatesGeneration.key(),
                 Some(encode_u64(next).to_vec()),
-            ))
+            );
+            vec![entry, counter]
         } else {
-            None
+            Vec::new()
         };
         let touched = batch.duplicates_touched().iter().copied().collect();
         let (written, mut changes) = batch.into_operations()?;
