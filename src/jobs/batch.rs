@@ -333,26 +333,15 @@ mod tests {
     use crate::jobs::import::{import, DirectorySource};
     use crate::jobs::progress::TestPacing;
     use crate::jobs::reindex;
-    use crate::jobs::writer::Writer;
-    use crate::media::MediaStore;
     use crate::store::Store;
-    use catalogue_index::{CatalogueIndex, ListingIndex};
     use std::path::Path;
-    use std::sync::Arc;
 
     /// The fixtures' catalogue, no listing, both indexes current, in a job context.
     fn context(dir: &Path) -> JobContext {
-        let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
-        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
-        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
-        let listings = Arc::new(ListingIndex::in_memory().expect("index"));
-        let writer = Writer::new(store, catalogue, listings);
-        writer.catch_up().expect("catch up");
-        JobContext::new(
-            writer,
-            MediaStore::new(dir.join("media")),
-            dir.join("spool"),
-        )
+        let context = crate::jobs::context::test_context(dir);
+        import(&context.store().write_turn(), &EmbeddedFixtures).expect("fixtures");
+        context.writer().catch_up().expect("catch up");
+        context
     }
 
     /// A control whose job commits chunks of `chunk` and was told to stop before it began: it

@@ -848,6 +848,26 @@ mod tests {
         );
     }
 
+    /// The models a write of `write` in a turn of its own notes as touched after duplicates
+    /// generation `at`, and the generation after it.
+    fn touched_by(
+        store: &Store,
+        at: StoreGeneration,
+        write: impl FnOnce(&mut crate::store::WriteBatch<'_>),
+    ) -> (Option<Vec<ModelId>>, StoreGeneration) {
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        write(&mut batch);
+        turn.commit(batch).expect("commit");
+        drop(turn);
+        let now = store.duplicates().duplicates_generation().expect("read");
+        let touched = store
+            .duplicates()
+            .duplicates_touched_between(at, now)
+            .expect("read");
+        (touched, now)
+    }
+
     #[test]
     fn a_model_whose_references_change_is_joined_again_and_a_renamed_brand_joins_them_all() {
         let dir = tempfile::tempdir().expect("dir");
@@ -865,19 +885,8 @@ mod tests {
             .expect("the GMT");
         let mut respelt = model.clone();
         respelt.alternate_references[0] = respelt.alternate_references[0].to_lowercase();
-        let turn = store.write_turn();
-        let mut batch = turn.batch().expect("batch");
-        batch.put_model(Some(&model), &respelt);
-        turn.commit(batch).expect("commit");
-        drop(turn);
-        let now = store.duplicates().duplicates_generation().expect("read");
-        assert_eq!(
-            store
-                .duplicates()
-                .duplicates_touched_between(at, now)
-                .expect("read"),
-            Some(vec![model.id])
-        );
+        let (touched, now) = touched_by(store, at, |batch| batch.put_model(Some(&model), &respelt));
+        assert_eq!(touched, Some(vec![model.id]));
         let brand = store
             .catalogue()
             .brand(model.brand_id)
@@ -887,20 +896,8 @@ mod tests {
             name: "Rolex SA".into(),
             ..brand.clone()
         };
-        let turn = store.write_turn();
-        let mut batch = turn.batch().expect("batch");
-        batch.put_brand(Some(&brand), &renamed);
-        turn.commit(batch).expect("commit");
-        drop(turn);
-        let renamed_at = store.duplicates().duplicates_generation().expect("read");
-        assert_eq!(
-            store
-                .duplicates()
-                .duplicates_touched_between(now, renamed_at)
-                .expect("read"),
-            None,
-            "every group is joined again"
-        );
+        let (touched, _) = touched_by(store, now, |batch| batch.put_brand(Some(&brand), &renamed));
+        assert_eq!(touched, None, "every group is joined again");
         let fresh = groups.of(store).expect("joined again");
         assert!(fresh.iter().any(|g| g.brand_name == "Rolex SA"));
     }

@@ -313,6 +313,15 @@ mod tests {
         }
     }
 
+    /// A control paced by `pacing` whose records come out of the receiver.
+    fn recorded(pacing: TestPacing) -> (JobControl, std::sync::mpsc::Receiver<(u64, u64)>) {
+        let (record, seen) = std::sync::mpsc::channel();
+        let control = JobControl::recording(move |done, total| {
+            let _ = record.send((done, total));
+        });
+        (control.paced(pacing), seen)
+    }
+
     /// Commits one write in a turn of its own.
     fn write_beside(store: &Store) {
         let turn = store.write_turn();
@@ -325,11 +334,7 @@ mod tests {
     fn a_paced_job_holds_after_its_chosen_chunk_with_its_progress_recorded_and_its_turn_passed() {
         let dir = tempfile::tempdir().expect("dir");
         let store = Store::open(dir.path(), 1 << 20).expect("store");
-        let (recorded, seen) = std::sync::mpsc::channel();
-        let control = JobControl::recording(move |done, total| {
-            let _ = recorded.send((done, total));
-        })
-        .paced(paced(2, None));
+        let (control, seen) = recorded(paced(2, None));
         control.set_total(30);
         std::thread::scope(|scope| {
             let job = scope.spawn(|| paced_job(&store, &control));
@@ -354,11 +359,7 @@ mod tests {
     fn a_paced_job_held_until_others_wrote_goes_on_after_their_write() {
         let dir = tempfile::tempdir().expect("dir");
         let store = Store::open(dir.path(), 1 << 20).expect("store");
-        let (recorded, seen) = std::sync::mpsc::channel();
-        let control = JobControl::recording(move |done, total| {
-            let _ = recorded.send((done, total));
-        })
-        .paced(paced(1, Some(1)));
+        let (control, seen) = recorded(paced(1, Some(1)));
         control.set_total(30);
         std::thread::scope(|scope| {
             let job = scope.spawn(|| paced_job(&store, &control));
