@@ -80,7 +80,7 @@ def context(admin, user):
     text = next(g["brand"] for g in texts["data"] if isinstance(g.get("brand"), str))
     reference = next(g["reference"] for g in groups if g.get("reference"))
     return {
-        "provider": known["providers"][0]["provider"]["slug"],
+        "provider": known["providers"][0]["slug"],
         "brand": known["brand"]["slug"],
         "reference": reference[: max(4, len(reference) - 2)],
         "brand_text": urllib.parse.quote(text.split()[0]),

@@ -11,6 +11,7 @@ use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::import::fixtures::EmbeddedFixtures;
 use crate::jobs::pictures::UrgentPictures;
+use crate::jobs::progress::JobControl;
 use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
 use crate::jobs::writer::Writer;
@@ -183,6 +184,12 @@ impl App {
         self.work.duplicate_groups()
     }
 
+    /// Has the store keep the duplicate groups as they stand, for the next start to read
+    /// rather than join (`serve` does it as it stops).
+    pub fn keep_duplicate_groups(&self) {
+        self.work.keep_duplicate_groups();
+    }
+
     /// The conversion table of the ECB rates in force, read again only after a write that
     /// changed them (no store read, a shared lock, per request); `None` before rates are loaded.
     pub fn conversion_table(&self) -> StoreResult<Option<Arc<ConversionTable>>> {
@@ -251,7 +258,14 @@ impl App {
         let mark = ImportMark::begin(&self.dir, FIXTURES)?;
         let done = self
             .writer()
-            .run(|turn| import_dataset(turn, &EmbeddedFixtures, self.media()))
+            .run(|turn| {
+                import_dataset(
+                    turn,
+                    &EmbeddedFixtures,
+                    self.media(),
+                    &JobControl::default(),
+                )
+            })
             .context("importing the bundled fixtures")?;
         mark.finish()?;
         tracing::info!(

@@ -41,17 +41,17 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     .await??;
     let app = Arc::new(app);
     let background = Background::start(&app, &config.pictures)?;
-    // Joining every duplicate group, and reading the large models' ACTIVE prices, take long at
-    // a million models (docs/decisions.md, D-136, D-95): done now, in the background, rather
-    // than by the first admin to open the duplicate models or the first client to ask a
-    // model's stats.
+    // Reading the duplicate groups as kept (joining them all when none are), and reading the
+    // large models' ACTIVE prices, take long at a million models (docs/decisions.md, D-136,
+    // D-95): done now, in the background, rather than by the first admin to open the duplicate
+    // models or the first client to ask a model's stats.
     tokio::task::spawn_blocking({
         let app = app.clone();
         move || {
-            keep_large_model_prices(&app);
             if let Err(error) = app.duplicate_groups() {
-                tracing::warn!(%error, "joining the duplicate groups at start-up");
+                tracing::warn!(%error, "reading the duplicate groups at start-up");
             }
+            keep_large_model_prices(&app);
         }
     });
     let listener = tokio::net::TcpListener::bind(config.addr)
@@ -78,6 +78,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     .await;
     background.stop().await;
     let _ = std::fs::remove_file(&address_file);
+    // The next start reads the groups as they stand instead of joining them all.
+    tokio::task::spawn_blocking({
+        let app = app.clone();
+        move || app.keep_duplicate_groups()
+    })
+    .await?;
     app.store().flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())
@@ -129,7 +135,9 @@ impl Background {
     }
 }
 
-async fn shutdown_signal() {
+/// Resolves at the first SIGINT or SIGTERM after it is first polled: `serve` then shuts down,
+/// and a batch command on a data dir stops its job at the next chunk boundary.
+pub async fn shutdown_signal() {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };

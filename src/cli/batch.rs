@@ -3,10 +3,12 @@
 //! and follows it; either way the job's report is printed the same.
 
 use super::client::{self, Credentials, Submission};
+use super::stop::stop_on_signal;
 use super::Local;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
+use std::sync::Arc;
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::progress::{JobControl, TestPacing};
 use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
@@ -122,10 +124,12 @@ pub fn run(
 }
 
 /// A batch job on the data dir, its report printed (skipped lines on standard error), then
-/// the store opened once more so that sled snapshots it (`app::snapshot_store`).
+/// the store opened once more so that sled snapshots it (`app::snapshot_store`). SIGTERM or
+/// SIGINT stops the job at its next chunk boundary.
 fn run_local(local: &Local, job: Batch) -> anyhow::Result<()> {
     let app = local.open()?;
-    let control = JobControl::default().paced(TestPacing::from_env());
+    let control = Arc::new(JobControl::default().paced(TestPacing::from_env()));
+    stop_on_signal(control.clone());
     match batch::run(app.job_context(), &job, &control) {
         Ok(report) => {
             print_report(&report);

@@ -2,12 +2,15 @@
 //! it ends.
 
 use super::batch::{print_report, without_transparent_huge_pages};
+use super::stop::stop_on_signal;
 use super::Local;
 use std::path::PathBuf;
+use std::sync::Arc;
 use watch_catalogue::data_dir::{self, ImportMark};
 use watch_catalogue::jobs::batch;
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
+use watch_catalogue::jobs::progress::{JobControl, TestPacing};
 use watch_catalogue::jobs::writer::WriteError;
 
 /// sled page cache of `import` when none is given: the duplicate pass and the index rebuild
@@ -45,9 +48,12 @@ pub fn run(local: &Local, dir: PathBuf) -> anyhow::Result<()> {
     let app = local.open()?;
     let mark = ImportMark::begin(data_dir, &source)?;
     let source = DirectorySource(dir);
+    // A stop ends the import between two chunks of its snapshots, marked as cut short.
+    let control = Arc::new(JobControl::default().paced(TestPacing::from_env()));
+    stop_on_signal(control.clone());
     let imported = match app
         .writer()
-        .run(|turn| import_dataset(turn, &source, app.media()))
+        .run(|turn| import_dataset(turn, &source, app.media(), &control))
     {
         Ok(done) => done.value,
         Err(WriteError::Job(error)) if error.is_refusal() => {

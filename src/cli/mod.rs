@@ -8,6 +8,7 @@ mod client;
 mod import;
 mod pictures;
 mod serve;
+mod stop;
 mod users;
 
 pub use args::Cli;

@@ -97,15 +97,28 @@ pub fn run(action: PicturesAction, local: &Local) -> anyhow::Result<()> {
     }
 }
 
-/// `pictures fetch`: one pass of the image worker over a stopped data dir.
+/// `pictures fetch`: one pass of the image worker over a stopped data dir. SIGTERM or SIGINT
+/// ends the pass where it stands, as the server's stop does: the states written stay, and the
+/// pictures being fetched are due again.
 fn fetch(local: &Local, config: WorkerConfig) -> anyhow::Result<()> {
     let app = Arc::new(local.open()?);
     let worker = Arc::new(PictureWorker::new(app.media().clone(), &config)?);
-    let report = tokio::runtime::Builder::new_multi_thread()
+    let pass = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(run_pass(app.job_context(), &worker))?;
+        .block_on(async {
+            tokio::select! {
+                biased;
+                () = watch_catalogue::server::shutdown_signal() => None,
+                pass = run_pass(app.job_context(), &worker) => Some(pass),
+            }
+        });
+    let Some(pass) = pass else {
+        app.store().flush()?;
+        anyhow::bail!("stopped by a signal: the pictures handled are written, and the next `pictures fetch` takes the rest");
+    };
+    let report = pass?;
     println!(
         "pictures: {} fetched, {} cropped again, {} failed; listing candidates ranked for {} models",
         report.fetched, report.cropped, report.failed, report.ranked

@@ -1,10 +1,12 @@
 //! The duplicate finder's vocabulary: the signals that pair two models of one brand, strongest
-//! first, and a pair with its name similarity. Pure data; the finder is `jobs::duplicates`.
+//! first, a pair with its name similarity, and a group of models joined by pairs. Pure data;
+//! the finder is `jobs::duplicates`.
 
-use super::ModelId;
+use super::{BrandId, ModelId};
+use serde::{Deserialize, Serialize};
 
 /// Why two models of one brand may be one watch entered twice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum DuplicateSignal {
     /// Equal normalised primary references.
@@ -59,4 +61,22 @@ impl DuplicatePair {
             name_score: (name_score.clamp(0.0, 1.0) * 1000.0).round() / 1000.0,
         }
     }
+}
+
+/// A group of models joined by pairs: what `GET /duplicate-models` pages through, with what
+/// it is ordered and filtered by. Kept between requests, and in the store between starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DuplicateGroup {
+    /// The strongest signal among its pairs.
+    pub kind: DuplicateSignal,
+    /// Oldest first (`createdAt`, then id).
+    pub models: Vec<ModelId>,
+    /// The best name similarity among its pairs of its kind.
+    pub name_score: f64,
+    pub brand: BrandId,
+    /// Each model's normalised references, for `q`.
+    pub references: Vec<String>,
+    /// Ordering keys: the brand's name and the oldest model's reference.
+    pub brand_name: String,
+    pub reference: String,
 }

@@ -22,7 +22,7 @@ mod timestamp;
 mod users;
 
 pub use causes::causes;
-pub use duplicates::{DuplicatePair, DuplicateSignal};
+pub use duplicates::{DuplicateGroup, DuplicatePair, DuplicateSignal};
 pub use fnv::Fnv1a;
 pub use ids::{
     BrandId, CaliberId, CandidateId, ComplicationId, IdError, JobId, ListingId, ModelId, PictureId,

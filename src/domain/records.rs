@@ -163,6 +163,14 @@ impl Model {
             .chain(self.alternate_references.iter().map(String::as_str))
     }
 
+    /// Its references normalised (`normalize_reference`), empty ones left out: what matching
+    /// finds it by, and the keys the store keeps of them.
+    pub fn normalized_references(&self) -> impl Iterator<Item = String> + '_ {
+        self.references()
+            .map(super::normalize_reference)
+            .filter(|r| !r.is_empty())
+    }
+
     /// The distinct bases of its references (`reference_base`), in order: what the duplicate
     /// finder pairs it by.
     pub fn reference_bases(&self) -> Vec<String> {

@@ -1,12 +1,13 @@
 //! The batch jobs (`ingest`, `rates`, `match`, `reindex`, `duplicates`) as both the CLI and the
 //! server's job runner run them: one function does a job's work through the writer and returns
-//! the report that the CLI prints and that a job submitted to the server keeps.
+//! the report that the CLI prints and that a job submitted to the server keeps. A stop
+//! (SIGTERM) ends a job at its next chunk boundary, and the error says how far it got.
 
 use super::context::JobContext;
-use super::duplicates;
+use super::duplicates::{self, PassError};
 use super::ingest::{self, IngestError, IngestReport};
 use super::listing_writes::WrittenListings;
-use super::matching::rematch_unmatched_indexed;
+use super::matching::{rematch_unmatched_indexed, MatchError};
 use super::progress::JobControl;
 use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
@@ -96,9 +97,9 @@ pub enum BatchError {
     #[error("loading the rates")]
     Rates(#[from] WriteError<RatesJobError>),
     #[error(transparent)]
-    Write(#[from] WriteError<StoreError>),
+    Duplicates(#[from] WriteError<PassError>),
     #[error(transparent)]
-    Match(#[from] WriteError<ReindexError>),
+    Match(#[from] WriteError<MatchError>),
     #[error("rebuilding the indexes")]
     Reindex(#[from] ReindexError),
     #[error("reading the duplicate groups")]
@@ -110,7 +111,10 @@ impl BatchError {
     pub fn is_interrupted(&self) -> bool {
         matches!(
             self,
-            BatchError::Ingest(WriteError::Job(IngestError::Interrupted))
+            BatchError::Ingest(WriteError::Job(IngestError::Interrupted(_)))
+                | BatchError::Match(WriteError::Job(MatchError::Stopped(_)))
+                | BatchError::Duplicates(WriteError::Job(PassError::Stopped(_)))
+                | BatchError::Reindex(ReindexError::Stopped)
         )
     }
 
@@ -202,9 +206,8 @@ pub fn run(
         Batch::Match => {
             let done = context
                 .writer()
-                .run(|turn| rematch_unmatched_indexed(turn, context.listings()))?;
+                .run(|turn| rematch_unmatched_indexed(turn, context.listings(), control))?;
             let report = &done.value;
-            finished(control, report.tried as u64);
             Ok(format!(
                 "matched {} of {} unmatched listings; store generation {}\n{}",
                 report.matched,
@@ -216,7 +219,9 @@ pub fn run(
         }
         Batch::Reindex(which) => {
             let started = Instant::now();
-            let rebuilt = context.writer().rebuild_indexes(*which)?;
+            let rebuilt = context
+                .writer()
+                .rebuild_indexes(*which, &|| control.should_stop())?;
             let mut report = String::new();
             let mut documents = 0;
             let indexes = [
@@ -240,11 +245,15 @@ pub fn run(
             finished(control, documents as u64);
             // Pairs are found among models: a rebuild of the listings alone leaves them be.
             if *which != IndexChoice::Listings {
-                report.push_str(&rebuild_duplicates(context, &JobControl::default())?.summary);
+                report.push_str(&rebuild_duplicates(context, control)?.0);
             }
             Ok(report.into())
         }
-        Batch::Duplicates => rebuild_duplicates(context, control),
+        Batch::Duplicates => {
+            let (report, pairs) = rebuild_duplicates(context, control)?;
+            finished(control, pairs as u64);
+            Ok(report.into())
+        }
     }
 }
 
@@ -254,23 +263,25 @@ fn finished(control: &JobControl, total: u64) {
     control.advance(total);
 }
 
-/// The duplicate finder's full pass, reported.
+/// The duplicate finder's full pass, stopped by `control`: its report line, and the pairs.
 fn rebuild_duplicates(
     context: &JobContext,
     control: &JobControl,
-) -> Result<BatchReport, BatchError> {
+) -> Result<(String, usize), BatchError> {
     let started = Instant::now();
-    let pairs = context.writer().run(duplicates::rebuild)?.value;
+    let pairs = context
+        .writer()
+        .run(|turn| duplicates::rebuild_as_job(turn, control))?
+        .value;
     let took = started.elapsed();
     // Through the server's kept groups: the full pass leaves them to be joined whole again,
     // and joining them here for the count serves the next `GET /duplicate-models` too.
     let groups = context.duplicate_groups()?;
-    finished(control, pairs as u64);
-    Ok(format!(
+    let report = format!(
         "duplicates: {pairs} pairs in {} groups, found in {took:.2?}\n",
         groups.len()
-    )
-    .into())
+    );
+    Ok((report, pairs))
 }
 
 /// One line per skipped snapshot line (the first [`PROBLEMS_KEPT`] of them), then what the
@@ -315,4 +326,200 @@ fn write_times<T>(written: &WrittenListings, done: &Written<T>) -> String {
         written.commits,
         done.index_took.as_secs_f64()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{DuplicatePair, ModelId};
+    use crate::jobs::import::fixtures::EmbeddedFixtures;
+    use crate::jobs::import::{import, DirectorySource};
+    use crate::jobs::progress::TestPacing;
+    use crate::jobs::reindex;
+    use crate::store::Store;
+    use std::path::Path;
+
+    /// The fixtures' catalogue, no listing, both indexes current, in a job context.
+    fn context(dir: &Path) -> JobContext {
+        let context = crate::jobs::context::test_context(dir);
+        import(&context.store().write_turn(), &EmbeddedFixtures).expect("fixtures");
+        context.writer().catch_up().expect("catch up");
+        context
+    }
+
+    /// A control whose job commits chunks of `chunk` and was told to stop before it began: it
+    /// commits its first chunk and stops there.
+    fn stopped_after_one_chunk_of(chunk: usize) -> JobControl {
+        let control = JobControl::default().paced(TestPacing {
+            chunk_listings: Some(chunk),
+            ..TestPacing::default()
+        });
+        control.stop();
+        control
+    }
+
+    /// `listings` new chrono24 listings of the reference 999999, which no model has yet.
+    fn unmatched_snapshot(context: &JobContext, listings: usize) {
+        let snapshot: Vec<String> = (0..listings)
+            .map(|i| {
+                format!(
+                    r#"{{"sourceId":"x-{i}","url":"https://example.com/{i}","title":"Rolex Submariner 999999","brand":"Rolex","reference":"999999","price":{},"currency":"USD"}}"#,
+                    1000 + i
+                )
+            })
+            .collect();
+        let snapshot = snapshot.join("\n");
+        context
+            .writer()
+            .run(|turn| {
+                let rules = SnapshotRules::default();
+                ingest::ingest(turn, "chrono24", "new", snapshot.as_bytes(), &rules)
+            })
+            .expect("ingest");
+    }
+
+    /// Adds the Rolex Submariner 999999: `match` then links the listings of
+    /// [`unmatched_snapshot`].
+    fn add_model_999999(context: &JobContext, dir: &Path) {
+        let dataset = dir.join("dataset");
+        std::fs::create_dir_all(&dataset).expect("dir");
+        std::fs::write(
+            dataset.join("models.jsonl"),
+            r#"{"slug":"sub-999999","brand":"rolex","series":"submariner","name":"Submariner 999999","referenceNumber":"999999"}"#,
+        )
+        .expect("write");
+        let source = DirectorySource(dataset);
+        context
+            .writer()
+            .run(|turn| import(turn, &source))
+            .expect("import");
+    }
+
+    /// The listings matched to a model.
+    fn matched(store: &Store) -> usize {
+        store
+            .listings()
+            .all_listings()
+            .filter(|l| l.as_ref().expect("listing").model_id.is_some())
+            .count()
+    }
+
+    #[test]
+    fn a_match_stopped_between_chunks_leaves_its_chunks_whole_says_how_far_it_got_and_completes_when_run_again(
+    ) {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        unmatched_snapshot(&context, 30);
+        add_model_999999(&context, dir.path());
+        let store = context.store();
+        let before = matched(store);
+        let error =
+            run(&context, &Batch::Match, &stopped_after_one_chunk_of(7)).expect_err("stopped");
+        assert!(error.is_interrupted(), "{error}");
+        assert!(
+            error.to_string().contains("after 7 of 30 listings"),
+            "{error}"
+        );
+        assert_eq!(matched(store), before + 7, "one chunk committed, whole");
+        let (made, kept) = crate::jobs::listing_writes::counts(store);
+        assert_eq!(
+            kept, made,
+            "the stopped match wrote the counts of its chunk"
+        );
+        assert!(!store.listings().listing_counts_held().expect("mark"));
+        assert!(reindex::listings_are_current(store, context.listings()).expect("current"));
+        run(&context, &Batch::Match, &JobControl::default()).expect("again");
+        assert_eq!(matched(store), before + 30);
+        let (made, kept) = crate::jobs::listing_writes::counts(store);
+        assert_eq!(kept, made);
+    }
+
+    /// Every pair, each way it is stored.
+    fn pairs_both_ways(store: &Store) -> Vec<(ModelId, ModelId)> {
+        let mut found = Vec::new();
+        for pair in store.duplicates().duplicate_pairs().expect("pairs") {
+            let back = store
+                .duplicates()
+                .duplicate_pairs_of(pair.b)
+                .expect("pairs");
+            assert!(
+                back.iter()
+                    .any(|p| p.a.min(p.b) == pair.a && p.a.max(p.b) == pair.b),
+                "{pair:?} is stored both ways"
+            );
+            assert!(store.catalogue().has_model(pair.a).expect("read"));
+            assert!(store.catalogue().has_model(pair.b).expect("read"));
+            found.push((pair.a, pair.b));
+        }
+        found
+    }
+
+    #[test]
+    fn a_duplicate_pass_stopped_between_chunks_leaves_whole_pairs_says_how_far_it_got_and_completes_when_run_again(
+    ) {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        let store = context.store();
+        run(&context, &Batch::Duplicates, &JobControl::default()).expect("full pass");
+        let kept = pairs_both_ways(store);
+        assert!(!kept.is_empty(), "the fixtures have duplicate pairs");
+        // Every pair forgotten: a pass finds them again, chunk by chunk.
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        for pair in store.duplicates().duplicate_pairs().expect("pairs") {
+            batch.replace_duplicate_pairs(pair.a, &[pair], &[] as &[DuplicatePair]);
+        }
+        turn.commit_derived(batch).expect("forget");
+        drop(turn);
+        assert!(pairs_both_ways(store).is_empty());
+        let first_chunk: Vec<ModelId> = store
+            .catalogue()
+            .model_ids()
+            .expect("ids")
+            .into_iter()
+            .take(10)
+            .collect();
+        let models = store.catalogue().model_ids().expect("ids").len();
+        let error = run(
+            &context,
+            &Batch::Duplicates,
+            &stopped_after_one_chunk_of(10),
+        )
+        .expect_err("stopped");
+        assert!(error.is_interrupted(), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("after 10 of {models} models paired")),
+            "{error}"
+        );
+        let found = pairs_both_ways(store);
+        let of_the_chunk: Vec<(ModelId, ModelId)> = kept
+            .iter()
+            .copied()
+            .filter(|(a, _)| first_chunk.contains(a))
+            .collect();
+        assert_eq!(found, of_the_chunk, "the pairs of the first chunk's models");
+        run(&context, &Batch::Duplicates, &JobControl::default()).expect("again");
+        assert_eq!(pairs_both_ways(store), kept);
+    }
+
+    #[test]
+    fn a_reindex_stopped_commits_nothing_and_leaves_the_indexes_as_they_were() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        unmatched_snapshot(&context, 30);
+        let index = context.listings();
+        let before = (index.generation().expect("generation"), index.len());
+        let control = JobControl::default();
+        control.stop();
+        let error =
+            run(&context, &Batch::Reindex(IndexChoice::All), &control).expect_err("stopped");
+        assert!(error.is_interrupted(), "{error}");
+        assert_eq!(
+            (index.generation().expect("generation"), index.len()),
+            before
+        );
+        assert!(reindex::listings_are_current(context.store(), index).expect("current"));
+    }
 }

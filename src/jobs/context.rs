@@ -84,4 +84,23 @@ impl JobContext {
     pub fn duplicate_groups(&self) -> StoreResult<Arc<Vec<Arc<Group>>>> {
         self.duplicate_groups.of(self.store())
     }
+
+    /// Has the store keep the duplicate groups as they stand, for the next start to read.
+    pub fn keep_duplicate_groups(&self) {
+        self.duplicate_groups.keep(self.store());
+    }
+}
+
+/// For tests: a context over a new store in `dir` and indexes in memory.
+#[cfg(test)]
+pub(crate) fn test_context(dir: &std::path::Path) -> JobContext {
+    use catalogue_index::CatalogueIndex;
+    let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
+    let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
+    let listings = Arc::new(ListingIndex::in_memory().expect("index"));
+    JobContext::new(
+        Writer::new(store, catalogue, listings),
+        MediaStore::new(dir.join("media")),
+        dir.join("spool"),
+    )
 }

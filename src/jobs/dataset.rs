@@ -1,9 +1,11 @@
 //! A dataset directory imported whole, as `watch-catalogue import DIR` and the first start on
 //! the bundled fixtures do it: the catalogue all or nothing, then the snapshot of each provider
-//! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write.
+//! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write, in chunks
+//! a stop (SIGTERM) ends the import between.
 
 use super::import::{import_with_media, DatasetSource, ImportError, ImportReport};
-use super::ingest::{ingest_dataset_feeds, IngestError, IngestReport};
+use super::ingest::{ingest_dataset_feeds_controlled, IngestError, IngestReport};
+use super::progress::JobControl;
 use super::snapshot_rules::SnapshotRules;
 use crate::media::MediaStore;
 use crate::store::WriteTurn;
@@ -41,13 +43,15 @@ impl DatasetError {
     }
 }
 
-/// Imports `source`: its catalogue, then its providers' snapshots.
+/// Imports `source`: its catalogue, then its providers' snapshots, counted into `control`
+/// and stopped between two chunks when it is told to.
 pub fn import_dataset(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
     media: &MediaStore,
+    control: &JobControl,
 ) -> Result<DatasetImport, DatasetError> {
     let catalogue = import_with_media(turn, source, Some(media))?;
-    let feeds = ingest_dataset_feeds(turn, source, &SnapshotRules::default())?;
+    let feeds = ingest_dataset_feeds_controlled(turn, source, &SnapshotRules::default(), control)?;
     Ok(DatasetImport { catalogue, feeds })
 }

@@ -6,8 +6,11 @@
 
 mod partners;
 
+use super::progress::{between_chunks, JobControl, Stopped};
+/// A group of models joined by pairs (the domain's `DuplicateGroup`).
+pub use crate::domain::DuplicateGroup as Group;
 use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
-use crate::store::{Store, StoreGeneration, StoreResult, WriteTurn};
+use crate::store::{Store, StoreError, StoreGeneration, StoreResult, WriteTurn};
 use partners::{pairs_among, InMemory, InStore, Summary};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -31,6 +34,16 @@ pub fn pairs_for(store: &Store, model: &Model) -> StoreResult<Vec<DuplicatePair>
     pairs_among(&InStore(store), &Summary::of(model))
 }
 
+/// Why a pass of the duplicate finder ended before its end; what it committed stays, whole
+/// chunk by chunk: each chunk's models have the pairs (or base keys) of one reading.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error(transparent)]
+    Stopped(Stopped),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// Brings the pairs of `models` (and so of every model they pair with) up to the store in one
 /// commit; a model that is gone loses its pairs. Many models make a full pass instead, which
 /// leaves the reference-base keys of the models the turn `created` as the turn wrote them.
@@ -38,7 +51,7 @@ pub fn refresh(
     turn: &WriteTurn<'_>,
     models: &[ModelId],
     created: &BTreeSet<ModelId>,
-) -> StoreResult<usize> {
+) -> Result<usize, PassError> {
     if models.len() > REFRESH_AT_MOST {
         return beside_the_index(|| full_pass(turn, created));
     }
@@ -93,47 +106,171 @@ const REBUILD_CHUNK: usize = 20_000;
 /// once into memory and its pairs found there, a chunk of models at a time on every core, each
 /// chunk's differences in one derived commit; then the pairs of models that are gone. Returns
 /// the number of pairs.
-pub fn rebuild(turn: &WriteTurn<'_>) -> StoreResult<usize> {
+pub fn rebuild(turn: &WriteTurn<'_>) -> Result<usize, PassError> {
     full_pass(turn, &BTreeSet::new())
+}
+
+/// [`rebuild`] as a batch job: in chunks of the test pacing's size where it asks, stopped at a
+/// chunk boundary when `control` is told to, and letting the writers waiting for the turn in
+/// between two chunks. What they changed of models and pairs while the pass held the catalogue
+/// in memory is found again from the store at the end (or at the stop).
+pub fn rebuild_as_job(turn: &WriteTurn<'_>, control: &JobControl) -> Result<usize, PassError> {
+    FullPass::read(turn, &BTreeSet::new(), Some(control))?.run()
 }
 
 /// [`rebuild`], but for the models `created` in this turn, whose base keys the turn wrote by
 /// today's rule and which no stale key names: their keys are not loaded to be compared (a
 /// million of them after an import of a million new models).
-pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> StoreResult<usize> {
-    let store = turn.store();
-    let started = std::time::Instant::now();
-    let every = InMemory::read(store)?;
-    let stored = pairs_by_smaller_model(store)?;
-    let read = started.elapsed();
-    rekey_bases(turn, &every, created)?;
-    let rekeyed = started.elapsed() - read;
-    // indicatif draws nothing when stderr is not a terminal.
-    let progress = indicatif::ProgressBar::new(every.summaries().len() as u64);
-    let mut pairs = 0;
-    for chunk in every.summaries().chunks(REBUILD_CHUNK) {
-        let found: Vec<(ModelId, Vec<DuplicatePair>)> = chunk
-            .par_iter()
-            .map(|model| {
-                let mut new = pairs_among(&every, model)?;
-                new.retain(|pair| pair.a == model.id);
-                Ok((model.id, new))
-            })
-            .collect::<StoreResult<_>>()?;
-        let mut batch = turn.batch()?;
-        for (id, new) in &found {
-            let old = stored.get(id).map_or(&[][..], Vec::as_slice);
-            pairs += new.len();
-            batch.replace_duplicate_pairs(*id, old, new);
-        }
-        turn.commit_derived(batch)?;
-        progress.inc(chunk.len() as u64);
+pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> Result<usize, PassError> {
+    FullPass::read(turn, created, None)?.run()
+}
+
+/// A full pass under way: the catalogue it holds, and between chunks, when it runs as a job,
+/// what the writers it let in changed.
+struct FullPass<'t, 'c> {
+    turn: &'t WriteTurn<'t>,
+    every: InMemory,
+    created: &'c BTreeSet<ModelId>,
+    control: Option<&'c JobControl>,
+    chunk: usize,
+    /// Models others wrote, or whose pairs or dismissals they changed, while the pass held
+    /// the catalogue: what it holds of them may be stale.
+    changed_by_others: BTreeSet<ModelId>,
+    /// Models whose pairs the pass wrote, of all it holds.
+    paired: usize,
+}
+
+impl<'t, 'c> FullPass<'t, 'c> {
+    fn read(
+        turn: &'t WriteTurn<'t>,
+        created: &'c BTreeSet<ModelId>,
+        control: Option<&'c JobControl>,
+    ) -> StoreResult<FullPass<'t, 'c>> {
+        let chunk = control
+            .and_then(|control| control.pacing().chunk_listings)
+            .unwrap_or(REBUILD_CHUNK)
+            .max(1);
+        Ok(FullPass {
+            turn,
+            every: InMemory::read(turn.store())?,
+            created,
+            control,
+            chunk,
+            changed_by_others: BTreeSet::new(),
+            paired: 0,
+        })
     }
-    progress.finish_and_clear();
-    let paired = started.elapsed();
-    forget_pairs_of_gone_models(turn)?;
-    tracing::debug!(?read, ?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
-    Ok(pairs)
+
+    fn run(mut self) -> Result<usize, PassError> {
+        let store = self.turn.store();
+        let started = std::time::Instant::now();
+        let stored = pairs_by_smaller_model(store)?;
+        self.rekey_bases()?;
+        let rekeyed = started.elapsed();
+        // indicatif draws nothing when stderr is not a terminal.
+        let progress = indicatif::ProgressBar::new(self.every.summaries().len() as u64);
+        let mut pairs = 0;
+        let models = self.every.summaries().len();
+        let mut from = 0;
+        while from < models {
+            let to = (from + self.chunk).min(models);
+            let found: Vec<(ModelId, Vec<DuplicatePair>)> = self.every.summaries()[from..to]
+                .par_iter()
+                .map(|model| {
+                    let mut new = pairs_among(&self.every, model)?;
+                    new.retain(|pair| pair.a == model.id);
+                    Ok((model.id, new))
+                })
+                .collect::<StoreResult<_>>()?;
+            let mut batch = self.turn.batch()?;
+            for (id, new) in &found {
+                let old = stored.get(id).map_or(&[][..], Vec::as_slice);
+                pairs += new.len();
+                batch.replace_duplicate_pairs(*id, old, new);
+            }
+            self.turn.commit_derived(batch)?;
+            progress.inc((to - from) as u64);
+            self.paired = to;
+            from = to;
+            if from < models {
+                self.between_chunks()?;
+            }
+        }
+        progress.finish_and_clear();
+        let paired = started.elapsed();
+        forget_pairs_of_gone_models(self.turn)?;
+        self.mend()?;
+        tracing::debug!(?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
+        Ok(pairs)
+    }
+
+    /// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
+    /// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the
+    /// rest (all of them, on a store the rule did not change under) left alone. The bases
+    /// come from the models the pass holds: none is read again. One part of the pass, before
+    /// any writer is let in: reading the stored keys is most of it.
+    fn rekey_bases(&self) -> StoreResult<()> {
+        let store = self.turn.store();
+        let mut stored: HashSet<Vec<u8>> = store
+            .duplicates()
+            .model_base_keys(self.created)?
+            .into_iter()
+            .collect();
+        let rekeyed: Vec<&Summary> = self
+            .every
+            .summaries()
+            .iter()
+            .filter(|model| !self.created.contains(&model.id))
+            .collect();
+        for chunk in rekeyed.chunks(REBUILD_CHUNK) {
+            let mut batch = self.turn.batch()?;
+            for model in chunk {
+                batch.put_missing_base_keys((model.brand, model.id), model.bases(), &mut stored);
+            }
+            self.turn.commit_derived(batch)?;
+        }
+        let stale: Vec<Vec<u8>> = stored.into_iter().collect();
+        for chunk in stale.chunks(REBUILD_CHUNK * 5) {
+            let mut batch = self.turn.batch()?;
+            batch.remove_base_keys(chunk.iter().cloned());
+            self.turn.commit_derived(batch)?;
+        }
+        Ok(())
+    }
+
+    /// Between two chunks of the pairs of a pass run as a job: stops when asked (mending
+    /// first what the writers let in made stale), else lets the writers waiting in, noting the
+    /// models they changed.
+    fn between_chunks(&mut self) -> Result<(), PassError> {
+        let Some(control) = self.control else {
+            return Ok(());
+        };
+        let boundary = between_chunks(self.turn, control);
+        if let Some(others) = &boundary.others {
+            let changed = others.models.iter().chain(&others.duplicates);
+            self.changed_by_others.extend(changed);
+        }
+        if boundary.stop {
+            self.mend()?;
+            return Err(PassError::Stopped(Stopped {
+                done: self.paired as u64,
+                total: self.every.summaries().len() as u64,
+                unit: "models paired",
+            }));
+        }
+        Ok(())
+    }
+
+    /// The pairs of the models others changed while the pass held them, found afresh from the
+    /// store: what the pass wrote from its older reading of them is replaced.
+    fn mend(&self) -> Result<(), PassError> {
+        if self.changed_by_others.is_empty() {
+            return Ok(());
+        }
+        let models: Vec<ModelId> = self.changed_by_others.iter().copied().collect();
+        refresh(self.turn, &models, &BTreeSet::new())?;
+        Ok(())
+    }
 }
 
 /// Every stored pair under its smaller model. The full pass writes each pair from its smaller
@@ -145,42 +282,6 @@ fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<D
         by_model.entry(pair.a).or_default().push(pair);
     }
     Ok(by_model)
-}
-
-/// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
-/// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the rest
-/// (all of them, on a store the rule did not change under) left alone. The bases come from the
-/// models the pass holds: none is read again.
-fn rekey_bases(
-    turn: &WriteTurn<'_>,
-    every: &InMemory,
-    created: &BTreeSet<ModelId>,
-) -> StoreResult<()> {
-    let store = turn.store();
-    let mut stored: HashSet<Vec<u8>> = store
-        .duplicates()
-        .model_base_keys(created)?
-        .into_iter()
-        .collect();
-    let rekeyed: Vec<&Summary> = every
-        .summaries()
-        .iter()
-        .filter(|model| !created.contains(&model.id))
-        .collect();
-    for chunk in rekeyed.chunks(REBUILD_CHUNK) {
-        let mut batch = turn.batch()?;
-        for model in chunk {
-            batch.put_missing_base_keys((model.brand, model.id), model.bases(), &mut stored);
-        }
-        turn.commit_derived(batch)?;
-    }
-    let stale: Vec<Vec<u8>> = stored.into_iter().collect();
-    for chunk in stale.chunks(REBUILD_CHUNK * 5) {
-        let mut batch = turn.batch()?;
-        batch.remove_base_keys(chunk.iter().cloned());
-        turn.commit_derived(batch)?;
-    }
-    Ok(())
 }
 
 /// Removes the pairs of models no longer in the store (a store restored mid-merge).
@@ -199,23 +300,6 @@ fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
         }
     }
     turn.commit_derived(batch)
-}
-
-/// A group of models joined by pairs: what `GET /duplicate-models` pages through.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Group {
-    /// The strongest signal among its pairs.
-    pub kind: DuplicateSignal,
-    /// Oldest first (`createdAt`, then id).
-    pub models: Vec<ModelId>,
-    /// The best name similarity among its pairs of its kind.
-    pub name_score: f64,
-    pub brand: crate::domain::BrandId,
-    /// Each model's normalised references, for `q`.
-    pub references: Vec<String>,
-    /// Ordering keys: the brand's name and the oldest model's reference.
-    pub brand_name: String,
-    pub reference: String,
 }
 
 /// The strongest signal among some pairs, and the best name score among the pairs of it.
@@ -306,28 +390,46 @@ pub fn groups(store: &Store) -> StoreResult<Vec<Arc<Group>>> {
 
 /// The duplicate groups a process keeps, and the generation of the pairs they were joined from.
 /// After a write that changed pairs they are joined again around the models it touched; all of
-/// them only on the first call, or after writes this process did not see whole (a full pass).
+/// them only when a write in between left no note of its models (a full pass, a brand renamed)
+/// or nothing was kept. The store keeps them between starts ([`DuplicateGroups::keep`]): a
+/// start reads them and joins them again around what was written since, so its first request
+/// is answered as fast as the next (docs/decisions.md, D-136).
 #[derive(Default)]
 pub struct DuplicateGroups {
-    kept: std::sync::Mutex<Option<(StoreGeneration, Grouping)>>,
+    kept: std::sync::Mutex<Kept>,
+    /// For tests: joining every group again is refused, as a start-up join held back.
+    #[cfg(test)]
+    refuse_whole_joins: bool,
+}
+
+/// The groups kept in memory, and the duplicates generation of those the store keeps.
+#[derive(Default)]
+struct Kept {
+    grouping: Option<(StoreGeneration, Grouping)>,
+    stored: Option<StoreGeneration>,
 }
 
 impl DuplicateGroups {
     /// The groups of `store`'s pairs as they stand.
     pub fn of(&self, store: &Store) -> StoreResult<Arc<Vec<Arc<Group>>>> {
-        let mut kept = self
+        let mut guard = self
             .kept
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept = &mut *guard;
         let generation = store.duplicates().duplicates_generation()?;
-        if let Some((at, grouping)) = kept.as_mut() {
+        if kept.grouping.is_none() {
+            kept.grouping = read_kept(store, generation)?;
+            kept.stored = kept.grouping.as_ref().map(|(at, _)| *at);
+        }
+        if let Some((at, grouping)) = kept.grouping.as_mut() {
             if *at == generation {
                 return Ok(grouping.groups());
             }
-            if let Some(touched) = store
+            let touched = store
                 .duplicates()
-                .duplicates_touched_between(*at, generation)
-            {
+                .duplicates_touched_between(*at, generation)?;
+            if let Some(touched) = touched {
                 let started = std::time::Instant::now();
                 grouping.regroup(store, &touched)?;
                 tracing::debug!(touched = touched.len(), took = ?started.elapsed(), "duplicate groups joined again around a write");
@@ -335,12 +437,67 @@ impl DuplicateGroups {
                 return Ok(grouping.groups());
             }
         }
+        #[cfg(test)]
+        assert!(
+            !self.refuse_whole_joins,
+            "every duplicate group joined again"
+        );
         let started = std::time::Instant::now();
         let grouping = Grouping::of(store)?;
         let groups = grouping.groups();
         tracing::info!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups joined");
-        *kept = Some((generation, grouping));
+        kept.stored = keep(store, generation, &groups).or(kept.stored);
+        kept.grouping = Some((generation, grouping));
         Ok(groups)
+    }
+
+    /// Has the store keep the groups as they stand in memory, unless it keeps them already: a
+    /// server does it as it stops, so that the next start reads them instead of joining them.
+    pub fn keep(&self, store: &Store) {
+        let mut guard = self
+            .kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let kept = &mut *guard;
+        if let Some((at, grouping)) = &kept.grouping {
+            if kept.stored != Some(*at) {
+                kept.stored = keep(store, *at, &grouping.groups()).or(kept.stored);
+            }
+        }
+    }
+}
+
+/// The groups the store keeps, when they were joined at `generation` or before it (a store
+/// does not go back): read, not joined.
+fn read_kept(
+    store: &Store,
+    generation: StoreGeneration,
+) -> StoreResult<Option<(StoreGeneration, Grouping)>> {
+    let started = std::time::Instant::now();
+    let Some((at, groups)) = store.duplicates().kept_groups()? else {
+        return Ok(None);
+    };
+    if at > generation {
+        return Ok(None);
+    }
+    let grouping = Grouping::from_groups(groups.into_iter().map(Arc::new).collect());
+    tracing::info!(groups = grouping.groups.len(), took = ?started.elapsed(), "duplicate groups read as kept");
+    Ok(Some((at, grouping)))
+}
+
+/// Has the store keep `groups`, joined at `at`; the generation kept, or `None` when the write
+/// failed (logged: the groups are derived, and a start without them joins them).
+fn keep(store: &Store, at: StoreGeneration, groups: &[Arc<Group>]) -> Option<StoreGeneration> {
+    let started = std::time::Instant::now();
+    match store.duplicates().keep_groups(at, groups) {
+        Ok(()) => {
+            tracing::debug!(groups = groups.len(), took = ?started.elapsed(), "duplicate groups kept in the store");
+            Some(at)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "keeping the duplicate groups in the store");
+            None
+        }
     }
 }
 
@@ -399,14 +556,19 @@ impl Grouping {
             .map(|component| brands.group(store, component).map(Arc::new))
             .collect::<StoreResult<Vec<_>>>()?;
         groups.sort_by(|a, b| display_order(a, b));
+        Ok(Grouping::from_groups(groups))
+    }
+
+    /// The grouping of `groups`, already in the order the API shows them.
+    fn from_groups(groups: Vec<Arc<Group>>) -> Grouping {
         let group_of = groups
             .iter()
             .flat_map(|g| g.models.iter().map(move |&id| (id, g.clone())))
             .collect();
-        Ok(Grouping {
+        Grouping {
             groups: Arc::new(groups),
             group_of,
-        })
+        }
     }
 
     /// Every group, in the order the API shows them.
@@ -591,5 +753,152 @@ mod tests {
             assert_eq!(one_by_one, expected, "one by one, {kept} kept");
             assert_eq!(by_sort, expected, "by sort, {kept} kept");
         }
+    }
+
+    /// The fixtures' catalogue with a twin of two of its models, its pairs found, through a
+    /// writer that keeps them as every write does.
+    fn writer_with_pairs(dir: &std::path::Path) -> crate::jobs::writer::Writer {
+        use crate::jobs::import::fixtures::EmbeddedFixtures;
+        use crate::jobs::import::{import, DirectorySource};
+        use catalogue_index::{CatalogueIndex, ListingIndex};
+        let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
+        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        let writer = crate::jobs::writer::Writer::new(
+            store,
+            Arc::new(CatalogueIndex::in_memory().expect("index")),
+            Arc::new(ListingIndex::in_memory().expect("index")),
+        );
+        writer.catch_up().expect("catch up");
+        let twins = dir.join("twins");
+        std::fs::create_dir_all(&twins).expect("dir");
+        std::fs::write(
+            twins.join("models.jsonl"),
+            concat!(
+                r#"{"slug":"submariner-twin","brand":"rolex","series":"submariner","name":"Submariner Date","referenceNumber":"126610LN"}"#,
+                "\n",
+                r#"{"slug":"gmt-twin","brand":"rolex","series":"gmt-master-ii","name":"GMT-Master II","referenceNumber":"126710BLRO"}"#,
+            ),
+        )
+        .expect("write");
+        writer
+            .run(|turn| import(turn, &DirectorySource(twins.clone())))
+            .expect("twins");
+        writer.run(rebuild).expect("full pass");
+        writer
+    }
+
+    #[test]
+    fn a_start_reads_the_kept_groups_and_joins_them_again_only_around_what_was_written_since() {
+        use crate::jobs::merge::{dismiss, merge};
+        use crate::jobs::users::Actor;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let first = DuplicateGroups::default();
+        let joined = first.of(store).expect("joined, and kept");
+        assert!(joined.len() >= 2, "{joined:?}");
+        // Written since: a group's pairs dismissed, another's models merged.
+        let (dismissed, merged) = (&joined[0], &joined[1]);
+        writer
+            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
+            .expect("dismiss");
+        writer
+            .run(|turn| {
+                merge(
+                    turn,
+                    writer.listings(),
+                    &Actor::Cli,
+                    merged.models[0],
+                    &merged.models[1..],
+                )
+            })
+            .expect("merge");
+        let whole = |store: &Store| -> Vec<Group> {
+            Grouping::of(store)
+                .expect("join")
+                .groups()
+                .iter()
+                .map(|g| (**g).clone())
+                .collect()
+        };
+        let restarted = DuplicateGroups {
+            refuse_whole_joins: true,
+            ..DuplicateGroups::default()
+        };
+        let read: Vec<Group> = restarted
+            .of(store)
+            .expect("read as kept, joined again around the writes")
+            .iter()
+            .map(|g| (**g).clone())
+            .collect();
+        assert_eq!(read, whole(store), "what joining every pair gives");
+        assert!(
+            !read.iter().any(|g| g.models == dismissed.models),
+            "the dismissed group is gone"
+        );
+        // Kept again as they stand (as a server does when it stops): read as they are.
+        restarted.keep(store);
+        let again = DuplicateGroups {
+            refuse_whole_joins: true,
+            ..DuplicateGroups::default()
+        };
+        assert_eq!(
+            again.of(store).expect("read"),
+            restarted.of(store).expect("kept")
+        );
+    }
+
+    /// The models a write of `write` in a turn of its own notes as touched after duplicates
+    /// generation `at`, and the generation after it.
+    fn touched_by(
+        store: &Store,
+        at: StoreGeneration,
+        write: impl FnOnce(&mut crate::store::WriteBatch<'_>),
+    ) -> (Option<Vec<ModelId>>, StoreGeneration) {
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        write(&mut batch);
+        turn.commit(batch).expect("commit");
+        drop(turn);
+        let now = store.duplicates().duplicates_generation().expect("read");
+        let touched = store
+            .duplicates()
+            .duplicates_touched_between(at, now)
+            .expect("read");
+        (touched, now)
+    }
+
+    #[test]
+    fn a_model_whose_references_change_is_joined_again_and_a_renamed_brand_joins_them_all() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let groups = DuplicateGroups::default();
+        groups.of(store).expect("joined");
+        let at = store.duplicates().duplicates_generation().expect("read");
+        // A reference spelt anew, pairs unchanged: what groups are filtered by moved.
+        let model = store
+            .catalogue()
+            .all_models()
+            .map(|m| m.expect("model"))
+            .find(|m| m.reference_number == "126710BLRO" && !m.alternate_references.is_empty())
+            .expect("the GMT");
+        let mut respelt = model.clone();
+        respelt.alternate_references[0] = respelt.alternate_references[0].to_lowercase();
+        let (touched, now) = touched_by(store, at, |batch| batch.put_model(Some(&model), &respelt));
+        assert_eq!(touched, Some(vec![model.id]));
+        let brand = store
+            .catalogue()
+            .brand(model.brand_id)
+            .expect("read")
+            .expect("brand");
+        let renamed = crate::domain::Brand {
+            name: "Rolex SA".into(),
+            ..brand.clone()
+        };
+        let (touched, _) = touched_by(store, now, |batch| batch.put_brand(Some(&brand), &renamed));
+        assert_eq!(touched, None, "every group is joined again");
+        let fresh = groups.of(store).expect("joined again");
+        assert!(fresh.iter().any(|g| g.brand_name == "Rolex SA"));
     }
 }

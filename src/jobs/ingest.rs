@@ -14,7 +14,7 @@ use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
 use super::matching::{match_listing, MatchCatalogue};
-use super::progress::JobControl;
+use super::progress::{JobControl, Stopped};
 use super::snapshot_rules::{check_lines, Problems, Refusal, SnapshotRules, StockEffect};
 use super::users::audit_entry;
 use crate::domain::rates::check_currency;
@@ -72,8 +72,12 @@ pub enum IngestError {
         file: String,
         error: Box<IngestError>,
     },
-    #[error("stopped at a chunk boundary: the server is shutting down; what was committed stays, and submitting the snapshot again completes it")]
-    Interrupted,
+    /// Stopped between two chunks (SIGTERM): delisting comes last, so no listing the
+    /// snapshot holds was delisted.
+    #[error(
+        "{0}; no listing was delisted wrongly, and submitting the snapshot again completes it"
+    )]
+    Interrupted(Stopped),
     #[error("reading the snapshot")]
     Io(#[from] std::io::Error),
     #[error(transparent)]
@@ -242,15 +246,7 @@ fn ingest_with(
         overridden,
     } = Checked::of(store, &provider, rows.len(), read, rules)?;
     control.set_total(rows.len() as u64);
-    let catalogue = JobCatalogue::for_listings(store, rows.len())?;
-    // Reading what is known and matching what changed are independent per line: all cores.
-    // The next chunk is read and matched while the previous one commits.
-    let prepare = |chunk: Vec<FeedRow>| -> Result<Vec<Prepared>, StoreError> {
-        chunk
-            .into_par_iter()
-            .map(|row| Prepared::read(&known, catalogue.get(), row))
-            .collect()
-    };
+    let mut catalogue = JobCatalogue::for_listings(store, rows.len())?;
     let mut rows = rows.into_iter();
     let chunk = writes.chunk();
     let mut next_chunk = || -> Vec<FeedRow> { rows.by_ref().take(chunk).collect() };
@@ -261,7 +257,7 @@ fn ingest_with(
         now: Timestamp::now(),
         tally: Tally::default(),
     };
-    let mut prepared = prepare(next_chunk())?;
+    let mut prepared = prepare(&known, &catalogue, next_chunk())?;
     loop {
         let pending = prepared.len() as u64;
         for line in prepared {
@@ -271,16 +267,28 @@ fn ingest_with(
         if chunk.is_empty() {
             break;
         }
-        prepared = run.writes.commit_chunk_while(|| prepare(chunk))??;
+        // The next chunk is read and matched while this one commits.
+        prepared = run
+            .writes
+            .commit_chunk_while(|| prepare(&known, &catalogue, chunk))??;
         control.advance(pending);
-        control.chunk_committed();
         // Between chunks, before the delistings: a stop leaves no listing wrongly delisted.
-        if control.should_stop() {
-            return Err(IngestError::Interrupted);
+        let boundary = run.writes.between_chunks(control)?;
+        if boundary.stop {
+            return Err(IngestError::Interrupted(Stopped::at(control, "listings")));
+        }
+        if let Some(others) = boundary.others {
+            // What the next chunk read, and the catalogue it was matched against, may have
+            // changed meanwhile (a person's link, a merge): read and matched again.
+            catalogue.others_wrote(&others)?;
+            prepared = prepared
+                .into_par_iter()
+                .map(|line| line.again(&known, catalogue.get()))
+                .collect::<Result<_, _>>()?;
         }
     }
     // The last chunk commits with the delistings: a snapshot within one chunk is one write.
-    run.delist(&effect.to_delist)?;
+    run.delist(&effect.to_delist, control)?;
     if let (Some(refusal), Some(actor)) = (&overridden, &rules.mass_delist_allowed_by) {
         let targets = vec![format!("provider:{}", run.provider.slug)];
         let detail = format!("stock guard overridden: {refusal}");
@@ -343,6 +351,19 @@ impl<'a> KnownListings<'a> {
     }
 }
 
+/// Reads what is known of each row of `chunk` and matches what changed, independently per
+/// line: on all cores.
+fn prepare(
+    known: &KnownListings<'_>,
+    catalogue: &JobCatalogue<'_>,
+    chunk: Vec<FeedRow>,
+) -> Result<Vec<Prepared>, StoreError> {
+    chunk
+        .into_par_iter()
+        .map(|row| Prepared::read(known, catalogue.get(), row))
+        .collect()
+}
+
 impl Prepared {
     fn read(
         known: &KnownListings<'_>,
@@ -354,24 +375,36 @@ impl Prepared {
         } else {
             ListingStatus::Active
         };
-        let sources = row.pictures.clone();
-        let code = row.source_id.clone();
-        let details = details_of(row);
-        let existing = known.listing(&code)?;
+        let line = Prepared {
+            sources: row.pictures.clone(),
+            code: row.source_id.clone(),
+            target,
+            details: details_of(row),
+            existing: None,
+            found: None,
+        };
+        line.again(known, catalogue)
+    }
+
+    /// The line with its listing read (again) from the store, and matched (again) when new or
+    /// changed.
+    fn again(
+        self,
+        known: &KnownListings<'_>,
+        catalogue: &dyn MatchCatalogue,
+    ) -> Result<Prepared, StoreError> {
+        let existing = known.listing(&self.code)?;
         // A person's link stands while the seller's claim does, whatever else changed.
         let rematch = existing
             .as_ref()
-            .is_none_or(|old| old.details != details && !old.keeps_link(&details));
+            .is_none_or(|old| old.details != self.details && !old.keeps_link(&self.details));
         let found = rematch
-            .then(|| match_listing(catalogue, &details))
+            .then(|| match_listing(catalogue, &self.details))
             .transpose()?;
         Ok(Prepared {
-            code,
-            target,
-            sources,
-            details,
             existing,
             found,
+            ..self
         })
     }
 }
@@ -382,6 +415,17 @@ pub fn ingest_dataset_feeds(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
     rules: &SnapshotRules,
+) -> Result<Vec<(String, IngestReport)>, IngestError> {
+    ingest_dataset_feeds_controlled(turn, source, rules, &JobControl::default())
+}
+
+/// [`ingest_dataset_feeds`], each snapshot counted into `control` and stopped at a chunk
+/// boundary once it is told to.
+pub fn ingest_dataset_feeds_controlled(
+    turn: &WriteTurn<'_>,
+    source: &dyn DatasetSource,
+    rules: &SnapshotRules,
+    control: &JobControl,
 ) -> Result<Vec<(String, IngestReport)>, IngestError> {
     let mut slugs: Vec<String> = turn
         .store()
@@ -394,11 +438,12 @@ pub fn ingest_dataset_feeds(
     for slug in slugs {
         let file = format!("listings/{slug}.jsonl");
         if let Some(snapshot) = source.open(&file)? {
-            let report =
-                ingest(turn, &slug, &file, snapshot, rules).map_err(|error| IngestError::Feed {
+            let report = ingest_controlled(turn, &slug, &file, snapshot, rules, control).map_err(
+                |error| IngestError::Feed {
                     file,
                     error: Box::new(error),
-                })?;
+                },
+            )?;
             reports.push((slug, report));
         }
     }
@@ -670,8 +715,10 @@ impl Run<'_> {
 
     /// Delists `ids`, the listings in stock the snapshot left out (`StockEffect::to_delist`,
     /// in code order). Listings this snapshot created are in it, so the codes known before it
-    /// are all there are.
-    fn delist(&mut self, ids: &[ListingId]) -> Result<(), IngestError> {
+    /// are all there are. Each is read as it is delisted: what others wrote between two
+    /// chunks is kept. A stop between chunks leaves the rest in stock, where running the
+    /// snapshot again delists them.
+    fn delist(&mut self, ids: &[ListingId], control: &JobControl) -> Result<(), IngestError> {
         for &id in ids {
             let Some(old) = self.store.listings().listing(id)? else {
                 continue;
@@ -684,7 +731,9 @@ impl Run<'_> {
             listing.updated_at = self.now;
             self.tally.delisted += 1;
             self.writes.put(Some(&old), listing);
-            self.writes.commit_if_full()?;
+            if self.writes.commit_if_full()? && self.writes.between_chunks(control)?.stop {
+                return Err(IngestError::Interrupted(Stopped::at(control, "listings")));
+            }
         }
         Ok(())
     }
@@ -792,7 +841,14 @@ mod tests {
         let control = JobControl::default();
         control.stop();
         let stopped = in_chunks_of_7(&control);
-        assert!(matches!(stopped, Err(IngestError::Interrupted)));
+        let said = match stopped {
+            Err(error @ IngestError::Interrupted(_)) => error.to_string(),
+            _ => panic!("not stopped"),
+        };
+        assert!(
+            said.contains(&format!("after 7 of {lines} listings")),
+            "{said}"
+        );
         assert_eq!(control.progress(), (7, lines as u64), "one chunk committed");
         let control = JobControl::default();
         let done = in_chunks_of_7(&control).expect("again");

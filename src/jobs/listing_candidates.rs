@@ -86,7 +86,7 @@ pub fn rank_stale(context: &JobContext) -> Result<usize, CandidateError> {
     for models in stale.chunks(MODELS_PER_TURN) {
         context
             .writer()
-            .run(|turn| rank_models(turn, context.listings(), models))
+            .run_in_background(|turn| rank_models(turn, context.listings(), models))
             .map_err(|error| match error {
                 crate::jobs::writer::WriteError::Job(error) => error,
                 crate::jobs::writer::WriteError::Index(error) => CandidateError::Reindex(error),

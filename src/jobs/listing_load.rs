@@ -7,7 +7,9 @@
 //!
 //! Crash rule: nothing of the load is visible until its one commit, so a crash part-way leaves
 //! the index at its generation before the job, behind the store: the next start rebuilds it,
-//! and the snapshot run again completes the store (docs/decisions.md, D-33).
+//! and the snapshot run again completes the store (docs/decisions.md, D-33). A job that lets
+//! other writers in between its chunks commits its load first, and loads again after them
+//! ([`IndexLoad::again`]): one commit and one merge per part.
 
 use super::reindex::{listing_doc, ReindexReport};
 use crate::domain::rates::ConversionTable;
@@ -33,7 +35,8 @@ const QUEUED_COMMITS: usize = 8;
 /// A listing sink feeding one [`ListingLoad`], made once enough listings were committed.
 pub struct IndexLoad {
     index: Arc<ListingIndex>,
-    table: Option<ConversionTable>,
+    /// The rates the load prices listings through.
+    table: Mutex<Option<ConversionTable>>,
     /// Listings committed before the writer is made.
     start_at: usize,
     state: Mutex<State>,
@@ -60,7 +63,7 @@ impl IndexLoad {
     pub fn new(index: Arc<ListingIndex>, table: Option<ConversionTable>) -> IndexLoad {
         IndexLoad {
             index,
-            table,
+            table: Mutex::new(table),
             start_at: LOAD_FROM_LISTINGS,
             state: Mutex::new(State::Waiting(Vec::new())),
             told: AtomicUsize::new(0),
@@ -89,7 +92,11 @@ impl IndexLoad {
             }
         };
         let (queue, commits) = sync_channel::<Vec<ListingWrite>>(QUEUED_COMMITS);
-        let table = self.table.clone();
+        let table = self
+            .table
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
         let worker = std::thread::Builder::new()
             .name("listing-load".into())
             .spawn(move || {
@@ -147,6 +154,25 @@ impl IndexLoad {
                 None
             }
         }
+    }
+}
+
+impl IndexLoad {
+    /// A load of the listings written from now on, after [`IndexLoad::finish`] committed the
+    /// last one's (and other writers wrote), pricing them through `table`.
+    pub fn again(&self, table: Option<ConversionTable>) {
+        *self
+            .table
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = table;
+        self.told.store(0, Ordering::Release);
+        *self.state() = State::Waiting(Vec::new());
+    }
+
+    /// No load of the listings written from now on: they are indexed after the write, by id
+    /// or by a rebuild (the index fell behind, or the rates moved, while others wrote).
+    pub fn give_up(&self) {
+        *self.state() = State::Failed;
     }
 }
 

@@ -4,11 +4,14 @@
 //! commit: written per chunk they were two keys in five of an ingest (a model's count again in
 //! every chunk), and a reader sees the new counts when the listings index shows the listings.
 //! The store is marked while counts are held; a process that dies holding them leaves the
-//! mark, and the next open counts again (`store::recount`).
+//! mark, and the next open counts again (`store::recount`). Counts stay held while the write
+//! lets other writers in between its chunks: theirs are written over the stored counts, and
+//! the held changes added to them with the last commit.
 
+use super::progress::{between_chunks, Boundary, JobControl};
 use super::reindex::indexed_alike;
 use crate::domain::{Listing, ModelId};
-use crate::store::{ListingWrite, StoreGeneration, StoreResult, WriteBatch, WriteTurn};
+use crate::store::{Changes, ListingWrite, StoreGeneration, StoreResult, WriteBatch, WriteTurn};
 use std::collections::HashMap;
 
 /// Listings one store commit takes at most. Past a few tens of thousands a sled batch gets no
@@ -188,10 +191,35 @@ impl<'a> ListingWrites<'a> {
         }
     }
 
-    /// Commits the pending chunk when it is full.
-    pub fn commit_if_full(&mut self) -> StoreResult<()> {
-        if self.pending.listings >= self.chunk {
+    /// Commits the pending chunk when it is full; true when it did.
+    pub fn commit_if_full(&mut self) -> StoreResult<bool> {
+        let full = self.pending.listings >= self.chunk;
+        if full {
             self.commit_chunk_while(|| ())?;
+        }
+        Ok(full)
+    }
+
+    /// [`between_chunks`] for this write (nothing may be pending): the counts it holds for
+    /// models that the writers let in deleted are let go. Only a merge deletes a model, and it
+    /// moved the model's listings, this write's among them, to the keeper, counting them there.
+    pub fn between_chunks(&mut self, control: &JobControl) -> StoreResult<Boundary> {
+        let boundary = between_chunks(self.turn, control);
+        if let Some(others) = &boundary.others {
+            self.let_go_of_deleted(others)?;
+        }
+        Ok(boundary)
+    }
+
+    fn let_go_of_deleted(&mut self, others: &Changes) -> StoreResult<()> {
+        let Some(held) = &mut self.held else {
+            return Ok(());
+        };
+        let catalogue = self.turn.store().catalogue();
+        for model in &others.models {
+            if held.contains_key(model) && !catalogue.has_model(*model)? {
+                held.remove(model);
+            }
         }
         Ok(())
     }
@@ -279,33 +307,39 @@ impl Drop for ListingWrites<'_> {
     }
 }
 
+/// For tests: every model's count as the listings make it, and as the store keeps it (for
+/// every model a listing names).
+#[cfg(test)]
+pub(crate) fn counts(
+    store: &crate::store::Store,
+) -> (
+    std::collections::BTreeMap<ModelId, u64>,
+    std::collections::BTreeMap<ModelId, u64>,
+) {
+    let listings: Vec<Listing> = store
+        .listings()
+        .all_listings()
+        .map(|l| l.expect("listing"))
+        .collect();
+    let mut made = std::collections::BTreeMap::new();
+    for model in listings.iter().filter_map(Listing::counted_for) {
+        *made.entry(model).or_default() += 1;
+    }
+    let kept = listings
+        .iter()
+        .filter_map(|l| l.model_id)
+        .map(|m| (m, store.listings().listing_count(m).expect("count")))
+        .filter(|(_, count)| *count > 0)
+        .collect();
+    (made, kept)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::ListingStatus;
     use crate::jobs::ingest::fixture_store_with_feeds;
     use crate::store::{Counted, Store};
-    use std::collections::BTreeMap;
-
-    /// Every model's count as the listings make it, and as the store keeps it.
-    fn counts(store: &Store) -> (BTreeMap<ModelId, u64>, BTreeMap<ModelId, u64>) {
-        let listings: Vec<Listing> = store
-            .listings()
-            .all_listings()
-            .map(|l| l.expect("listing"))
-            .collect();
-        let mut made = BTreeMap::new();
-        for model in listings.iter().filter_map(Listing::counted_for) {
-            *made.entry(model).or_default() += 1;
-        }
-        let kept = listings
-            .iter()
-            .filter_map(|l| l.model_id)
-            .map(|m| (m, store.listings().listing_count(m).expect("count")))
-            .filter(|(_, count)| *count > 0)
-            .collect();
-        (made, kept)
-    }
 
     /// The listed and unmatched counters, as kept.
     fn counters(store: &Store) -> (u64, u64) {

@@ -2,16 +2,18 @@
 //! brand's references, loaded once from the same secondary keys the store-backed matcher reads
 //! key by key, so a job matching millions of listings does two prefix scans instead of several
 //! per listing. Decisions are the store's (a test compares them on random listings); the few
-//! model records the variant rule needs are still read from the store.
+//! model records the variant rule needs are still read from the store. A job that lets other
+//! writers in between its chunks brings it up to what they wrote ([`JobCatalogue::others_wrote`]).
 
 use super::matching::MatchCatalogue;
 use crate::domain::{BrandId, Model, ModelId};
-use crate::store::{Store, StoreResult};
+use crate::store::{Changes, Store, StoreResult};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 /// Brand aliases and references, as the store held them when loaded. Load it inside the write
-/// turn of the job that uses it, so no write changes the catalogue under it.
+/// turn of the job that uses it, so no write changes the catalogue under it but those the job
+/// lets in, which it is told of.
 pub struct LoadedCatalogue {
     store: Store,
     aliases: HashMap<String, Vec<BrandId>>,
@@ -23,11 +25,7 @@ pub struct LoadedCatalogue {
 impl LoadedCatalogue {
     /// Reads every brand alias key and model reference key of `store`.
     pub fn load(store: &Store) -> StoreResult<LoadedCatalogue> {
-        let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
-        for entry in store.catalogue().brand_alias_keys() {
-            let (text, brand) = entry?;
-            aliases.entry(text).or_default().push(brand);
-        }
+        let aliases = aliases_of(store)?;
         let mut references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>> = HashMap::new();
         for entry in store.catalogue().model_reference_keys() {
             let (brand, text, model) = entry?;
@@ -45,10 +43,49 @@ impl LoadedCatalogue {
         })
     }
 
+    /// Brings what is held up to `others`, written since it was loaded: every alias read
+    /// again after a brand was written, and each model written taken out and its references,
+    /// if it is still there, put back from its record (the store's keys are made of them).
+    fn others_wrote(&mut self, others: &Changes) -> StoreResult<()> {
+        if !others.brands.is_empty() {
+            self.aliases = aliases_of(&self.store)?;
+        }
+        if others.models.is_empty() {
+            return Ok(());
+        }
+        for references in self.references.values_mut() {
+            for models in references.values_mut() {
+                models.retain(|model| !others.models.contains(model));
+            }
+            references.retain(|_, models| !models.is_empty());
+        }
+        let written: Vec<ModelId> = others.models.iter().copied().collect();
+        for model in self.store.catalogue().models(&written)? {
+            let references = self.references.entry(model.brand_id).or_default();
+            for text in model.normalized_references() {
+                let models = references.entry(text).or_default();
+                models.push(model.id);
+                models.sort_unstable();
+                models.dedup();
+            }
+        }
+        Ok(())
+    }
+
     /// References loaded, for reports and tests.
     pub fn reference_count(&self) -> usize {
         self.references.values().map(BTreeMap::len).sum()
     }
+}
+
+/// Every brand alias key of `store`: the brands each normalised name, slug or alias names.
+fn aliases_of(store: &Store) -> StoreResult<HashMap<String, Vec<BrandId>>> {
+    let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
+    for entry in store.catalogue().brand_alias_keys() {
+        let (text, brand) = entry?;
+        aliases.entry(text).or_default().push(brand);
+    }
+    Ok(aliases)
 }
 
 impl MatchCatalogue for LoadedCatalogue {
@@ -122,6 +159,15 @@ impl<'a> JobCatalogue<'a> {
             JobCatalogue::Loaded(loaded) => loaded,
         }
     }
+
+    /// Brings the catalogue up to the writes `others` made while the job let them in (the
+    /// store is read as it stands anyway).
+    pub fn others_wrote(&mut self, others: &Changes) -> StoreResult<()> {
+        match self {
+            JobCatalogue::Store(_) => Ok(()),
+            JobCatalogue::Loaded(loaded) => loaded.others_wrote(others),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -144,5 +190,50 @@ mod tests {
             listings += 1;
         }
         assert!(listings > 100, "{listings} fixture listings");
+    }
+
+    #[test]
+    fn a_catalogue_told_what_others_wrote_is_the_catalogue_loaded_after_them() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store_with_feeds(dir.path());
+        let mut loaded = LoadedCatalogue::load(&store).expect("load");
+        let models: Vec<Model> = store
+            .catalogue()
+            .all_models()
+            .take(3)
+            .collect::<StoreResult<_>>()
+            .expect("models");
+        let [kept, merged, edited] = &models[..] else {
+            panic!("the fixtures have three models");
+        };
+        let brand = store
+            .catalogue()
+            .brand(kept.brand_id)
+            .expect("read")
+            .expect("brand");
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        let mut renamed = edited.clone();
+        renamed.reference_number = "ZZ-4242".into();
+        renamed
+            .alternate_references
+            .push(kept.reference_number.clone());
+        batch.put_model(Some(edited), &renamed);
+        batch.merge_model_away(merged, kept.id);
+        let mut aliased = brand.clone();
+        aliased.aliases.push("Brand Sellers Write".into());
+        batch.put_brand(Some(&brand), &aliased);
+        turn.commit(batch).expect("commit");
+        loaded.others_wrote(&turn.changes()).expect("refresh");
+        drop(turn);
+        let fresh = LoadedCatalogue::load(&store).expect("load");
+        assert_eq!(loaded.aliases, fresh.aliases);
+        assert_eq!(loaded.references, fresh.references);
+        assert_eq!(
+            loaded
+                .models_by_reference(renamed.brand_id, "zz4242")
+                .expect("read"),
+            [renamed.id]
+        );
     }
 }

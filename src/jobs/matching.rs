@@ -7,12 +7,13 @@
 
 use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
+use super::progress::{JobControl, Stopped};
 use super::reindex::{listings_are_current, ReindexError};
 use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, ListingId, Match,
     MatchOutcome, Model, ModelId, TextRun, Timestamp,
 };
-use crate::store::{Counted, Store, StoreResult, WriteTurn};
+use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn};
 use catalogue_index::{ListingFilters, ListingIndex, ListingQuery, ListingSort};
 use rayon::prelude::*;
 use std::collections::BTreeSet;
@@ -67,10 +68,7 @@ pub struct WithModel<'a> {
 impl WithModel<'_> {
     /// The model's references, normalised.
     fn references(&self) -> impl Iterator<Item = String> + '_ {
-        self.model
-            .references()
-            .map(normalize_reference)
-            .filter(|r| !r.is_empty())
+        self.model.normalized_references()
     }
 
     fn in_brand(&self, brand: BrandId) -> bool {
@@ -337,25 +335,39 @@ pub struct RematchReport {
     pub written: WrittenListings,
 }
 
+/// Why a re-match ended before its end; what it committed before stays.
+#[derive(Debug, thiserror::Error)]
+pub enum MatchError {
+    #[error(transparent)]
+    Stopped(Stopped),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Index(#[from] ReindexError),
+}
+
 /// `watch-catalogue match`: tries every unmatched listing again (after an import added models),
 /// on all cores, writing those whose match changed with the listing counts they change. Only
 /// the changed listings are held in memory. Reads every listing to find the unmatched ones;
 /// [`rematch_unmatched_indexed`] asks the listings index instead.
-pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> StoreResult<RematchReport> {
-    rematch(turn, turn.store().listings().all_listings_parallel())
+pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> Result<RematchReport, MatchError> {
+    let listings = turn.store().listings().all_listings_parallel();
+    rematch(turn, listings, &JobControl::default())
 }
 
 /// [`rematch_unmatched`], reading only the unmatched listings: the listings index, when it is
 /// current, names them (one query), and only those are read from the store, by id. A sixth of
 /// the listings at the generator's rates, instead of every one. An index behind its store
-/// cannot be trusted to name them all: then every listing is read.
+/// cannot be trusted to name them all: then every listing is read. The listings to write are
+/// counted into `control`, and written in chunks; a stop ends it at a chunk boundary.
 pub fn rematch_unmatched_indexed(
     turn: &WriteTurn<'_>,
     index: &ListingIndex,
-) -> Result<RematchReport, ReindexError> {
+    control: &JobControl,
+) -> Result<RematchReport, MatchError> {
     let store = turn.store();
     if !listings_are_current(store, index)? {
-        return Ok(rematch_unmatched(turn)?);
+        return rematch(turn, store.listings().all_listings_parallel(), control);
     }
     let unmatched = ListingQuery {
         text: None,
@@ -367,56 +379,103 @@ pub fn rematch_unmatched_indexed(
         offset: 0,
         limit: usize::try_from(index.len()).unwrap_or(usize::MAX).max(1),
     };
-    let ids = index.search(&unmatched)?.ids;
+    let ids = index
+        .search(&unmatched)
+        .map_err(|error| MatchError::Index(error.into()))?
+        .ids;
     let listings = ids
         .into_par_iter()
         .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
-    Ok(rematch(turn, listings)?)
+    rematch(turn, listings, control)
 }
 
-/// Matches the unmatched ones of `listings` again and writes those whose match changed.
+/// Matches the unmatched ones of `listings` again and writes those whose match changed, in
+/// chunks. Between two chunks other writers may write (a person's link, a merge): the rest is
+/// then read and matched again, against the catalogue as they left it.
 fn rematch(
     turn: &WriteTurn<'_>,
     listings: impl ParallelIterator<Item = StoreResult<Listing>>,
-) -> StoreResult<RematchReport> {
+    control: &JobControl,
+) -> Result<RematchReport, MatchError> {
     let store = turn.store();
     // The admin count leaves DELISTED listings out, which `match` tries too: an estimate, only
     // to choose where the catalogue is read from.
     let unmatched = store.count_of(Counted::UnmatchedListings)?;
-    let catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
-    let catalogue = catalogue.get();
+    let mut catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
     let tried = AtomicUsize::new(0);
     let changed: Vec<(Listing, Match)> = listings
-        .filter_map(|listing| {
-            let old = match listing {
-                Ok(old) if old.model_id.is_some() => return None,
-                Ok(old) => old,
-                Err(e) => return Some(Err(e)),
-            };
-            tried.fetch_add(1, Ordering::Relaxed);
-            match match_listing(catalogue, &old.details) {
-                Ok(found) if found == old.current_match() => None,
-                Ok(found) => Some(Ok((old, found))),
-                Err(e) => Some(Err(e)),
+        .filter_map(|listing| match listing {
+            Ok(old) if old.model_id.is_some() => None,
+            Ok(old) => {
+                tried.fetch_add(1, Ordering::Relaxed);
+                rematched(catalogue.get(), old).transpose()
             }
+            Err(e) => Some(Err(e)),
         })
         .collect::<StoreResult<_>>()?;
-    let mut writes = ListingWrites::new(turn)?;
+    control.set_total(changed.len() as u64);
+    let mut writes = match control.pacing().chunk_listings {
+        Some(chunk) => ListingWrites::in_chunks_of(turn, chunk)?,
+        None => ListingWrites::new(turn)?,
+    };
     let now = Timestamp::now();
     let mut matched = 0;
-    for (old, found) in changed {
-        let mut new = old.clone();
-        new.apply_match(found);
-        new.updated_at = now;
-        matched += usize::from(found.model_id.is_some());
-        writes.put(Some(&old), new);
-        writes.commit_if_full()?;
+    let mut to_write = changed.into_iter();
+    loop {
+        let chunk: Vec<(Listing, Match)> = to_write.by_ref().take(writes.chunk()).collect();
+        let in_chunk = chunk.len() as u64;
+        for (old, found) in chunk {
+            let mut new = old.clone();
+            new.apply_match(found);
+            new.updated_at = now;
+            matched += usize::from(found.model_id.is_some());
+            writes.put(Some(&old), new);
+        }
+        // The last chunk commits with the held counts.
+        if to_write.len() == 0 {
+            break;
+        }
+        writes.commit_chunk_while(|| ())?;
+        control.advance(in_chunk);
+        let boundary = writes.between_chunks(control)?;
+        if boundary.stop {
+            return Err(MatchError::Stopped(Stopped::at(control, "listings")));
+        }
+        if let Some(others) = boundary.others {
+            catalogue.others_wrote(&others)?;
+            let rest: Vec<ListingId> = to_write.map(|(old, _)| old.id).collect();
+            let again: Vec<(Listing, Match)> = rest
+                .into_par_iter()
+                .filter_map(|id| {
+                    let listing = store.listings().listing(id).transpose()?;
+                    listing
+                        .and_then(|listing| rematched(catalogue.get(), listing))
+                        .transpose()
+                })
+                .collect::<StoreResult<_>>()?;
+            to_write = again.into_iter();
+        }
     }
+    let written = writes.commit()?;
+    let (done, total) = control.progress();
+    control.advance(total.saturating_sub(done));
     Ok(RematchReport {
         tried: tried.into_inner(),
         matched,
-        written: writes.commit()?,
+        written,
     })
+}
+
+/// The new match of `listing` when it is unmatched and its match changed, with the listing.
+fn rematched(
+    catalogue: &dyn MatchCatalogue,
+    listing: Listing,
+) -> StoreResult<Option<(Listing, Match)>> {
+    if listing.model_id.is_some() {
+        return Ok(None);
+    }
+    let found = match_listing(catalogue, &listing.details)?;
+    Ok((found != listing.current_match()).then_some((listing, found)))
 }
 
 #[cfg(test)]
@@ -781,9 +840,11 @@ mod tests {
         assert!(unmatched > 10, "{unmatched}");
         let index = ListingIndex::in_memory().expect("index");
         // Behind its store: every listing is read.
-        let scanned = rematch_unmatched_indexed(&turn, &index).expect("match");
+        let scanned =
+            rematch_unmatched_indexed(&turn, &index, &JobControl::default()).expect("match");
         rebuild_listings(&store, &index).expect("rebuild");
-        let indexed = rematch_unmatched_indexed(&turn, &index).expect("match");
+        let indexed =
+            rematch_unmatched_indexed(&turn, &index, &JobControl::default()).expect("match");
         for report in [scanned, indexed] {
             assert_eq!((report.tried, report.matched), (unmatched, 0));
             assert_eq!(report.written.listings, 0, "nothing changed");

@@ -26,8 +26,8 @@ pub const CANDIDATES_SHOWN: usize = 5;
 const PER_SIGNAL: usize = 20;
 /// Distinct titles of a group's newest listings its names are scored against, and how many of
 /// its newest listings are read for them at most.
-const TITLES_SCORED: usize = 20;
-const TITLES_READ: usize = 200;
+const TITLES_SCORED: usize = 10;
+const TITLES_READ: usize = 20;
 /// Shortest reference prefix the index holds.
 const MIN_PREFIX: usize = catalogue_index::MIN_REFERENCE_PREFIX;
 

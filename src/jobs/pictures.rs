@@ -465,7 +465,7 @@ fn record_states(
 ) -> Result<(), WorkerError> {
     context
         .writer()
-        .run(|turn| -> Result<(), StoreError> {
+        .run_in_background(|turn| -> Result<(), StoreError> {
             let mut batch = turn.batch()?;
             for (picture, look) in &updated {
                 let current = turn.store().pictures().picture(picture.id)?;

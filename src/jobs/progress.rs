@@ -1,11 +1,14 @@
 //! A running job's progress and its stop flag, shared between the job (which counts and checks
-//! between chunks) and whoever watches or stops it (the server's job runner, its shutdown).
-//! The server's jobs also write their progress to their record as they go (see
-//! [`JobControl::recording`]), so a process that dies mid-job leaves the last progress behind.
-//! Tests of a stop or a crash mid-job pace a job with [`TestPacing`] instead of racing it.
+//! between chunks) and whoever watches or stops it (the server's job runner, its shutdown,
+//! the CLI's signal handler), and what a job does between two chunks ([`between_chunks`]):
+//! stop when asked, or let the writers waiting for the turn go first. The server's jobs also
+//! write their progress to their record as they go (see [`JobControl::recording`]), so a
+//! process that dies mid-job leaves the last progress behind. Tests of a stop, a crash or a
+//! write in the middle of a job pace it with [`TestPacing`] instead of racing it.
 
+use crate::store::{Changes, WriteTurn};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The longest a job's recorded progress lags behind its live progress while it advances: a
@@ -15,17 +18,23 @@ pub const RECORD_EVERY: Duration = Duration::from_secs(1);
 /// Writes `(done, total)` where the job's record keeps it.
 type Recorder = Box<dyn Fn(u64, u64) + Send + Sync>;
 
-/// For tests only: how snapshot jobs are paced, so that a test stops or kills one mid-job at a
-/// chunk it chose instead of racing it. Never set in production: the server's job runner and
-/// the CLI's batch commands read it from `WATCH_CATALOGUE_TEST_CHUNK_LISTINGS` (listings per
-/// committed chunk, instead of [`crate::jobs::listing_writes::CHUNK_LISTINGS`]) and
-/// `WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS` (after committing that many chunks, with its
-/// progress recorded, a job holds until it is stopped; the CLI's, until it is killed), both
-/// unset by default.
+/// Wakes whatever a stopped job waits on.
+type Waker = Box<dyn Fn() + Send + Sync>;
+
+/// For tests only: how jobs are paced, so that a test stops or kills one, or writes beside it,
+/// at a chunk it chose instead of racing it. Never set in production: the server's job runner
+/// and the CLI's batch commands read it from `WATCH_CATALOGUE_TEST_CHUNK_LISTINGS` (listings,
+/// or models for the duplicate pass, per committed chunk, instead of
+/// [`crate::jobs::listing_writes::CHUNK_LISTINGS`]), `WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS`
+/// (after committing that many chunks, with its progress recorded, a job holds, its turn
+/// passed to other writers, until it is stopped; the CLI's, until it is killed) and
+/// `WATCH_CATALOGUE_TEST_RESUME_AFTER_WRITES` (a held job goes on once other writers have
+/// committed that many writes), all unset by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TestPacing {
     pub chunk_listings: Option<usize>,
     pub hold_after_chunks: Option<u64>,
+    pub resume_after_writes: Option<u64>,
 }
 
 impl TestPacing {
@@ -37,6 +46,7 @@ impl TestPacing {
         TestPacing {
             chunk_listings: number("WATCH_CATALOGUE_TEST_CHUNK_LISTINGS"),
             hold_after_chunks: number("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS"),
+            resume_after_writes: number("WATCH_CATALOGUE_TEST_RESUME_AFTER_WRITES"),
         }
     }
 }
@@ -47,9 +57,8 @@ pub struct JobControl {
     done: AtomicU64,
     total: AtomicU64,
     stop: AtomicBool,
-    /// Wakes a job held by [`TestPacing::hold_after_chunks`] when it is stopped.
-    held: Mutex<()>,
-    stopped: Condvar,
+    /// Called when the job is stopped: wakes a job held by [`TestPacing::hold_after_chunks`].
+    wakers: Mutex<Vec<Waker>>,
     pacing: TestPacing,
     chunks: AtomicU64,
     recorder: Option<Recorder>,
@@ -142,46 +151,106 @@ impl JobControl {
 
     /// Asks the job to stop at its next chunk boundary (SIGTERM).
     pub fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-        // Taken after the flag is set, so a job about to hold sees it or is woken.
-        let _held = self
-            .held
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        self.stopped.notify_all();
+        self.stop.store(true, Ordering::Release);
+        // Called after the flag is set: a waiter that missed the flag is woken.
+        for wake in lock(&self.wakers).iter() {
+            wake();
+        }
     }
 
-    /// Called by a job after each chunk it committed (and counted): where the test pacing asks
-    /// for it, records the progress and holds until the job is stopped.
-    pub fn chunk_committed(&self) {
+    /// Calls `wake` when the job is stopped: a job waiting on something else than this control.
+    pub fn wake_on_stop(&self, wake: impl Fn() + Send + Sync + 'static) {
+        lock(&self.wakers).push(Box::new(wake));
+    }
+
+    /// Called by a job after each chunk it committed (and counted): true when the test pacing
+    /// asks it to hold here, its progress then recorded.
+    pub fn chunk_committed(&self) -> bool {
         let chunks = self.chunks.fetch_add(1, Ordering::Relaxed) + 1;
         if self.pacing.hold_after_chunks != Some(chunks) {
-            return;
+            return false;
         }
         let (done, total) = self.progress();
         self.record(done, total);
         tracing::info!(chunks, done, "job held until stopped (test pacing)");
-        let mut held = self
-            .held
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        while !self.should_stop() {
-            held = self
-                .stopped
-                .wait(held)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
+        true
+    }
+
+    /// True when a job held by the test pacing goes on, other writers having committed
+    /// `writes` while it held: once stopped, or once they made the writes the pacing waits for.
+    pub fn hold_ends(&self, writes: u64) -> bool {
+        self.should_stop()
+            || self
+                .pacing
+                .resume_after_writes
+                .is_some_and(|wanted| writes >= wanted)
     }
 
     /// True once [`JobControl::stop`] was called.
     pub fn should_stop(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.load(Ordering::Acquire)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What a job found between two of its chunks.
+#[derive(Debug)]
+pub struct Boundary {
+    /// What other writers committed while the job let them write: what the job read before
+    /// may be stale.
+    pub others: Option<Changes>,
+    /// The job was asked to stop: it ends here, with what it committed.
+    pub stop: bool,
+}
+
+/// What a job writing in chunks in `turn` does after each chunk committed (and counted into
+/// `control`): holds there where the test pacing asks (its turn passed to other writers
+/// meanwhile); otherwise, unless asked to stop, lets the writers waiting for the turn write
+/// first, so a person's write waits for one chunk, not for the job.
+pub fn between_chunks(turn: &WriteTurn<'_>, control: &JobControl) -> Boundary {
+    let others = if control.chunk_committed() {
+        let store = turn.store().clone();
+        control.wake_on_stop(move || store.wake_passed_turns());
+        turn.pass_until(&|others| control.hold_ends(others.commits))
+    } else if control.should_stop() {
+        None
+    } else {
+        turn.let_waiting_write()
+    };
+    Boundary {
+        others,
+        stop: control.should_stop(),
+    }
+}
+
+/// Why a job ended before its work was done: it was asked to stop (SIGTERM), and stopped at a
+/// chunk boundary, `done` of its `total` units committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("stopped at a chunk boundary after {done} of {total} {unit}: the process is shutting down; what was committed stays, and running the job again completes it")]
+pub struct Stopped {
+    pub done: u64,
+    pub total: u64,
+    pub unit: &'static str,
+}
+
+impl Stopped {
+    /// Where `control`'s job stood, counting `unit`.
+    pub fn at(control: &JobControl, unit: &'static str) -> Stopped {
+        let (done, total) = control.progress();
+        Stopped { done, total, unit }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ModelId;
+    use crate::store::Store;
     use std::sync::Arc;
 
     #[test]
@@ -217,45 +286,93 @@ mod tests {
         assert_eq!(plain.progress(), (2, 3));
     }
 
-    #[test]
-    fn a_paced_job_holds_after_its_chosen_chunk_with_its_progress_recorded_until_stopped() {
-        let (recorded, seen) = std::sync::mpsc::channel();
-        let control = Arc::new(
-            JobControl::recording(move |done, total| {
-                let _ = recorded.send((done, total));
-            })
-            .paced(TestPacing {
-                chunk_listings: Some(10),
-                hold_after_chunks: Some(2),
-            }),
-        );
-        control.set_total(30);
-        let job = std::thread::spawn({
-            let control = control.clone();
-            move || {
-                for _ in 0..3 {
-                    control.advance(10);
-                    control.chunk_committed();
-                    if control.should_stop() {
-                        break;
-                    }
-                }
+    /// A job of three chunks of ten in a turn of `store`, paced by `pacing`, between its
+    /// chunks as [`between_chunks`] has it; where it stopped, and what others wrote meanwhile.
+    fn paced_job(store: &Store, control: &JobControl) -> (bool, u64) {
+        let turn = store.write_turn();
+        let mut others = 0;
+        for chunk in 0..3 {
+            let mut batch = turn.batch().expect("batch");
+            batch.set_listing_count(ModelId(1), chunk);
+            turn.commit(batch).expect("commit");
+            control.advance(10);
+            let boundary = between_chunks(&turn, control);
+            others += boundary.others.map_or(0, |others| others.commits);
+            if boundary.stop {
+                return (true, others);
             }
+        }
+        (false, others)
+    }
+
+    fn paced(hold_after_chunks: u64, resume_after_writes: Option<u64>) -> TestPacing {
+        TestPacing {
+            chunk_listings: Some(10),
+            hold_after_chunks: Some(hold_after_chunks),
+            resume_after_writes,
+        }
+    }
+
+    /// A control paced by `pacing` whose records come out of the receiver.
+    fn recorded(pacing: TestPacing) -> (JobControl, std::sync::mpsc::Receiver<(u64, u64)>) {
+        let (record, seen) = std::sync::mpsc::channel();
+        let control = JobControl::recording(move |done, total| {
+            let _ = record.send((done, total));
         });
-        let recorded: Vec<(u64, u64)> = seen.iter().take(3).collect();
-        assert_eq!(
-            recorded,
-            [(0, 30), (10, 30), (20, 30)],
-            "recorded at the hold"
-        );
-        assert!(!job.is_finished(), "held: nothing but a stop ends the hold");
-        control.stop();
-        job.join().expect("the job ends once stopped");
+        (control.paced(pacing), seen)
+    }
+
+    /// Commits one write in a turn of its own.
+    fn write_beside(store: &Store) {
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.set_listing_count(ModelId(2), 1);
+        turn.commit(batch).expect("commit");
+    }
+
+    #[test]
+    fn a_paced_job_holds_after_its_chosen_chunk_with_its_progress_recorded_and_its_turn_passed() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let (control, seen) = recorded(paced(2, None));
+        control.set_total(30);
+        std::thread::scope(|scope| {
+            let job = scope.spawn(|| paced_job(&store, &control));
+            let recorded: Vec<(u64, u64)> = seen.iter().take(3).collect();
+            assert_eq!(
+                recorded,
+                [(0, 30), (10, 30), (20, 30)],
+                "recorded at the hold"
+            );
+            // Held with its turn passed: a write goes in, and the job still holds.
+            write_beside(&store);
+            assert!(!job.is_finished(), "held: nothing but a stop ends the hold");
+            control.stop();
+            let (stopped, others) = job.join().expect("the job ends once stopped");
+            assert!(stopped);
+            assert_eq!(others, 1, "the job heard of the write made while it held");
+        });
         assert_eq!(control.progress(), (20, 30), "no chunk after the hold");
+    }
+
+    #[test]
+    fn a_paced_job_held_until_others_wrote_goes_on_after_their_write() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let (control, seen) = recorded(paced(1, Some(1)));
+        control.set_total(30);
+        std::thread::scope(|scope| {
+            let job = scope.spawn(|| paced_job(&store, &control));
+            let at_the_hold = seen.iter().find(|&(done, _)| done == 10);
+            assert_eq!(at_the_hold, Some((10, 30)));
+            write_beside(&store);
+            let (stopped, others) = job.join().expect("job");
+            assert!(!stopped, "the job went on to its end");
+            assert_eq!(others, 1);
+        });
+        assert_eq!(control.progress().0, 30);
         // Unpaced, nothing holds.
         let plain = JobControl::default();
-        for _ in 0..3 {
-            plain.chunk_committed();
-        }
+        assert!((0..3).all(|_| !plain.chunk_committed()));
     }
 }

@@ -354,26 +354,12 @@ fn save(context: &JobContext, record: &JobRecord) {
 mod tests {
     use super::*;
     use crate::domain::JobKind;
-    use crate::jobs::writer::Writer;
-    use crate::media::MediaStore;
-    use crate::store::Store;
-    use catalogue_index::{CatalogueIndex, ListingIndex};
-
-    fn context(dir: &Path) -> JobContext {
-        let store = Store::open(&dir.join("store"), 1 << 20).expect("store");
-        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
-        let listings = Arc::new(ListingIndex::in_memory().expect("index"));
-        JobContext::new(
-            Writer::new(store, catalogue, listings),
-            MediaStore::new(dir.join("media")),
-            dir.join("spool"),
-        )
-    }
+    use crate::jobs::context::test_context;
 
     #[test]
     fn a_job_that_fails_is_recorded_failed_with_its_reason_and_the_runner_goes_on() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = context(dir.path());
+        let context = test_context(dir.path());
         let batch = Batch::Snapshot {
             provider: "chrono24".into(),
             file: dir.path().join("gone.jsonl"),
@@ -411,7 +397,7 @@ mod tests {
     #[test]
     fn jobs_left_queued_or_running_are_interrupted_at_start() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = context(dir.path());
+        let context = test_context(dir.path());
         for (id, state) in [
             (1, JobState::Succeeded),
             (2, JobState::Running),

@@ -23,6 +23,9 @@ pub enum ReindexError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// Asked to stop (SIGTERM) before its commit: the index is as it was.
+    #[error("stopped before the rebuilt index was committed: the server is shutting down; the index is as it was before, and running the reindex again rebuilds it")]
+    Stopped,
 }
 
 /// What a reindex did.
@@ -46,6 +49,15 @@ pub fn listings_are_current(store: &Store, index: &ListingIndex) -> Result<bool,
 
 /// Rebuilds `index` from `store`.
 pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, ReindexError> {
+    rebuild_unless(store, index, &|| false)
+}
+
+/// [`rebuild`], given up before its commit once `stop` says so.
+pub fn rebuild_unless(
+    store: &Store,
+    index: &CatalogueIndex,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<ReindexReport, ReindexError> {
     // Read the generation first: a write landing during the rebuild leaves the index marked
     // behind, so it is caught up again rather than wrongly taken as current.
     let generation = store.generation()?.0;
@@ -60,6 +72,9 @@ pub fn rebuild(store: &Store, index: &CatalogueIndex) -> Result<ReindexReport, R
     // Each model's document is made as it is read, and the model dropped: a million models
     // held at once raised an import's peak (docs/decisions.md, D-43).
     let model_docs = store.catalogue().all_models_parallel().map(|model| {
+        if stop() {
+            return Err(ReindexError::Stopped);
+        }
         let model = model?;
         let listings = store.listings().listing_count(model.id)?;
         models_per_brand.add(model.brand_id);
@@ -236,13 +251,24 @@ pub fn rebuild_listings(
     store: &Store,
     index: &ListingIndex,
 ) -> Result<ReindexReport, ReindexError> {
+    rebuild_listings_unless(store, index, &|| false)
+}
+
+/// [`rebuild_listings`], given up before its commit once `stop` says so.
+pub fn rebuild_listings_unless(
+    store: &Store,
+    index: &ListingIndex,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<ReindexReport, ReindexError> {
     let generation = store.generation()?.0;
     let table = store.rates().table_in_force()?;
     let documents = index.rebuild(
-        store
-            .listings()
-            .all_listings_parallel()
-            .map(|listing| Ok::<_, ReindexError>(listing_doc(&listing?, table.as_ref()))),
+        store.listings().all_listings_parallel().map(|listing| {
+            if stop() {
+                return Err(ReindexError::Stopped);
+            }
+            Ok(listing_doc(&listing?, table.as_ref()))
+        }),
         generation,
     )?;
     Ok(ReindexReport {

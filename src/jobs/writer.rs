@@ -1,15 +1,18 @@
 //! The one writer of a data dir. Every job that changes the store (import, ingest, match,
-//! rates, and the back office's edits to come) runs through [`Writer::run`], one at a time: it
-//! takes the store's write turn, runs the job's reads and commits, then brings both indexes up
-//! to exactly what the job committed before the next job may start. Reads never wait for it.
+//! rates, and the back office's edits) runs through [`Writer::run`], one at a time: it takes
+//! the store's write turn, runs the job's reads and commits, then brings both indexes up to
+//! exactly what the job committed before the next job may start. A long job lets the writers
+//! waiting for the turn in between two of its chunks: the indexes are brought up to its
+//! commits so far first, so those writers find them as after a whole job ([`Parts`]). Reads
+//! never wait for it.
 
 use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
-use crate::store::{Changes, Store, StoreError, StoreGeneration, WriteTurn};
+use crate::store::{Changes, Interlude, Store, StoreError, StoreGeneration, WriteTurn};
 use catalogue_index::{CatalogueIndex, ListingIndex};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Serialises the writes to one store and keeps its indexes in step with them.
@@ -23,7 +26,7 @@ pub struct Writer {
 
 /// A job's result, how long its write took and then the index updates and the duplicate pairs'
 /// refresh (side by side), and what those updates indexed (a patch names the documents it
-/// rewrote; a rebuild, all of them).
+/// rewrote; a rebuild, all of them; summed over the parts of a job that let others write).
 #[derive(Debug)]
 pub struct Written<T> {
     pub value: T,
@@ -37,6 +40,20 @@ pub struct Written<T> {
 pub struct Indexed {
     pub catalogue: ReindexReport,
     pub listings: ReindexReport,
+}
+
+impl Indexed {
+    /// What `self` and then `later` indexed.
+    fn then(self, later: Indexed) -> Indexed {
+        let add = |a: ReindexReport, b: ReindexReport| ReindexReport {
+            documents: a.documents + b.documents,
+            generation: a.generation.max(b.generation),
+        };
+        Indexed {
+            catalogue: add(self.catalogue, later.catalogue),
+            listings: add(self.listings, later.listings),
+        }
+    }
 }
 
 /// Why a job run by the writer failed: the job itself (whatever it committed before failing is
@@ -87,11 +104,20 @@ pub struct CatchUp {
     pub unmatched_groups: Option<u64>,
 }
 
-/// The store's generations when a turn began.
+/// The store's generations when a turn began, or was taken back after a pass.
 #[derive(Debug, Clone, Copy)]
 struct Before {
     generation: StoreGeneration,
     listings: StoreGeneration,
+}
+
+impl Before {
+    fn of(store: &Store) -> Result<Before, StoreError> {
+        Ok(Before {
+            generation: store.generation()?,
+            listings: store.listings_generation()?,
+        })
+    }
 }
 
 impl Writer {
@@ -126,42 +152,42 @@ impl Writer {
     }
 
     /// Runs `job` alone, then takes what it committed into the indexes. The job gets the write
-    /// turn: the only way to make and commit a batch.
+    /// turn: the only way to make and commit a batch. Where the job lets the writers waiting
+    /// for the turn in (`WriteTurn::let_waiting_write`), what it committed until then is taken
+    /// into the indexes first.
     pub fn run<T, E: std::error::Error + 'static>(
         &self,
         job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
     ) -> Result<Written<T>, WriteError<E>> {
-        let mut turn = self.store.write_turn();
-        let before = self
-            .generations()
-            .map_err(|error| WriteError::Index(error.into()))?;
-        let load = self
-            .listing_load()
-            .map_err(|error| WriteError::Index(error))?;
-        if let Some(load) = &load {
+        self.run_in(self.store.write_turn(), job)
+    }
+
+    /// [`Writer::run`] for background work no one waits for (the image worker's): a long job
+    /// does not let it in between its chunks; it waits for the job to end.
+    pub fn run_in_background<T, E: std::error::Error + 'static>(
+        &self,
+        job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
+    ) -> Result<Written<T>, WriteError<E>> {
+        self.run_in(self.store.background_write_turn(), job)
+    }
+
+    fn run_in<T, E: std::error::Error + 'static>(
+        &self,
+        mut turn: WriteTurn<'_>,
+        job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
+    ) -> Result<Written<T>, WriteError<E>> {
+        let parts = Arc::new(Parts::begin(self).map_err(WriteError::Index)?);
+        if let Some(load) = &parts.load {
             turn.set_listing_sink(load.clone());
         }
+        turn.set_interlude(parts.clone());
         let started = Instant::now();
         let outcome = job(&turn);
         let write_took = started.elapsed();
-        let changes = turn.changes();
-        let succeeded = outcome.is_ok();
-        // The duplicate pairs and the indexes are both derived from what the job committed, and
-        // neither reads the other: on two cores an import of a million models brings them up
-        // side by side (docs/decisions.md, D-141).
-        let (duplicates_took, indexed) = rayon::join(
-            || {
-                let started = Instant::now();
-                if succeeded {
-                    refresh_duplicates(&turn, &changes);
-                }
-                started.elapsed()
-            },
-            // Whether the job failed or not: what it committed is loaded, and is indexed.
-            || self.index_changes(&changes, before, load.as_deref()),
-        );
+        // Whether the job failed or not: what it committed is loaded, and is indexed; the
+        // duplicate pairs only after a job that succeeded.
+        let indexed = parts.bring_up(&turn, &turn.changes(), outcome.is_ok());
         let index_took = started.elapsed() - write_took;
-        tracing::debug!(?write_took, ?duplicates_took, ?index_took, "write done");
         match (outcome, indexed) {
             (Ok(value), Ok(indexed)) => Ok(Written {
                 value,
@@ -194,58 +220,113 @@ impl Writer {
     }
 
     /// Rebuilds the chosen indexes from the store (`watch-catalogue reindex`), in the turn;
-    /// what each rebuilt index took.
-    pub fn rebuild_indexes(&self, which: IndexChoice) -> Result<CatchUp, ReindexError> {
+    /// what each rebuilt index took. A rebuild stopped by `stop` (SIGTERM) commits nothing:
+    /// the index is left as it was.
+    pub fn rebuild_indexes(
+        &self,
+        which: IndexChoice,
+        stop: &(dyn Fn() -> bool + Sync),
+    ) -> Result<CatchUp, ReindexError> {
         let turn = self.store.write_turn();
         let mut done = CatchUp::default();
         if which != IndexChoice::Listings {
-            done.catalogue = Some(reindex::rebuild(&self.store, &self.catalogue)?);
+            done.catalogue = Some(reindex::rebuild_unless(&self.store, &self.catalogue, stop)?);
         }
         if which != IndexChoice::Catalogue {
-            done.listings = Some(reindex::rebuild_listings(&self.store, &self.listings)?);
+            done.listings = Some(reindex::rebuild_listings_unless(
+                &self.store,
+                &self.listings,
+                stop,
+            )?);
             done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?);
         }
         Ok(done)
     }
+}
 
-    /// A load of the listings index beside the job's listing writes, when the index is
-    /// current: a write into an index behind its store would rebuild it anyway.
-    fn listing_load(&self) -> Result<Option<Arc<IndexLoad>>, ReindexError> {
-        if !reindex::listings_are_current(&self.store, &self.listings)? {
-            return Ok(None);
-        }
-        let table = self.store.rates().table_in_force()?;
-        let load = IndexLoad::new(self.listings.clone(), table).starting_at(self.load_from);
-        Ok(Some(Arc::new(load)))
+/// One run of a job through the writer, in parts: from the turn's start, or from a pass to
+/// other writers, to the next pass or the job's end. At the end of each part the indexes (and,
+/// after a success, the duplicate pairs) are brought up to what the part committed; a part
+/// starts from the store's generations as it finds them, with a load of its own.
+struct Parts {
+    store: Store,
+    catalogue: Arc<CatalogueIndex>,
+    listings: Arc<ListingIndex>,
+    /// The turn's listing sink, loaded anew in each part.
+    load: Option<Arc<IndexLoad>>,
+    before: Mutex<Before>,
+    /// What the parts ended so far indexed.
+    indexed: Mutex<Indexed>,
+}
+
+impl Parts {
+    fn begin(writer: &Writer) -> Result<Parts, ReindexError> {
+        let store = &writer.store;
+        let before = Before::of(store)?;
+        // A load only into an index current with its store: a write into one behind would
+        // rebuild it anyway.
+        let load = if reindex::listings_are_current(store, &writer.listings)? {
+            let table = store.rates().table_in_force()?;
+            let load = IndexLoad::new(writer.listings.clone(), table).starting_at(writer.load_from);
+            Some(Arc::new(load))
+        } else {
+            None
+        };
+        Ok(Parts {
+            store: store.clone(),
+            catalogue: writer.catalogue.clone(),
+            listings: writer.listings.clone(),
+            load,
+            before: Mutex::new(before),
+            indexed: Mutex::new(Indexed::default()),
+        })
     }
 
-    fn generations(&self) -> Result<Before, StoreError> {
-        Ok(Before {
-            generation: self.store.generation()?,
-            listings: self.store.listings_generation()?,
-        })
+    /// Brings the duplicate pairs (`with_pairs`) and the indexes up to `changes`, the part
+    /// just ended; what every part indexed.
+    fn bring_up(
+        &self,
+        turn: &WriteTurn<'_>,
+        changes: &Changes,
+        with_pairs: bool,
+    ) -> Result<Indexed, ReindexError> {
+        let before = *lock(&self.before);
+        // The duplicate pairs and the indexes are both derived from what the job committed, and
+        // neither reads the other: on two cores an import of a million models brings them up
+        // side by side (docs/decisions.md, D-141).
+        let (duplicates_took, indexed) = rayon::join(
+            || {
+                let started = Instant::now();
+                if with_pairs {
+                    refresh_duplicates(turn, changes);
+                }
+                started.elapsed()
+            },
+            || self.index_changes(changes, before),
+        );
+        tracing::debug!(?duplicates_took, "write done");
+        let mut total = lock(&self.indexed);
+        *total = total.then(indexed?);
+        Ok(*total)
     }
 
     /// Brings both indexes up to `changes`, side by side: neither reads the other, and after
     /// an ingest of millions of listings each is long work for one core (the load's merge, the
     /// catalogue rebuilt for its recounted models; docs/decisions.md, D-33).
-    fn index_changes(
-        &self,
-        changes: &Changes,
-        before: Before,
-        load: Option<&IndexLoad>,
-    ) -> Result<Indexed, ReindexError> {
+    fn index_changes(&self, changes: &Changes, before: Before) -> Result<Indexed, ReindexError> {
         let ((listings, listings_took), (catalogue, catalogue_took)) = rayon::join(
             || {
-                timed(|| match load.and_then(|load| load.finish(changes)) {
-                    Some(loaded) => Ok(loaded),
-                    None => reindex::index_listing_changes(
-                        &self.store,
-                        &self.listings,
-                        changes,
-                        before.listings,
-                    ),
-                })
+                timed(
+                    || match self.load.as_ref().and_then(|load| load.finish(changes)) {
+                        Some(loaded) => Ok(loaded),
+                        None => reindex::index_listing_changes(
+                            &self.store,
+                            &self.listings,
+                            changes,
+                            before.listings,
+                        ),
+                    },
+                )
             },
             || {
                 timed(|| {
@@ -264,6 +345,46 @@ impl Writer {
             catalogue: catalogue?,
         })
     }
+}
+
+/// Between two parts of a job: the indexes are brought up to the part that ends before others
+/// write, and the next part loads the listings index again when the index is still current
+/// and the rates its prices come from did not move.
+impl Interlude for Parts {
+    fn settle(&self, turn: &WriteTurn<'_>, changes: &Changes) -> bool {
+        match self.bring_up(turn, changes, true) {
+            Ok(_) => true,
+            Err(error) => {
+                tracing::error!(%error, "bringing the indexes up to a job's chunks before letting other writers in; the job keeps the turn");
+                false
+            }
+        }
+    }
+
+    fn resume(&self, _turn: &WriteTurn<'_>, others: &Changes) {
+        let next = Before::of(&self.store).and_then(|before| {
+            *lock(&self.before) = before;
+            Ok(if others.rates {
+                None
+            } else {
+                Some(self.store.rates().table_in_force()?)
+            })
+        });
+        if let Some(load) = &self.load {
+            let current = reindex::listings_are_current(&self.store, &self.listings);
+            match (next, current) {
+                (Ok(Some(table)), Ok(true)) => load.again(table),
+                // Its listings are then indexed after the part, by id or by a rebuild.
+                _ => load.give_up(),
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What `work` returned, and how long it took.
@@ -520,5 +641,141 @@ mod tests {
             .expect("merge");
         // Tudor went from three models to one: below Rolex's two now.
         assert_counts_as_rebuilt(&writer, "merge");
+    }
+
+    /// The fixtures' catalogue and rates, no listing, and both indexes current with them; the
+    /// listings of every job loaded into the index as they commit.
+    fn fixture_writer(dir: &std::path::Path) -> Writer {
+        use crate::jobs::import::fixtures::EmbeddedFixtures;
+        let store = Store::open(dir, 1 << 22).expect("store");
+        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
+        let listings = Arc::new(ListingIndex::in_memory().expect("index"));
+        let writer = Writer::new(store, catalogue, listings).loading_from(1);
+        writer.catch_up().expect("catch up");
+        writer
+    }
+
+    /// What the listings index answers to a few lists, and what the catalogue index counts.
+    fn answers(writer: &Writer) -> (Vec<(Vec<u64>, usize)>, u64) {
+        use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
+        let unmatched = ListingFilters {
+            unmatched: true,
+            ..ListingFilters::default()
+        };
+        let lists = [ListingFilters::default(), unmatched]
+            .into_iter()
+            .map(|filters| {
+                let query = ListingQuery {
+                    text: None,
+                    filters,
+                    sort: ListingSort::Oldest,
+                    offset: 0,
+                    limit: 100_000,
+                };
+                let hits = writer.listings.search(&query).expect("search");
+                (hits.ids, hits.total)
+            })
+            .collect();
+        let counted = writer
+            .catalogue
+            .model_stats(&Filters::default())
+            .expect("stats")
+            .listing_count;
+        (lists, counted)
+    }
+
+    /// [`answers`] of indexes rebuilt from the store.
+    fn answers_rebuilt(writer: &Writer) -> (Vec<(Vec<u64>, usize)>, u64) {
+        let fresh = Writer::new(
+            writer.store.clone(),
+            Arc::new(CatalogueIndex::in_memory().expect("index")),
+            Arc::new(ListingIndex::in_memory().expect("index")),
+        );
+        reindex::rebuild(&fresh.store, &fresh.catalogue).expect("rebuild");
+        reindex::rebuild_listings(&fresh.store, &fresh.listings).expect("rebuild");
+        answers(&fresh)
+    }
+
+    #[test]
+    fn a_job_held_between_chunks_lets_a_merge_in_and_ends_with_its_store_and_indexes_whole() {
+        use crate::jobs::import::fixtures::EmbeddedFixtures;
+        use crate::jobs::ingest::ingest_controlled;
+        use crate::jobs::progress::{JobControl, TestPacing};
+        use crate::jobs::snapshot_rules::SnapshotRules;
+        const CHUNK: usize = 7;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = fixture_writer(dir.path());
+        let store = writer.store.clone();
+        let feed = EmbeddedFixtures::text("listings/chrono24.jsonl").expect("feed");
+        let (recorded, seen) = std::sync::mpsc::channel();
+        let control = JobControl::recording(move |done, _| {
+            let _ = recorded.send(done);
+        })
+        .paced(TestPacing {
+            chunk_listings: Some(CHUNK),
+            hold_after_chunks: Some(1),
+            resume_after_writes: Some(1),
+        });
+        let rules = SnapshotRules::default();
+        let (gone, merged, merged_at, ingested) = std::thread::scope(|scope| {
+            let job = scope.spawn(|| {
+                writer.run(|turn| {
+                    ingest_controlled(turn, "chrono24", "feed", feed.as_bytes(), &rules, &control)
+                })
+            });
+            assert_eq!(seen.iter().find(|&done| done > 0), Some(CHUNK as u64));
+            // A model the committed chunk matched, merged into another of its brand.
+            let matched = store
+                .listings()
+                .all_listings()
+                .find_map(|l| l.expect("listing").model_id)
+                .expect("a listing of the first chunk is matched");
+            let model = store
+                .catalogue()
+                .model(matched)
+                .expect("read")
+                .expect("model");
+            let keeper = store
+                .catalogue()
+                .all_models()
+                .map(|m| m.expect("model"))
+                .find(|m| m.brand_id == model.brand_id && m.id != model.id)
+                .expect("another model of the brand");
+            let merge = writer
+                .run(|turn| {
+                    let merged = crate::jobs::merge::merge(
+                        turn,
+                        &writer.listings,
+                        &crate::jobs::users::Actor::Cli,
+                        keeper.id,
+                        &[model.id],
+                    )?;
+                    Ok::<_, crate::jobs::merge::MergeError>((merged, store.generation()?))
+                })
+                .expect("the merge goes in while the job holds");
+            let ingested = job.join().expect("job").expect("the job finishes");
+            (model.id, merge.value.0, merge.value.1, ingested)
+        });
+        let written = ingested.value.written;
+        assert!(merged.moved_listings > 0, "the chunk's listings moved");
+        assert!(
+            merged_at.0 < written.generation.0,
+            "the merge came in before the job's last chunk"
+        );
+        assert!(written.commits > 2, "the job went on after the merge");
+        assert!(
+            store
+                .listings()
+                .all_listings()
+                .all(|l| l.expect("listing").model_id != Some(gone)),
+            "no listing of the later chunks matched the merged model"
+        );
+        let (made, kept) = crate::jobs::listing_writes::counts(&store);
+        assert_eq!(kept, made, "every count is the listings'");
+        assert!(!store.listings().listing_counts_held().expect("mark"));
+        assert!(reindex::listings_are_current(&store, &writer.listings).expect("current"));
+        assert!(reindex::catalogue_is_current(&store, &writer.catalogue).expect("current"));
+        assert_eq!(answers(&writer), answers_rebuilt(&writer));
     }
 }

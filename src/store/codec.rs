@@ -52,6 +52,7 @@ stored_records! {
     super::pending::PendingGroup => "pending pictures", layout 1;
     super::sources::SourceGroup => "listing sources", layout 1;
     super::unmatched::KeptGroup => "group of unmatched listings", layout 1;
+    super::duplicates::KeptGroups => "kept duplicate groups", layout 1;
 }
 
 pub fn encode<T: StoredRecord>(value: &T) -> Vec<u8> {

@@ -1,33 +1,94 @@
 //! The duplicates area: what the duplicate finder reads (models by reference base, its pairs,
-//! the pairs an admin dismissed, how many writes changed them) and where merged models went.
-//! Keyspaces: `ModelBase`, `DuplicatePair`, `DismissedPair`, `MergedSlug`, `MergedId`, and the
-//! meta key `MetaKey::DuplicatesGeneration`.
+//! the pairs an admin dismissed, how many writes changed them and which models each touched),
+//! where merged models went, and the groups the pairs were last joined into, kept so that a
+//! start does not join them again. Keyspaces: `ModelBase`, `DuplicatePair`, `DismissedPair`,
+//! `MergedSlug`, `MergedId`, `DuplicatesTouched`, `KeptDuplicateGroups`, and the meta keys
+//! `MetaKey::DuplicatesGeneration` and `MetaKey::DuplicateGroupsKept`.
 
+use super::codec::{encode, encode_u64};
 use super::keys::{self, Keyspace, MetaKey};
-use super::{secondary_id, write, Store, StoreError, StoreGeneration, StoreResult};
-use crate::domain::{BrandId, DuplicatePair, ModelId, Slug};
+use super::{secondary_id, touch_log, write, Store, StoreError, StoreGeneration, StoreResult};
+use crate::domain::{BrandId, DuplicateGroup, DuplicatePair, ModelId, Slug};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// Groups kept under one key.
+const KEPT_GROUPS_PER_KEY: usize = 1_000;
+
+/// Kept duplicate groups, as one key holds them: a record.
+#[derive(Serialize, Deserialize)]
+pub(super) struct KeptGroups(Vec<DuplicateGroup>);
 
 /// The store's duplicate pairs and merges: see [`Store::duplicates`].
 #[derive(Clone, Copy)]
 pub struct Duplicates<'s>(pub(super) &'s Store);
 
 impl<'s> Duplicates<'s> {
-    /// How many writes have changed the duplicate finder's pairs or dismissals: groups joined
-    /// at this count are current.
+    /// How many writes have changed the duplicate finder's pairs or dismissals, or what its
+    /// groups are ordered by: groups joined at this count are current.
     pub fn duplicates_generation(self) -> StoreResult<StoreGeneration> {
         Ok(StoreGeneration(
             self.0.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0),
         ))
     }
 
-    /// Every model whose duplicate pairs or dismissals the writes after duplicates generation
-    /// `after` up to `upto` changed, sorted; `None` when this process did not see them all.
+    /// Every model whose duplicate pairs, dismissals or group keys the writes after duplicates
+    /// generation `after` up to `upto` changed, sorted; `None` when one of them left no note of
+    /// it (it touched too many, or renamed a brand) or they touched too many.
     pub fn duplicates_touched_between(
         self,
         after: StoreGeneration,
         upto: StoreGeneration,
-    ) -> Option<Vec<ModelId>> {
-        self.0.touch_log().touched_between(after.0, upto.0)
+    ) -> StoreResult<Option<Vec<ModelId>>> {
+        touch_log::touched_between(&self.0.db, after.0, upto.0)
+    }
+
+    /// The duplicate groups as last kept ([`Duplicates::keep_groups`]), in the order kept,
+    /// and the duplicates generation they were joined at.
+    pub fn kept_groups(self) -> StoreResult<Option<(StoreGeneration, Vec<DuplicateGroup>)>> {
+        let Some(at) = self.0.meta(MetaKey::DuplicateGroupsKept)? else {
+            return Ok(None);
+        };
+        let mut groups = Vec::new();
+        for chunk in self.0.all::<KeptGroups>(Keyspace::KeptDuplicateGroups) {
+            groups.extend(chunk?.0);
+        }
+        Ok(Some((StoreGeneration(at), groups)))
+    }
+
+    /// Keeps `groups`, joined at duplicates generation `at`, in place of those kept before, and
+    /// forgets which models the writes up to `at` touched. Derived data, written outside the
+    /// write turn in one flushed sled batch, like the bookkeeping of sessions: a write going
+    /// on meanwhile notes only what comes after `at`.
+    pub fn keep_groups(
+        self,
+        at: StoreGeneration,
+        groups: &[Arc<DuplicateGroup>],
+    ) -> StoreResult<()> {
+        let mut batch: Vec<write::Operation> = Vec::new();
+        for key in self
+            .0
+            .db
+            .scan_prefix(Keyspace::KeptDuplicateGroups.prefix())
+            .keys()
+        {
+            batch.push((key?.to_vec(), None));
+        }
+        for (n, chunk) in groups.chunks(KEPT_GROUPS_PER_KEY).enumerate() {
+            let kept = KeptGroups(chunk.iter().map(|group| (**group).clone()).collect());
+            batch.push((
+                Keyspace::KeptDuplicateGroups.id_key(n as u64),
+                Some(encode(&kept)),
+            ));
+        }
+        for key in touch_log::entries_up_to(&self.0.db, at.0)? {
+            batch.push((key, None));
+        }
+        batch.push((
+            MetaKey::DuplicateGroupsKept.key(),
+            Some(encode_u64(at.0).to_vec()),
+        ));
+        self.0.apply_flushed(batch, &[])
     }
 
     /// Models of `brand` one of whose references has the base `base`, by id.

@@ -118,6 +118,14 @@ pub enum Keyspace {
     /// Text kind + normalised text + 0 + group key -> the group's size: groups by the start of
     /// their reference or brand text.
     UnmatchedText = 96,
+    /// Duplicates generation -> the models whose pairs, dismissals or group keys (references,
+    /// brand) the write of that generation changed, 8 bytes each: derived, written in the same
+    /// batch as the generation, so groups kept at an older generation are joined again around
+    /// them, in this process or the next. A write of too many models leaves none (a gap).
+    DuplicatesTouched = 110,
+    /// The duplicate groups as last joined, a thousand to a key, by chunk number: records,
+    /// derived, written outside the write turn at the generation of `MetaKey::DuplicateGroupsKept`.
+    KeptDuplicateGroups = 111,
 }
 
 impl Keyspace {
@@ -150,6 +158,8 @@ pub enum MetaKey {
     /// Present only while a migration step runs: the step's target schema (8 bytes) and the
     /// last key it rewrote, committed with each chunk so that a re-run resumes after it.
     MigrationCursor,
+    /// The duplicates generation the groups under `Keyspace::KeptDuplicateGroups` were joined at.
+    DuplicateGroupsKept,
     /// Present only while a write of listings in several commits holds its models' listing
     /// counts back for its last commit (`jobs::listing_writes`): a store opened with it counts
     /// them again (`super::recount`).
@@ -168,6 +178,7 @@ impl MetaKey {
             MetaKey::MigrationCursor => builder.text("migration_cursor"),
             MetaKey::ListingCountsHeld => builder.text("listing_counts_held"),
             MetaKey::DuplicatesGeneration => builder.text("duplicates_generation"),
+            MetaKey::DuplicateGroupsKept => builder.text("duplicate_groups_kept"),
             MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
         }
         .done()

@@ -33,7 +33,7 @@ pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
 pub use rates::Rates;
 pub use sessions::Sessions;
-pub use turn::{Changes, ListingSink, ListingWrite, WriteTurn};
+pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 pub use unmatched::{
     recompute as recompute_unmatched_groups, GroupOrder, GroupText, KeptGroup, Unmatched,
 };
@@ -111,10 +111,8 @@ fn secondary_id(key: &[u8]) -> StoreResult<u64> {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
-    /// The write turn every clone shares: see [`WriteTurn`].
-    writes: Arc<Mutex<()>>,
-    /// The models each recent write of duplicate pairs touched, for regrouping around them.
-    duplicates_touched: Arc<Mutex<touch_log::TouchLog>>,
+    /// The write turn every clone shares, and who waits for it: see [`WriteTurn`].
+    turns: Arc<turn::TurnQueue>,
     /// How many writes through this store changed the rates in force.
     rates_epoch: Arc<AtomicU64>,
     /// Writes applied key by key through this store, counted as each begins and as it ends
@@ -217,8 +215,7 @@ impl Store {
         recount::recount_if_held(&db)?;
         let store = Store {
             db,
-            writes: Arc::new(Mutex::new(())),
-            duplicates_touched: Arc::default(),
+            turns: Arc::default(),
             rates_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
             audit_appends: Arc::default(),
@@ -258,13 +255,6 @@ impl Store {
         ))
     }
 
-    fn touch_log(&self) -> std::sync::MutexGuard<'_, touch_log::TouchLog> {
-        // A panic while noting ids leaves at worst a few ids too many: still usable.
-        self.duplicates_touched
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// True when no brand has been written yet.
     pub fn is_empty(&self) -> StoreResult<bool> {
         Ok(self
@@ -302,8 +292,8 @@ impl Store {
 
     /// Applies a write of derived data only (the duplicate finder's pairs), which no index
     /// reflects: as [`Store::apply`], without a generation bump.
-    fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<StoreGeneration> {
-        Ok(self.apply_with(batch, false, Applied::AtomicWhenItFits)?.0)
+    fn apply_derived(&self, batch: WriteBatch<'_>) -> StoreResult<turn::BatchChanges> {
+        Ok(self.apply_with(batch, false, Applied::AtomicWhenItFits)?.1)
     }
 
     fn apply_with(
@@ -322,19 +312,23 @@ impl Store {
         // A counter of its own (derived writes change pairs without a generation bump), moved
         // last: a write applied in several sled batches shows its new count only once all of
         // its pairs are in, so groups joined at that count hold them.
+        // Which models it touched goes in the same write, applied before the counter.
         let duplicates_bump = if batch.touches_duplicates() {
             let next = self.meta(MetaKey::DuplicatesGeneration)?.unwrap_or(0) + 1;
-            self.touch_log()
-                .record(next, batch.duplicates_touched().iter().copied());
-            Some((
+            let touched = batch.duplicates_touched().iter().copied();
+            let entry = touch_log::entry(&self.db, next, touched, batch.regroups_all())?;
+            let counter = (
                 MetaKey::DuplicatesGeneration.key(),
                 Some(encode_u64(next).to_vec()),
-            ))
+            );
+            vec![entry, counter]
         } else {
-            None
+            Vec::new()
         };
+        let touched = batch.duplicates_touched().iter().copied().collect();
         let audit = batch.take_audit();
-        let (written, changes) = batch.into_operations()?;
+        let (written, mut changes) = batch.into_operations()?;
+        changes.duplicates = touched;
         operations.extend(written);
         operations.extend(duplicates_bump);
         let keys = operations.len();

@@ -7,7 +7,7 @@
 use super::codec::{decode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::write::listing_counts;
-use super::StoreResult;
+use super::{read_meta, StoreResult};
 use crate::domain::{Listing, ModelId};
 use rayon::iter::{ParallelBridge, ParallelIterator};
 use std::collections::HashMap;
@@ -108,6 +108,11 @@ fn recount(db: &sled::Db) -> StoreResult<Recount> {
     ] {
         db.insert(MetaKey::Count(counted).key(), &encode_u64(count))?;
     }
+    // The counts are in models' index documents: a recount is a write the catalogue index
+    // has not seen, even where its generation was the store's (a job that let others write
+    // brought the index up to its commits, counts still held).
+    let generation = read_meta(db, MetaKey::Generation)?.unwrap_or(0) + 1;
+    db.insert(MetaKey::Generation.key(), &encode_u64(generation))?;
     db.flush()?;
     db.remove(MetaKey::ListingCountsHeld.key())?;
     db.flush()?;

@@ -1,20 +1,26 @@
-//! The store's write turn: one writer at a time per store, whoever holds a clone of it. A batch
-//! can only be made and committed inside a turn, so ids, the generation and secondary keys are
-//! never raced; reads never take the turn. The turn also gathers what its commits changed, so
-//! the indexes can catch up with exactly that.
+//! The store's write turn: one writer at a time per store, whoever holds a clone of it, served
+//! in the order they asked. A batch can only be made and committed inside a turn, so ids, the
+//! generation and secondary keys are never raced; reads never take the turn. The turn also
+//! gathers what its commits changed, so the indexes can catch up with exactly that. A long
+//! write lets the writers waiting for the turn go first between two of its commits
+//! ([`WriteTurn::let_waiting_write`]) and takes it back after them, told what they changed.
 
 use super::write::WriteBatch;
 use super::{Store, StoreGeneration, StoreResult};
 use crate::domain::{BrandId, Listing, ListingId, ModelId, SeriesId};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// The right to write, held from the first read a write depends on to the last index update.
+/// The right to write, held from the first read a write depends on to the last index update,
+/// but for the passes a long write makes between its commits.
 pub struct WriteTurn<'s> {
     store: &'s Store,
-    _exclusive: MutexGuard<'s, ()>,
+    /// False only while the turn is passed to other writers.
+    holding: AtomicBool,
     changes: Mutex<Changes>,
     listing_sink: Option<Arc<dyn ListingSink>>,
+    interlude: Option<Arc<dyn Interlude>>,
 }
 
 /// A listing a commit wrote, as the listings index needs to know it.
@@ -32,6 +38,17 @@ pub enum ListingWrite {
 /// the listings index takes a large write while it is written (`jobs::listing_load`).
 pub trait ListingSink: Send + Sync {
     fn committed(&self, written: Vec<ListingWrite>);
+}
+
+/// What a turn does around a pass to other writers (`jobs::writer` sets it): the writers let
+/// in must find the store's derived data (the indexes) up to every commit before them, as they
+/// find it between two whole jobs.
+pub trait Interlude: Send + Sync {
+    /// Brings what is derived from `changes` (the turn's commits since it was taken, or last
+    /// taken back) up to them. False: it could not, and the turn is not passed.
+    fn settle(&self, turn: &WriteTurn<'_>, changes: &Changes) -> bool;
+    /// The turn is back, after writers that committed `others`.
+    fn resume(&self, turn: &WriteTurn<'_>, others: &Changes);
 }
 
 /// What the commits of one turn changed, for the indexes.
@@ -61,6 +78,9 @@ pub struct Changes {
     pub renamed: bool,
     /// The rates in force changed: every listing's US dollar price may have moved.
     pub rates: bool,
+    /// Models whose duplicate pairs or dismissals changed, by any commit, derived ones too:
+    /// gathered only for a turn passed to others (what they did to the pairs).
+    pub duplicates: BTreeSet<ModelId>,
 }
 
 impl Changes {
@@ -87,11 +107,12 @@ impl Changes {
         }
         self.renamed |= batch.renamed;
         self.rates |= batch.rates;
+        self.duplicates.extend(batch.duplicates);
     }
 }
 
 /// What one batch changes; see [`Changes`].
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct BatchChanges {
     pub listings: Vec<ListingId>,
     pub models: Vec<ModelId>,
@@ -103,20 +124,160 @@ pub(super) struct BatchChanges {
     pub model_moves: Vec<(BrandId, SeriesId, i64)>,
     pub renamed: bool,
     pub rates: bool,
+    pub duplicates: Vec<ModelId>,
+}
+
+/// Who holds the write turn and who waits for it: tickets drawn in order and served in that
+/// order, so a writer that passes its turn and draws again comes after every writer that was
+/// waiting. A long write passes its turn only for a writer someone waits for (a person's), not
+/// for background work (the image worker's), which waits for it to end. Shared by every clone
+/// of a store.
+#[derive(Default)]
+pub(super) struct TurnQueue {
+    state: Mutex<Queue>,
+    moved: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// The next ticket to draw, and the ticket whose writer has the turn (or will, when it is
+    /// the next to draw: no one has the turn).
+    drawn: u64,
+    serving: u64,
+    /// Writers waiting whom someone waits for: a long write passes its turn for them.
+    waiting_for_a_person: u64,
+    /// What was committed since each turn now passed was passed, by pass.
+    passed: Vec<(u64, Changes)>,
+    passes: u64,
+}
+
+impl TurnQueue {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while the lock is held: a poisoned queue is still whole.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wait<'q>(&self, queue: MutexGuard<'q, Queue>) -> MutexGuard<'q, Queue> {
+        self.moved
+            .wait(queue)
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Draws a ticket and waits until it is served; `for_a_person`: a long write passes its
+    /// turn meanwhile.
+    fn take(&self, for_a_person: bool) {
+        let mut queue = self.lock();
+        let ticket = queue.drawn;
+        queue.drawn += 1;
+        queue.waiting_for_a_person += u64::from(for_a_person);
+        // Whoever watches the queue sees a writer come.
+        self.moved.notify_all();
+        while queue.serving != ticket {
+            queue = self.wait(queue);
+        }
+        queue.waiting_for_a_person -= u64::from(for_a_person);
+    }
+
+    /// Ends the turn being served: the next ticket's writer has it.
+    fn end(&self) {
+        self.lock().serving += 1;
+        self.moved.notify_all();
+    }
+
+    /// True when a writer someone waits for waits behind the one served.
+    fn is_wanted(&self) -> bool {
+        self.lock().waiting_for_a_person > 0
+    }
+
+    /// Notes a commit in the changes of every turn passed now.
+    fn note(&self, generation: Option<StoreGeneration>, changes: &BatchChanges) {
+        let mut queue = self.lock();
+        if queue.passed.is_empty() {
+            return;
+        }
+        for (_, since) in &mut queue.passed {
+            match generation {
+                Some(generation) => since.absorb(generation, changes.clone()),
+                None => since.duplicates.extend(changes.duplicates.iter().copied()),
+            }
+        }
+        drop(queue);
+        self.moved.notify_all();
+    }
+
+    /// Ends the turn being served, lets others write until `resume` says what they committed
+    /// is enough, then draws a ticket and waits for it; what they committed.
+    fn pass(&self, resume: &dyn Fn(&Changes) -> bool) -> Changes {
+        let mut queue = self.lock();
+        let pass = queue.passes;
+        queue.passes += 1;
+        queue.passed.push((pass, Changes::default()));
+        queue.serving += 1;
+        self.moved.notify_all();
+        loop {
+            let since = queue
+                .passed
+                .iter()
+                .find(|(p, _)| *p == pass)
+                .map(|(_, c)| c);
+            if since.is_none_or(resume) {
+                break;
+            }
+            queue = self.wait(queue);
+        }
+        drop(queue);
+        self.take(false);
+        let mut queue = self.lock();
+        let at = queue.passed.iter().position(|(p, _)| *p == pass);
+        at.map(|at| queue.passed.swap_remove(at).1)
+            .unwrap_or_default()
+    }
+
+    /// Wakes the writers waiting in [`TurnQueue::pass`] to ask their `resume` again.
+    fn wake(&self) {
+        let _queue = self.lock();
+        self.moved.notify_all();
+    }
 }
 
 impl Store {
-    /// Waits for the write turn of this store (every clone shares it) and takes it.
+    /// Waits for the write turn of this store (every clone shares it) and takes it, after every
+    /// writer that asked before; a long write passes its turn for it between two commits.
     pub fn write_turn(&self) -> WriteTurn<'_> {
-        let exclusive = self
-            .writes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.turns.take(true);
+        self.taken()
+    }
+
+    /// [`Store::write_turn`] for background work no one waits for: a long write does not pass
+    /// its turn for it, and it waits for that write to end.
+    pub fn background_write_turn(&self) -> WriteTurn<'_> {
+        self.turns.take(false);
+        self.taken()
+    }
+
+    fn taken(&self) -> WriteTurn<'_> {
         WriteTurn {
             store: self,
-            _exclusive: exclusive,
+            holding: AtomicBool::new(true),
             changes: Mutex::new(Changes::default()),
             listing_sink: None,
+            interlude: None,
+        }
+    }
+
+    /// Wakes the turns passed to other writers to ask again whether to take the turn back (a
+    /// job held by the test pacing, when it is stopped).
+    pub fn wake_passed_turns(&self) {
+        self.turns.wake();
+    }
+}
+
+impl Drop for WriteTurn<'_> {
+    fn drop(&mut self) {
+        if self.holding.load(Ordering::Acquire) {
+            self.store.turns.end();
         }
     }
 }
@@ -135,6 +296,11 @@ impl<'s> WriteTurn<'s> {
     /// Who is told of the listings committed, if anyone.
     pub fn listing_sink(&self) -> Option<&dyn ListingSink> {
         self.listing_sink.as_deref()
+    }
+
+    /// Has `interlude` settle and resume around every pass of this turn.
+    pub fn set_interlude(&mut self, interlude: Arc<dyn Interlude>) {
+        self.interlude = Some(interlude);
     }
 
     /// An empty batch; it allocates ids from the counters as committed.
@@ -162,10 +328,8 @@ impl<'s> WriteTurn<'s> {
             return self.store.generation();
         }
         let (generation, changed) = apply(self.store, batch)?;
-        self.changes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .absorb(generation, changed);
+        self.store.turns.note(Some(generation), &changed);
+        self.lock_changes().absorb(generation, changed);
         Ok(generation)
     }
 
@@ -174,23 +338,59 @@ impl<'s> WriteTurn<'s> {
     /// client or an index would see as a change.
     pub fn commit_derived(&self, batch: WriteBatch<'_>) -> StoreResult<()> {
         if !batch.is_empty() {
-            self.store.apply_derived(batch)?;
+            let changed = self.store.apply_derived(batch)?;
+            self.store.turns.note(None, &changed);
         }
         Ok(())
     }
 
-    /// What this turn's commits changed so far.
+    /// What this turn's commits changed since it was taken, or last taken back after a pass.
     pub fn changes(&self) -> Changes {
+        self.lock_changes().clone()
+    }
+
+    fn lock_changes(&self) -> MutexGuard<'_, Changes> {
         self.changes
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+    }
+
+    /// Between two of its commits, lets the writers waiting for the turn write first (after
+    /// the interlude settled what this turn committed), then takes it back: what they
+    /// committed, or `None` when no one waited or the turn could not be passed. Whatever the
+    /// turn's job read before may be stale after them.
+    pub fn let_waiting_write(&self) -> Option<Changes> {
+        if !self.store.turns.is_wanted() {
+            return None;
+        }
+        self.pass_until(&|_| true)
+    }
+
+    /// [`WriteTurn::let_waiting_write`], whether anyone waits or not, taking the turn back
+    /// only once `resume` holds of what the others committed (asked after each of their
+    /// commits and whenever [`Store::wake_passed_turns`] is called).
+    pub fn pass_until(&self, resume: &dyn Fn(&Changes) -> bool) -> Option<Changes> {
+        let ours = std::mem::take(&mut *self.lock_changes());
+        if let Some(interlude) = &self.interlude {
+            if !interlude.settle(self, &ours) {
+                *self.lock_changes() = ours;
+                return None;
+            }
+        }
+        self.holding.store(false, Ordering::Release);
+        let others = self.store.turns.pass(resume);
+        self.holding.store(true, Ordering::Release);
+        if let Some(interlude) = &self.interlude {
+            interlude.resume(self, &others);
+        }
+        Some(others)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc;
 
     fn batch(listings: &[u64], recounted: &[u64]) -> BatchChanges {
         BatchChanges {
@@ -230,23 +430,144 @@ mod tests {
         assert!(!changes.is_contiguous());
     }
 
+    fn store(dir: &std::path::Path) -> Store {
+        Store::open(dir, 1 << 20).expect("store")
+    }
+
+    /// Commits one small write through `turn` (a model's listing count).
+    fn commit_one(turn: &WriteTurn<'_>, count: u64) -> StoreGeneration {
+        let mut batch = turn.batch().expect("batch");
+        batch.set_listing_count(ModelId(1), count);
+        turn.commit(batch).expect("commit")
+    }
+
+    /// Waits (on the queue, no timing) until `waiting` writers other than the one served have
+    /// drawn.
+    fn until_waiting(store: &Store, waiting: u64) {
+        let queue = &store.turns;
+        let mut state = queue.lock();
+        while state.drawn < state.serving + 1 + waiting {
+            state = queue.wait(state);
+        }
+    }
+
     #[test]
     fn a_second_turn_waits_for_the_first() {
         let dir = tempfile::tempdir().expect("dir");
-        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let store = store(dir.path());
         let first = store.write_turn();
-        let clone = store.clone();
-        let waiting = std::thread::spawn(move || {
-            let _second = clone.write_turn();
-            std::time::Instant::now()
+        let (entered, seen) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _second = store.write_turn();
+                entered.send(()).expect("send");
+            });
+            until_waiting(&store, 1);
+            assert!(seen.try_recv().is_err(), "not while the first is held");
+            drop(first);
+            seen.recv()
+                .expect("the second turn began once the first ended");
         });
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let released = std::time::Instant::now();
-        drop(first);
-        let entered = waiting.join().expect("thread");
-        assert!(
-            entered >= released,
-            "the second turn began only once the first ended"
+    }
+
+    #[test]
+    fn a_turn_passed_between_commits_lets_the_waiting_writer_go_first_and_hears_what_it_did() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let job = store.write_turn();
+        assert_eq!(
+            job.let_waiting_write(),
+            None,
+            "no one waits: nothing passed"
         );
+        let first = commit_one(&job, 1);
+        std::thread::scope(|scope| {
+            let admin = scope.spawn(|| {
+                let turn = store.write_turn();
+                commit_one(&turn, 2)
+            });
+            until_waiting(&store, 1);
+            let others = job.let_waiting_write().expect("passed");
+            let admin = admin.join().expect("admin");
+            assert_eq!(
+                admin.0,
+                first.0 + 1,
+                "the admin wrote before the job's next chunk"
+            );
+            assert_eq!((others.commits, others.generation), (1, admin));
+        });
+        let next = commit_one(&job, 3);
+        assert_eq!(next.0, first.0 + 2);
+        assert_eq!(
+            job.changes().commits,
+            1,
+            "the job's changes start again after a pass"
+        );
+    }
+
+    #[test]
+    fn background_work_waiting_for_the_turn_waits_for_the_whole_write() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let job = store.write_turn();
+        let first = commit_one(&job, 1);
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let turn = store.background_write_turn();
+                commit_one(&turn, 2)
+            });
+            until_waiting(&store, 1);
+            assert_eq!(
+                job.let_waiting_write(),
+                None,
+                "not passed for background work"
+            );
+            commit_one(&job, 3);
+            drop(job);
+            let worker = worker.join().expect("worker");
+            assert_eq!(worker.0, first.0 + 2, "after the whole write");
+        });
+    }
+
+    #[test]
+    fn a_turn_passed_until_a_condition_holds_waits_for_it_and_for_a_wake() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let job = store.write_turn();
+        let go = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let writes = scope.spawn(|| {
+                for n in 0..2 {
+                    let turn = store.write_turn();
+                    commit_one(&turn, n);
+                }
+            });
+            let others = job
+                .pass_until(&|others| others.commits >= 2)
+                .expect("passed");
+            writes.join().expect("writes");
+            assert_eq!(others.commits, 2);
+            // Passed until woken: a flag set from elsewhere, then the wake.
+            let waker = scope.spawn(|| {
+                until_passed(&store);
+                go.store(true, Ordering::Release);
+                store.wake_passed_turns();
+            });
+            let others = job
+                .pass_until(&|_| go.load(Ordering::Acquire))
+                .expect("passed");
+            waker.join().expect("waker");
+            assert_eq!(others.commits, 0);
+        });
+        commit_one(&job, 9);
+    }
+
+    /// Waits until a turn is passed.
+    fn until_passed(store: &Store) {
+        let queue = &store.turns;
+        let mut state = queue.lock();
+        while state.passed.is_empty() {
+            state = queue.wait(state);
+        }
     }
 }

@@ -32,8 +32,11 @@ pub struct WriteBatch<'t> {
     next_ids: HashMap<Keyspace, u64>,
     /// True when the write changes what the listings index holds.
     touches_listings: bool,
-    /// The models whose duplicate pairs or dismissals the write changes (both ends of a pair).
+    /// The models whose duplicate pairs or dismissals the write changes (both ends of a pair),
+    /// or what their groups are ordered and filtered by (their references, their brand).
     duplicates_touched: BTreeSet<ModelId>,
+    /// A brand renamed: every duplicate group's brand name may be stale.
+    regroup_all: bool,
     changes: BatchChanges,
     /// How each admin count moves with this write, applied to the stored counts at commit.
     counts: HashMap<Counted, i64>,
@@ -63,6 +66,7 @@ impl<'t> WriteBatch<'t> {
             next_ids: HashMap::new(),
             touches_listings: false,
             duplicates_touched: BTreeSet::new(),
+            regroup_all: false,
             changes: BatchChanges::default(),
             counts: HashMap::new(),
             stale_candidates: HashMap::new(),
@@ -86,7 +90,12 @@ impl<'t> WriteBatch<'t> {
     }
 
     pub(super) fn touches_duplicates(&self) -> bool {
-        !self.duplicates_touched.is_empty()
+        !self.duplicates_touched.is_empty() || self.regroup_all
+    }
+
+    /// True when every duplicate group is to be joined again after the write.
+    pub(super) fn regroups_all(&self) -> bool {
+        self.regroup_all
     }
 
     /// The models whose duplicate pairs or dismissals the write changes.
@@ -190,6 +199,8 @@ impl<'t> WriteBatch<'t> {
         self.changes.brands.push(new.id);
         self.changes.renamed |=
             old.is_some_and(|old| old.name != new.name || old.aliases != new.aliases);
+        // Duplicate groups are ordered by their brand's name.
+        self.regroup_all |= old.is_some_and(|old| old.name != new.name);
         self.reindex_keys(old.map(brand_keys).unwrap_or_default(), brand_keys(new));
         self.put(Keyspace::Brand.id_key(new.id.0), encode(new));
     }
@@ -236,6 +247,9 @@ impl<'t> WriteBatch<'t> {
             changes.model_moves.push((old.brand_id, old.series_id, -1));
         }
         changes.model_moves.push((new.brand_id, new.series_id, 1));
+        if old.is_some_and(|old| changes_its_group(old, new)) {
+            self.duplicates_touched.insert(new.id);
+        }
         self.reindex_keys(old.map(model_keys).unwrap_or_default(), model_keys(new));
         self.put(Keyspace::Model.id_key(new.id.0), encode(new));
     }
@@ -556,6 +570,14 @@ pub(super) fn decode_pair(value: &[u8]) -> Option<(DuplicateSignal, f64)> {
     ))
 }
 
+/// True when `new` changes what a duplicate group holding `old` is ordered or filtered by (its
+/// references, its brand, its age): the group is joined again, even where no pair changed.
+fn changes_its_group(old: &Model, new: &Model) -> bool {
+    old.brand_id != new.brand_id
+        || old.created_at != new.created_at
+        || !old.references().eq(new.references())
+}
+
 /// Whether a listing counts as listed (not DELISTED) and as unmatched, as 0 or 1 each.
 pub(super) fn listing_counts(listing: &Listing) -> (i64, i64) {
     let listed = listing.status != ListingStatus::Delisted;
@@ -640,13 +662,11 @@ pub(super) fn model_keys(model: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
             id_value(model.id.0),
         ));
     }
-    for reference in model.references().map(normalize_reference) {
-        if !reference.is_empty() {
-            out.push((
-                keys::model_reference(model.brand_id, &reference, model.id),
-                Vec::new(),
-            ));
-        }
+    for reference in model.normalized_references() {
+        out.push((
+            keys::model_reference(model.brand_id, &reference, model.id),
+            Vec::new(),
+        ));
     }
     let bases = model.reference_bases();
     out.extend(base_keys(

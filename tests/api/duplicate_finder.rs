@@ -141,6 +141,7 @@ fn groups_joined_again_around_a_write_equal_groups_joined_from_every_pair() {
                 app.store()
                     .duplicates()
                     .duplicates_touched_between(before, after)
+                    .expect("read")
                     .is_some(),
                 "step {step}: the write's touched models are known"
             );

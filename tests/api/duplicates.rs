@@ -484,3 +484,75 @@ fn the_full_pass_through_the_binary_finds_what_the_writes_kept() {
     let (output, text) = run(&["duplicates"]);
     assert!(!output.status.success(), "`rebuild` is required: {text}");
 }
+
+/// A start reads the duplicate groups as the last process kept them instead of joining every
+/// pair again (seconds at a million models), and joins them again only around what was
+/// written since: here a dismissal the killed process made after it kept them. Its first
+/// `GET /duplicate-models` answers what the server answered before, with no join in its log.
+#[tokio::test]
+async fn a_start_answers_the_groups_as_kept_without_joining_every_pair_again() {
+    use crate::support::ServeProcess;
+    let dataset = planted_dataset();
+    let data = tempfile::tempdir().expect("data dir");
+    let (output, text) = crate::cli::run(
+        crate::support::binary(data.path())
+            .args(["import", dataset.path().to_str().expect("path")]),
+    );
+    assert!(output.status.success(), "{text}");
+    crate::admin::add_user_through_the_binary(data.path(), "ana");
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(60))
+        .build()
+        .expect("client");
+    let groups = |base: String, cookie: String| {
+        let client = client.clone();
+        async move {
+            let page: Value = client
+                .get(format!("{base}/duplicate-models?pageSize=50"))
+                .header("cookie", cookie)
+                .send()
+                .await
+                .expect("groups")
+                .json()
+                .await
+                .expect("json");
+            page
+        }
+    };
+
+    let mut serve = ServeProcess::start(data.path());
+    let cookie = crate::support::sign_in(&client, &serve.base, "ana").await;
+    let before = groups(serve.base.clone(), cookie.clone()).await;
+    assert!(serve.has_logged("duplicate groups joined"), "{}", serve.log);
+    assert_eq!(before["total"], 4, "{before}");
+    let first: Vec<&str> = before["data"][0]["models"]
+        .as_array()
+        .expect("models")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id"))
+        .collect();
+    let dismissed = client
+        .post(format!("{}/duplicate-models/dismiss", serve.base))
+        .header("cookie", &cookie)
+        .json(&json!({ "modelIds": first }))
+        .send()
+        .await
+        .expect("dismiss");
+    assert_eq!(dismissed.status().as_u16(), 200);
+    let after = groups(serve.base.clone(), cookie.clone()).await;
+    assert_eq!(after["total"], 3, "{after}");
+    // Killed: nothing kept as it stops, only what the writes noted since the start.
+    serve.kill();
+
+    let mut serve = ServeProcess::start(data.path());
+    let cookie = crate::support::sign_in(&client, &serve.base, "ana").await;
+    let read = groups(serve.base.clone(), cookie).await;
+    assert_eq!(read, after);
+    assert!(
+        serve.has_logged("duplicate groups read as kept"),
+        "{}",
+        serve.log
+    );
+    let log = serve.stop();
+    assert!(!log.contains("duplicate groups joined"), "{log}");
+}

@@ -507,6 +507,25 @@ impl Remote {
         assert_eq!(job["progress"]["done"], CHUNK, "{job}");
     }
 
+    async fn model_id(&self, slug: &str) -> String {
+        let model = self.get(&format!("/models/rolex/{slug}")).await;
+        model["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Merges `duplicate` into `keeper`; the answer's status and body.
+    async fn merge(&self, keeper: &str, duplicate: &str) -> (u16, Value) {
+        let response = self
+            .client
+            .post(format!("{}/duplicate-models/merge", self.base))
+            .header("cookie", &self.cookie)
+            .json(&json!({"keeperId": keeper, "duplicateIds": [duplicate]}))
+            .send()
+            .await
+            .expect("merge");
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("json"))
+    }
+
     async fn finished(&self, id: &str) -> Value {
         for _ in 0..1200 {
             let job = self.job(id).await;
@@ -522,25 +541,38 @@ impl Remote {
     /// store, and its ACTIVE listings as the listings index finds them (every listing of
     /// [`snapshot_of`]).
     async fn submariner_counts(&self) -> (u64, u64) {
-        let compared: Value = self
-            .client
-            .get(format!(
-                "{}/models/compare?models=rolex/{SUBMARINER},rolex/submariner-date-126610lv",
-                self.base
+        self.counts(SUBMARINER).await
+    }
+
+    /// Rolex model `slug`'s `listingCount` as `GET /models/compare` reads it from the store, and
+    /// its ACTIVE listings as the listings index finds them.
+    async fn counts(&self, slug: &str) -> (u64, u64) {
+        // Compared with another model: the comparison takes two.
+        let compared = self
+            .get(&format!(
+                "/models/compare?models=rolex/{slug},rolex/gmt-master-ii-126710blro"
             ))
-            .send()
-            .await
-            .expect("compare")
-            .json()
-            .await
-            .expect("json");
+            .await;
         let kept = compared["data"][0]["listingCount"]
             .as_u64()
             .unwrap_or_else(|| panic!("no listingCount in {compared}"));
         let listed = self
-            .total(&format!("brand=rolex&model={SUBMARINER}&status=ACTIVE"))
+            .total(&format!("brand=rolex&model={slug}&status=ACTIVE"))
             .await;
         (kept, listed)
+    }
+
+    /// `GET` of `path` (after the base) as JSON.
+    async fn get(&self, path: &str) -> Value {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", &self.cookie)
+            .send()
+            .await
+            .expect("get")
+            .json()
+            .await
+            .expect("json")
     }
 
     async fn total(&self, query: &str) -> u64 {
@@ -675,6 +707,141 @@ async fn a_stopped_or_killed_ingest_is_interrupted_and_submitting_it_again_compl
         listed >= listings,
         "every listing of the snapshot is ACTIVE"
     );
+    serve.stop();
+}
+
+/// A person's write does not wait for a running job: a snapshot job held after its first chunk
+/// (its turn passed to other writers, as between any two chunks) lets a merge in, which
+/// answers while the job still runs; the job then goes on (the test pacing resumes it after
+/// one write) and finishes, its later chunks matched to the keeper, which took the merged
+/// model's reference. Every count agrees with the listings at the end.
+#[tokio::test]
+async fn a_merge_goes_in_between_the_chunks_of_a_running_snapshot_job_which_then_finishes() {
+    const LISTINGS: usize = 3 * CHUNK;
+    const KEEPER: &str = "submariner-date-126610lv";
+    let data = crate::support::new_data_dir();
+    add_user_through_the_binary(data.path(), "ana");
+    let mut pacing = hold_after_one_chunk().to_vec();
+    pacing.push(("WATCH_CATALOGUE_TEST_RESUME_AFTER_WRITES", "1".to_owned()));
+    // No image worker: the merge is the one write while the job holds.
+    let mut serve = ServeProcess::start_with_env(data.path(), &["--no-picture-worker"], &pacing);
+    let remote = Remote::sign_in(&serve.base).await;
+    let (merged_id, keeper_id) = (
+        remote.model_id(SUBMARINER).await,
+        remote.model_id(KEEPER).await,
+    );
+    let of_merged = format!("brand=rolex&model={SUBMARINER}&includeDelisted=true");
+    let before = remote.total(&of_merged).await;
+    let job = remote.post_snapshot(&snapshot_of(LISTINGS)).await;
+    remote.held(&mut serve, &job).await;
+    let (status, merged) = remote.merge(&keeper_id, &merged_id).await;
+    assert_eq!(status, 200, "{merged}");
+    assert_eq!(
+        merged["movedListings"],
+        before + CHUNK as u64,
+        "the merge went in after the job's first chunk, not after the job: {merged}"
+    );
+    let done = remote.finished(&job).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let report = done["report"].as_str().expect("report");
+    assert!(report.contains(&format!("{LISTINGS} created")), "{report}");
+    let (kept, listed) = remote.counts(KEEPER).await;
+    assert!(
+        listed >= LISTINGS as u64,
+        "every listing of the snapshot is the keeper's: {listed}"
+    );
+    assert_eq!(kept, listed);
+    serve.stop();
+}
+
+/// `match` on a data dir stopped by SIGTERM: the job ends at the chunk boundary where it is,
+/// saying how far it got, with the counts of the chunk it committed written; run again, it
+/// completes. The listings to match are 3,000 of a reference the catalogue lacks, then its
+/// model imported; the match holds after its first chunk until the signal.
+#[tokio::test]
+async fn an_offline_match_stopped_by_sigterm_ends_at_a_chunk_boundary_and_completes_when_run_again()
+{
+    use std::io::BufRead;
+    const MODEL: &str = "submariner-999999";
+    let (data, serve) = served_data_dir();
+    // Answering: its signal handler is in place.
+    Remote::sign_in(&serve.base).await;
+    serve.stop();
+    let snapshot = tempfile::NamedTempFile::new().expect("file");
+    let lines: Vec<String> = (0..3 * CHUNK)
+        .map(|i| {
+            format!(
+                r#"{{"sourceId":"new-{i}","url":"https://www.ebay.com/itm/new-{i}","title":"Rolex Submariner 999999","brand":"Rolex","reference":"999999","price":{},"currency":"USD"}}"#,
+                9000 + i
+            )
+        })
+        .collect();
+    std::fs::write(snapshot.path(), lines.join("\n")).expect("write");
+    let ingested = binary(data.path())
+        .args(["ingest", "--provider", "ebay", "--allow-mass-delist"])
+        .arg(snapshot.path())
+        .output()
+        .expect("ingest");
+    assert!(ingested.status.success(), "{ingested:?}");
+    let dataset = tempfile::tempdir().expect("dataset");
+    std::fs::write(
+        dataset.path().join("models.jsonl"),
+        format!(r#"{{"slug":"{MODEL}","brand":"rolex","series":"submariner","name":"Submariner 999999","referenceNumber":"999999"}}"#),
+    )
+    .expect("write");
+    let imported = binary(data.path())
+        .arg("import")
+        .arg(dataset.path())
+        .output()
+        .expect("import");
+    assert!(imported.status.success(), "{imported:?}");
+
+    let mut matching = binary(data.path())
+        .arg("match")
+        .envs(hold_after_one_chunk())
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("match");
+    let mut stderr = std::io::BufReader::new(matching.stderr.take().expect("stderr")).lines();
+    let held = stderr
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains(HELD));
+    assert!(held, "the match ended before it held after a chunk");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &matching.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let said: Vec<String> = stderr.map_while(Result::ok).collect();
+    let status = matching.wait().expect("wait");
+    assert!(!status.success(), "a stopped match is no success");
+    let said = said.join("\n");
+    assert!(
+        said.contains(&format!(
+            "stopped at a chunk boundary after {CHUNK} of {} listings",
+            3 * CHUNK
+        )),
+        "{said}"
+    );
+
+    let serve = ServeProcess::start(data.path());
+    let remote = Remote::sign_in(&serve.base).await;
+    assert_eq!(
+        remote.counts(MODEL).await,
+        (CHUNK as u64, CHUNK as u64),
+        "one chunk matched, whole, its count written"
+    );
+    serve.stop();
+
+    let again = binary(data.path()).arg("match").output().expect("match");
+    assert!(again.status.success(), "{again:?}");
+    let serve = ServeProcess::start(data.path());
+    let remote = Remote::sign_in(&serve.base).await;
+    let all = 3 * CHUNK as u64;
+    assert_eq!(remote.counts(MODEL).await, (all, all));
     serve.stop();
 }
 

@@ -33,7 +33,7 @@ use std::collections::BTreeMap;
 pub const MAX_LINKED_LISTINGS: usize = 1000;
 /// Example titles shown per group, and how many of its newest listings are read for them.
 const EXAMPLE_TITLES: usize = 3;
-const EXAMPLE_TITLES_READ: usize = 50;
+const EXAMPLE_TITLES_READ: usize = 10;
 
 /// Query of `GET /reconciliation`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -129,7 +129,7 @@ impl ErrorCode for IngestError {
             }
             IngestError::Io(error) => internal(error),
             IngestError::Store(error) => internal(error),
-            IngestError::Feed { .. } | IngestError::Interrupted => internal(self),
+            IngestError::Feed { .. } | IngestError::Interrupted(_) => internal(self),
         }
     }
 }
