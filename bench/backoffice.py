@@ -130,8 +130,8 @@ def duplicate_groups(admin, count, page_from):
 
 
 def series_slug(admin, model_id):
-    _, model = admin.call("GET", f"/v1/models/{model_id}")
-    return model["series"]["slug"]
+    _, page = admin.call("GET", f"/v1/models?id={model_id}")
+    return page["data"][0]["series"]["slug"]
 
 
 def writes(admin, repeat):
@@ -231,10 +231,10 @@ def main():
         return
     ctx = context(admin, args.user)
     read_rows, read_figures = reads(admin, ctx, args.repeat)
-    write_rows, write_figures = writes(admin, args.repeat)
     print("| request | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
-    print("\n".join(read_rows))
-    print("| request | n | p50 ms | p99 ms | max ms | |\n|---|--:|--:|--:|--:|---|")
+    print("\n".join(read_rows), flush=True)
+    write_rows, write_figures = writes(admin, args.repeat)
+    print("\n| write | n | p50 ms | p99 ms | max ms | |\n|---|--:|--:|--:|--:|---|")
     print("\n".join(write_rows))
     if args.json:
         with open(args.json, "w") as f:
