@@ -108,11 +108,13 @@ def reads(admin, ctx, repeat):
     return rows, figures
 
 
-def groups_to_write(admin, count, page_from):
-    """Groups of a known brand with a candidate, from pages deep in the list (typical groups)."""
+def groups_to_write(admin, count, page_from, reason=None):
+    """Groups of a known brand with a candidate, from pages deep in the list (typical groups);
+    of one reason when given (a model is made only for a reference no model has)."""
     found, page = [], page_from
+    only = f"&reason={reason}" if reason else ""
     while len(found) < count:
-        _, body = admin.call("GET", f"/v1/reconciliation?pageSize=50&page={page}")
+        _, body = admin.call("GET", f"/v1/reconciliation?pageSize=50&page={page}{only}")
         found += [g for g in body["data"] if isinstance(g.get("brand"), dict) and g["candidates"]]
         page += 1
     return found[:count]
@@ -136,8 +138,9 @@ def series_slug(admin, model_id):
 
 def writes(admin, repeat):
     rows, figures = [], {}
-    groups = groups_to_write(admin, repeat * 3, 300)
-    link, create, update = groups[:repeat], groups[repeat:2 * repeat], groups[2 * repeat:]
+    groups = groups_to_write(admin, repeat * 2, 300)
+    link, update = groups[:repeat], groups[repeat:]
+    create = groups_to_write(admin, repeat, 300, reason="unknownReference")
     plans = {
         "reconciliation link (a group)": [
             ("/v1/reconciliation/link", {"group": g["id"], "model": g["candidates"][0]["id"]}) for g in link],
@@ -215,6 +218,7 @@ def main():
     parser.add_argument("--first", help="time only the first request of this read kind")
     parser.add_argument("--snapshot")
     parser.add_argument("--provider")
+    parser.add_argument("--writes-only", action="store_true")
     args = parser.parse_args()
     admin = Admin(args.base, args.user, args.password)
     if args.first:
@@ -228,6 +232,11 @@ def main():
         print("| while a snapshot job runs | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
         print("\n".join(rows))
         print(f"\nthe job was {'still running' if still else 'over'} after the last request")
+        return
+    if args.writes_only:
+        write_rows, _ = writes(admin, args.repeat)
+        print("| write | n | p50 ms | p99 ms | max ms | |\n|---|--:|--:|--:|--:|---|")
+        print("\n".join(write_rows))
         return
     ctx = context(admin, args.user)
     read_rows, read_figures = reads(admin, ctx, args.repeat)

@@ -27,27 +27,25 @@ pub const TEXT_LISTINGS_READ: usize = 10_000;
 impl GroupFilter {
     /// The one order that holds every group the filter keeps, the narrowest of those it names.
     fn order(&self) -> GroupOrder {
-        if let Some(brand) = self.brand {
-            GroupOrder::Brand(brand)
-        } else if let Some(provider) = self.provider {
-            GroupOrder::Provider(provider)
-        } else if let Some(code) = self.reason.and_then(MatchOutcome::reason_code) {
-            GroupOrder::Reason(code)
-        } else {
-            GroupOrder::All
+        let reason = self.reason.and_then(MatchOutcome::reason_code);
+        match (self.brand, self.provider, reason) {
+            (Some(brand), _, _) => GroupOrder::Brand(brand),
+            (None, Some(provider), Some(code)) => GroupOrder::ProviderReason(provider, code),
+            (None, Some(provider), None) => GroupOrder::Provider(provider),
+            (None, None, Some(code)) => GroupOrder::Reason(code),
+            (None, None, None) => GroupOrder::All,
         }
     }
 
-    /// How many of brand, provider and reason the filter names.
-    fn facets(&self) -> usize {
-        [
-            self.brand.is_some(),
-            self.provider.is_some(),
-            self.reason.is_some(),
-        ]
-        .into_iter()
-        .filter(|named| *named)
-        .count()
+    /// True when [`GroupFilter::order`] holds exactly the groups the filter keeps: a brand's
+    /// groups are checked for the other filters one by one (a brand has few).
+    fn order_is_exact(&self) -> bool {
+        self.brand.is_none() || (self.provider.is_none() && self.reason.is_none())
+    }
+
+    /// True when the filter names none of brand, provider and reason.
+    fn is_open(&self) -> bool {
+        self.brand.is_none() && self.provider.is_none() && self.reason.is_none()
     }
 
     fn keeps(&self, group: &Group) -> bool {
@@ -75,7 +73,7 @@ pub fn group_page(
     }
     let order = filter.order();
     let unmatched = store.unmatched();
-    if filter.facets() <= 1 {
+    if filter.order_is_exact() {
         // One order holds exactly the groups kept: its count is the total, its keys the page.
         let total = unmatched.count(order)? as usize;
         let mut page = Vec::with_capacity(limit);
@@ -84,7 +82,7 @@ pub fn group_page(
         }
         return Ok((page, total));
     }
-    // Several facets: the narrowest order's groups, each read and checked.
+    // A brand and more: the brand's groups, each read and checked.
     checked_page(store, filter, unmatched.in_order(order), skip, limit)
 }
 
@@ -123,7 +121,7 @@ fn page_of_found(
 ) -> Result<(Vec<Group>, usize), ReconcileError> {
     let mut found: Vec<(GroupKey, u64)> = found.into_iter().collect();
     found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    if filter.facets() == 0 {
+    if filter.is_open() {
         let mut page = Vec::with_capacity(limit);
         for (key, _) in found.iter().skip(skip).take(limit) {
             page.extend(kept_group(store, *key)?);

@@ -1,7 +1,7 @@
 //! The reconciliation area: unmatched listings grouped by the identity their sellers claim,
 //! each group kept as one record (its [`GroupTally`] and its listings' ids) by every write of
 //! listings, in the same commit (`WriteBatch::put_listing`), with keys that order the groups
-//! largest first, alone or by brand, provider or reason, and find them by the start of their
+//! largest first, alone or by brand, provider, reason or provider and reason, and find them by the start of their
 //! reference or brand text. A page of groups reads its page, never the unmatched listings.
 //! Keyspaces: `UnmatchedGroup`, `UnmatchedOrder`, `UnmatchedCount`, `UnmatchedText`.
 
@@ -38,6 +38,8 @@ pub enum GroupOrder {
     Provider(ProviderId),
     /// Groups whose listings are mostly unmatched for this reason (`MatchOutcome::reason_code`).
     Reason(u64),
+    /// Groups in both `Provider` and `Reason`: the two filters an admin combines most.
+    ProviderReason(ProviderId, u64),
 }
 
 impl GroupOrder {
@@ -48,6 +50,8 @@ impl GroupOrder {
             GroupOrder::Brand(brand) => (1, brand.0),
             GroupOrder::Provider(provider) => (2, provider.0),
             GroupOrder::Reason(code) => (3, code),
+            // Reason codes are below 16.
+            GroupOrder::ProviderReason(provider, code) => (4, provider.0 << 4 | code),
         };
         let mut key = vec![Keyspace::UnmatchedOrder as u8, tag];
         key.extend_from_slice(&value.to_be_bytes());
@@ -65,7 +69,11 @@ impl GroupOrder {
         let mut orders = vec![GroupOrder::All];
         orders.extend(tally.brand().map(GroupOrder::Brand));
         orders.extend(tally.providers.keys().map(|p| GroupOrder::Provider(*p)));
-        orders.extend(tally.reason().reason_code().map(GroupOrder::Reason));
+        if let Some(code) = tally.reason().reason_code() {
+            orders.push(GroupOrder::Reason(code));
+            let with_reason = |p: &ProviderId| GroupOrder::ProviderReason(*p, code);
+            orders.extend(tally.providers.keys().map(with_reason));
+        }
         orders
     }
 }
