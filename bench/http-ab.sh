@@ -24,6 +24,9 @@ done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BASE=http://127.0.0.1:$PORT
 OUT=$(mktemp -d)
+# run-ours.sh's output goes to a log: a missing load driver would end this script silently.
+[[ -x $ROOT/target/release/catalogue-bench ]] || {
+  echo "no load driver: cargo build --release -p catalogue-bench" >&2; exit 2; }
 # shellcheck source=bench/server-lib.sh
 source "$ROOT/bench/server-lib.sh"
 for round in $(seq 1 "$ROUNDS"); do

@@ -127,23 +127,7 @@ fn key_audit_trail(db: &sled::Db) -> StoreResult<u64> {
 /// written with each model and never read; dropping them loses nothing. Idempotent: a re-run
 /// removes what is left. Returns the keys removed.
 fn drop_caliber_keys(db: &sled::Db) -> StoreResult<u64> {
-    let mut removed = 0;
-    loop {
-        let keys = db
-            .scan_prefix(Keyspace::ModelByCaliber.prefix())
-            .keys()
-            .take(PICTURE_BATCH)
-            .collect::<Result<Vec<_>, _>>()?;
-        if keys.is_empty() {
-            return Ok(removed);
-        }
-        let mut batch = sled::Batch::default();
-        for key in &keys {
-            batch.remove(key);
-        }
-        db.apply_batch(batch)?;
-        removed += keys.len() as u64;
-    }
+    super::clear_keyspace(db, Keyspace::ModelByCaliber, PICTURE_BATCH)
 }
 
 /// Step 5 -> 6: nothing to rewrite. The version moves so that a binary older than the groups,

@@ -34,9 +34,9 @@ pub use pictures::{DuePage, Pictures};
 pub use rates::Rates;
 pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
-pub use unmatched::{
-    recompute as recompute_unmatched_groups, GroupOrder, GroupText, KeptGroup, Unmatched,
-};
+#[cfg(test)]
+pub use unmatched::recompute as recompute_unmatched_groups;
+pub use unmatched::{GroupOrder, GroupText, KeptGroup, Unmatched};
 pub use write::WriteBatch;
 
 use crate::domain::AuditEntry;
@@ -97,6 +97,28 @@ enum Applied {
     AtomicWhenItFits,
     /// Key by key, on rayon's threads, whatever its size.
     KeyByKey,
+}
+
+/// Removes every key of `space`, `per_batch` keys a sled batch (a step or a rebuild that
+/// drops a keyspace); the keys removed.
+fn clear_keyspace(db: &sled::Db, space: Keyspace, per_batch: usize) -> StoreResult<u64> {
+    let mut removed = 0;
+    loop {
+        let keys = db
+            .scan_prefix(space.prefix())
+            .keys()
+            .take(per_batch)
+            .collect::<Result<Vec<_>, _>>()?;
+        if keys.is_empty() {
+            return Ok(removed);
+        }
+        let mut batch = sled::Batch::default();
+        for key in &keys {
+            batch.remove(key);
+        }
+        db.apply_batch(batch)?;
+        removed += keys.len() as u64;
+    }
 }
 
 /// The id a secondary key ends with.

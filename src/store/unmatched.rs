@@ -194,6 +194,7 @@ impl<'s> Unmatched<'s> {
     }
 
     /// Every kept group with its key, for a check against a recomputation.
+    #[cfg(test)]
     pub fn all(self) -> impl Iterator<Item = StoreResult<(GroupKey, KeptGroup)>> + 's {
         self.0
             .db
@@ -225,9 +226,7 @@ impl GroupChanges {
     pub fn listing_written(&mut self, old: Option<&Listing>, new: &Listing) {
         let was = old.and_then(GroupTally::of);
         let is = GroupTally::of(new);
-        if was.is_none() && is.is_none() {
-            return;
-        }
+        // A matched listing, or one whose share of its group is unchanged (a revisit).
         if was == is {
             return;
         }
@@ -316,8 +315,9 @@ fn apply_moves(members: &mut Vec<ListingId>, moves: &[(ListingId, bool)]) {
     *members = set.into_iter().collect();
 }
 
-/// Every group of `listings` with its keys and the order counts, from scratch: what the kept
-/// groups must equal, and what a migration and `reindex` write.
+/// Every group of `listings`, from scratch and all in memory: the oracle the kept groups are
+/// tested against (the migration and `reindex` write them through [`rebuild`]).
+#[cfg(test)]
 pub fn recompute<'a>(
     listings: impl IntoIterator<Item = &'a Listing>,
 ) -> BTreeMap<GroupKey, KeptGroup> {
@@ -328,6 +328,7 @@ pub fn recompute<'a>(
     groups
 }
 
+#[cfg(test)]
 fn add_to(groups: &mut BTreeMap<GroupKey, KeptGroup>, listing: &Listing) {
     if let Some((group, share)) = GroupTally::of(listing) {
         let kept = groups.entry(group).or_insert_with(|| KeptGroup {
@@ -354,17 +355,7 @@ pub(super) fn rebuild(db: &sled::Db) -> StoreResult<u64> {
         Keyspace::UnmatchedCount,
         Keyspace::UnmatchedText,
     ] {
-        let mut batch = sled::Batch::default();
-        let mut pending = 0;
-        for key in db.scan_prefix(space.prefix()).keys() {
-            batch.remove(key?);
-            pending += 1;
-            if pending == REBUILD_CHUNK {
-                db.apply_batch(std::mem::take(&mut batch))?;
-                pending = 0;
-            }
-        }
-        db.apply_batch(batch)?;
+        super::clear_keyspace(db, space, REBUILD_CHUNK)?;
     }
     let mut changes = GroupChanges::default();
     let mut pending = 0;
