@@ -95,7 +95,7 @@ wait_for_startup_work() {
   local started
   started=$(date +%s.%N)
   for _ in $(seq 1 3000); do
-    if grep -q "duplicate groups joined\|joining the duplicate groups at start-up" "$WORK/server.log"; then
+    if grep -q "duplicate groups joined\|duplicate groups read as kept\|joining the duplicate groups at start-up" "$WORK/server.log"; then
       echo "start-up work done $(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after ready" >&2
       return
     fi

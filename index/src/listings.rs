@@ -24,10 +24,11 @@ use crate::schema::{exact_number, exact_string, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::ListingById;
-use collect::{KeptColumns, PageCollector, PriceCollector};
+use collect::{GroupCounter, KeptColumns, PageCollector, PriceCollector};
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::path::Path;
 use tantivy::collector::Collector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
@@ -40,6 +41,7 @@ mod names {
     pub const PRICE_USD: &str = "price_usd";
     pub const PRICE: &str = "price";
     pub const CURRENCY: &str = "currency";
+    pub const UNMATCHED_GROUP: &str = "unmatched_group";
 }
 
 /// What the dense price columns hold for a listing without that price. A real price of
@@ -87,6 +89,10 @@ pub struct ListingDoc {
     /// Runs of title words that read as a reference, normalised ("126610 LN" -> `126610ln`),
     /// so a reference written only in the title is found exactly.
     pub title_references: Vec<String>,
+    /// The caller's key of the reconciliation group the listing is in (unmatched, not
+    /// delisted); `None` for one in no group. A column only: the groups a text finds are
+    /// counted from it ([`ListingIndex::unmatched_group_counts`]) without reading a listing.
+    pub unmatched_group: Option<u64>,
 }
 
 /// Exact-value and range filters; `None` or empty means no constraint.
@@ -182,6 +188,7 @@ struct Fields {
     /// this field's terms that start with it, rather than indexing every prefix of every
     /// listing's reference (about half of what indexing a listing cost).
     reference: Field,
+    unmatched_group: Field,
 }
 
 fn build_schema() -> (Schema, Fields) {
@@ -212,6 +219,7 @@ fn build_schema() -> (Schema, Fields) {
         scraped_reference: s.add_text_field("scraped_reference", text_options()),
         ref_exact: s.add_text_field("ref_exact", exact_string()),
         reference: s.add_text_field("reference", exact_string()),
+        unmatched_group: s.add_u64_field(names::UNMATCHED_GROUP, FAST),
     };
     (s.build(), fields)
 }
@@ -233,6 +241,7 @@ impl Fields {
             (self.reason, doc.unmatched_reason),
             (self.condition, doc.condition),
             (self.availability, doc.availability),
+            (self.unmatched_group, doc.unmatched_group),
         ];
         for (field, value) in optional {
             if let Some(value) = value {
@@ -646,6 +655,19 @@ impl ListingIndex {
         Ok(Hits { ids, total })
     }
 
+    /// How many of the listings `filters` and `text` select are in each reconciliation group,
+    /// by the key the caller gave ([`ListingDoc::unmatched_group`]): every match counted from
+    /// the column, none read.
+    pub fn unmatched_group_counts(
+        &self,
+        filters: &ListingFilters,
+        text: Option<&TextQuery>,
+    ) -> IndexResult<HashMap<u64, u64>> {
+        let searcher = self.derived.reader.searcher();
+        let query = self.fields.query(filters, text);
+        Ok(searcher.search(&*query, &GroupCounter)?)
+    }
+
     /// Which reload of the index searches answer from now: it changes with every commit, so a
     /// figure computed from the index holds while it stays the same.
     pub fn searcher_generation(&self) -> u64 {
@@ -894,5 +916,51 @@ mod tests {
         assert_eq!(search("126610lvx"), Vec::<u64>::new());
         assert_eq!(search("submariner 126610"), [1, 2]);
         assert_eq!(search("126600"), [4], "the title's reference, exactly");
+    }
+
+    /// Every match is counted in its group from the column, however many there are; a
+    /// listing without a group (matched) and one the filters leave out are not.
+    #[test]
+    fn the_groups_a_text_finds_are_counted_from_the_column() {
+        let index = ListingIndex::in_memory().expect("index");
+        let listing = |id: u64, group: Option<u64>, title: &str, status: u64| ListingDoc {
+            id,
+            model_id: group.is_none().then_some(9),
+            unmatched_group: group,
+            status,
+            title: Some(title.to_owned()),
+            ..ListingDoc::default()
+        };
+        let docs = vec![
+            listing(1, Some(70), "Vantor diver blue", 0),
+            listing(2, Some(70), "Vantor diver black", 0),
+            listing(3, Some(71), "Vantor chronograph", 0),
+            listing(4, Some(72), "Kurofune diver", 0),
+            listing(5, None, "Vantor diver matched", 0),
+            listing(6, Some(71), "Vantor delisted", 3),
+        ];
+        index.upsert(&docs, 1).expect("upsert");
+        let counts = |text: &str| {
+            let text = TextQuery {
+                typo_tolerance: false,
+                text: text.to_owned(),
+                normalized_reference: text.to_lowercase().replace(' ', ""),
+            };
+            let filters = ListingFilters {
+                unmatched: true,
+                hidden_statuses: vec![3],
+                ..ListingFilters::default()
+            };
+            let mut counts: Vec<(u64, u64)> = index
+                .unmatched_group_counts(&filters, Some(&text))
+                .expect("counts")
+                .into_iter()
+                .collect();
+            counts.sort_unstable();
+            counts
+        };
+        assert_eq!(counts("vantor"), [(70, 2), (71, 1)]);
+        assert_eq!(counts("diver"), [(70, 2), (72, 1)]);
+        assert_eq!(counts("nothing"), []);
     }
 }

@@ -77,6 +77,11 @@ impl GroupKey {
         GroupKey(hasher.finish())
     }
 
+    /// The group `listing` is in; `None` for a listing in no group (matched, or DELISTED).
+    pub fn of_listing(listing: &Listing) -> Option<GroupKey> {
+        in_a_group(listing).then(|| GroupKey::of(&ClaimedIdentity::of(listing)))
+    }
+
     /// The key a group id names: exactly 16 lowercase hex digits, as [`GroupKey`] shows it.
     pub fn parse(id: &str) -> Option<GroupKey> {
         let canonical =
@@ -92,6 +97,11 @@ impl fmt::Display for GroupKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:016x}", self.0)
     }
+}
+
+/// True for a listing that is in a reconciliation group: unmatched and not DELISTED.
+fn in_a_group(listing: &Listing) -> bool {
+    listing.model_id.is_none() && listing.status != ListingStatus::Delisted
 }
 
 /// What a group of unmatched listings is made of, counted: kept by the store with every write
@@ -117,7 +127,7 @@ impl GroupTally {
     /// The group `listing` belongs to and its share of it; `None` for a listing in no group
     /// (matched, or DELISTED).
     pub fn of(listing: &Listing) -> Option<(GroupKey, GroupTally)> {
-        if listing.model_id.is_some() || listing.status == ListingStatus::Delisted {
+        if !in_a_group(listing) {
             return None;
         }
         let identity = ClaimedIdentity::of(listing);

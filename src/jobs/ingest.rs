@@ -958,7 +958,8 @@ mod tests {
     fn a_new_listing_costs_its_record_and_a_share_of_a_source_key_and_a_pending_pictures_key() {
         use crate::store::RecordKind::{
             Listing, ListingSource, ListingSourceGroup, PendingPictures, PictureDue, PictureState,
-            UnmatchedCount, UnmatchedGroup, UnmatchedOrder, UnmatchedText,
+            UnmatchedCount, UnmatchedGroup, UnmatchedMember, UnmatchedOrder, UnmatchedPrice,
+            UnmatchedText,
         };
         let dir = tempfile::tempdir().expect("dir");
         let store = fixture_store(dir.path());
@@ -970,6 +971,8 @@ mod tests {
             PictureState,
             PictureDue,
             UnmatchedGroup,
+            UnmatchedMember,
+            UnmatchedPrice,
             UnmatchedOrder,
             UnmatchedCount,
             UnmatchedText,
@@ -984,9 +987,10 @@ mod tests {
         let added: Vec<usize> = after.iter().zip(before).map(|(a, b)| a - b).collect();
         // 40 sources in one key, where the old form wrote 40; 120 pictures, sixteen to a
         // key: 8 keys, where the old form wrote 240. The 40 are unmatched (the catalogue has
-        // no such Tudor), all of one group: its record, its place in five orders (all, brand,
-        // provider, reason, provider and reason) and their counts, and its reference's text key.
-        assert_eq!(added, [listings, 0, 1, 8, 0, 0, 1, 5, 5, 1]);
+        // no such Tudor), all of one group: its record, a member key each, one key for their
+        // one price, its place in five orders (all, brand, provider, reason, provider and
+        // reason) and their counts, and its reference's text key.
+        assert_eq!(added, [listings, 0, 1, 8, 0, 0, 1, listings, 1, 5, 5, 1]);
         // Besides: the counters the first listings and pictures of the store start.
         let others = total_after - total_before - added.iter().sum::<usize>();
         assert!(others <= 6, "{others} other keys");

@@ -3,7 +3,8 @@
 //! reference as a prefix, by its base reference, and by the words of its titles, each scored
 //! by string similarity (`strsim`). Read-only: the back office shows them, an admin links one.
 
-use super::reconciliation::{Group, ReconcileError};
+use super::reconciliation::ReconcileError;
+use super::unmatched_groups::ShownGroup;
 use crate::domain::{normalize_reference, Model, ModelId};
 use crate::store::Store;
 use catalogue_index::CatalogueIndex;
@@ -24,10 +25,9 @@ pub struct NearModel {
 pub const CANDIDATES_SHOWN: usize = 5;
 /// Models each signal takes from the index at most.
 const PER_SIGNAL: usize = 20;
-/// Distinct titles of a group's newest listings its names are scored against, and how many of
-/// its newest listings are read for them at most.
+/// Distinct titles of a group's newest listings its names are scored against (of the newest
+/// its summary names).
 const TITLES_SCORED: usize = 10;
-const TITLES_READ: usize = 20;
 /// Shortest reference prefix the index holds.
 const MIN_PREFIX: usize = catalogue_index::MIN_REFERENCE_PREFIX;
 
@@ -53,13 +53,31 @@ impl Signal {
     }
 }
 
-/// The models nearest to `group`, best first; none when its brand is unknown.
+/// What a page shows of a group beyond its kept tally: the distinct titles of its newest
+/// listings (read once, for the page's examples and the candidates' name scores) and the
+/// models nearest to it.
+#[derive(Debug, Clone)]
+pub struct GroupSample {
+    pub titles: Vec<String>,
+    pub candidates: Vec<NearModel>,
+}
+
+/// `group`'s titles and nearest models.
+pub fn sample(store: &Store, index: &CatalogueIndex, group: &ShownGroup) -> Result<GroupSample> {
+    let titles = group.example_titles(store, TITLES_SCORED)?;
+    let candidates = nearest_models(store, index, group, &titles)?;
+    Ok(GroupSample { titles, candidates })
+}
+
+/// The models nearest to `group`, best first, its names scored against `titles`; none when its
+/// brand is unknown.
 pub fn nearest_models(
     store: &Store,
     index: &CatalogueIndex,
-    group: &Group,
+    group: &ShownGroup,
+    titles: &[String],
 ) -> Result<Vec<NearModel>> {
-    let Some(brand) = group.brand() else {
+    let Some(brand) = group.tally.brand() else {
         return Ok(Vec::new());
     };
     let brand_name = store
@@ -67,80 +85,82 @@ pub fn nearest_models(
         .brand(brand)?
         .map(|b| b.name)
         .unwrap_or_default();
-    let mut found: BTreeMap<ModelId, (Signal, f64)> = BTreeMap::new();
-    let mut consider = |models: Vec<Model>, signal: Signal, score: &dyn Fn(&Model) -> f64| {
-        for model in models {
-            let candidate = (signal, score(&model));
-            found
-                .entry(model.id)
-                .and_modify(|best| {
-                    if candidate.1 > best.1 {
-                        *best = candidate;
-                    }
-                })
-                .or_insert(candidate);
-        }
-    };
+    let mut found = Found::default();
     if let Some(reference) = group.identity().reference.as_deref() {
         let by_reference = |model: &Model| reference_similarity(reference, model);
-        let prefixed = models_with_prefix(store, index, brand.0, reference)?;
-        consider(prefixed, Signal::ReferencePrefix, &by_reference);
+        let prefixed = models_with_prefix(index, brand.0, reference)?;
+        found.consider(store, prefixed, Signal::ReferencePrefix, &by_reference)?;
         if let Some(base) = base_reference(reference) {
-            let based = models_with_prefix(store, index, brand.0, base)?;
-            consider(based, Signal::BaseReference, &by_reference);
+            let based = models_with_prefix(index, brand.0, base)?;
+            found.consider(store, based, Signal::BaseReference, &by_reference)?;
         }
     }
-    let titles = group.example_titles(store, TITLES_SCORED, TITLES_READ)?;
     let named = index.models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
-    let named = store
-        .catalogue()
-        .models(&named.into_iter().map(ModelId).collect::<Vec<_>>())?;
-    let by_name = |model: &Model| name_similarity(&titles, &brand_name, model);
-    consider(named, Signal::Name, &by_name);
-    ranked(store, found)
+    let by_name = |model: &Model| name_similarity(titles, &brand_name, model);
+    found.consider(store, named, Signal::Name, &by_name)?;
+    Ok(found.ranked())
 }
 
-/// The brand's models with a reference beginning with `prefix`.
-fn models_with_prefix(
-    store: &Store,
-    index: &CatalogueIndex,
-    brand: u64,
-    prefix: &str,
-) -> Result<Vec<Model>> {
+/// The ids of the brand's models with a reference beginning with `prefix`.
+fn models_with_prefix(index: &CatalogueIndex, brand: u64, prefix: &str) -> Result<Vec<u64>> {
     if prefix.chars().count() < MIN_PREFIX {
         return Ok(Vec::new());
     }
-    let ids = index.models_with_reference_prefix(brand, prefix, PER_SIGNAL)?;
-    Ok(store
-        .catalogue()
-        .models(&ids.into_iter().map(ModelId).collect::<Vec<_>>())?)
+    Ok(index.models_with_reference_prefix(brand, prefix, PER_SIGNAL)?)
 }
 
-/// The best [`CANDIDATES_SHOWN`] of `found`: highest score, then strongest signal, then id.
-fn ranked(store: &Store, found: BTreeMap<ModelId, (Signal, f64)>) -> Result<Vec<NearModel>> {
-    let mut found: Vec<(ModelId, (Signal, f64))> = found.into_iter().collect();
-    found.sort_by(|(a_id, (a_signal, a)), (b_id, (b_signal, b))| {
-        b.total_cmp(a)
-            .then(a_signal.cmp(b_signal))
-            .then(a_id.cmp(b_id))
-    });
-    found.truncate(CANDIDATES_SHOWN);
-    let ids: Vec<ModelId> = found.iter().map(|(id, _)| *id).collect();
-    let mut models: BTreeMap<ModelId, Model> = store
-        .catalogue()
-        .models(&ids)?
-        .into_iter()
-        .map(|m| (m.id, m))
-        .collect();
-    Ok(found
-        .into_iter()
-        .filter_map(|(id, best)| Some((models.remove(&id)?, best)))
-        .map(|(model, (signal, score))| NearModel {
-            model,
-            signal,
-            score,
-        })
-        .collect())
+/// The models the signals found so far, each with its best score: a model two signals find is
+/// read from the store once.
+#[derive(Default)]
+struct Found(BTreeMap<ModelId, NearModel>);
+
+impl Found {
+    /// Scores the models `ids` by `score` for `signal`, keeping each model's best.
+    fn consider(
+        &mut self,
+        store: &Store,
+        ids: Vec<u64>,
+        signal: Signal,
+        score: &dyn Fn(&Model) -> f64,
+    ) -> Result<()> {
+        let (known, unread): (Vec<ModelId>, Vec<ModelId>) = ids
+            .into_iter()
+            .map(ModelId)
+            .partition(|id| self.0.contains_key(id));
+        for id in &known {
+            if let Some(near) = self.0.get_mut(id) {
+                let candidate = score(&near.model);
+                if candidate > near.score {
+                    (near.signal, near.score) = (signal, candidate);
+                }
+            }
+        }
+        for model in store.catalogue().models(&unread)? {
+            let score = score(&model);
+            self.0.insert(
+                model.id,
+                NearModel {
+                    model,
+                    signal,
+                    score,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// The best [`CANDIDATES_SHOWN`]: highest score, then strongest signal, then id.
+    fn ranked(self) -> Vec<NearModel> {
+        let mut found: Vec<NearModel> = self.0.into_values().collect();
+        found.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.signal.cmp(&b.signal))
+                .then(a.model.id.cmp(&b.model.id))
+        });
+        found.truncate(CANDIDATES_SHOWN);
+        found
+    }
 }
 
 /// `reference` up to the end of its first run of digits, when that is shorter than it:

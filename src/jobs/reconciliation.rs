@@ -66,27 +66,6 @@ impl Group {
         }
         Ok(listings)
     }
-
-    /// Up to `most` distinct titles of its newest listings, reading at most `read` of them (a
-    /// group of a thousand listings with one title is not read whole for three examples).
-    pub fn example_titles(
-        &self,
-        store: &Store,
-        most: usize,
-        read: usize,
-    ) -> Result<Vec<String>, ReconcileError> {
-        let mut titles: Vec<String> = Vec::new();
-        for &id in self.members.iter().take(read) {
-            if titles.len() >= most {
-                break;
-            }
-            let title = store.listings().listing(id)?.and_then(|l| l.details.title);
-            if let Some(title) = title.filter(|t| !titles.contains(t)) {
-                titles.push(title);
-            }
-        }
-        Ok(titles)
-    }
 }
 
 /// The kept group `key`, if any listing is in it.

@@ -4,8 +4,8 @@
 
 use crate::domain::rates::ConversionTable;
 use crate::domain::{
-    normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, Listing,
-    Model, ModelId, Series, SeriesId,
+    normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, GroupKey,
+    Listing, Model, ModelId, Series, SeriesId,
 };
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
@@ -457,6 +457,7 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
             .as_deref()
             .map(normalize_reference),
         title_references: title_references(details.title.as_deref().unwrap_or("")),
+        unmatched_group: GroupKey::of_listing(listing).map(|key| key.0),
     }
 }
 

@@ -1,13 +1,68 @@
 //! The pages of `GET /reconciliation`: kept groups of unmatched listings (`store::unmatched`),
 //! largest first, filtered by brand, provider, reason and text. A page reads its own groups;
-//! a filter reads the groups of one order, and text the groups its words or prefix find.
+//! a filter reads the groups of one order, and text the groups its words or prefix find. Each
+//! group is read from its summary (D-177), never its whole record.
 
-use super::reconciliation::{kept_group, Group, ReconcileError};
-use crate::domain::{normalize_reference, BrandId, GroupKey, ListingId, MatchOutcome, ProviderId};
-use crate::domain::{ClaimedIdentity, ListingStatus};
+use super::reconciliation::ReconcileError;
+use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, GroupTally};
+use crate::domain::{ListingId, ListingStatus, MatchOutcome, ProviderId};
 use crate::store::{GroupOrder, GroupText, Store, StoreResult};
-use catalogue_index::{ListingFilters, ListingIndex, ListingQuery, ListingSort};
-use std::collections::{BTreeSet, HashMap};
+use catalogue_index::{ListingFilters, ListingIndex};
+use std::collections::HashMap;
+
+/// A group as a page shows it: its summary's tally and newest listings.
+#[derive(Debug, Clone)]
+pub struct ShownGroup {
+    /// [`GroupKey`]'s text, what the API shows and the writes take.
+    pub id: String,
+    /// Its tally, with each currency's lowest and highest price only.
+    pub tally: GroupTally,
+    /// Its newest listings' ids, newest first, at most [`NEWEST_SHOWN`].
+    pub newest: Vec<ListingId>,
+}
+
+impl ShownGroup {
+    pub fn identity(&self) -> &ClaimedIdentity {
+        &self.tally.identity
+    }
+
+    /// How many listings it has.
+    pub fn listing_count(&self) -> usize {
+        self.tally.listings.max(0) as usize
+    }
+
+    /// Up to `most` distinct titles of its newest listings (a group of a thousand listings
+    /// with one title is not read whole for a few examples: D-169).
+    pub fn example_titles(&self, store: &Store, most: usize) -> StoreResult<Vec<String>> {
+        let mut titles: Vec<String> = Vec::new();
+        for &id in &self.newest {
+            if titles.len() >= most {
+                break;
+            }
+            let title = store.listings().listing(id)?.and_then(|l| l.details.title);
+            if let Some(title) = title.filter(|t| !titles.contains(t)) {
+                titles.push(title);
+            }
+        }
+        Ok(titles)
+    }
+}
+
+/// A shown group's newest listings read: what its example titles and its candidates' titles
+/// are taken from (D-169).
+pub const NEWEST_SHOWN: usize = 20;
+
+/// The summary of group `key`, if any listing is in it.
+fn shown_group(store: &Store, key: GroupKey) -> StoreResult<Option<ShownGroup>> {
+    Ok(store
+        .unmatched()
+        .summary(key, NEWEST_SHOWN)?
+        .map(|summary| ShownGroup {
+            id: key.to_string(),
+            tally: summary.tally,
+            newest: summary.newest,
+        }))
+}
 
 /// What a page of groups is filtered by, resolved.
 #[derive(Debug, Clone, Default)]
@@ -19,10 +74,6 @@ pub struct GroupFilter {
     /// reference or brand text.
     pub text: Option<String>,
 }
-
-/// Unmatched listings a text search takes at most, for the groups they are in: a text every
-/// listing has would otherwise read them all.
-pub const TEXT_LISTINGS_READ: usize = 10_000;
 
 impl GroupFilter {
     /// The one order that holds every group the filter keeps, the narrowest of those it names.
@@ -48,8 +99,7 @@ impl GroupFilter {
         self.brand.is_none() && self.provider.is_none() && self.reason.is_none()
     }
 
-    fn keeps(&self, group: &Group) -> bool {
-        let tally = &group.tally;
+    fn keeps(&self, tally: &GroupTally) -> bool {
         self.brand.is_none_or(|b| tally.brand() == Some(b))
             && self
                 .provider
@@ -66,9 +116,9 @@ pub fn group_page(
     filter: &GroupFilter,
     skip: usize,
     limit: usize,
-) -> Result<(Vec<Group>, usize), ReconcileError> {
+) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
     if let Some(text) = filter.text.as_deref() {
-        let found = groups_with_text(store, listings, text)?;
+        let found = groups_with_text(store, listings, text, filter.brand)?;
         return page_of_found(store, filter, found, skip, limit);
     }
     let order = filter.order();
@@ -78,7 +128,7 @@ pub fn group_page(
         let total = unmatched.count(order)? as usize;
         let mut page = Vec::with_capacity(limit);
         for key in unmatched.in_order(order).skip(skip).take(limit) {
-            page.extend(kept_group(store, key?)?);
+            page.extend(shown_group(store, key?)?);
         }
         return Ok((page, total));
     }
@@ -94,14 +144,14 @@ fn checked_page(
     keys: impl Iterator<Item = StoreResult<GroupKey>>,
     skip: usize,
     limit: usize,
-) -> Result<(Vec<Group>, usize), ReconcileError> {
+) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
     let mut total = 0;
     let mut page = Vec::with_capacity(limit);
     for key in keys {
-        let Some(group) = kept_group(store, key?)? else {
+        let Some(group) = shown_group(store, key?)? else {
             continue;
         };
-        if filter.keeps(&group) {
+        if filter.keeps(&group.tally) {
             if total >= skip && page.len() < limit {
                 page.push(group);
             }
@@ -111,20 +161,21 @@ fn checked_page(
     Ok((page, total))
 }
 
-/// The groups `found` (with their sizes) that `filter` keeps, as a page.
+/// The groups `found` that `filter` keeps, as a page: those with more listings found first,
+/// then by id.
 fn page_of_found(
     store: &Store,
     filter: &GroupFilter,
     found: HashMap<GroupKey, u64>,
     skip: usize,
     limit: usize,
-) -> Result<(Vec<Group>, usize), ReconcileError> {
+) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
     let mut found: Vec<(GroupKey, u64)> = found.into_iter().collect();
     found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     if filter.is_open() {
         let mut page = Vec::with_capacity(limit);
         for (key, _) in found.iter().skip(skip).take(limit) {
-            page.extend(kept_group(store, *key)?);
+            page.extend(shown_group(store, *key)?);
         }
         return Ok((page, found.len()));
     }
@@ -132,13 +183,16 @@ fn page_of_found(
     checked_page(store, filter, keys, skip, limit)
 }
 
-/// The groups `text` finds, with their sizes: those whose reference or brand text starts with
-/// it (letters and digits only, any case), and those of the unmatched listings whose title,
-/// brand or reference holds its words, as the listings index finds them.
+/// The groups `text` finds, each with how many of its listings the text finds: a group whose
+/// reference or brand text starts with it (letters and digits only, any case) with all of them,
+/// and the groups of the unmatched listings whose title, brand or reference holds its words,
+/// counted by the listings index from its group column (D-167). A `brand` is a filter of the
+/// listings searched: a group's listings all have its brand.
 fn groups_with_text(
     store: &Store,
     listings: &ListingIndex,
     text: &str,
+    brand: Option<BrandId>,
 ) -> Result<HashMap<GroupKey, u64>, ReconcileError> {
     let mut found: HashMap<GroupKey, u64> = HashMap::new();
     let prefix = normalize_reference(text);
@@ -147,29 +201,16 @@ fn groups_with_text(
             found.extend(store.unmatched().with_text_prefix(kind, &prefix)?);
         }
     }
-    let query = ListingQuery {
-        text: Some(super::typed_text(text)),
-        filters: ListingFilters {
-            unmatched: true,
-            hidden_statuses: vec![ListingStatus::Delisted as u64],
-            ..ListingFilters::default()
-        },
-        sort: ListingSort::Newest,
-        offset: 0,
-        limit: TEXT_LISTINGS_READ,
+    let filters = ListingFilters {
+        unmatched: true,
+        hidden_statuses: vec![ListingStatus::Delisted as u64],
+        brand_id: brand.map(|b| b.0),
+        ..ListingFilters::default()
     };
-    let mut seen: BTreeSet<GroupKey> = found.keys().copied().collect();
-    for id in listings.search(&query)?.ids {
-        // The index may lag a write being indexed: the store has the last word.
-        let Some(listing) = store.listings().listing(ListingId(id))? else {
-            continue;
-        };
-        let key = GroupKey::of(&ClaimedIdentity::of(&listing));
-        if seen.insert(key) {
-            if let Some(kept) = store.unmatched().group(key)? {
-                found.insert(key, kept.tally.listings.max(0) as u64);
-            }
-        }
+    let counted = listings.unmatched_group_counts(&filters, Some(&super::typed_text(text)))?;
+    for (key, count) in counted {
+        let most = found.entry(GroupKey(key)).or_default();
+        *most = (*most).max(count);
     }
     Ok(found)
 }

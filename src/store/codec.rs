@@ -51,7 +51,7 @@ stored_records! {
     JobRecord => "job", layout 1;
     super::pending::PendingGroup => "pending pictures", layout 1;
     super::sources::SourceGroup => "listing sources", layout 1;
-    super::unmatched::KeptGroup => "group of unmatched listings", layout 1;
+    super::unmatched::GroupRecord => "group of unmatched listings", layout 2;
     super::duplicates::KeptGroups => "kept duplicate groups", layout 1;
 }
 

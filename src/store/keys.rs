@@ -108,8 +108,9 @@ pub enum Keyspace {
     /// one write, up to 1,024 to a key (`store::sources`), where each had a `ListingSource`
     /// key. New in schema 6; the `ListingSource` keys of older stores are read as before.
     ListingSourceGroup = 92,
-    /// Group key (the id of `/reconciliation`'s groups) -> the kept group of unmatched
-    /// listings: records (`store::unmatched`). New in schema 8.
+    /// Group key (the id of `/reconciliation`'s groups) -> the group of unmatched listings'
+    /// record (`store::unmatched`): its tally but the prices. New in schema 8; from schema 10
+    /// without its member ids and prices.
     UnmatchedGroup = 93,
     /// Order tag + value + inverted group size + group key: each order's groups, largest first.
     UnmatchedOrder = 94,
@@ -118,6 +119,12 @@ pub enum Keyspace {
     /// Text kind + normalised text + 0 + group key -> the group's size: groups by the start of
     /// their reference or brand text.
     UnmatchedText = 96,
+    /// Group key + currency + 0 + price -> how many of the group's listings ask that price.
+    /// New in schema 10, when the prices left the group's record.
+    UnmatchedPrice = 97,
+    /// Group key + listing id -> nothing: the group's listings. New in schema 10, when the ids
+    /// left the group's record.
+    UnmatchedMember = 98,
     /// Duplicates generation -> the models whose pairs, dismissals or group keys (references,
     /// brand) the write of that generation changed, 8 bytes each: derived, written in the same
     /// batch as the generation, so groups kept at an older generation are joined again around

@@ -90,6 +90,13 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: key_audit_trail,
     },
+    Step {
+        from: 9,
+        to: 10,
+        summary: "the groups of unmatched listings keep their members and prices as keys of their own",
+        safe_at_startup: true,
+        run: keep_unmatched_groups,
+    },
 ];
 
 /// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes

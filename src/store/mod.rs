@@ -36,7 +36,7 @@ pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
-pub use unmatched::{GroupOrder, GroupText, KeptGroup, Unmatched};
+pub use unmatched::{GroupOrder, GroupSummary, GroupText, KeptGroup, Unmatched};
 pub use write::WriteBatch;
 
 use crate::domain::AuditEntry;
@@ -59,7 +59,9 @@ use std::sync::{Arc, Mutex};
 /// 8: unmatched listings' groups are kept (`store::unmatched`).
 /// 9: the audit trail is keyed by user, by action and by both, each list with its count
 ///    (`AuditByUser`, `AuditByAction`, `AuditByUserAction`, `AuditCount`).
-pub const SCHEMA_VERSION: u64 = 9;
+/// 10: a group of unmatched listings keeps its members and prices as keys of their own
+///    (`UnmatchedMember`, `UnmatchedPrice`), its record only the rest.
+pub const SCHEMA_VERSION: u64 = 10;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]

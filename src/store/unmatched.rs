@@ -1,9 +1,12 @@
 //! The reconciliation area: unmatched listings grouped by the identity their sellers claim,
-//! each group kept as one record (its [`GroupTally`] and its listings' ids) by every write of
-//! listings, in the same commit (`WriteBatch::put_listing`), with keys that order the groups
-//! largest first, alone or by brand, provider, reason or provider and reason, and find them by the start of their
-//! reference or brand text. A page of groups reads its page, never the unmatched listings.
-//! Keyspaces: `UnmatchedGroup`, `UnmatchedOrder`, `UnmatchedCount`, `UnmatchedText`.
+//! kept by every write of listings in the same commit (`WriteBatch::put_listing`). A group is a
+//! small record (its [`GroupTally`] but for the prices), a key per member listing and a key per
+//! price, so a write costs what it moves, whatever the group's size (D-177); keys order the
+//! groups largest first, alone or by brand, provider, reason or provider and reason, and find
+//! them by the start of their reference or brand text. A page of groups reads its page (records,
+//! newest members, price bounds), never the unmatched listings.
+//! Keyspaces: `UnmatchedGroup`, `UnmatchedMember`, `UnmatchedPrice`, `UnmatchedOrder`,
+//! `UnmatchedCount`, `UnmatchedText`.
 
 use super::codec::{decode, decode_u64, encode, encode_u64};
 use super::keys::Keyspace;
@@ -11,10 +14,10 @@ use super::write::Operation;
 use super::{Store, StoreResult};
 use crate::domain::{BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, ListingId, ProviderId};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
-/// A group as the store keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A group whole: its tally with every price and its listings' ids, assembled from its keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptGroup {
     pub tally: GroupTally,
     /// Its listings' ids, ascending: the newest (the greatest id) last.
@@ -26,6 +29,23 @@ impl KeptGroup {
     pub fn newest_first(&self) -> impl Iterator<Item = ListingId> + '_ {
         self.members.iter().rev().copied()
     }
+}
+
+/// A group's record: its tally without the prices (those are keys of their own), and how many
+/// of its listings are priced in each currency, so a page finds each currency's bounds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRecord {
+    pub tally: GroupTally,
+    pub currencies: BTreeMap<String, i64>,
+}
+
+/// What a page of `/reconciliation` shows of a group (D-177): its tally with only the lowest and
+/// highest price of each currency (the same price range at any rates), and its newest listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupSummary {
+    pub tally: GroupTally,
+    /// Its newest listings' ids, newest first, at most the number asked for.
+    pub newest: Vec<ListingId>,
 }
 
 /// Which groups an order walks, each largest first (then by id).
@@ -107,9 +127,109 @@ fn group_key(group: GroupKey) -> Vec<u8> {
     Keyspace::UnmatchedGroup.id_key(group.0)
 }
 
-fn read_group(db: &sled::Db, group: GroupKey) -> StoreResult<Option<KeptGroup>> {
+fn member_key(group: GroupKey, listing: ListingId) -> Vec<u8> {
+    let mut key = Keyspace::UnmatchedMember.id_key(group.0);
+    key.extend_from_slice(&listing.0.to_be_bytes());
+    key
+}
+
+/// The start of the price keys of `group` in `currency` (or in every currency, with none).
+fn price_prefix(group: GroupKey, currency: Option<&str>) -> Vec<u8> {
+    let mut key = Keyspace::UnmatchedPrice.id_key(group.0);
+    if let Some(currency) = currency {
+        key.extend_from_slice(currency.as_bytes());
+        key.push(0);
+    }
+    key
+}
+
+fn price_key(group: GroupKey, currency: &str, price: u64) -> Vec<u8> {
+    let mut key = price_prefix(group, Some(currency));
+    key.extend_from_slice(&price.to_be_bytes());
+    key
+}
+
+/// The currency and price of a price key of `group`.
+fn price_of(group: GroupKey, key: &[u8]) -> Option<(String, u64)> {
+    let rest = key.get(price_prefix(group, None).len()..)?;
+    let (text, price) = rest.split_at(rest.len().checked_sub(9)?);
+    let price: [u8; 8] = price.get(1..)?.try_into().ok()?;
+    Some((
+        String::from_utf8(text.to_vec()).ok()?,
+        u64::from_be_bytes(price),
+    ))
+}
+
+fn read_record(db: &sled::Db, group: GroupKey) -> StoreResult<Option<GroupRecord>> {
     let key = group_key(group);
     db.get(&key)?.map(|v| decode(&key, &v)).transpose()
+}
+
+/// `group` whole: its record, every price key and every member key.
+fn read_group(db: &sled::Db, group: GroupKey) -> StoreResult<Option<KeptGroup>> {
+    let Some(record) = read_record(db, group)? else {
+        return Ok(None);
+    };
+    let mut tally = record.tally;
+    for entry in db.scan_prefix(price_prefix(group, None)) {
+        let (key, value) = entry?;
+        let price = price_of(group, &key).ok_or_else(|| corrupt(&key, "a price key"))?;
+        tally.prices.insert(price, decode_u64(&key, &value)? as i64);
+    }
+    let members = newest_members(db, group).collect::<StoreResult<Vec<_>>>()?;
+    Ok(Some(KeptGroup {
+        tally,
+        members: members.into_iter().rev().collect(),
+    }))
+}
+
+/// `group`'s record, each currency's lowest and highest price, and its `newest` newest
+/// listings.
+fn read_summary(
+    db: &sled::Db,
+    group: GroupKey,
+    newest: usize,
+) -> StoreResult<Option<GroupSummary>> {
+    let Some(record) = read_record(db, group)? else {
+        return Ok(None);
+    };
+    let mut tally = record.tally;
+    for currency in record.currencies.keys() {
+        let mut prices = db.scan_prefix(price_prefix(group, Some(currency)));
+        let lowest = prices.next().transpose()?;
+        let highest = prices.next_back().transpose()?;
+        for (key, value) in lowest.into_iter().chain(highest) {
+            let price = price_of(group, &key).ok_or_else(|| corrupt(&key, "a price key"))?;
+            tally.prices.insert(price, decode_u64(&key, &value)? as i64);
+        }
+    }
+    let newest = newest_members(db, group)
+        .take(newest)
+        .collect::<StoreResult<_>>()?;
+    Ok(Some(GroupSummary { tally, newest }))
+}
+
+/// `group`'s listings' ids, newest (the greatest id) first, from its member keys.
+fn newest_members(
+    db: &sled::Db,
+    group: GroupKey,
+) -> impl Iterator<Item = StoreResult<ListingId>> + '_ {
+    db.scan_prefix(Keyspace::UnmatchedMember.id_key(group.0))
+        .keys()
+        .rev()
+        .map(|key| {
+            let key = key?;
+            trailing_group(&key)
+                .map(|id| ListingId(id.0))
+                .ok_or_else(|| corrupt(&key, "a member key"))
+        })
+}
+
+fn corrupt(key: &[u8], what: &str) -> super::StoreError {
+    super::StoreError::Corrupt {
+        key: key.to_vec(),
+        reason: format!("{what} of an unexpected shape"),
+    }
 }
 
 fn read_count(db: &sled::Db, order: GroupOrder) -> StoreResult<u64> {
@@ -161,6 +281,12 @@ impl<'s> Unmatched<'s> {
         read_group(&self.0.db, group)
     }
 
+    /// What a page shows of `group`: its record, each currency's lowest and highest price, and
+    /// its `newest` newest listings, never every key it has.
+    pub fn summary(self, group: GroupKey, newest: usize) -> StoreResult<Option<GroupSummary>> {
+        read_summary(&self.0.db, group, newest)
+    }
+
     /// How many groups `order` walks.
     pub fn count(self, order: GroupOrder) -> StoreResult<u64> {
         read_count(&self.0.db, order)
@@ -170,10 +296,7 @@ impl<'s> Unmatched<'s> {
     pub fn in_order(self, order: GroupOrder) -> impl Iterator<Item = StoreResult<GroupKey>> + 's {
         self.0.db.scan_prefix(order.prefix()).keys().map(|key| {
             let key = key?;
-            trailing_group(&key).ok_or_else(|| super::StoreError::Corrupt {
-                key: key.to_vec(),
-                reason: "an order key without a group".into(),
-            })
+            trailing_group(&key).ok_or_else(|| corrupt(&key, "an order key"))
         })
     }
 
@@ -196,13 +319,14 @@ impl<'s> Unmatched<'s> {
     /// Every kept group with its key, for a check against a recomputation.
     #[cfg(test)]
     pub fn all(self) -> impl Iterator<Item = StoreResult<(GroupKey, KeptGroup)>> + 's {
-        self.0
-            .db
-            .scan_prefix(Keyspace::UnmatchedGroup.prefix())
-            .map(|entry| {
-                let (key, value) = entry?;
-                let group = trailing_group(&key).unwrap_or(GroupKey(0));
-                Ok((group, decode(&key, &value)?))
+        let db = &self.0.db;
+        db.scan_prefix(Keyspace::UnmatchedGroup.prefix())
+            .keys()
+            .map(move |key| {
+                let key = key?;
+                let group = trailing_group(&key).ok_or_else(|| corrupt(&key, "a group key"))?;
+                let kept = read_group(db, group)?.ok_or_else(|| corrupt(&key, "a group"))?;
+                Ok((group, kept))
             })
     }
 }
@@ -256,17 +380,18 @@ impl GroupChanges {
     fn into_operations_on(self, db: &sled::Db) -> StoreResult<Vec<Operation>> {
         let mut operations = Vec::new();
         let mut counts: BTreeMap<GroupOrder, i64> = BTreeMap::new();
-        for (group, touched) in self.touched {
-            let stored = read_group(db, group)?;
-            let before_tally = stored.as_ref().map(|kept| kept.tally.clone());
-            let before = before_tally.as_ref();
-            let mut kept = stored.unwrap_or_else(|| KeptGroup {
+        for (group, mut touched) in self.touched {
+            let stored = read_record(db, group)?;
+            let before = stored.as_ref().map(|record| &record.tally);
+            let mut record = stored.clone().unwrap_or_else(|| GroupRecord {
                 tally: GroupTally::empty(touched.delta.identity.clone()),
-                members: Vec::new(),
+                currencies: BTreeMap::new(),
             });
-            kept.tally.add(&touched.delta, 1);
-            apply_moves(&mut kept.members, &touched.moves);
-            let after = (!kept.tally.is_empty()).then_some(&kept.tally);
+            let prices = std::mem::take(&mut touched.delta.prices);
+            record.tally.add(&touched.delta, 1);
+            price_operations(db, group, &prices, &mut record.currencies, &mut operations)?;
+            member_operations(group, &touched.moves, &mut operations);
+            let after = (!record.tally.is_empty()).then_some(&record.tally);
             for order in before.map(GroupOrder::of).unwrap_or_default() {
                 *counts.entry(order).or_default() -= 1;
             }
@@ -286,7 +411,7 @@ impl GroupChanges {
                 }
             }
             operations.push(match after {
-                Some(_) => (group_key(group), Some(encode(&kept))),
+                Some(_) => (group_key(group), Some(encode(&record))),
                 None => (group_key(group), None),
             });
         }
@@ -303,16 +428,43 @@ impl GroupChanges {
     }
 }
 
-fn apply_moves(members: &mut Vec<ListingId>, moves: &[(ListingId, bool)]) {
-    let mut set: BTreeSet<ListingId> = std::mem::take(members).into_iter().collect();
-    for &(listing, joined) in moves {
-        if joined {
-            set.insert(listing);
-        } else {
-            set.remove(&listing);
+/// The writes of a group's price keys that `prices` (counts to add, one key per currency and
+/// price) calls for, keeping `currencies` (priced listings per currency) with them.
+fn price_operations(
+    db: &sled::Db,
+    group: GroupKey,
+    prices: &BTreeMap<(String, u64), i64>,
+    currencies: &mut BTreeMap<String, i64>,
+    operations: &mut Vec<Operation>,
+) -> StoreResult<()> {
+    for ((currency, price), &delta) in prices {
+        let key = price_key(group, currency, *price);
+        let stored = db.get(&key)?.map(|v| decode_u64(&key, &v)).transpose()?;
+        let count = stored.unwrap_or(0) as i64 + delta;
+        operations.push(match count {
+            n if n > 0 => (key, Some(encode_u64(n as u64).to_vec())),
+            _ => (key, None),
+        });
+        let priced = currencies.entry(currency.clone()).or_default();
+        *priced += delta;
+        if *priced <= 0 {
+            currencies.remove(currency);
         }
     }
-    *members = set.into_iter().collect();
+    Ok(())
+}
+
+/// The writes of a group's member keys: each listing's last move in the write wins.
+fn member_operations(
+    group: GroupKey,
+    moves: &[(ListingId, bool)],
+    operations: &mut Vec<Operation>,
+) {
+    let last: BTreeMap<ListingId, bool> = moves.iter().copied().collect();
+    for (listing, joined) in last {
+        let key = member_key(group, listing);
+        operations.push((key, joined.then(Vec::new)));
+    }
 }
 
 /// Every group of `listings`, from scratch and all in memory: the oracle the kept groups are
@@ -351,6 +503,8 @@ const REBUILD_CHUNK: usize = 20_000;
 pub(super) fn rebuild(db: &sled::Db) -> StoreResult<u64> {
     for space in [
         Keyspace::UnmatchedGroup,
+        Keyspace::UnmatchedMember,
+        Keyspace::UnmatchedPrice,
         Keyspace::UnmatchedOrder,
         Keyspace::UnmatchedCount,
         Keyspace::UnmatchedText,
@@ -428,5 +582,75 @@ impl Unmatched<'_> {
                 "keys missing or wrong: {missing:?}; keys extra: {extra:?}"
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ClaimedIdentity;
+
+    /// A group of 30 listings written by one write: read whole it is what was written; its
+    /// summary has each currency's lowest and highest price and the newest listings asked for.
+    #[test]
+    fn a_group_is_read_whole_from_its_keys_and_summarised_from_few() {
+        let db = sled::Config::new().temporary(true).open().expect("db");
+        let identity = ClaimedIdentity {
+            brand: ClaimedBrand::Text("vantor".into()),
+            reference: None,
+        };
+        let group = GroupKey::of(&identity);
+        let mut changes = GroupChanges::default();
+        let prices = [
+            ("EUR", 900),
+            ("EUR", 100),
+            ("EUR", 500),
+            ("USD", 70),
+            ("EUR", 100),
+        ];
+        for id in 1..=30u64 {
+            let mut share = GroupTally::empty(identity.clone());
+            share.listings = 1;
+            if let Some((currency, price)) = prices.get(id as usize - 1) {
+                share.prices.insert((currency.to_string(), *price), 1);
+            }
+            changes.touch(group, &share, 1, ListingId(id));
+        }
+        apply(&db, changes.into_operations_on(&db).expect("operations")).expect("apply");
+
+        let kept = read_group(&db, group).expect("read").expect("kept");
+        assert_eq!(kept.tally.listings, 30);
+        assert_eq!(kept.members, (1..=30).map(ListingId).collect::<Vec<_>>());
+        let all: Vec<(&str, u64, i64)> = (kept.tally.prices.iter())
+            .map(|((currency, price), count)| (currency.as_str(), *price, *count))
+            .collect();
+        assert_eq!(
+            all,
+            [
+                ("EUR", 100, 2),
+                ("EUR", 500, 1),
+                ("EUR", 900, 1),
+                ("USD", 70, 1)
+            ]
+        );
+
+        let record = read_record(&db, group).expect("record").expect("kept");
+        assert_eq!(
+            record.currencies,
+            BTreeMap::from([("EUR".into(), 4), ("USD".into(), 1)])
+        );
+        assert!(
+            record.tally.prices.is_empty(),
+            "prices are keys of their own"
+        );
+        let summary = read_summary(&db, group, 20)
+            .expect("summary")
+            .expect("kept");
+        let bounds: Vec<(&str, u64)> = (summary.tally.prices.keys())
+            .map(|(currency, price)| (currency.as_str(), *price))
+            .collect();
+        assert_eq!(bounds, [("EUR", 100), ("EUR", 900), ("USD", 70)]);
+        let newest: Vec<u64> = summary.newest.iter().map(|id| id.0).collect();
+        assert_eq!(newest, (11..=30).rev().collect::<Vec<u64>>());
     }
 }

@@ -1,5 +1,6 @@
 //! The collectors of the listings index: a page of ids with the exact total
-//! ([`PageCollector`]), and the prices of the listings a filter selects ([`PriceCollector`]).
+//! ([`PageCollector`]), the prices of the listings a filter selects ([`PriceCollector`]), and
+//! how many it selects of each reconciliation group ([`GroupCounter`]).
 //!
 //! Both take documents in blocks where tantivy gives them so (no scores needed; deleted
 //! documents are skipped before the block, not one call per document), read the dense price
@@ -11,7 +12,7 @@
 use super::{names, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED};
 use crate::segment_cache::SegmentCache;
 use crate::top_k::TopK;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
@@ -566,5 +567,58 @@ impl SegmentCollector for PriceSegment {
 
     fn harvest(self) -> PricedListings {
         self.out
+    }
+}
+
+/// How many matching documents each value of the `unmatched_group` column has; documents
+/// without one are not counted.
+pub(super) struct GroupCounter;
+
+pub(super) struct SegmentGroupCounter {
+    groups: Column<u64>,
+    counts: HashMap<u64, u64>,
+}
+
+impl Collector for GroupCounter {
+    type Fruit = HashMap<u64, u64>;
+    type Child = SegmentGroupCounter;
+
+    fn for_segment(
+        &self,
+        _: tantivy::SegmentOrdinal,
+        segment: &SegmentReader,
+    ) -> tantivy::Result<SegmentGroupCounter> {
+        Ok(SegmentGroupCounter {
+            groups: segment.fast_fields().u64(names::UNMATCHED_GROUP)?,
+            counts: HashMap::new(),
+        })
+    }
+
+    fn requires_scoring(&self) -> bool {
+        false
+    }
+
+    fn merge_fruits(&self, fruits: Vec<HashMap<u64, u64>>) -> tantivy::Result<HashMap<u64, u64>> {
+        let mut merged: HashMap<u64, u64> = HashMap::new();
+        for fruit in fruits {
+            for (group, count) in fruit {
+                *merged.entry(group).or_default() += count;
+            }
+        }
+        Ok(merged)
+    }
+}
+
+impl SegmentCollector for SegmentGroupCounter {
+    type Fruit = HashMap<u64, u64>;
+
+    fn collect(&mut self, doc: DocId, _: Score) {
+        if let Some(group) = self.groups.first(doc) {
+            *self.counts.entry(group).or_default() += 1;
+        }
+    }
+
+    fn harvest(self) -> HashMap<u64, u64> {
+        self.counts
     }
 }

@@ -19,9 +19,9 @@ use crate::api::views::ReconciliationGroupPage;
 use crate::api::views::{EntityRef, Page};
 use crate::app::App;
 use crate::domain::{ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId};
-use crate::jobs::nearest_models::{nearest_models, NearModel};
-use crate::jobs::reconciliation::{self, Group, ReconcileError, Reconciled, Selection};
-use crate::jobs::unmatched_groups::{self, GroupFilter};
+use crate::jobs::nearest_models::{self, GroupSample, NearModel};
+use crate::jobs::reconciliation::{self, ReconcileError, Reconciled, Selection};
+use crate::jobs::unmatched_groups::{self, GroupFilter, ShownGroup};
 use crate::jobs::users::Actor;
 use crate::store::WriteTurn;
 use axum::{Extension, Json};
@@ -31,9 +31,8 @@ use std::collections::BTreeMap;
 
 /// Listing ids one link takes at most: a link is one atomic write.
 pub const MAX_LINKED_LISTINGS: usize = 1000;
-/// Example titles shown per group, and how many of its newest listings are read for them.
+/// Example titles shown per group.
 const EXAMPLE_TITLES: usize = 3;
-const EXAMPLE_TITLES_READ: usize = 10;
 
 /// Query of `GET /reconciliation`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -77,14 +76,14 @@ pub async fn groups(
             )?;
             // Each group's candidates are a few index searches: the page's are found on every
             // core at once.
-            let candidates: Vec<Vec<NearModel>> = groups
+            let samples: Vec<GroupSample> = groups
                 .par_iter()
-                .map(|group| nearest_models(app.store(), app.index(), group))
+                .map(|group| nearest_models::sample(app.store(), app.index(), group))
                 .collect::<Result<_, _>>()?;
             let mut context = GroupContext::new(app, &media)?;
             pagination
-                .wrap(groups.into_iter().zip(candidates).collect(), total)
-                .try_map(|(group, candidates)| context.view(&group, candidates))
+                .wrap(groups.into_iter().zip(samples).collect(), total)
+                .try_map(|(group, sample)| context.view(&group, sample))
         })
         .await?;
     Ok(Json(page))
@@ -132,28 +131,28 @@ impl<'a> GroupContext<'a> {
         })
     }
 
-    fn view(
-        &mut self,
-        group: &Group,
-        candidates: Vec<NearModel>,
-    ) -> ApiResult<ReconciliationGroup> {
+    fn view(&mut self, group: &ShownGroup, sample: GroupSample) -> ApiResult<ReconciliationGroup> {
         let (low, high) = group.tally.price_range_usd(self.table.as_deref());
-        let store = self.app.store();
+        let GroupSample {
+            mut titles,
+            candidates,
+        } = sample;
+        titles.truncate(EXAMPLE_TITLES);
         Ok(ReconciliationGroup {
             id: group.id.clone(),
             brand: self.brand(group)?,
             reference: group.identity().reference.clone(),
-            spellings: group.spellings(),
+            spellings: group.tally.spellings(),
             reason: group.tally.reason().reason().unwrap_or("unknownReference"),
-            listing_count: group.members.len(),
+            listing_count: group.listing_count(),
             providers: self.providers(group)?,
             price_range_usd: PriceRange { low, high },
-            example_titles: group.example_titles(store, EXAMPLE_TITLES, EXAMPLE_TITLES_READ)?,
+            example_titles: titles,
             candidates: candidates.into_iter().map(candidate_view).collect(),
         })
     }
 
-    fn brand(&mut self, group: &Group) -> ApiResult<Option<ClaimedBrandView>> {
+    fn brand(&mut self, group: &ShownGroup) -> ApiResult<Option<ClaimedBrandView>> {
         Ok(match &group.identity().brand {
             ClaimedBrand::Known(id) => self
                 .lookups
@@ -163,7 +162,7 @@ impl<'a> GroupContext<'a> {
         })
     }
 
-    fn providers(&mut self, group: &Group) -> ApiResult<Vec<ProviderCount>> {
+    fn providers(&mut self, group: &ShownGroup) -> ApiResult<Vec<ProviderCount>> {
         let mut out = Vec::with_capacity(group.tally.providers.len());
         for (&id, &listing_count) in &group.tally.providers {
             let listing_count = listing_count.max(0) as usize;

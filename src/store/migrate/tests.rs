@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 7, "{report}");
+    assert_eq!(report.steps.len(), 8, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -153,9 +153,12 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .collect();
     let pictures = queued_picture_keys(&before);
     assert!(report.steps[2].rewritten >= pictures.len() as u64);
-    // Schema 8 keeps the groups of the unmatched listings, with their keys.
+    // Schema 8 keeps the groups of the unmatched listings, with their keys (schema 10 their
+    // members and prices as keys of their own).
     let unmatched = [
         Keyspace::UnmatchedGroup,
+        Keyspace::UnmatchedMember,
+        Keyspace::UnmatchedPrice,
         Keyspace::UnmatchedOrder,
         Keyspace::UnmatchedCount,
         Keyspace::UnmatchedText,
@@ -601,7 +604,7 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
         reopen(|| Store::open_with(old_dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(7, 8), (8, 9)]);
+    assert_eq!(steps, [(7, 8), (8, 9), (9, 10)]);
     let after = audit_pairs(&migrated.db);
     assert_eq!(
         after,
