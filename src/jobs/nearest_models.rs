@@ -71,7 +71,7 @@ pub fn sample(store: &Store, index: &CatalogueIndex, group: &ShownGroup) -> Resu
 
 /// The models nearest to `group`, best first, its names scored against `titles`; none when its
 /// brand is unknown.
-pub fn nearest_models(
+fn nearest_models(
     store: &Store,
     index: &CatalogueIndex,
     group: &ShownGroup,

@@ -198,7 +198,7 @@ fn assert_kept_equal_recomputed(store: &Store, after: &[Op]) {
     store
         .unmatched()
         .check_derived()
-        .expect("order and text keys");
+        .expect("member, price, order and text keys");
 }
 
 #[test]

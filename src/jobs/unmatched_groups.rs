@@ -1,7 +1,8 @@
 //! The pages of `GET /reconciliation`: kept groups of unmatched listings (`store::unmatched`),
 //! largest first, filtered by brand, provider, reason and text. A page reads its own groups;
-//! a filter reads the groups of one order, and text the groups its words or prefix find. Each
-//! group is read from its summary (D-177), never its whole record.
+//! a filter reads the groups of one order (records only, where it checks them), and text the
+//! groups its words or prefix find. A shown group is its record, newest members and price
+//! bounds (D-177), never every key it has.
 
 use super::reconciliation::ReconcileError;
 use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, GroupTally};
@@ -108,8 +109,8 @@ impl GroupFilter {
     }
 }
 
-/// The `limit` groups after the first `skip` that `filter` keeps, largest first (then by id),
-/// and how many it keeps in all.
+/// The `limit` groups after the first `skip` that `filter` keeps, and how many it keeps in all:
+/// largest first (then by id), or with a text, those with more listings it finds first (D-167).
 pub fn group_page(
     store: &Store,
     listings: &ListingIndex,
@@ -136,8 +137,8 @@ pub fn group_page(
     checked_page(store, filter, unmatched.in_order(order), skip, limit)
 }
 
-/// The groups of `keys` that `filter` keeps, each read and checked: the page after `skip`,
-/// and how many it keeps in all.
+/// The groups of `keys` that `filter` keeps, each record read and checked: the page after
+/// `skip` (only its groups read as a page shows them), and how many it keeps in all.
 fn checked_page(
     store: &Store,
     filter: &GroupFilter,
@@ -148,12 +149,13 @@ fn checked_page(
     let mut total = 0;
     let mut page = Vec::with_capacity(limit);
     for key in keys {
-        let Some(group) = shown_group(store, key?)? else {
+        let key = key?;
+        let Some(tally) = store.unmatched().tally(key)? else {
             continue;
         };
-        if filter.keeps(&group.tally) {
+        if filter.keeps(&tally) {
             if total >= skip && page.len() < limit {
-                page.push(group);
+                page.extend(shown_group(store, key)?);
             }
             total += 1;
         }

@@ -149,6 +149,15 @@ fn price_key(group: GroupKey, currency: &str, price: u64) -> Vec<u8> {
     key
 }
 
+/// The currency, price and count of a price key of `group` and its value.
+fn price_entry(
+    group: GroupKey,
+    (key, value): (sled::IVec, sled::IVec),
+) -> StoreResult<((String, u64), i64)> {
+    let price = price_of(group, &key).ok_or_else(|| corrupt(&key, "a price key"))?;
+    Ok((price, decode_u64(&key, &value)? as i64))
+}
+
 /// The currency and price of a price key of `group`.
 fn price_of(group: GroupKey, key: &[u8]) -> Option<(String, u64)> {
     let rest = key.get(price_prefix(group, None).len()..)?;
@@ -172,9 +181,8 @@ fn read_group(db: &sled::Db, group: GroupKey) -> StoreResult<Option<KeptGroup>> 
     };
     let mut tally = record.tally;
     for entry in db.scan_prefix(price_prefix(group, None)) {
-        let (key, value) = entry?;
-        let price = price_of(group, &key).ok_or_else(|| corrupt(&key, "a price key"))?;
-        tally.prices.insert(price, decode_u64(&key, &value)? as i64);
+        let (price, count) = price_entry(group, entry?)?;
+        tally.prices.insert(price, count);
     }
     let members = newest_members(db, group).collect::<StoreResult<Vec<_>>>()?;
     Ok(Some(KeptGroup {
@@ -198,9 +206,9 @@ fn read_summary(
         let mut prices = db.scan_prefix(price_prefix(group, Some(currency)));
         let lowest = prices.next().transpose()?;
         let highest = prices.next_back().transpose()?;
-        for (key, value) in lowest.into_iter().chain(highest) {
-            let price = price_of(group, &key).ok_or_else(|| corrupt(&key, "a price key"))?;
-            tally.prices.insert(price, decode_u64(&key, &value)? as i64);
+        for entry in lowest.into_iter().chain(highest) {
+            let (price, count) = price_entry(group, entry)?;
+            tally.prices.insert(price, count);
         }
     }
     let newest = newest_members(db, group)
@@ -279,6 +287,11 @@ pub struct Unmatched<'s>(pub(super) &'s Store);
 impl<'s> Unmatched<'s> {
     pub fn group(self, group: GroupKey) -> StoreResult<Option<KeptGroup>> {
         read_group(&self.0.db, group)
+    }
+
+    /// `group`'s tally but the prices (its record alone): what a filter checks.
+    pub fn tally(self, group: GroupKey) -> StoreResult<Option<GroupTally>> {
+        Ok(read_record(&self.0.db, group)?.map(|record| record.tally))
     }
 
     /// What a page shows of `group`: its record, each currency's lowest and highest price, and
@@ -539,8 +552,9 @@ fn apply(db: &sled::Db, operations: Vec<Operation>) -> StoreResult<()> {
     Ok(db.apply_batch(batch)?)
 }
 
-/// Checks that every order key, text key and order count is exactly what the kept groups call
-/// for: what a write's own bookkeeping must leave.
+/// Checks that every member, price, order and text key, every order count and each record's
+/// priced counts are exactly what the kept groups call for, with no key left of a group that
+/// is gone: what a write's own bookkeeping must leave.
 #[cfg(test)]
 impl Unmatched<'_> {
     pub(crate) fn check_derived(self) -> Result<(), String> {
@@ -552,12 +566,31 @@ impl Unmatched<'_> {
                 *counts.entry(order).or_default() += 1;
             }
             expected.extend(derived_keys(group, &kept.tally));
+            let members = kept
+                .members
+                .iter()
+                .map(|&m| (member_key(group, m), Vec::new()));
+            expected.extend(members);
+            let mut currencies: BTreeMap<String, i64> = BTreeMap::new();
+            for ((currency, price), &count) in &kept.tally.prices {
+                let value = encode_u64(count as u64).to_vec();
+                expected.insert(price_key(group, currency, *price), value);
+                *currencies.entry(currency.clone()).or_default() += count;
+            }
+            let record = read_record(&self.0.db, group).map_err(|e| e.to_string())?;
+            if record.map(|r| r.currencies) != Some(currencies) {
+                return Err(format!(
+                    "group {group}: priced counts differ from its price keys"
+                ));
+            }
         }
         for (order, count) in counts {
             expected.insert(order.count_key(), encode_u64(count).to_vec());
         }
         let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         for space in [
+            Keyspace::UnmatchedMember,
+            Keyspace::UnmatchedPrice,
             Keyspace::UnmatchedOrder,
             Keyspace::UnmatchedCount,
             Keyspace::UnmatchedText,

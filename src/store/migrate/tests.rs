@@ -181,7 +181,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     store
         .unmatched()
         .check_derived()
-        .expect("order and text keys");
+        .expect("member, price, order and text keys");
     let mut expected_keys: Vec<&Vec<u8>> = before
         .keys()
         .filter(|key| !caliber_keys(key))
