@@ -416,10 +416,9 @@ impl CatalogueIndex {
         text: &str,
         limit: usize,
     ) -> IndexResult<Vec<u64>> {
-        let Some(words) = query::any_name_word(&self.fields, text) else {
+        let Some(query) = query::brand_models_named_like(&self.fields, brand_id, text) else {
             return Ok(Vec::new());
         };
-        let query = query::brand_models(&self.fields, brand_id, words);
         Ok(ranked_in(
             &self.derived.reader.searcher(),
             &*query,

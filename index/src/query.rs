@@ -295,14 +295,24 @@ pub fn reference_prefix(fields: &Fields, prefix: &str) -> Box<dyn Query> {
     fields.reference_prefixes().query(prefix, 1.0)
 }
 
-/// Documents whose name or series name holds any word of `text`, more words scoring higher;
-/// `None` when `text` has no word.
-pub fn any_name_word(fields: &Fields, text: &str) -> Option<Box<dyn Query>> {
+/// The brand's models whose name or series name holds any word of `text`, more words scoring
+/// higher; `None` when `text` has no word. Read from the brand-scoped words
+/// ([`Fields::brand_name_words`]): a union of the words intersected with the brand sought
+/// every word along all the brand's models, most of a `/reconciliation` page's time.
+pub fn brand_models_named_like(
+    fields: &Fields,
+    brand_id: u64,
+    text: &str,
+) -> Option<Box<dyn Query>> {
     let any: Vec<(Occur, Box<dyn Query>)> = words_of(text)
         .iter()
         .flat_map(|word| {
-            [fields.name, fields.series_name]
-                .map(|field| (Occur::Should, term_text(field, word, 1.0)))
+            let term = crate::schema::brand_scoped(brand_id, word);
+            [fields.brand_name_words, fields.brand_series_words].map(|field| {
+                let term = Term::from_field_text(field, &term);
+                let query = TermQuery::new(term, IndexRecordOption::WithFreqs);
+                (Occur::Should, Box::new(query) as Box<dyn Query>)
+            })
         })
         .collect();
     (!any.is_empty()).then(|| Box::new(BooleanQuery::new(any)) as Box<dyn Query>)
@@ -443,15 +453,22 @@ fn word_query(fields: &TextFields, word: &str) -> Box<dyn Query> {
     Box::new(BooleanQuery::new(any))
 }
 
-/// The words of `text` as the text fields index them (lowercased, accents folded).
+/// The distinct words of `text` as the text fields index them (lowercased, accents folded),
+/// in the order they first occur.
 pub(crate) fn words_of(text: &str) -> Vec<String> {
+    let mut words = folded_words(text);
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|word| seen.insert(word.clone()));
+    words
+}
+
+/// Every word of `text` as the folded fields index it, in order, repeats kept.
+pub(crate) fn folded_words(text: &str) -> Vec<String> {
     let mut analyzer = folded_analyzer();
     let mut stream = analyzer.token_stream(text);
     let mut words = Vec::new();
     while let Some(token) = stream.next() {
-        if !words.contains(&token.text) {
-            words.push(token.text.clone());
-        }
+        words.push(token.text.clone());
     }
     words
 }

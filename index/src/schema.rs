@@ -42,6 +42,12 @@ pub struct Fields {
     pub aliases: Field,
     pub brand_name: Field,
     pub series_name: Field,
+    /// A model's name and series name as words scoped by its brand (`{brand id}:{word}`): the
+    /// brand's models sharing a word are that word's postings alone, so the models named like a
+    /// reconciliation group are found without seeking the words along every model of the brand
+    /// (docs/decisions.md, D-178).
+    pub brand_name_words: Field,
+    pub brand_series_words: Field,
     pub description: Field,
     /// A model's words from every text field, without frequencies: whether a model holds a word
     /// at all is one term, so a search's matches are one postings intersection.
@@ -112,6 +118,29 @@ pub(crate) fn presence_options() -> TextOptions {
     )
 }
 
+/// Words already folded and scoped by [`brand_scoped_words`], scored like the name fields.
+pub(crate) fn brand_scoped_options() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("whitespace")
+            .set_index_option(IndexRecordOption::WithFreqs),
+    )
+}
+
+/// The term of `word` (folded) among brand `brand_id`'s models' words.
+pub(crate) fn brand_scoped(brand_id: u64, word: &str) -> String {
+    format!("{brand_id}:{word}")
+}
+
+/// `text`'s folded words, each scoped by `brand_id`, as the whitespace tokenizer reads them.
+fn brand_scoped_words(brand_id: u64, text: &str) -> String {
+    let words: Vec<String> = crate::query::folded_words(text)
+        .iter()
+        .map(|word| brand_scoped(brand_id, word))
+        .collect();
+    words.join(" ")
+}
+
 /// Normalised references, indexed with their prefixes.
 pub(crate) fn prefix_options() -> TextOptions {
     TextOptions::default().set_indexing_options(
@@ -141,6 +170,8 @@ pub fn build() -> (Schema, Fields) {
         aliases: s.add_text_field("aliases", text.clone()),
         brand_name: s.add_text_field("brand_name", text.clone()),
         series_name: s.add_text_field("series_name", text.clone()),
+        brand_name_words: s.add_text_field("brand_name_words", brand_scoped_options()),
+        brand_series_words: s.add_text_field("brand_series_words", brand_scoped_options()),
         description: s.add_text_field("description", text),
         model_words: s.add_text_field("model_words", presence_options()),
         name_sort: s.add_text_field(names::NAME_SORT, exact_string() | FAST),
@@ -281,6 +312,9 @@ impl Fields {
             out.add_text(self.brand_name, name);
         }
         out.add_text(self.series_name, &model.series_name);
+        let scoped = |text| brand_scoped_words(model.brand_id, text);
+        out.add_text(self.brand_name_words, scoped(&model.name));
+        out.add_text(self.brand_series_words, scoped(&model.series_name));
         if let Some(description) = &model.description {
             out.add_text(self.description, description);
         }
@@ -359,6 +393,8 @@ mod tests {
                 "aliases",
                 "brand_name",
                 "series_name",
+                "brand_name_words",
+                "brand_series_words",
                 "description"
             ]
         );

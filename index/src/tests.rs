@@ -412,6 +412,11 @@ fn candidates_by_reference_prefix_and_by_name_stay_in_their_brand() {
         index.models_named_like(2, "Pelagos", 10).expect("search"),
         [5]
     );
+    assert_eq!(
+        (index.models_named_like(2, "Date Pelagos", 10)).expect("search"),
+        [5],
+        "another brand's words find none of its models"
+    );
     assert!(index
         .models_named_like(1, "  ", 10)
         .expect("search")
