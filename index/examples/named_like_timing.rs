@@ -17,9 +17,16 @@ fn main() {
     for round in 0..3 {
         let started = Instant::now();
         for (brand, text) in &pairs {
-            found += index.models_named_like(*brand, text, 20).expect("search").len();
+            found += index
+                .models_named_like(*brand, text, 20)
+                .expect("search")
+                .len();
         }
-        println!("round {round}: {:?} for {} pairs", started.elapsed(), pairs.len());
+        println!(
+            "round {round}: {:?} for {} pairs",
+            started.elapsed(),
+            pairs.len()
+        );
     }
     println!("found {found}");
 }

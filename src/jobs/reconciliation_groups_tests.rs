@@ -284,3 +284,45 @@ proptest! {
         }
     }
 }
+
+/// `reindex`'s rebuild of the groups: a store whose groups are right is left as it is (no key
+/// written); every kind of wrong key (a record, a member, a price, an order, a text key and a
+/// count changed, removed or left over) is put right, and only those keys are written.
+#[test]
+fn a_rebuild_writes_only_the_keys_that_are_wrong() {
+    use crate::store::RecordKind as Space;
+    let (_dir, store, _index) = fixture();
+    let turn = store.write_turn();
+    let right = store.rebuild_unmatched_groups(&turn).expect("rebuild");
+    assert_eq!(right.keys_written, 0, "the kept groups were right");
+    assert_eq!(right.groups as usize, groups(&store).len());
+
+    let mut damaged = 0;
+    for space in [
+        Space::UnmatchedGroup,
+        Space::UnmatchedMember,
+        Space::UnmatchedPrice,
+        Space::UnmatchedOrder,
+        Space::UnmatchedText,
+        Space::UnmatchedCount,
+    ] {
+        let keys = store.keys_of(space);
+        let (first, value) = keys.first().expect("the fixtures have keys of each kind");
+        store.damage(first, None);
+        let (last, _) = keys.last().expect("a key");
+        store.damage(last, Some(b"not what it was"));
+        let mut stray = first.clone();
+        stray.extend_from_slice(b"left over");
+        store.damage(&stray, Some(value));
+        damaged += 3;
+    }
+    assert!(
+        store.unmatched().check_derived().is_err(),
+        "the damage shows"
+    );
+
+    let repaired = store.rebuild_unmatched_groups(&turn).expect("rebuild");
+    assert_eq!(repaired.keys_written, damaged, "only the damaged keys");
+    assert_eq!(repaired.groups, right.groups);
+    assert_kept_equal_recomputed(&store, &[]);
+}

@@ -238,7 +238,7 @@ impl Writer {
                 &self.listings,
                 stop,
             )?);
-            done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?);
+            done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?.groups);
         }
         Ok(done)
     }

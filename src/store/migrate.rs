@@ -101,9 +101,9 @@ pub static STEPS: &[Step] = &[
 
 /// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes
 /// the groups and their keys (`super::unmatched`), one pass over the listings. Idempotent: a
-/// re-run drops what an earlier one wrote and starts over. Returns the groups written.
+/// re-run writes what an earlier one left undone. Returns the groups written.
 fn keep_unmatched_groups(db: &sled::Db) -> StoreResult<u64> {
-    super::unmatched::rebuild(db)
+    Ok(super::unmatched::rebuild(db)?.groups)
 }
 
 /// Step 8 -> 9: writes the keys of every audit entry in the lists of its user, its action and

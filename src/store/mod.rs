@@ -36,7 +36,7 @@ pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
-pub use unmatched::{GroupOrder, GroupSummary, GroupText, KeptGroup, Unmatched};
+pub use unmatched::{GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Unmatched};
 pub use write::WriteBatch;
 
 use crate::domain::AuditEntry;
@@ -206,9 +206,10 @@ impl Store {
         Unmatched(self)
     }
 
-    /// Drops the kept groups of unmatched listings and writes them again from the listings
-    /// (`watch-catalogue reindex`), in the caller's write turn; the groups written.
-    pub fn rebuild_unmatched_groups(&self, _turn: &WriteTurn<'_>) -> StoreResult<u64> {
+    /// Brings the kept groups of unmatched listings to what the listings make
+    /// (`watch-catalogue reindex`), in the caller's write turn: the groups, and the keys that
+    /// differed and were written.
+    pub fn rebuild_unmatched_groups(&self, _turn: &WriteTurn<'_>) -> StoreResult<GroupsRebuilt> {
         unmatched::rebuild(&self.db)
     }
 }
@@ -566,6 +567,25 @@ impl Store {
     #[cfg(test)]
     pub(crate) fn keys_total(&self) -> usize {
         self.db.len()
+    }
+
+    /// Writes `key` as `value` (removes it with `None`) past every check: how a test damages
+    /// derived keys that a rebuild must repair.
+    #[cfg(test)]
+    pub(crate) fn damage(&self, key: &[u8], value: Option<&[u8]>) {
+        match value {
+            Some(value) => self.db.insert(key, value).map(drop),
+            None => self.db.remove(key).map(drop),
+        }
+        .expect("damage");
+    }
+
+    /// Every key of `space` with its value, in key order.
+    #[cfg(test)]
+    pub(crate) fn keys_of(&self, space: Keyspace) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (self.db.scan_prefix(space.prefix()))
+            .map(|entry| entry.map(|(k, v)| (k.to_vec(), v.to_vec())).expect("key"))
+            .collect()
     }
 }
 

@@ -481,140 +481,286 @@ fn member_operations(
 }
 
 /// Every group of `listings`, from scratch and all in memory: the oracle the kept groups are
-/// tested against (the migration and `reindex` write them through [`rebuild`]).
+/// tested against ([`rebuild`] gathers them from the store's scan, leaner: [`Gathered`]).
 #[cfg(test)]
 pub fn recompute<'a>(
     listings: impl IntoIterator<Item = &'a Listing>,
 ) -> BTreeMap<GroupKey, KeptGroup> {
     let mut groups: BTreeMap<GroupKey, KeptGroup> = BTreeMap::new();
     for listing in listings {
-        add_to(&mut groups, listing);
+        if let Some((group, share)) = GroupTally::of(listing) {
+            let kept = groups.entry(group).or_insert_with(|| KeptGroup {
+                tally: GroupTally::empty(share.identity.clone()),
+                members: Vec::new(),
+            });
+            kept.tally.add(&share, 1);
+            kept.members.push(listing.id);
+        }
     }
     groups
 }
 
-#[cfg(test)]
-fn add_to(groups: &mut BTreeMap<GroupKey, KeptGroup>, listing: &Listing) {
-    if let Some((group, share)) = GroupTally::of(listing) {
-        let kept = groups.entry(group).or_insert_with(|| KeptGroup {
-            tally: GroupTally::empty(share.identity.clone()),
-            members: Vec::new(),
-        });
-        kept.tally.add(&share, 1);
-        kept.members.push(listing.id);
-    }
-}
-
-/// Listings [`rebuild`] groups per sled batch: the groups a batch touches are held in memory,
-/// not every group of the store (a million and a half at the scale run's ten million listings).
+/// Keys [`rebuild`] writes per sled batch.
 const REBUILD_CHUNK: usize = 20_000;
 
-/// Drops every kept group and its keys, and writes them again from the listings the store
-/// holds, by the same bookkeeping a write of listings does, a chunk of listings at a time.
-/// Idempotent: run again after a crash part-way, it starts over. Returns the groups written.
-/// Must run where no other write can (a migration, a write turn).
-pub(super) fn rebuild(db: &sled::Db) -> StoreResult<u64> {
-    for space in [
-        Keyspace::UnmatchedGroup,
-        Keyspace::UnmatchedMember,
-        Keyspace::UnmatchedPrice,
-        Keyspace::UnmatchedOrder,
-        Keyspace::UnmatchedCount,
-        Keyspace::UnmatchedText,
-    ] {
-        super::clear_keyspace(db, space, REBUILD_CHUNK)?;
-    }
-    let mut changes = GroupChanges::default();
-    let mut pending = 0;
-    // The scan meets only listing keys, which nothing here writes.
+/// The keyspaces of the kept groups, the records last: a rebuild stopped part-way leaves
+/// records of the old state beside keys of the new, which the next rebuild finishes.
+const KEYSPACES: [Keyspace; 6] = [
+    Keyspace::UnmatchedMember,
+    Keyspace::UnmatchedPrice,
+    Keyspace::UnmatchedOrder,
+    Keyspace::UnmatchedText,
+    Keyspace::UnmatchedCount,
+    Keyspace::UnmatchedGroup,
+];
+
+/// What a [`rebuild`] found and wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupsRebuilt {
+    pub groups: u64,
+    /// Keys written or removed: none when the kept groups were already right.
+    pub keys_written: u64,
+}
+
+/// Brings the kept groups and their keys to exactly what the listings the store holds make
+/// (D-179): the groups are gathered in memory in one pass over the listings, then each keyspace
+/// is walked beside what it should hold and only the keys that differ are written or removed.
+/// Idempotent: run again after a crash part-way, it finishes the job. Must run where no other
+/// write can (a migration, a write turn).
+pub(super) fn rebuild(db: &sled::Db) -> StoreResult<GroupsRebuilt> {
+    let mut gathered = Gathered::default();
     for entry in db.scan_prefix(Keyspace::Listing.prefix()) {
         let (key, value) = entry?;
-        let listing: Listing = decode(&key, &value)?;
-        changes.listing_written(None, &listing);
-        pending += 1;
-        if pending == REBUILD_CHUNK {
-            apply(db, std::mem::take(&mut changes).into_operations_on(db)?)?;
-            pending = 0;
-        }
+        gathered.add(&decode(&key, &value)?)?;
     }
-    apply(db, changes.into_operations_on(db)?)?;
-    read_count(db, GroupOrder::All)
+    let mut keys_written = 0;
+    for space in KEYSPACES {
+        keys_written += sync_keyspace(db, space, gathered.expected_keys(space)?)?;
+    }
+    Ok(GroupsRebuilt {
+        groups: gathered.records.len() as u64,
+        keys_written,
+    })
 }
 
-fn apply(db: &sled::Db, operations: Vec<Operation>) -> StoreResult<()> {
-    let mut batch = sled::Batch::default();
-    for (key, value) in operations {
+type Pair = (Vec<u8>, Vec<u8>);
+
+/// Every group, held lean enough for the scale run's 1.3 million: each record encoded (its
+/// tally but the prices), the prices and members as flat lists. Held as tallies of maps, they
+/// made a `reindex` of 10M listings peak at 11.8 GB rather than 3.3 GB (D-179).
+#[derive(Default)]
+struct Gathered {
+    /// Each group's [`GroupRecord`] as stored, its priced counts still empty.
+    records: HashMap<GroupKey, Vec<u8>>,
+    prices: BTreeMap<(GroupKey, String, u64), i64>,
+    members: Vec<(GroupKey, ListingId)>,
+}
+
+impl Gathered {
+    fn add(&mut self, listing: &Listing) -> StoreResult<()> {
+        let Some((group, mut share)) = GroupTally::of(listing) else {
+            return Ok(());
+        };
+        for ((currency, price), count) in std::mem::take(&mut share.prices) {
+            *self.prices.entry((group, currency, price)).or_default() += count;
+        }
+        self.members.push((group, listing.id));
+        let record = match self.records.get(&group) {
+            Some(bytes) => {
+                let mut record: GroupRecord = decode(&group_key(group), bytes)?;
+                record.tally.add(&share, 1);
+                record
+            }
+            None => GroupRecord {
+                tally: share,
+                currencies: BTreeMap::new(),
+            },
+        };
+        self.records.insert(group, encode(&record));
+        Ok(())
+    }
+
+    /// The groups read whole from the store, gathered: what [`Unmatched::check_derived`]
+    /// compares the keys with.
+    #[cfg(test)]
+    fn of_kept(groups: &BTreeMap<GroupKey, KeptGroup>) -> Gathered {
+        let mut gathered = Gathered::default();
+        for (&group, kept) in groups {
+            let mut tally = kept.tally.clone();
+            for ((currency, price), count) in std::mem::take(&mut tally.prices) {
+                gathered.prices.insert((group, currency, price), count);
+            }
+            let record = GroupRecord {
+                tally,
+                currencies: BTreeMap::new(),
+            };
+            gathered.records.insert(group, encode(&record));
+            gathered
+                .members
+                .extend(kept.members.iter().map(|&m| (group, m)));
+        }
+        gathered
+    }
+
+    /// The keys of `space` the groups call for, with their values, in key order.
+    fn expected_keys(&self, space: Keyspace) -> StoreResult<Vec<Pair>> {
+        let mut keys: Vec<Pair> = match space {
+            Keyspace::UnmatchedMember => (self.members.iter())
+                .map(|&(group, listing)| (member_key(group, listing), Vec::new()))
+                .collect(),
+            Keyspace::UnmatchedPrice => (self.prices.iter())
+                .map(|((group, currency, price), &count)| {
+                    let value = encode_u64(count as u64).to_vec();
+                    (price_key(*group, currency, *price), value)
+                })
+                .collect(),
+            Keyspace::UnmatchedGroup => {
+                let mut records = Vec::with_capacity(self.records.len());
+                for (&group, bytes) in &self.records {
+                    let mut record: GroupRecord = decode(&group_key(group), bytes)?;
+                    record.currencies = self.currencies(group);
+                    records.push((group_key(group), encode(&record)));
+                }
+                records
+            }
+            Keyspace::UnmatchedCount => {
+                let mut counts: BTreeMap<GroupOrder, u64> = BTreeMap::new();
+                for (&group, bytes) in &self.records {
+                    let record: GroupRecord = decode(&group_key(group), bytes)?;
+                    for order in GroupOrder::of(&record.tally) {
+                        *counts.entry(order).or_default() += 1;
+                    }
+                }
+                (counts.into_iter())
+                    .map(|(order, count)| (order.count_key(), encode_u64(count).to_vec()))
+                    .collect()
+            }
+            _ => {
+                let mut derived = Vec::new();
+                for (&group, bytes) in &self.records {
+                    let record: GroupRecord = decode(&group_key(group), bytes)?;
+                    derived.extend(
+                        (derived_keys(group, &record.tally).into_iter())
+                            .filter(|(key, _)| key.first() == Some(&(space as u8))),
+                    );
+                }
+                derived
+            }
+        };
+        keys.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        Ok(keys)
+    }
+
+    /// How many of `group`'s listings are priced in each currency.
+    fn currencies(&self, group: GroupKey) -> BTreeMap<String, i64> {
+        let mut currencies: BTreeMap<String, i64> = BTreeMap::new();
+        let from = (group, String::new(), 0);
+        for ((of, currency, _), count) in self.prices.range(from..) {
+            if *of != group {
+                break;
+            }
+            *currencies.entry(currency.clone()).or_default() += count;
+        }
+        currencies
+    }
+}
+
+/// Brings `space` to hold exactly `expected` (in key order), writing only the keys that differ;
+/// the keys written or removed. Every write is at or behind the key the scan stands on, which
+/// the scan has passed.
+fn sync_keyspace(db: &sled::Db, space: Keyspace, expected: Vec<Pair>) -> StoreResult<u64> {
+    let mut expected = expected.into_iter().peekable();
+    let mut writes = Writes::new(db);
+    for entry in db.scan_prefix(space.prefix()) {
+        let (key, value) = entry?;
+        while let Some((missing, value)) = expected.next_if(|(k, _)| k.as_slice() < &*key) {
+            writes.put(missing, Some(value))?;
+        }
+        match expected.next_if(|(k, _)| k.as_slice() == &*key) {
+            Some((_, wanted)) if wanted.as_slice() == &*value => {}
+            Some((key, wanted)) => writes.put(key, Some(wanted))?,
+            None => writes.put(key.to_vec(), None)?,
+        }
+    }
+    for (missing, value) in expected {
+        writes.put(missing, Some(value))?;
+    }
+    writes.finish()
+}
+
+/// Writes applied a sled batch of [`REBUILD_CHUNK`] at a time.
+struct Writes<'a> {
+    db: &'a sled::Db,
+    batch: sled::Batch,
+    pending: usize,
+    written: u64,
+}
+
+impl<'a> Writes<'a> {
+    fn new(db: &'a sled::Db) -> Writes<'a> {
+        Writes {
+            db,
+            batch: sled::Batch::default(),
+            pending: 0,
+            written: 0,
+        }
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) -> StoreResult<()> {
         match value {
-            Some(value) => batch.insert(key, value),
-            None => batch.remove(key),
+            Some(value) => self.batch.insert(key, value),
+            None => self.batch.remove(key),
         }
+        self.pending += 1;
+        if self.pending == REBUILD_CHUNK {
+            self.apply()?;
+        }
+        Ok(())
     }
-    Ok(db.apply_batch(batch)?)
+
+    fn apply(&mut self) -> StoreResult<()> {
+        self.db.apply_batch(std::mem::take(&mut self.batch))?;
+        self.written += self.pending as u64;
+        self.pending = 0;
+        Ok(())
+    }
+
+    fn finish(mut self) -> StoreResult<u64> {
+        self.apply()?;
+        Ok(self.written)
+    }
 }
 
-/// Checks that every member, price, order and text key, every order count and each record's
-/// priced counts are exactly what the kept groups call for, with no key left of a group that
-/// is gone: what a write's own bookkeeping must leave.
+/// Checks that every record, member, price, order and text key and every order count is exactly
+/// what the kept groups call for (a record's priced counts those of its price keys), with no key
+/// left of a group that is gone: what a write's own bookkeeping must leave.
 #[cfg(test)]
 impl Unmatched<'_> {
     pub(crate) fn check_derived(self) -> Result<(), String> {
-        let mut expected: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        let mut counts: BTreeMap<GroupOrder, u64> = BTreeMap::new();
-        for entry in self.all() {
-            let (group, kept) = entry.map_err(|e| e.to_string())?;
-            for order in GroupOrder::of(&kept.tally) {
-                *counts.entry(order).or_default() += 1;
-            }
-            expected.extend(derived_keys(group, &kept.tally));
-            let members = kept
-                .members
-                .iter()
-                .map(|&m| (member_key(group, m), Vec::new()));
-            expected.extend(members);
-            let mut currencies: BTreeMap<String, i64> = BTreeMap::new();
-            for ((currency, price), &count) in &kept.tally.prices {
-                let value = encode_u64(count as u64).to_vec();
-                expected.insert(price_key(group, currency, *price), value);
-                *currencies.entry(currency.clone()).or_default() += count;
-            }
-            let record = read_record(&self.0.db, group).map_err(|e| e.to_string())?;
-            if record.map(|r| r.currencies) != Some(currencies) {
-                return Err(format!(
-                    "group {group}: priced counts differ from its price keys"
-                ));
-            }
-        }
-        for (order, count) in counts {
-            expected.insert(order.count_key(), encode_u64(count).to_vec());
-        }
-        let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
-        for space in [
-            Keyspace::UnmatchedMember,
-            Keyspace::UnmatchedPrice,
-            Keyspace::UnmatchedOrder,
-            Keyspace::UnmatchedCount,
-            Keyspace::UnmatchedText,
-        ] {
+        let groups =
+            (self.all().collect::<StoreResult<BTreeMap<_, _>>>()).map_err(|e| e.to_string())?;
+        let gathered = Gathered::of_kept(&groups);
+        for space in KEYSPACES {
+            let expected = gathered.expected_keys(space).map_err(|e| e.to_string())?;
+            let expected: BTreeMap<Vec<u8>, Vec<u8>> = expected.into_iter().collect();
+            let mut found: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
             for entry in self.0.db.scan_prefix(space.prefix()) {
                 let (key, value) = entry.map_err(|e| e.to_string())?;
                 found.insert(key.to_vec(), value.to_vec());
             }
+            let missing: Vec<_> = (expected.iter())
+                .filter(|(k, v)| found.get(*k) != Some(v))
+                .collect();
+            let extra: Vec<_> = (found.keys())
+                .filter(|k| !expected.contains_key(*k))
+                .collect();
+            if !missing.is_empty() || !extra.is_empty() {
+                return Err(format!(
+                    "{space:?}: keys missing or wrong: {missing:?}; keys extra: {extra:?}"
+                ));
+            }
         }
-        let missing: Vec<_> = expected
-            .iter()
-            .filter(|(k, v)| found.get(*k) != Some(v))
-            .collect();
-        let extra: Vec<_> = found
-            .keys()
-            .filter(|k| !expected.contains_key(*k))
-            .collect();
-        if missing.is_empty() && extra.is_empty() {
-            Ok(())
-        } else {
-            Err(format!(
-                "keys missing or wrong: {missing:?}; keys extra: {extra:?}"
-            ))
-        }
+        Ok(())
     }
 }
 
@@ -622,6 +768,14 @@ impl Unmatched<'_> {
 mod tests {
     use super::*;
     use crate::domain::ClaimedIdentity;
+
+    fn apply(db: &sled::Db, operations: Vec<Operation>) -> StoreResult<u64> {
+        let mut writes = Writes::new(db);
+        for (key, value) in operations {
+            writes.put(key, value)?;
+        }
+        writes.finish()
+    }
 
     /// A group of 30 listings written by one write: read whole it is what was written; its
     /// summary has each currency's lowest and highest price and the newest listings asked for.
