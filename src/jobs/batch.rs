@@ -238,8 +238,12 @@ pub fn run(
                     );
                 }
             }
-            if let Some(groups) = rebuilt.unmatched_groups {
-                let _ = writeln!(report, "kept {groups} groups of unmatched listings");
+            if let Some(kept) = rebuilt.unmatched_groups {
+                let _ = writeln!(
+                    report,
+                    "kept {} groups of unmatched listings ({} keys put right)",
+                    kept.groups, kept.keys_written
+                );
             }
             let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
             finished(control, documents as u64);

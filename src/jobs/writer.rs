@@ -10,7 +10,9 @@ use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
 use crate::domain::ModelId;
-use crate::store::{Changes, Interlude, Store, StoreError, StoreGeneration, WriteTurn};
+use crate::store::{
+    Changes, GroupsRebuilt, Interlude, Store, StoreError, StoreGeneration, WriteTurn,
+};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -100,8 +102,8 @@ impl IndexChoice {
 pub struct CatchUp {
     pub catalogue: Option<ReindexReport>,
     pub listings: Option<ReindexReport>,
-    /// The groups of unmatched listings written again with the listings index.
-    pub unmatched_groups: Option<u64>,
+    /// The groups of unmatched listings brought up to the listings with the listings index.
+    pub unmatched_groups: Option<GroupsRebuilt>,
 }
 
 /// The store's generations when a turn began, or was taken back after a pass.
@@ -238,7 +240,7 @@ impl Writer {
                 &self.listings,
                 stop,
             )?);
-            done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?.groups);
+            done.unmatched_groups = Some(self.store.rebuild_unmatched_groups(&turn)?);
         }
         Ok(done)
     }

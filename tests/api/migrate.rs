@@ -70,7 +70,7 @@ fn migrate_brings_a_schema_2_data_dir_up_to_date_and_the_commands_work_on_it() {
     assert!(
         text.contains("indexed 27 catalogue documents at store generation 4")
             && text.contains("indexed 11 listings at store generation 4")
-            && text.contains("kept 3 groups of unmatched listings"),
+            && text.contains("kept 3 groups of unmatched listings (0 keys put right)"),
         "{text}"
     );
     let serve = ServeProcess::start(data.path());
