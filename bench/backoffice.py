@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The back office as one admin uses it, timed against a running server (bench/backoffice.sh
 starts and stops it): every read and write, p50/p99 over REPEAT requests each (a read's first
-request timed apart), and a merge and a link while a provider's snapshot job runs. Prints a markdown table; loopback only.
+request timed apart), and a merge and a link while a provider's snapshot job runs. Prints a
+markdown table; loopback only.
 
     backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND]
                   [--snapshot FEED --provider SLUG]

@@ -74,7 +74,6 @@ wait_start_up_work() {
 "$BIN" --data-dir "$DATA" user remove "$USER_NAME" > /dev/null 2>&1 || true
 printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "$USER_NAME" --role admin > /dev/null
 : > "$WORK/backoffice-server.log"
-LOG_LINES=0
 
 {
   echo "# The back office at scale"

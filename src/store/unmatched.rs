@@ -500,8 +500,12 @@ pub fn recompute<'a>(
     groups
 }
 
-/// Keys [`rebuild`] writes per sled batch.
-const REBUILD_CHUNK: usize = 20_000;
+/// Keys [`rebuild`] writes per sled batch. Its writes come in key order, so a batch lands on a
+/// few leaves, and sled keeps each version of a leaf the batch rewrote until it ends: at a
+/// million listings with every key to write, batches of 20,000 peaked at 3.8 GB, of 5,000 at
+/// 3.6 GB, of 1,000 at 0.96 GB and of 250 at 0.77 GB, what a rebuild with nothing to write
+/// takes (examples/groups_rebuild).
+const REBUILD_CHUNK: usize = 250;
 
 /// The keyspaces of the kept groups, the records last: a rebuild stopped part-way leaves
 /// records of the old state beside keys of the new, which the next rebuild finishes.
@@ -545,9 +549,8 @@ pub(super) fn rebuild(db: &sled::Db) -> StoreResult<GroupsRebuilt> {
 
 type Pair = (Vec<u8>, Vec<u8>);
 
-/// Every group, held lean enough for the scale run's 1.3 million: each record encoded (its
-/// tally but the prices), the prices and members as flat lists. Held as tallies of maps, they
-/// made a `reindex` of 10M listings peak at 11.8 GB rather than 3.3 GB (D-179).
+/// Every group, held lean for the scale run's 1.3 million: each record encoded (its tally but
+/// the prices), the prices and members as flat lists, where a tally is five maps.
 #[derive(Default)]
 struct Gathered {
     /// Each group's [`GroupRecord`] as stored, its priced counts still empty.
