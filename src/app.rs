@@ -10,6 +10,7 @@ use crate::jobs::context::JobContext;
 use crate::jobs::dataset::import_dataset;
 use crate::jobs::duplicates;
 use crate::jobs::import::fixtures::EmbeddedFixtures;
+use crate::jobs::nearest_models::KeptCandidates;
 use crate::jobs::pictures::UrgentPictures;
 use crate::jobs::progress::JobControl;
 use crate::jobs::queue::Jobs;
@@ -40,11 +41,14 @@ pub struct App {
 }
 
 /// Store reads kept per store generation (`api::assemble::Lookups`), a generation's at most
-/// [`KEPT_NAMES`] brands and series and [`KEPT_MODEL_CARDS`] model cards.
+/// [`KEPT_NAMES`] brands and series and [`KEPT_MODEL_CARDS`] model cards; and what the
+/// back office works out from the catalogue's words alone.
 pub struct KeptReads {
     pub brands: GenerationCache<BrandId, Option<Brand>>,
     pub series: GenerationCache<SeriesId, Option<Series>>,
     pub model_cards: GenerationCache<ModelId, Option<Arc<ModelCard>>>,
+    /// Reconciliation groups' candidates, kept per model text edition of the catalogue index.
+    pub candidates: KeptCandidates,
 }
 
 /// What a model's list item is made from: the model, its FRONT picture's pipeline record (when
@@ -70,6 +74,7 @@ impl Default for KeptReads {
             brands: GenerationCache::holding_at_most(KEPT_NAMES),
             series: GenerationCache::holding_at_most(KEPT_NAMES),
             model_cards: GenerationCache::holding_at_most(KEPT_MODEL_CARDS),
+            candidates: KeptCandidates::default(),
         }
     }
 }

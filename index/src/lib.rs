@@ -42,6 +42,7 @@ pub use generation_cache::GenerationCache;
 use rayon::prelude::*;
 use schema::Fields;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use summary::SummaryCache;
 use tantivy::Searcher;
@@ -96,6 +97,8 @@ pub struct CatalogueIndex {
     word_forms: typos::WordForms,
     id_columns: segment_cache::IdColumns,
     not_models: not_models::NotModelsCache,
+    /// See [`CatalogueIndex::model_text_edition`].
+    model_text_edition: AtomicU64,
 }
 
 impl CatalogueIndex {
@@ -111,6 +114,7 @@ impl CatalogueIndex {
             word_forms: typos::WordForms::default(),
             id_columns: segment_cache::IdColumns::default(),
             not_models: not_models::NotModelsCache::default(),
+            model_text_edition: AtomicU64::new(0),
         })
     }
 
@@ -126,6 +130,7 @@ impl CatalogueIndex {
             word_forms: typos::WordForms::default(),
             id_columns: segment_cache::IdColumns::default(),
             not_models: not_models::NotModelsCache::default(),
+            model_text_edition: AtomicU64::new(0),
         })
     }
 
@@ -140,6 +145,21 @@ impl CatalogueIndex {
     /// The store generation the last commit reflects; `None` for an index never built.
     pub fn generation(&self) -> IndexResult<Option<u64>> {
         self.derived.generation()
+    }
+
+    /// A number that moves, in this process, after every commit that may have changed the
+    /// words of a model's document (a rebuild, a model written or removed) and at no commit
+    /// that only recounted ([`CatalogueIndex::update_counts`]): what is worked out from the
+    /// models' names and references alone can be kept while it stands, though listings come
+    /// and go.
+    pub fn model_text_edition(&self) -> u64 {
+        self.model_text_edition.load(Ordering::SeqCst)
+    }
+
+    /// Moves [`CatalogueIndex::model_text_edition`], once the commit is searchable: a value worked
+    /// out meanwhile is kept under the edition it began at, so never outlives it.
+    fn model_text_edited(&self) {
+        self.model_text_edition.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Replaces every document with `docs` (built in parallel by the caller's rayon iterator)
@@ -163,18 +183,27 @@ impl CatalogueIndex {
         then: impl FnOnce() -> Vec<CatalogueDoc>,
         generation: u64,
     ) -> Result<usize, E> {
-        self.derived.rebuild(
+        let indexed = self.derived.rebuild(
             docs.map(|doc| doc.map(|doc| self.fields.document(&doc))),
             || then().iter().map(|doc| self.fields.document(doc)).collect(),
             generation,
             RebuildShape::OneSegment,
-        )
+        );
+        self.model_text_edited();
+        indexed
     }
 
     /// Writes `docs` over the documents of the same kind and id (a model's listing count
     /// changed, a model was added), and commits with `generation`.
     pub fn update(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
         self.update_and_remove(docs, &[], generation)
+    }
+
+    /// [`CatalogueIndex::update`] of documents whose words are those the index holds: only
+    /// their counts changed (a model's listings, a brand's models), so the
+    /// [`CatalogueIndex::model_text_edition`] stands.
+    pub fn update_counts(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
+        self.replace(docs, &[], generation)
     }
 
     /// [`CatalogueIndex::update`], also removing the documents of the models `removed` (merged
@@ -185,6 +214,14 @@ impl CatalogueIndex {
         removed: &[u64],
         generation: u64,
     ) -> IndexResult<()> {
+        let replaced = self.replace(docs, removed, generation);
+        self.model_text_edited();
+        replaced
+    }
+
+    /// Writes `docs` over the documents of the same kind and id, removes the models
+    /// `removed`, and commits with `generation`.
+    fn replace(&self, docs: &[CatalogueDoc], removed: &[u64], generation: u64) -> IndexResult<()> {
         let model_key =
             |id| query::term_u64(self.fields.doc_key, schema::doc_key(DocKind::Model, id));
         let updates = docs.iter().map(|doc| {

@@ -343,6 +343,25 @@ fn open_recreates_an_index_and_keeps_generation_across_reopen() {
 }
 
 #[test]
+fn the_model_text_edition_moves_with_words_and_not_with_counts() {
+    let index = CatalogueIndex::in_memory().expect("index");
+    let docs = vec![model(1, 1, "Submariner", &["16610"], None)];
+    index
+        .rebuild(docs.clone().into_par_iter(), 1)
+        .expect("rebuild");
+    let rebuilt = index.model_text_edition();
+    assert!(rebuilt > 0, "a rebuild is an edition");
+    index.update_counts(&docs, 2).expect("recount");
+    assert_eq!(index.model_text_edition(), rebuilt);
+    assert_eq!(index.generation().expect("generation"), Some(2));
+    index.update(&docs, 3).expect("update");
+    assert!(index.model_text_edition() > rebuilt);
+    let updated = index.model_text_edition();
+    index.update_and_remove(&[], &[1], 4).expect("remove");
+    assert!(index.model_text_edition() > updated);
+}
+
+#[test]
 fn update_replaces_only_the_documents_given() {
     let index = CatalogueIndex::in_memory().expect("index");
     let model = |id: u64, listing_count: u64| ModelDoc {

@@ -5,10 +5,11 @@
 
 use super::reconciliation::ReconcileError;
 use super::unmatched_groups::ShownGroup;
-use crate::domain::{normalize_reference, Model, ModelId};
+use crate::domain::{normalize_reference, BrandId, Model, ModelId};
 use crate::store::Store;
-use catalogue_index::CatalogueIndex;
+use catalogue_index::{CatalogueIndex, GenerationCache};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What the store and the catalogue index are read through.
 type Result<T> = std::result::Result<T, ReconcileError>;
@@ -62,31 +63,132 @@ pub struct GroupSample {
     pub candidates: Vec<NearModel>,
 }
 
-/// `group`'s titles and nearest models.
-pub fn sample(store: &Store, index: &CatalogueIndex, group: &ShownGroup) -> Result<GroupSample> {
+/// `group`'s titles and nearest models, the models taken from `kept` when the same brand,
+/// reference and titles were worked out at the index's model text edition.
+pub fn sample(
+    store: &Store,
+    index: &CatalogueIndex,
+    kept: &KeptCandidates,
+    group: &ShownGroup,
+) -> Result<GroupSample> {
     let titles = group.example_titles(store, TITLES_SCORED)?;
-    let candidates = nearest_models(store, index, group, &titles)?;
-    Ok(GroupSample { titles, candidates })
+    let Some(brand) = group.tally.brand() else {
+        return Ok(GroupSample {
+            titles,
+            candidates: Vec::new(),
+        });
+    };
+    let inputs = CandidateInputs {
+        brand,
+        reference: group.identity().reference.clone(),
+        titles,
+    };
+    let candidates = kept.nearest(store, index, &inputs)?;
+    Ok(GroupSample {
+        titles: inputs.titles,
+        candidates,
+    })
 }
 
-/// The models nearest to `group`, best first, its names scored against `titles`; none when its
-/// brand is unknown.
+/// What a group's candidates are worked out from: its brand, its reference and the titles of
+/// its newest listings. Two groups alike in these have the same candidates.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct CandidateInputs {
+    brand: BrandId,
+    reference: Option<String>,
+    titles: Vec<String>,
+}
+
+/// A candidate as kept: its model by id (read again when shown, so a picture or a listing
+/// count is never stale), what found it, its score.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    model: ModelId,
+    signal: Signal,
+    score: f64,
+}
+
+/// Groups' candidates kept per model text edition of the catalogue index (D-180): a link,
+/// a match or an ingest leaves the models' words as they were, so the page an admin reloads
+/// after resolving one group works out only the group that came in, not all fifty. At most
+/// [`KEPT_GROUPS`] are kept, then it starts again.
+pub struct KeptCandidates(GenerationCache<CandidateInputs, Arc<[Ranked]>>);
+
+/// Groups whose candidates are kept at most (about a kilobyte each, mostly titles): four
+/// hundred pages of fifty.
+const KEPT_GROUPS: usize = 20_000;
+
+impl Default for KeptCandidates {
+    fn default() -> KeptCandidates {
+        KeptCandidates(GenerationCache::holding_at_most(KEPT_GROUPS))
+    }
+}
+
+impl KeptCandidates {
+    /// The models nearest to what `inputs` describe, as kept or else worked out and kept.
+    fn nearest(
+        &self,
+        store: &Store,
+        index: &CatalogueIndex,
+        inputs: &CandidateInputs,
+    ) -> Result<Vec<NearModel>> {
+        // Read before the search: a commit meanwhile moves it, so what is kept under it is
+        // never asked for again.
+        let edition = index.model_text_edition();
+        if let Some(ranked) = self.0.get(edition, inputs) {
+            if let Some(models) = models_of(store, &ranked)? {
+                return Ok(models);
+            }
+        }
+        let found = nearest_models(store, index, inputs)?;
+        let ranked = found
+            .iter()
+            .map(|near| Ranked {
+                model: near.model.id,
+                signal: near.signal,
+                score: near.score,
+            })
+            .collect();
+        self.0.keep(edition, inputs.clone(), ranked);
+        Ok(found)
+    }
+}
+
+/// The kept candidates `ranked` with their models read; `None` when one is gone (a store
+/// written by hand between editions: worked out again).
+fn models_of(store: &Store, ranked: &[Ranked]) -> Result<Option<Vec<NearModel>>> {
+    let ids: Vec<ModelId> = ranked.iter().map(|r| r.model).collect();
+    let models = store.catalogue().models(&ids)?;
+    if models.len() != ranked.len() {
+        return Ok(None);
+    }
+    Ok(Some(
+        ranked
+            .iter()
+            .zip(models)
+            .map(|(r, model)| NearModel {
+                model,
+                signal: r.signal,
+                score: r.score,
+            })
+            .collect(),
+    ))
+}
+
+/// The models nearest to `inputs`, best first, their names scored against its titles.
 fn nearest_models(
     store: &Store,
     index: &CatalogueIndex,
-    group: &ShownGroup,
-    titles: &[String],
+    inputs: &CandidateInputs,
 ) -> Result<Vec<NearModel>> {
-    let Some(brand) = group.tally.brand() else {
-        return Ok(Vec::new());
-    };
+    let brand = inputs.brand;
     let brand_name = store
         .catalogue()
         .brand(brand)?
         .map(|b| b.name)
         .unwrap_or_default();
     let mut found = Found::default();
-    if let Some(reference) = group.identity().reference.as_deref() {
+    if let Some(reference) = inputs.reference.as_deref() {
         let by_reference = |model: &Model| reference_similarity(reference, model);
         let prefixed = models_with_prefix(index, brand.0, reference)?;
         found.consider(store, prefixed, Signal::ReferencePrefix, &by_reference)?;
@@ -95,8 +197,9 @@ fn nearest_models(
             found.consider(store, based, Signal::BaseReference, &by_reference)?;
         }
     }
-    let named = index.models_named_like(brand.0, &titles.join(" "), PER_SIGNAL)?;
-    let titles: Vec<Bigrams> = titles
+    let named = index.models_named_like(brand.0, &inputs.titles.join(" "), PER_SIGNAL)?;
+    let titles: Vec<Bigrams> = inputs
+        .titles
         .iter()
         .map(|t| Bigrams::of(&t.to_lowercase()))
         .collect();

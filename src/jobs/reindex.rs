@@ -349,6 +349,7 @@ pub fn index_catalogue_changes(
         });
     }
     let models: BTreeSet<ModelId> = changes.models.union(&changes.recounted).copied().collect();
+    let models_written = !changes.models.is_empty();
     if at != Some(generation_before.0)
         || !changes.is_contiguous()
         || changes.renamed
@@ -380,7 +381,12 @@ pub fn index_catalogue_changes(
     }
     // Counted against the index before this commit: it still holds the turn's starting point.
     docs.extend(count_documents(store, index, changes)?);
-    index.update_and_remove(&docs, &removed, generation)?;
+    if models_written {
+        index.update_and_remove(&docs, &removed, generation)?;
+    } else {
+        // Listings linked, matched or delisted: the models' words are those indexed.
+        index.update_counts(&docs, generation)?;
+    }
     Ok(ReindexReport {
         documents: docs.len(),
         generation,

@@ -264,6 +264,52 @@ async fn linking_a_group_shows_everywhere_at_once_and_is_audited() {
         .is_some_and(|d| d.contains(omega["id"].as_str().expect("id"))));
 }
 
+/// The candidates of the group `brand` `reference` on the first page: (slug, signal) each.
+async fn candidates(
+    admin: &SessionClient<'_>,
+    brand: &str,
+    reference: &str,
+) -> Vec<(Value, Value)> {
+    group(admin, brand, reference).await["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| (c["slug"].clone(), c["signal"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn candidates_are_kept_through_links_and_found_again_once_a_model_is_written() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let before = candidates(&admin, "rolex", "16610lv").await;
+    assert_eq!(
+        before[0],
+        (json!("submariner-date-16610"), json!("baseReference"))
+    );
+
+    // A link moves listing counts only: the models' words, and so the candidates kept, stand.
+    let edition = app.app.index().model_text_edition();
+    let omega = group(&admin, "omega", "9999").await;
+    let body = json!({"group": omega["id"], "model": SEAMASTER});
+    assert_eq!(post(&admin, "/v1/reconciliation/link", body).await.0, 200);
+    assert_eq!(app.app.index().model_text_edition(), edition);
+    assert_eq!(candidates(&admin, "rolex", "16610lv").await, before);
+
+    // A model the group's reference begins with, created from another group: the kept
+    // candidates are of an older edition, and the new model is one of them now.
+    let invicta = group(&admin, "invicta", "8926ob").await;
+    let fields = json!({"brand": "rolex", "series": "submariner", "name": "Submariner Green", "referenceNumber": "16610LV-97200"});
+    let body = json!({"group": invicta["id"], "fields": fields});
+    let (status, done) = post(&admin, "/v1/reconciliation/models", body).await;
+    assert_eq!(status, 200, "{done}");
+    assert!(app.app.index().model_text_edition() > edition);
+    let created = &done["model"]["slug"];
+    assert!(!before.iter().any(|(slug, _)| slug == created));
+    let after = candidates(&admin, "rolex", "16610lv").await;
+    assert!(after.iter().any(|(slug, _)| slug == created), "{after:?}");
+}
+
 #[tokio::test]
 async fn listings_are_linked_by_id_matched_or_not_with_every_count_moved() {
     let app = app().await;

@@ -78,7 +78,10 @@ pub async fn groups(
             // core at once.
             let samples: Vec<GroupSample> = groups
                 .par_iter()
-                .map(|group| nearest_models::sample(app.store(), app.index(), group))
+                .map(|group| {
+                    let kept = &app.kept().candidates;
+                    nearest_models::sample(app.store(), app.index(), kept, group)
+                })
                 .collect::<Result<_, _>>()?;
             let mut context = GroupContext::new(app, &media)?;
             pagination
