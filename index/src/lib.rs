@@ -12,6 +12,7 @@ mod docs;
 mod facets;
 mod generation_cache;
 mod listings;
+mod model_texts;
 mod not_models;
 mod pruned;
 mod query;
@@ -31,6 +32,7 @@ pub use listings::{
     ListingDoc, ListingFilters, ListingIndex, ListingLoad, ListingQuery, ListingSort, PricePoint,
     PricedListings,
 };
+pub use model_texts::ModelText;
 pub use query::{Bounds, DocKind, Filters, SearchRequest, SortOrder, SpecFilters, TextQuery};
 pub use spec::{spec_key, SpecTerm};
 pub use summary::{BrandSummary, GroupSummaries, SeriesSummary};
@@ -463,6 +465,12 @@ impl CatalogueIndex {
             limit,
         )?
         .0)
+    }
+
+    /// The name (lowercased) and normalised references of the models `ids` the index holds,
+    /// in no particular order: what a candidate is scored on without reading it.
+    pub fn model_texts(&self, ids: &[u64]) -> IndexResult<Vec<ModelText>> {
+        model_texts::read(&self.derived.reader.searcher(), &self.fields, ids)
     }
 
     /// Figures over the models that `filters` selects.

@@ -16,6 +16,8 @@ pub mod names {
     pub const BRAND_ID: &str = "brand_id";
     pub const SERIES_ID: &str = "series_id";
     pub const NAME_SORT: &str = "name_sort";
+    /// Every normalised reference of a model, a column only (`model_texts`).
+    pub const REFERENCES: &str = "references";
     pub const REF_SORT: &str = "ref_sort";
     pub const NEWEST: &str = "newest_key";
     pub const LISTING_COUNT: &str = "listing_count";
@@ -53,6 +55,7 @@ pub struct Fields {
     /// at all is one term, so a search's matches are one postings intersection.
     pub model_words: Field,
     pub name_sort: Field,
+    pub references: Field,
     pub ref_sort: Field,
     pub ref_exact: Field,
     pub ref_prefix: Field,
@@ -176,6 +179,7 @@ pub fn build() -> (Schema, Fields) {
         model_words: s.add_text_field("model_words", presence_options()),
         name_sort: s.add_text_field(names::NAME_SORT, exact_string() | FAST),
         ref_sort: s.add_text_field(names::REF_SORT, FAST),
+        references: s.add_text_field(names::REFERENCES, FAST),
         ref_exact: s.add_text_field("ref_exact", exact_string()),
         ref_prefix: s.add_text_field("ref_prefix", prefixes),
         newest_key: s.add_u64_field(names::NEWEST, FAST),
@@ -331,6 +335,7 @@ impl Fields {
         for reference in &model.normalized_references {
             out.add_text(self.ref_exact, reference);
             out.add_text(self.ref_prefix, reference);
+            out.add_text(self.references, reference);
         }
         out.add_u64(self.newest_key, newest_key(model.release_year, model.id));
         out.add_u64(self.listing_count, model.listing_count);

@@ -362,6 +362,43 @@ fn the_model_text_edition_moves_with_words_and_not_with_counts() {
 }
 
 #[test]
+fn model_texts_are_the_lowercased_name_and_every_reference_of_the_live_document() {
+    let index = CatalogueIndex::in_memory().expect("index");
+    let docs = vec![
+        model(1, 1, "Submariner Date", &["126610ln", "126610"], None),
+        model(2, 1, "GMT-Master II", &["126710blro"], None),
+    ];
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    // Model 2 rewritten in a segment of its own: its first document is deleted.
+    index
+        .update(
+            &[model(2, 1, "GMT-Master II Pepsi", &["126710blro"], None)],
+            2,
+        )
+        .expect("update");
+    let mut texts = index.model_texts(&[2, 1, 99]).expect("texts");
+    texts.sort_by_key(|t| t.id);
+    for text in &mut texts {
+        text.references.sort();
+    }
+    assert_eq!(
+        texts,
+        [
+            ModelText {
+                id: 1,
+                name: "submariner date".into(),
+                references: vec!["126610".into(), "126610ln".into()],
+            },
+            ModelText {
+                id: 2,
+                name: "gmt-master ii pepsi".into(),
+                references: vec!["126710blro".into()],
+            },
+        ]
+    );
+}
+
+#[test]
 fn update_replaces_only_the_documents_given() {
     let index = CatalogueIndex::in_memory().expect("index");
     let model = |id: u64, listing_count: u64| ModelDoc {

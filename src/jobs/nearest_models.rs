@@ -5,9 +5,9 @@
 
 use super::reconciliation::ReconcileError;
 use super::unmatched_groups::ShownGroup;
-use crate::domain::{normalize_reference, BrandId, Model, ModelId};
+use crate::domain::{BrandId, Model, ModelId};
 use crate::store::Store;
-use catalogue_index::{CatalogueIndex, GenerationCache};
+use catalogue_index::{CatalogueIndex, GenerationCache, ModelText};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -175,37 +175,64 @@ fn models_of(store: &Store, ranked: &[Ranked]) -> Result<Option<Vec<NearModel>>>
     ))
 }
 
-/// The models nearest to `inputs`, best first, their names scored against its titles.
+/// The models nearest to `inputs`, best first, their names scored against its titles. Every
+/// model found is scored on the words the index holds of it; only those shown are read from
+/// the store (D-181).
 fn nearest_models(
     store: &Store,
     index: &CatalogueIndex,
     inputs: &CandidateInputs,
 ) -> Result<Vec<NearModel>> {
     let brand = inputs.brand;
-    let brand_name = store
-        .catalogue()
-        .brand(brand)?
-        .map(|b| b.name)
-        .unwrap_or_default();
     let mut found = Found::default();
     if let Some(reference) = inputs.reference.as_deref() {
-        let by_reference = |model: &Model| reference_similarity(reference, model);
-        let prefixed = models_with_prefix(index, brand.0, reference)?;
-        found.consider(store, prefixed, Signal::ReferencePrefix, &by_reference)?;
+        found.add(
+            models_with_prefix(index, brand.0, reference)?,
+            Signal::ReferencePrefix,
+        );
         if let Some(base) = base_reference(reference) {
-            let based = models_with_prefix(index, brand.0, base)?;
-            found.consider(store, based, Signal::BaseReference, &by_reference)?;
+            found.add(
+                models_with_prefix(index, brand.0, base)?,
+                Signal::BaseReference,
+            );
         }
     }
     let named = index.models_named_like(brand.0, &inputs.titles.join(" "), PER_SIGNAL)?;
-    let titles: Vec<Bigrams> = inputs
-        .titles
-        .iter()
-        .map(|t| Bigrams::of(&t.to_lowercase()))
-        .collect();
-    let by_name = |model: &Model| name_similarity(&titles, &brand_name, model);
-    found.consider(store, named, Signal::Name, &by_name)?;
-    Ok(found.ranked())
+    found.add(named, Signal::Name);
+    let brand_name = store
+        .catalogue()
+        .brand(brand)?
+        .map(|b| b.name.to_lowercase())
+        .unwrap_or_default();
+    let scores = Scores {
+        reference: inputs.reference.as_deref(),
+        titles: inputs
+            .titles
+            .iter()
+            .map(|t| Bigrams::of(&t.to_lowercase()))
+            .collect(),
+        brand_name,
+    };
+    let texts = index.model_texts(&found.ids())?;
+    shown(store, found.ranked(&texts, &scores))
+}
+
+/// The first [`CANDIDATES_SHOWN`] of `ranked` that the store holds, read.
+fn shown(store: &Store, ranked: Vec<Ranked>) -> Result<Vec<NearModel>> {
+    let mut shown = Vec::with_capacity(CANDIDATES_SHOWN);
+    for candidate in ranked {
+        if shown.len() == CANDIDATES_SHOWN {
+            break;
+        }
+        if let Some(model) = store.catalogue().model(candidate.model)? {
+            shown.push(NearModel {
+                model,
+                signal: candidate.signal,
+                score: candidate.score,
+            });
+        }
+    }
+    Ok(shown)
 }
 
 /// The ids of the brand's models with a reference beginning with `prefix`.
@@ -216,57 +243,67 @@ fn models_with_prefix(index: &CatalogueIndex, brand: u64, prefix: &str) -> Resul
     Ok(index.models_with_reference_prefix(brand, prefix, PER_SIGNAL)?)
 }
 
-/// The models the signals found so far, each with its best score: a model two signals find is
-/// read from the store once.
+/// What a candidate is scored against: the group's reference (normalised) for the reference
+/// signals, its titles' bigrams and its brand's name (lowercased) for the name signal.
+struct Scores<'a> {
+    reference: Option<&'a str>,
+    titles: Vec<Bigrams>,
+    brand_name: String,
+}
+
+impl Scores<'_> {
+    fn of(&self, signal: Signal, model: &ModelText) -> f64 {
+        match (signal, self.reference) {
+            (Signal::Name, _) => name_similarity(&self.titles, &self.brand_name, model),
+            (_, Some(reference)) => reference_similarity(reference, model),
+            (_, None) => 0.0,
+        }
+    }
+}
+
+/// The models the signals found, each with the signals that found it, strongest first.
 #[derive(Default)]
-struct Found(BTreeMap<ModelId, NearModel>);
+struct Found(BTreeMap<u64, Vec<Signal>>);
 
 impl Found {
-    /// Scores the models `ids` by `score` for `signal`, keeping each model's best.
-    fn consider(
-        &mut self,
-        store: &Store,
-        ids: Vec<u64>,
-        signal: Signal,
-        score: &dyn Fn(&Model) -> f64,
-    ) -> Result<()> {
-        let (known, unread): (Vec<ModelId>, Vec<ModelId>) = ids
-            .into_iter()
-            .map(ModelId)
-            .partition(|id| self.0.contains_key(id));
-        for id in &known {
-            if let Some(near) = self.0.get_mut(id) {
-                let candidate = score(&near.model);
-                if candidate > near.score {
-                    (near.signal, near.score) = (signal, candidate);
-                }
-            }
+    fn add(&mut self, ids: Vec<u64>, signal: Signal) {
+        for id in ids {
+            self.0.entry(id).or_default().push(signal);
         }
-        for model in store.catalogue().models(&unread)? {
-            let score = score(&model);
-            self.0.insert(
-                model.id,
-                NearModel {
-                    model,
-                    signal,
-                    score,
-                },
-            );
-        }
-        Ok(())
     }
 
-    /// The best [`CANDIDATES_SHOWN`]: highest score, then strongest signal, then id.
-    fn ranked(self) -> Vec<NearModel> {
-        let mut found: Vec<NearModel> = self.0.into_values().collect();
-        found.sort_by(|a, b| {
+    fn ids(&self) -> Vec<u64> {
+        self.0.keys().copied().collect()
+    }
+
+    /// Each model of `texts` at its best score (a tie goes to the stronger signal), ranked:
+    /// highest score, then strongest signal, then id.
+    fn ranked(&self, texts: &[ModelText], scores: &Scores) -> Vec<Ranked> {
+        let mut ranked: Vec<Ranked> = texts
+            .iter()
+            .filter_map(|text| {
+                let signals = self.0.get(&text.id)?;
+                let mut best: Option<Ranked> = None;
+                for &signal in signals {
+                    let score = scores.of(signal, text);
+                    if best.is_none_or(|b| score > b.score) {
+                        best = Some(Ranked {
+                            model: ModelId(text.id),
+                            signal,
+                            score,
+                        });
+                    }
+                }
+                best
+            })
+            .collect();
+        ranked.sort_by(|a, b| {
             b.score
                 .total_cmp(&a.score)
                 .then(a.signal.cmp(&b.signal))
-                .then(a.model.id.cmp(&b.model.id))
+                .then(a.model.cmp(&b.model))
         });
-        found.truncate(CANDIDATES_SHOWN);
-        found
+        ranked
     }
 }
 
@@ -281,17 +318,18 @@ fn base_reference(reference: &str) -> Option<&str> {
 }
 
 /// How close `reference` (normalised) is to the nearest of the model's references.
-fn reference_similarity(reference: &str, model: &Model) -> f64 {
+fn reference_similarity(reference: &str, model: &ModelText) -> f64 {
     model
-        .references()
-        .map(|r| strsim::normalized_levenshtein(reference, &normalize_reference(r)))
+        .references
+        .iter()
+        .map(|r| strsim::normalized_levenshtein(reference, r))
         .fold(0.0, f64::max)
 }
 
-/// How close the nearest of `titles` is to the model's brand and name, as bigrams of
-/// characters (Sørensen–Dice).
-fn name_similarity(titles: &[Bigrams], brand: &str, model: &Model) -> f64 {
-    let name = Bigrams::of(&format!("{brand} {}", model.name).to_lowercase());
+/// How close the nearest of `titles` is to the model's brand and name (both lowercased), as
+/// bigrams of characters (Sørensen–Dice).
+fn name_similarity(titles: &[Bigrams], brand: &str, model: &ModelText) -> f64 {
+    let name = Bigrams::of(&format!("{brand} {}", model.name));
     titles
         .iter()
         .map(|title| title.dice(&name))
