@@ -99,8 +99,8 @@ struct CandidateInputs {
     titles: Vec<String>,
 }
 
-/// A candidate as kept: its model by id (read again when shown, so a picture or a listing
-/// count is never stale), what found it, its score.
+/// A candidate as ranked and kept: its model by id (read when shown, so a picture or a
+/// listing count is never stale), what found it, its score.
 #[derive(Debug, Clone, Copy)]
 struct Ranked {
     model: ModelId,
@@ -114,8 +114,8 @@ struct Ranked {
 /// [`KEPT_GROUPS`] are kept, then it starts again.
 pub struct KeptCandidates(GenerationCache<CandidateInputs, Arc<[Ranked]>>);
 
-/// Groups whose candidates are kept at most (about a kilobyte each, mostly titles): four
-/// hundred pages of fifty.
+/// Groups whose candidates are kept at most (about two kilobytes each: the titles, and up to
+/// sixty models ranked): four hundred pages of fifty.
 const KEPT_GROUPS: usize = 20_000;
 
 impl Default for KeptCandidates {
@@ -125,7 +125,8 @@ impl Default for KeptCandidates {
 }
 
 impl KeptCandidates {
-    /// The models nearest to what `inputs` describe, as kept or else worked out and kept.
+    /// The models nearest to what `inputs` describe, ranked as kept or else worked out and
+    /// kept, the first [`CANDIDATES_SHOWN`] the store holds read.
     fn nearest(
         &self,
         store: &Store,
@@ -135,54 +136,25 @@ impl KeptCandidates {
         // Read before the search: a commit meanwhile moves it, so what is kept under it is
         // never asked for again.
         let edition = index.model_text_edition();
-        if let Some(ranked) = self.0.get(edition, inputs) {
-            if let Some(models) = models_of(store, &ranked)? {
-                return Ok(models);
+        let ranked = match self.0.get(edition, inputs) {
+            Some(ranked) => ranked,
+            None => {
+                let ranked: Arc<[Ranked]> = ranked_models(store, index, inputs)?.into();
+                self.0.keep(edition, inputs.clone(), ranked.clone());
+                ranked
             }
-        }
-        let found = nearest_models(store, index, inputs)?;
-        let ranked = found
-            .iter()
-            .map(|near| Ranked {
-                model: near.model.id,
-                signal: near.signal,
-                score: near.score,
-            })
-            .collect();
-        self.0.keep(edition, inputs.clone(), ranked);
-        Ok(found)
+        };
+        shown(store, &ranked)
     }
 }
 
-/// The kept candidates `ranked` with their models read; `None` when one is gone (a store
-/// written by hand between editions: worked out again).
-fn models_of(store: &Store, ranked: &[Ranked]) -> Result<Option<Vec<NearModel>>> {
-    let ids: Vec<ModelId> = ranked.iter().map(|r| r.model).collect();
-    let models = store.catalogue().models(&ids)?;
-    if models.len() != ranked.len() {
-        return Ok(None);
-    }
-    Ok(Some(
-        ranked
-            .iter()
-            .zip(models)
-            .map(|(r, model)| NearModel {
-                model,
-                signal: r.signal,
-                score: r.score,
-            })
-            .collect(),
-    ))
-}
-
-/// The models nearest to `inputs`, best first, their names scored against its titles. Every
-/// model found is scored on the words the index holds of it; only those shown are read from
-/// the store (D-181).
-fn nearest_models(
+/// Every model the signals find for `inputs`, ranked, its name scored against its titles on
+/// the words the index holds of it: none is read from the store (D-181).
+fn ranked_models(
     store: &Store,
     index: &CatalogueIndex,
     inputs: &CandidateInputs,
-) -> Result<Vec<NearModel>> {
+) -> Result<Vec<Ranked>> {
     let brand = inputs.brand;
     let mut found = Found::default();
     if let Some(reference) = inputs.reference.as_deref() {
@@ -214,11 +186,11 @@ fn nearest_models(
         brand_name,
     };
     let texts = index.model_texts(&found.ids())?;
-    shown(store, found.ranked(&texts, &scores))
+    Ok(found.ranked(&texts, &scores))
 }
 
 /// The first [`CANDIDATES_SHOWN`] of `ranked` that the store holds, read.
-fn shown(store: &Store, ranked: Vec<Ranked>) -> Result<Vec<NearModel>> {
+fn shown(store: &Store, ranked: &[Ranked]) -> Result<Vec<NearModel>> {
     let mut shown = Vec::with_capacity(CANDIDATES_SHOWN);
     for candidate in ranked {
         if shown.len() == CANDIDATES_SHOWN {
