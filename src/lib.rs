@@ -12,6 +12,7 @@ pub mod app;
 pub mod auth;
 pub mod clock;
 pub mod connections;
+pub mod console;
 pub mod data_dir;
 pub mod domain;
 pub mod jobs;

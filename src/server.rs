@@ -66,7 +66,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let data_dir = std::fs::canonicalize(config.data_dir.path())
         .unwrap_or_else(|_| config.data_dir.path().to_owned());
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
-    let router = crate::api::router(app.clone(), &config.api);
+    let pages = crate::console::router(app.clone());
+    let router = crate::api::router_with_pages(app.clone(), &config.api, pages);
     crate::connections::serve_connections(listener, router, config.connections, {
         let app = app.clone();
         async move {

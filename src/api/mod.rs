@@ -41,6 +41,12 @@ pub type AppState = layers::capacity::Served;
 /// shared layers around all of it. Pure: it starts nothing and writes nothing (the job runner
 /// and the image worker are `serve`'s, `crate::server`).
 pub fn router(app: Arc<App>, config: &ApiConfig) -> Router {
+    router_with_pages(app, config, Router::new())
+}
+
+/// [`router`] with `pages` (the console's, `crate::console::router`) inside the same layers:
+/// the same caller, budget, request slot and guard.
+pub fn router_with_pages(app: Arc<App>, config: &ApiConfig, pages: Router) -> Router {
     let served = AppState::new(app.clone());
     let metrics = Arc::new(Metrics::new());
     let budgets = Arc::new(Budgets {
@@ -71,6 +77,7 @@ pub fn router(app: Arc<App>, config: &ApiConfig) -> Router {
             "/media/pictures/{id}/cropped",
             routing::get(media::cropped).with_state(served.clone()),
         )
+        .merge(pages)
         .fallback(unknown_path)
         .layer(Extension(Arc::new(listings::StatsCache::default())))
         .layer(Extension(listings::MediaBase(

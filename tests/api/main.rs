@@ -6,6 +6,8 @@ mod calibers;
 mod capacity;
 mod cli;
 mod connections;
+mod console;
+mod console_browser;
 mod contract;
 mod data_safety;
 mod duplicate_finder;

@@ -132,7 +132,9 @@ impl TestApp {
         let app = Arc::new(app);
         // What `serve` starts beside the router: the job runner (not the image worker).
         Jobs::start(app.job_context()).expect("start the job runner");
-        let router = watch_catalogue::api::router(app.clone(), &config);
+        // The router `serve` builds: the API and the console inside the same layers.
+        let pages = watch_catalogue::console::router(app.clone());
+        let router = watch_catalogue::api::router_with_pages(app.clone(), &config, pages);
         // The accept loop `serve` runs, with its default timeouts and cap.
         tokio::spawn(watch_catalogue::connections::serve_connections(
             listener,

@@ -41,6 +41,21 @@ pub fn is_back_office(path: &str) -> bool {
     })
 }
 
+/// The console's home page and its sign-in page (`crate::console`).
+pub const CONSOLE_HOME: &str = "/console/";
+pub const CONSOLE_SIGN_IN: &str = "/console/sign-in";
+
+/// True when `path` is a console page that needs a session: every console path but its
+/// sign-in page and its assets.
+fn is_console_page(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/console") else {
+        return false;
+    };
+    (rest.is_empty() || rest.starts_with('/'))
+        && path != CONSOLE_SIGN_IN
+        && !rest.starts_with("/assets/")
+}
+
 /// The sign-in paths: state-changing, so the same origin rule as the back office applies.
 fn is_auth(path: &str) -> bool {
     let path = path.strip_prefix("/v1").unwrap_or(path);
@@ -150,13 +165,25 @@ fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
 
 /// The guard of the back-office groups: no session 401 `unauthorized`, a session that is not
 /// an admin's 403 `forbidden`, before anything else answers (a 404 or a 400 would tell an
-/// anonymous caller which ids exist). A state-changing request to the back office or to the
-/// sign-in paths whose `Origin` names another origin is 403 too.
+/// anonymous caller which ids exist). A state-changing request to the back office, the console
+/// or the sign-in paths whose `Origin` names another origin is 403 too. A console page without
+/// a session is a 303 to the console's sign-in page.
 pub async fn guard(request: Request, next: Next) -> Response {
     let path = request.uri().path();
     let back_office = is_back_office(path);
-    if (back_office || is_auth(path)) && is_cross_origin_write(&request) {
+    let console = path.starts_with("/console");
+    if (back_office || console || is_auth(path)) && is_cross_origin_write(&request) {
         return ApiError::Forbidden.into_response();
+    }
+    // A console page shows a signed-in caller of either role what an admin sees (a viewer
+    // without the controls that write); anyone else is sent to sign in.
+    if is_console_page(path)
+        && !matches!(
+            request.extensions().get::<Caller>(),
+            Some(Caller::Signed(_))
+        )
+    {
+        return axum::response::Redirect::to(CONSOLE_SIGN_IN).into_response();
     }
     if back_office {
         let caller = request.extensions().get::<Caller>();
@@ -233,6 +260,27 @@ mod tests {
         }
         for path in ["/administrators", "/v1/models", "/auth/login", "/", "/v1"] {
             assert!(!is_back_office(path), "{path}");
+        }
+    }
+
+    #[test]
+    fn every_console_path_but_sign_in_and_assets_needs_a_session() {
+        for path in [
+            "/console",
+            "/console/",
+            "/console/duplicates",
+            "/console/x/assets/a",
+        ] {
+            assert!(is_console_page(path), "{path}");
+        }
+        for path in [
+            "/console/sign-in",
+            "/console/assets/console.js",
+            "/consoles",
+            "/v1/console",
+            "/",
+        ] {
+            assert!(!is_console_page(path), "{path}");
         }
     }
 

@@ -1,0 +1,209 @@
+//! The console through the router `serve` builds: an anonymous caller is sent to sign in and
+//! shown nothing, a viewer sees the home page read-only, an admin sees it whole; every answer
+//! carries the console's security headers and loads nothing but its own embedded assets.
+
+use crate::support::{SessionClient, TestApp};
+use reqwest::header::HeaderMap;
+use reqwest::Method;
+use watch_catalogue::domain::Role;
+
+async fn app() -> TestApp {
+    TestApp::build()
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await
+}
+
+/// An answer of the console: status, headers, body as text.
+struct Answer {
+    status: u16,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+async fn answer(
+    app: &TestApp,
+    session: Option<&SessionClient<'_>>,
+    method: Method,
+    path: &str,
+) -> Answer {
+    let request = match session {
+        Some(session) => session.request(method, path),
+        None => app.request(method, path),
+    };
+    let response = app.send(request).await;
+    Answer {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: response.text().await.expect("body"),
+    }
+}
+
+async fn get(app: &TestApp, session: Option<&SessionClient<'_>>, path: &str) -> Answer {
+    answer(app, session, Method::GET, path).await
+}
+
+/// The console's policy: its own script, style and pictures, nothing inline, no frame.
+const POLICY: &str =
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+     connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+fn assert_locked_down(answer: &Answer, path: &str) {
+    assert_eq!(answer.header("content-security-policy"), POLICY, "{path}");
+    assert_eq!(answer.header("x-frame-options"), "DENY", "{path}");
+    assert_eq!(answer.header("x-content-type-options"), "nosniff", "{path}");
+}
+
+/// A page's HTML runs no inline script and sets no inline style (the policy would block them).
+fn assert_nothing_inline(html: &str) {
+    assert_eq!(
+        html.matches("<script").count(),
+        html.matches(r#"<script src="/console/assets/console.js" defer></script>"#)
+            .count(),
+        "only the console's own script: {html}"
+    );
+    for inline in [
+        " style=",
+        " onclick=",
+        " onload=",
+        " onsubmit=",
+        "javascript:",
+    ] {
+        assert!(!html.contains(inline), "{inline} in {html}");
+    }
+}
+
+#[tokio::test]
+async fn an_anonymous_caller_is_sent_to_sign_in_and_shown_nothing() {
+    let app = app().await;
+    for path in [
+        "/console",
+        "/console/",
+        "/console/duplicates",
+        "/console/?page=2",
+    ] {
+        let answer = get(&app, None, path).await;
+        assert_eq!(answer.status, 303, "{path}");
+        assert_eq!(answer.header("location"), "/console/sign-in", "{path}");
+        assert!(answer.body.is_empty(), "{path}: {}", answer.body);
+    }
+    let sign_in = get(&app, None, "/console/sign-in").await;
+    assert_eq!(sign_in.status, 200);
+    assert_locked_down(&sign_in, "/console/sign-in");
+    assert_nothing_inline(&sign_in.body);
+    assert!(sign_in.header("content-type").starts_with("text/html"));
+    assert!(sign_in.body.contains(r#"<label for="username">"#));
+    assert!(sign_in.body.contains(r#"<label for="password">"#));
+    assert!(!sign_in.body.contains("Sign out"), "no one is signed in");
+    assert!(
+        !sign_in.body.contains("listings"),
+        "no figure of the catalogue"
+    );
+}
+
+#[tokio::test]
+async fn the_assets_are_embedded_with_their_types_and_anything_else_is_404() {
+    let app = app().await;
+    let script = get(&app, None, "/console/assets/console.js").await;
+    assert_eq!(script.status, 200);
+    assert_eq!(
+        script.header("content-type"),
+        "text/javascript; charset=utf-8"
+    );
+    assert!(script.body.contains("/v1/auth/login"));
+    let style = get(&app, None, "/console/assets/console.css").await;
+    assert_eq!(style.status, 200);
+    assert_eq!(style.header("content-type"), "text/css; charset=utf-8");
+    assert_locked_down(&style, "/console/assets/console.css");
+    let missing = get(&app, None, "/console/assets/evil.js").await;
+    assert_eq!(missing.status, 404);
+}
+
+#[tokio::test]
+async fn a_viewer_sees_home_read_only_and_an_admin_sees_it_whole() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let stats = ana.ok("/v1/admin/stats").await;
+    for (session, name, role) in [(&vic, "vic", "viewer"), (&ana, "ana", "admin")] {
+        let home = get(&app, Some(session), "/console/").await;
+        assert_eq!(home.status, 200, "{name}: {}", home.body);
+        assert_locked_down(&home, "/console/");
+        assert_nothing_inline(&home.body);
+        assert_eq!(home.header("cache-control"), "private, no-store");
+        assert!(home
+            .body
+            .contains(&format!(r#"{name} <span class="role">{role}</span>"#)));
+        let models = format!("<dt>models</dt><dd>{}</dd>", stats["models"]);
+        assert!(home.body.contains(&models), "{models} in {}", home.body);
+        let unmatched = format!(
+            "<dt>unmatched listings</dt><dd>{}</dd>",
+            stats["unmatchedListings"]
+        );
+        assert!(home.body.contains(&unmatched), "{unmatched}");
+        // Each sign-in is in the audit trail the page shows.
+        assert!(home.body.contains("<td>auth.login</td>"));
+        assert_eq!(
+            home.body.contains("signed in as a viewer"),
+            role == "viewer",
+            "{name}"
+        );
+        // Signed in, the sign-in page sends the caller home.
+        let sign_in = get(&app, Some(session), "/console/sign-in").await;
+        assert_eq!(
+            (sign_in.status, sign_in.header("location")),
+            (303, "/console/")
+        );
+    }
+    // The viewer is refused the API's back office all the same.
+    assert_eq!(vic.get("/v1/admin/stats").await.0, 403);
+}
+
+#[tokio::test]
+async fn home_shows_the_open_work_and_a_job_as_it_goes() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let (status, job) = ana.call(Method::POST, "/v1/admin/match", None).await;
+    assert_eq!(status, 202, "{job}");
+    let home = get(&app, Some(&ana), "/console/").await;
+    let id = job["id"].as_str().expect("id");
+    assert!(
+        home.body
+            .contains(&format!("<tr><td>{id}</td><td>match</td>")),
+        "{}",
+        home.body
+    );
+    let groups = ana.ok("/v1/reconciliation?reason=unknownReference").await;
+    let row = format!(
+        "<td>reconciliation</td><td>unknownReference</td><td class=\"n\">{}</td>",
+        groups["total"]
+    );
+    assert!(home.body.contains(&row), "{row} in {}", home.body);
+    let duplicates = ana.ok("/v1/duplicate-models?kind=sameReference").await;
+    let row = format!(
+        "<td>duplicate models</td><td>sameReference</td><td class=\"n\">{}</td>",
+        duplicates["total"]
+    );
+    assert!(home.body.contains(&row), "{row}");
+}
+
+#[tokio::test]
+async fn a_write_to_the_console_from_another_origin_is_refused() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let request = ana
+        .request(Method::POST, "/console/")
+        .header("origin", "https://evil.example");
+    let response = app.send(request).await;
+    assert_eq!(response.status().as_u16(), 403);
+}

@@ -1,0 +1,210 @@
+//! The console in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
+//! driven over WebDriver against the test server on loopback. A person signs in by keyboard
+//! alone, sees home, signs out; a wrong password is shown; a viewer sees the read-only note.
+//! Each page's screenshot is written under `target/console-screenshots/`. In CI (`CI=true`) a
+//! missing browser fails; elsewhere these tests skip, saying how to install one.
+
+use crate::support::TestApp;
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use watch_catalogue::domain::Role;
+
+/// The password `TestAppBuilder::user` gives every user.
+const PASSWORD: &str = crate::support::TEST_PASSWORD;
+
+/// A chromedriver of this test's own, stopped when dropped.
+struct Driver {
+    process: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+/// Starts chromedriver on a free loopback port, or `None` (with why) where there is none and
+/// this is not CI.
+fn driver() -> Option<Driver> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let started = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match started {
+        Ok(process) => Some(Driver {
+            process,
+            url: format!("http://127.0.0.1:{port}"),
+        }),
+        Err(error) if std::env::var("CI").as_deref() != Ok("true") => {
+            eprintln!(
+                "skipped: no chromedriver ({error}); install a browser with \
+                 `apt-get install -y chromium chromium-driver` to run the console's browser tests"
+            );
+            None
+        }
+        Err(error) => panic!("CI runs the browser tests, and chromedriver is missing: {error}"),
+    }
+}
+
+/// A headless Chromium session through `driver`, once it answers (within 20 s).
+async fn browser(driver: &Driver) -> Client {
+    let capabilities = serde_json::json!({
+        "browserName": "chrome",
+        "goog:chromeOptions": {
+            "args": ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"]
+        }
+    });
+    let capabilities = capabilities.as_object().expect("an object").clone();
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match ClientBuilder::new(connector.clone())
+            .capabilities(capabilities.clone())
+            .connect(&driver.url)
+            .await
+        {
+            Ok(client) => return client,
+            Err(error) if Instant::now() > deadline => panic!("no browser session: {error}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// Writes the page's screenshot as `target/console-screenshots/{name}.png`.
+async fn screenshot(client: &Client, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/console-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    let png = client.screenshot().await.expect("screenshot");
+    std::fs::write(dir.join(format!("{name}.png")), png).expect("write screenshot");
+}
+
+/// Waits (10 s at most) until the browser is at `path` of `app`.
+async fn wait_for_path(client: &Client, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let url = client.current_url().await.expect("url");
+        if url.path() == path {
+            return;
+        }
+        assert!(Instant::now() < deadline, "still at {url}, not {path}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Signs in on the sign-in page with the keyboard alone: the name field has the focus, Tab
+/// moves to the password, Enter submits.
+async fn sign_in_by_keyboard(client: &Client, app: &TestApp, name: &str, password: &str) {
+    client
+        .goto(&format!("{}/console/", app.base))
+        .await
+        .expect("goto");
+    wait_for_path(client, "/console/sign-in").await;
+    let focused = client
+        .execute("return document.activeElement.id", Vec::new())
+        .await
+        .expect("focus");
+    assert_eq!(focused, "username", "the name field has the focus");
+    let keys = format!(
+        "{name}{}{password}{}",
+        char::from(Key::Tab),
+        char::from(Key::Enter)
+    );
+    client
+        .active_element()
+        .await
+        .expect("focused element")
+        .send_keys(&keys)
+        .await
+        .expect("type");
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    let element = client
+        .wait()
+        .for_element(Locator::Css(css))
+        .await
+        .expect(css);
+    element.text().await.expect("text")
+}
+
+#[tokio::test]
+async fn a_person_signs_in_by_keyboard_sees_home_and_signs_out() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("ana", Role::Admin).start().await;
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("{}/console/sign-in", app.base))
+        .await
+        .expect("goto");
+    screenshot(&client, "sign-in").await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    assert_eq!(text_of(&client, "h1").await, "Home");
+    let models = app
+        .app
+        .store()
+        .count_of(watch_catalogue::store::Counted::Models)
+        .expect("count");
+    let shown = text_of(&client, ".counts div:nth-child(3) dd").await;
+    assert_eq!(shown, models.to_string());
+    assert!(text_of(&client, "#audit + table tbody")
+        .await
+        .contains("auth.login"));
+    screenshot(&client, "home").await;
+    // Readable on a phone: nothing wider than the window but the tables' own scroll.
+    client.set_window_size(390, 844).await.expect("resize");
+    let overflow = client
+        .execute(
+            "return document.documentElement.scrollWidth <= window.innerWidth",
+            Vec::new(),
+        )
+        .await
+        .expect("width");
+    assert_eq!(overflow, true, "the page fits 390 px");
+    screenshot(&client, "home-390").await;
+    client.set_window_size(1280, 900).await.expect("resize");
+
+    client
+        .find(Locator::Css("#sign-out"))
+        .await
+        .expect("sign-out")
+        .click()
+        .await
+        .expect("click");
+    wait_for_path(&client, "/console/sign-in").await;
+    client
+        .goto(&format!("{}/console/", app.base))
+        .await
+        .expect("goto");
+    wait_for_path(&client, "/console/sign-in").await;
+    client.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_shown_and_a_viewer_sees_home_read_only() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("vic", Role::Viewer).start().await;
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "vic", "not the password").await;
+    let error = text_of(&client, "#sign-in-error:not([hidden])").await;
+    assert!(!error.is_empty(), "the refusal is shown");
+    assert_eq!(
+        client.current_url().await.expect("url").path(),
+        "/console/sign-in"
+    );
+    screenshot(&client, "sign-in-refused").await;
+
+    sign_in_by_keyboard(&client, &app, "vic", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    assert!(text_of(&client, ".note").await.contains("viewer"));
+    client.close().await.expect("close");
+}
