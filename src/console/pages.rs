@@ -1,11 +1,12 @@
-//! The console's pages: sign-in, and home (the catalogue's counts, the open work by kind, the
-//! newest jobs and audit entries). Each page is a template filled from the services the API
+//! The console's pages: sign-in, home (the catalogue's counts, the open work by kind, the
+//! newest jobs and audit entries) and the audit trail. Each page is a template filled from the services the API
 //! reads through, and the API's own views where it shows the same thing.
 
 use super::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 use crate::api::back_office::{Caller, SignedIn};
 use crate::api::error::{internal, ApiResult};
 use crate::api::layers::capacity::Work;
+use crate::api::params::{PageParams, Params};
 use crate::api::views::back_office::{AuditEntryView, JobView};
 use crate::app::App;
 use crate::domain::{DuplicateSignal, MatchOutcome, ReviewStatus, Role};
@@ -13,6 +14,7 @@ use crate::store::{AuditFilter, Counted, GroupOrder};
 use askama::Template;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Extension;
+use serde::Deserialize;
 
 /// Jobs and audit entries the home page shows.
 const NEWEST_SHOWN: usize = 10;
@@ -138,6 +140,82 @@ fn attention(app: &App) -> ApiResult<Vec<Attention>> {
         open: pending.len() as u64,
     });
     Ok(rows)
+}
+
+/// Query of `GET /console/audit` (its page and page size are `PageParams`): an empty field of
+/// the filter form is no filter.
+#[derive(Debug, Deserialize)]
+pub struct AuditQuery {
+    user: Option<String>,
+    action: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "audit.html", config = "src/console/askama.toml")]
+struct AuditPage {
+    signed: Option<Signed>,
+    user: String,
+    action: String,
+    entries: Vec<AuditEntryView>,
+    total: usize,
+    page: usize,
+    pages: usize,
+    /// Links to the pages beside this one, with the same filters.
+    newer: Option<String>,
+    older: Option<String>,
+}
+
+/// `GET /console/audit`: the audit trail, newest first, filtered by user and action as
+/// `GET /admin/audit` is, a page at a time.
+pub async fn audit(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    Params(page): Params<PageParams>,
+    Params(query): Params<AuditQuery>,
+) -> ApiResult<Response> {
+    let Caller::Signed(signed) = caller else {
+        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
+    };
+    let pagination = page.pagination()?;
+    let filled = |field: Option<String>| field.map(|f| f.trim().to_owned()).unwrap_or_default();
+    let (user, action) = (filled(query.user), filled(query.action));
+    let page = work
+        .run(move |app| {
+            let filter = AuditFilter {
+                user: Some(user.as_str()).filter(|u| !u.is_empty()),
+                action: Some(action.as_str()).filter(|a| !a.is_empty()),
+            };
+            let (entries, total) =
+                (app.store().audit()).page(filter, pagination.offset(), pagination.page_size)?;
+            let pages = total.div_ceil(pagination.page_size).max(1);
+            let link = |to: usize| audit_link(&user, &action, to, pagination.page_size);
+            Ok(AuditPage {
+                signed: Some(Signed::of(&signed)),
+                newer: (pagination.page > 1).then(|| link(pagination.page - 1)),
+                older: (pagination.page < pages).then(|| link(pagination.page + 1)),
+                entries: entries.into_iter().map(AuditEntryView::from).collect(),
+                total,
+                page: pagination.page,
+                pages,
+                user,
+                action,
+            })
+        })
+        .await?;
+    render(&page)
+}
+
+/// The audit page `page` under the filters `user` and `action` (left out when empty).
+fn audit_link(user: &str, action: &str, page: usize, page_size: usize) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in [("user", user), ("action", action)] {
+        if !value.is_empty() {
+            query.append_pair(name, value);
+        }
+    }
+    query.append_pair("page", &page.to_string());
+    query.append_pair("pageSize", &page_size.to_string());
+    format!("/console/audit?{}", query.finish())
 }
 
 /// A page as HTML; a template that fails to render is a logged 500.

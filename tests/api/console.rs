@@ -207,3 +207,73 @@ async fn a_write_to_the_console_from_another_origin_is_refused() {
     let response = app.send(request).await;
     assert_eq!(response.status().as_u16(), 403);
 }
+
+#[tokio::test]
+async fn the_audit_page_filters_by_user_and_action_a_page_at_a_time() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    // Two sign-ins (ana's, vic's) and the two users added: four entries.
+    let all = get(&app, Some(&vic), "/console/audit").await;
+    assert_eq!(all.status, 200, "{}", all.body);
+    assert_locked_down(&all, "/console/audit");
+    assert_nothing_inline(&all.body);
+    let api = ana.ok("/v1/admin/audit").await;
+    assert!(all
+        .body
+        .contains(&format!("<p id=\"total\">{} entries", api["total"])));
+
+    let logins = get(&app, Some(&vic), "/console/audit?action=auth.login&user=").await;
+    assert!(
+        logins.body.contains("<p id=\"total\">2 entries"),
+        "{}",
+        logins.body
+    );
+    assert_eq!(logins.body.matches("<td>auth.login</td>").count(), 2);
+    assert!(!logins.body.contains("<td>user.add</td>"));
+    assert!(
+        logins.body.contains(r#"value="auth.login""#),
+        "the filter is kept"
+    );
+
+    let vics = get(
+        &app,
+        Some(&vic),
+        "/console/audit?user=vic&action=auth.login",
+    )
+    .await;
+    assert!(
+        vics.body.contains("<p id=\"total\">1 entry"),
+        "{}",
+        vics.body
+    );
+    assert!(vics.body.contains("<td>vic</td>") && !vics.body.contains("<td>ana</td>"));
+
+    // One a page: the newest login first, a link to the next with the same filter.
+    let first = get(
+        &app,
+        Some(&vic),
+        "/console/audit?action=auth.login&pageSize=1",
+    )
+    .await;
+    assert!(first.body.contains("page 1 of 2"), "{}", first.body);
+    assert!(first.body.contains(r#"<a rel="next" href="/console/audit?action=auth.login&#38;page=2&#38;pageSize=1">Older</a>"#), "{}", first.body);
+    assert!(!first.body.contains("rel=\"prev\""));
+    let second = get(
+        &app,
+        Some(&vic),
+        "/console/audit?action=auth.login&page=2&pageSize=1",
+    )
+    .await;
+    assert!(
+        second.body.contains("<td>ana</td>"),
+        "ana signed in first: {}",
+        second.body
+    );
+    assert!(second.body.contains("rel=\"prev\""));
+
+    // A page number the API refuses is refused here too, changing nothing.
+    let refused = get(&app, Some(&vic), "/console/audit?page=0").await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(get(&app, None, "/console/audit").await.status, 303);
+}

@@ -1,6 +1,7 @@
 //! The console in a real browser: headless Chromium (Debian's `chromium` and `chromium-driver`)
 //! driven over WebDriver against the test server on loopback. A person signs in by keyboard
-//! alone, sees home, signs out; a wrong password is shown; a viewer sees the read-only note.
+//! alone, sees home, filters the audit trail, signs out; a wrong password is shown; a viewer
+//! sees the read-only note.
 //! Each page's screenshot is written under `target/console-screenshots/`. In CI (`CI=true`) a
 //! missing browser fails; elsewhere these tests skip, saying how to install one.
 
@@ -137,7 +138,7 @@ async fn text_of(client: &Client, css: &str) -> String {
 }
 
 #[tokio::test]
-async fn a_person_signs_in_by_keyboard_sees_home_and_signs_out() {
+async fn a_person_signs_in_by_keyboard_sees_home_filters_the_audit_and_signs_out() {
     let Some(driver) = driver() else { return };
     let app = TestApp::build().user("ana", Role::Admin).start().await;
     let client = browser(&driver).await;
@@ -172,6 +173,34 @@ async fn a_person_signs_in_by_keyboard_sees_home_and_signs_out() {
     assert_eq!(overflow, true, "the page fits 390 px");
     screenshot(&client, "home-390").await;
     client.set_window_size(1280, 900).await.expect("resize");
+
+    // The audit trail, filtered from its form by keyboard.
+    client
+        .find(Locator::LinkText("Audit"))
+        .await
+        .expect("the audit link")
+        .click()
+        .await
+        .expect("click");
+    wait_for_path(&client, "/console/audit").await;
+    let action = client.find(Locator::Css("#action")).await.expect("action");
+    action
+        .send_keys(&format!("auth.login{}", char::from(Key::Enter)))
+        .await
+        .expect("type");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !client
+        .current_url()
+        .await
+        .expect("url")
+        .as_str()
+        .contains("action=auth.login")
+    {
+        assert!(Instant::now() < deadline, "the filter was not applied");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(text_of(&client, "#total").await, "1 entry");
+    screenshot(&client, "audit").await;
 
     client
         .find(Locator::Css("#sign-out"))
