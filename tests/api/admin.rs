@@ -16,11 +16,7 @@ use watch_catalogue::domain::{Role, Username};
 use watch_catalogue::jobs::users::{self, Actor};
 
 async fn app() -> TestApp {
-    TestApp::build()
-        .user("ana", Role::Admin)
-        .user("vic", Role::Viewer)
-        .start()
-        .await
+    crate::support::admin_and_viewer_app().await
 }
 
 async fn login(app: &TestApp, username: &str, password: &str) -> reqwest::Response {

@@ -5,14 +5,9 @@
 use crate::support::{SessionClient, TestApp};
 use reqwest::header::HeaderMap;
 use reqwest::Method;
-use watch_catalogue::domain::Role;
 
 async fn app() -> TestApp {
-    TestApp::build()
-        .user("ana", Role::Admin)
-        .user("vic", Role::Viewer)
-        .start()
-        .await
+    crate::support::admin_and_viewer_app().await
 }
 
 /// An answer of the console: status, headers, body as text.

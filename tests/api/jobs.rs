@@ -12,11 +12,7 @@ use std::time::Duration;
 use watch_catalogue::domain::Role;
 
 async fn app() -> TestApp {
-    TestApp::build()
-        .user("ana", Role::Admin)
-        .user("vic", Role::Viewer)
-        .start()
-        .await
+    crate::support::admin_and_viewer_app().await
 }
 
 /// The test feed of provider `ebay` (e1 to e11, listing ids 1 to 11), one line each.

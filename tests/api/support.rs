@@ -637,6 +637,15 @@ pub async fn admin_app(dataset: &Path) -> TestApp {
         .await
 }
 
+/// A server on the test catalogue with the admin `ana` and the viewer `vic`.
+pub async fn admin_and_viewer_app() -> TestApp {
+    TestApp::build()
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await
+}
+
 /// A client signed in to a [`TestApp`]: every request carries the session cookie.
 pub struct SessionClient<'a> {
     pub app: &'a TestApp,
