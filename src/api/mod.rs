@@ -11,7 +11,7 @@ pub mod layers;
 pub mod listings;
 mod media;
 mod model_search;
-mod models;
+pub mod models;
 pub mod openapi;
 mod ops;
 pub mod params;

@@ -362,10 +362,11 @@ pub async fn compare_models(
         let table = app.conversion_table()?;
         let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
         let models = compared_models(app, &named)?;
-        let data = (models.iter())
-            .map(|model| {
+        let side = side_by_side(app, &models, &media)?;
+        let data = (models.iter().zip(side.models))
+            .map(|(model, full)| {
                 Ok(ComparedModel {
-                    model: assemble::full_model(app, model, &media)?,
+                    model: full,
                     listing_count: app.store().listings().listing_count(model.id)?,
                     asking_prices: cache.asking_prices(
                         app,
@@ -376,16 +377,37 @@ pub async fn compare_models(
                 })
             })
             .collect::<ApiResult<Vec<_>>>()?;
-        let fields = (data.iter())
-            .map(|compared| serde_json::to_value(&compared.model))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| internal(&error))?;
         Ok(Json(ModelComparison {
             data,
-            differences: differing_fields(&fields),
+            differences: side.differences,
         }))
     })
     .await
+}
+
+/// Models side by side as `GET /models/compare` shows them: each full model, its fields as
+/// JSON, and the fields on which they differ (the console's duplicate triage shows the same).
+pub struct SideBySide {
+    pub models: Vec<FullModel>,
+    pub fields: Vec<serde_json::Value>,
+    pub differences: Vec<String>,
+}
+
+/// `models` side by side.
+pub fn side_by_side(app: &App, models: &[Model], media: &MediaBase) -> ApiResult<SideBySide> {
+    let models = (models.iter())
+        .map(|model| assemble::full_model(app, model, media))
+        .collect::<ApiResult<Vec<_>>>()?;
+    let fields = (models.iter())
+        .map(serde_json::to_value)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| internal(&error))?;
+    let differences = differing_fields(&fields);
+    Ok(SideBySide {
+        models,
+        fields,
+        differences,
+    })
 }
 
 /// The `(brandSlug, slug)` pairs `models` names: 400 unless two to six, each `brandSlug/slug`.

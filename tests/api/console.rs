@@ -272,3 +272,131 @@ async fn the_audit_page_filters_by_user_and_action_a_page_at_a_time() {
     assert_eq!(refused.status, 400);
     assert_eq!(get(&app, None, "/console/audit").await.status, 303);
 }
+
+#[tokio::test]
+async fn the_duplicates_page_shows_one_group_side_by_side_with_controls_for_admins_only() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let api = ana.ok("/v1/duplicate-models?pageSize=1").await;
+    let total = api["total"].as_u64().expect("total");
+    assert!(
+        total >= 1,
+        "the test catalogue has a duplicate group: {api}"
+    );
+    let group = &api["data"][0];
+
+    let page = get(&app, Some(&ana), "/console/duplicates").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_locked_down(&page, "/console/duplicates");
+    assert_nothing_inline(&page.body);
+    assert!(
+        page.body.contains(&format!("Group 1 of {total}")),
+        "{}",
+        page.body
+    );
+    let models = group["models"].as_array().expect("models");
+    let ids: Vec<&str> = models
+        .iter()
+        .map(|m| m["id"].as_str().expect("id"))
+        .collect();
+    assert!(page
+        .body
+        .contains(&format!(r#"data-models="{}""#, ids.join(","))));
+    for (at, model) in models.iter().enumerate() {
+        let name = model["name"].as_str().expect("name");
+        assert!(
+            page.body.contains(&format!("{}. {name}</th>", at + 1)),
+            "{name}"
+        );
+        let reference = model["referenceNumber"].as_str().expect("reference");
+        assert!(
+            page.body.contains(&format!("<td>{reference}</td>")),
+            "{reference}"
+        );
+    }
+    // The fields the compare endpoint names as differences are the ones marked.
+    let names: Vec<String> = models
+        .iter()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["brandSlug"].as_str().unwrap_or(""),
+                m["slug"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    let compared = ana
+        .ok(&format!("/v1/models/compare?models={}", names.join(",")))
+        .await;
+    let marked = page.body.matches(r#"<tr class="differs">"#).count();
+    let differences = compared["differences"].as_array().expect("differences");
+    let shown = [
+        "referenceNumber",
+        "alternateReferences",
+        "series",
+        "caliber",
+        "releaseYear",
+        "discontinuationYear",
+        "diameter",
+        "caseMaterials",
+        "description",
+    ];
+    let expected = differences
+        .iter()
+        .filter(|d| shown.contains(&d.as_str().unwrap_or("")))
+        .count();
+    let listings_differ = models
+        .iter()
+        .any(|m| m["listingCount"] != models[0]["listingCount"]);
+    assert_eq!(
+        marked,
+        expected + usize::from(listings_differ),
+        "{compared}"
+    );
+    assert_eq!(page.body.matches(r#"name="keeper""#).count(), models.len());
+    assert!(page.body.contains(r#"id="merge""#) && page.body.contains(r#"id="dismiss""#));
+
+    let viewed = get(&app, Some(&vic), "/console/duplicates").await;
+    assert_eq!(viewed.status, 200);
+    assert!(viewed.body.contains(&format!("Group 1 of {total}")));
+    for control in [r#"name="keeper""#, r#"id="merge""#, r#"id="dismiss""#] {
+        assert!(!viewed.body.contains(control), "a viewer has no {control}");
+    }
+
+    let past = get(
+        &app,
+        Some(&ana),
+        &format!("/console/duplicates?page={}", total + 1),
+    )
+    .await;
+    assert!(past.body.contains(r#"<p id="none">"#), "{}", past.body);
+    assert!(past.body.contains(r#"rel="prev""#));
+    let filtered = get(
+        &app,
+        Some(&ana),
+        "/console/duplicates?kind=sameReference&q=nothing-like-it",
+    )
+    .await;
+    assert!(
+        filtered.body.contains("under these filters"),
+        "{}",
+        filtered.body
+    );
+    assert!(filtered
+        .body
+        .contains(r#"<option value="sameReference" selected>"#));
+    assert_eq!(
+        get(&app, Some(&ana), "/console/duplicates?page=0")
+            .await
+            .status,
+        400
+    );
+    assert_eq!(
+        get(&app, Some(&ana), "/console/duplicates?kind=bogus")
+            .await
+            .status,
+        400
+    );
+    assert_eq!(get(&app, None, "/console/duplicates").await.status, 303);
+}

@@ -237,3 +237,93 @@ async fn a_wrong_password_is_shown_and_a_viewer_sees_home_read_only() {
     assert!(text_of(&client, ".note").await.contains("viewer"));
     client.close().await.expect("close");
 }
+
+/// Presses `keys` where the page has the focus (its body, after a load).
+async fn press(client: &Client, keys: &str) {
+    let body = client.find(Locator::Css("body")).await.expect("body");
+    body.send_keys(keys).await.expect("keys");
+}
+
+/// Waits (10 s at most) for the status line to say `what`.
+async fn wait_for_status(client: &Client, what: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // The page's main part is replaced under the search at times: found again.
+        if let Ok(status) = client.find(Locator::Css("#status")).await {
+            if let Ok(text) = status.text().await {
+                if text.contains(what) {
+                    return text;
+                }
+            }
+        }
+        assert!(Instant::now() < deadline, "no status saying {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
+    let Some(driver) = driver() else { return };
+    let dataset = crate::duplicates::planted_dataset();
+    let app = crate::support::admin_app(dataset.path()).await;
+    let ana = app.session("ana").await;
+    let before = ana.ok("/v1/duplicate-models?pageSize=1").await;
+    let total = before["total"].as_u64().expect("total");
+    assert!(total >= 2, "two groups to triage: {before}");
+    let models = before["data"][0]["models"]
+        .as_array()
+        .expect("models")
+        .clone();
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/duplicates", app.base))
+        .await
+        .expect("goto");
+    assert_eq!(
+        text_of(&client, "#group-title").await,
+        format!("Group 1 of {total}")
+    );
+    screenshot(&client, "duplicates").await;
+
+    // The second model is the keeper; m asks first, and the answer is yes.
+    press(&client, "2m").await;
+    let question = client.get_alert_text().await.expect("the confirmation");
+    assert!(question.contains("slugs redirect"), "{question}");
+    client.accept_alert().await.expect("accept");
+    let merged = wait_for_status(&client, "Merged").await;
+    assert!(
+        merged.contains(models[1]["slug"].as_str().expect("slug")),
+        "{merged}"
+    );
+    // The next group came in without a reload, in the same place.
+    assert_eq!(
+        text_of(&client, "#group-title").await,
+        format!("Group 1 of {}", total - 1)
+    );
+    let (brand, gone) = (
+        models[0]["brandSlug"].as_str().expect("brand"),
+        models[0]["slug"].as_str().expect("slug"),
+    );
+    let request = app.request(reqwest::Method::GET, &format!("/v1/models/{brand}/{gone}"));
+    let redirect = app.send(request).await;
+    assert_eq!(redirect.status().as_u16(), 301);
+    let keeper = models[1]["slug"].as_str().expect("slug");
+    assert_eq!(
+        redirect.headers()["location"].to_str().expect("location"),
+        format!("/v1/models/{brand}/{keeper}")
+    );
+
+    press(&client, "d").await;
+    wait_for_status(&client, "Dismissed").await;
+    let after = ana.ok("/v1/duplicate-models?pageSize=1").await;
+    assert_eq!(after["total"].as_u64(), Some(total - 2));
+    let audit = ana.ok("/v1/admin/audit?pageSize=2").await;
+    let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
+        .map(|e| e["action"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(actions, ["duplicates.dismiss", "duplicates.merge"]);
+    client.close().await.expect("close");
+}

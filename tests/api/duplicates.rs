@@ -18,7 +18,7 @@ const PLANTED: &str = r#"{"slug":"submariner-126610ln-twin","brand":"rolex","ser
 {"slug":"seamaster-300m-2254-50-twin","brand":"omega","series":"seamaster","name":"Seamaster 300M","referenceNumber":"2254.50"}
 "#;
 
-fn planted_dataset() -> tempfile::TempDir {
+pub(crate) fn planted_dataset() -> tempfile::TempDir {
     let dir = test_catalogue_copy();
     let models = dir.path().join("models.jsonl");
     let mut text = std::fs::read_to_string(&models).expect("models");

@@ -8,7 +8,7 @@ use crate::api::assemble::{self, Lookups};
 use crate::api::error::ApiResult;
 use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
-use crate::api::params::{parse_choice, parse_text, PageParams, Params};
+use crate::api::params::{parse_choice, parse_text, PageParams, Pagination, Params};
 use crate::api::requests::{DismissBody, JsonBody, MergeBody};
 use crate::api::views::back_office::{
     DismissView, DuplicateGroup, DuplicateGroupPage, DuplicateModel, KeeperRef, KindSummary,
@@ -22,17 +22,17 @@ use crate::jobs::merge::{self, MergeError};
 use axum::{Extension, Json};
 use serde::Deserialize;
 
-/// Query of `GET /duplicate-models`.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
+/// Query of `GET /duplicate-models` (and of the console's triage).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct GroupParams {
     /// A brand's name or slug, or a reference in any spelling (or its start).
-    q: Option<String>,
+    pub q: Option<String>,
     /// all (default), sameReference, alternateOverlap or baseVariant.
     #[param(example = "all")]
-    kind: Option<String>,
+    pub kind: Option<String>,
     /// Brand slug.
-    brand: Option<String>,
+    pub brand: Option<String>,
 }
 
 const KINDS: [(&str, Option<DuplicateSignal>); 4] = [
@@ -57,52 +57,61 @@ pub async fn groups(
     Params(params): Params<GroupParams>,
 ) -> ApiResult<Json<DuplicateGroupPage>> {
     let pagination = page.pagination()?;
+    work.run(move |app| group_page(app, &params, pagination, &media))
+        .await
+        .map(Json)
+}
+
+/// The page `pagination` of the duplicate groups `params` keeps, with the count of each kind:
+/// what `GET /duplicate-models` answers and the console's triage shows a group of.
+pub fn group_page(
+    app: &App,
+    params: &GroupParams,
+    pagination: Pagination,
+    media: &MediaBase,
+) -> ApiResult<DuplicateGroupPage> {
     let kind = parse_choice("kind", params.kind.as_deref(), &KINDS)?.flatten();
     let text = parse_text(params.q.as_deref())?;
-    work.run(move |app| {
-        let brand = params
-            .brand
-            .as_deref()
-            .map(|slug| assemble::brand_by_slug(app, slug))
-            .transpose()?
-            .map(|b| b.id);
-        let filter = Filter::new(app, brand, text.as_deref())?;
-        let all = app.duplicate_groups()?;
-        let matching: Vec<&Group> = all
-            .iter()
-            .map(|g| &**g)
-            .filter(|g| filter.keeps(g))
-            .collect();
-        let mut summary = KindSummary::default();
-        for group in &matching {
-            *match group.kind {
-                DuplicateSignal::SameReference => &mut summary.same_reference,
-                DuplicateSignal::AlternateOverlap => &mut summary.alternate_overlap,
-                DuplicateSignal::BaseVariant => &mut summary.base_variant,
-            } += 1;
-        }
-        let of_kind: Vec<&Group> = matching
-            .into_iter()
-            .filter(|g| kind.is_none_or(|k| g.kind == k))
-            .collect();
-        let page = pagination.slice(of_kind);
-        let mut lookups = Lookups::new(&media);
-        let data = page
-            .data
-            .iter()
-            .map(|group| group_view(app, group, &mut lookups))
-            .collect::<ApiResult<Vec<_>>>()?;
-        Ok(DuplicateGroupPage {
-            data,
-            page: page.page,
-            page_size: page.page_size,
-            total: page.total,
-            total_pages: page.total_pages,
-            summary,
-        })
+    let brand = params
+        .brand
+        .as_deref()
+        .map(|slug| assemble::brand_by_slug(app, slug))
+        .transpose()?
+        .map(|b| b.id);
+    let filter = Filter::new(app, brand, text.as_deref())?;
+    let all = app.duplicate_groups()?;
+    let matching: Vec<&Group> = all
+        .iter()
+        .map(|g| &**g)
+        .filter(|g| filter.keeps(g))
+        .collect();
+    let mut summary = KindSummary::default();
+    for group in &matching {
+        *match group.kind {
+            DuplicateSignal::SameReference => &mut summary.same_reference,
+            DuplicateSignal::AlternateOverlap => &mut summary.alternate_overlap,
+            DuplicateSignal::BaseVariant => &mut summary.base_variant,
+        } += 1;
+    }
+    let of_kind: Vec<&Group> = matching
+        .into_iter()
+        .filter(|g| kind.is_none_or(|k| g.kind == k))
+        .collect();
+    let page = pagination.slice(of_kind);
+    let mut lookups = Lookups::new(media);
+    let data = page
+        .data
+        .iter()
+        .map(|group| group_view(app, group, &mut lookups))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok(DuplicateGroupPage {
+        data,
+        page: page.page,
+        page_size: page.page_size,
+        total: page.total,
+        total_pages: page.total_pages,
+        summary,
     })
-    .await
-    .map(Json)
 }
 
 /// Merges the duplicates into the keeper.

@@ -43,5 +43,104 @@ function setUpSignOut() {
   });
 }
 
+// The duplicate triage (`/console/duplicates`): keys, and the merge and dismiss posted to the
+// API. After either, the same position is shown again (the next group has moved into it) by
+// replacing the page's main part, without a full reload.
+
+function setStatus(text, failed) {
+  const status = document.getElementById("status");
+  if (!status) return;
+  status.textContent = text;
+  status.classList.toggle("failed", Boolean(failed));
+}
+
+async function show(url) {
+  const answer = await fetch(url, { credentials: "same-origin" });
+  const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+  const main = page.getElementById("main");
+  if (!answer.ok || !main) {
+    window.location.assign(url);
+    return;
+  }
+  document.getElementById("main").replaceWith(main);
+  window.history.replaceState(null, "", url);
+}
+
+function triageModels() {
+  const triage = document.getElementById("triage");
+  return triage ? triage.dataset.models.split(",").filter(Boolean) : [];
+}
+
+function keeper() {
+  return document.querySelector('input[name="keeper"]:checked');
+}
+
+async function settle(path, body, done) {
+  const answer = await postJson(path, body);
+  const reply = await answer.json().catch(() => ({}));
+  if (!answer.ok) {
+    setStatus(reply.message || "Refused (" + answer.status + ").", true);
+    return;
+  }
+  await show(window.location.pathname + window.location.search);
+  setStatus(done(reply), false);
+}
+
+async function merge() {
+  const chosen = keeper();
+  if (!chosen) return;
+  const duplicates = triageModels().filter((id) => id !== chosen.value);
+  const question =
+    "Merge " + duplicates.length + " model(s) into " + chosen.dataset.name + "?\n\n" +
+    "Their listings, references and missing pictures move to it, they are deleted, and their " +
+    "slugs redirect to it from now on.";
+  if (!window.confirm(question)) return;
+  await settle("/v1/duplicate-models/merge", { keeperId: chosen.value, duplicateIds: duplicates },
+    (reply) => "Merged " + reply.mergedModels + " model(s) into " + reply.keeper.name + " (" +
+      reply.keeper.slug + "): " + reply.movedListings + " listing(s) moved.");
+}
+
+async function dismiss() {
+  if (!document.getElementById("dismiss")) return;
+  await settle("/v1/duplicate-models/dismiss", { modelIds: triageModels() },
+    (reply) => "Dismissed: " + reply.dismissedPairs + " pair(s) will not be offered again.");
+}
+
+function follow(id) {
+  const link = document.getElementById(id);
+  if (link) show(link.href);
+}
+
+function setUpTriage() {
+  document.addEventListener("click", (event) => {
+    const target = event.target;
+    if (target.id === "merge") merge();
+    if (target.id === "dismiss") dismiss();
+    if ((target.id === "next" || target.id === "previous") && target.href) {
+      event.preventDefault();
+      show(target.href);
+    }
+  });
+  document.addEventListener("keydown", (event) => {
+    if (!document.getElementById("keys")) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest("input:not([type=radio]), select, textarea")) return;
+    const key = event.key;
+    if (key >= "1" && key <= "6") {
+      const choice = document.querySelectorAll('input[name="keeper"]')[Number(key) - 1];
+      if (choice) choice.checked = true;
+    } else if (key === "m") merge();
+    else if (key === "d") dismiss();
+    else if (key === "j") follow("next");
+    else if (key === "k") follow("previous");
+    else if (key === "?") {
+      const keys = document.getElementById("keys");
+      keys.open = !keys.open;
+    } else return;
+    event.preventDefault();
+  });
+}
+
 setUpSignIn();
 setUpSignOut();
+setUpTriage();
