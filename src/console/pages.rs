@@ -1,17 +1,21 @@
 //! The console's pages: sign-in, home (the catalogue's counts, the open work by kind, the
-//! newest jobs and audit entries), the duplicate groups one at a time, and the audit trail. Each page is a template filled from the services the API
+//! newest jobs and audit entries), the duplicate groups one at a time, the groups of unmatched
+//! listings to reconcile, and the audit trail. Each page is a template filled from the services the API
 //! reads through, and the API's own views where it shows the same thing.
 
 use super::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 use crate::api::back_office::duplicate_models::{self, GroupParams};
+use crate::api::back_office::reconciliation::{self, GroupParams as ReconciliationParams};
 use crate::api::back_office::{Caller, SignedIn};
 use crate::api::error::{internal, ApiResult};
 use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::models;
 use crate::api::params::{PageParams, Pagination, Params};
-use crate::api::views::back_office::DuplicateGroup;
 use crate::api::views::back_office::{AuditEntryView, JobView};
+use crate::api::views::back_office::{
+    Candidate, ClaimedBrandView, DuplicateGroup, ReconciliationGroup,
+};
 use crate::app::App;
 use crate::domain::{DuplicateSignal, MatchOutcome, ModelId, ReviewStatus, Role};
 use crate::store::{AuditFilter, Counted, GroupOrder};
@@ -425,6 +429,147 @@ fn cell(value: Option<&serde_json::Value>) -> String {
         Some(other) => other.to_string(),
     }
 }
+
+/// A group of unmatched listings as the reconciliation page shows it.
+pub struct GroupCard {
+    pub id: String,
+    pub brand: String,
+    pub reference: String,
+    pub reason: &'static str,
+    pub listing_count: usize,
+    pub spellings: String,
+    pub providers: String,
+    pub prices: String,
+    pub titles: Vec<String>,
+    pub candidates: Vec<Candidate>,
+}
+
+impl GroupCard {
+    fn of(group: ReconciliationGroup) -> GroupCard {
+        let dash = |text: String| {
+            if text.is_empty() {
+                "—".to_owned()
+            } else {
+                text
+            }
+        };
+        let providers = (group.providers.iter())
+            .map(|p| format!("{} {}", p.provider.name, p.listing_count))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let price = |usd: Option<u64>| usd.map_or("?".to_owned(), |p| format!("{p} USD"));
+        let range = &group.price_range_usd;
+        GroupCard {
+            brand: match group.brand {
+                Some(ClaimedBrandView::Known(brand)) => brand.name,
+                Some(ClaimedBrandView::Text(text)) => format!("“{text}” (no such brand)"),
+                None => "no brand".to_owned(),
+            },
+            reference: group.reference.unwrap_or_else(|| "no reference".to_owned()),
+            reason: group.reason,
+            listing_count: group.listing_count,
+            spellings: dash(group.spellings.join(", ")),
+            providers: dash(providers),
+            prices: match (range.low, range.high) {
+                (None, None) => "—".to_owned(),
+                (low, high) if low == high => price(low),
+                (low, high) => format!("{} to {}", price(low), price(high)),
+            },
+            titles: group.example_titles,
+            candidates: group.candidates,
+            id: group.id,
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "reconciliation.html", config = "src/console/askama.toml")]
+struct ReconciliationPage {
+    signed: Option<Signed>,
+    writes: bool,
+    reasons: Vec<KindChoice>,
+    brand: String,
+    provider: String,
+    q: String,
+    cards: Vec<GroupCard>,
+    total: usize,
+    page: usize,
+    pages: usize,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// `GET /console/reconciliation`: a page of the groups of unmatched listings under the API's
+/// filters, each beside its nearest models; for an admin, the link that `console.js` posts to
+/// the API.
+pub async fn reconciliation(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
+    Params(filters): Params<ReconciliationParams>,
+) -> ApiResult<Response> {
+    let Caller::Signed(signed) = caller else {
+        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
+    };
+    let pagination = page.pagination()?;
+    let page = work
+        .run(move |app| {
+            let found = reconciliation::group_page(app, &filters, pagination, &media)?;
+            let text = |field: &Option<String>| field.clone().unwrap_or_default();
+            let reason = text(&filters.reason);
+            let (brand, provider, q) = (
+                text(&filters.brand),
+                text(&filters.provider),
+                text(&filters.q),
+            );
+            let pages = found.total.div_ceil(pagination.page_size).max(1);
+            let at_page = |to: usize| {
+                let (to, size) = (to.to_string(), pagination.page_size.to_string());
+                let pairs = [
+                    ("reason", reason.as_str()),
+                    ("brand", &brand),
+                    ("provider", &provider),
+                    ("q", &q),
+                    ("page", &to),
+                    ("pageSize", &size),
+                ];
+                link("/console/reconciliation", &pairs)
+            };
+            let reasons = std::iter::once(("", "every reason"))
+                .chain(REASON_NAMES)
+                .map(|(value, label)| KindChoice {
+                    value,
+                    label: label.to_owned(),
+                    selected: reason == value,
+                })
+                .collect();
+            Ok(ReconciliationPage {
+                signed: Some(Signed::of(&signed)),
+                writes: signed.user.role == Role::Admin,
+                reasons,
+                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
+                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                cards: found.data.into_iter().map(GroupCard::of).collect(),
+                total: found.total,
+                page: pagination.page,
+                pages,
+                brand,
+                provider,
+                q,
+            })
+        })
+        .await?;
+    render(&page)
+}
+
+/// The reasons a group is filtered by, as the API names them.
+const REASON_NAMES: [(&str, &str); 4] = [
+    ("unknownBrand", "unknown brand"),
+    ("unknownReference", "unknown reference"),
+    ("ambiguous", "ambiguous"),
+    ("noReference", "no reference"),
+];
 
 /// A page as HTML; a template that fails to render is a logged 500.
 fn render(page: &impl Template) -> ApiResult<Response> {

@@ -5,6 +5,7 @@
 use crate::support::{SessionClient, TestApp};
 use reqwest::header::HeaderMap;
 use reqwest::Method;
+use watch_catalogue::domain::Role;
 
 async fn app() -> TestApp {
     crate::support::admin_and_viewer_app().await
@@ -399,4 +400,147 @@ async fn the_duplicates_page_shows_one_group_side_by_side_with_controls_for_admi
         400
     );
     assert_eq!(get(&app, None, "/console/duplicates").await.status, 303);
+}
+
+#[tokio::test]
+async fn the_reconciliation_page_shows_the_apis_groups_beside_their_candidates() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let api = ana.ok("/v1/reconciliation?pageSize=24").await;
+    let groups = api["data"].as_array().expect("groups");
+    assert!(!groups.is_empty(), "{api}");
+
+    let page = get(&app, Some(&ana), "/console/reconciliation").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_locked_down(&page, "/console/reconciliation");
+    assert_nothing_inline(&page.body);
+    assert!(page
+        .body
+        .contains(&format!("<p id=\"total\">{} group", api["total"])));
+    assert_eq!(
+        page.body.matches("<article class=\"group\"").count(),
+        groups.len()
+    );
+    let mut radios = 0;
+    for group in groups {
+        let id = group["id"].as_str().expect("id");
+        assert!(page.body.contains(&format!(r#"data-group="{id}""#)), "{id}");
+        for title in group["exampleTitles"].as_array().expect("titles") {
+            let title = title
+                .as_str()
+                .expect("title")
+                .replace('&', "&#38;")
+                .replace('\'', "&#39;")
+                .replace('"', "&#34;");
+            assert!(page.body.contains(&format!("<li>{title}</li>")), "{title}");
+        }
+        let candidates = group["candidates"].as_array().expect("candidates");
+        for candidate in candidates {
+            let value = format!(
+                r#"name="model-{id}" value="{}""#,
+                candidate["id"].as_str().expect("id")
+            );
+            assert!(page.body.contains(&value), "{value}");
+        }
+        radios += candidates.len();
+    }
+    let with_candidates = groups
+        .iter()
+        .filter(|g| g["candidates"] != serde_json::json!([]))
+        .count();
+    assert_eq!(
+        page.body.matches("class=\"link-group\"").count(),
+        with_candidates
+    );
+    assert_eq!(page.body.matches("type=\"radio\"").count(), radios);
+
+    let viewed = get(&app, Some(&vic), "/console/reconciliation").await;
+    assert_eq!(viewed.status, 200);
+    assert!(!viewed.body.contains("type=\"radio\"") && !viewed.body.contains("link-group"));
+
+    let filtered = get(
+        &app,
+        Some(&ana),
+        "/console/reconciliation?reason=unknownBrand",
+    )
+    .await;
+    let unknown = ana.ok("/v1/reconciliation?reason=unknownBrand").await;
+    assert!(filtered
+        .body
+        .contains(&format!("<p id=\"total\">{} group", unknown["total"])));
+    assert!(filtered
+        .body
+        .contains(r#"<option value="unknownBrand" selected>"#));
+    assert_eq!(
+        get(&app, Some(&ana), "/console/reconciliation?reason=bogus")
+            .await
+            .status,
+        400
+    );
+    assert_eq!(get(&app, None, "/console/reconciliation").await.status, 303);
+}
+
+/// Every page of the console (the sign-in page aside).
+const PAGES: [&str; 4] = [
+    "/console/",
+    "/console/duplicates",
+    "/console/reconciliation",
+    "/console/audit",
+];
+
+/// What only an admin's pages hold: the controls that write.
+const WRITE_CONTROLS: [&str; 5] = [
+    r#"name="keeper""#,
+    r#"id="merge""#,
+    r#"id="dismiss""#,
+    "link-group",
+    r#"type="radio""#,
+];
+
+#[tokio::test]
+async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
+    let dataset = crate::duplicates::planted_dataset();
+    let app = TestApp::build()
+        .dataset(dataset.path())
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let mut admin_controls = 0;
+    for path in PAGES {
+        let anonymous = get(&app, None, path).await;
+        assert_eq!(
+            (anonymous.status, anonymous.header("location")),
+            (303, "/console/sign-in"),
+            "{path}"
+        );
+        assert!(anonymous.body.is_empty(), "{path} leaks {}", anonymous.body);
+
+        let viewed = get(&app, Some(&vic), path).await;
+        assert_eq!(viewed.status, 200, "{path}: {}", viewed.body);
+        assert_locked_down(&viewed, path);
+        assert_nothing_inline(&viewed.body);
+        for control in WRITE_CONTROLS {
+            assert!(
+                !viewed.body.contains(control),
+                "a viewer has {control} on {path}"
+            );
+        }
+
+        let admin = get(&app, Some(&ana), path).await;
+        assert_eq!(admin.status, 200, "{path}: {}", admin.body);
+        assert_locked_down(&admin, path);
+        assert_nothing_inline(&admin.body);
+        admin_controls += WRITE_CONTROLS
+            .iter()
+            .filter(|c| admin.body.contains(*c))
+            .count();
+    }
+    assert!(
+        admin_controls >= WRITE_CONTROLS.len(),
+        "an admin has every write control somewhere"
+    );
 }

@@ -327,3 +327,51 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
     assert_eq!(actions, ["duplicates.dismiss", "duplicates.merge"]);
     client.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("ana", Role::Admin).start().await;
+    let ana = app.session("ana").await;
+    let groups = ana.ok("/v1/reconciliation?pageSize=24").await;
+    let group = (groups["data"].as_array().expect("groups").iter())
+        .find(|g| g["candidates"] != serde_json::json!([]))
+        .expect("a group with candidates")
+        .clone();
+    let (id, model) = (group["id"].as_str().expect("id"), &group["candidates"][0]);
+    let model_id = model["id"].as_str().expect("model");
+    let count = |item: &serde_json::Value| item["data"][0]["listingCount"].as_u64().expect("count");
+    let before = count(&ana.ok(&format!("/v1/models?id={model_id}")).await);
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/reconciliation", app.base))
+        .await
+        .expect("goto");
+    screenshot(&client, "reconciliation").await;
+    let css = format!(r#"article[data-group="{id}"] button.link-group"#);
+    client
+        .find(Locator::Css(&css))
+        .await
+        .expect("the group's link button")
+        .click()
+        .await
+        .expect("click");
+    let linked = wait_for_status(&client, "Linked").await;
+    assert!(
+        linked.contains(model["slug"].as_str().expect("slug")),
+        "{linked}"
+    );
+    let gone = client
+        .find(Locator::Css(&format!(r#"article[data-group="{id}"]"#)))
+        .await;
+    assert!(gone.is_err(), "the group left the page");
+    let after = count(&ana.ok(&format!("/v1/models?id={model_id}")).await);
+    assert_eq!(
+        after,
+        before + group["listingCount"].as_u64().expect("count")
+    );
+    client.close().await.expect("close");
+}

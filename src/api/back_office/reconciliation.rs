@@ -8,7 +8,7 @@ use crate::api::assemble::{self, Lookups};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::layers::capacity::Work;
 use crate::api::listings::{provider_id, MediaBase};
-use crate::api::params::{parse_choice, parse_text, PageParams, Params};
+use crate::api::params::{parse_choice, parse_text, PageParams, Pagination, Params};
 use crate::api::requests::{CreateModelBody, JsonBody, LinkBody, UpdateModelBody};
 use crate::api::views::back_office::Candidate;
 use crate::api::views::back_office::{
@@ -39,14 +39,14 @@ const EXAMPLE_TITLES: usize = 3;
 #[into_params(parameter_in = Query)]
 pub struct GroupParams {
     /// Brand slug: groups of listings whose text resolved to that brand.
-    brand: Option<String>,
+    pub brand: Option<String>,
     /// Provider slug: groups with at least one listing of that provider.
-    provider: Option<String>,
+    pub provider: Option<String>,
     /// unknownBrand, unknownReference, ambiguous or noReference: groups of that reason.
-    reason: Option<String>,
+    pub reason: Option<String>,
     /// Words of its listings' titles, brands or references, as listing search reads them, or
     /// the start of its reference or brand text in any spelling.
-    q: Option<String>,
+    pub q: Option<String>,
 }
 
 /// Unmatched listings grouped by the identity their sellers claim, largest group first.
@@ -65,31 +65,40 @@ pub async fn groups(
 ) -> ApiResult<Json<Page<ReconciliationGroup>>> {
     let pagination = page.pagination()?;
     let page = work
-        .run(move |app| {
-            let filter = group_filter(app, &params)?;
-            let (groups, total) = unmatched_groups::group_page(
-                app.store(),
-                app.listings(),
-                &filter,
-                pagination.offset(),
-                pagination.page_size,
-            )?;
-            // Each group's candidates are a few index searches: the page's are found on every
-            // core at once.
-            let samples: Vec<GroupSample> = groups
-                .par_iter()
-                .map(|group| {
-                    let kept = &app.kept().candidates;
-                    nearest_models::sample(app.store(), app.index(), kept, group)
-                })
-                .collect::<Result<_, _>>()?;
-            let mut context = GroupContext::new(app, &media)?;
-            pagination
-                .wrap(groups.into_iter().zip(samples).collect(), total)
-                .try_map(|(group, sample)| context.view(&group, sample))
-        })
+        .run(move |app| group_page(app, &params, pagination, &media))
         .await?;
     Ok(Json(page))
+}
+
+/// The page `pagination` of the groups `params` keeps, each with its candidates: what
+/// `GET /reconciliation` answers and the console's reconciliation page shows.
+pub fn group_page(
+    app: &App,
+    params: &GroupParams,
+    pagination: Pagination,
+    media: &MediaBase,
+) -> ApiResult<Page<ReconciliationGroup>> {
+    let filter = group_filter(app, params)?;
+    let (groups, total) = unmatched_groups::group_page(
+        app.store(),
+        app.listings(),
+        &filter,
+        pagination.offset(),
+        pagination.page_size,
+    )?;
+    // Each group's candidates are a few index searches: the page's are found on every core at
+    // once.
+    let samples: Vec<GroupSample> = groups
+        .par_iter()
+        .map(|group| {
+            let kept = &app.kept().candidates;
+            nearest_models::sample(app.store(), app.index(), kept, group)
+        })
+        .collect::<Result<_, _>>()?;
+    let mut context = GroupContext::new(app, media)?;
+    pagination
+        .wrap(groups.into_iter().zip(samples).collect(), total)
+        .try_map(|(group, sample)| context.view(&group, sample))
 }
 
 /// The filters of `GET /reconciliation`, resolved.

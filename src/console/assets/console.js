@@ -111,11 +111,22 @@ function follow(id) {
   if (link) show(link.href);
 }
 
+// The reconciliation page: a group linked to the model chosen beside it.
+async function linkGroup(button) {
+  const group = button.closest("article.group");
+  const chosen = group && group.querySelector('input[type="radio"]:checked');
+  if (!chosen) return;
+  await settle("/v1/reconciliation/link", { group: group.dataset.group, model: chosen.value },
+    (reply) => "Linked " + reply.linkedListings.length + " listing(s) to " + reply.model.name +
+      " (" + reply.model.slug + ").");
+}
+
 function setUpTriage() {
   document.addEventListener("click", (event) => {
     const target = event.target;
     if (target.id === "merge") merge();
     if (target.id === "dismiss") dismiss();
+    if (target.classList.contains("link-group")) linkGroup(target);
     if ((target.id === "next" || target.id === "previous") && target.href) {
       event.preventDefault();
       show(target.href);
