@@ -1,9 +1,10 @@
 //! The console's pages: sign-in, home (the catalogue's counts, the open work by kind, the
 //! newest jobs and audit entries), the duplicate groups one at a time, the groups of unmatched
-//! listings to reconcile, and the audit trail. Each page is a template filled from the services the API
+//! listings to reconcile, the unmatched listings, and the audit trail. Each page is a template filled from the services the API
 //! reads through, and the API's own views where it shows the same thing.
 
 use super::{CONSOLE_HOME, CONSOLE_SIGN_IN};
+use crate::api::back_office::admin::{self, UnmatchedParams};
 use crate::api::back_office::duplicate_models::{self, GroupParams};
 use crate::api::back_office::reconciliation::{self, GroupParams as ReconciliationParams};
 use crate::api::back_office::{Caller, SignedIn};
@@ -12,7 +13,7 @@ use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::models;
 use crate::api::params::{PageParams, Pagination, Params};
-use crate::api::views::back_office::{AuditEntryView, JobView};
+use crate::api::views::back_office::{AuditEntryView, JobView, UnmatchedListing};
 use crate::api::views::back_office::{
     Candidate, ClaimedBrandView, DuplicateGroup, ReconciliationGroup,
 };
@@ -536,14 +537,7 @@ pub async fn reconciliation(
                 ];
                 link("/console/reconciliation", &pairs)
             };
-            let reasons = std::iter::once(("", "every reason"))
-                .chain(REASON_NAMES)
-                .map(|(value, label)| KindChoice {
-                    value,
-                    label: label.to_owned(),
-                    selected: reason == value,
-                })
-                .collect();
+            let reasons = reason_choices(&reason);
             Ok(ReconciliationPage {
                 signed: Some(Signed::of(&signed)),
                 writes: signed.user.role == Role::Admin,
@@ -571,6 +565,123 @@ const REASON_NAMES: [(&str, &str); 4] = [
     ("noReference", "no reference"),
 ];
 
+/// An unmatched listing as its page's row shows it.
+pub struct UnmatchedRow {
+    pub id: String,
+    pub title: String,
+    /// Its page at the seller's, when it is a web address (never another scheme).
+    pub source: Option<String>,
+    pub brand: String,
+    pub reference: String,
+    pub price: String,
+    pub reason: &'static str,
+    pub seen: String,
+}
+
+impl UnmatchedRow {
+    fn of(unmatched: UnmatchedListing) -> UnmatchedRow {
+        let listing = unmatched.listing;
+        let dash = |text: Option<String>| text.unwrap_or_else(|| "—".to_owned());
+        UnmatchedRow {
+            id: listing.id,
+            title: dash(listing.title),
+            source: web_address(listing.url),
+            brand: dash(listing.scraped_brand),
+            reference: dash(listing.scraped_reference),
+            price: match (listing.price, listing.currency) {
+                (Some(price), Some(currency)) => format!("{price} {currency}"),
+                _ => "—".to_owned(),
+            },
+            reason: unmatched.unmatched_reason,
+            seen: listing.last_seen_at,
+        }
+    }
+}
+
+/// `url` when it is a web address: a seller's text is never made a `javascript:` link.
+fn web_address(url: String) -> Option<String> {
+    let lower = url.to_ascii_lowercase();
+    (lower.starts_with("https://") || lower.starts_with("http://")).then_some(url)
+}
+
+#[derive(Template)]
+#[template(path = "unmatched.html", config = "src/console/askama.toml")]
+struct UnmatchedPage {
+    signed: Option<Signed>,
+    reasons: Vec<KindChoice>,
+    brand: String,
+    provider: String,
+    rows: Vec<UnmatchedRow>,
+    total: usize,
+    page: usize,
+    pages: usize,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// `GET /console/unmatched`: the listings matched to no model, newest first, with why, under
+/// the filters of `GET /admin/unmatched-listings`; each links to its page at the seller's.
+pub async fn unmatched(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    Extension(media): Extension<MediaBase>,
+    Params(page): Params<PageParams>,
+    Params(filters): Params<UnmatchedParams>,
+) -> ApiResult<Response> {
+    let Caller::Signed(signed) = caller else {
+        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
+    };
+    let pagination = page.pagination()?;
+    let page = work
+        .run(move |app| {
+            let found = admin::unmatched_page(app, &filters, pagination, &media)?;
+            let text = |field: &Option<String>| field.clone().unwrap_or_default();
+            let (reason, brand, provider) = (
+                text(&filters.reason),
+                text(&filters.brand),
+                text(&filters.provider),
+            );
+            let pages = found.total.div_ceil(pagination.page_size).max(1);
+            let at_page = |to: usize| {
+                let (to, size) = (to.to_string(), pagination.page_size.to_string());
+                let pairs = [
+                    ("reason", reason.as_str()),
+                    ("brand", &brand),
+                    ("provider", &provider),
+                    ("page", &to),
+                    ("pageSize", &size),
+                ];
+                link("/console/unmatched", &pairs)
+            };
+            Ok(UnmatchedPage {
+                signed: Some(Signed::of(&signed)),
+                reasons: reason_choices(&reason),
+                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
+                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                rows: found.data.into_iter().map(UnmatchedRow::of).collect(),
+                total: found.total,
+                page: pagination.page,
+                pages,
+                brand,
+                provider,
+            })
+        })
+        .await?;
+    render(&page)
+}
+
+/// The reason filter's choices, `chosen` selected.
+fn reason_choices(chosen: &str) -> Vec<KindChoice> {
+    std::iter::once(("", "every reason"))
+        .chain(REASON_NAMES)
+        .map(|(value, label)| KindChoice {
+            value,
+            label: label.to_owned(),
+            selected: chosen == value,
+        })
+        .collect()
+}
+
 /// A page as HTML; a template that fails to render is a logged 500.
 fn render(page: &impl Template) -> ApiResult<Response> {
     let html = page.render().map_err(|error| internal(&error))?;
@@ -581,6 +692,21 @@ fn render(page: &impl Template) -> ApiResult<Response> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_web_addresses_are_links() {
+        for url in ["https://www.ebay.com/itm/1", "HTTP://example.com/a"] {
+            assert_eq!(web_address(url.into()).as_deref(), Some(url));
+        }
+        for url in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "//evil.example/",
+            "ftp://a/b",
+        ] {
+            assert_eq!(web_address(url.into()), None, "{url}");
+        }
+    }
 
     #[test]
     fn a_cell_shows_names_lists_and_a_dash_for_nothing() {

@@ -482,10 +482,11 @@ async fn the_reconciliation_page_shows_the_apis_groups_beside_their_candidates()
 }
 
 /// Every page of the console (the sign-in page aside).
-const PAGES: [&str; 4] = [
+const PAGES: [&str; 5] = [
     "/console/",
     "/console/duplicates",
     "/console/reconciliation",
+    "/console/unmatched",
     "/console/audit",
 ];
 
@@ -542,5 +543,43 @@ async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
     assert!(
         admin_controls >= WRITE_CONTROLS.len(),
         "an admin has every write control somewhere"
+    );
+}
+
+#[tokio::test]
+async fn the_unmatched_page_lists_the_apis_listings_linked_to_their_sources() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let api = ana.ok("/v1/admin/unmatched-listings?pageSize=24").await;
+    let listings = api["data"].as_array().expect("listings");
+    assert!(!listings.is_empty(), "{api}");
+    let page = get(&app, Some(&ana), "/console/unmatched").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page
+        .body
+        .contains(&format!("<p id=\"total\">{} unmatched", api["total"])));
+    for listing in listings {
+        let url = listing["url"].as_str().expect("url");
+        let row = format!(
+            "<tr><td>{}</td>\n    <td><a href=\"{}\" rel=\"noopener noreferrer\">",
+            listing["id"].as_str().expect("id"),
+            url.replace('&', "&#38;")
+        );
+        assert!(page.body.contains(&row), "{row} in {}", page.body);
+        let reason = listing["unmatchedReason"].as_str().expect("reason");
+        assert!(page.body.contains(&format!("<td>{reason}</td>")));
+    }
+    let ambiguous = get(&app, Some(&ana), "/console/unmatched?reason=ambiguous").await;
+    let api = ana
+        .ok("/v1/admin/unmatched-listings?reason=ambiguous")
+        .await;
+    assert!(ambiguous
+        .body
+        .contains(&format!("<p id=\"total\">{} unmatched", api["total"])));
+    assert_eq!(
+        get(&app, Some(&ana), "/console/unmatched?reason=bogus")
+            .await
+            .status,
+        400
     );
 }

@@ -44,14 +44,14 @@ pub async fn stats(work: Work) -> ApiResult<Json<AdminStats>> {
 #[into_params(parameter_in = Query)]
 pub struct UnmatchedParams {
     /// Provider slug.
-    provider: Option<String>,
+    pub provider: Option<String>,
     /// Brand slug: listings whose text resolved to that brand (a reference it lacks).
-    brand: Option<String>,
+    pub brand: Option<String>,
     /// unknownBrand, unknownReference, ambiguous or noReference.
-    reason: Option<String>,
+    pub reason: Option<String>,
     /// `true`: DELISTED listings too (hidden by default).
     #[param(value_type = Option<bool>)]
-    include_delisted: Option<String>,
+    pub include_delisted: Option<String>,
 }
 
 /// Listings matched to no model, newest first, with the reason each did not match.
@@ -65,25 +65,25 @@ pub async fn unmatched_listings(
     Params(params): Params<UnmatchedParams>,
 ) -> ApiResult<Json<Page<UnmatchedListing>>> {
     let pagination = page.pagination()?;
+    work.run(move |app| unmatched_page(app, &params, pagination, &media))
+        .await
+        .map(Json)
+}
+
+/// One page of the unmatched listings `params` keeps: what `GET /admin/unmatched-listings`
+/// answers and the console's page of them shows.
+pub fn unmatched_page(
+    app: &App,
+    params: &UnmatchedParams,
+    pagination: Pagination,
+    media: &MediaBase,
+) -> ApiResult<Page<UnmatchedListing>> {
     let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
         .iter()
         .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
         .collect();
     let reason = parse_choice("reason", params.reason.as_deref(), &reasons)?;
     let include_delisted = status_filter(None, params.include_delisted.as_deref())?;
-    work.run(move |app| unmatched_page(app, &params, reason, include_delisted, pagination, &media))
-        .await
-}
-
-/// One page of unmatched listings, `reason` and the status filter already read.
-fn unmatched_page(
-    app: &App,
-    params: &UnmatchedParams,
-    reason: Option<MatchOutcome>,
-    include_delisted: ListingFilters,
-    pagination: Pagination,
-    media: &MediaBase,
-) -> ApiResult<Json<Page<UnmatchedListing>>> {
     let brand = params
         .brand
         .as_deref()
@@ -118,7 +118,7 @@ fn unmatched_page(
             unmatched_reason: listing.matching.reason()?,
         })
     })?;
-    Ok(Json(pagination.wrap(data, hits.total)))
+    Ok(pagination.wrap(data, hits.total))
 }
 
 /// Query of `GET /admin/audit`.
