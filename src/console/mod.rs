@@ -38,6 +38,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/console/duplicates", get(pages::duplicates))
         .route("/console/reconciliation", get(pages::reconciliation))
         .route("/console/unmatched", get(pages::unmatched))
+        .route("/console/jobs", get(pages::jobs))
         .route("/console/assets/{name}", get(asset))
         .layer(from_fn(security_headers))
         .with_state(AppState::new(app))

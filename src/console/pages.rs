@@ -1,10 +1,11 @@
 //! The console's pages: sign-in, home (the catalogue's counts, the open work by kind, the
 //! newest jobs and audit entries), the duplicate groups one at a time, the groups of unmatched
-//! listings to reconcile, the unmatched listings, and the audit trail. Each page is a template filled from the services the API
+//! listings to reconcile, the unmatched listings, the jobs, and the audit trail. Each page is a template filled from the services the API
 //! reads through, and the API's own views where it shows the same thing.
 
 use super::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 use crate::api::back_office::admin::{self, UnmatchedParams};
+use crate::api::back_office::admin_jobs;
 use crate::api::back_office::duplicate_models::{self, GroupParams};
 use crate::api::back_office::reconciliation::{self, GroupParams as ReconciliationParams};
 use crate::api::back_office::{Caller, SignedIn};
@@ -17,6 +18,7 @@ use crate::api::views::back_office::{AuditEntryView, JobView, UnmatchedListing};
 use crate::api::views::back_office::{
     Candidate, ClaimedBrandView, DuplicateGroup, ReconciliationGroup,
 };
+use crate::api::views::EntityRef;
 use crate::app::App;
 use crate::domain::{DuplicateSignal, MatchOutcome, ModelId, ReviewStatus, Role};
 use crate::store::{AuditFilter, Counted, GroupOrder};
@@ -99,10 +101,11 @@ fn home_page(app: &App, signed: &SignedIn) -> ApiResult<HomePage> {
     ] {
         counts.push((label, store.count_of(counted)?));
     }
-    let jobs = (store.jobs().jobs_newest_first())
-        .take(NEWEST_SHOWN)
-        .map(|job| Ok(JobView::from(app.jobs().live(job?))))
-        .collect::<ApiResult<_>>()?;
+    let newest = Pagination {
+        page: 1,
+        page_size: NEWEST_SHOWN,
+    };
+    let jobs = admin_jobs::job_page(app, newest)?.data;
     let (audit, _) = store
         .audit()
         .page(AuditFilter::default(), 0, NEWEST_SHOWN)?;
@@ -680,6 +683,62 @@ fn reason_choices(chosen: &str) -> Vec<KindChoice> {
             selected: chosen == value,
         })
         .collect()
+}
+
+#[derive(Template)]
+#[template(path = "jobs.html", config = "src/console/askama.toml")]
+struct JobsPage {
+    signed: Option<Signed>,
+    writes: bool,
+    providers: Vec<EntityRef>,
+    jobs: Vec<JobView>,
+    /// True while a job shown is queued or running: `console.js` reads the page again.
+    live: bool,
+    total: usize,
+    page: usize,
+    pages: usize,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// `GET /console/jobs`: the jobs, newest first, with their progress, reports and errors; for an
+/// admin, the buttons that start a match, a reindex or the duplicate finder's pass and the form
+/// that uploads a provider's snapshot, each posted by `console.js` to the API.
+pub async fn jobs(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    Params(page): Params<PageParams>,
+) -> ApiResult<Response> {
+    let Caller::Signed(signed) = caller else {
+        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
+    };
+    let pagination = page.pagination()?;
+    let page = work
+        .run(move |app| {
+            let found = admin_jobs::job_page(app, pagination)?;
+            let providers = (app.store().listings().providers())
+                .map(|provider| Ok(EntityRef::from(&provider?)))
+                .collect::<ApiResult<Vec<_>>>()?;
+            let pages = found.total.div_ceil(pagination.page_size).max(1);
+            let at_page = |to: usize| {
+                let (to, size) = (to.to_string(), pagination.page_size.to_string());
+                link("/console/jobs", &[("page", &to), ("pageSize", &size)])
+            };
+            Ok(JobsPage {
+                signed: Some(Signed::of(&signed)),
+                writes: signed.user.role == Role::Admin,
+                providers,
+                live: (found.data.iter()).any(|job| matches!(job.state, "queued" | "running")),
+                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
+                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                jobs: found.data,
+                total: found.total,
+                page: pagination.page,
+                pages,
+            })
+        })
+        .await?;
+    render(&page)
 }
 
 /// A page as HTML; a template that fails to render is a logged 500.

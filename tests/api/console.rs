@@ -482,21 +482,24 @@ async fn the_reconciliation_page_shows_the_apis_groups_beside_their_candidates()
 }
 
 /// Every page of the console (the sign-in page aside).
-const PAGES: [&str; 5] = [
+const PAGES: [&str; 6] = [
     "/console/",
     "/console/duplicates",
     "/console/reconciliation",
     "/console/unmatched",
+    "/console/jobs",
     "/console/audit",
 ];
 
 /// What only an admin's pages hold: the controls that write.
-const WRITE_CONTROLS: [&str; 5] = [
+const WRITE_CONTROLS: [&str; 7] = [
     r#"name="keeper""#,
     r#"id="merge""#,
     r#"id="dismiss""#,
     "link-group",
     r#"type="radio""#,
+    "start-job",
+    r#"id="snapshot""#,
 ];
 
 #[tokio::test]
@@ -582,4 +585,49 @@ async fn the_unmatched_page_lists_the_apis_listings_linked_to_their_sources() {
             .status,
         400
     );
+}
+
+#[tokio::test]
+async fn the_jobs_page_lists_the_apis_jobs_and_reads_itself_again_while_one_runs() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let (status, job) = ana.call(Method::POST, "/v1/admin/match", None).await;
+    assert_eq!(status, 202, "{job}");
+    let page = get(&app, Some(&ana), "/console/jobs").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    let id = job["id"].as_str().expect("id");
+    assert!(
+        page.body.contains(&format!(
+            r#"<tr data-job="{id}"><td>{id}</td><td>match</td>"#
+        )),
+        "{}",
+        page.body
+    );
+    for control in [
+        "start-job",
+        r#"id="snapshot""#,
+        r#"<option value="chrono24">"#,
+    ] {
+        assert!(page.body.contains(control), "{control}");
+    }
+    // The job ends; the page then stops reading itself again.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let state = ana.ok(&format!("/v1/admin/jobs/{id}")).await["state"].clone();
+        if state == "succeeded" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{state}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let ended = get(&app, Some(&vic), "/console/jobs").await;
+    assert!(
+        ended.body.contains(r#"data-live="false""#),
+        "{}",
+        ended.body
+    );
+    assert!(ended.body.contains("<td class=\"state\">succeeded</td>"));
+    assert!(ended.body.contains("<summary>report</summary>"));
+    assert!(!ended.body.contains("start-job") && !ended.body.contains(r#"id="snapshot""#));
 }

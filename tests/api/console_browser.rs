@@ -375,3 +375,71 @@ async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
     );
     client.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("ana", Role::Admin).start().await;
+    let ana = app.session("ana").await;
+    let snapshot = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("file");
+    std::fs::write(
+        snapshot.path(),
+        r#"{"sourceId":"console-1","url":"https://www.chrono24.com/console-1","title":"Rolex Submariner Date 126610LN","brand":"Rolex","reference":"126610LN","price":12500,"currency":"USD"}
+"#,
+    )
+    .expect("write");
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/jobs", app.base))
+        .await
+        .expect("goto");
+    let file = client
+        .find(Locator::Css("#snapshot-file"))
+        .await
+        .expect("file input");
+    file.send_keys(&snapshot.path().display().to_string())
+        .await
+        .expect("choose the file");
+    let mass = client
+        .find(Locator::Css("#allow-mass-delist"))
+        .await
+        .expect("checkbox");
+    mass.click().await.expect("tick");
+    let upload = client
+        .find(Locator::Css("#snapshot button[type=submit]"))
+        .await
+        .expect("upload");
+    upload.click().await.expect("click");
+    let started = wait_for_status(&client, "(snapshot)").await;
+    let id = started
+        .split_whitespace()
+        .nth(1)
+        .expect("the job's id")
+        .to_owned();
+    // The page reads itself again until the job has ended.
+    let state = format!(r#"tr[data-job="{id}"] td.state"#);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let shown = match client.find(Locator::Css(&state)).await {
+            Ok(cell) => cell.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        };
+        if shown == "succeeded" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "job {id} shows {shown:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    screenshot(&client, "jobs").await;
+    let job = ana.ok(&format!("/v1/admin/jobs/{id}")).await;
+    assert_eq!(job["subject"], "chrono24", "{job}");
+    let listings = ana.ok("/v1/listings?q=126610LN&pageSize=50").await;
+    assert!(listings.to_string().contains("console-1"), "{listings}");
+    client.close().await.expect("close");
+}

@@ -8,11 +8,12 @@ use super::{actor, Caller};
 use crate::api::error::{internal, ApiError, ApiResult, ECB_HINT};
 use crate::api::layers::capacity::Work;
 use crate::api::layers::BodyLimit;
-use crate::api::params::{PageParams, Params, PathParams};
+use crate::api::params::{PageParams, Pagination, Params, PathParams};
 use crate::api::views::back_office::JobView;
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use crate::api::views::JobPage;
 use crate::api::views::Page;
+use crate::app::App;
 use crate::domain::JobId;
 use crate::jobs::batch::Batch;
 use crate::jobs::ingest;
@@ -188,18 +189,23 @@ pub async fn list_jobs(
     Params(page): Params<PageParams>,
 ) -> ApiResult<Json<Page<JobView>>> {
     let pagination = page.pagination()?;
-    work.run(move |app| {
-        let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
-        for job in app.store().jobs().jobs_newest_first() {
-            let job = job?;
-            if total >= pagination.offset() && data.len() < pagination.page_size {
-                data.push(app.jobs().live(job).into());
-            }
-            total += 1;
+    work.run(move |app| job_page(app, pagination))
+        .await
+        .map(Json)
+}
+
+/// The page `pagination` of the jobs, newest first, each with its live progress: what
+/// `GET /admin/jobs` answers and the console shows.
+pub fn job_page(app: &App, pagination: Pagination) -> ApiResult<Page<JobView>> {
+    let (mut total, mut data) = (0, Vec::with_capacity(pagination.page_size));
+    for job in app.store().jobs().jobs_newest_first() {
+        let job = job?;
+        if total >= pagination.offset() && data.len() < pagination.page_size {
+            data.push(app.jobs().live(job).into());
         }
-        Ok(Json(pagination.wrap(data, total)))
-    })
-    .await
+        total += 1;
+    }
+    Ok(pagination.wrap(data, total))
 }
 
 /// One job: its state, progress and, once it ended, its report or error.

@@ -121,12 +121,67 @@ async function linkGroup(button) {
       " (" + reply.model.slug + ").");
 }
 
+// The jobs page: a job started or a snapshot uploaded through the API, then the page read
+// again every second while a job shown is queued or running.
+let refresh = null;
+
+function keepJobsLive() {
+  window.clearTimeout(refresh);
+  const jobs = document.getElementById("jobs");
+  if (jobs && jobs.dataset.live === "true") {
+    refresh = window.setTimeout(async () => {
+      await show(window.location.pathname + window.location.search);
+      keepJobsLive();
+    }, 1000);
+  }
+}
+
+async function jobStarted(answer, reply) {
+  if (answer.status !== 202) {
+    setStatus(reply.message || "Refused (" + answer.status + ").", true);
+    return;
+  }
+  await show(window.location.pathname + window.location.search);
+  setStatus("Job " + reply.id + " (" + reply.kind + ") is " + reply.state + ".", false);
+  keepJobsLive();
+}
+
+async function startJob(button) {
+  const answer = await postJson(button.dataset.path);
+  await jobStarted(answer, await answer.json().catch(() => ({})));
+}
+
+function uploadSnapshot(form) {
+  const file = form.querySelector("#snapshot-file").files[0];
+  if (!file) return;
+  const provider = encodeURIComponent(form.querySelector("#provider").value);
+  const mass = form.querySelector("#allow-mass-delist").checked ? "?allowMassDelist=true" : "";
+  const bar = form.querySelector("#upload-progress");
+  const request = new XMLHttpRequest();
+  request.open("POST", "/v1/admin/providers/" + provider + "/snapshot" + mass);
+  request.setRequestHeader("content-type", "application/x-ndjson");
+  request.upload.addEventListener("progress", (event) => {
+    if (!event.lengthComputable) return;
+    bar.hidden = false;
+    bar.value = Math.round((100 * event.loaded) / event.total);
+    bar.textContent = bar.value + " %";
+  });
+  request.addEventListener("load", () => {
+    let reply = {};
+    try { reply = JSON.parse(request.responseText); } catch (_) { /* not JSON */ }
+    jobStarted({ status: request.status }, reply);
+  });
+  request.addEventListener("error", () => setStatus("The upload failed.", true));
+  request.send(file);
+}
+
 function setUpTriage() {
   document.addEventListener("click", (event) => {
     const target = event.target;
     if (target.id === "merge") merge();
     if (target.id === "dismiss") dismiss();
     if (target.classList.contains("link-group")) linkGroup(target);
+    if (target.classList.contains("start-job")) startJob(target);
     if ((target.id === "next" || target.id === "previous") && target.href) {
       event.preventDefault();
       show(target.href);
@@ -152,6 +207,13 @@ function setUpTriage() {
   });
 }
 
+document.addEventListener("submit", (event) => {
+  if (event.target.id !== "snapshot") return;
+  event.preventDefault();
+  uploadSnapshot(event.target);
+});
+
 setUpSignIn();
 setUpSignOut();
 setUpTriage();
+keepJobsLive();
