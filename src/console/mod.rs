@@ -39,6 +39,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/console/reconciliation", get(pages::reconciliation))
         .route("/console/unmatched", get(pages::unmatched))
         .route("/console/jobs", get(pages::jobs))
+        .route("/console/pictures", get(pages::pictures))
         .route("/console/assets/{name}", get(asset))
         .layer(from_fn(security_headers))
         .with_state(AppState::new(app))

@@ -1,12 +1,14 @@
 //! The console's pages: sign-in, home (the catalogue's counts, the open work by kind, the
 //! newest jobs and audit entries), the duplicate groups one at a time, the groups of unmatched
-//! listings to reconcile, the unmatched listings, the jobs, and the audit trail. Each page is a template filled from the services the API
+//! listings to reconcile, the pictures to review, the unmatched listings, the jobs, and the
+//! audit trail. Each page is a template filled from the services the API
 //! reads through, and the API's own views where it shows the same thing.
 
 use super::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 use crate::api::back_office::admin::{self, UnmatchedParams};
 use crate::api::back_office::admin_jobs;
 use crate::api::back_office::duplicate_models::{self, GroupParams};
+use crate::api::back_office::picture_review::{self, ReviewParams};
 use crate::api::back_office::reconciliation::{self, GroupParams as ReconciliationParams};
 use crate::api::back_office::{Caller, SignedIn};
 use crate::api::error::{internal, ApiResult};
@@ -14,13 +16,15 @@ use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
 use crate::api::models;
 use crate::api::params::{PageParams, Pagination, Params};
-use crate::api::views::back_office::{AuditEntryView, JobView, UnmatchedListing};
+use crate::api::views::back_office::UnmatchedListing;
+use crate::api::views::back_office::{AuditEntryView, JobView, ReviewPicture, ReviewQueueItem};
 use crate::api::views::back_office::{
     Candidate, ClaimedBrandView, DuplicateGroup, ReconciliationGroup,
 };
 use crate::api::views::EntityRef;
 use crate::app::App;
 use crate::domain::{DuplicateSignal, MatchOutcome, ModelId, ReviewStatus, Role};
+use crate::media::fetch::is_web_url;
 use crate::store::{AuditFilter, Counted, GroupOrder};
 use askama::Template;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -603,8 +607,7 @@ impl UnmatchedRow {
 
 /// `url` when it is a web address: a seller's text is never made a `javascript:` link.
 fn web_address(url: String) -> Option<String> {
-    let lower = url.to_ascii_lowercase();
-    (lower.starts_with("https://") || lower.starts_with("http://")).then_some(url)
+    is_web_url(&url).then_some(url)
 }
 
 #[derive(Template)]
@@ -735,6 +738,81 @@ pub async fn jobs(
                 total: found.total,
                 page: pagination.page,
                 pages,
+            })
+        })
+        .await?;
+    render(&page)
+}
+
+#[derive(Template)]
+#[template(path = "pictures.html", config = "src/console/askama.toml")]
+struct PicturesPage {
+    signed: Option<Signed>,
+    writes: bool,
+    statuses: Vec<KindChoice>,
+    filtered: bool,
+    model: Option<ReviewQueueItem>,
+    /// The model's FRONT picture, if it has one.
+    front: Option<ReviewPicture>,
+    position: usize,
+    total: usize,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+/// `GET /console/pictures`: one model of the review queue at a time, its front picture beside
+/// its candidates with their sources and sizes; for an admin, the choices `console.js` posts to
+/// the API (a candidate selected, the picture kept, a picture set by its address).
+pub async fn pictures(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    Extension(media): Extension<MediaBase>,
+    Params(filter): Params<ReviewParams>,
+    Params(position): Params<Position>,
+) -> ApiResult<Response> {
+    let Caller::Signed(signed) = caller else {
+        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
+    };
+    let at = Pagination::parse(position.page.as_deref(), None, 1, 1)?;
+    let page = work
+        .run(move |app| {
+            let found = picture_review::queue_page(app, &filter, at, &media)?;
+            let status = filter.status.clone().unwrap_or_default();
+            let at_model = |page: usize| {
+                let page = page.to_string();
+                link(
+                    "/console/pictures",
+                    &[("status", status.as_str()), ("page", &page)],
+                )
+            };
+            let model = found.data.into_iter().next();
+            let front = model
+                .as_ref()
+                .and_then(|m| m.pictures.iter().find(|p| p.kind == "FRONT").cloned());
+            let statuses = [
+                ("", "waiting for review"),
+                ("reviewed", "reviewed"),
+                ("all", "all"),
+            ]
+            .into_iter()
+            .map(|(value, label)| KindChoice {
+                value,
+                label: label.to_owned(),
+                selected: status == value || (value.is_empty() && status == "pending"),
+            })
+            .collect();
+            Ok(PicturesPage {
+                signed: Some(Signed::of(&signed)),
+                writes: signed.user.role == Role::Admin,
+                statuses,
+                filtered: !(status.is_empty() || status == "pending"),
+                model,
+                front,
+                position: at.page,
+                total: found.total,
+                previous: (at.page > 1 && found.total > 0)
+                    .then(|| at_model((at.page - 1).min(found.total))),
+                next: (at.page < found.total).then(|| at_model(at.page + 1)),
             })
         })
         .await?;

@@ -482,17 +482,20 @@ async fn the_reconciliation_page_shows_the_apis_groups_beside_their_candidates()
 }
 
 /// Every page of the console (the sign-in page aside).
-const PAGES: [&str; 6] = [
+const PAGES: [&str; 7] = [
     "/console/",
     "/console/duplicates",
     "/console/reconciliation",
+    "/console/pictures",
     "/console/unmatched",
     "/console/jobs",
     "/console/audit",
 ];
 
 /// What only an admin's pages hold: the controls that write.
-const WRITE_CONTROLS: [&str; 7] = [
+const WRITE_CONTROLS: [&str; 9] = [
+    r#"id="select-candidate""#,
+    r#"id="front-by-url""#,
     r#"name="keeper""#,
     r#"id="merge""#,
     r#"id="dismiss""#,
@@ -504,7 +507,11 @@ const WRITE_CONTROLS: [&str; 7] = [
 
 #[tokio::test]
 async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
+    // Duplicates planted and picture candidates: every page has something to act on.
     let dataset = crate::duplicates::planted_dataset();
+    let source = crate::pictures::source_server().await;
+    let candidates = crate::picture_review::candidates(source);
+    std::fs::write(dataset.path().join("candidates.jsonl"), candidates).expect("candidates");
     let app = TestApp::build()
         .dataset(dataset.path())
         .user("ana", Role::Admin)
@@ -630,4 +637,70 @@ async fn the_jobs_page_lists_the_apis_jobs_and_reads_itself_again_while_one_runs
     assert!(ended.body.contains("<td class=\"state\">succeeded</td>"));
     assert!(ended.body.contains("<summary>report</summary>"));
     assert!(!ended.body.contains("start-job") && !ended.body.contains(r#"id="snapshot""#));
+}
+
+#[tokio::test]
+async fn the_picture_review_shows_a_model_beside_its_candidates_with_controls_for_admins_only() {
+    let source = crate::pictures::source_server().await;
+    let dataset = crate::picture_review::dataset_with(&crate::picture_review::candidates(source));
+    let app = TestApp::build()
+        .dataset(dataset.path())
+        .user("ana", Role::Admin)
+        .user("vic", Role::Viewer)
+        .start()
+        .await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let queue = ana.ok("/v1/picture-review?pageSize=1").await;
+    let model = &queue["data"][0];
+    let page = get(&app, Some(&ana), "/console/pictures").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_nothing_inline(&page.body);
+    let title = format!(
+        "{} {} <span class=\"ref\">{}</span> · 1 of {}",
+        model["brand"].as_str().expect("brand"),
+        model["name"].as_str().expect("name"),
+        model["referenceNumber"].as_str().expect("reference"),
+        queue["total"]
+    );
+    assert!(page.body.contains(&title), "{title} in {}", page.body);
+    let candidates = model["candidates"].as_array().expect("candidates");
+    for candidate in candidates {
+        let radio = format!(
+            r#"name="candidate" value="{}""#,
+            candidate["id"].as_str().expect("id")
+        );
+        assert!(page.body.contains(&radio), "{radio}");
+        assert!(page.body.contains(&format!(
+            r#"<img src="{}""#,
+            candidate["url"].as_str().expect("url")
+        )));
+    }
+    assert!(page.body.contains("640 × 480"), "the candidate's size");
+    assert!(
+        page.body.contains("https://maker.example/126610lv"),
+        "its source"
+    );
+
+    let viewed = get(&app, Some(&vic), "/console/pictures").await;
+    assert!(viewed.body.contains(&title));
+    for control in [
+        r#"name="candidate""#,
+        r#"id="select-candidate""#,
+        r#"id="front-by-url""#,
+    ] {
+        assert!(!viewed.body.contains(control), "a viewer has no {control}");
+    }
+    let reviewed = get(&app, Some(&ana), "/console/pictures?status=reviewed").await;
+    assert!(
+        reviewed.body.contains("under this filter"),
+        "{}",
+        reviewed.body
+    );
+    assert_eq!(
+        get(&app, Some(&ana), "/console/pictures?status=bogus")
+            .await
+            .status,
+        400
+    );
 }

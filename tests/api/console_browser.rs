@@ -443,3 +443,43 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
     assert!(listings.to_string().contains("console-1"), "{listings}");
     client.close().await.expect("close");
 }
+
+#[tokio::test]
+async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
+    let Some(driver) = driver() else { return };
+    let source = crate::pictures::source_server().await;
+    let dataset = crate::picture_review::dataset_with(&crate::picture_review::candidates(source));
+    let app = crate::support::admin_app(dataset.path()).await;
+    let ana = app.session("ana").await;
+    let queue = ana.ok("/v1/picture-review?pageSize=1").await;
+    let total = queue["total"].as_u64().expect("total");
+    let model = &queue["data"][0];
+    let (model_id, second) = (model["id"].as_str().expect("id"), &model["candidates"][1]);
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/pictures", app.base))
+        .await
+        .expect("goto");
+    screenshot(&client, "pictures").await;
+    press(&client, "2s").await;
+    wait_for_status(&client, "front picture now").await;
+    // The next model came in without a reload.
+    assert!(text_of(&client, "#model-title")
+        .await
+        .ends_with(&format!("1 of {}", total - 1)));
+    let front = ana
+        .ok(&format!(
+            "/v1/picture-review/models/{model_id}/front-picture"
+        ))
+        .await;
+    // The second by rank is the fixture's a.jpg (its re-hosted copy is the candidate's url).
+    assert_eq!(second["rank"], 2);
+    let source = front["picture"]["sourceUrl"].as_str().unwrap_or("");
+    assert!(source.ends_with("/a.jpg"), "{front}");
+    let audit = ana.ok("/v1/admin/audit?pageSize=1").await;
+    assert_eq!(audit["data"][0]["action"], "picture-review.select");
+    client.close().await.expect("close");
+}

@@ -14,14 +14,14 @@ use watch_catalogue::jobs::import::{import, DirectorySource};
 const LV: &str = "/v1/models/rolex/submariner-date-126610lv";
 
 /// The test catalogue with `candidates` as its candidates.jsonl, in a directory of its own.
-fn dataset_with(candidates: &str) -> tempfile::TempDir {
+pub(crate) fn dataset_with(candidates: &str) -> tempfile::TempDir {
     let dir = test_catalogue_copy();
     std::fs::write(dir.path().join("candidates.jsonl"), candidates).expect("write");
     dir
 }
 
 /// Two candidates for the 126610LV (the PNG ranked first), one for the 16610.
-fn candidates(source: SocketAddr) -> String {
+pub(crate) fn candidates(source: SocketAddr) -> String {
     [
         json!({"model": "rolex/submariner-date-126610lv", "query": "Rolex 126610LV front",
                "url": format!("http://{source}/a.jpg"), "sourceUrl": "https://maker.example/126610lv",

@@ -7,7 +7,7 @@ use crate::api::assemble::{media_url, shown_picture};
 use crate::api::error::{internal_because, ApiError, ApiResult};
 use crate::api::layers::capacity::Work;
 use crate::api::listings::MediaBase;
-use crate::api::params::{parse_choice, PageParams, Params, PathParams};
+use crate::api::params::{parse_choice, PageParams, Pagination, Params, PathParams};
 use crate::api::requests::{FrontPictureBody, JsonBody};
 use crate::api::views::back_office::{
     CandidateView, FetchView, FrontPicture, FrontPictureAnswer, ReviewPicture, ReviewQueueItem,
@@ -34,7 +34,7 @@ pub struct ReviewParams {
     /// pending (default): models with candidates nobody has decided on; reviewed: models an
     /// admin decided on; all: both.
     #[param(example = "pending")]
-    status: Option<String>,
+    pub status: Option<String>,
 }
 
 const STATUSES: [(&str, &[ReviewStatus]); 3] = [
@@ -57,17 +57,26 @@ pub async fn queue(
     Params(params): Params<ReviewParams>,
 ) -> ApiResult<Json<Page<ReviewQueueItem>>> {
     let pagination = page.pagination()?;
-    let lists = parse_choice("status", params.status.as_deref(), &STATUSES)?
-        .unwrap_or(&[ReviewStatus::Pending]);
     let page = work
-        .run(move |app| {
-            let models = app.store().pictures().review_queue(lists)?;
-            pagination
-                .slice(models)
-                .try_map(|model| queue_item(app, &media.0, model))
-        })
+        .run(move |app| queue_page(app, &params, pagination, &media))
         .await?;
     Ok(Json(page))
+}
+
+/// The page `pagination` of the models `params` asks for: what `GET /picture-review` answers
+/// and the console's picture review shows a model of.
+pub fn queue_page(
+    app: &App,
+    params: &ReviewParams,
+    pagination: Pagination,
+    media: &MediaBase,
+) -> ApiResult<Page<ReviewQueueItem>> {
+    let lists = parse_choice("status", params.status.as_deref(), &STATUSES)?
+        .unwrap_or(&[ReviewStatus::Pending]);
+    let models = app.store().pictures().review_queue(lists)?;
+    pagination
+        .slice(models)
+        .try_map(|model| queue_item(app, &media.0, model))
 }
 
 /// Makes the candidate the model's FRONT picture.

@@ -4,8 +4,12 @@
 "use strict";
 
 async function postJson(path, body) {
+  return sendJson("POST", path, body);
+}
+
+async function sendJson(method, path, body) {
   return fetch(path, {
-    method: "POST",
+    method,
     headers: { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
     credentials: "same-origin",
@@ -75,8 +79,8 @@ function keeper() {
   return document.querySelector('input[name="keeper"]:checked');
 }
 
-async function settle(path, body, done) {
-  const answer = await postJson(path, body);
+async function settle(path, body, done, method) {
+  const answer = await sendJson(method || "POST", path, body);
   const reply = await answer.json().catch(() => ({}));
   if (!answer.ok) {
     setStatus(reply.message || "Refused (" + answer.status + ").", true);
@@ -119,6 +123,32 @@ async function linkGroup(button) {
   await settle("/v1/reconciliation/link", { group: group.dataset.group, model: chosen.value },
     (reply) => "Linked " + reply.linkedListings.length + " listing(s) to " + reply.model.name +
       " (" + reply.model.slug + ").");
+}
+
+// The picture review: a candidate made the front picture, the current one kept, or a picture
+// set by its address, each through the API.
+async function selectCandidate() {
+  const chosen = document.querySelector('input[name="candidate"]:checked');
+  if (!chosen || !document.getElementById("select-candidate")) return;
+  await settle("/v1/picture-review/candidates/" + encodeURIComponent(chosen.value) + "/select",
+    undefined, () => "The candidate is the front picture now.");
+}
+
+async function keepPicture() {
+  const button = document.getElementById("keep-picture");
+  if (!button) return;
+  await settle("/v1/picture-review/pictures/" + encodeURIComponent(button.dataset.picture) + "/keep",
+    undefined, () => "The current picture is kept.");
+}
+
+async function setFrontByUrl(form) {
+  const model = document.getElementById("review").dataset.model;
+  const body = {
+    url: form.querySelector("#front-url").value,
+    protected: form.querySelector("#front-protected").checked,
+  };
+  await settle("/v1/picture-review/models/" + encodeURIComponent(model) + "/front-picture", body,
+    () => "The front picture is set; it is fetched and cropped in the background.", "PUT");
 }
 
 // The jobs page: a job started or a snapshot uploaded through the API, then the page read
@@ -180,6 +210,8 @@ function setUpTriage() {
     const target = event.target;
     if (target.id === "merge") merge();
     if (target.id === "dismiss") dismiss();
+    if (target.id === "select-candidate") selectCandidate();
+    if (target.id === "keep-picture") keepPicture();
     if (target.classList.contains("link-group")) linkGroup(target);
     if (target.classList.contains("start-job")) startJob(target);
     if ((target.id === "next" || target.id === "previous") && target.href) {
@@ -193,10 +225,13 @@ function setUpTriage() {
     if (event.target.closest("input:not([type=radio]), select, textarea")) return;
     const key = event.key;
     if (key >= "1" && key <= "6") {
-      const choice = document.querySelectorAll('input[name="keeper"]')[Number(key) - 1];
+      const choices = 'input[name="keeper"], input[name="candidate"]';
+      const choice = document.querySelectorAll(choices)[Number(key) - 1];
       if (choice) choice.checked = true;
     } else if (key === "m") merge();
     else if (key === "d") dismiss();
+    else if (key === "s") selectCandidate();
+    else if (key === "x") keepPicture();
     else if (key === "j") follow("next");
     else if (key === "k") follow("previous");
     else if (key === "?") {
@@ -208,9 +243,14 @@ function setUpTriage() {
 }
 
 document.addEventListener("submit", (event) => {
-  if (event.target.id !== "snapshot") return;
-  event.preventDefault();
-  uploadSnapshot(event.target);
+  const form = event.target;
+  if (form.id === "snapshot") {
+    event.preventDefault();
+    uploadSnapshot(form);
+  } else if (form.id === "front-by-url") {
+    event.preventDefault();
+    setFrontByUrl(form);
+  }
 });
 
 setUpSignIn();
