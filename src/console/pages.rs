@@ -27,9 +27,27 @@ use crate::domain::{DuplicateSignal, MatchOutcome, ModelId, ReviewStatus, Role};
 use crate::media::fetch::is_web_url;
 use crate::store::{AuditFilter, Counted, GroupOrder};
 use askama::Template;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::Extension;
 use serde::Deserialize;
+use std::sync::Arc;
+
+/// The signed-in caller of a console page, of either role: the guard sends anyone else to the
+/// sign-in page before a handler runs, and so does this extractor should a route miss it.
+pub struct SignedCaller(pub Arc<SignedIn>);
+
+impl<S: Send + Sync> FromRequestParts<S> for SignedCaller {
+    type Rejection = Redirect;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<SignedCaller, Redirect> {
+        match parts.extensions.get::<Caller>() {
+            Some(Caller::Signed(signed)) => Ok(SignedCaller(signed.clone())),
+            _ => Err(Redirect::to(CONSOLE_SIGN_IN)),
+        }
+    }
+}
 
 /// Jobs and audit entries the home page shows.
 const NEWEST_SHOWN: usize = 10;
@@ -83,10 +101,7 @@ struct HomePage {
 }
 
 /// `GET /console/`: the home page of a signed-in caller (the guard sent anyone else to sign in).
-pub async fn home(work: Work, Extension(caller): Extension<Caller>) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
+pub async fn home(work: Work, SignedCaller(signed): SignedCaller) -> ApiResult<Response> {
     let page = work.run(move |app| home_page(app, &signed)).await?;
     render(&page)
 }
@@ -185,13 +200,10 @@ struct AuditPage {
 /// `GET /admin/audit` is, a page at a time.
 pub async fn audit(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Params(page): Params<PageParams>,
     Params(query): Params<AuditQuery>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let pagination = page.pagination()?;
     let filled = |field: Option<String>| field.map(|f| f.trim().to_owned()).unwrap_or_default();
     let (user, action) = (filled(query.user), filled(query.action));
@@ -203,12 +215,16 @@ pub async fn audit(
             };
             let (entries, total) =
                 (app.store().audit()).page(filter, pagination.offset(), pagination.page_size)?;
-            let pages = total.div_ceil(pagination.page_size).max(1);
-            let link = |to: usize| audit_link(&user, &action, to, pagination.page_size);
+            let filters = [("user", user.as_str()), ("action", action.as_str())];
+            let Pager {
+                pages,
+                previous,
+                next,
+            } = Pager::list("/console/audit", &filters, pagination, total);
             Ok(AuditPage {
                 signed: Some(Signed::of(&signed)),
-                newer: (pagination.page > 1).then(|| link(pagination.page - 1)),
-                older: (pagination.page < pages).then(|| link(pagination.page + 1)),
+                newer: previous,
+                older: next,
                 entries: entries.into_iter().map(AuditEntryView::from).collect(),
                 total,
                 page: pagination.page,
@@ -221,16 +237,53 @@ pub async fn audit(
     render(&page)
 }
 
-/// The audit page `page` under the filters `user` and `action`.
-fn audit_link(user: &str, action: &str, page: usize, page_size: usize) -> String {
-    let (page, page_size) = (page.to_string(), page_size.to_string());
-    let pairs = [
-        ("user", user),
-        ("action", action),
-        ("page", &page),
-        ("pageSize", &page_size),
-    ];
-    link("/console/audit", &pairs)
+/// Links to the pages beside one of a list, with the same filters.
+struct Pager {
+    pages: usize,
+    previous: Option<String>,
+    next: Option<String>,
+}
+
+impl Pager {
+    /// Page `pagination` of `total` items at `path` under `filters`; the links name the page
+    /// size.
+    fn list(path: &str, filters: &[(&str, &str)], pagination: Pagination, total: usize) -> Pager {
+        Pager::new(
+            path,
+            filters,
+            pagination.page,
+            Some(pagination.page_size),
+            total,
+        )
+    }
+
+    /// Item `at` of `total` shown one at a time at `path` under `filters`.
+    fn one_at_a_time(path: &str, filters: &[(&str, &str)], at: usize, total: usize) -> Pager {
+        Pager::new(path, filters, at, None, total)
+    }
+
+    fn new(
+        path: &str,
+        filters: &[(&str, &str)],
+        page: usize,
+        page_size: Option<usize>,
+        total: usize,
+    ) -> Pager {
+        let pages = total.div_ceil(page_size.unwrap_or(1)).max(1);
+        let at = |to: usize| {
+            let (to, size) = (to.to_string(), page_size.map(|s| s.to_string()));
+            let mut pairs = filters.to_vec();
+            pairs.push(("page", &to));
+            pairs.extend(size.as_deref().map(|size| ("pageSize", size)));
+            link(path, &pairs)
+        };
+        Pager {
+            pages,
+            // From past the end, back to the last page.
+            previous: (page > 1 && total > 0).then(|| at((page - 1).min(pages))),
+            next: (page < pages).then(|| at(page + 1)),
+        }
+    }
 }
 
 /// `path` with the query of `pairs`, those with an empty value left out.
@@ -286,14 +339,11 @@ pub struct Position {
 /// to choose and the merge and dismiss that `console.js` posts to the API.
 pub async fn duplicates(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Extension(media): Extension<MediaBase>,
     Params(filters): Params<GroupParams>,
     Params(position): Params<Position>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let at = Pagination::parse(position.page.as_deref(), None, 1, 1)?;
     let page = work
         .run(move |app| duplicates_page(app, &signed, &filters, at, &media))
@@ -316,16 +366,8 @@ fn duplicates_page(
     };
     let text = |field: &Option<String>| field.clone().unwrap_or_default();
     let (kind, brand, q) = (text(&filters.kind), text(&filters.brand), text(&filters.q));
-    let at_group = |page: usize| {
-        let page = page.to_string();
-        let pairs = [
-            ("kind", kind.as_str()),
-            ("brand", &brand),
-            ("q", &q),
-            ("page", &page),
-        ];
-        link("/console/duplicates", &pairs)
-    };
+    let filters = [("kind", kind.as_str()), ("brand", &brand), ("q", &q)];
+    let pager = Pager::one_at_a_time("/console/duplicates", &filters, at.page, found.total);
     let summary = &found.summary;
     let counts = [
         (
@@ -363,9 +405,8 @@ fn duplicates_page(
         rows,
         position: at.page,
         total: found.total,
-        previous: (at.page > 1 && found.total > 0)
-            .then(|| at_group((at.page - 1).min(found.total))),
-        next: (at.page < found.total).then(|| at_group(at.page + 1)),
+        previous: pager.previous,
+        next: pager.next,
         brand,
         q,
     })
@@ -512,14 +553,11 @@ struct ReconciliationPage {
 /// the API.
 pub async fn reconciliation(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(filters): Params<ReconciliationParams>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let pagination = page.pagination()?;
     let page = work
         .run(move |app| {
@@ -531,26 +569,24 @@ pub async fn reconciliation(
                 text(&filters.provider),
                 text(&filters.q),
             );
-            let pages = found.total.div_ceil(pagination.page_size).max(1);
-            let at_page = |to: usize| {
-                let (to, size) = (to.to_string(), pagination.page_size.to_string());
-                let pairs = [
-                    ("reason", reason.as_str()),
-                    ("brand", &brand),
-                    ("provider", &provider),
-                    ("q", &q),
-                    ("page", &to),
-                    ("pageSize", &size),
-                ];
-                link("/console/reconciliation", &pairs)
-            };
+            let filters = [
+                ("reason", reason.as_str()),
+                ("brand", &brand),
+                ("provider", &provider),
+                ("q", &q),
+            ];
+            let Pager {
+                pages,
+                previous,
+                next,
+            } = Pager::list("/console/reconciliation", &filters, pagination, found.total);
             let reasons = reason_choices(&reason);
             Ok(ReconciliationPage {
                 signed: Some(Signed::of(&signed)),
                 writes: signed.user.role == Role::Admin,
                 reasons,
-                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
-                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                previous,
+                next,
                 cards: found.data.into_iter().map(GroupCard::of).collect(),
                 total: found.total,
                 page: pagination.page,
@@ -629,14 +665,11 @@ struct UnmatchedPage {
 /// the filters of `GET /admin/unmatched-listings`; each links to its page at the seller's.
 pub async fn unmatched(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Extension(media): Extension<MediaBase>,
     Params(page): Params<PageParams>,
     Params(filters): Params<UnmatchedParams>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let pagination = page.pagination()?;
     let page = work
         .run(move |app| {
@@ -647,23 +680,21 @@ pub async fn unmatched(
                 text(&filters.brand),
                 text(&filters.provider),
             );
-            let pages = found.total.div_ceil(pagination.page_size).max(1);
-            let at_page = |to: usize| {
-                let (to, size) = (to.to_string(), pagination.page_size.to_string());
-                let pairs = [
-                    ("reason", reason.as_str()),
-                    ("brand", &brand),
-                    ("provider", &provider),
-                    ("page", &to),
-                    ("pageSize", &size),
-                ];
-                link("/console/unmatched", &pairs)
-            };
+            let filters = [
+                ("reason", reason.as_str()),
+                ("brand", &brand),
+                ("provider", &provider),
+            ];
+            let Pager {
+                pages,
+                previous,
+                next,
+            } = Pager::list("/console/unmatched", &filters, pagination, found.total);
             Ok(UnmatchedPage {
                 signed: Some(Signed::of(&signed)),
                 reasons: reason_choices(&reason),
-                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
-                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                previous,
+                next,
                 rows: found.data.into_iter().map(UnmatchedRow::of).collect(),
                 total: found.total,
                 page: pagination.page,
@@ -709,12 +740,9 @@ struct JobsPage {
 /// that uploads a provider's snapshot, each posted by `console.js` to the API.
 pub async fn jobs(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Params(page): Params<PageParams>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let pagination = page.pagination()?;
     let page = work
         .run(move |app| {
@@ -722,18 +750,18 @@ pub async fn jobs(
             let providers = (app.store().listings().providers())
                 .map(|provider| Ok(EntityRef::from(&provider?)))
                 .collect::<ApiResult<Vec<_>>>()?;
-            let pages = found.total.div_ceil(pagination.page_size).max(1);
-            let at_page = |to: usize| {
-                let (to, size) = (to.to_string(), pagination.page_size.to_string());
-                link("/console/jobs", &[("page", &to), ("pageSize", &size)])
-            };
+            let Pager {
+                pages,
+                previous,
+                next,
+            } = Pager::list("/console/jobs", &[], pagination, found.total);
             Ok(JobsPage {
                 signed: Some(Signed::of(&signed)),
                 writes: signed.user.role == Role::Admin,
                 providers,
                 live: (found.data.iter()).any(|job| matches!(job.state, "queued" | "running")),
-                previous: (pagination.page > 1).then(|| at_page(pagination.page - 1)),
-                next: (pagination.page < pages).then(|| at_page(pagination.page + 1)),
+                previous,
+                next,
                 jobs: found.data,
                 total: found.total,
                 page: pagination.page,
@@ -765,26 +793,18 @@ struct PicturesPage {
 /// the API (a candidate selected, the picture kept, a picture set by its address).
 pub async fn pictures(
     work: Work,
-    Extension(caller): Extension<Caller>,
+    SignedCaller(signed): SignedCaller,
     Extension(media): Extension<MediaBase>,
     Params(filter): Params<ReviewParams>,
     Params(position): Params<Position>,
 ) -> ApiResult<Response> {
-    let Caller::Signed(signed) = caller else {
-        return Ok(Redirect::to(CONSOLE_SIGN_IN).into_response());
-    };
     let at = Pagination::parse(position.page.as_deref(), None, 1, 1)?;
     let page = work
         .run(move |app| {
             let found = picture_review::queue_page(app, &filter, at, &media)?;
             let status = filter.status.clone().unwrap_or_default();
-            let at_model = |page: usize| {
-                let page = page.to_string();
-                link(
-                    "/console/pictures",
-                    &[("status", status.as_str()), ("page", &page)],
-                )
-            };
+            let filters = [("status", status.as_str())];
+            let pager = Pager::one_at_a_time("/console/pictures", &filters, at.page, found.total);
             let model = found.data.into_iter().next();
             let front = model
                 .as_ref()
@@ -810,9 +830,8 @@ pub async fn pictures(
                 front,
                 position: at.page,
                 total: found.total,
-                previous: (at.page > 1 && found.total > 0)
-                    .then(|| at_model((at.page - 1).min(found.total))),
-                next: (at.page < found.total).then(|| at_model(at.page + 1)),
+                previous: pager.previous,
+                next: pager.next,
             })
         })
         .await?;
