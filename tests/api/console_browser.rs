@@ -219,7 +219,7 @@ async fn a_person_signs_in_by_keyboard_sees_home_filters_the_audit_and_signs_out
 }
 
 #[tokio::test]
-async fn a_wrong_password_is_shown_and_a_viewer_sees_home_read_only() {
+async fn a_wrong_password_is_shown_and_a_viewer_sees_home_read_only_and_cannot_write() {
     let Some(driver) = driver() else { return };
     let app = TestApp::build().user("vic", Role::Viewer).start().await;
     let client = browser(&driver).await;
@@ -235,6 +235,29 @@ async fn a_wrong_password_is_shown_and_a_viewer_sees_home_read_only() {
     sign_in_by_keyboard(&client, &app, "vic", PASSWORD).await;
     wait_for_path(&client, "/console/").await;
     assert!(text_of(&client, ".note").await.contains("viewer"));
+    // A write forged from the viewer's own page, with the viewer's cookie: refused, unaudited.
+    let entries = || {
+        app.app
+            .store()
+            .audit()
+            .page(Default::default(), 0, 1)
+            .expect("audit")
+            .1
+    };
+    let before = entries();
+    let forged = client
+        .execute(
+            r#"const request = new XMLHttpRequest();
+               request.open("POST", "/v1/duplicate-models/dismiss", false);
+               request.setRequestHeader("content-type", "application/json");
+               request.send('{"modelIds": ["1", "2"]}');
+               return request.status;"#,
+            Vec::new(),
+        )
+        .await
+        .expect("the forged write");
+    assert_eq!(forged, 403);
+    assert_eq!(entries(), before);
     client.close().await.expect("close");
 }
 
