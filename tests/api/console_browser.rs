@@ -422,6 +422,15 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
         .goto(&format!("{}/console/jobs", app.base))
         .await
         .expect("goto");
+    // A mark on the upload form: what follows puts the list of jobs in place, never the form an
+    // admin may be filling in.
+    client
+        .execute(
+            r#"document.getElementById("snapshot").dataset.mark = "kept";"#,
+            Vec::new(),
+        )
+        .await
+        .expect("mark");
     let file = client
         .find(Locator::Css("#snapshot-file"))
         .await
@@ -460,6 +469,40 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     screenshot(&client, "jobs").await;
+    let mark = client
+        .execute(
+            r#"return document.getElementById("snapshot").dataset.mark || "";"#,
+            Vec::new(),
+        )
+        .await
+        .expect("mark");
+    assert_eq!(mark, "kept", "the upload form was replaced");
+    assert!(
+        text_of(&client, "#status").await.contains("(snapshot)"),
+        "the status line stays"
+    );
+    let chosen = client
+        .execute(
+            r#"return document.getElementById("snapshot-file").files.length;"#,
+            Vec::new(),
+        )
+        .await
+        .expect("files");
+    assert_eq!(
+        chosen, 0,
+        "the form is emptied once the snapshot is accepted"
+    );
+    let bar_hidden = client
+        .execute(
+            r#"return document.getElementById("upload-progress").hidden;"#,
+            Vec::new(),
+        )
+        .await
+        .expect("bar");
+    assert_eq!(
+        bar_hidden, true,
+        "the upload's bar is put away once it is done"
+    );
     let job = ana.ok(&format!("/v1/admin/jobs/{id}")).await;
     assert_eq!(job["subject"], "chrono24", "{job}");
     let listings = ana.ok("/v1/listings?q=126610LN&pageSize=50").await;

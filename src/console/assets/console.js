@@ -58,15 +58,18 @@ function setStatus(text, failed) {
   status.classList.toggle("failed", Boolean(failed));
 }
 
-async function show(url) {
+// Reads `url` and puts its element `part` (the page's main part by default) in place of this
+// page's: what the person typed or chose elsewhere on the page stays.
+async function show(url, part = "main") {
   const answer = await fetch(url, { credentials: "same-origin" });
   const page = new DOMParser().parseFromString(await answer.text(), "text/html");
-  const main = page.getElementById("main");
-  if (!answer.ok || !main) {
+  const fresh = page.getElementById(part);
+  const shown = document.getElementById(part);
+  if (!answer.ok || !fresh || !shown) {
     window.location.assign(url);
     return;
   }
-  document.getElementById("main").replaceWith(main);
+  shown.replaceWith(fresh);
   window.history.replaceState(null, "", url);
 }
 
@@ -151,8 +154,9 @@ async function setFrontByUrl(form) {
     () => "The front picture is set; it is fetched and cropped in the background.", "PUT");
 }
 
-// The jobs page: a job started or a snapshot uploaded through the API, then the page read
-// again every second while a job shown is queued or running.
+// The jobs page: a job started or a snapshot uploaded through the API, then the list of jobs
+// read again every second while a job in it is queued or running (the upload form, the status
+// line and the rest of the page stay as they are).
 let refresh = null;
 
 function keepJobsLive() {
@@ -160,7 +164,7 @@ function keepJobsLive() {
   const jobs = document.getElementById("jobs");
   if (jobs && jobs.dataset.live === "true") {
     refresh = window.setTimeout(async () => {
-      await show(window.location.pathname + window.location.search);
+      await show(window.location.pathname + window.location.search, "job-list");
       keepJobsLive();
     }, 1000);
   }
@@ -171,8 +175,9 @@ async function jobStarted(answer, reply) {
     setStatus(reply.message || "Refused (" + answer.status + ").", true);
     return;
   }
-  await show(window.location.pathname + window.location.search);
-  setStatus("Job " + reply.id + " (" + reply.kind + ") is " + reply.state + ".", false);
+  await show(window.location.pathname + window.location.search, "job-list");
+  setStatus("Job " + reply.id + " (" + reply.kind + ") was submitted: the list below follows it.",
+    false);
   keepJobsLive();
 }
 
@@ -197,6 +202,10 @@ function uploadSnapshot(form) {
     bar.textContent = bar.value + " %";
   });
   request.addEventListener("load", () => {
+    if (request.status === 202) {
+      form.reset();
+      bar.hidden = true;
+    }
     let reply = {};
     try { reply = JSON.parse(request.responseText); } catch (_) { /* not JSON */ }
     jobStarted({ status: request.status }, reply);

@@ -58,8 +58,11 @@ fn duplicates_page(
         Some(group) => side_by_side_rows(app, group, media)?,
         None => Vec::new(),
     };
-    let text = |field: &Option<String>| field.clone().unwrap_or_default();
-    let (kind, brand, q) = (text(&filters.kind), text(&filters.brand), text(&filters.q));
+    let (kind, brand, q) = (
+        shown(&filters.kind),
+        shown(&filters.brand),
+        shown(&filters.q),
+    );
     let filters = [("kind", kind.as_str()), ("brand", &brand), ("q", &q)];
     let pager = Pager::one_at_a_time("/console/duplicates", &filters, at.page, found.total);
     let summary = &found.summary;

@@ -131,6 +131,11 @@ impl Pager {
     }
 }
 
+/// A filter's value as its form field and its links show it: empty when it was not given.
+fn shown(filter: &Option<String>) -> String {
+    filter.clone().unwrap_or_default()
+}
+
 /// `path` with the query of `pairs`, those with an empty value left out.
 fn link(path: &str, pairs: &[(&str, &str)]) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());

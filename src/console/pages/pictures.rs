@@ -32,7 +32,7 @@ pub async fn pictures(
     let page = work
         .run(move |app| {
             let found = picture_review::queue_page(app, &filter, at, &media)?;
-            let status = filter.status.clone().unwrap_or_default();
+            let status = shown(&filter.status);
             let filters = [("status", status.as_str())];
             let pager = Pager::one_at_a_time("/console/pictures", &filters, at.page, found.total);
             let model = found.data.into_iter().next();

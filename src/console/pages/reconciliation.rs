@@ -85,12 +85,11 @@ pub async fn reconciliation(
     let page = work
         .run(move |app| {
             let found = reconciliation_api::group_page(app, &filters, pagination, &media)?;
-            let text = |field: &Option<String>| field.clone().unwrap_or_default();
-            let reason = text(&filters.reason);
+            let reason = shown(&filters.reason);
             let (brand, provider, q) = (
-                text(&filters.brand),
-                text(&filters.provider),
-                text(&filters.q),
+                shown(&filters.brand),
+                shown(&filters.provider),
+                shown(&filters.q),
             );
             let filters = [
                 ("reason", reason.as_str()),

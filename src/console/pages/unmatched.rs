@@ -68,11 +68,10 @@ pub async fn unmatched(
     let page = work
         .run(move |app| {
             let found = admin::unmatched_page(app, &filters, pagination, &media)?;
-            let text = |field: &Option<String>| field.clone().unwrap_or_default();
             let (reason, brand, provider) = (
-                text(&filters.reason),
-                text(&filters.brand),
-                text(&filters.provider),
+                shown(&filters.reason),
+                shown(&filters.brand),
+                shown(&filters.provider),
             );
             let filters = [
                 ("reason", reason.as_str()),
