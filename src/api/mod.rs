@@ -137,6 +137,7 @@ pub struct Methods {
     get: bool,
     post: bool,
     put: bool,
+    delete: bool,
 }
 
 impl Methods {
@@ -145,6 +146,7 @@ impl Methods {
         get: true,
         post: false,
         put: false,
+        delete: false,
     };
 
     /// The `Allow` header's value: `GET, HEAD, POST`.
@@ -153,6 +155,7 @@ impl Methods {
             (self.get, "GET, HEAD"),
             (self.post, "POST"),
             (self.put, "PUT"),
+            (self.delete, "DELETE"),
         ]
         .into_iter()
         .filter(|(answered, _)| *answered)
@@ -167,6 +170,7 @@ impl Methods {
             Method::GET | Method::HEAD => self.get,
             Method::POST => self.post,
             Method::PUT => self.put,
+            Method::DELETE => self.delete,
             _ => false,
         }
     }
@@ -193,6 +197,28 @@ pub fn post<H: Handler<T, AppState>, T: 'static>(handler: H) -> Handlers {
         router: routing::post(handler),
         methods: Methods {
             post: true,
+            ..Methods::default()
+        },
+    }
+}
+
+/// Handlers of a path that answers PUT with `handler`.
+pub fn put<H: Handler<T, AppState>, T: 'static>(handler: H) -> Handlers {
+    Handlers {
+        router: routing::put(handler),
+        methods: Methods {
+            put: true,
+            ..Methods::default()
+        },
+    }
+}
+
+/// Handlers of a path that answers DELETE with `handler`.
+pub fn delete<H: Handler<T, AppState>, T: 'static>(handler: H) -> Handlers {
+    Handlers {
+        router: routing::delete(handler),
+        methods: Methods {
+            delete: true,
             ..Methods::default()
         },
     }
@@ -380,6 +406,18 @@ fn v1_table() -> Vec<Route> {
         ),
         Route::admin("/admin/jobs", get(back_office::admin_jobs::list_jobs)),
         Route::admin("/admin/jobs/{id}", get(back_office::admin_jobs::get_job)),
+        Route::admin(
+            "/admin/users",
+            get(back_office::admin_users::list).post(back_office::admin_users::add),
+        ),
+        Route::admin(
+            "/admin/users/{name}",
+            delete(back_office::admin_users::remove),
+        ),
+        Route::admin(
+            "/admin/users/{name}/role",
+            put(back_office::admin_users::set_role),
+        ),
         // Reconciliation
         Route::admin("/reconciliation", get(back_office::reconciliation::groups)),
         Route::admin(

@@ -168,3 +168,26 @@ pub struct FrontPictureBody {
     /// Whether automatic processes must leave the picture alone.
     pub protected: bool,
 }
+
+/// `POST /admin/users`: a colleague to add. The password is hashed at once and never echoed,
+/// logged or kept in the clear; so no `Debug` is derived here.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "bea", "role": "viewer", "password": "a long password of hers"}))]
+pub struct NewUserBody {
+    /// 1 to 64 lowercase letters, digits, `.`, `_` or `-`.
+    pub name: String,
+    /// `admin` (the back office) or `viewer` (reads only).
+    pub role: String,
+    /// At least 10 characters.
+    pub password: String,
+}
+
+/// `PUT /admin/users/{name}/role`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"role": "admin"}))]
+pub struct RoleBody {
+    /// `admin` or `viewer`.
+    pub role: String,
+}

@@ -47,6 +47,10 @@ pub enum UserError {
     Exists(Username),
     #[error("no user named `{0}`")]
     Unknown(Username),
+    /// An admin removing or demoting their own account from a session: refused, so the
+    /// back office always keeps the admin who is using it (the operator at the host may).
+    #[error("`{0}` is your own account: another admin, or `watch-catalogue user` at the host, may change it")]
+    OwnAccount(Username),
     #[error(transparent)]
     Auth(#[from] AuthError),
     #[error(transparent)]
@@ -87,8 +91,13 @@ pub fn add_user(
     Ok(user)
 }
 
-/// Removes `name` and ends their sessions.
-pub fn remove_user(turn: &WriteTurn<'_>, actor: &Actor, name: &Username) -> Result<(), UserError> {
+/// Removes `name` and ends their sessions; answers how many sessions ended.
+pub fn remove_user(
+    turn: &WriteTurn<'_>,
+    actor: &Actor,
+    name: &Username,
+) -> Result<usize, UserError> {
+    not_own_account(actor, name)?;
     let store = turn.store();
     existing(store, name)?;
     let mut batch = turn.batch()?;
@@ -103,7 +112,7 @@ pub fn remove_user(turn: &WriteTurn<'_>, actor: &Actor, name: &Username) -> Resu
         detail,
     )?);
     turn.commit(batch)?;
-    Ok(())
+    Ok(ended)
 }
 
 /// Gives `name` a new password and ends their sessions.
@@ -126,7 +135,18 @@ pub fn set_role(
     name: &Username,
     role: Role,
 ) -> Result<User, UserError> {
+    if role != Role::Admin {
+        not_own_account(actor, name)?;
+    }
     change(turn, actor, name, "user.role", |user| user.role = role)
+}
+
+/// Refuses a signed-in admin's change that would take the back office away from them.
+fn not_own_account(actor: &Actor, name: &Username) -> Result<(), UserError> {
+    match actor {
+        Actor::User(own) if own == name => Err(UserError::OwnAccount(name.clone())),
+        _ => Ok(()),
+    }
 }
 
 /// Every user, by name.

@@ -31,4 +31,5 @@ mod reconciliation;
 mod sitemap;
 mod startup;
 mod support;
+mod users;
 mod w3c_reconcile;

@@ -86,7 +86,7 @@ async fn the_document_is_openapi_3_0_and_names_exactly_the_routes_served() {
                 operation_ids.insert(id.to_owned()),
                 "operationId {id} is used twice"
             );
-            let success = ["204", "202"]
+            let success = ["204", "202", "201"]
                 .into_iter()
                 .find(|status| operation["responses"][status].is_object())
                 .unwrap_or("200");

@@ -1,11 +1,12 @@
 //! The back office: who the caller is (from the session cookie), the one guard in front of the
 //! four back-office URL groups, and their handlers, one module named after each group
-//! (`admin`, `admin_jobs`, `reconciliation`, `picture_review`, `duplicate_models`) and `auth`
+//! (`admin`, `admin_jobs`, `admin_users`, `reconciliation`, `picture_review`, `duplicate_models`) and `auth`
 //! for sign-in. The guard is a layer, never a check in a handler: a route added under a group
 //! is guarded before it exists.
 
 pub mod admin;
 pub mod admin_jobs;
+pub mod admin_users;
 pub mod auth;
 pub mod duplicate_models;
 pub mod picture_review;

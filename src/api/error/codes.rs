@@ -11,6 +11,7 @@ use crate::jobs::picture_review::ReviewError;
 use crate::jobs::queue::SubmitError;
 use crate::jobs::reconciliation::{Field, ReconcileError};
 use crate::jobs::snapshot_rules::ShareError;
+use crate::jobs::users::UserError;
 use crate::jobs::writer::WriteError;
 use crate::store::StoreError;
 use catalogue_index::IndexError;
@@ -165,6 +166,29 @@ impl ErrorCode for MergeError {
                 "GET /v1/duplicate-models lists the groups and their models' ids",
             ),
             MergeError::Store(_) | MergeError::Index(_) => internal(self),
+        }
+    }
+}
+
+/// A refused user change: 400 naming what to do instead, 404 naming where users are listed.
+impl ErrorCode for UserError {
+    fn api_error(&self) -> ApiError {
+        match self {
+            UserError::Exists(_) => invalid_field(
+                "name",
+                &self.to_string(),
+                "choose another name, or change that user's role",
+            ),
+            UserError::OwnAccount(_) => ApiError::invalid(
+                self.to_string(),
+                "sign in as another admin to change this account",
+            ),
+            UserError::Unknown(name) => ApiError::not_found(
+                self.to_string(),
+                format!("GET /v1/admin/users lists the users; `{name}` is not one of them"),
+            ),
+            UserError::Auth(error) => error.api_error(),
+            UserError::Store(error) => error.api_error(),
         }
     }
 }

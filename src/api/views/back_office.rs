@@ -31,6 +31,45 @@ pub struct UnmatchedListing {
     pub unmatched_reason: &'static str,
 }
 
+/// A back-office user, without anything of the password.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub name: String,
+    /// admin or viewer.
+    pub role: &'static str,
+    /// RFC 3339, UTC.
+    pub created_at: String,
+    /// RFC 3339, UTC: the last change of role or password.
+    pub updated_at: String,
+}
+
+impl From<crate::domain::User> for UserView {
+    fn from(user: crate::domain::User) -> UserView {
+        UserView {
+            name: user.name.to_string(),
+            role: user.role.as_str(),
+            created_at: user.created_at.to_rfc3339(),
+            updated_at: user.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// Every back-office user, by name.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UserList {
+    pub data: Vec<UserView>,
+}
+
+/// What removing a user did.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RemovedUser {
+    pub name: String,
+    /// The user's sessions ended with the removal.
+    pub sessions_ended: usize,
+}
+
 /// One back-office write.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
