@@ -11,7 +11,8 @@ use super::views::{BrandDetail, BrandItem, HighlightedBrands, Page, SeriesDetail
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::{BrandPage, SeriesPage};
 use crate::api::layers::capacity::Work;
-use crate::domain::{BrandId, SeriesId};
+use crate::app::App;
+use crate::domain::{BrandId, Series, SeriesId};
 use axum::{Extension, Json};
 use catalogue_index::{DocKind, Filters, SearchRequest, SortOrder};
 use serde::Deserialize;
@@ -56,6 +57,28 @@ fn group_request(
         params.sort.as_deref(),
         pagination,
     )
+}
+
+/// The series of `brand`, by name, at most `most`: the list a form of the console offers.
+pub fn series_of(app: &App, brand: BrandId, most: usize) -> ApiResult<Vec<Series>> {
+    let filters = Filters {
+        brand_id: Some(brand.0),
+        ..Filters::default()
+    };
+    let by_name = GroupListParams {
+        q: None,
+        sort: None,
+    };
+    let first = Pagination {
+        page: 1,
+        page_size: most,
+    };
+    let hits = (app.index()).search(&group_request(DocKind::Series, filters, &by_name, first)?)?;
+    let mut series = Vec::with_capacity(hits.ids.len());
+    for id in hits.ids {
+        series.extend(app.store().catalogue().series(SeriesId(id))?);
+    }
+    Ok(series)
 }
 
 /// Brands, each with series and model counts and one representative picture.

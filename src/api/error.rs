@@ -211,7 +211,7 @@ impl ApiError {
         )
     }
 
-    fn body(&self, docs: Option<String>) -> ErrorBody {
+    pub fn body(&self, docs: Option<String>) -> ErrorBody {
         let (message, hint) = match self {
             ApiError::InvalidRequest { message, hint } | ApiError::NotFound { message, hint } => {
                 (message.clone(), hint.clone())

@@ -1,9 +1,9 @@
 //! HTTP API (axum). Every route is registered here, grouped as in the spec; one module per
 //! resource group holds its handlers. The same routes answer under `/v1` and unversioned.
 
-mod assemble;
+pub(crate) mod assemble;
 pub mod back_office;
-mod brands;
+pub mod brands;
 mod calibers;
 pub mod config;
 pub mod error;

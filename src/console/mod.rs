@@ -37,10 +37,13 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/console/audit", get(pages::audit))
         .route("/console/duplicates", get(pages::duplicates))
         .route("/console/reconciliation", get(pages::reconciliation))
+        .route("/console/reconciliation/new-model", get(pages::new_model))
+        .route("/console/users", get(pages::users))
         .route("/console/unmatched", get(pages::unmatched))
         .route("/console/jobs", get(pages::jobs))
         .route("/console/pictures", get(pages::pictures))
         .route("/console/assets/{name}", get(asset))
+        .layer(from_fn(pages::error_pages))
         .layer(from_fn(security_headers))
         .with_state(AppState::new(app))
 }

@@ -53,6 +53,14 @@ impl ShownGroup {
 /// are taken from (D-169).
 pub const NEWEST_SHOWN: usize = 20;
 
+/// The group whose id is `id`, as a page shows it; none for an id no group has.
+pub fn one_group(store: &Store, id: &str) -> StoreResult<Option<ShownGroup>> {
+    match GroupKey::parse(id) {
+        Some(key) => shown_group(store, key),
+        None => Ok(None),
+    }
+}
+
 /// The summary of group `key`, if any listing is in it.
 fn shown_group(store: &Store, key: GroupKey) -> StoreResult<Option<ShownGroup>> {
     Ok(store

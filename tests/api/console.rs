@@ -493,17 +493,31 @@ const PAGES: [&str; 7] = [
 ];
 
 /// What only an admin's pages hold: the controls that write.
-const WRITE_CONTROLS: [&str; 9] = [
+const WRITE_CONTROLS: [&str; 13] = [
     r#"id="select-candidate""#,
     r#"id="front-by-url""#,
     r#"name="keeper""#,
     r#"id="merge""#,
     r#"id="dismiss""#,
     "link-group",
+    "teach-group",
+    "/console/reconciliation/new-model",
     r#"type="radio""#,
     "start-job",
     r#"id="snapshot""#,
+    r#"id="add-user""#,
+    "/console/users",
 ];
+
+/// The pages only an admin may open (they write): a viewer is shown a refusal, as a page.
+async fn admin_pages(admin: &SessionClient<'_>) -> Vec<String> {
+    let groups = admin.ok("/v1/reconciliation?pageSize=1").await;
+    let group = groups["data"][0]["id"].as_str().expect("a group");
+    vec![
+        "/console/users".to_owned(),
+        format!("/console/reconciliation/new-model?group={group}"),
+    ]
+}
 
 #[tokio::test]
 async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
@@ -550,10 +564,170 @@ async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
             .filter(|c| admin.body.contains(*c))
             .count();
     }
+    for path in admin_pages(&ana).await {
+        let anonymous = get(&app, None, &path).await;
+        assert_eq!(anonymous.status, 303, "{path}");
+        assert!(anonymous.body.is_empty(), "{path} leaks {}", anonymous.body);
+
+        let refused = get(&app, Some(&vic), &path).await;
+        assert_eq!(refused.status, 403, "{path}: {}", refused.body);
+        assert!(refused.header("content-type").starts_with("text/html"));
+        assert_locked_down(&refused, &path);
+        assert_nothing_inline(&refused.body);
+        assert!(refused.body.contains("this session may not do this"));
+        for control in WRITE_CONTROLS {
+            assert!(!refused.body.contains(control), "{control} on {path}");
+        }
+        assert!(!refused.body.contains("<td>ana</td>"), "nothing of {path}");
+
+        let admin = get(&app, Some(&ana), &path).await;
+        assert_eq!(admin.status, 200, "{path}: {}", admin.body);
+        assert_locked_down(&admin, &path);
+        assert_nothing_inline(&admin.body);
+        admin_controls += WRITE_CONTROLS
+            .iter()
+            .filter(|c| admin.body.contains(*c))
+            .count();
+    }
     assert!(
         admin_controls >= WRITE_CONTROLS.len(),
         "an admin has every write control somewhere"
     );
+}
+
+#[tokio::test]
+async fn a_refused_page_is_a_page_of_the_console_with_its_status_and_what_to_do() {
+    let app = app().await;
+    let vic = app.session("vic").await;
+    let refused = get(&app, Some(&vic), "/console/audit?page=0").await;
+    assert_eq!(refused.status, 400);
+    assert!(refused.header("content-type").starts_with("text/html"));
+    assert_locked_down(&refused, "/console/audit?page=0");
+    assert!(
+        refused.body.contains("<h1>Bad Request</h1>"),
+        "{}",
+        refused.body
+    );
+    assert!(
+        refused.body.contains("`page`"),
+        "the message: {}",
+        refused.body
+    );
+    assert!(refused
+        .body
+        .contains(r#"vic <span class="role">viewer</span>"#));
+    // The API's own answers stay JSON.
+    let (status, body) = vic.get("/v1/admin/audit?page=0").await;
+    assert_eq!((status, body["error"].as_str()), (403, Some("forbidden")));
+}
+
+#[tokio::test]
+async fn the_users_page_lists_everyone_with_controls_for_others_and_never_a_password() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let page = get(&app, Some(&ana), "/console/users").await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("<td>ana</td>") && page.body.contains("<td>vic</td>"));
+    assert!(page.body.contains("admin (you)"), "{}", page.body);
+    // Controls for vic's row only: ana cannot lock herself out.
+    assert_eq!(page.body.matches(r#"class="remove-user""#).count(), 1);
+    assert_eq!(page.body.matches(r#"class="user-role""#).count(), 1);
+    assert!(page.body.contains(r#"<tr data-user="vic">"#));
+    assert!(page
+        .body
+        .contains(r#"<option value="viewer" selected>viewer</option>"#));
+    assert!(page
+        .body
+        .contains(r#"type="password" required minlength="10" autocomplete="new-password""#));
+    assert!(!page.body.contains("argon2") && !page.body.contains(crate::support::TEST_PASSWORD));
+    assert!(page.body.contains(r#"<a href="/console/users">Users</a>"#));
+    let vic = app.session("vic").await;
+    let home = get(&app, Some(&vic), "/console/").await;
+    assert!(
+        !home.body.contains("/console/users"),
+        "no link for a viewer"
+    );
+}
+
+#[tokio::test]
+async fn the_new_model_form_is_filled_from_its_group_and_lists_the_chosen_brands_series() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let groups = ana
+        .ok("/v1/reconciliation?reason=unknownReference&pageSize=1")
+        .await;
+    let group = &groups["data"][0];
+    let id = group["id"].as_str().expect("a group");
+    let brand = group["brand"]["slug"].as_str().expect("a known brand");
+    let path = format!("/console/reconciliation/new-model?group={id}");
+    let page = get(&app, Some(&ana), &path).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains(&format!(r#"data-group="{id}""#)));
+    assert!(
+        page.body
+            .contains(&format!(r#"<option value="{brand}" selected>"#)),
+        "{}",
+        page.body
+    );
+    let spelling = group["spellings"][0].as_str().expect("a spelling");
+    assert!(page
+        .body
+        .contains(&format!(r#"name="referenceNumber" value="{spelling}""#)));
+    let series = ana
+        .ok(&format!("/v1/brands/{brand}/series?pageSize=100"))
+        .await;
+    for one in series["data"].as_array().expect("series") {
+        let slug = one["slug"].as_str().expect("slug");
+        assert!(
+            page.body.contains(&format!(r#"<option value="{slug}">"#)),
+            "{slug}"
+        );
+    }
+
+    // Another brand chosen: that brand's series.
+    let other = ana.ok("/v1/brands?pageSize=100").await;
+    let other = (other["data"].as_array().expect("brands").iter())
+        .map(|b| b["slug"].as_str().unwrap_or("").to_owned())
+        .find(|slug| slug != brand)
+        .expect("another brand");
+    let switched = get(&app, Some(&ana), &format!("{path}&brand={other}")).await;
+    assert!(switched
+        .body
+        .contains(&format!(r#"<option value="{other}" selected>"#)));
+    let theirs = ana
+        .ok(&format!("/v1/brands/{other}/series?pageSize=100"))
+        .await;
+    let count = switched.body.matches(r#"<option value=""#).count();
+    let brands = ana.ok("/v1/brands?pageSize=1").await["total"]
+        .as_u64()
+        .expect("total");
+    let listed = theirs["total"].as_u64().expect("total");
+    // Every brand and the empty choice, then that brand's series (or the one saying it has none).
+    assert_eq!(
+        count as u64,
+        brands + 1 + listed.max(1),
+        "{}",
+        switched.body
+    );
+
+    for (query, status) in [
+        ("group=ffffffffffffffff", 404),
+        ("group=", 400),
+        ("", 400),
+        (&format!("group={id}&brand=no-such-brand") as &str, 404),
+    ] {
+        let refused = get(
+            &app,
+            Some(&ana),
+            &format!("/console/reconciliation/new-model?{query}"),
+        )
+        .await;
+        assert_eq!(refused.status, status, "{query}: {}", refused.body);
+        assert!(
+            refused.header("content-type").starts_with("text/html"),
+            "{query}"
+        );
+    }
 }
 
 #[tokio::test]

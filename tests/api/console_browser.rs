@@ -358,8 +358,10 @@ async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
     let ana = app.session("ana").await;
     let groups = ana.ok("/v1/reconciliation?pageSize=24").await;
     let group = (groups["data"].as_array().expect("groups").iter())
-        .find(|g| g["candidates"] != serde_json::json!([]))
-        .expect("a group with candidates")
+        .find(|g| {
+            g["candidates"] != serde_json::json!([]) && g["spellings"] != serde_json::json!([])
+        })
+        .expect("a group with a reference and candidates")
         .clone();
     let (id, model) = (group["id"].as_str().expect("id"), &group["candidates"][0]);
     let model_id = model["id"].as_str().expect("model");
@@ -547,5 +549,255 @@ async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
     assert!(source.ends_with("/a.jpg"), "{front}");
     let audit = ana.ok("/v1/admin/audit?pageSize=1").await;
     assert_eq!(audit["data"][0]["action"], "picture-review.select");
+    client.close().await.expect("close");
+}
+
+/// The values of the options of the list `css`, joined by commas.
+async fn options_of(client: &Client, css: &str) -> String {
+    let script = format!(
+        r#"return [...document.querySelectorAll("{css} option")].map(o => o.value).join(",");"#
+    );
+    let value = client.execute(&script, Vec::new()).await.expect("options");
+    value.as_str().unwrap_or_default().to_owned()
+}
+
+/// Waits (10 s at most) until the list `css` offers `values`.
+async fn wait_for_options(client: &Client, css: &str, values: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let shown = options_of(client, css).await;
+        if shown == values {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{css} offers {shown}, not {values}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The slugs of a brand's series, as the series list of the form offers them.
+async fn series_values(ana: &crate::support::SessionClient<'_>, brand: &str) -> String {
+    let series = ana
+        .ok(&format!("/v1/brands/{brand}/series?pageSize=100"))
+        .await;
+    let slugs: Vec<&str> = (series["data"].as_array().expect("series").iter())
+        .map(|s| s["slug"].as_str().unwrap_or(""))
+        .collect();
+    if slugs.is_empty() {
+        String::new()
+    } else {
+        slugs.join(",")
+    }
+}
+
+async fn click(client: &Client, css: &str) {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|_| panic!("{css}"))
+        .click()
+        .await
+        .expect("click");
+}
+
+#[tokio::test]
+async fn an_admin_creates_a_model_from_a_group_and_teaches_another_model_a_reference() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("ana", Role::Admin).start().await;
+    let ana = app.session("ana").await;
+    // The group of a brand the catalogue lacks is made a model of a brand chosen from the list;
+    // another group, with a reference, teaches its nearest model that reference.
+    let all = ana.ok("/v1/reconciliation?pageSize=50").await;
+    let all = all["data"].as_array().expect("groups").clone();
+    let made = (all.iter())
+        .find(|g| g["reason"] == "unknownBrand")
+        .expect("a group of an unknown brand")
+        .clone();
+    let seller_brand = made["brand"].as_str().expect("the sellers' brand text");
+    let taught = (all.iter())
+        .find(|g| {
+            g["candidates"] != serde_json::json!([]) && g["spellings"] != serde_json::json!([])
+        })
+        .expect("a group with a reference and candidates")
+        .clone();
+    let brand = "omega";
+    let other = "rolex";
+    let (own_series, other_series) = (
+        series_values(&ana, brand).await,
+        series_values(&ana, other).await,
+    );
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/reconciliation", app.base))
+        .await
+        .expect("goto");
+    let made_id = made["id"].as_str().expect("id");
+    click(
+        &client,
+        &format!(r#"article[data-group="{made_id}"] a.new-model"#),
+    )
+    .await;
+    wait_for_path(&client, "/console/reconciliation/new-model").await;
+    wait_for_options(&client, "#new-series", "").await;
+    // Another brand brings its own series; back to the group's brand, its own again.
+    let brands = client
+        .find(Locator::Css("#new-brand"))
+        .await
+        .expect("brands");
+    brands.clone().select_by_value(other).await.expect("other");
+    wait_for_options(&client, "#new-series", &other_series).await;
+    brands.select_by_value(brand).await.expect("own brand");
+    wait_for_options(&client, "#new-series", &own_series).await;
+    let first_series = own_series.split(',').next().expect("a series").to_owned();
+    let series = client
+        .find(Locator::Css("#new-series"))
+        .await
+        .expect("series");
+    series
+        .select_by_value(&first_series)
+        .await
+        .expect("a series");
+    client
+        .find(Locator::Css("#new-name"))
+        .await
+        .expect("name")
+        .send_keys("Console Made")
+        .await
+        .expect("type");
+    screenshot(&client, "new-model").await;
+    click(&client, "#new-model button[type=submit]").await;
+    let created = wait_for_status(&client, "Created Console Made").await;
+    assert!(
+        created.contains(&format!("“{seller_brand}” is now an alias")),
+        "{created}"
+    );
+    let learnt = ana.ok(&format!("/v1/brands/{brand}")).await;
+    assert!(
+        learnt["aliases"].to_string().contains(seller_brand),
+        "{learnt}"
+    );
+    let slug = created
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .map(|(slug, _)| slug.to_owned())
+        .expect("the slug in the status");
+    let model = ana.ok(&format!("/v1/models/{brand}/{slug}")).await;
+    assert_eq!(model["series"]["slug"], first_series.as_str(), "{model}");
+    assert_eq!(model["referenceNumber"], made["spellings"][0], "{model}");
+    let id = model["id"].as_str().expect("id");
+    let listed = ana.ok(&format!("/v1/models?id={id}")).await;
+    assert_eq!(
+        listed["data"][0]["listingCount"], made["listingCount"],
+        "{listed}"
+    );
+
+    // Teaching: the second group's first candidate gains its reference and its listings.
+    client
+        .goto(&format!("{}/console/reconciliation?pageSize=50", app.base))
+        .await
+        .expect("goto");
+    let taught_id = taught["id"].as_str().expect("id");
+    let candidate = taught["candidates"][0]["id"].as_str().expect("candidate");
+    let count = |item: &serde_json::Value| item["data"][0]["listingCount"].as_u64().expect("count");
+    let before = count(&ana.ok(&format!("/v1/models?id={candidate}")).await);
+    click(
+        &client,
+        &format!(r#"article[data-group="{taught_id}"] button.teach-group"#),
+    )
+    .await;
+    let said = wait_for_status(&client, "now has the reference").await;
+    assert!(
+        said.contains(taught["spellings"][0].as_str().expect("spelling")),
+        "{said}"
+    );
+    let after = count(&ana.ok(&format!("/v1/models?id={candidate}")).await);
+    assert_eq!(
+        after,
+        before + taught["listingCount"].as_u64().expect("count")
+    );
+    let audit = ana.ok("/v1/admin/audit?user=ana&pageSize=2").await;
+    let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
+        .map(|e| e["action"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(actions, ["reconciliation.update", "reconciliation.create"]);
+    client.close().await.expect("close");
+}
+
+#[tokio::test]
+async fn an_admin_adds_a_colleague_changes_their_role_and_revokes_their_access() {
+    let Some(driver) = driver() else { return };
+    let app = TestApp::build().user("ana", Role::Admin).start().await;
+    let ana = app.session("ana").await;
+    let password = "bea's own long password";
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/users", app.base))
+        .await
+        .expect("goto");
+    let field = |css: &'static str| {
+        let client = client.clone();
+        async move { client.find(Locator::Css(css)).await.expect(css) }
+    };
+    field("#new-name")
+        .await
+        .send_keys("bea")
+        .await
+        .expect("name");
+    field("#new-password")
+        .await
+        .send_keys(password)
+        .await
+        .expect("password");
+    click(&client, "#add-user button[type=submit]").await;
+    wait_for_status(&client, "Added bea (viewer)").await;
+    let typed = client
+        .execute(
+            r#"return document.getElementById("new-password").value;"#,
+            Vec::new(),
+        )
+        .await
+        .expect("field");
+    assert_eq!(typed, "", "the password is not left in the form");
+    let source = client.source().await.expect("source");
+    assert!(!source.contains(password), "the password is never shown");
+    screenshot(&client, "users").await;
+    let login = app
+        .request(reqwest::Method::POST, "/v1/auth/login")
+        .json(&serde_json::json!({"username": "bea", "password": password}));
+    assert_eq!(app.send(login).await.status().as_u16(), 200, "bea signs in");
+
+    field(r#"tr[data-user="bea"] select.user-role"#)
+        .await
+        .select_by_value("admin")
+        .await
+        .expect("role");
+    click(&client, r#"tr[data-user="bea"] button.set-role"#).await;
+    wait_for_status(&client, "bea is admin now").await;
+    click(&client, r#"tr[data-user="bea"] button.remove-user"#).await;
+    let question = client.get_alert_text().await.expect("the confirmation");
+    assert!(question.contains("Revoke bea"), "{question}");
+    client.accept_alert().await.expect("accept");
+    wait_for_status(&client, "bea is removed").await;
+    assert!(
+        client
+            .find(Locator::Css(r#"tr[data-user="bea"]"#))
+            .await
+            .is_err(),
+        "bea left the list"
+    );
+    let users = ana.ok("/v1/admin/users").await;
+    assert!(!users.to_string().contains("bea"), "{users}");
+    let audit = ana.ok("/v1/admin/audit?user=ana&pageSize=3").await;
+    let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
+        .map(|e| e["action"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(actions, ["user.remove", "user.role", "user.add"]);
     client.close().await.expect("close");
 }

@@ -9,7 +9,9 @@ use serde_json::{json, Value};
 const BEA_PASSWORD: &str = "bea's own long password";
 
 async fn add(admin: &SessionClient<'_>, body: Value) -> (u16, Value) {
-    admin.call(Method::POST, "/v1/admin/users", Some(body)).await
+    admin
+        .call(Method::POST, "/v1/admin/users", Some(body))
+        .await
 }
 
 /// The user changes `ana` made, newest first.
@@ -52,12 +54,23 @@ async fn an_admin_adds_a_colleague_who_signs_in_at_once_and_the_password_is_neve
     assert_eq!(sign_in(&app, "bea", BEA_PASSWORD).await, 200);
     let listed = ana.ok("/v1/admin/users").await;
     let names: Vec<(&str, &str)> = (listed["data"].as_array().expect("data").iter())
-        .map(|u| (u["name"].as_str().unwrap_or(""), u["role"].as_str().unwrap_or("")))
+        .map(|u| {
+            (
+                u["name"].as_str().unwrap_or(""),
+                u["role"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
-    assert_eq!(names, [("ana", "admin"), ("bea", "viewer"), ("vic", "viewer")]);
+    assert_eq!(
+        names,
+        [("ana", "admin"), ("bea", "viewer"), ("vic", "viewer")]
+    );
 
     let audit = ana.ok("/v1/admin/audit?pageSize=100").await.to_string();
-    assert!(!audit.contains(BEA_PASSWORD), "no password in the audit trail");
+    assert!(
+        !audit.contains(BEA_PASSWORD),
+        "no password in the audit trail"
+    );
     assert!(!listed.to_string().contains("argon2"), "no hash answered");
     assert_eq!(
         audit_actions(&ana).await,
@@ -101,18 +114,90 @@ async fn every_refusal_answers_its_error_and_changes_nothing() {
     let vic = app.session("vic").await;
     let good = json!({"name": "bea", "role": "viewer", "password": BEA_PASSWORD});
     let cases: [(Method, &str, Option<Value>, u16, &str); 12] = [
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "ana", "role": "viewer", "password": BEA_PASSWORD})), 400, "exists already"),
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "bea", "role": "viewer", "password": "short"})), 400, "at least 10"),
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "bea", "role": "root", "password": BEA_PASSWORD})), 400, "not a role"),
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "Bea Smith", "role": "viewer", "password": BEA_PASSWORD})), 400, "not a username"),
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "bea", "role": "viewer", "password": BEA_PASSWORD, "admin": true})), 400, "unknown field"),
-        (Method::POST, "/v1/admin/users", Some(json!({"name": "bea", "role": "viewer"})), 400, "password"),
-        (Method::PUT, "/v1/admin/users/nobody/role", Some(json!({"role": "admin"})), 404, "no user named `nobody`"),
-        (Method::PUT, "/v1/admin/users/vic/role", Some(json!({"role": "owner"})), 400, "not a role"),
-        (Method::PUT, "/v1/admin/users/ana/role", Some(json!({"role": "viewer"})), 400, "your own account"),
-        (Method::DELETE, "/v1/admin/users/nobody", None, 404, "no user named `nobody`"),
-        (Method::DELETE, "/v1/admin/users/NOT%20A%20NAME", None, 404, "not a username"),
-        (Method::DELETE, "/v1/admin/users/ana", None, 400, "your own account"),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "ana", "role": "viewer", "password": BEA_PASSWORD})),
+            400,
+            "exists already",
+        ),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "bea", "role": "viewer", "password": "short"})),
+            400,
+            "at least 10",
+        ),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "bea", "role": "root", "password": BEA_PASSWORD})),
+            400,
+            "not a role",
+        ),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "Bea Smith", "role": "viewer", "password": BEA_PASSWORD})),
+            400,
+            "not a username",
+        ),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "bea", "role": "viewer", "password": BEA_PASSWORD, "admin": true})),
+            400,
+            "unknown field",
+        ),
+        (
+            Method::POST,
+            "/v1/admin/users",
+            Some(json!({"name": "bea", "role": "viewer"})),
+            400,
+            "password",
+        ),
+        (
+            Method::PUT,
+            "/v1/admin/users/nobody/role",
+            Some(json!({"role": "admin"})),
+            404,
+            "no user named `nobody`",
+        ),
+        (
+            Method::PUT,
+            "/v1/admin/users/vic/role",
+            Some(json!({"role": "owner"})),
+            400,
+            "not a role",
+        ),
+        (
+            Method::PUT,
+            "/v1/admin/users/ana/role",
+            Some(json!({"role": "viewer"})),
+            400,
+            "your own account",
+        ),
+        (
+            Method::DELETE,
+            "/v1/admin/users/nobody",
+            None,
+            404,
+            "no user named `nobody`",
+        ),
+        (
+            Method::DELETE,
+            "/v1/admin/users/NOT%20A%20NAME",
+            None,
+            404,
+            "not a username",
+        ),
+        (
+            Method::DELETE,
+            "/v1/admin/users/ana",
+            None,
+            400,
+            "your own account",
+        ),
     ];
     for (method, path, body, status, says) in cases {
         let (answered, error) = ana.call(method.clone(), path, body.clone()).await;
@@ -123,17 +208,28 @@ async fn every_refusal_answers_its_error_and_changes_nothing() {
         );
     }
     assert_eq!(
-        vic.call(Method::POST, "/v1/admin/users", Some(good.clone())).await.0,
+        vic.call(Method::POST, "/v1/admin/users", Some(good.clone()))
+            .await
+            .0,
         403,
         "a viewer may not add"
     );
-    assert_eq!(vic.call(Method::DELETE, "/v1/admin/users/ana", None).await.0, 403);
+    assert_eq!(
+        vic.call(Method::DELETE, "/v1/admin/users/ana", None)
+            .await
+            .0,
+        403
+    );
     let anonymous = app.request(Method::POST, "/v1/admin/users").json(&good);
     assert_eq!(app.send(anonymous).await.status().as_u16(), 401);
     let forged = ana
         .request(Method::DELETE, "/v1/admin/users/vic")
         .header("origin", "https://evil.example");
-    assert_eq!(app.send(forged).await.status().as_u16(), 403, "another origin");
+    assert_eq!(
+        app.send(forged).await.status().as_u16(),
+        403,
+        "another origin"
+    );
 
     assert!(audit_actions(&ana).await.is_empty(), "nothing written");
     let users = ana.ok("/v1/admin/users").await;

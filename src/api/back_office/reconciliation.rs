@@ -90,15 +90,27 @@ pub fn group_page(
     // once.
     let samples: Vec<GroupSample> = groups
         .par_iter()
-        .map(|group| {
-            let kept = &app.kept().candidates;
-            nearest_models::sample(app.store(), app.index(), kept, group)
-        })
+        .map(|group| sample(app, group))
         .collect::<Result<_, _>>()?;
     let mut context = GroupContext::new(app, media)?;
     pagination
         .wrap(groups.into_iter().zip(samples).collect(), total)
         .try_map(|(group, sample)| context.view(&group, sample))
+}
+
+/// The group `id` as `GET /reconciliation` shows it, with its candidates: what the console's
+/// form that creates a model from it is filled from. An id no group has is a 404.
+pub fn group_view(app: &App, id: &str, media: &MediaBase) -> ApiResult<ReconciliationGroup> {
+    let group = unmatched_groups::one_group(app.store(), id)?
+        .ok_or_else(|| ReconcileError::UnknownGroup(id.to_owned()))?;
+    let sample = sample(app, &group)?;
+    GroupContext::new(app, media)?.view(&group, sample)
+}
+
+/// A group's example titles and nearest models.
+fn sample(app: &App, group: &ShownGroup) -> Result<GroupSample, ReconcileError> {
+    let kept = &app.kept().candidates;
+    nearest_models::sample(app.store(), app.index(), kept, group)
 }
 
 /// The filters of `GET /reconciliation`, resolved.

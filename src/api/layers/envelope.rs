@@ -1,7 +1,8 @@
 //! Every failure leaves as our JSON error: a handler's `ApiError` is rendered with the `docs`
 //! link of its route, and any other error response (axum's empty 405, a 413, a 404 from a
 //! layer) is replaced by the matching `ApiError`, keeping its headers; a 405's `Allow` names
-//! what the route table says its path answers.
+//! what the route table says its path answers. A console page's own error page (HTML, rendered
+//! by `crate::console`) is left as it is: a person reads it in a browser.
 
 use super::BodyLimit;
 use crate::api::error::{internal_because, ApiError};
@@ -25,7 +26,10 @@ pub async fn render_errors(request: Request, next: Next) -> Response {
         return keep_headers(response, error.to_response(docs));
     }
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) || is_json(&response) {
+    if !(status.is_client_error() || status.is_server_error())
+        || is_json(&response)
+        || response.extensions().get::<PageShown>().is_some()
+    {
         return response;
     }
     let error = match status {
@@ -47,6 +51,10 @@ pub async fn render_errors(request: Request, next: Next) -> Response {
     };
     keep_headers(response, error.to_response(docs))
 }
+
+/// Marks an error answered as a page of the console rather than as JSON.
+#[derive(Debug, Clone, Copy)]
+pub struct PageShown;
 
 fn is_json(response: &Response) -> bool {
     response

@@ -128,6 +128,83 @@ async function linkGroup(button) {
       " (" + reply.model.slug + ").");
 }
 
+// Teaching the chosen model the group's reference: the model gains it (as sellers wrote it
+// most) and the group is linked to it.
+async function teachGroup(button) {
+  const group = button.closest("article.group");
+  const chosen = group && group.querySelector('input[type="radio"]:checked');
+  if (!chosen) return;
+  await settle("/v1/reconciliation/models/update", { group: group.dataset.group, model: chosen.value },
+    (reply) => reply.model.name + " (" + reply.model.slug + ") now has the reference " +
+      (reply.learnt.reference || reply.model.referenceNumber) + ": " + reply.linkedListings.length +
+      " listing(s) linked, " + reply.matchedListings.length + " more matched.");
+}
+
+// The form that makes a model from a group: another brand brings its own series list, and the
+// model is created through the API; the form then gives way to what was done.
+async function brandChosen(select) {
+  const form = select.form;
+  const url = form.dataset.here + "&brand=" + encodeURIComponent(select.value);
+  await show(url, "series-choice");
+}
+
+async function createModel(form) {
+  const data = new FormData(form);
+  const fields = {};
+  for (const name of ["brand", "series", "name", "referenceNumber", "description"]) {
+    const value = String(data.get(name) || "").trim();
+    if (value) fields[name] = value;
+  }
+  const answer = await postJson("/v1/reconciliation/models", { group: form.dataset.group, fields });
+  const reply = await answer.json().catch(() => ({}));
+  if (!answer.ok) {
+    setStatus(reply.message || "Refused (" + answer.status + ").", true);
+    return;
+  }
+  const learnt = reply.learnt.brandAlias
+    ? " “" + reply.learnt.brandAlias + "” is now an alias of its brand." : "";
+  setStatus("Created " + reply.model.name + " (" + reply.model.slug + "): " +
+    reply.linkedListings.length + " listing(s) linked, " + reply.matchedListings.length +
+    " more matched." + learnt, false);
+  form.hidden = true;
+}
+
+// The users page: a colleague added, a role changed or access revoked through the API. The
+// password typed is sent once and the form emptied; no answer carries it back.
+async function addUser(form) {
+  const data = new FormData(form);
+  const body = { name: data.get("name"), role: data.get("role"), password: data.get("password") };
+  form.querySelector("#new-password").value = "";
+  const answer = await postJson("/v1/admin/users", body);
+  const reply = await answer.json().catch(() => ({}));
+  if (answer.status !== 201) {
+    setStatus(reply.message || "Refused (" + answer.status + ").", true);
+    return;
+  }
+  form.reset();
+  await show(window.location.pathname);
+  setStatus("Added " + reply.name + " (" + reply.role + ").", false);
+}
+
+function userOf(button) {
+  return button.closest("tr").dataset.user;
+}
+
+async function setRole(button) {
+  const name = userOf(button);
+  const role = button.closest("tr").querySelector("select.user-role").value;
+  await settle("/v1/admin/users/" + encodeURIComponent(name) + "/role", { role },
+    (reply) => reply.name + " is " + reply.role + " now; their sessions ended.", "PUT");
+}
+
+async function removeUser(button) {
+  const name = userOf(button);
+  if (!window.confirm("Revoke " + name + "’s access? Their account is removed and their " +
+    "sessions end at once.")) return;
+  await settle("/v1/admin/users/" + encodeURIComponent(name), undefined,
+    (reply) => reply.name + " is removed; " + reply.sessionsEnded + " session(s) ended.", "DELETE");
+}
+
 // The picture review: a candidate made the front picture, the current one kept, or a picture
 // set by its address, each through the API.
 async function selectCandidate() {
@@ -222,6 +299,9 @@ function setUpTriage() {
     if (target.id === "select-candidate") selectCandidate();
     if (target.id === "keep-picture") keepPicture();
     if (target.classList.contains("link-group")) linkGroup(target);
+    if (target.classList.contains("teach-group")) teachGroup(target);
+    if (target.classList.contains("set-role")) setRole(target);
+    if (target.classList.contains("remove-user")) removeUser(target);
     if (target.classList.contains("start-job")) startJob(target);
     if ((target.id === "next" || target.id === "previous") && target.href) {
       event.preventDefault();
@@ -259,7 +339,17 @@ document.addEventListener("submit", (event) => {
   } else if (form.id === "front-by-url") {
     event.preventDefault();
     setFrontByUrl(form);
+  } else if (form.id === "new-model") {
+    event.preventDefault();
+    createModel(form);
+  } else if (form.id === "add-user") {
+    event.preventDefault();
+    addUser(form);
   }
+});
+
+document.addEventListener("change", (event) => {
+  if (event.target.id === "new-brand") brandChosen(event.target);
 });
 
 setUpSignIn();

@@ -36,21 +36,27 @@ use std::sync::Arc;
 
 mod audit;
 mod duplicates;
+mod error;
 mod home;
 mod jobs;
+mod new_model;
 mod pictures;
 mod reconciliation;
 mod sign_in;
 mod unmatched;
+mod users;
 
 pub use audit::audit;
 pub use duplicates::duplicates;
+pub use error::error_pages;
 pub use home::home;
 pub use jobs::jobs;
+pub use new_model::new_model;
 pub use pictures::pictures;
 pub use reconciliation::reconciliation;
 pub use sign_in::sign_in;
 pub use unmatched::unmatched;
+pub use users::users;
 
 /// The signed-in caller of a console page, of either role: the guard sends anyone else to the
 /// sign-in page before a handler runs, and so does this extractor should a route miss it.

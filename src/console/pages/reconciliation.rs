@@ -7,6 +7,8 @@ pub struct GroupCard {
     pub id: String,
     pub brand: String,
     pub reference: String,
+    /// Whether sellers gave a reference, which a model can be taught.
+    pub has_reference: bool,
     pub reason: &'static str,
     pub listing_count: usize,
     pub spellings: String,
@@ -17,7 +19,7 @@ pub struct GroupCard {
 }
 
 impl GroupCard {
-    fn of(group: ReconciliationGroup) -> GroupCard {
+    pub(super) fn of(group: ReconciliationGroup) -> GroupCard {
         let dash = |text: String| {
             if text.is_empty() {
                 "—".to_owned()
@@ -37,6 +39,7 @@ impl GroupCard {
                 Some(ClaimedBrandView::Text(text)) => format!("“{text}” (no such brand)"),
                 None => "no brand".to_owned(),
             },
+            has_reference: group.reference.is_some(),
             reference: group.reference.unwrap_or_else(|| "no reference".to_owned()),
             reason: group.reason,
             listing_count: group.listing_count,
