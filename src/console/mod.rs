@@ -6,6 +6,7 @@
 
 mod pages;
 
+use crate::api::listings::MediaBase;
 use crate::api::AppState;
 use crate::app::App;
 use axum::extract::{Path, Request};
@@ -18,11 +19,28 @@ use std::sync::Arc;
 
 use crate::api::back_office::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 
-/// What a console page may load and do: its own stylesheet, script and pictures, nothing
-/// inline, nothing from another host, never inside a frame.
-const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; \
-     frame-ancestors 'none'";
+/// What a console page may load and do: its own stylesheet, script and pictures (and those of
+/// the media host, when pictures are served from one), nothing inline, never inside a frame.
+fn content_security_policy(media: Option<&MediaBase>) -> String {
+    let media_host = media.and_then(|media| media_origin(&media.0));
+    let pictures = media_host.map(|origin| format!(" {origin}")).unwrap_or_default();
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:{pictures}; \
+         connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+}
+
+/// The origin of a media base URL on another host (`https://cdn.example`), if it is one; a
+/// path of this service (`/media`) has none.
+fn media_origin(base: &str) -> Option<&str> {
+    let rest = base
+        .strip_prefix("https://")
+        .or_else(|| base.strip_prefix("http://"))?;
+    let host = rest.split('/').next().unwrap_or_default();
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']');
+    let origin = &base[..base.len() - rest.len() + host.len()];
+    (!host.is_empty() && host.chars().all(plain)).then_some(origin)
+}
 
 /// The console's routes, each answer with [`security_headers`]; merged into the API's router
 /// inside its layers (who the caller is, their budget, a request slot, the guard).
@@ -81,13 +99,13 @@ async fn asset(Path(name): Path<String>) -> Response {
 /// Sets the console's security headers on every answer: the Content-Security-Policy, no
 /// framing, no type sniffing, no referrer beyond the origin, and pages never stored.
 async fn security_headers(request: Request, next: Next) -> Response {
+    let policy = content_security_policy(request.extensions().get::<MediaBase>());
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    let policy = HeaderValue::from_str(&policy)
+        .unwrap_or_else(|_| HeaderValue::from_static("default-src 'none'"));
     let set = [
-        (
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-        ),
+        (header::CONTENT_SECURITY_POLICY, policy),
         (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
         (
             header::X_CONTENT_TYPE_OPTIONS,
@@ -105,4 +123,22 @@ async fn security_headers(request: Request, next: Next) -> Response {
         .entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("private, no-store"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pictures_may_come_from_the_media_host_and_from_nowhere_else() {
+        let policy = |base: &str| content_security_policy(Some(&MediaBase(base.into())));
+        assert!(policy("/media").contains("img-src 'self' data:;"));
+        assert!(policy("https://cdn.example/media/")
+            .contains("img-src 'self' data: https://cdn.example;"));
+        assert!(policy("http://127.0.0.1:9000").contains("data: http://127.0.0.1:9000;"));
+        for odd in ["https://", "https://a b/", "https://x;script-src *", "ftp://cdn"] {
+            assert!(policy(odd).contains("img-src 'self' data:;"), "{odd}");
+        }
+        assert!(content_security_policy(None).contains("frame-ancestors 'none'"));
+    }
 }
