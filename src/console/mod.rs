@@ -23,7 +23,9 @@ use crate::api::back_office::{CONSOLE_HOME, CONSOLE_SIGN_IN};
 /// the media host, when pictures are served from one), nothing inline, never inside a frame.
 fn content_security_policy(media: Option<&MediaBase>) -> String {
     let media_host = media.and_then(|media| media_origin(&media.0));
-    let pictures = media_host.map(|origin| format!(" {origin}")).unwrap_or_default();
+    let pictures = media_host
+        .map(|origin| format!(" {origin}"))
+        .unwrap_or_default();
     format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:{pictures}; \
          connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -136,7 +138,12 @@ mod tests {
         assert!(policy("https://cdn.example/media/")
             .contains("img-src 'self' data: https://cdn.example;"));
         assert!(policy("http://127.0.0.1:9000").contains("data: http://127.0.0.1:9000;"));
-        for odd in ["https://", "https://a b/", "https://x;script-src *", "ftp://cdn"] {
+        for odd in [
+            "https://",
+            "https://a b/",
+            "https://x;script-src *",
+            "ftp://cdn",
+        ] {
             assert!(policy(odd).contains("img-src 'self' data:;"), "{odd}");
         }
         assert!(content_security_policy(None).contains("frame-ancestors 'none'"));

@@ -527,10 +527,33 @@ async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
     let client = browser(&driver).await;
     sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
     wait_for_path(&client, "/console/").await;
+    // Once the image worker has fetched it (from the local source; the maker's host never
+    // resolves), the first candidate is shown from its re-hosted copy, which the page's policy
+    // lets it load.
+    crate::pictures::pass(&app.app, &["127.0.0.1/32"]).await;
     client
         .goto(&format!("{}/console/pictures", app.base))
         .await
         .expect("goto");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let shown = client
+            .execute(
+                r#"const first = document.querySelector("figure.candidate img");
+                   return first !== null && first.complete && first.naturalWidth > 0;"#,
+                Vec::new(),
+            )
+            .await
+            .expect("pictures");
+        if shown == true {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the fetched candidate is not shown"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     screenshot(&client, "pictures").await;
     press(&client, "2s").await;
     wait_for_status(&client, "front picture now").await;
