@@ -53,7 +53,10 @@ pub fn router(app: Arc<App>) -> Router {
             get(|| async { Redirect::permanent(CONSOLE_HOME) }),
         )
         .route(CONSOLE_HOME, get(pages::home))
-        .route(CONSOLE_SIGN_IN, get(pages::sign_in))
+        .route(
+            CONSOLE_SIGN_IN,
+            get(pages::sign_in).post(pages::sign_in_form),
+        )
         .route("/console/audit", get(pages::audit))
         .route("/console/duplicates", get(pages::duplicates))
         .route("/console/reconciliation", get(pages::reconciliation))

@@ -878,3 +878,64 @@ async fn the_picture_review_shows_a_model_beside_its_candidates_with_controls_fo
         400
     );
 }
+
+#[tokio::test]
+async fn the_sign_in_form_works_without_the_script_and_says_why_it_refuses() {
+    let app = app().await;
+    let post = |form: &[(&str, &str)]| {
+        app.request(Method::POST, "/console/sign-in")
+            .form(&form.iter().copied().collect::<Vec<_>>())
+    };
+    let signed = app
+        .send(post(&[
+            ("username", "ana"),
+            ("password", crate::support::TEST_PASSWORD),
+        ]))
+        .await;
+    assert_eq!(signed.status().as_u16(), 303);
+    assert_eq!(signed.headers()["location"], "/console/");
+    let cookie = (signed.headers()["set-cookie"].to_str().expect("cookie"))
+        .split(';')
+        .next()
+        .expect("the session")
+        .to_owned();
+    let home = app
+        .send(
+            app.request(Method::GET, "/console/")
+                .header("cookie", cookie),
+        )
+        .await;
+    assert_eq!(home.status().as_u16(), 200);
+
+    let wrong = app
+        .send(post(&[("username", "ana"), ("password", "a guess")]))
+        .await;
+    let status = wrong.status().as_u16();
+    let headers = wrong.headers().clone();
+    let page = wrong.text().await.expect("page");
+    assert_eq!(status, 401, "{page}");
+    assert!(headers.get("set-cookie").is_none());
+    assert!(
+        page.contains(
+            r#"<p id="sign-in-error" class="error" role="alert">wrong username or password</p>"#
+        ),
+        "{page}"
+    );
+    assert!(!page.contains("a guess"), "the password is not shown back");
+
+    let half = app.send(post(&[("username", "ana")])).await;
+    assert_eq!(half.status().as_u16(), 400);
+    assert!(half.text().await.expect("page").contains("password"));
+
+    let forged = app
+        .send(
+            post(&[
+                ("username", "ana"),
+                ("password", crate::support::TEST_PASSWORD),
+            ])
+            .header("origin", "https://evil.example"),
+        )
+        .await;
+    assert_eq!(forged.status().as_u16(), 403);
+    assert!(forged.headers().get("set-cookie").is_none());
+}

@@ -106,6 +106,18 @@ pub async fn login(
     Extension(ClientIp(ip)): Extension<ClientIp>,
     JsonBody(credentials): JsonBody<Credentials>,
 ) -> ApiResult<Response> {
+    let (cookie, body) = open_session(&work, &sign_in, ip, credentials).await?;
+    Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
+}
+
+/// Checks `credentials` under the sign-in throttle and opens a session, audited: the session
+/// cookie to set and who signed in. What `POST /auth/login` and the console's sign-in form do.
+pub async fn open_session(
+    work: &Work,
+    sign_in: &SignIn,
+    ip: IpAddr,
+    credentials: Credentials,
+) -> ApiResult<(String, SessionView)> {
     let now = sign_in.clock.instant();
     let name = credentials.username.clone();
     if let Some(retry_after) = sign_in.refused(ip, &name, now) {
@@ -157,7 +169,7 @@ pub async fn login(
         username: session.user.to_string(),
         role: session.role.as_str(),
     };
-    Ok(([(header::SET_COOKIE, cookie)], Json(body)).into_response())
+    Ok((cookie, body))
 }
 
 /// Ends the caller's session and clears its cookie.

@@ -41,12 +41,19 @@ pub async fn error_pages(request: Request, next: Next) -> Response {
         response.extensions_mut().insert(error);
         return response;
     };
-    let mut shown = (error.status(), Html(html)).into_response();
+    let mut shown = with_status(error.status(), Html(html).into_response());
     for (name, value) in response.headers() {
         if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
             shown.headers_mut().insert(name.clone(), value.clone());
         }
     }
-    shown.extensions_mut().insert(PageShown);
     shown
+}
+
+/// A page of the console answered with an error status: marked so that the API's envelope
+/// leaves it a page.
+pub(super) fn with_status(status: axum::http::StatusCode, page: Response) -> Response {
+    let mut page = (status, page).into_response();
+    page.extensions_mut().insert(PageShown);
+    page
 }

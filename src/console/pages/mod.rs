@@ -54,7 +54,7 @@ pub use jobs::jobs;
 pub use new_model::new_model;
 pub use pictures::pictures;
 pub use reconciliation::reconciliation;
-pub use sign_in::sign_in;
+pub use sign_in::{sign_in, sign_in_form};
 pub use unmatched::unmatched;
 pub use users::users;
 
