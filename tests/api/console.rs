@@ -884,7 +884,7 @@ async fn the_sign_in_form_works_without_the_script_and_says_why_it_refuses() {
     let app = app().await;
     let post = |form: &[(&str, &str)]| {
         app.request(Method::POST, "/console/sign-in")
-            .form(&form.iter().copied().collect::<Vec<_>>())
+            .form(&form.to_vec())
     };
     let signed = app
         .send(post(&[
