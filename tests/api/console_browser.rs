@@ -348,6 +348,11 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
         .map(|e| e["action"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(actions, ["duplicates.dismiss", "duplicates.merge"]);
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 2).await,
+        ["duplicates.dismiss", "duplicates.merge"],
+        "the audit page shows what was done"
+    );
     client.close().await.expect("close");
 }
 
@@ -397,6 +402,11 @@ async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
     assert_eq!(
         after,
         before + group["listingCount"].as_u64().expect("count")
+    );
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 1).await,
+        ["reconciliation.link"],
+        "the audit page shows what was done"
     );
     client.close().await.expect("close");
 }
@@ -509,6 +519,11 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
     assert_eq!(job["subject"], "chrono24", "{job}");
     let listings = ana.ok("/v1/listings?q=126610LN&pageSize=50").await;
     assert!(listings.to_string().contains("console-1"), "{listings}");
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 1).await,
+        ["job.submit"],
+        "the audit page shows what was done"
+    );
     client.close().await.expect("close");
 }
 
@@ -572,6 +587,11 @@ async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
     assert!(source.ends_with("/a.jpg"), "{front}");
     let audit = ana.ok("/v1/admin/audit?pageSize=1").await;
     assert_eq!(audit["data"][0]["action"], "picture-review.select");
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 1).await,
+        ["picture-review.select"],
+        "the audit page shows what was done"
+    );
     client.close().await.expect("close");
 }
 
@@ -748,6 +768,11 @@ async fn an_admin_creates_a_model_from_a_group_and_teaches_another_model_a_refer
         .map(|e| e["action"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(actions, ["reconciliation.update", "reconciliation.create"]);
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 2).await,
+        ["reconciliation.update", "reconciliation.create"],
+        "the audit page shows what was done"
+    );
     client.close().await.expect("close");
 }
 
@@ -822,5 +847,31 @@ async fn an_admin_adds_a_colleague_changes_their_role_and_revokes_their_access()
         .map(|e| e["action"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(actions, ["user.remove", "user.role", "user.add"]);
+    assert_eq!(
+        audited_in_the_console(&client, &app, "ana", 3).await,
+        ["user.remove", "user.role", "user.add"],
+        "the audit page shows what was done"
+    );
     client.close().await.expect("close");
+}
+
+/// The actions the console's audit page shows of `user`, newest first, at most `most`.
+async fn audited_in_the_console(
+    client: &Client,
+    app: &TestApp,
+    user: &str,
+    most: usize,
+) -> Vec<String> {
+    client
+        .goto(&format!(
+            "{}/console/audit?user={user}&pageSize={most}",
+            app.base
+        ))
+        .await
+        .expect("goto");
+    let script = r#"return [...document.querySelectorAll("tbody tr td:nth-child(3)")].map(c => c.textContent);"#;
+    let actions = client.execute(script, Vec::new()).await.expect("actions");
+    (actions.as_array().expect("a list").iter())
+        .map(|action| action.as_str().unwrap_or_default().to_owned())
+        .collect()
 }
