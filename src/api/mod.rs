@@ -418,6 +418,10 @@ fn v1_table() -> Vec<Route> {
             "/admin/users/{name}/role",
             put(back_office::admin_users::set_role),
         ),
+        Route::admin(
+            "/admin/users/{name}/password",
+            put(back_office::admin_users::set_password),
+        ),
         // Reconciliation
         Route::admin("/reconciliation", get(back_office::reconciliation::groups)),
         Route::admin(

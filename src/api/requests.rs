@@ -191,3 +191,12 @@ pub struct RoleBody {
     /// `admin` or `viewer`.
     pub role: String,
 }
+
+/// `PUT /admin/users/{name}/password`; no `Debug`, as for [`NewUserBody`].
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"password": "a new long password"}))]
+pub struct PasswordBody {
+    /// At least 10 characters.
+    pub password: String,
+}

@@ -48,6 +48,11 @@ pub enum Command {
     User {
         #[command(subcommand)]
         action: UserAction,
+        /// Manage them through the server at this URL (e.g. http://127.0.0.1:8080) while it
+        /// runs, signed in as the admin WATCH_CATALOGUE_USER with WATCH_CATALOGUE_PASSWORD
+        /// (asked for on a terminal), instead of opening the data dir.
+        #[arg(long, global = true)]
+        server: Option<String>,
     },
     /// Import a dataset directory (docs/dataset-format.md): all of it, or nothing.
     Import {

@@ -19,7 +19,8 @@ use watch_catalogue::jobs::users::Actor;
 #[derive(Args)]
 pub struct Remote {
     /// Submit the job to the server at this URL (e.g. http://127.0.0.1:8080) and follow it,
-    /// instead of opening the data dir.
+    /// instead of opening the data dir; signed in as the admin WATCH_CATALOGUE_USER with
+    /// WATCH_CATALOGUE_PASSWORD (asked for on a terminal).
     #[arg(long)]
     pub server: Option<String>,
 }

@@ -101,14 +101,7 @@ pub async fn run(
     credentials: &Credentials,
     submission: Submission,
 ) -> anyhow::Result<Job> {
-    let base = format!(
-        "{}/v1",
-        server.trim_end_matches('/').trim_end_matches("/v1")
-    );
-    let http = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(10))
-        .build()?;
-    let session = Session::sign_in(http, &base, credentials).await?;
+    let session = Session::open(server, credentials).await?;
     let job = session.submit(submission).await;
     let job = match job {
         Ok(job) => session.follow(job).await,
@@ -116,6 +109,34 @@ pub async fn run(
     };
     session.sign_out().await;
     job
+}
+
+/// Signs in to `server`, sends one back-office request (`method` on `path` under `/v1`, with
+/// `body` as JSON) and signs out; the JSON answered, or the server's refusal as an error that
+/// says what was being done. What `user ... --server` does.
+pub async fn request(
+    server: &str,
+    credentials: &Credentials,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+    doing: &str,
+) -> anyhow::Result<serde_json::Value> {
+    let session = Session::open(server, credentials).await?;
+    let mut request = (session.http)
+        .request(method, format!("{}{path}", session.base))
+        .header(reqwest::header::COOKIE, &session.cookie)
+        .timeout(Duration::from_secs(30));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let answer = async {
+        let response = request.send().await.with_context(|| doing.to_owned())?;
+        Ok(refused(response, doing).await?.json().await?)
+    }
+    .await;
+    session.sign_out().await;
+    answer
 }
 
 /// A signed-in client of one server.
@@ -126,6 +147,18 @@ struct Session {
 }
 
 impl Session {
+    /// Signs in to `server` (its origin, with or without `/v1`).
+    async fn open(server: &str, credentials: &Credentials) -> anyhow::Result<Session> {
+        let base = format!(
+            "{}/v1",
+            server.trim_end_matches('/').trim_end_matches("/v1")
+        );
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()?;
+        Session::sign_in(http, &base, credentials).await
+    }
+
     async fn sign_in(
         http: reqwest::Client,
         base: &str,

@@ -73,7 +73,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::User { action } => users::run(action, &local),
+        Command::User { action, server } => users::run(action, server.as_deref(), &local),
         Command::Pictures { action } => pictures::run(action, &local),
         Command::Openapi => {
             println!("{}", watch_catalogue::api::openapi::document_json());
@@ -95,9 +95,8 @@ impl Command {
             | Command::Duplicates {
                 action: batch::DuplicatesAction::Rebuild { remote },
             } => remote.server.is_none().then_some(Expect::Existing),
-            Command::User { .. } | Command::Migrate | Command::Pictures { .. } => {
-                Some(Expect::Existing)
-            }
+            Command::User { server, .. } => server.is_none().then_some(Expect::Existing),
+            Command::Migrate | Command::Pictures { .. } => Some(Expect::Existing),
         }
     }
 

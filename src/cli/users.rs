@@ -1,9 +1,14 @@
-//! `user ...`: the back office's users managed by the operator at the host (`cli` in the audit
-//! trail); passwords from standard input, never from arguments.
+//! `user ...`: the back office's users, managed by the operator at the host on a stopped data
+//! dir (`cli` in the audit trail), or through a running server with `--server` (signed in as an
+//! admin, who is named in the audit trail). Passwords come from standard input, never from
+//! arguments or URLs.
 
+use super::client::{self, Credentials};
 use super::Local;
 use anyhow::Context;
 use clap::Subcommand;
+use reqwest::Method;
+use serde_json::{json, Value};
 use std::io::IsTerminal;
 use watch_catalogue::app::App;
 use watch_catalogue::domain::{Role, Username};
@@ -28,59 +33,195 @@ pub enum UserAction {
     Role { name: String, role: String },
 }
 
-/// `watch-catalogue user ...` on the data dir.
-pub fn run(action: UserAction, local: &Local) -> anyhow::Result<()> {
-    let app = local.open()?;
-    manage(&app, action)
+/// What a user command did, as it prints it.
+enum Done {
+    Added { name: String, role: String },
+    Listed(Vec<(String, String, String)>),
+    Removed { name: String },
+    PasswordSet { name: String },
+    RoleSet { name: String, role: String },
 }
 
-fn manage(app: &App, action: UserAction) -> anyhow::Result<()> {
-    let actor = Actor::Cli;
-    let parse_role = |role: &str| {
-        Role::parse(role).with_context(|| format!("`{role}` is not a role: admin or viewer"))
-    };
-    match action {
-        UserAction::Add { name, role } => {
-            let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
-            let password = read_password()?;
-            app.writer()
-                .run(|turn| users::add_user(turn, &actor, &name, role, &password))?;
-            println!("added {name} ({})", role.as_str());
-        }
-        UserAction::List => {
-            for user in users::list_users(app.store())? {
-                let since = user.created_at.to_rfc3339();
-                println!("{}\t{}\tsince {since}", user.name, user.role.as_str());
+impl Done {
+    fn print(&self) {
+        match self {
+            Done::Added { name, role } => println!("added {name} ({role})"),
+            Done::Listed(users) => {
+                for (name, role, since) in users {
+                    println!("{name}\t{role}\tsince {since}");
+                }
+            }
+            Done::Removed { name } => println!("removed {name}; their sessions are ended"),
+            Done::PasswordSet { name } => {
+                println!("password of {name} changed; their sessions are ended")
+            }
+            Done::RoleSet { name, role } => {
+                println!("{name} is now {role}; their sessions are ended")
             }
         }
+    }
+}
+
+/// `watch-catalogue user ...` on the data dir, or through the server at `server`.
+pub fn run(action: UserAction, server: Option<&str>, local: &Local) -> anyhow::Result<()> {
+    let done = match server {
+        Some(server) => through_server(server, action)?,
+        None => manage(&local.open()?, action)?,
+    };
+    done.print();
+    Ok(())
+}
+
+fn parse_role(role: &str) -> anyhow::Result<Role> {
+    Role::parse(role).with_context(|| format!("`{role}` is not a role: admin or viewer"))
+}
+
+fn manage(app: &App, action: UserAction) -> anyhow::Result<Done> {
+    let actor = Actor::Cli;
+    Ok(match action {
+        UserAction::Add { name, role } => {
+            let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
+            let password = read_password(&name)?;
+            app.writer()
+                .run(|turn| users::add_user(turn, &actor, &name, role, &password))?;
+            Done::Added {
+                name: name.to_string(),
+                role: role.as_str().to_owned(),
+            }
+        }
+        UserAction::List => Done::Listed(
+            (users::list_users(app.store())?.into_iter())
+                .map(|user| {
+                    let since = user.created_at.to_rfc3339();
+                    (user.name.to_string(), user.role.as_str().to_owned(), since)
+                })
+                .collect(),
+        ),
         UserAction::Remove { name } => {
             let name = Username::parse(&name)?;
             app.writer()
                 .run(|turn| users::remove_user(turn, &actor, &name))?;
-            println!("removed {name}; their sessions are ended");
+            Done::Removed {
+                name: name.to_string(),
+            }
         }
         UserAction::Passwd { name } => {
             let name = Username::parse(&name)?;
-            let password = read_password()?;
+            let password = read_password(&name)?;
             app.writer()
                 .run(|turn| users::set_password(turn, &actor, &name, &password))?;
-            println!("password of {name} changed; their sessions are ended");
+            Done::PasswordSet {
+                name: name.to_string(),
+            }
         }
         UserAction::Role { name, role } => {
             let (name, role) = (Username::parse(&name)?, parse_role(&role)?);
             app.writer()
                 .run(|turn| users::set_role(turn, &actor, &name, role))?;
-            println!("{name} is now {}; their sessions are ended", role.as_str());
+            Done::RoleSet {
+                name: name.to_string(),
+                role: role.as_str().to_owned(),
+            }
         }
-    }
-    Ok(())
+    })
 }
 
-/// A password from standard input: asked twice without echo on a terminal, else its first
-/// line. Never an argument, which other users of the host could read in the process list.
-fn read_password() -> anyhow::Result<String> {
+/// The same commands through `/v1/admin/users` of the server at `server`, signed in as
+/// `WATCH_CATALOGUE_USER` (asked for on a terminal); a new password is read after the admin's
+/// and travels in the request's body only.
+fn through_server(server: &str, action: UserAction) -> anyhow::Result<Done> {
+    let credentials = Credentials::from_env_or_prompt()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let call = |method: Method, path: String, body: Option<Value>, doing: &str| {
+        runtime.block_on(client::request(
+            server,
+            &credentials,
+            method,
+            &path,
+            body,
+            doing,
+        ))
+    };
+    let segment = |name: &str| -> anyhow::Result<String> { Ok(Username::parse(name)?.to_string()) };
+    Ok(match action {
+        UserAction::Add { name, role } => {
+            let name = Username::parse(&name)?;
+            parse_role(&role)?;
+            let password = read_password(&name)?;
+            let body = json!({"name": name.as_str(), "role": role, "password": password});
+            let user = call(
+                Method::POST,
+                "/admin/users".into(),
+                Some(body),
+                "adding the user",
+            )?;
+            Done::Added {
+                name: field(&user, "name"),
+                role: field(&user, "role"),
+            }
+        }
+        UserAction::List => {
+            let users = call(
+                Method::GET,
+                "/admin/users".into(),
+                None,
+                "listing the users",
+            )?;
+            let users = users["data"].as_array().cloned().unwrap_or_default();
+            Done::Listed(
+                (users.iter())
+                    .map(|u| (field(u, "name"), field(u, "role"), field(u, "createdAt")))
+                    .collect(),
+            )
+        }
+        UserAction::Remove { name } => {
+            let path = format!("/admin/users/{}", segment(&name)?);
+            let removed = call(Method::DELETE, path, None, "removing the user")?;
+            Done::Removed {
+                name: field(&removed, "name"),
+            }
+        }
+        UserAction::Passwd { name } => {
+            let name = Username::parse(&name)?;
+            let password = read_password(&name)?;
+            let path = format!("/admin/users/{name}/password");
+            let body = json!({ "password": password });
+            let user = call(Method::PUT, path, Some(body), "setting the password")?;
+            Done::PasswordSet {
+                name: field(&user, "name"),
+            }
+        }
+        UserAction::Role { name, role } => {
+            parse_role(&role)?;
+            let path = format!("/admin/users/{}/role", segment(&name)?);
+            let user = call(
+                Method::PUT,
+                path,
+                Some(json!({ "role": role })),
+                "setting the role",
+            )?;
+            Done::RoleSet {
+                name: field(&user, "name"),
+                role: field(&user, "role"),
+            }
+        }
+    })
+}
+
+/// A text field of an answer, empty when absent.
+fn field(value: &Value, name: &str) -> String {
+    value[name].as_str().unwrap_or_default().to_owned()
+}
+
+/// The password for `name` from standard input: asked twice without echo on a terminal, else
+/// its first line. Never an argument, which other users of the host could read in the process
+/// list.
+fn read_password(name: &Username) -> anyhow::Result<String> {
     if std::io::stdin().is_terminal() {
-        let first = rpassword::prompt_password("password: ")?;
+        let first = rpassword::prompt_password(format!("password of {name}: "))?;
         let again = rpassword::prompt_password("again: ")?;
         anyhow::ensure!(first == again, "the two passwords differ");
         return Ok(first);

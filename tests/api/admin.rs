@@ -601,31 +601,10 @@ async fn delisted_unmatched_listings_show_only_when_asked() {
 /// argument), and the refusals, each a non-zero exit that changes nothing.
 #[test]
 fn the_user_commands_change_users_and_refuse_bad_input() {
-    use crate::support::binary;
-    use std::io::Write;
     let data = crate::support::new_data_dir();
     add_user_through_the_binary(data.path(), "ana");
-    let run = |args: &[&str], stdin: Option<&str>| {
-        let mut child = binary(data.path())
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut input = child.stdin.take().expect("stdin");
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).expect("stdin");
-        }
-        drop(input);
-        let output = child.wait_with_output().expect("wait");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        (output.status.success(), text)
-    };
+    let run =
+        |args: &[&str], stdin: Option<&str>| crate::support::run_cli(data.path(), args, stdin, &[]);
     let (ok, text) = run(&["user", "role", "ana", "viewer"], None);
     assert!(ok, "{text}");
     assert_eq!(text, "ana is now viewer; their sessions are ended\n");

@@ -240,10 +240,15 @@ impl TestApp {
     /// Signs in as `name` (added with [`TestAppBuilder::user`]) and returns a client that
     /// carries the session cookie.
     pub async fn session(&self, name: &str) -> SessionClient<'_> {
+        self.session_with(name, TEST_PASSWORD).await
+    }
+
+    /// Signs in as `name` with `password`, asserting it opens a session.
+    pub async fn session_with(&self, name: &str, password: &str) -> SessionClient<'_> {
         let response = self
             .send(
                 self.request(reqwest::Method::POST, "/v1/auth/login")
-                    .json(&serde_json::json!({"username": name, "password": TEST_PASSWORD})),
+                    .json(&serde_json::json!({"username": name, "password": password})),
             )
             .await;
         assert_eq!(response.status().as_u16(), 200, "login as {name}");
@@ -346,6 +351,44 @@ pub fn binary(data_dir: &Path) -> std::process::Command {
         .arg(data_dir)
         .env("RUST_LOG", "warn");
     command
+}
+
+/// Runs the binary on `data_dir` with `args`, `stdin` written to it and `env` set (and the
+/// admin credentials' variables cleared unless given): whether it succeeded, and its standard
+/// output then error.
+pub fn run_cli(
+    data_dir: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    env: &[(&str, &str)],
+) -> (bool, String) {
+    use std::io::Write;
+    let mut command = binary(data_dir);
+    command
+        .env_remove("WATCH_CATALOGUE_USER")
+        .env_remove("WATCH_CATALOGUE_PASSWORD");
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut input = child.stdin.take().expect("stdin");
+    if let Some(text) = stdin {
+        input.write_all(text.as_bytes()).expect("stdin");
+    }
+    drop(input);
+    let output = child.wait_with_output().expect("wait");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
 }
 
 /// `attempt`, tried again for up to 10 s while it fails on a data dir's lock. An `App` dropped

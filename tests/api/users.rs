@@ -235,3 +235,150 @@ async fn every_refusal_answers_its_error_and_changes_nothing() {
     let users = ana.ok("/v1/admin/users").await;
     assert_eq!(users["data"].as_array().map(Vec::len), Some(2));
 }
+
+#[tokio::test]
+async fn an_admin_sets_a_colleagues_password_and_only_the_new_one_opens_a_session() {
+    let app = admin_and_viewer_app().await;
+    let ana = app.session("ana").await;
+    let vic = app.session("vic").await;
+    let path = "/v1/admin/users/vic/password";
+    let (status, body) = ana
+        .call(Method::PUT, path, Some(json!({"password": BEA_PASSWORD})))
+        .await;
+    assert_eq!((status, &body["name"]), (200, &json!("vic")), "{body}");
+    assert!(!body.to_string().contains(BEA_PASSWORD));
+    assert_eq!(vic.get("/v1/auth/session").await.0, 401, "session ended");
+    assert_eq!(sign_in(&app, "vic", TEST_PASSWORD).await, 401);
+    assert_eq!(sign_in(&app, "vic", BEA_PASSWORD).await, 200);
+
+    for (path, body, status) in [
+        (path, json!({"password": "short"}), 400),
+        (
+            path,
+            json!({"password": BEA_PASSWORD, "role": "admin"}),
+            400,
+        ),
+        (
+            "/v1/admin/users/nobody/password",
+            json!({"password": BEA_PASSWORD}),
+            404,
+        ),
+    ] {
+        assert_eq!(
+            ana.call(Method::PUT, path, Some(body)).await.0,
+            status,
+            "{path}"
+        );
+    }
+    let vic = app.session_with("vic", BEA_PASSWORD).await;
+    let refused = vic
+        .call(
+            Method::PUT,
+            "/v1/admin/users/ana/password",
+            Some(json!({"password": BEA_PASSWORD})),
+        )
+        .await;
+    assert_eq!(refused.0, 403);
+    let anonymous = app
+        .request(Method::PUT, path)
+        .json(&json!({"password": BEA_PASSWORD}));
+    assert_eq!(app.send(anonymous).await.status().as_u16(), 401);
+    let actions: Vec<String> = audit_actions(&ana).await.into_iter().map(|a| a.1).collect();
+    assert_eq!(actions, ["user.passwd"], "one change written");
+}
+
+/// `watch-catalogue user ... --server` through the real binary against a running server: every
+/// action, signed in as an admin from the environment, the new password from standard input.
+#[tokio::test]
+async fn the_user_commands_work_through_a_running_server() {
+    use crate::support::{run_cli, ServeProcess};
+    let data = crate::support::new_data_dir();
+    crate::admin::add_user_through_the_binary(data.path(), "ana");
+    let serve = ServeProcess::start(data.path());
+    let server = serve.base.trim_end_matches("/v1").to_owned();
+    let admin = [
+        ("WATCH_CATALOGUE_USER", "ana"),
+        ("WATCH_CATALOGUE_PASSWORD", TEST_PASSWORD),
+    ];
+    let run = |args: &[&str], stdin: Option<&str>, env: &[(&str, &str)]| {
+        let mut args = args.to_vec();
+        args.extend(["--server", server.as_str()]);
+        run_cli(data.path(), &args, stdin, env)
+    };
+    let password = format!("{BEA_PASSWORD}\n");
+    let (ok, text) = run(
+        &["user", "add", "bea", "--role", "viewer"],
+        Some(&password),
+        &admin,
+    );
+    assert!(ok, "{text}");
+    assert_eq!(text, "added bea (viewer)\n");
+    let (ok, text) = run(&["user", "list"], None, &admin);
+    assert!(ok, "{text}");
+    let roles: Vec<(&str, &str)> = (text.lines())
+        .map(|line| {
+            let mut fields = line.split('\t');
+            (fields.next().unwrap_or(""), fields.next().unwrap_or(""))
+        })
+        .collect();
+    assert_eq!(roles, [("ana", "admin"), ("bea", "viewer")], "{text}");
+    let (ok, text) = run(&["user", "role", "bea", "admin"], None, &admin);
+    assert_eq!(
+        (ok, text.as_str()),
+        (true, "bea is now admin; their sessions are ended\n")
+    );
+    let (ok, text) = run(
+        &["user", "passwd", "bea"],
+        Some("bea's second password\n"),
+        &admin,
+    );
+    assert_eq!(
+        (ok, text.as_str()),
+        (true, "password of bea changed; their sessions are ended\n")
+    );
+    let login = reqwest::Client::new()
+        .post(format!("{}/auth/login", serve.base))
+        .json(&json!({"username": "bea", "password": "bea's second password"}))
+        .send()
+        .await
+        .expect("login");
+    assert_eq!(
+        login.status().as_u16(),
+        200,
+        "the new password opens a session"
+    );
+
+    for (args, env, says) in [
+        (
+            &["user", "remove", "ana"][..],
+            &admin[..],
+            "your own account",
+        ),
+        (
+            &["user", "remove", "nobody"][..],
+            &admin[..],
+            "no user named `nobody`",
+        ),
+        (&["user", "list"][..], &[][..], "set WATCH_CATALOGUE_USER"),
+        (
+            &["user", "list"][..],
+            &[
+                ("WATCH_CATALOGUE_USER", "ana"),
+                ("WATCH_CATALOGUE_PASSWORD", "a wrong guess"),
+            ][..],
+            "401",
+        ),
+    ] {
+        let (ok, text) = run(args, None, env);
+        assert!(!ok && text.contains(says), "{args:?}: {text}");
+    }
+    let (ok, text) = run(&["user", "remove", "bea"], None, &admin);
+    assert_eq!(
+        (ok, text.as_str()),
+        (true, "removed bea; their sessions are ended\n")
+    );
+    let log = serve.stop();
+    for secret in [BEA_PASSWORD, "bea's second password", TEST_PASSWORD] {
+        assert!(!log.contains(secret), "a password in the server's log");
+    }
+}

@@ -7,7 +7,7 @@ use super::{actor, write, Caller};
 use crate::api::error::{ApiError, ApiResult};
 use crate::api::layers::capacity::Work;
 use crate::api::params::PathParams;
-use crate::api::requests::{JsonBody, NewUserBody, RoleBody};
+use crate::api::requests::{JsonBody, NewUserBody, PasswordBody, RoleBody};
 use crate::api::views::back_office::{RemovedUser, UserList, UserView};
 use crate::domain::{Role, Username};
 use crate::jobs::users;
@@ -72,6 +72,32 @@ pub async fn set_role(
     let role = role(&body.role)?;
     let user = work
         .run(move |app| write(app, |turn| users::set_role(turn, &actor, &name, role)))
+        .await?;
+    Ok(Json(user.into()))
+}
+
+/// Gives a user a new password and ends their sessions.
+///
+/// The password is at least 10 characters; it is never answered. One atomic write with its
+/// audit entry.
+#[utoipa::path(put, path = "/admin/users/{name}/password", operation_id = "admin_set_user_password", tag = "admin",
+    params(("name" = String, Path, description = "User name")),
+    request_body = PasswordBody,
+    responses((status = 200, description = "The user; their sessions ended", body = UserView)))]
+pub async fn set_password(
+    work: Work,
+    Extension(caller): Extension<Caller>,
+    PathParams(name): PathParams<String>,
+    JsonBody(body): JsonBody<PasswordBody>,
+) -> ApiResult<Json<UserView>> {
+    let actor = actor(&caller)?;
+    let name = known_name(&name)?;
+    let user = work
+        .run(move |app| {
+            write(app, |turn| {
+                users::set_password(turn, &actor, &name, &body.password)
+            })
+        })
         .await?;
     Ok(Json(user.into()))
 }
