@@ -30,6 +30,11 @@ pub struct ServeConfig {
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
 /// requests (within the shutdown grace) and flushing the store before returning.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
+    // Bound first: an address in use is said before a new data dir is filled with the
+    // fixtures or a store is opened and prepared.
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("binding {}: is another server listening there?", config.addr))?;
     let app = tokio::task::spawn_blocking({
         let config = config.clone();
         move || -> anyhow::Result<App> {
@@ -54,9 +59,6 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             keep_large_model_prices(&app);
         }
     });
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .with_context(|| format!("binding {}", config.addr))?;
     let origin = format!("http://{}", listener.local_addr()?);
     let base = format!("{origin}/v1");
     // Batch commands run on this data dir name this address rather than fail on sled's lock.

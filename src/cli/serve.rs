@@ -26,13 +26,32 @@ use watch_catalogue::server::ServeConfig;
 /// Default address `serve` listens on.
 const DEFAULT_ADDR: &str = "127.0.0.1:8080";
 
+/// `--addr`: a socket address, `localhost:PORT` or a port alone (both on the loopback), else a
+/// message with the forms it takes.
+fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let port = text.strip_prefix("localhost:").unwrap_or(text);
+    match port.parse::<u16>() {
+        Ok(port) => Ok(SocketAddr::from(([127, 0, 0, 1], port))),
+        Err(_) => Err(format!(
+            "`{text}` is not an address to listen on: give an address and a port \
+             (127.0.0.1:8080, 0.0.0.0:8080 to listen on every interface, [::1]:8080), \
+             localhost:8080, or a port alone (8080, on 127.0.0.1)"
+        )),
+    }
+}
+
 /// Where `serve` reads the metrics token itself from; never a flag.
 const METRICS_TOKEN_ENV: &str = "WATCH_CATALOGUE_METRICS_TOKEN";
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, env = "WATCH_CATALOGUE_ADDR", default_value = DEFAULT_ADDR)]
+    /// Address to listen on: an address and a port (127.0.0.1:8080, 0.0.0.0:8080, [::1]:8080),
+    /// `localhost:PORT`, or a port alone (on 127.0.0.1).
+    #[arg(long, env = "WATCH_CATALOGUE_ADDR", default_value = DEFAULT_ADDR, value_parser = parse_addr)]
     addr: SocketAddr,
     /// Requests allowed per client IP and window.
     #[arg(long, env = "WATCH_CATALOGUE_RATE_LIMIT", default_value_t = DEFAULT_RATE_LIMIT)]
@@ -337,5 +356,21 @@ mod tests {
             error.to_string().contains("less than six months away"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn an_address_may_be_a_port_alone_or_on_localhost_and_anything_else_says_the_forms() {
+        for (given, meant) in [
+            ("8081", "127.0.0.1:8081"),
+            ("localhost:8082", "127.0.0.1:8082"),
+            ("0.0.0.0:8080", "0.0.0.0:8080"),
+            ("[::1]:8080", "[::1]:8080"),
+        ] {
+            assert_eq!(parse_addr(given), Ok(meant.parse().expect("address")), "{given}");
+        }
+        for wrong in ["localhost", "example.com:80", "8080x", "99999"] {
+            let said = parse_addr(wrong).expect_err("refused");
+            assert!(said.contains("127.0.0.1:8080") && said.contains("a port alone"), "{said}");
+        }
     }
 }

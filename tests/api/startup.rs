@@ -186,3 +186,25 @@ fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
         "base variants of one reference"
     );
 }
+
+/// An address in use is said at once, before a new data dir is filled with the fixtures; the
+/// next start on a free address imports them as usual.
+#[test]
+fn an_address_in_use_is_refused_before_the_fixtures_are_imported() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let addr = taken.local_addr().expect("address").to_string();
+    let dir = tempfile::tempdir().expect("dir");
+    let data = dir.path().join("data");
+    let output = binary(&data)
+        .args(["serve", "--addr", &addr])
+        .output()
+        .expect("serve");
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains(&format!("binding {addr}")), "{said}");
+    assert!(said.contains("another server"), "{said}");
+    assert!(
+        !data.join("store").exists(),
+        "no store was opened, nothing imported"
+    );
+}
