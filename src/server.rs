@@ -34,7 +34,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     // fixtures or a store is opened and prepared.
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
-        .with_context(|| format!("binding {}: is another server listening there?", config.addr))?;
+        .with_context(|| {
+            format!(
+                "binding {}: is another server listening there?",
+                config.addr
+            )
+        })?;
     let app = tokio::task::spawn_blocking({
         let config = config.clone();
         move || -> anyhow::Result<App> {

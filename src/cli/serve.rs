@@ -366,11 +366,18 @@ mod tests {
             ("0.0.0.0:8080", "0.0.0.0:8080"),
             ("[::1]:8080", "[::1]:8080"),
         ] {
-            assert_eq!(parse_addr(given), Ok(meant.parse().expect("address")), "{given}");
+            assert_eq!(
+                parse_addr(given),
+                Ok(meant.parse().expect("address")),
+                "{given}"
+            );
         }
         for wrong in ["localhost", "example.com:80", "8080x", "99999"] {
             let said = parse_addr(wrong).expect_err("refused");
-            assert!(said.contains("127.0.0.1:8080") && said.contains("a port alone"), "{said}");
+            assert!(
+                said.contains("127.0.0.1:8080") && said.contains("a port alone"),
+                "{said}"
+            );
         }
     }
 }

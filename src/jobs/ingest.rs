@@ -582,10 +582,18 @@ fn parse_line(name: &str, number: usize, line: &str) -> Result<FeedRow, Problem>
     }
 }
 
+/// What a line that is not a JSON object is told: a CSV, a JSON array or text given for a
+/// snapshot fails on its first line with this, not with a parser's message.
+const NOT_AN_OBJECT: &str = "is not a JSON object: a snapshot is JSON Lines, one listing object \
+     per line (docs/dataset-format.md); a CSV file, a JSON array or plain text is not";
+
 /// A line's row: one JSON object and nothing after it but whitespace (a second object glued to
 /// the first is refused, not dropped). On failure, the field at fault when there is one, and
 /// serde's message. Only a failing line is read again with its path tracked, to name the field.
 fn read_row(line: &str) -> Result<FeedRow, (Option<String>, String)> {
+    if !line.trim_start().starts_with('{') {
+        return Err((None, NOT_AN_OBJECT.to_owned()));
+    }
     let mut json = serde_json::Deserializer::from_str(line);
     let row = match FeedRow::deserialize(&mut json) {
         Ok(row) => row,
@@ -781,6 +789,24 @@ pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_that_is_no_json_object_says_a_snapshot_is_json_lines() {
+        for line in [
+            "sourceId,url,title,price",
+            "c-1,https://www.chrono24.com/1,Rolex 16610,9500",
+            "[{\"sourceId\": \"1\"}]",
+            "42",
+        ] {
+            let (field, message) = read_row(line).err().expect("refused");
+            assert_eq!(field, None, "{line}");
+            assert!(
+                message.contains("JSON Lines") && !message.contains("FeedRow"),
+                "{message}"
+            );
+        }
+        assert!(read_row(r#"  {"sourceId": 1}"#).is_err_and(|(_, m)| !m.contains("JSON Lines")));
+    }
     use crate::domain::ModelId;
     use crate::jobs::import::fixtures::EmbeddedFixtures;
     use crate::jobs::import::import;
