@@ -63,6 +63,24 @@ pub struct Generated {
     pub alternate_overlaps: usize,
 }
 
+impl std::fmt::Display for Generated {
+    /// `1000 models (20 near-duplicates, 5 base variants, 3 alternate overlaps) of 12 brands,
+    /// 40 series, 40 calibres`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} models ({} near-duplicates, {} base variants, {} alternate overlaps) of {} brands, {} series, {} calibres",
+            self.models,
+            self.duplicates,
+            self.base_variants,
+            self.alternate_overlaps,
+            self.brands,
+            self.series,
+            self.calibers
+        )
+    }
+}
+
 /// The file of planted pairs, written beside the dataset's files (`watch-catalogue import`
 /// reads only the files it knows).
 pub const PLANTED_PAIRS_FILE: &str = "planted-pairs.jsonl";

@@ -295,7 +295,7 @@ fn main() -> anyhow::Result<()> {
         } => {
             let (generated, listed) =
                 generate_dataset(&plants.shape(models, seed), &listings.shape(), &out)?;
-            println!("wrote {generated:?} to {}", out.display());
+            println!("wrote {generated} to {}", out.display());
             if listed.listings > 0 {
                 println!("listings: {}", serde_json::to_string_pretty(&listed)?);
             }
