@@ -99,6 +99,24 @@ pub fn is_web_url(url: &str) -> bool {
 /// Longest URL taken from a dataset or a person (browsers and CDNs agree on about this).
 pub const MAX_URL_LENGTH: usize = 2048;
 
+/// Whether `host` is under a name reserved for examples and tests (RFC 2606, RFC 6761): no
+/// machine answers for it, so it is refused at once rather than looked up and retried (the
+/// bundled fixtures' pictures are under `.example`).
+pub fn is_reserved_name(host: &str) -> bool {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let under = |name: &str| host == name || host.ends_with(&format!(".{name}"));
+    [
+        "example",
+        "test",
+        "invalid",
+        "example.com",
+        "example.net",
+        "example.org",
+    ]
+    .into_iter()
+    .any(under)
+}
+
 /// Resolves host names itself and hands reqwest only the addresses the settings permit, so
 /// the connection goes to a checked address (no second lookup to race).
 struct CheckedResolver {
@@ -201,6 +219,9 @@ impl Fetcher {
             Some(ip) if !self.settings.allow.permits(ip) => {
                 Err(FetchError::Refused(format!("{ip} is not a public address")))
             }
+            None if is_reserved_name(host) => Err(FetchError::Refused(format!(
+                "{host} is a name reserved for examples (RFC 2606, RFC 6761): never looked up"
+            ))),
             _ => Ok(()),
         }
     }
@@ -323,6 +344,28 @@ pub fn decode(bytes: Vec<u8>, settings: &FetchSettings) -> Result<Downloaded, Fe
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_reserved_for_examples_are_known_and_real_ones_are_not() {
+        for reserved in [
+            "cdn.watchcatalogue.example",
+            "example.com",
+            "img.example.org.",
+            "a.test",
+            "x.INVALID",
+        ] {
+            assert!(is_reserved_name(reserved), "{reserved}");
+        }
+        for real in [
+            "img.chrono24.com",
+            "i.ebayimg.com",
+            "example.co",
+            "myexample.com",
+            "localhost",
+        ] {
+            assert!(!is_reserved_name(real), "{real}");
+        }
+    }
 
     fn png(width: u32, height: u32) -> Vec<u8> {
         let image = image::RgbImage::from_pixel(width, height, image::Rgb([9, 9, 9]));

@@ -363,7 +363,21 @@ async fn refused_sources_leave_a_failed_state_with_the_reason() {
         .map(|c| format!("http://{source}{}", c.0))
         .collect();
     let ids = seed(&app, &urls);
+    // A name reserved for examples is refused without a lookup, once.
+    let reserved = seed(
+        &app,
+        &["https://cdn.watchcatalogue.example/a.jpg".to_owned()],
+    );
     pass(&app, &["127.0.0.1/32"]).await;
+    let found = failure_reason(&app, reserved[0]);
+    assert!(found.contains("reserved for examples"), "{found:?}");
+    assert!(!matches!(
+        state(&app, reserved[0]).state,
+        FetchState::Failed {
+            next_try_at: Some(_),
+            ..
+        }
+    ));
     for ((path, reason), id) in cases.iter().zip(&ids) {
         let found = failure_reason(&app, *id);
         assert!(found.contains(reason), "{path}: {found:?} lacks {reason:?}");
