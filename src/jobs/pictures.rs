@@ -8,7 +8,7 @@
 //! once never pass the budget, whatever their number.
 
 use super::context::JobContext;
-use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, Timestamp};
+use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, ReviewStatus, Timestamp};
 use crate::jobs::listing_candidates::{self, CandidateError};
 use crate::media::crop::crop;
 use crate::media::fetch::{probe, Downloaded, FetchError, Probed};
@@ -214,6 +214,13 @@ pub async fn run_pass(
 ) -> Result<PassReport, WorkerError> {
     let now = Timestamp::now();
     let mut report = PassReport::default();
+    // What a reviewer waits for first: the candidates of the models waiting for review, then
+    // every other picture in id order (those handled here are no longer due there).
+    let awaited = {
+        let context = context.clone();
+        tokio::task::spawn_blocking(move || awaited_candidates(&context, now)).await??
+    };
+    handle_page(context, worker, awaited, &mut report).await?;
     let mut from = Some(PictureId(0));
     while let Some(start) = from {
         let page = {
@@ -231,6 +238,33 @@ pub async fn run_pass(
 
 /// Pictures read from the store at once by a pass: a few hundred KB.
 const DUE_PAGE: usize = 1_024;
+
+/// Models waiting for review whose candidates a pass takes before any other picture: the
+/// first ones of the queue, as the review shows them.
+const AWAITED_MODELS: usize = 200;
+
+/// The due pictures of the candidates of the first [`AWAITED_MODELS`] models waiting for
+/// review, best rank first.
+fn awaited_candidates(
+    context: &JobContext,
+    now: Timestamp,
+) -> Result<Vec<PictureRecord>, StoreError> {
+    let pictures = context.store().pictures();
+    let models = pictures.review_queue(&[ReviewStatus::Pending])?;
+    let mut records = Vec::new();
+    for model in models.into_iter().take(AWAITED_MODELS) {
+        let mut candidates = pictures.candidates_of(model)?;
+        candidates.sort_by_key(|candidate| candidate.rank);
+        for candidate in candidates {
+            records.extend(
+                pictures
+                    .picture(candidate.picture)?
+                    .filter(|record| record.is_due(now)),
+            );
+        }
+    }
+    Ok(records)
+}
 
 /// Handles the due pictures of one page, and those a person asks for meanwhile; every state
 /// is written before it returns, so the next page reads them.

@@ -828,3 +828,66 @@ fn a_dataset_ships_picture_files_beside_it_and_import_stores_them() {
     }
     assert_eq!(crate::support::generation(data.path()), before);
 }
+
+/// A pass takes the candidates of the models waiting for review before the listings'
+/// pictures, whatever their ids: a reviewer is not kept waiting behind a provider's stock.
+#[tokio::test]
+async fn a_pass_fetches_the_candidates_a_reviewer_waits_for_first() {
+    use std::sync::Mutex;
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let picture = {
+        let d = &drawn()[2];
+        encoded(&watch_image(d.size, d.disc, d.background, 10), d.format)
+    };
+    let remember = asked.clone();
+    let router = axum::Router::new().route(
+        "/{name}",
+        get(
+            move |axum::extract::Path(name): axum::extract::Path<String>| {
+                let (remember, picture) = (remember.clone(), picture.clone());
+                async move {
+                    remember.lock().expect("lock").push(name);
+                    octets(picture)
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let source = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    // The listings' pictures come first in id order...
+    let listings: Vec<String> = (0..6)
+        .map(|i| format!("http://{source}/listing-{i}.jpg"))
+        .collect();
+    seed(&app, &listings);
+    // ...then a dataset whose candidates wait for review.
+    let dataset = crate::picture_review::dataset_with(&crate::picture_review::candidates(source));
+    let dir = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
+    app.writer()
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &dir))
+        .expect("import");
+    let one_at_a_time = WorkerConfig {
+        concurrency: 1,
+        ..worker_config(&["127.0.0.1/32"])
+    };
+    let worker = PictureWorker::new(app.media().clone(), &one_at_a_time).expect("worker");
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        run_pass(app.job_context(), &Arc::new(worker)),
+    )
+    .await
+    .expect("a pass ends")
+    .expect("pass");
+    let asked = asked.lock().expect("lock").clone();
+    let first_listing = (asked.iter().position(|name| name.starts_with("listing-")))
+        .expect("the listings' pictures were fetched too");
+    let mut candidates = asked[..first_listing].to_vec();
+    candidates.sort();
+    assert_eq!(candidates, ["a.jpg", "b.png", "c.jpg"], "{asked:?}");
+    assert_eq!(asked.len(), 3 + listings.len(), "each once: {asked:?}");
+}
