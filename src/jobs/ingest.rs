@@ -798,7 +798,9 @@ mod tests {
             "[{\"sourceId\": \"1\"}]",
             "42",
         ] {
-            let (field, message) = read_row(line).err().expect("refused");
+            let Err((field, message)) = read_row(line) else {
+                panic!("{line} was read as a row")
+            };
             assert_eq!(field, None, "{line}");
             assert!(
                 message.contains("JSON Lines") && !message.contains("FeedRow"),
