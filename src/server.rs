@@ -27,19 +27,32 @@ pub struct ServeConfig {
     pub connections: ConnectionConfig,
 }
 
+/// Connections the kernel holds for the server to accept.
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A socket bound to `addr`, not yet listening: the address is ours (another server's is
+/// refused here, naming it) while nothing is accepted yet.
+fn reserve(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpSocket> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+    }?;
+    // As the standard library's listeners do on Unix: a restart may take the address again
+    // while the last run's connections are in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket
+        .bind(addr)
+        .with_context(|| format!("binding {addr}: is another server listening there?"))?;
+    Ok(socket)
+}
+
 /// Opens and prepares the data dir, then serves until SIGINT or SIGTERM, finishing in-flight
 /// requests (within the shutdown grace) and flushing the store before returning.
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    // Bound first: an address in use is said before a new data dir is filled with the
-    // fixtures or a store is opened and prepared.
-    let listener = tokio::net::TcpListener::bind(config.addr)
-        .await
-        .with_context(|| {
-            format!(
-                "binding {}: is another server listening there?",
-                config.addr
-            )
-        })?;
+    // The address is taken first, so one in use is said before a new data dir is filled with
+    // the fixtures or a store is opened and prepared; it listens only once the service is
+    // ready, so a client is refused until then rather than left waiting.
+    let socket = reserve(config.addr)?;
     let app = tokio::task::spawn_blocking({
         let config = config.clone();
         move || -> anyhow::Result<App> {
@@ -64,6 +77,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             keep_large_model_prices(&app);
         }
     });
+    let listener = socket
+        .listen(LISTEN_BACKLOG)
+        .with_context(|| format!("listening on {}", config.addr))?;
     let origin = format!("http://{}", listener.local_addr()?);
     let base = format!("{origin}/v1");
     // Batch commands run on this data dir name this address rather than fail on sled's lock.

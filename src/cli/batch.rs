@@ -131,7 +131,11 @@ fn run_local(local: &Local, job: Batch) -> anyhow::Result<()> {
     let app = local.open()?;
     let control = Arc::new(JobControl::default().paced(TestPacing::from_env()));
     stop_on_signal(control.clone());
-    match batch::run(app.job_context(), &job, &control) {
+    let ran = {
+        let _shown = super::progress::watch(control.clone(), job.kind().as_str(), job.unit());
+        batch::run(app.job_context(), &job, &control)
+    };
+    match ran {
         Ok(report) => {
             print_report(&report);
             // The next start then replays none of the job's log.

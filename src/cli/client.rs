@@ -2,11 +2,12 @@
 //! endpoint, submit a batch job (a snapshot streamed from its file, never read whole), follow
 //! it (a progress bar on a terminal, plain lines otherwise) and hand back how it ended.
 
+use super::progress::Shown;
 use anyhow::Context;
 use serde::Deserialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use watch_catalogue::jobs::writer::IndexChoice;
 
 /// Who the CLI signs in as.
@@ -208,10 +209,11 @@ impl Session {
                 let body = tokio::fs::File::open(&file)
                     .await
                     .with_context(|| format!("opening {}", file.display()))?;
+                let size = body.metadata().await?.len();
                 self.post(&format!("/admin/providers/{provider}/snapshot"))
                     .query(&snapshot_query(&rules))
                     .header(reqwest::header::CONTENT_TYPE, "application/x-ndjson")
-                    .body(body)
+                    .body(uploaded(body, size, file.display().to_string()))
             }
             Submission::Rates { file } => {
                 let text = tokio::fs::read(&file)
@@ -234,9 +236,10 @@ impl Session {
 
     /// Asks where `job` stands until it ends, showing its progress.
     async fn follow(&self, mut job: Job) -> anyhow::Result<Job> {
-        let mut shown = Shown::new();
+        let mut shown = Shown::new(format!("job {}", job.id));
         loop {
-            shown.show(&job);
+            let Progress { done, total, unit } = &job.progress;
+            shown.show(&job.state, *done, *total, unit);
             if job.is_finished() {
                 shown.done();
                 return Ok(job);
@@ -285,56 +288,23 @@ async fn refused(response: reqwest::Response, doing: &str) -> anyhow::Result<req
     anyhow::bail!(text)
 }
 
-/// The job's progress: a bar on a terminal, a line whenever it moves otherwise.
-struct Shown {
-    bar: Option<indicatif::ProgressBar>,
-    last: Option<(String, u64, u64)>,
-    last_line: Instant,
-}
-
-impl Shown {
-    fn new() -> Shown {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(0);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:40}] {pos}/{len} {per_sec} {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar
-        });
-        Shown {
-            bar,
-            last: None,
-            last_line: Instant::now(),
+/// `file`'s bytes as a request body streamed from it, its upload shown as it goes.
+fn uploaded(file: tokio::fs::File, size: u64, name: String) -> reqwest::Body {
+    use futures_util::StreamExt;
+    let mut shown = Shown::new(format!("upload of {name}"));
+    let mut sent = 0u64;
+    let stream = tokio_util::io::ReaderStream::new(file).map(move |chunk| {
+        if let Ok(bytes) = &chunk {
+            sent += bytes.len() as u64;
+            let state = if sent >= size { "sent" } else { "sending" };
+            shown.show(state, sent, size, "bytes");
+            if sent >= size {
+                shown.done();
+            }
         }
-    }
-
-    fn show(&mut self, job: &Job) {
-        let Progress { done, total, unit } = &job.progress;
-        if let Some(bar) = &self.bar {
-            bar.set_length(*total);
-            bar.set_position(*done);
-            bar.set_message(format!("job {} {} ({unit})", job.id, job.state));
-            return;
-        }
-        let now = (job.state.clone(), *done, *total);
-        // A line when the state changes, and at most every two seconds as the count moves.
-        let moved = self.last.as_ref() != Some(&now);
-        let state_changed = self.last.as_ref().map(|l| &l.0) != Some(&job.state);
-        if state_changed || (moved && self.last_line.elapsed() >= Duration::from_secs(2)) {
-            eprintln!("job {} {}: {done}/{total} {unit}", job.id, job.state);
-            self.last_line = Instant::now();
-            self.last = Some(now);
-        }
-    }
-
-    fn done(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
+        chunk
+    });
+    reqwest::Body::wrap_stream(stream)
 }
 
 /// The query of a snapshot submission that carries `rules`.

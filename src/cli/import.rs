@@ -51,10 +51,17 @@ pub fn run(local: &Local, dir: PathBuf) -> anyhow::Result<()> {
     // A stop ends the import between two chunks of its snapshots, marked as cut short.
     let control = Arc::new(JobControl::default().paced(TestPacing::from_env()));
     stop_on_signal(control.clone());
-    let imported = match app
-        .writer()
-        .run(|turn| import_dataset(turn, &source, app.media(), &control))
-    {
+    // The catalogue's part counts nothing as it goes; its snapshots' lines are counted.
+    eprintln!(
+        "importing {}: its catalogue, then its snapshots",
+        source.describe()
+    );
+    let ran = {
+        let _shown = super::progress::watch(control.clone(), "import", "listings");
+        app.writer()
+            .run(|turn| import_dataset(turn, &source, app.media(), &control))
+    };
+    let imported = match ran {
         Ok(done) => done.value,
         Err(WriteError::Job(error)) if error.is_refusal() => {
             mark.finish()?;

@@ -7,6 +7,7 @@ mod batch;
 mod client;
 mod import;
 mod pictures;
+mod progress;
 mod serve;
 mod stop;
 mod users;

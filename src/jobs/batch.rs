@@ -14,6 +14,7 @@ use super::reindex::ReindexError;
 use super::snapshot_rules::{Problems, SnapshotRules};
 use super::writer::{IndexChoice, WriteError, Written};
 use crate::domain::JobKind;
+use crate::store::Counted;
 use crate::store::StoreError;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -219,9 +220,11 @@ pub fn run(
         }
         Batch::Reindex(which) => {
             let started = Instant::now();
-            let rebuilt = context
-                .writer()
-                .rebuild_indexes(*which, &|| control.should_stop())?;
+            control.set_total(documents_to_index(context, *which)?);
+            let rebuilt = context.writer().rebuild_indexes(*which, &|| {
+                control.tick();
+                control.should_stop()
+            })?;
             let mut report = String::new();
             let mut documents = 0;
             let indexes = [
@@ -261,10 +264,26 @@ pub fn run(
     }
 }
 
-/// Marks a job that reports no progress while it runs as all done.
+/// Marks a job as all done, `total` units in all, whatever it counted while it ran.
 fn finished(control: &JobControl, total: u64) {
-    control.set_total(total);
-    control.advance(total);
+    let (done, _) = control.progress();
+    control.set_total(total.max(done));
+    control.advance(total.saturating_sub(done));
+}
+
+/// About how many documents a rebuild of `which` indexes, from the store's counters: the
+/// total its progress shows until the rebuild says how many it did.
+fn documents_to_index(context: &JobContext, which: IndexChoice) -> Result<u64, BatchError> {
+    let store = context.store();
+    let count = |counted| store.count_of(counted);
+    let mut documents = 0;
+    if which != IndexChoice::Listings {
+        documents += count(Counted::Models)? + count(Counted::Brands)? + count(Counted::Series)?;
+    }
+    if which != IndexChoice::Catalogue {
+        documents += count(Counted::Listings)?;
+    }
+    Ok(documents)
 }
 
 /// The duplicate finder's full pass, stopped by `control`: its report line, and the pairs.

@@ -245,7 +245,9 @@ fn ingest_with(
         effect,
         overridden,
     } = Checked::of(store, &provider, rows.len(), read, rules)?;
-    control.set_total(rows.len() as u64);
+    // After what the job did before (an import's earlier snapshots), this snapshot's lines.
+    let (done_before, _) = control.progress();
+    control.set_total(done_before + rows.len() as u64);
     let mut catalogue = JobCatalogue::for_listings(store, rows.len())?;
     let mut rows = rows.into_iter();
     let chunk = writes.chunk();

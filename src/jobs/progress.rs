@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 /// record write (and a store flush) at most this often, whatever the job's grain.
 pub const RECORD_EVERY: Duration = Duration::from_secs(1);
 
+/// Units [`JobControl::tick`] counts between two looks at whether to record.
+const TICKS_PER_LOOK: u64 = 4096;
+
 /// Writes `(done, total)` where the job's record keeps it.
 type Recorder = Box<dyn Fn(u64, u64) + Send + Sync>;
 
@@ -116,6 +119,16 @@ impl JobControl {
             self.record(done.saturating_add(amount), total);
         }
         self.done.fetch_add(amount, Ordering::Relaxed);
+    }
+
+    /// One unit done, from any thread: work counted an item at a time (the documents of an
+    /// index rebuild, on every core). Its record is written as [`JobControl::advance`] writes
+    /// it, looked at once every [`TICKS_PER_LOOK`] units rather than at each.
+    pub fn tick(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if done.is_multiple_of(TICKS_PER_LOOK) && self.recording_due() {
+            self.record(done, self.total.load(Ordering::Relaxed));
+        }
     }
 
     /// True when an advance now should be recorded (and from now on counts as the last one).
@@ -249,6 +262,15 @@ impl Stopped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_from_every_thread_are_all_counted() {
+        use rayon::prelude::*;
+        let control = JobControl::default();
+        control.set_total(10_000);
+        (0..10_000).into_par_iter().for_each(|_| control.tick());
+        assert_eq!(control.progress(), (10_000, 10_000));
+    }
     use crate::domain::ModelId;
     use crate::store::Store;
     use std::sync::Arc;

@@ -312,3 +312,25 @@ async fn serve_takes_a_plain_address_where_the_help_says_address_or_cidr() {
         assert!(text.contains("neither an address"), "{flag}: {text}");
     }
 }
+
+/// Long commands say how far they are on standard error, a line at a time when it is not a
+/// terminal: an import's snapshots, a snapshot's listings, a reindex's documents.
+#[test]
+fn long_commands_say_how_far_they_are_on_standard_error() {
+    use crate::support::run_cli;
+    let dir = tempfile::tempdir().expect("dir");
+    let data = dir.path().join("data");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let fixtures = fixtures.to_str().expect("a path");
+    let (ok, text) = run_cli(&data, &["import", fixtures], None, &[]);
+    assert!(ok, "{text}");
+    assert!(text.contains("its catalogue, then its snapshots"), "{text}");
+    assert!(text.contains("import done: 480/480 listings"), "{text}");
+    let ebay = format!("{fixtures}/listings/ebay.jsonl");
+    let (ok, text) = run_cli(&data, &["ingest", "--provider", "ebay", &ebay], None, &[]);
+    assert!(ok, "{text}");
+    assert!(text.contains("snapshot done: 160/160 listings"), "{text}");
+    let (ok, text) = run_cli(&data, &["reindex"], None, &[]);
+    assert!(ok, "{text}");
+    assert!(text.contains("reindex done: 1080/1080 documents"), "{text}");
+}

@@ -1,0 +1,161 @@
+//! A long command's progress as a person or a log reads it: a bar on a terminal (indicatif),
+//! else a line on standard error when the state changes and every few seconds while the count
+//! moves, with the rate and the time left. The same for a job followed on a server
+//! (`--server`) and for one run on the data dir ([`watch`]).
+
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use watch_catalogue::jobs::progress::JobControl;
+
+/// The least time between two plain lines while only the count moves.
+const LINE_EVERY: Duration = Duration::from_secs(5);
+/// How often a job run here is looked at.
+const LOOK_EVERY: Duration = Duration::from_millis(200);
+
+/// What is shown of one job.
+pub struct Shown {
+    bar: Option<indicatif::ProgressBar>,
+    label: String,
+    state: Option<String>,
+    last_line: Option<Instant>,
+    started: Instant,
+}
+
+impl Shown {
+    /// Progress of the job called `label` (`job 7`, `ingest`).
+    pub fn new(label: impl Into<String>) -> Shown {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(0);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:40}] {human_pos}/{human_len} {per_sec} {eta} left",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Shown {
+            bar,
+            label: label.into(),
+            state: None,
+            last_line: None,
+            started: Instant::now(),
+        }
+    }
+
+    /// The job `state` (queued, running, succeeded…), `done` of `total` `unit`.
+    pub fn show(&mut self, state: &str, done: u64, total: u64, unit: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+            bar.set_position(done);
+            bar.set_message(format!("{} {state} ({unit})", self.label));
+            return;
+        }
+        let changed = self.state.as_deref() != Some(state);
+        let due = self.last_line.is_none_or(|at| at.elapsed() >= LINE_EVERY);
+        if changed || due {
+            let elapsed = self.started.elapsed();
+            eprintln!("{}", line(&self.label, state, done, total, unit, elapsed));
+            self.state = Some(state.to_owned());
+            self.last_line = Some(Instant::now());
+        }
+    }
+
+    /// The bar put away; lines end with the last one shown.
+    pub fn done(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// `ingest running: 120000/1000000 listings, 40000/s, about 22 s left`: the rate once
+/// something was done, the time left once the total is known.
+pub fn line(
+    label: &str,
+    state: &str,
+    done: u64,
+    total: u64,
+    unit: &str,
+    elapsed: Duration,
+) -> String {
+    let mut line = format!("{label} {state}: {done}/{total} {unit}");
+    let seconds = elapsed.as_secs_f64();
+    if done > 0 && seconds > 0.0 {
+        let rate = done as f64 / seconds;
+        line.push_str(&format!(", {rate:.0}/s"));
+        if total > done {
+            let left = (total - done) as f64 / rate;
+            line.push_str(&format!(", about {left:.0} s left"));
+        }
+    }
+    line
+}
+
+/// Shows the progress of a job run here, `control`'s counts of `unit`, until dropped.
+pub struct Watching {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Starts showing `control`'s progress as `label`'s, every [`LOOK_EVERY`], once it counts.
+pub fn watch(control: Arc<JobControl>, label: &str, unit: &'static str) -> Watching {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = stop.clone();
+    let mut shown = Shown::new(label);
+    let thread = std::thread::spawn(move || {
+        let mut counted = false;
+        loop {
+            let ending = stopped.load(Ordering::Relaxed);
+            let (done, total) = control.progress();
+            counted |= done > 0 || total > 0;
+            if counted {
+                shown.show(if ending { "done" } else { "running" }, done, total, unit);
+            }
+            if ending {
+                shown.done();
+                return;
+            }
+            std::thread::park_timeout(LOOK_EVERY);
+        }
+    });
+    Watching {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_says_the_count_the_rate_and_the_time_left_once_they_are_known() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            line("ingest", "running", 0, 0, "listings", second),
+            "ingest running: 0/0 listings"
+        );
+        assert_eq!(
+            line("ingest", "running", 250, 1000, "listings", 5 * second),
+            "ingest running: 250/1000 listings, 50/s, about 15 s left"
+        );
+        assert_eq!(
+            line("job 7", "done", 1000, 1000, "listings", 10 * second),
+            "job 7 done: 1000/1000 listings, 100/s"
+        );
+    }
+}
