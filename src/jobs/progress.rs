@@ -126,7 +126,7 @@ impl JobControl {
     /// it, looked at once every [`TICKS_PER_LOOK`] units rather than at each.
     pub fn tick(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        if done.is_multiple_of(TICKS_PER_LOOK) && self.recording_due() {
+        if done % TICKS_PER_LOOK == 0 && self.recording_due() {
             self.record(done, self.total.load(Ordering::Relaxed));
         }
     }
