@@ -35,10 +35,11 @@ impl TextRun {
 ///   (`310.30.42.50.01.001`).
 ///
 /// HTML entities that scrapers leave in titles (`&amp;`) are decoded first, so their names
-/// never become tokens. Each key appears once per span.
+/// never become tokens. A seller's stock or lot number (`#160-1`, `No. 4471`, `Lot 12`; see
+/// [`is_stock_number`]) is no run, nor part of one. Each key appears once per span.
 pub fn text_runs(text: &str) -> Vec<TextRun> {
     let text = decode_entities(text);
-    let (tokens, long_words) = tokens_of(&text);
+    let (tokens, long_words, barred) = tokens_of(&text);
     // Sized up front: growing it from empty was a share of the time spent here.
     let mut runs = Vec::with_capacity(text.len());
     for (first, end, word) in long_words {
@@ -51,8 +52,13 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
     for start in 0..tokens.len() {
         // Runs of different spans never coincide: only the two heads of one start can repeat
         // a run, so a new run is checked against this start's runs alone.
+        if barred[start] {
+            continue;
+        }
         let from = runs.len();
-        let last = (start + MAX_RUN).min(tokens.len());
+        let last = (start + 1..(start + MAX_RUN).min(tokens.len()))
+            .find(|&at| barred[at])
+            .unwrap_or((start + MAX_RUN).min(tokens.len()));
         let tail: usize = normalized[start + 1..last].iter().map(String::len).sum();
         let glued = without_glued_letters(tokens[start]).map(normalize_reference);
         for head in [Some(&normalized[start]), glued.as_ref()]
@@ -71,22 +77,64 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
     runs
 }
 
-/// The tokens of `text`, and the whitespace-separated words of more than [`MAX_RUN`] tokens,
-/// each with the span of tokens it covers.
-fn tokens_of(text: &str) -> (Vec<&str>, Vec<(usize, usize, &str)>) {
+/// The tokens of `text`; the whitespace-separated words of more than [`MAX_RUN`] tokens, each
+/// with the span of tokens it covers; and, per token, whether it belongs to a stock number.
+fn tokens_of(text: &str) -> (Vec<&str>, Vec<(usize, usize, &str)>, Vec<bool>) {
     let mut tokens: Vec<&str> = Vec::with_capacity(text.len() / 4 + 1);
+    let mut barred: Vec<bool> = Vec::with_capacity(tokens.capacity());
     let mut long_words = Vec::new();
+    let mut before: [&str; 2] = ["", ""];
     for word in text.split_whitespace() {
         let first = tokens.len();
         tokens.extend(
             word.split(|c: char| !c.is_alphanumeric())
                 .filter(|t| !t.is_empty()),
         );
-        if tokens.len() - first > MAX_RUN {
+        let stock = is_stock_number(before, word);
+        barred.resize(tokens.len(), stock);
+        if tokens.len() - first > MAX_RUN && !stock {
             long_words.push((first, tokens.len(), word));
         }
+        before = [before[1], word];
     }
-    (tokens, long_words)
+    (tokens, long_words, barred)
+}
+
+/// Words that, glued to `#` and a number, name a seller's own stock or lot number (`Lot#12`,
+/// `SKU#A-1`), not a reference.
+const STOCK_MARKERS: [&str; 6] = ["lot", "stock", "sku", "item", "inventory", "listing"];
+/// Words after which `No.` or `#` introduces the reference itself (`Ref. No. 16610`).
+const REFERENCE_MARKERS: [&str; 3] = ["ref", "reference", "model"];
+
+/// Whether `word`, after the two words `before` it, is a seller's stock or lot number: a word
+/// with a digit that starts with `#` (`Warranty #160-1`) or with a stock word and `#`
+/// (`Lot#12`), or a number after `No.` or `Nr` (`No. 4471`). Not after a word that names the
+/// reference: `Ref #16610` and `Ref. No. 16610` are the reference; nor `No Date`, nor
+/// `lot 16610 or 126610LN` (a lot of watches).
+fn is_stock_number(before: [&str; 2], word: &str) -> bool {
+    let bare = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let names_reference = |w: &str| REFERENCE_MARKERS.contains(&bare(w).as_str());
+    if !word.chars().any(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    if word.starts_with('#') {
+        return !names_reference(before[1]);
+    }
+    let lower = word.to_lowercase();
+    if STOCK_MARKERS.iter().any(|marker| {
+        lower
+            .strip_prefix(marker)
+            .is_some_and(|rest| rest.starts_with('#'))
+    }) {
+        return true;
+    }
+    let numbered = word
+        .trim_start_matches(|c: char| !c.is_alphanumeric())
+        .starts_with(|c: char| c.is_ascii_digit());
+    matches!(bare(before[1]).as_str(), "no" | "nr") && numbered && !names_reference(before[0])
 }
 
 /// Pushes the run unless its key is empty or `runs[from..]` holds it already.
@@ -167,7 +215,7 @@ mod tests {
     /// all before it and every token normalised per run: the reference the faster one is held to.
     fn text_runs_simply(text: &str) -> Vec<TextRun> {
         let text = decode_entities(text);
-        let (tokens, long_words) = tokens_of(&text);
+        let (tokens, long_words, barred) = tokens_of(&text);
         let mut runs: Vec<TextRun> = Vec::new();
         let push = |runs: &mut Vec<TextRun>, start, end, key: String| {
             let run = TextRun { start, end, key };
@@ -182,14 +230,44 @@ mod tests {
             let heads = [Some(tokens[start]), without_glued_letters(tokens[start])];
             for head in heads.into_iter().flatten() {
                 let mut key = normalize_reference(head);
+                if barred[start] {
+                    break;
+                }
                 push(&mut runs, start, start + 1, key.clone());
                 for end in start + 2..=(start + MAX_RUN).min(tokens.len()) {
+                    if barred[end - 1] {
+                        break;
+                    }
                     key.push_str(&normalize_reference(tokens[end - 1]));
                     push(&mut runs, start, end, key.clone());
                 }
             }
         }
         runs
+    }
+
+    #[test]
+    fn a_sellers_stock_or_lot_number_is_no_reference() {
+        let title =
+            "Rolex Submariner 16613 40mm Steel & Gold Serti Diamond Automatic Warranty #160-1";
+        assert!(!has(title, "1601") && !has(title, "160") && has(title, "16613"));
+        for (text, not, still) in [
+            ("Omega Speedmaster No. 4471 3570.50", "4471", "357050"),
+            ("Tudor Black Bay Nr 5521 79230N", "5521", "79230n"),
+            ("Rolex Datejust Lot#16234 estate", "16234", "datejust"),
+            ("Seiko SKX007 Stock#A-1234", "a1234", "skx007"),
+            ("Rolex 16610 item #77", "77", "16610"),
+        ] {
+            assert!(!has(text, not), "{text}: {not} read as a reference");
+            assert!(has(text, still), "{text}: {still} lost");
+        }
+        // `No.` after `Ref.` introduces the reference itself.
+        assert!(has("Rolex Submariner Ref. No. 16610 box", "16610"));
+        assert!(has("Rolex Model No 16610", "16610"));
+        // A lot of watches is not a lot number.
+        assert!(has("Rolex Submariner lot 16610 or 126610LN", "16610"));
+        // A stock number never joins its neighbours into a run.
+        assert!(!has("Rolex 1660 #1 LV", "16601"));
     }
 
     fn keys(text: &str) -> Vec<String> {

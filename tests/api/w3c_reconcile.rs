@@ -901,3 +901,28 @@ async fn an_id_of_a_model_merged_since_stands_for_the_model_it_was_merged_into()
     assert_eq!(response.status().as_u16(), 200);
     assert!(response.text().await.expect("card").contains("126610LN"));
 }
+
+/// A seller's stock number (`#160-1`) is not read as a reference: the title of a Submariner
+/// 16613 is never `match: true` to the Datejust 1601, on the reconciliation API as in matching.
+#[tokio::test]
+async fn a_stock_number_in_a_title_is_no_reference_to_match() {
+    let app = TestApp::build()
+        .dataset(&project().join("fixtures"))
+        .start()
+        .await;
+    let title = "Rolex Submariner 16613 40mm Steel & Gold Serti Diamond Automatic Warranty #160-1";
+    let candidates = reconcile_one(&app, json!({ "query": title })).await;
+    for candidate in &candidates {
+        assert!(
+            !candidate["id"]
+                .as_str()
+                .unwrap_or("")
+                .ends_with("datejust-1601"),
+            "{candidate}"
+        );
+    }
+    assert!(
+        candidates.iter().all(|c| c["match"] != json!(true)),
+        "{candidates:?}"
+    );
+}
