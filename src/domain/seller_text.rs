@@ -39,7 +39,11 @@ impl TextRun {
 /// [`is_stock_number`]) is no run, nor part of one. Each key appears once per span.
 pub fn text_runs(text: &str) -> Vec<TextRun> {
     let text = decode_entities(text);
-    let (tokens, long_words, barred) = tokens_of(&text);
+    let Tokens {
+        tokens,
+        long_words,
+        barred,
+    } = tokens_of(&text);
     // Sized up front: growing it from empty was a share of the time spent here.
     let mut runs = Vec::with_capacity(text.len());
     for (first, end, word) in long_words {
@@ -77,9 +81,18 @@ pub fn text_runs(text: &str) -> Vec<TextRun> {
     runs
 }
 
-/// The tokens of `text`; the whitespace-separated words of more than [`MAX_RUN`] tokens, each
-/// with the span of tokens it covers; and, per token, whether it belongs to a stock number.
-fn tokens_of(text: &str) -> (Vec<&str>, Vec<(usize, usize, &str)>, Vec<bool>) {
+/// Seller text cut for [`text_runs`].
+struct Tokens<'t> {
+    tokens: Vec<&'t str>,
+    /// The whitespace-separated words of more than [`MAX_RUN`] tokens, each with the span of
+    /// tokens it covers.
+    long_words: Vec<(usize, usize, &'t str)>,
+    /// Per token, whether it belongs to a stock number.
+    barred: Vec<bool>,
+}
+
+/// The tokens of `text`, its long words, and which tokens are a stock number's.
+fn tokens_of(text: &str) -> Tokens<'_> {
     let mut tokens: Vec<&str> = Vec::with_capacity(text.len() / 4 + 1);
     let mut barred: Vec<bool> = Vec::with_capacity(tokens.capacity());
     let mut long_words = Vec::new();
@@ -97,7 +110,11 @@ fn tokens_of(text: &str) -> (Vec<&str>, Vec<(usize, usize, &str)>, Vec<bool>) {
         }
         before = [before[1], word];
     }
-    (tokens, long_words, barred)
+    Tokens {
+        tokens,
+        long_words,
+        barred,
+    }
 }
 
 /// Words that, glued to `#` and a number, name a seller's own stock or lot number (`Lot#12`,
@@ -215,7 +232,11 @@ mod tests {
     /// all before it and every token normalised per run: the reference the faster one is held to.
     fn text_runs_simply(text: &str) -> Vec<TextRun> {
         let text = decode_entities(text);
-        let (tokens, long_words, barred) = tokens_of(&text);
+        let Tokens {
+            tokens,
+            long_words,
+            barred,
+        } = tokens_of(&text);
         let mut runs: Vec<TextRun> = Vec::new();
         let push = |runs: &mut Vec<TextRun>, start, end, key: String| {
             let run = TextRun { start, end, key };
