@@ -514,7 +514,7 @@ async fn extension_answers_catalogue_fields_for_up_to_50_ids() {
         "ids": ["models/rolex/submariner-date-126610ln", "models/tudor/1926-91450", "Q42"],
         "properties": [{"id": "reference"}, {"id": "brand"}, {"id": "caliber"},
             {"id": "caseMaterials"}, {"id": "diameter"}, {"id": "releaseYear"},
-            {"id": "listingCount"}, {"id": "medianPriceUSD"}, {"id": "colour"}]
+            {"id": "listingCount"}, {"id": "medianPriceUSD"}]
     });
     let (status, body) = post_form(&app, "extend", &query).await;
     assert_eq!(status, 200, "{body}");
@@ -529,10 +529,6 @@ async fn extension_answers_catalogue_fields_for_up_to_50_ids() {
     assert_eq!(row["diameter"], json!([{"float": 41.0}]));
     assert_eq!(row["releaseYear"], json!([{"int": 2020}]));
     assert!(row["listingCount"][0]["int"].is_i64());
-    assert!(
-        row.get("colour").is_none(),
-        "unknown properties are ignored"
-    );
     // The median is the one of GET /listings/stats.
     let stats = app
         .ok("/v1/listings/stats?brand=rolex&model=submariner-date-126610ln")
@@ -559,6 +555,7 @@ async fn extension_answers_catalogue_fields_for_up_to_50_ids() {
     let schemas = Schemas::load(&dir);
     schemas.assert_valid("data-extension-query.json", &query);
     schemas.assert_valid("data-extension-response.json", &body);
+    // The protocol's own examples ask another service's properties: each is refused, named.
     for example in ["example-min.json", "example-full.json"] {
         let path = dir
             .join("examples/data-extension-query/valid")
@@ -566,8 +563,14 @@ async fn extension_answers_catalogue_fields_for_up_to_50_ids() {
         let query: Value =
             serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("JSON");
         let (status, body) = post_form(&app, "extend", &query).await;
-        assert_eq!(status, 200, "{example}: {body}");
-        schemas.assert_valid("data-extension-response.json", &body);
+        assert_eq!(status, 400, "{example}: {body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("`variantName`"),
+            "{body}"
+        );
     }
     let too_many: Vec<String> = (0..51).map(|i| format!("models/rolex/x{i}")).collect();
     let (status, body) = post_form(
@@ -925,4 +928,35 @@ async fn a_stock_number_in_a_title_is_no_reference_to_match() {
         candidates.iter().all(|c| c["match"] != json!(true)),
         "{candidates:?}"
     );
+}
+
+/// A property the service has not is refused, naming it and the properties there are: dropped
+/// silently, a spreadsheet's new column would stay empty with no word why.
+#[tokio::test]
+async fn an_unknown_extension_property_is_refused_naming_the_known_ones() {
+    let app = TestApp::start().await;
+    let query = json!({
+        "ids": ["models/rolex/submariner-date-126610ln"],
+        "properties": [{"id": "reference"}, {"id": "colour"}]
+    });
+    let (status, body) = post_form(&app, "extend", &query).await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no property `colour`"),
+        "{body}"
+    );
+    let hint = body["hint"].as_str().unwrap_or("");
+    assert!(
+        hint.contains("reference") && hint.contains("medianPriceUSD"),
+        "{hint}"
+    );
+    let known = json!({"ids": ["models/rolex/submariner-date-126610ln"], "properties": [{"id": "reference"}]});
+    assert_eq!(post_form(&app, "extend", &known).await.0, 200);
 }

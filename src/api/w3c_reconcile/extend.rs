@@ -155,7 +155,21 @@ fn bad_extension(problem: String) -> ApiError {
 }
 
 /// The values of the known properties asked for, for every id asked for.
+/// A property no model has is refused, naming the ones there are: dropped silently, a
+/// spreadsheet's new column would stay empty with no word why.
 pub fn extend(app: &App, query: &ExtensionQuery) -> ApiResult<ExtensionAnswer> {
+    if let Some(unknown) =
+        (query.properties.iter()).find(|r| !PROPERTIES.iter().any(|p| p.id == r.id))
+    {
+        let known: Vec<&str> = PROPERTIES.iter().map(|p| p.id).collect();
+        return Err(ApiError::invalid(
+            format!("`extend`: no property `{}`", unknown.id),
+            format!(
+                "the properties are: {} (GET /v1/reconcile/propose_properties?type=model)",
+                known.join(", ")
+            ),
+        ));
+    }
     let wanted: Vec<&ExtensionProperty> = PROPERTIES
         .iter()
         .filter(|p| query.properties.iter().any(|r| r.id == p.id))
