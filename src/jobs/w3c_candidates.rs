@@ -126,6 +126,9 @@ pub fn candidates(at: Catalogue<'_>, query: &CandidateQuery<'_>) -> Result<Vec<S
 struct Reading<'q> {
     text: &'q str,
     clues: &'q Clues,
+    /// When the brand was written with a typo: the text, and the `brand` property when it was
+    /// that, with the brand's name written right (names are compared with these).
+    corrected: Option<(String, Option<String>)>,
     brand: Option<BrandId>,
     /// The matcher's verdict: the one model brand + reference name, if any.
     matched: Option<ModelId>,
@@ -173,10 +176,24 @@ impl<'q> Reading<'q> {
             .cloned()
             .chain(runs.iter().flatten().map(|run| run.key.clone()))
             .collect();
+        let typo = match decided.brand_id {
+            Some(_) => None,
+            None => match clues.brand.as_deref() {
+                Some(written) => brand_with_a_typo(at.store, written)?
+                    .map(|typo| (typo.brand.id, text.to_owned(), Some(typo.corrected))),
+                None => brand_with_a_typo(at.store, text)?
+                    .map(|typo| (typo.brand.id, typo.corrected, None)),
+            },
+        };
+        let (brand, corrected) = match typo {
+            Some((brand, text, brand_text)) => (Some(brand), Some((text, brand_text))),
+            None => (decided.brand_id, None),
+        };
         Ok(Reading {
             text,
             clues,
-            brand: decided.brand_id,
+            corrected,
+            brand,
             matched: decided.model_id,
             keys,
             said: whole,
@@ -216,16 +233,70 @@ impl<'q> Reading<'q> {
 
     /// The text names are compared with: the query, else the properties that name.
     fn name_text(&self) -> String {
-        if !self.text.is_empty() {
-            return self.text.to_owned();
+        let (text, brand) = match &self.corrected {
+            Some((text, brand)) => (text.as_str(), brand.as_ref().or(self.clues.brand.as_ref())),
+            None => (self.text, self.clues.brand.as_ref()),
+        };
+        if !text.is_empty() {
+            return text.to_owned();
         }
-        [&self.clues.brand, &self.clues.series, &self.clues.reference]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" ")
+        [
+            brand,
+            self.clues.series.as_ref(),
+            self.clues.reference.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ")
     }
+}
+
+/// A brand written with one typo (`Rolexx`, `Patek Philipe`): the brand, and the text with
+/// its name written right in place of the typo.
+struct TypoBrand {
+    brand: Brand,
+    corrected: String,
+}
+
+/// The one brand whose name `text` writes with one typo, when the matcher named none: its models
+/// become candidates, as a model's words tolerate a typo, but never a match (only the matcher
+/// decides one). Names shorter than five letters are too short to tell a typo from another word.
+fn brand_with_a_typo(store: &Store, text: &str) -> StoreResult<Option<TypoBrand>> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+    let mut found: Vec<(Brand, usize, usize)> = Vec::new();
+    for brand in store.catalogue().brands() {
+        let brand = brand?;
+        let name = brand.name.to_lowercase();
+        let length = name.chars().count();
+        let width = name.split_whitespace().count();
+        if length < 5 || width > lower.len() {
+            continue;
+        }
+        let near = |window: &[String]| {
+            let written = window.join(" ");
+            written.chars().count().abs_diff(length) <= 1
+                && strsim::damerau_levenshtein(&written, &name) <= 1
+        };
+        if let Some(at) = lower.windows(width).position(near) {
+            if found.iter().all(|(other, _, _)| other.id != brand.id) {
+                found.push((brand, at, width));
+            }
+        }
+    }
+    if found.len() != 1 {
+        return Ok(None);
+    }
+    let Some((brand, at, width)) = found.pop() else {
+        return Ok(None);
+    };
+    let mut corrected: Vec<&str> = words[..at].to_vec();
+    corrected.push(&brand.name);
+    corrected.extend(&words[at + width..]);
+    let corrected = corrected.join(" ");
+    Ok(Some(TypoBrand { brand, corrected }))
 }
 
 fn model_candidates(at: Catalogue<'_>, query: &CandidateQuery<'_>) -> Result<Vec<Scored>> {
@@ -547,9 +618,13 @@ fn brand_candidates(at: Catalogue<'_>, query: &CandidateQuery<'_>) -> Result<Vec
     let mut request = search(text, None);
     request.kind = DocKind::Brand;
     let searched = at.index.search(&request)?.ids.into_iter().map(BrandId);
+    let typo = match exact.is_empty() {
+        true => brand_with_a_typo(at.store, text)?.map(|typo| typo.brand.id),
+        false => None,
+    };
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
-    for id in exact.iter().copied().chain(searched) {
+    for id in exact.iter().copied().chain(typo).chain(searched) {
         if !seen.insert(id) {
             continue;
         }
@@ -621,6 +696,7 @@ mod tests {
             let mut reading = Reading {
                 text,
                 clues: &clues,
+                corrected: None,
                 brand: None,
                 matched: None,
                 keys: BTreeSet::new(),

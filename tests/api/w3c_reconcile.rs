@@ -960,3 +960,60 @@ async fn an_unknown_extension_property_is_refused_naming_the_known_ones() {
     let known = json!({"ids": ["models/rolex/submariner-date-126610ln"], "properties": [{"id": "reference"}]});
     assert_eq!(post_form(&app, "extend", &known).await.0, 200);
 }
+
+/// A brand written with one typo still finds its models (a spreadsheet's `Rolexx`,
+/// `Patek Philipe`), never as a match: only the exact brand and reference decide one.
+#[tokio::test]
+async fn a_brand_written_with_a_typo_finds_its_models_but_never_matches() {
+    let app = TestApp::build()
+        .dataset(&project().join("fixtures"))
+        .start()
+        .await;
+    let properties = |brand: &str, reference: &str| json!({"properties": [{"pid": "brand", "v": brand}, {"pid": "reference", "v": reference}]});
+    for (query, first) in [
+        (
+            json!({"query": "Rolexx Submariner 16610LV"}),
+            "models/rolex/submariner-date-16610lv",
+        ),
+        (
+            properties("Patek Philipe", "5711/1A-010"),
+            "models/patek-philippe/nautilus-5711-1a-010",
+        ),
+        (
+            properties("Omegga", "3570.50.00"),
+            "models/omega/speedmaster-professional-moonwatch-3570-50",
+        ),
+    ] {
+        let candidates = reconcile_one(&app, query.clone()).await;
+        assert_eq!(
+            candidates.first().map(|c| &c["id"]),
+            Some(&json!(first)),
+            "{query}: {candidates:?}"
+        );
+        assert!(
+            candidates.iter().all(|c| c["match"] != json!(true)),
+            "{query}: {candidates:?}"
+        );
+    }
+    // Without a reference, the brand's models by name.
+    let named = reconcile_one(&app, json!({"query": "Rolexx Submariner Date"})).await;
+    assert!(!named.is_empty(), "the brand's Submariners");
+    assert!(
+        named.iter().all(|c| c["id"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("models/rolex/submariner")
+            && c["match"] == json!(false)),
+        "{named:?}"
+    );
+    // The brand itself, asked for by type.
+    let brands = reconcile_one(&app, json!({"query": "Rolexx", "type": "brand"})).await;
+    assert_eq!(
+        brands.first().map(|c| (&c["id"], &c["match"])),
+        Some((&json!("brands/rolex"), &json!(false))),
+        "{brands:?}"
+    );
+    // The same, spelt right, matches.
+    let right = reconcile_one(&app, json!({"query": "Rolex Submariner 16610LV"})).await;
+    assert_eq!(right[0]["match"], json!(true), "{right:?}");
+}
