@@ -20,6 +20,9 @@ pub struct ApiConfig {
     pub sessions: SessionPolicy,
     /// Requests an admin session may make per rate-limit window (policy `admin`).
     pub admin_rate_limit: u32,
+    /// Requests a client IP may make per window to `/reconcile` (policy `reconcile`): a
+    /// spreadsheet sends a column in batches, many requests in a row.
+    pub reconcile_rate_limit: u32,
     /// Requests answered at once, and waiting for a turn; more are refused with 503.
     pub capacity: CapacityConfig,
     /// Largest snapshot posted to `/admin/providers/{slug}/snapshot`, in bytes: streamed to
@@ -41,6 +44,7 @@ impl Default for ApiConfig {
             media_base_url: DEFAULT_MEDIA_BASE_URL.to_owned(),
             sessions: SessionPolicy::default(),
             admin_rate_limit: DEFAULT_ADMIN_RATE_LIMIT,
+            reconcile_rate_limit: DEFAULT_RECONCILE_RATE_LIMIT,
             capacity: Default::default(),
             snapshot_limit: DEFAULT_SNAPSHOT_LIMIT,
             metrics_token: None,
@@ -51,6 +55,10 @@ impl Default for ApiConfig {
 
 /// An admin session's budget: ten times the public one, for working through a backlog.
 pub const DEFAULT_ADMIN_RATE_LIMIT: u32 = 6000;
+/// Reconciliation requests per client IP and window: a column of 10,000 rows in OpenRefine's
+/// batches of 10 is 1,000 requests, through in one window with room to spare; each request is
+/// at most 50 queries, so a window's work stays bounded (docs/decisions.md, D-194).
+pub const DEFAULT_RECONCILE_RATE_LIMIT: u32 = 1_200;
 
 /// Default base of media URLs: this server's own `/media`, relative to its origin.
 pub const DEFAULT_MEDIA_BASE_URL: &str = "/media";

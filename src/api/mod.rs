@@ -52,6 +52,7 @@ pub fn router_with_pages(app: Arc<App>, config: &ApiConfig, pages: Router) -> Ro
     let budgets = Arc::new(Budgets {
         public: RateLimiter::new(&config.rate_limit),
         admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
+        reconcile: RateLimiter::named("reconcile", config.reconcile_rate_limit, &config.rate_limit),
         clock: config.clock.clone(),
     });
     let identity = Arc::new(back_office::Identity {

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use watch_catalogue::api::config::{
     ApiConfig, Deprecation, RateLimitConfig, DEFAULT_ADMIN_RATE_LIMIT, DEFAULT_MEDIA_BASE_URL,
-    DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS, DEFAULT_SNAPSHOT_LIMIT,
+    DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW_SECS, DEFAULT_RECONCILE_RATE_LIMIT,
+    DEFAULT_SNAPSHOT_LIMIT,
 };
 use watch_catalogue::api::layers::capacity::CapacityConfig;
 use watch_catalogue::api::layers::metrics::MetricsToken;
@@ -89,6 +90,10 @@ pub struct ServeArgs {
     /// Requests an admin session may make per window (its own budget, policy `admin`).
     #[arg(long, env = "WATCH_CATALOGUE_ADMIN_RATE_LIMIT", default_value_t = DEFAULT_ADMIN_RATE_LIMIT)]
     admin_rate_limit: u32,
+    /// Requests a client IP may make per window to the reconciliation service (`/reconcile`,
+    /// its own budget, policy `reconcile`).
+    #[arg(long, env = "WATCH_CATALOGUE_RECONCILE_RATE_LIMIT", default_value_t = DEFAULT_RECONCILE_RATE_LIMIT)]
+    reconcile_rate_limit: u32,
     /// Requests answered at once (default: four per core); their store and index work runs
     /// on the blocking pool.
     #[arg(long, env = "WATCH_CATALOGUE_MAX_RUNNING_REQUESTS")]
@@ -183,6 +188,7 @@ impl ServeArgs {
             media_base_url: self.media_base_url,
             sessions,
             admin_rate_limit: self.admin_rate_limit,
+            reconcile_rate_limit: self.reconcile_rate_limit,
             capacity: capacity(self.max_running_requests, self.max_waiting_requests),
             snapshot_limit: self.snapshot_limit,
             metrics_token,

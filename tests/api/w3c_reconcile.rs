@@ -1017,3 +1017,65 @@ async fn a_brand_written_with_a_typo_finds_its_models_but_never_matches() {
     let right = reconcile_one(&app, json!({"query": "Rolex Submariner 16610LV"})).await;
     assert_eq!(right[0]["match"], json!(true), "{right:?}");
 }
+
+/// A spreadsheet's column of 10,000 rows, sent as OpenRefine sends it (batches of 10, one after
+/// another, as fast as they are answered), goes through: the reconciliation service has its own
+/// budget per client, which the public budget's 600 requests would have cut at row 6,000. Its
+/// requests leave the public budget alone; past its own, 429 as anywhere.
+#[tokio::test]
+async fn a_column_of_ten_thousand_rows_in_batches_of_ten_goes_through() {
+    let app = TestApp::start().await;
+    let mut public_before = None;
+    for batch in 0..1_000 {
+        let queries: serde_json::Map<String, Value> = (0..10)
+            .map(|row| {
+                // Rows the catalogue knows nothing of: the budget is what is tried here.
+                let text = format!("row {}", batch * 10 + row);
+                (format!("q{row}"), json!({ "query": text, "limit": 1 }))
+            })
+            .collect();
+        let response = app
+            .send(
+                app.request(reqwest::Method::POST, "/v1/reconcile")
+                    .form(&[("queries", Value::Object(queries).to_string())]),
+            )
+            .await;
+        assert_eq!(response.status().as_u16(), 200, "batch {batch}");
+        let policy = response.headers()["ratelimit-policy"]
+            .to_str()
+            .unwrap_or("")
+            .to_owned();
+        assert_eq!(policy, "1200;w=60;policy=reconcile", "batch {batch}");
+        if batch == 0 {
+            let public = app
+                .send(app.request(reqwest::Method::GET, "/v1/brands"))
+                .await;
+            public_before = Some(public.headers()["ratelimit-remaining"].clone());
+        }
+    }
+    let public = app
+        .send(app.request(reqwest::Method::GET, "/v1/brands"))
+        .await;
+    let remaining = |value: Option<reqwest::header::HeaderValue>| {
+        value
+            .and_then(|v| v.to_str().ok()?.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        remaining(Some(public.headers()["ratelimit-remaining"].clone())),
+        remaining(public_before) - 1,
+        "a thousand reconciliation requests took nothing of the public budget"
+    );
+    // The rest of the reconciliation budget, then a refusal with Retry-After.
+    for _ in 0..200 {
+        let response = app
+            .send(app.request(reqwest::Method::GET, "/v1/reconcile/suggest/type?prefix=m"))
+            .await;
+        assert_eq!(response.status().as_u16(), 200);
+    }
+    let refused = app
+        .send(app.request(reqwest::Method::GET, "/v1/reconcile/suggest/type?prefix=m"))
+        .await;
+    assert_eq!(refused.status().as_u16(), 429);
+    assert!(refused.headers().get("retry-after").is_some());
+}

@@ -1,7 +1,8 @@
 //! Budgets in fixed windows, with the `RateLimit-*` headers on every response and
 //! `429 rate_limited` with `Retry-After` past the budget: per client IP for the public (600
 //! requests per 60 s by default), per user for admin sessions (policy `admin`, higher: a
-//! reconciliation backlog takes many requests). A window opens with its first request and
+//! reconciliation backlog takes many requests), per client IP for `/reconcile` (policy
+//! `reconcile`, higher: a spreadsheet sends a column in batches). A window opens with its first request and
 //! rolls over after `window`, as the server's [`Clock`] measures it. Memory is bounded: at
 //! most `max_clients` windows are kept, expired ones dropped first. No crate sends these exact
 //! headers with fixed windows.
@@ -224,10 +225,21 @@ impl<K: Hash + Eq + Clone> RateLimiter<K> {
 pub struct Budgets {
     pub public: RateLimiter<IpAddr>,
     pub admin: RateLimiter<Username>,
+    /// The reconciliation service's, per client IP (policy `reconcile`).
+    pub reconcile: RateLimiter<IpAddr>,
     pub clock: Clock,
 }
 
-/// Counts the request against its budget (an admin session's own, else its client IP's) and
+/// True for the reconciliation service's paths (with or without `/v1`), which have a budget
+/// of their own.
+fn is_reconciliation(path: &str) -> bool {
+    let path = path.strip_prefix("/v1").unwrap_or(path);
+    path.strip_prefix("/reconcile")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Counts the request against its budget (an admin session's own, the reconciliation
+/// service's for its paths, else its client IP's) and
 /// says so in the `RateLimit-*` headers; 429 past it. Also tells later layers the client IP.
 pub async fn limit_rate(
     State(budgets): State<Arc<Budgets>>,
@@ -246,12 +258,17 @@ pub async fn limit_rate(
         .and_then(Caller::admin)
         .map(|signed| signed.user.name.clone());
     let now = budgets.clock.instant();
-    let (decision, headers) = match admin {
-        Some(name) => {
+    let reconciling = is_reconciliation(request.uri().path());
+    let (decision, headers) = match (admin, reconciling) {
+        (Some(name), _) => {
             let decision = budgets.admin.check(name, now);
             (decision, budgets.admin.headers(decision))
         }
-        None => {
+        (None, true) => {
+            let decision = budgets.reconcile.check(client, now);
+            (decision, budgets.reconcile.headers(decision))
+        }
+        (None, false) => {
             let decision = budgets.public.check(client, now);
             (decision, budgets.public.headers(decision))
         }
