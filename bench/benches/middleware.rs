@@ -31,13 +31,11 @@ fn layered() -> Router {
             limit: u32::MAX,
             ..RateLimitConfig::default()
         },
+        admin_rate_limit: u32::MAX,
+        reconcile_rate_limit: u32::MAX,
         ..ApiConfig::default()
     };
-    let budgets = Arc::new(rate_limit::Budgets {
-        public: rate_limit::RateLimiter::new(&config.rate_limit),
-        admin: rate_limit::RateLimiter::named("admin", u32::MAX, &config.rate_limit),
-        clock: config.clock.clone(),
-    });
+    let budgets = Arc::new(rate_limit::Budgets::new(&config));
     let routes = trivial().layer(from_fn_with_state(budgets, rate_limit::limit_rate));
     layers::shared(routes, &config, Arc::new(Metrics::new()))
 }

@@ -49,12 +49,7 @@ pub fn router(app: Arc<App>, config: &ApiConfig) -> Router {
 pub fn router_with_pages(app: Arc<App>, config: &ApiConfig, pages: Router) -> Router {
     let served = AppState::new(app.clone());
     let metrics = Arc::new(Metrics::new());
-    let budgets = Arc::new(Budgets {
-        public: RateLimiter::new(&config.rate_limit),
-        admin: RateLimiter::named("admin", config.admin_rate_limit, &config.rate_limit),
-        reconcile: RateLimiter::named("reconcile", config.reconcile_rate_limit, &config.rate_limit),
-        clock: config.clock.clone(),
-    });
+    let budgets = Arc::new(Budgets::new(config));
     let identity = Arc::new(back_office::Identity {
         app: app.clone(),
         sessions: config.sessions,

@@ -230,6 +230,19 @@ pub struct Budgets {
     pub clock: Clock,
 }
 
+impl Budgets {
+    /// The budgets `config` names, measured by its clock.
+    pub fn new(config: &crate::api::config::ApiConfig) -> Budgets {
+        let windows = &config.rate_limit;
+        Budgets {
+            public: RateLimiter::new(windows),
+            admin: RateLimiter::named("admin", config.admin_rate_limit, windows),
+            reconcile: RateLimiter::named("reconcile", config.reconcile_rate_limit, windows),
+            clock: config.clock.clone(),
+        }
+    }
+}
+
 /// True for the reconciliation service's paths (with or without `/v1`), which have a budget
 /// of their own.
 fn is_reconciliation(path: &str) -> bool {
