@@ -31,7 +31,7 @@ use axum::routing::{self, MethodRouter};
 use axum::{Extension, Router};
 use error::ApiError;
 use layers::metrics::Metrics;
-use layers::rate_limit::{Budgets, RateLimiter};
+use layers::rate_limit::Budgets;
 use std::sync::Arc;
 
 /// Shared state of every handler: the app, reached only through a [`layers::capacity::Work`].
