@@ -343,6 +343,16 @@ fn model_pool(at: Catalogue<'_>, reading: &Reading<'_>) -> Result<Vec<ModelId>> 
         let hits = at.index.search(&search(&text, reading.brand))?;
         ids.extend(hits.ids.into_iter().map(ModelId));
     }
+    if let (true, Some(brand)) = (ids.is_empty(), reading.brand) {
+        // A reference the brand lacks finds nothing by itself: the brand's models its words
+        // find stay candidates (never a match), rather than none.
+        let words: Vec<String> = (reading.name_text().split_whitespace())
+            .filter(|word| !word.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect();
+        let hits = at.index.search(&search(&words.join(" "), Some(brand)))?;
+        ids.extend(hits.ids.into_iter().map(ModelId));
+    }
     let mut seen = BTreeSet::new();
     ids.retain(|id| seen.insert(*id));
     Ok(ids)

@@ -1079,3 +1079,24 @@ async fn a_column_of_ten_thousand_rows_in_batches_of_ten_goes_through() {
     assert_eq!(refused.status().as_u16(), 429);
     assert!(refused.headers().get("retry-after").is_some());
 }
+
+/// A reference the brand lacks still leaves the brand's models as candidates, by the query's
+/// other words (never a match): a spreadsheet row with a typo'd reference is not left empty.
+#[tokio::test]
+async fn an_unknown_reference_still_gets_its_brands_candidates() {
+    let app = TestApp::build()
+        .dataset(&project().join("fixtures"))
+        .start()
+        .await;
+    let query =
+        json!({"properties": [{"pid": "brand", "v": "Rolex"}, {"pid": "reference", "v": "99999"}]});
+    let candidates = reconcile_one(&app, query).await;
+    assert!(!candidates.is_empty(), "the brand's candidates");
+    assert!(
+        candidates.iter().all(
+            |c| c["id"].as_str().unwrap_or("").starts_with("models/rolex/")
+                && c["match"] == json!(false)
+        ),
+        "{candidates:?}"
+    );
+}
