@@ -343,16 +343,13 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
     wait_for_status(&client, "Dismissed").await;
     let after = ana.ok("/v1/duplicate-models?pageSize=1").await;
     assert_eq!(after["total"].as_u64(), Some(total - 2));
-    let audit = ana.ok("/v1/admin/audit?pageSize=2").await;
-    let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
-        .map(|e| e["action"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(actions, ["duplicates.dismiss", "duplicates.merge"]);
-    assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 2).await,
-        ["duplicates.dismiss", "duplicates.merge"],
-        "the audit page shows what was done"
-    );
+    assert_audited(
+        &client,
+        &app,
+        &ana,
+        &["duplicates.dismiss", "duplicates.merge"],
+    )
+    .await;
     client.close().await.expect("close");
 }
 
@@ -403,11 +400,7 @@ async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
         after,
         before + group["listingCount"].as_u64().expect("count")
     );
-    assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 1).await,
-        ["reconciliation.link"],
-        "the audit page shows what was done"
-    );
+    assert_audited(&client, &app, &ana, &["reconciliation.link"]).await;
     client.close().await.expect("close");
 }
 
@@ -519,11 +512,7 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
     assert_eq!(job["subject"], "chrono24", "{job}");
     let listings = ana.ok("/v1/listings?q=126610LN&pageSize=50").await;
     assert!(listings.to_string().contains("console-1"), "{listings}");
-    assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 1).await,
-        ["job.submit"],
-        "the audit page shows what was done"
-    );
+    assert_audited(&client, &app, &ana, &["job.submit"]).await;
     client.close().await.expect("close");
 }
 
@@ -585,13 +574,7 @@ async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
     assert_eq!(second["rank"], 2);
     let source = front["picture"]["sourceUrl"].as_str().unwrap_or("");
     assert!(source.ends_with("/a.jpg"), "{front}");
-    let audit = ana.ok("/v1/admin/audit?pageSize=1").await;
-    assert_eq!(audit["data"][0]["action"], "picture-review.select");
-    assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 1).await,
-        ["picture-review.select"],
-        "the audit page shows what was done"
-    );
+    assert_audited(&client, &app, &ana, &["picture-review.select"]).await;
     client.close().await.expect("close");
 }
 
@@ -763,16 +746,13 @@ async fn an_admin_creates_a_model_from_a_group_and_teaches_another_model_a_refer
         after,
         before + taught["listingCount"].as_u64().expect("count")
     );
-    let audit = ana.ok("/v1/admin/audit?user=ana&pageSize=2").await;
-    let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
-        .map(|e| e["action"].as_str().unwrap_or(""))
-        .collect();
-    assert_eq!(actions, ["reconciliation.update", "reconciliation.create"]);
-    assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 2).await,
-        ["reconciliation.update", "reconciliation.create"],
-        "the audit page shows what was done"
-    );
+    assert_audited(
+        &client,
+        &app,
+        &ana,
+        &["reconciliation.update", "reconciliation.create"],
+    )
+    .await;
     client.close().await.expect("close");
 }
 
@@ -842,17 +822,35 @@ async fn an_admin_adds_a_colleague_changes_their_role_and_revokes_their_access()
     );
     let users = ana.ok("/v1/admin/users").await;
     assert!(!users.to_string().contains("bea"), "{users}");
-    let audit = ana.ok("/v1/admin/audit?user=ana&pageSize=3").await;
+    assert_audited(
+        &client,
+        &app,
+        &ana,
+        &["user.remove", "user.role", "user.add"],
+    )
+    .await;
+    client.close().await.expect("close");
+}
+
+/// `ana`'s newest actions are `expected`, in the API's audit trail and on the console's audit
+/// page alike.
+async fn assert_audited(
+    client: &Client,
+    app: &TestApp,
+    ana: &crate::support::SessionClient<'_>,
+    expected: &[&str],
+) {
+    let path = format!("/v1/admin/audit?user=ana&pageSize={}", expected.len());
+    let audit = ana.ok(&path).await;
     let actions: Vec<&str> = (audit["data"].as_array().expect("entries").iter())
         .map(|e| e["action"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(actions, ["user.remove", "user.role", "user.add"]);
+    assert_eq!(actions, expected, "the audit trail");
     assert_eq!(
-        audited_in_the_console(&client, &app, "ana", 3).await,
-        ["user.remove", "user.role", "user.add"],
+        audited_in_the_console(client, app, "ana", expected.len()).await,
+        expected,
         "the audit page shows what was done"
     );
-    client.close().await.expect("close");
 }
 
 /// The actions the console's audit page shows of `user`, newest first, at most `most`.

@@ -214,7 +214,12 @@ fn seed(app: &App, urls: &[String]) -> Vec<PictureId> {
 }
 
 pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
-    let worker = PictureWorker::new(app.media().clone(), &worker_config(allow)).expect("worker");
+    pass_with(app, &worker_config(allow)).await;
+}
+
+/// One pass of a worker of `config`, within a minute.
+async fn pass_with(app: &Arc<App>, config: &WorkerConfig) {
+    let worker = PictureWorker::new(app.media().clone(), config).expect("worker");
     tokio::time::timeout(
         Duration::from_secs(60),
         run_pass(app.job_context(), &Arc::new(worker)),
@@ -875,14 +880,7 @@ async fn a_pass_fetches_the_candidates_a_reviewer_waits_for_first() {
         concurrency: 1,
         ..worker_config(&["127.0.0.1/32"])
     };
-    let worker = PictureWorker::new(app.media().clone(), &one_at_a_time).expect("worker");
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        run_pass(app.job_context(), &Arc::new(worker)),
-    )
-    .await
-    .expect("a pass ends")
-    .expect("pass");
+    pass_with(&app, &one_at_a_time).await;
     let asked = asked.lock().expect("lock").clone();
     let first_listing = (asked.iter().position(|name| name.starts_with("listing-")))
         .expect("the listings' pictures were fetched too");

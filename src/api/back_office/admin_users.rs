@@ -9,8 +9,10 @@ use crate::api::layers::capacity::Work;
 use crate::api::params::PathParams;
 use crate::api::requests::{JsonBody, NewUserBody, PasswordBody, RoleBody};
 use crate::api::views::back_office::{RemovedUser, UserList, UserView};
-use crate::domain::{Role, Username};
+use crate::domain::{Role, User, Username};
 use crate::jobs::users;
+use crate::jobs::users::{Actor, UserError};
+use crate::store::WriteTurn;
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 
@@ -67,13 +69,11 @@ pub async fn set_role(
     PathParams(name): PathParams<String>,
     JsonBody(body): JsonBody<RoleBody>,
 ) -> ApiResult<Json<UserView>> {
-    let actor = actor(&caller)?;
-    let name = known_name(&name)?;
     let role = role(&body.role)?;
-    let user = work
-        .run(move |app| write(app, |turn| users::set_role(turn, &actor, &name, role)))
-        .await?;
-    Ok(Json(user.into()))
+    change(&work, &caller, &name, move |turn, actor, name| {
+        users::set_role(turn, actor, name, role)
+    })
+    .await
 }
 
 /// Gives a user a new password and ends their sessions.
@@ -90,14 +90,24 @@ pub async fn set_password(
     PathParams(name): PathParams<String>,
     JsonBody(body): JsonBody<PasswordBody>,
 ) -> ApiResult<Json<UserView>> {
-    let actor = actor(&caller)?;
-    let name = known_name(&name)?;
+    change(&work, &caller, &name, move |turn, actor, name| {
+        users::set_password(turn, actor, name, &body.password)
+    })
+    .await
+}
+
+/// One admin's change of the user named `name` (a name that cannot be one is a 404): one
+/// write, the user as it is after it.
+async fn change(
+    work: &Work,
+    caller: &Caller,
+    name: &str,
+    job: impl FnOnce(&WriteTurn<'_>, &Actor, &Username) -> Result<User, UserError> + Send + 'static,
+) -> ApiResult<Json<UserView>> {
+    let actor = actor(caller)?;
+    let name = known_name(name)?;
     let user = work
-        .run(move |app| {
-            write(app, |turn| {
-                users::set_password(turn, &actor, &name, &body.password)
-            })
-        })
+        .run(move |app| write(app, |turn| job(turn, &actor, &name)))
         .await?;
     Ok(Json(user.into()))
 }
