@@ -90,13 +90,26 @@ async fn screenshot(client: &Client, name: &str) {
 
 /// Waits (10 s at most) until the browser is at `path` of `app`.
 async fn wait_for_path(client: &Client, path: &str) {
+    eventually(&format!("the browser at {path}"), || async {
+        let url = client.current_url().await.ok()?;
+        (url.path() == path).then_some(())
+    })
+    .await
+}
+
+/// What `probe` finds, once it finds it (asked every 100 ms, for 10 s at most, else failing
+/// with `what` was awaited).
+async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let url = client.current_url().await.expect("url");
-        if url.path() == path {
-            return;
+        if let Some(found) = probe().await {
+            return found;
         }
-        assert!(Instant::now() < deadline, "still at {url}, not {path}");
+        assert!(Instant::now() < deadline, "never: {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -188,17 +201,11 @@ async fn a_person_signs_in_by_keyboard_sees_home_filters_the_audit_and_signs_out
         .send_keys(&format!("auth.login{}", char::from(Key::Enter)))
         .await
         .expect("type");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !client
-        .current_url()
-        .await
-        .expect("url")
-        .as_str()
-        .contains("action=auth.login")
-    {
-        assert!(Instant::now() < deadline, "the filter was not applied");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the filter applied", || async {
+        let url = client.current_url().await.ok()?;
+        url.as_str().contains("action=auth.login").then_some(())
+    })
+    .await;
     assert_eq!(text_of(&client, "#total").await, "1 entry");
     screenshot(&client, "audit").await;
 
@@ -269,19 +276,18 @@ async fn press(client: &Client, keys: &str) {
 
 /// Waits (10 s at most) for the status line to say `what`.
 async fn wait_for_status(client: &Client, what: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually(&format!("a status saying {what}"), || async {
         // The page's main part is replaced under the search at times: found again.
-        if let Ok(status) = client.find(Locator::Css("#status")).await {
-            if let Ok(text) = status.text().await {
-                if text.contains(what) {
-                    return text;
-                }
-            }
-        }
-        assert!(Instant::now() < deadline, "no status saying {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        let text = client
+            .find(Locator::Css("#status"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        text.contains(what).then_some(text)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -539,25 +545,13 @@ async fn an_admin_makes_a_candidate_the_front_picture_by_keyboard() {
         .goto(&format!("{}/console/pictures", app.base))
         .await
         .expect("goto");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let shown = client
-            .execute(
-                r#"const first = document.querySelector("figure.candidate img");
-                   return first !== null && first.complete && first.naturalWidth > 0;"#,
-                Vec::new(),
-            )
-            .await
-            .expect("pictures");
-        if shown == true {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the fetched candidate is not shown"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually("the fetched candidate shown", || async {
+        let script = r#"const first = document.querySelector("figure.candidate img");
+            return first !== null && first.complete && first.naturalWidth > 0;"#;
+        let shown = client.execute(script, Vec::new()).await.ok()?;
+        (shown == true).then_some(())
+    })
+    .await;
     screenshot(&client, "pictures").await;
     press(&client, "2s").await;
     wait_for_status(&client, "front picture now").await;
@@ -589,18 +583,10 @@ async fn options_of(client: &Client, css: &str) -> String {
 
 /// Waits (10 s at most) until the list `css` offers `values`.
 async fn wait_for_options(client: &Client, css: &str, values: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let shown = options_of(client, css).await;
-        if shown == values {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{css} offers {shown}, not {values}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(&format!("{css} offering {values}"), || async {
+        (options_of(client, css).await == values).then_some(())
+    })
+    .await
 }
 
 /// The slugs of a brand's series, as the series list of the form offers them.
