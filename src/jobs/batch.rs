@@ -365,7 +365,10 @@ mod tests {
     /// The fixtures' catalogue, no listing, both indexes current, in a job context.
     fn context(dir: &Path) -> JobContext {
         let context = crate::jobs::context::test_context(dir);
-        import(&context.store().write_turn(), &EmbeddedFixtures).expect("fixtures");
+        let turn = context.store().write_turn();
+        crate::jobs::import::import_with_media(&turn, &EmbeddedFixtures, Some(context.media()))
+            .expect("fixtures");
+        drop(turn);
         context.writer().catch_up().expect("catch up");
         context
     }

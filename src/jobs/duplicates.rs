@@ -758,11 +758,10 @@ mod tests {
     /// The fixtures' catalogue with a twin of two of its models, its pairs found, through a
     /// writer that keeps them as every write does.
     fn writer_with_pairs(dir: &std::path::Path) -> crate::jobs::writer::Writer {
-        use crate::jobs::import::fixtures::EmbeddedFixtures;
         use crate::jobs::import::{import, DirectorySource};
         use catalogue_index::{CatalogueIndex, ListingIndex};
         let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
-        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
         let writer = crate::jobs::writer::Writer::new(
             store,
             Arc::new(CatalogueIndex::in_memory().expect("index")),

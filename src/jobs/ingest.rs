@@ -782,7 +782,7 @@ pub(crate) fn fixture_store_with_feeds(dir: &std::path::Path) -> Store {
     use crate::jobs::import::fixtures::EmbeddedFixtures;
     let store = Store::open(dir, 1 << 22).expect("store");
     let turn = store.write_turn();
-    crate::jobs::import::import(&turn, &EmbeddedFixtures).expect("fixtures");
+    crate::jobs::import::fixtures::import_fixtures(&turn, dir);
     ingest_dataset_feeds(&turn, &EmbeddedFixtures, &SnapshotRules::default()).expect("feeds");
     drop(turn);
     store
@@ -813,11 +813,10 @@ mod tests {
     }
     use crate::domain::ModelId;
     use crate::jobs::import::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::import;
 
     fn fixture_store(dir: &std::path::Path) -> Store {
         let store = Store::open(dir, 1 << 22).expect("store");
-        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
         store
     }
 

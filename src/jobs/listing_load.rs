@@ -218,7 +218,6 @@ fn add_all(
 mod tests {
     use super::*;
     use crate::jobs::import::fixtures::EmbeddedFixtures;
-    use crate::jobs::import::import;
     use crate::jobs::ingest::ingest;
     use crate::jobs::reindex::{listings_are_current, rebuild_listings};
     use crate::jobs::snapshot_rules::SnapshotRules;
@@ -233,7 +232,7 @@ mod tests {
     /// The fixtures' catalogue and rates, no listing, and a listings index current with it.
     fn catalogue(dir: &std::path::Path) -> (Store, Arc<ListingIndex>) {
         let store = Store::open(dir, 1 << 22).expect("store");
-        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
         let index = Arc::new(ListingIndex::in_memory().expect("index"));
         rebuild_listings(&store, &index).expect("rebuild");
         (store, index)

@@ -5,7 +5,6 @@
 use super::{create_model, kept_group, link, update_model, Selection};
 use crate::domain::{BrandId, GroupKey, Listing, Model};
 use crate::jobs::import::fixtures::EmbeddedFixtures;
-use crate::jobs::import::import;
 use crate::jobs::ingest::ingest;
 use crate::jobs::merge::merge;
 use crate::jobs::reindex::rebuild_listings;
@@ -59,7 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn fixture() -> (tempfile::TempDir, Store, ListingIndex) {
     let dir = tempfile::tempdir().expect("dir");
     let store = Store::open(dir.path(), 1 << 22).expect("store");
-    import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+    crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir.path());
     for provider in PROVIDERS {
         ingest_snapshot(&store, provider, &snapshot(provider, None));
     }

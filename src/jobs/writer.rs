@@ -648,9 +648,8 @@ mod tests {
     /// The fixtures' catalogue and rates, no listing, and both indexes current with them; the
     /// listings of every job loaded into the index as they commit.
     fn fixture_writer(dir: &std::path::Path) -> Writer {
-        use crate::jobs::import::fixtures::EmbeddedFixtures;
         let store = Store::open(dir, 1 << 22).expect("store");
-        import(&store.write_turn(), &EmbeddedFixtures).expect("fixtures");
+        crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
         let catalogue = Arc::new(CatalogueIndex::in_memory().expect("index"));
         let listings = Arc::new(ListingIndex::in_memory().expect("index"));
         let writer = Writer::new(store, catalogue, listings).loading_from(1);

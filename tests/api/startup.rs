@@ -7,7 +7,7 @@ use watch_catalogue::app::App;
 use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::normalize_reference;
 use watch_catalogue::jobs::import::fixtures::EmbeddedFixtures;
-use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::import::{import, import_with_media, DirectorySource};
 use watch_catalogue::store::RecordKind;
 
 #[test]
@@ -86,9 +86,27 @@ fn a_data_dir_still_held_is_opened_once_it_is_released() {
 fn the_bundled_fixtures_import_and_cover_the_catalogue_cases() {
     let dir = tempfile::tempdir().expect("dir");
     let app = App::open(&DataDir::new(dir.path()), 16 << 20).expect("open");
-    import(&app.store().write_turn(), &EmbeddedFixtures)
-        .expect("the bundled fixtures import cleanly");
+    import_with_media(
+        &app.store().write_turn(),
+        &EmbeddedFixtures,
+        Some(app.media()),
+    )
+    .expect("the bundled fixtures import cleanly");
     let store = app.store();
+    // The fixtures' own pictures are in the media store at once: nothing to fetch.
+    let gmt = store
+        .catalogue()
+        .all_models()
+        .filter_map(Result::ok)
+        .find(|m| m.slug.as_str() == "gmt-master-ii-116710ln")
+        .expect("the GMT-Master II");
+    let front = gmt.pictures.first().expect("a picture");
+    let record = store
+        .pictures()
+        .picture(front.id)
+        .expect("read")
+        .expect("a record");
+    assert!(record.fetched().is_some(), "{record:?}");
     assert!(store.count(RecordKind::Brand) >= 25);
     assert!(store.count(RecordKind::Series) >= 80);
     assert!(store.count(RecordKind::Model) >= 400);

@@ -11,7 +11,7 @@ use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
 use watch_catalogue::data_dir::DataDir;
 use watch_catalogue::domain::{Role, Username};
-use watch_catalogue::jobs::import::{import, DirectorySource};
+use watch_catalogue::jobs::import::{import_with_media, DirectorySource};
 use watch_catalogue::jobs::ingest::{ingest, ingest_dataset_feeds};
 use watch_catalogue::jobs::queue::Jobs;
 use watch_catalogue::jobs::snapshot_rules::SnapshotRules;
@@ -88,14 +88,15 @@ impl TestAppBuilder {
         let feeds = DirectorySource(test_feeds());
         if self.indexed {
             app.writer()
-                .run(|turn| import(turn, &catalogue))
+                .run(|turn| import_with_media(turn, &catalogue, Some(app.media())))
                 .expect("import the dataset");
             app.writer()
                 .run(|turn| ingest_dataset_feeds(turn, &feeds, &SnapshotRules::default()))
                 .expect("ingest the test feeds");
         } else {
             // Straight to the store, past the writer that would index it.
-            import(&app.store().write_turn(), &catalogue).expect("import the dataset");
+            import_with_media(&app.store().write_turn(), &catalogue, Some(app.media()))
+                .expect("import the dataset");
         }
         for (name, role) in &self.users {
             let name = Username::parse(name).expect("user name");
