@@ -15,6 +15,7 @@ use crate::jobs::pictures::UrgentPictures;
 use crate::jobs::progress::JobControl;
 use crate::jobs::queue::Jobs;
 use crate::jobs::reindex;
+use crate::jobs::w3c_candidates::KeptBrandNames;
 use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
 use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreResult};
@@ -49,6 +50,8 @@ pub struct KeptReads {
     pub model_cards: GenerationCache<ModelId, Option<Arc<ModelCard>>>,
     /// Reconciliation groups' candidates, kept per model text edition of the catalogue index.
     pub candidates: KeptCandidates,
+    /// Every brand's name, for the reconciliation service's typo'd brands, per store generation.
+    pub brand_names: KeptBrandNames,
 }
 
 /// What a model's list item is made from: the model, its FRONT picture's pipeline record (when
@@ -75,6 +78,7 @@ impl Default for KeptReads {
             series: GenerationCache::holding_at_most(KEPT_NAMES),
             model_cards: GenerationCache::holding_at_most(KEPT_MODEL_CARDS),
             candidates: KeptCandidates::default(),
+            brand_names: GenerationCache::holding_at_most(1),
         }
     }
 }

@@ -11,8 +11,11 @@ use crate::domain::{
     ModelId, Slug, TextRun,
 };
 use crate::store::{cached, Store, StoreError, StoreResult};
-use catalogue_index::{CatalogueIndex, DocKind, Filters, IndexError, SearchRequest, SortOrder};
+use catalogue_index::{
+    CatalogueIndex, DocKind, Filters, GenerationCache, IndexError, SearchRequest, SortOrder,
+};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// Why candidates could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -110,6 +113,7 @@ const POOL: usize = 40;
 pub struct Catalogue<'a> {
     pub store: &'a Store,
     pub index: &'a CatalogueIndex,
+    pub brand_names: &'a KeptBrandNames,
 }
 
 /// The candidates of `query`, unordered (the API orders them by score, then by protocol id).
@@ -179,10 +183,9 @@ impl<'q> Reading<'q> {
         let typo = match decided.brand_id {
             Some(_) => None,
             None => match clues.brand.as_deref() {
-                Some(written) => brand_with_a_typo(at.store, written)?
-                    .map(|typo| (typo.brand.id, text.to_owned(), Some(typo.corrected))),
-                None => brand_with_a_typo(at.store, text)?
-                    .map(|typo| (typo.brand.id, typo.corrected, None)),
+                Some(written) => brand_with_a_typo(at, written)?
+                    .map(|typo| (typo.brand, text.to_owned(), Some(typo.corrected))),
+                None => brand_with_a_typo(at, text)?.map(|typo| (typo.brand, typo.corrected, None)),
             },
         };
         let (brand, corrected) = match typo {
@@ -256,47 +259,78 @@ impl<'q> Reading<'q> {
 /// A brand written with one typo (`Rolexx`, `Patek Philipe`): the brand, and the text with
 /// its name written right in place of the typo.
 struct TypoBrand {
-    brand: Brand,
+    brand: BrandId,
     corrected: String,
+}
+
+/// A brand's name as a typo is looked for in it: lowercased, its length and words counted.
+#[derive(Debug)]
+pub struct BrandName {
+    id: BrandId,
+    name: String,
+    lower: String,
+    length: usize,
+    words: usize,
+}
+
+/// Every brand's name, kept per store generation (any write moves it; a brand added without a
+/// model too): a query whose brand the matcher did not find compares them all, and reads them
+/// from the store once a generation rather than once a query.
+pub type KeptBrandNames = GenerationCache<(), Arc<[BrandName]>>;
+
+fn brand_names(at: Catalogue<'_>) -> StoreResult<Arc<[BrandName]>> {
+    let edition = at.store.generation()?.0;
+    if let Some(names) = at.brand_names.get(edition, &()) {
+        return Ok(names);
+    }
+    let names: Arc<[BrandName]> = (at.store.catalogue().brands())
+        .map(|brand| {
+            brand.map(|brand| {
+                let lower = brand.name.to_lowercase();
+                BrandName {
+                    id: brand.id,
+                    length: lower.chars().count(),
+                    words: lower.split_whitespace().count(),
+                    lower,
+                    name: brand.name,
+                }
+            })
+        })
+        .collect::<StoreResult<Vec<_>>>()?
+        .into();
+    at.brand_names.keep(edition, (), names.clone());
+    Ok(names)
 }
 
 /// The one brand whose name `text` writes with one typo, when the matcher named none: its models
 /// become candidates, as a model's words tolerate a typo, but never a match (only the matcher
 /// decides one). Names shorter than five letters are too short to tell a typo from another word.
-fn brand_with_a_typo(store: &Store, text: &str) -> StoreResult<Option<TypoBrand>> {
+fn brand_with_a_typo(at: Catalogue<'_>, text: &str) -> StoreResult<Option<TypoBrand>> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let lower: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
-    let mut found: Vec<(Brand, usize, usize)> = Vec::new();
-    for brand in store.catalogue().brands() {
-        let brand = brand?;
-        let name = brand.name.to_lowercase();
-        let length = name.chars().count();
-        let width = name.split_whitespace().count();
-        if length < 5 || width > lower.len() {
-            continue;
+    let names = brand_names(at)?;
+    let mut found = names.iter().filter_map(|brand| {
+        if brand.length < 5 || brand.words > lower.len() {
+            return None;
         }
         let near = |window: &[String]| {
             let written = window.join(" ");
-            written.chars().count().abs_diff(length) <= 1
-                && strsim::damerau_levenshtein(&written, &name) <= 1
+            written.chars().count().abs_diff(brand.length) <= 1
+                && strsim::damerau_levenshtein(&written, &brand.lower) <= 1
         };
-        if let Some(at) = lower.windows(width).position(near) {
-            if found.iter().all(|(other, _, _)| other.id != brand.id) {
-                found.push((brand, at, width));
-            }
-        }
-    }
-    if found.len() != 1 {
-        return Ok(None);
-    }
-    let Some((brand, at, width)) = found.pop() else {
+        let at = lower.windows(brand.words).position(near)?;
+        Some((brand, at))
+    });
+    let (Some((brand, at)), None) = (found.next(), found.next()) else {
         return Ok(None);
     };
     let mut corrected: Vec<&str> = words[..at].to_vec();
     corrected.push(&brand.name);
-    corrected.extend(&words[at + width..]);
-    let corrected = corrected.join(" ");
-    Ok(Some(TypoBrand { brand, corrected }))
+    corrected.extend(&words[at + brand.words..]);
+    Ok(Some(TypoBrand {
+        brand: brand.id,
+        corrected: corrected.join(" "),
+    }))
 }
 
 fn model_candidates(at: Catalogue<'_>, query: &CandidateQuery<'_>) -> Result<Vec<Scored>> {
@@ -629,7 +663,7 @@ fn brand_candidates(at: Catalogue<'_>, query: &CandidateQuery<'_>) -> Result<Vec
     request.kind = DocKind::Brand;
     let searched = at.index.search(&request)?.ids.into_iter().map(BrandId);
     let typo = match exact.is_empty() {
-        true => brand_with_a_typo(at.store, text)?.map(|typo| typo.brand.id),
+        true => brand_with_a_typo(at, text)?.map(|typo| typo.brand),
         false => None,
     };
     let mut seen = BTreeSet::new();

@@ -1016,6 +1016,24 @@ async fn a_brand_written_with_a_typo_finds_its_models_but_never_matches() {
     // The same, spelt right, matches.
     let right = reconcile_one(&app, json!({"query": "Rolex Submariner 16610LV"})).await;
     assert_eq!(right[0]["match"], json!(true), "{right:?}");
+    // A brand added since is found with a typo too: the brands' names kept move with it.
+    let dataset = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        dataset.path().join("brands.jsonl"),
+        "{\"slug\":\"kurofune\",\"name\":\"Kurofune\"}\n",
+    )
+    .expect("brands");
+    let source = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
+    app.app
+        .writer()
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &source))
+        .expect("import");
+    let brands = reconcile_one(&app, json!({"query": "Kurofnue", "type": "brand"})).await;
+    assert_eq!(
+        brands.first().map(|c| &c["id"]),
+        Some(&json!("brands/kurofune")),
+        "{brands:?}"
+    );
 }
 
 /// A spreadsheet's column of 10,000 rows, sent as OpenRefine sends it (batches of 10, one after

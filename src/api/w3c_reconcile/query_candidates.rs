@@ -25,6 +25,7 @@ pub fn candidates(app: &App, query: &Query) -> ApiResult<Vec<Candidate>> {
     let catalogue = Catalogue {
         store: app.store(),
         index: app.index(),
+        brand_names: &app.kept().brand_names,
     };
     let mut found: Vec<Candidate> = w3c_candidates::candidates(catalogue, &asked)?
         .into_iter()
