@@ -28,12 +28,14 @@ impl Shown {
     /// Progress of the job called `label` (`job 7`, `ingest`).
     pub fn new(label: impl Into<String>) -> Shown {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new(0);
+            // Hidden until its words and counts are all set: no half-drawn first frame.
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(0),
+                indicatif::ProgressDrawTarget::hidden(),
+            );
             bar.set_style(
-                indicatif::ProgressStyle::with_template(
-                    "{msg} [{bar:40}] {human_pos}/{human_len} {per_sec} {eta} left",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             bar
         });
@@ -48,16 +50,20 @@ impl Shown {
 
     /// The job `state` (queued, running, succeeded…), `done` of `total` `unit`.
     pub fn show(&mut self, state: &str, done: u64, total: u64, unit: &str) {
+        let elapsed = self.started.elapsed();
         if let Some(bar) = &self.bar {
+            bar.set_prefix(format!("{} {state}", self.label));
+            bar.set_message(counts(done, total, unit, elapsed));
             bar.set_length(total);
             bar.set_position(done);
-            bar.set_message(format!("{} {state} ({unit})", self.label));
+            if bar.is_hidden() {
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
             return;
         }
         let changed = self.state.as_deref() != Some(state);
         let due = self.last_line.is_none_or(|at| at.elapsed() >= LINE_EVERY);
         if changed || due {
-            let elapsed = self.started.elapsed();
             eprintln!("{}", line(&self.label, state, done, total, unit, elapsed));
             self.state = Some(state.to_owned());
             self.last_line = Some(Instant::now());
@@ -82,7 +88,12 @@ pub fn line(
     unit: &str,
     elapsed: Duration,
 ) -> String {
-    let mut line = format!("{label} {state}: {done}/{total} {unit}");
+    format!("{label} {state}: {}", counts(done, total, unit, elapsed))
+}
+
+/// `120000/1000000 listings, 40000/s, about 22 s left`: what a line and a bar say.
+fn counts(done: u64, total: u64, unit: &str, elapsed: Duration) -> String {
+    let mut line = format!("{done}/{total} {unit}");
     let seconds = elapsed.as_secs_f64();
     if done > 0 && seconds > 0.0 {
         let rate = done as f64 / seconds;

@@ -79,7 +79,7 @@ impl Batch {
             Batch::Snapshot { .. } | Batch::Match => "listings",
             Batch::Rates { .. } => "files",
             Batch::Reindex(_) => "documents",
-            Batch::Duplicates => "pairs",
+            Batch::Duplicates => "models",
         }
     }
 }
@@ -257,8 +257,8 @@ pub fn run(
             Ok(report.into())
         }
         Batch::Duplicates => {
-            let (report, pairs) = rebuild_duplicates(context, control)?;
-            finished(control, pairs as u64);
+            // The pass counts the models it paired.
+            let (report, _) = rebuild_duplicates(context, control)?;
             Ok(report.into())
         }
     }

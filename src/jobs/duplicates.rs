@@ -167,10 +167,14 @@ impl<'t, 'c> FullPass<'t, 'c> {
         let stored = pairs_by_smaller_model(store)?;
         self.rekey_bases()?;
         let rekeyed = started.elapsed();
-        // indicatif draws nothing when stderr is not a terminal.
-        let progress = indicatif::ProgressBar::new(self.every.summaries().len() as u64);
         let mut pairs = 0;
         let models = self.every.summaries().len();
+        // The job's progress, when the pass is the job (a reindex counts its documents instead):
+        // the command or the server shows it.
+        let counted = self.control.filter(|control| control.progress().1 == 0);
+        if let Some(control) = counted {
+            control.set_total(models as u64);
+        }
         let mut from = 0;
         while from < models {
             let to = (from + self.chunk).min(models);
@@ -189,14 +193,15 @@ impl<'t, 'c> FullPass<'t, 'c> {
                 batch.replace_duplicate_pairs(*id, old, new);
             }
             self.turn.commit_derived(batch)?;
-            progress.inc((to - from) as u64);
+            if let Some(control) = counted {
+                control.advance((to - from) as u64);
+            }
             self.paired = to;
             from = to;
             if from < models {
                 self.between_chunks()?;
             }
         }
-        progress.finish_and_clear();
         let paired = started.elapsed();
         forget_pairs_of_gone_models(self.turn)?;
         self.mend()?;

@@ -314,7 +314,8 @@ async fn serve_takes_a_plain_address_where_the_help_says_address_or_cidr() {
 }
 
 /// Long commands say how far they are on standard error, a line at a time when it is not a
-/// terminal: an import's snapshots, a snapshot's listings, a reindex's documents.
+/// terminal: an import's snapshots, a snapshot's listings, a reindex's documents, the duplicate
+/// finder's models.
 #[test]
 fn long_commands_say_how_far_they_are_on_standard_error() {
     use crate::support::run_cli;
@@ -333,4 +334,7 @@ fn long_commands_say_how_far_they_are_on_standard_error() {
     let (ok, text) = run_cli(&data, &["reindex"], None, &[]);
     assert!(ok, "{text}");
     assert!(text.contains("reindex done: 1080/1080 documents"), "{text}");
+    let (ok, text) = run_cli(&data, &["duplicates", "rebuild"], None, &[]);
+    assert!(ok, "{text}");
+    assert!(text.contains("duplicates done: 440/440 models"), "{text}");
 }
