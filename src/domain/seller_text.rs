@@ -129,29 +129,29 @@ const REFERENCE_MARKERS: [&str; 3] = ["ref", "reference", "model"];
 /// reference: `Ref #16610` and `Ref. No. 16610` are the reference; nor `No Date`, nor
 /// `lot 16610 or 126610LN` (a lot of watches).
 fn is_stock_number(before: [&str; 2], word: &str) -> bool {
-    let bare = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase()
+    // Every title of an ingest passes here: words are compared as written, nothing allocated.
+    let is = |w: &str, names: &[&str]| {
+        let bare = w.trim_matches(|c: char| !c.is_alphanumeric());
+        names.iter().any(|name| bare.eq_ignore_ascii_case(name))
     };
-    let names_reference = |w: &str| REFERENCE_MARKERS.contains(&bare(w).as_str());
-    if !word.chars().any(|c| c.is_ascii_digit()) {
+    if !word.bytes().any(|b| b.is_ascii_digit()) {
         return false;
     }
     if word.starts_with('#') {
-        return !names_reference(before[1]);
+        return !is(before[1], &REFERENCE_MARKERS);
     }
-    let lower = word.to_lowercase();
-    if STOCK_MARKERS.iter().any(|marker| {
-        lower
-            .strip_prefix(marker)
-            .is_some_and(|rest| rest.starts_with('#'))
-    }) {
+    let glued = STOCK_MARKERS.iter().any(|marker| {
+        word.get(..marker.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(marker))
+            && word[marker.len()..].starts_with('#')
+    });
+    if glued {
         return true;
     }
     let numbered = word
         .trim_start_matches(|c: char| !c.is_alphanumeric())
         .starts_with(|c: char| c.is_ascii_digit());
-    matches!(bare(before[1]).as_str(), "no" | "nr") && numbered && !names_reference(before[0])
+    numbered && is(before[1], &["no", "nr"]) && !is(before[0], &REFERENCE_MARKERS)
 }
 
 /// Pushes the run unless its key is empty or `runs[from..]` holds it already.
