@@ -575,6 +575,11 @@ async fn every_page_is_walked_as_anonymous_viewer_and_admin() {
         assert_locked_down(&refused, &path);
         assert_nothing_inline(&refused.body);
         assert!(refused.body.contains("this session may not do this"));
+        assert!(
+            refused.body.contains("This page is for admins"),
+            "{}",
+            refused.body
+        );
         for control in WRITE_CONTROLS {
             assert!(!refused.body.contains(control), "{control} on {path}");
         }

@@ -17,6 +17,10 @@ struct ErrorPage {
     hint: Option<String>,
 }
 
+/// What a viewer refused an admin's page is told.
+const ADMINS_ONLY: &str =
+    "This page is for admins: an admin can change your role on the users page.";
+
 /// Renders the `ApiError` a console handler answered as an error page of the console; every
 /// other answer passes as it is.
 pub async fn error_pages(request: Request, next: Next) -> Response {
@@ -29,12 +33,17 @@ pub async fn error_pages(request: Request, next: Next) -> Response {
         return response;
     };
     let body = error.body(None);
+    // The API's 403 names no remedy; a person on the console is told who may open the page.
+    let hint = match error {
+        ApiError::Forbidden => Some(ADMINS_ONLY.to_owned()),
+        _ => body.hint,
+    };
     let page = ErrorPage {
         signed,
         status: error.status().as_u16(),
         title: error.status().canonical_reason().unwrap_or("Error"),
         message: body.message.unwrap_or_default(),
-        hint: body.hint,
+        hint,
     };
     let Ok(html) = page.render() else {
         // The JSON answer stands.
