@@ -4,9 +4,7 @@
 use super::assemble::{self, Lookups};
 use super::error::ApiResult;
 use super::listings::MediaBase;
-use super::params::{
-    list_request, sort_schema, PageParams, Pagination, Params, PathParams, SortParam,
-};
+use super::params::{list_request, PageParams, Pagination, Params, PathParams, SortParam};
 use super::views::{BrandDetail, BrandItem, HighlightedBrands, Page, SeriesDetail, SeriesItem};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::{BrandPage, SeriesPage};
@@ -40,7 +38,7 @@ pub struct GroupListParams {
     /// Free text over names, aliases and descriptions.
     q: Option<String>,
     /// Order; `name_asc` by default, `relevance` by default when `q` is given.
-    #[param(schema_with = sort_schema::<GroupSorts>)]
+    #[param(value_type = Option<String>)]
     sort: Option<String>,
 }
 

@@ -4,8 +4,8 @@
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
 use super::params::{
-    parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort, sort_schema, PageParams,
-    Params, PathParams, SortParam,
+    choice_schema, parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort,
+    PageParams, Params, PathParams, SortParam,
 };
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::ListingPage;
@@ -82,10 +82,11 @@ pub struct ListingListParams {
     q: Option<String>,
     /// Order; `newest` (first seen) by default, `relevance` by default when `q` is given.
     /// Price orders go by `priceUSD`, unpriced listings last.
-    #[param(schema_with = sort_schema::<ListingSorts>)]
+    #[param(value_type = Option<String>)]
     sort: Option<String>,
     /// A currency of `GET /rates` (USD, EUR, GBP…): adds `convertedPrice` and
     /// `convertedCurrency` to each listing.
+    #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
 }
 
@@ -194,6 +195,18 @@ fn listing_filters(app: &App, params: &ListingListParams) -> ApiResult<ListingFi
     })
 }
 
+pub fn condition_schema() -> utoipa::openapi::Object {
+    choice_schema(&choices(&Condition::ALL, Condition::as_str))
+}
+
+pub fn availability_schema() -> utoipa::openapi::Object {
+    choice_schema(&choices(&Availability::ALL, Availability::as_str))
+}
+
+pub fn status_schema() -> utoipa::openapi::Object {
+    choice_schema(&choices(&ListingStatus::ALL, ListingStatus::as_str))
+}
+
 /// `(name, value)` pairs of an enumeration, for [`parse_choice`].
 fn choices<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> Vec<(&'static str, T)> {
     all.iter().map(|&value| (name(value), value)).collect()
@@ -299,6 +312,7 @@ fn display_code(table: Option<&ConversionTable>, raw: &str) -> ApiResult<String>
 #[into_params(parameter_in = Query)]
 pub struct ListingParams {
     /// A currency of `GET /rates`: adds `convertedPrice` and `convertedCurrency`.
+    #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
 }
 
@@ -333,6 +347,7 @@ pub struct StatsParams {
     #[param(required = true)]
     model: Option<String>,
     /// Currency of the figures; USD by default.
+    #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
 }
 

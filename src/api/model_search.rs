@@ -3,7 +3,7 @@
 //! [`super::models::list_models`].
 
 use super::error::{ApiError, ApiResult};
-use super::params::{parse_bool, parse_choice};
+use super::params::{non_empty_schema, parse_bool, parse_choice};
 use super::views::{FacetValueView, FacetsView};
 use crate::app::App;
 use crate::domain::{BrandId, SeriesId, Slug};
@@ -19,19 +19,19 @@ use std::collections::BTreeMap;
 #[into_params(parameter_in = Query)]
 pub struct SpecParams {
     /// Smallest case diameter, in millimetres (0 to 100).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 100)]
     min_diameter: Option<String>,
     /// Largest case diameter, in millimetres (0 to 100).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 100)]
     max_diameter: Option<String>,
     /// Least water resistance, in metres (0 to 20000).
-    #[param(value_type = Option<f64>)]
+    #[param(value_type = Option<f64>, minimum = 0, maximum = 20000)]
     min_water_resistance: Option<String>,
     /// Earliest release year.
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = Option<u32>, minimum = 1700, maximum = 2100)]
     min_year: Option<String>,
     /// Latest release year.
-    #[param(value_type = Option<u32>)]
+    #[param(value_type = Option<u32>, minimum = 1700, maximum = 2100)]
     max_year: Option<String>,
     /// Only limited editions (`true`), or none (`false`).
     #[param(value_type = Option<bool>)]
@@ -47,6 +47,9 @@ pub struct SpecParams {
     typo_tolerance: Option<String>,
     /// Facets to count, comma-separated: brand, series, caseMaterial, dialColor, movementType,
     /// complication, diameter.
+    #[param(
+        pattern = "^\\s*(brand|series|caseMaterial|dialColor|movementType|complication|diameter)\\s*(,\\s*(brand|series|caseMaterial|dialColor|movementType|complication|diameter)\\s*)*$"
+    )]
     facets: Option<String>,
 }
 
@@ -75,8 +78,16 @@ pub struct SpecTermParams {
     complication: Vec<String>,
 }
 
+/// A worded field's values: never empty, else any word (a word of no model's is a 400 naming
+/// the vocabulary, or an empty page when it is a known word no model has today).
+pub fn term_schema() -> utoipa::openapi::Array {
+    utoipa::openapi::ArrayBuilder::new()
+        .items(non_empty_schema())
+        .build()
+}
+
 /// The query-string name of each worded field.
-const TERM_PARAMETERS: [(SpecTerm, &str); 6] = [
+pub const TERM_PARAMETERS: [(SpecTerm, &str); 6] = [
     (SpecTerm::CaseMaterial, "caseMaterial"),
     (SpecTerm::DialColor, "dialColor"),
     (SpecTerm::BezelMaterial, "bezelMaterial"),

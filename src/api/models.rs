@@ -4,7 +4,7 @@ use super::assemble::{self, Lookups};
 use super::error::{internal, ApiError, ApiResult};
 use super::listings::{stats_currency, MediaBase, StatsCache};
 use super::model_search::{SpecParams, SpecTermParams};
-use super::params::{list_request, sort_schema, PageParams, Params, PathParams, SortParam};
+use super::params::{list_request, PageParams, Params, PathParams, SortParam};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::FullModel;
 use super::views::{ComparedModel, FacetsView, ModelComparison, ModelPage};
@@ -53,7 +53,7 @@ pub struct ModelListParams {
     /// Calibre: `brandSlug/caliberSlug`, or a calibre slug only one brand has.
     caliber: Option<String>,
     /// Order; `name_asc` by default, `relevance` by default when `q` is given.
-    #[param(schema_with = sort_schema::<ModelSorts>)]
+    #[param(value_type = Option<String>)]
     sort: Option<String>,
 }
 
@@ -344,6 +344,7 @@ pub struct CompareParams {
     #[param(required = true)]
     models: Option<String>,
     /// Currency of the asking prices; USD by default.
+    #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
 }
 

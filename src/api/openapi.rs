@@ -13,6 +13,7 @@ use axum::response::IntoResponse;
 use std::sync::OnceLock;
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::PathItemType;
+use utoipa::openapi::schema::{AllOf, AnyOf, OneOf};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, ObjectBuilder, OpenApi as Document, Ref, RefOr, ResponseBuilder, Schema,
@@ -189,6 +190,7 @@ impl Modify for SharedResponses {
             ),
         ];
         apply_route_policies(doc, super::v1_policies(), &common_headers);
+        apply_checked_parameters(doc, &checked_parameters());
         let requests = request_body_schemas(doc);
         let components = doc.components.get_or_insert_with(Default::default);
         for (name, schema) in components.schemas.iter_mut() {
@@ -196,10 +198,89 @@ impl Modify for SharedResponses {
                 require_every_property(schema);
             }
         }
+        strict_forms(components);
         components.add_security_scheme(
             ADMIN_SESSION,
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(SESSION_COOKIE, "Admin session, required by /admin, /picture-review, /reconciliation and /duplicate-models"))),
         );
+    }
+}
+
+/// The query parameters a handler checks against a list of its own, with the schema that list
+/// gives: the document then refuses what the handler refuses. Set here rather than with
+/// `#[param(schema_with)]`, which drops the parameter's description and style.
+fn checked_parameters() -> Vec<(&'static str, &'static str, RefOr<Schema>)> {
+    use super::back_office::{admin_jobs, duplicate_models, picture_review, reason_schema};
+    use super::params::sort_schema;
+    let mut checked: Vec<(&str, &str, RefOr<Schema>)> = vec![
+        (
+            "/brands",
+            "sort",
+            sort_schema::<brands::GroupSorts>().into(),
+        ),
+        (
+            "/brands/{brandSlug}/series",
+            "sort",
+            sort_schema::<brands::GroupSorts>().into(),
+        ),
+        (
+            "/models",
+            "sort",
+            sort_schema::<models::ModelSorts>().into(),
+        ),
+        (
+            "/listings",
+            "sort",
+            sort_schema::<listings::ListingSorts>().into(),
+        ),
+        (
+            "/listings",
+            "condition",
+            listings::condition_schema().into(),
+        ),
+        (
+            "/listings",
+            "availability",
+            listings::availability_schema().into(),
+        ),
+        ("/listings", "status", listings::status_schema().into()),
+        (
+            "/admin/unmatched-listings",
+            "reason",
+            reason_schema().into(),
+        ),
+        ("/reconciliation", "reason", reason_schema().into()),
+        (
+            "/duplicate-models",
+            "kind",
+            duplicate_models::kind_schema().into(),
+        ),
+        (
+            "/picture-review",
+            "status",
+            picture_review::status_schema().into(),
+        ),
+        ("/admin/reindex", "index", admin_jobs::index_schema().into()),
+    ];
+    for (_, name) in super::model_search::TERM_PARAMETERS {
+        checked.push(("/models", name, super::model_search::term_schema().into()));
+    }
+    checked
+}
+
+/// Gives each parameter of [`checked_parameters`] its schema, keeping its description.
+fn apply_checked_parameters(doc: &mut Document, checked: &[(&str, &str, RefOr<Schema>)]) {
+    for (path, item) in doc.paths.paths.iter_mut() {
+        for operation in item.operations.values_mut() {
+            for parameter in operation.parameters.iter_mut().flatten() {
+                if let Some((_, _, schema)) = checked
+                    .iter()
+                    .find(|(at, name, _)| at == path && *name == parameter.name)
+                {
+                    parameter.schema = Some(schema.clone());
+                }
+            }
+        }
     }
 }
 
@@ -277,6 +358,9 @@ fn apply_route_policies(
                     add_caching_headers(response, caching);
                 }
             }
+            if caching == Some(Caching::Shared) {
+                responses.insert("304".to_owned(), RefOr::T(not_modified(common_headers)));
+            }
         }
     }
 }
@@ -296,6 +380,21 @@ fn add_caching_headers(response: &mut utoipa::openapi::Response, caching: Cachin
     response
         .headers
         .insert("Cache-Control".into(), string_header(cache_control));
+}
+
+/// The answer of a shared read whose `If-None-Match` names the current body's tag: no body,
+/// the same headers as a 200.
+fn not_modified(
+    common_headers: &[(&str, utoipa::openapi::header::Header)],
+) -> utoipa::openapi::Response {
+    let mut response = ResponseBuilder::new()
+        .description("Not Modified: `If-None-Match` names the current body's `ETag`; no body")
+        .build();
+    for (name, header) in common_headers {
+        response.headers.insert((*name).to_owned(), header.clone());
+    }
+    add_caching_headers(&mut response, Caching::Shared);
+    response
 }
 
 /// The schemas operations take as request bodies: they say themselves which fields a client
@@ -350,6 +449,88 @@ pub fn document_json() -> &'static str {
             .to_pretty_json()
             .unwrap_or_else(|_| "{}".to_owned())
     })
+}
+
+/// Rewrites what utoipa writes in a form OpenAPI 3.0 validators read otherwise than meant
+/// (openapi-core, openapi-schema-validator: D-195).
+fn strict_forms(components: &mut utoipa::openapi::Components) {
+    for schema in components.schemas.values_mut() {
+        nullable_references(schema);
+    }
+    if let Some(link) = components.schemas.get_mut("LinkBody") {
+        exactly_one_of(link, &["group", "listings"]);
+    }
+}
+
+/// `allOf: [$ref]` with `nullable: true`, utoipa's form of an optional object, is never null
+/// to a strict validator: 3.0.3 lets `nullable` widen only a `type` beside it. The form it
+/// reads as meant is `anyOf` the object or a null-only schema (the OAI's clarification of
+/// `nullable`, 2019).
+fn nullable_references(schema: &mut RefOr<Schema>) {
+    let RefOr::T(inner) = schema else {
+        return;
+    };
+    match inner {
+        Schema::AllOf(all) if all.nullable && all.items.len() == 1 => {
+            let mut any = AnyOf::new();
+            any.items = vec![all.items[0].clone(), only_null().into()];
+            any.description = all.description.take();
+            *inner = Schema::AnyOf(any);
+        }
+        Schema::AllOf(all) => all.items.iter_mut().for_each(nullable_references),
+        Schema::Object(object) => object.properties.values_mut().for_each(nullable_references),
+        Schema::Array(array) => nullable_references(&mut array.items),
+        _ => {}
+    }
+}
+
+/// `schema` without `nullable`, and without the words the full schema already gives.
+fn not_null(schema: Schema) -> Schema {
+    match schema {
+        Schema::Object(mut object) => {
+            (object.nullable, object.description, object.example) = (false, None, None);
+            Schema::Object(object)
+        }
+        Schema::Array(mut array) => {
+            (array.nullable, array.description, array.example) = (false, None, None);
+            Schema::Array(array)
+        }
+        other => other,
+    }
+}
+
+/// The schema only `null` is valid under, in 3.0's words.
+fn only_null() -> utoipa::openapi::Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::Object)
+        .nullable(true)
+        .enum_values(Some([serde_json::Value::Null]))
+        .build()
+}
+
+/// A body that takes exactly one of `fields`, not null: the object and a `oneOf` with one
+/// member per field.
+fn exactly_one_of(schema: &mut RefOr<Schema>, fields: &[&str]) {
+    let RefOr::T(Schema::Object(object)) = schema else {
+        return;
+    };
+    let mut one = OneOf::new();
+    for field in fields {
+        let Some(RefOr::T(property)) = object.properties.get(*field) else {
+            continue;
+        };
+        let member = ObjectBuilder::new()
+            .property(*field, not_null(property.clone()))
+            .required(*field)
+            .build();
+        one.items.push(member.into());
+    }
+    let mut both = AllOf::new();
+    both.items = vec![
+        Schema::Object(object.clone()).into(),
+        Schema::OneOf(one).into(),
+    ];
+    *schema = Schema::AllOf(both).into();
 }
 
 /// `GET /v1/openapi.json`.
@@ -421,8 +602,10 @@ mod tests {
         assert!(public.get("security").is_none());
         assert_eq!(
             statuses(public),
-            ["200", "400", "404", "405", "429", "500", "503"]
+            ["200", "304", "400", "404", "405", "429", "500", "503"]
         );
+        assert!(public["responses"]["304"].get("content").is_none());
+        assert!(public["responses"]["304"]["headers"]["ETag"].is_object());
         let headers = &public["responses"]["200"]["headers"];
         assert_eq!(
             headers["Cache-Control"]["description"],

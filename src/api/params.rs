@@ -53,6 +53,8 @@ pub const DEFAULT_PAGE_SIZE: usize = 24;
 pub const MAX_PAGE_SIZE: usize = 100;
 /// Largest `pageSize` of a sitemap list: the sitemap protocol's cap on URLs per file.
 pub const MAX_SITEMAP_PAGE_SIZE: usize = 50_000;
+/// Largest `page`: the largest 32-bit integer, as the document's `int32` says.
+pub const MAX_PAGE: usize = i32::MAX as usize;
 /// Longest accepted `q`.
 pub const MAX_QUERY_CHARS: usize = 200;
 
@@ -63,7 +65,7 @@ pub const MAX_QUERY_CHARS: usize = 200;
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Page number, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2147483647, default = 1)]
     page: Option<String>,
     /// Items per page, 1 to 100.
     #[param(value_type = Option<u32>, minimum = 1, maximum = 100, default = 24)]
@@ -92,13 +94,7 @@ impl Pagination {
         default: usize,
         max: usize,
     ) -> Result<Pagination, ApiError> {
-        let page = positive(
-            "page",
-            page,
-            1,
-            usize::MAX / (max + 1),
-            "page counts from 1",
-        )?;
+        let page = positive("page", page, 1, MAX_PAGE, "page counts from 1")?;
         let page_size = positive(
             "pageSize",
             page_size,
@@ -147,9 +143,23 @@ pub trait SortParam {
 
 /// The OpenAPI schema of a `sort` parameter: a string enum of `S`'s names.
 pub fn sort_schema<S: SortParam>() -> utoipa::openapi::Object {
+    choice_schema(S::CHOICES)
+}
+
+/// The OpenAPI schema of a parameter read with [`parse_choice`] from `choices`: a string
+/// enum of their names, so the document refuses what the handler refuses.
+pub fn choice_schema<T>(choices: &[(&str, T)]) -> utoipa::openapi::Object {
     utoipa::openapi::ObjectBuilder::new()
         .schema_type(utoipa::openapi::SchemaType::String)
-        .enum_values(Some(S::CHOICES.iter().map(|(name, _)| *name)))
+        .enum_values(Some(choices.iter().map(|(name, _)| *name)))
+        .build()
+}
+
+/// A string that is never empty (a vocabulary word).
+pub fn non_empty_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::SchemaType::String)
+        .min_length(Some(1))
         .build()
 }
 

@@ -90,8 +90,8 @@ pub struct LinkBody {
     /// A group id of `GET /reconciliation`; give it or `listings`.
     #[schema(example = "8bcf32a792c9e612")]
     pub group: Option<String>,
-    /// Listing ids (at most 1000), matched or not; give them or `group`.
-    #[schema(example = json!(["7", "11"]))]
+    /// Listing ids (1 to 1000), matched or not; give them or `group`.
+    #[schema(example = json!(["7", "11"]), min_items = 1, max_items = 1000)]
     pub listings: Option<Vec<String>>,
     /// The id of the model to link them to.
     #[schema(example = "3")]
@@ -152,7 +152,8 @@ pub struct MergeBody {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 #[schema(example = json!({"modelIds": ["3", "41"]}))]
 pub struct DismissBody {
-    /// The models of a group: every pair of them is dismissed.
+    /// The models of a group, at least two different ones: every pair of them is dismissed.
+    #[schema(min_items = 2)]
     pub model_ids: Vec<String>,
 }
 
@@ -176,10 +177,13 @@ pub struct FrontPictureBody {
 #[schema(example = json!({"name": "bea", "role": "viewer", "password": "a long password of hers"}))]
 pub struct NewUserBody {
     /// 1 to 64 lowercase letters, digits, `.`, `_` or `-`.
+    #[schema(pattern = "^[a-z0-9._-]{1,64}$")]
     pub name: String,
     /// `admin` (the back office) or `viewer` (reads only).
+    #[schema(pattern = "^(admin|viewer)$")]
     pub role: String,
     /// At least 10 characters.
+    #[schema(min_length = 10)]
     pub password: String,
 }
 
@@ -189,6 +193,7 @@ pub struct NewUserBody {
 #[schema(example = json!({"role": "admin"}))]
 pub struct RoleBody {
     /// `admin` or `viewer`.
+    #[schema(pattern = "^(admin|viewer)$")]
     pub role: String,
 }
 
@@ -198,5 +203,6 @@ pub struct RoleBody {
 #[schema(example = json!({"password": "a new long password"}))]
 pub struct PasswordBody {
     /// At least 10 characters.
+    #[schema(min_length = 10)]
     pub password: String,
 }

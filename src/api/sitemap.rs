@@ -22,7 +22,7 @@ use std::collections::HashMap;
 #[into_params(parameter_in = Query)]
 pub struct SitemapParams {
     /// Page number, from 1.
-    #[param(value_type = Option<u32>, minimum = 1, default = 1)]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 2147483647, default = 1)]
     page: Option<String>,
     /// Entries per page, 1 to 50,000 (the sitemap protocol's cap).
     #[param(value_type = Option<u32>, minimum = 1, maximum = 50000, default = 50000)]

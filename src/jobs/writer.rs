@@ -78,6 +78,12 @@ pub enum IndexChoice {
 }
 
 impl IndexChoice {
+    pub const ALL: [IndexChoice; 3] = [
+        IndexChoice::Catalogue,
+        IndexChoice::Listings,
+        IndexChoice::All,
+    ];
+
     /// `catalogue`, `listings` or `all`.
     pub fn parse(text: &str) -> Option<IndexChoice> {
         match text {

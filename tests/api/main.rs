@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod capacity;
 mod cli;
+mod conformance;
 mod connections;
 mod console;
 mod console_browser;

@@ -9,7 +9,7 @@ use std::path::Path;
 use watch_catalogue::domain::Role;
 
 /// A real value for each path parameter, so every documented path can be requested.
-fn example_path(path: &str) -> String {
+pub fn example_path(path: &str) -> String {
     let concrete = match path {
         "/brands/{slug}" => "/brands/rolex".to_owned(),
         "/models/{brandSlug}/{slug}" => "/models/rolex/submariner-date-126610ln".to_owned(),

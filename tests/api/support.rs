@@ -177,6 +177,7 @@ impl TestApp {
     async fn oneshot(&self, request: reqwest::Request, body: Vec<u8>) -> reqwest::Response {
         use tower::ServiceExt;
         let url = request.url();
+        let (method, path) = (request.method().clone(), url.path().to_owned());
         let target = match url.query() {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_owned(),
@@ -207,6 +208,23 @@ impl TestApp {
         let bytes = axum::body::to_bytes(body, usize::MAX)
             .await
             .expect("the whole body");
+        let content_type = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        // A compressed body is checked uncompressed by the tests that ask for it.
+        if !parts
+            .headers
+            .contains_key(axum::http::header::CONTENT_ENCODING)
+        {
+            crate::conformance::check_answer(
+                &method,
+                &path,
+                parts.status.as_u16(),
+                content_type,
+                &bytes,
+            );
+        }
         reqwest::Response::from(axum::http::Response::from_parts(parts, bytes.to_vec()))
     }
 

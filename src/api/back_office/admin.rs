@@ -78,11 +78,7 @@ pub fn unmatched_page(
     pagination: Pagination,
     media: &MediaBase,
 ) -> ApiResult<Page<UnmatchedListing>> {
-    let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
-        .iter()
-        .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
-        .collect();
-    let reason = parse_choice("reason", params.reason.as_deref(), &reasons)?;
+    let reason = parse_choice("reason", params.reason.as_deref(), &super::reason_choices())?;
     let include_delisted = status_filter(None, params.include_delisted.as_deref())?;
     let brand = params
         .brand

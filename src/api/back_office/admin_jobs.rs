@@ -57,8 +57,13 @@ pub struct SnapshotParams {
 #[into_params(parameter_in = Query)]
 pub struct ReindexParams {
     /// catalogue, listings or all (default).
-    #[param(example = "all")]
+    #[param(example = "all", value_type = Option<String>)]
     index: Option<String>,
+}
+
+pub fn index_schema() -> utoipa::openapi::Object {
+    let names = IndexChoice::ALL.map(|index| (index.as_str(), ()));
+    crate::api::params::choice_schema(&names)
 }
 
 /// Submits a provider's full current snapshot (NDJSON, the `ingest` format) to be ingested.

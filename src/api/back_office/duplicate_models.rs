@@ -35,6 +35,10 @@ pub struct GroupParams {
     pub brand: Option<String>,
 }
 
+pub fn kind_schema() -> utoipa::openapi::Object {
+    crate::api::params::choice_schema(&KINDS)
+}
+
 const KINDS: [(&str, Option<DuplicateSignal>); 4] = [
     ("all", None),
     ("sameReference", Some(DuplicateSignal::SameReference)),

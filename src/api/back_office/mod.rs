@@ -15,6 +15,7 @@ pub mod reconciliation;
 use super::error::{internal, ApiError, ApiResult, ErrorCode};
 use crate::auth::{tokens_in_cookies, SessionPolicy, MAX_SESSION_COOKIES};
 use crate::clock::Clock;
+use crate::domain::MatchOutcome;
 use crate::domain::{Role, Session, User};
 use crate::jobs::users::Actor;
 use axum::extract::{Request, State};
@@ -242,6 +243,18 @@ pub fn write<T, E: ErrorCode>(
     job: impl FnOnce(&crate::store::WriteTurn<'_>) -> Result<T, E>,
 ) -> ApiResult<T> {
     Ok(app.writer().run(job)?.value)
+}
+
+/// The `reason` values of the unmatched-listing lists: each reason a listing did not match.
+pub fn reason_choices() -> Vec<(&'static str, MatchOutcome)> {
+    MatchOutcome::REASONS
+        .iter()
+        .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
+        .collect()
+}
+
+pub fn reason_schema() -> utoipa::openapi::Object {
+    super::params::choice_schema(&reason_choices())
 }
 
 #[cfg(test)]

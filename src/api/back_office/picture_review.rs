@@ -37,6 +37,10 @@ pub struct ReviewParams {
     pub status: Option<String>,
 }
 
+pub fn status_schema() -> utoipa::openapi::Object {
+    crate::api::params::choice_schema(&STATUSES)
+}
+
 const STATUSES: [(&str, &[ReviewStatus]); 3] = [
     ("pending", &[ReviewStatus::Pending]),
     ("reviewed", &[ReviewStatus::Reviewed]),

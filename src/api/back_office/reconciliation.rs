@@ -18,7 +18,7 @@ use crate::api::views::back_office::{
 use crate::api::views::ReconciliationGroupPage;
 use crate::api::views::{EntityRef, Page};
 use crate::app::App;
-use crate::domain::{ClaimedBrand, ListingId, MatchOutcome, ModelId, ProviderId};
+use crate::domain::{ClaimedBrand, ListingId, ModelId, ProviderId};
 use crate::jobs::nearest_models::{self, GroupSample, NearModel};
 use crate::jobs::reconciliation::{self, ReconcileError, Reconciled, Selection};
 use crate::jobs::unmatched_groups::{self, GroupFilter, ShownGroup};
@@ -115,10 +115,6 @@ fn sample(app: &App, group: &ShownGroup) -> Result<GroupSample, ReconcileError> 
 
 /// The filters of `GET /reconciliation`, resolved.
 fn group_filter(app: &App, params: &GroupParams) -> ApiResult<GroupFilter> {
-    let reasons: Vec<(&'static str, MatchOutcome)> = MatchOutcome::REASONS
-        .iter()
-        .filter_map(|&outcome| Some((outcome.reason()?, outcome)))
-        .collect();
     Ok(GroupFilter {
         brand: params
             .brand
@@ -132,7 +128,7 @@ fn group_filter(app: &App, params: &GroupParams) -> ApiResult<GroupFilter> {
             .map(|slug| provider_id(app, slug))
             .transpose()?
             .map(ProviderId),
-        reason: parse_choice("reason", params.reason.as_deref(), &reasons)?,
+        reason: parse_choice("reason", params.reason.as_deref(), &super::reason_choices())?,
         text: parse_text(params.q.as_deref())?.filter(|text| !text.trim().is_empty()),
     })
 }

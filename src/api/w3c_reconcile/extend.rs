@@ -70,8 +70,10 @@ pub struct ProposeParams {
     #[serde(rename = "type")]
     kind: Option<String>,
     /// Most properties to propose.
+    #[param(value_type = Option<u32>, minimum = 0)]
     limit: Option<String>,
     /// JSONP: the answer wrapped in a call of this function.
+    #[param(pattern = "^[A-Za-z_$.][A-Za-z0-9_$.]{0,63}$")]
     callback: Option<String>,
 }
 

@@ -26,10 +26,16 @@ use std::collections::BTreeMap;
 pub struct ServiceParams {
     /// A query batch, as JSON text: `{"q0": {"query": "Rolex 16610LV", "limit": 3}}`. Without
     /// it (and without `extend`) the answer is the service manifest.
+    #[param(min_length = 1)]
+    #[schema(min_length = 1)]
     queries: Option<String>,
     /// A data-extension query, as JSON text: `{"ids": [...], "properties": [{"id": "reference"}]}`.
+    #[param(min_length = 1)]
+    #[schema(min_length = 1)]
     extend: Option<String>,
     /// JSONP: the answer wrapped in a call of this function (GET only).
+    #[param(pattern = "^[A-Za-z_$.][A-Za-z0-9_$.]{0,63}$")]
+    #[schema(pattern = "^[A-Za-z_$.][A-Za-z0-9_$.]{0,63}$")]
     callback: Option<String>,
 }
 
@@ -137,6 +143,13 @@ pub async fn reconcile_post(
         }
         _ => Ask::from_fields(params.queries.as_deref(), params.extend.as_deref())?,
     };
+    if matches!(ask, Ask::Manifest) {
+        // The manifest is a GET's answer: a POST carries something to answer.
+        return Err(ApiError::invalid(
+            "`queries` or `extend` is required in a POST",
+            "post a form (queries=...) or JSON; GET /v1/reconcile answers the service manifest",
+        ));
+    }
     Ok(Json(answer(&work, &headers, ask).await?).into_response())
 }
 

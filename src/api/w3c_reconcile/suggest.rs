@@ -30,10 +30,31 @@ pub struct SuggestParams {
     /// `suggest/entity` only: the type of entity (`model` by default, or `brand`, `caliber`).
     #[serde(rename = "type")]
     kind: Option<String>,
-    /// `suggest/entity` only: how many suggestions to skip (paging).
+    /// How many suggestions to skip (paging), 0 to 1000.
+    #[param(value_type = Option<u32>, minimum = 0, maximum = 1000)]
     cursor: Option<String>,
     /// JSONP: the answer wrapped in a call of this function.
+    #[param(pattern = "^[A-Za-z_$.][A-Za-z0-9_$.]{0,63}$")]
     callback: Option<String>,
+}
+
+impl SuggestParams {
+    /// `cursor`, 0 when absent.
+    fn cursor(&self) -> ApiResult<usize> {
+        let Some(text) = self.cursor.as_deref() else {
+            return Ok(0);
+        };
+        text.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|c| *c <= MAX_CURSOR)
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    format!("`cursor` must be a whole number up to {MAX_CURSOR}, not `{text}`"),
+                    "send the number of suggestions already shown, e.g. cursor=10",
+                )
+            })
+    }
 }
 
 /// Models (or brands, calibres) whose reference starts with `prefix` or whose names hold its
@@ -46,20 +67,7 @@ pub async fn suggest_entity(
     Params(params): Params<SuggestParams>,
 ) -> ApiResult<Response> {
     let jsonp = Jsonp::parse(params.callback.as_deref())?;
-    let cursor = match params.cursor.as_deref() {
-        None => 0,
-        Some(text) => text
-            .trim()
-            .parse::<usize>()
-            .ok()
-            .filter(|c| *c <= MAX_CURSOR)
-            .ok_or_else(|| {
-                ApiError::invalid(
-                    format!("`cursor` must be a whole number up to {MAX_CURSOR}, not `{text}`"),
-                    "send the number of suggestions already shown, e.g. cursor=10",
-                )
-            })?,
-    };
+    let cursor = params.cursor()?;
     let Some(text) = parse_text_query(params.prefix.as_deref())? else {
         return Ok(jsonp.answer(&Suggestions::<EntitySuggestion> { result: Vec::new() }));
     };
@@ -178,6 +186,7 @@ fn named(
     all: impl Iterator<Item = (&'static str, &'static str)>,
 ) -> ApiResult<Response> {
     let jsonp = Jsonp::parse(params.callback.as_deref())?;
+    let cursor = params.cursor()?;
     let prefix = params.prefix.as_deref().unwrap_or("").trim().to_lowercase();
     let starts = |text: &str| {
         let text = text.to_lowercase();
@@ -185,6 +194,7 @@ fn named(
     };
     let result = all
         .filter(|(id, name)| starts(id) || starts(name))
+        .skip(cursor)
         .map(|(id, name)| NamedSuggestion { id, name })
         .collect();
     Ok(jsonp.answer(&Suggestions { result }))
