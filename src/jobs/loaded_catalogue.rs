@@ -5,11 +5,13 @@
 //! model records the variant rule needs are still read from the store. A job that lets other
 //! writers in between its chunks brings it up to what they wrote ([`JobCatalogue::others_wrote`]).
 
-use super::matching::MatchCatalogue;
-use crate::domain::{BrandId, Model, ModelId};
+use super::matching::{series_keys, MatchCatalogue, SeriesKeys};
+use crate::domain::{BrandId, Model, ModelId, Series, SeriesId};
 use crate::store::{Changes, Store, StoreResult};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::RwLock;
 
 /// Brand aliases and references, as the store held them when loaded. Load it inside the write
 /// turn of the job that uses it, so no write changes the catalogue under it but those the job
@@ -20,6 +22,10 @@ pub struct LoadedCatalogue {
     /// Each brand's normalised references, in byte order (the store's key order), with the
     /// models of each, in id order.
     references: HashMap<BrandId, BTreeMap<String, Vec<ModelId>>>,
+    series: HashMap<BrandId, SeriesKeys>,
+    /// The series of each model read so far: a model's series is read once per job, not once
+    /// per listing of it.
+    model_series: RwLock<HashMap<ModelId, SeriesId>>,
 }
 
 impl LoadedCatalogue {
@@ -40,6 +46,8 @@ impl LoadedCatalogue {
             store: store.clone(),
             aliases,
             references,
+            series: series_of(store)?,
+            model_series: RwLock::new(HashMap::new()),
         })
     }
 
@@ -50,6 +58,14 @@ impl LoadedCatalogue {
         if !others.brands.is_empty() {
             self.aliases = aliases_of(&self.store)?;
         }
+        if !others.series.is_empty() {
+            self.series = series_of(&self.store)?;
+        }
+        let model_series = self
+            .model_series
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        model_series.retain(|model, _| !others.models.contains(model));
         if others.models.is_empty() {
             return Ok(());
         }
@@ -79,6 +95,22 @@ impl LoadedCatalogue {
 }
 
 /// Every brand alias key of `store`: the brands each normalised name, slug or alias names.
+/// Every brand's [`SeriesKeys`].
+fn series_of(store: &Store) -> StoreResult<HashMap<BrandId, SeriesKeys>> {
+    let mut by_brand: HashMap<BrandId, Vec<Series>> = HashMap::new();
+    for series in store.catalogue().all_series() {
+        let series = series?;
+        by_brand.entry(series.brand_id).or_default().push(series);
+    }
+    Ok(by_brand
+        .into_iter()
+        .map(|(brand, series)| {
+            let slugs = series.iter().map(|s| (s.slug.as_str(), s.id));
+            (brand, series_keys(slugs))
+        })
+        .collect())
+}
+
 fn aliases_of(store: &Store) -> StoreResult<HashMap<String, Vec<BrandId>>> {
     let mut aliases: HashMap<String, Vec<BrandId>> = HashMap::new();
     for entry in store.catalogue().brand_alias_keys() {
@@ -126,6 +158,33 @@ impl MatchCatalogue for LoadedCatalogue {
         // Only the variant rule asks, for a few listings: not worth a million records in memory.
         self.store.catalogue().models(ids)
     }
+
+    fn series_keys(&self, brand: BrandId) -> StoreResult<Cow<'_, SeriesKeys>> {
+        Ok(match self.series.get(&brand) {
+            Some(keys) => Cow::Borrowed(keys),
+            None => Cow::Owned(SeriesKeys::new()),
+        })
+    }
+
+    fn series_of(&self, model: ModelId) -> StoreResult<Option<SeriesId>> {
+        let cached = self
+            .model_series
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&model)
+            .copied();
+        if cached.is_some() {
+            return Ok(cached);
+        }
+        let Some(series) = self.store.series_of(model)? else {
+            return Ok(None);
+        };
+        self.model_series
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(model, series);
+        Ok(Some(series))
+    }
 }
 
 /// Listings to match from which a job reads the catalogue from memory ([`LoadedCatalogue`])
@@ -137,7 +196,7 @@ pub const LOAD_FROM_LISTINGS: usize = 10_000;
 /// memory for many.
 pub enum JobCatalogue<'a> {
     Store(&'a Store),
-    Loaded(LoadedCatalogue),
+    Loaded(Box<LoadedCatalogue>),
 }
 
 impl<'a> JobCatalogue<'a> {
@@ -147,7 +206,7 @@ impl<'a> JobCatalogue<'a> {
             let started = std::time::Instant::now();
             let loaded = LoadedCatalogue::load(store)?;
             tracing::debug!(references = loaded.reference_count(), took = ?started.elapsed(), "catalogue loaded for matching");
-            JobCatalogue::Loaded(loaded)
+            JobCatalogue::Loaded(Box::new(loaded))
         } else {
             JobCatalogue::Store(store)
         })
@@ -156,7 +215,7 @@ impl<'a> JobCatalogue<'a> {
     pub fn get(&self) -> &dyn MatchCatalogue {
         match self {
             JobCatalogue::Store(store) => *store,
-            JobCatalogue::Loaded(loaded) => loaded,
+            JobCatalogue::Loaded(loaded) => loaded.as_ref(),
         }
     }
 

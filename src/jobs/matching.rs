@@ -4,6 +4,7 @@
 //! reference field that is no reference, or no field at all, is searched for runs of tokens
 //! that are references of the brand (`domain::text_runs`); the longest hit wins and two
 //! different hits leave the listing unmatched as ambiguous: a wrong model is worse than none.
+//! So does a title that names a series of the brand, none of them the hit model's.
 
 use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
@@ -11,12 +12,13 @@ use super::progress::{JobControl, Stopped};
 use super::reindex::{listings_are_current, ReindexError};
 use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, ListingId, Match,
-    MatchOutcome, Model, ModelId, TextRun, Timestamp,
+    MatchOutcome, Model, ModelId, SeriesId, TextRun, Timestamp,
 };
 use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn};
 use catalogue_index::{ListingFilters, ListingIndex, ListingQuery, ListingSort};
 use rayon::prelude::*;
-use std::collections::BTreeSet;
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What matching reads of the catalogue. The store answers it; [`WithModel`] answers it as the
@@ -36,11 +38,38 @@ pub trait MatchCatalogue: Sync {
     ) -> StoreResult<Vec<(String, ModelId)>>;
     /// The models with these ids that exist.
     fn models(&self, ids: &[ModelId]) -> StoreResult<Vec<Model>>;
+    /// The brand's series by the keys seller text writes them as ([`series_keys`]).
+    fn series_keys(&self, brand: BrandId) -> StoreResult<Cow<'_, SeriesKeys>>;
+    /// The series `model` is in, when it exists.
+    fn series_of(&self, model: ModelId) -> StoreResult<Option<SeriesId>>;
+}
+
+/// A brand's series by their slug normalised as a text run is (`aqua-terra` is `aquaterra`,
+/// as `Aqua Terra` in a title is). Slugs, not names: the slug index answers them without a
+/// record read, and a slug is its name's letters and digits.
+pub type SeriesKeys = HashMap<String, SeriesId>;
+
+/// The keys of series given as `(slug, id)`, for [`MatchCatalogue::series_keys`].
+pub fn series_keys<'s>(series: impl IntoIterator<Item = (&'s str, SeriesId)>) -> SeriesKeys {
+    series
+        .into_iter()
+        .map(|(slug, id)| (normalize_reference(slug), id))
+        .filter(|(key, _)| !key.is_empty())
+        .collect()
 }
 
 impl MatchCatalogue for Store {
     fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
         self.catalogue().brand_by_alias(normalized)
+    }
+    fn series_keys(&self, brand: BrandId) -> StoreResult<Cow<'_, SeriesKeys>> {
+        let slugs = self.catalogue().series_slugs_of_brand(brand)?;
+        Ok(Cow::Owned(series_keys(
+            slugs.iter().map(|(slug, id)| (slug.as_str(), *id)),
+        )))
+    }
+    fn series_of(&self, model: ModelId) -> StoreResult<Option<SeriesId>> {
+        Ok(self.catalogue().model(model)?.map(|model| model.series_id))
     }
     fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
         self.catalogue().model_ids_by_reference(brand, normalized)
@@ -79,6 +108,15 @@ impl WithModel<'_> {
 impl MatchCatalogue for WithModel<'_> {
     fn brands_by_alias(&self, normalized: &str) -> StoreResult<Vec<BrandId>> {
         self.store.catalogue().brand_by_alias(normalized)
+    }
+    fn series_keys(&self, brand: BrandId) -> StoreResult<Cow<'_, SeriesKeys>> {
+        self.store.series_keys(brand)
+    }
+    fn series_of(&self, model: ModelId) -> StoreResult<Option<SeriesId>> {
+        if model == self.model.id {
+            return Ok(Some(self.model.series_id));
+        }
+        self.store.series_of(model)
     }
     fn models_by_reference(&self, brand: BrandId, normalized: &str) -> StoreResult<Vec<ModelId>> {
         let mut found = self
@@ -146,6 +184,9 @@ pub fn match_listing(
     let seller_text = [title.as_slice(), field_runs.as_slice()];
     let found = match Resolved::of(&hits.found) {
         Resolved::One(model) if names_a_variant(store, brand, model, &hits.keys, &seller_text)? => {
+            Resolved::Several
+        }
+        Resolved::One(model) if names_another_series(store, brand, model, &title)? => {
             Resolved::Several
         }
         resolved => resolved,
@@ -311,6 +352,32 @@ fn names_a_variant(
         }
     }
     Ok(false)
+}
+
+/// True when the title names a series of `brand` and none of those it names is `model`'s: a
+/// seller who writes "Submariner" beside a Datejust's reference has not described a Datejust,
+/// so which watch it is stays for a person to say. A title naming the model's own series
+/// beside another ("Oyster Perpetual Datejust") is no contradiction.
+fn names_another_series(
+    store: &(impl MatchCatalogue + ?Sized),
+    brand: BrandId,
+    model: ModelId,
+    title: &[TextRun],
+) -> StoreResult<bool> {
+    let series = store.series_keys(brand)?;
+    if series.is_empty() {
+        return Ok(false);
+    }
+    let named: BTreeSet<SeriesId> = title
+        .iter()
+        .filter_map(|run| series.get(&run.key).copied())
+        .collect();
+    if named.is_empty() {
+        return Ok(false);
+    }
+    Ok(store
+        .series_of(model)?
+        .is_some_and(|own| !named.contains(&own)))
 }
 
 /// A model's dial nickname and its bezel and dial colours, normalised like text runs.
@@ -490,13 +557,15 @@ mod tests {
 {"slug":"cartier","name":"Cartier"}"#;
 
     const SERIES: &str = r#"{"slug":"submariner","brand":"rolex","name":"Submariner"}
+{"slug":"datejust","brand":"rolex","name":"Datejust"}
 {"slug":"santos","brand":"cartier","name":"Santos"}
 {"slug":"heritage","brand":"grand-seiko","name":"Heritage"}
 {"slug":"presage","brand":"seiko","name":"Presage"}"#;
 
     /// Rolex, Cartier and Seiko models (brand, slug, reference, alternates); the two 5513s
-    /// make one reference that hits two models.
-    const MODELS: [(&str, &str, &str, &[&str]); 11] = [
+    /// make one reference that hits two models. Rolex models are Submariners but the Datejust.
+    const MODELS: [(&str, &str, &str, &[&str]); 12] = [
+        ("rolex", "datejust-1601", "1601", &[]),
         ("rolex", "sub-16610", "16610", &["16610T"]),
         ("rolex", "sub-16610lv", "16610LV", &["16610T LV"]),
         ("rolex", "sub-116610ln", "116610LN", &[]),
@@ -521,6 +590,7 @@ mod tests {
             .iter()
             .map(|(brand, slug, reference, alternates)| {
                 let series = match *brand {
+                    "rolex" if slug.starts_with("datejust") => "datejust",
                     "rolex" => "submariner",
                     "cartier" => "santos",
                     _ => "heritage",
@@ -611,6 +681,31 @@ mod tests {
             let found = c.title(title);
             assert_eq!(c.slug_of(found).as_deref(), Some(slug), "{title}");
             assert_eq!(found.outcome, MatchOutcome::Matched { from_title: true });
+        }
+    }
+
+    #[test]
+    fn a_title_naming_another_series_of_the_brand_and_not_the_models_is_ambiguous() {
+        let c = catalogue();
+        // 1601 is the Datejust's: a seller calling it a Submariner has not described it.
+        for title in [
+            "Rolex Submariner 1601 Steel",
+            "Rolex Sub-Mariner 1601 Steel",
+        ] {
+            let found = c.title(title);
+            assert_eq!(found.model_id, None, "{title}");
+            assert_eq!(found.outcome, MatchOutcome::Ambiguous, "{title}");
+        }
+        for title in [
+            "Rolex Datejust 1601 Steel",
+            "Rolex 1601 Steel",
+            "Rolex Oyster Datejust 1601, Submariner-style bracelet",
+        ] {
+            assert_eq!(
+                c.slug_of(c.title(title)).as_deref(),
+                Some("datejust-1601"),
+                "{title}"
+            );
         }
     }
 

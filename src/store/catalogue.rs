@@ -84,6 +84,18 @@ impl<'s> Catalogue<'s> {
             .get_via(keys::series_slug(brand, slug), Keyspace::Series)
     }
 
+    /// The slugs of one brand's series and their ids, in slug order, read from the slug index
+    /// alone.
+    pub fn series_slugs_of_brand(self, brand: BrandId) -> StoreResult<Vec<(String, SeriesId)>> {
+        let found = self
+            .0
+            .texts_and_ids_under(keys::series_slug_prefix(brand))?;
+        Ok(found
+            .into_iter()
+            .map(|(slug, id)| (slug, SeriesId(id)))
+            .collect())
+    }
+
     /// Every brand that has a series with this slug.
     pub fn series_with_slug(self, slug: &Slug) -> StoreResult<Vec<Series>> {
         let ids = self.0.ids_under(keys::series_bare_slug_prefix(slug))?;

@@ -316,6 +316,10 @@ pub fn series_slug(brand: BrandId, slug: &Slug) -> Vec<u8> {
         .text(slug.as_str())
         .done()
 }
+/// The series slugs of one brand.
+pub fn series_slug_prefix(brand: BrandId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::SeriesSlug).id(brand.0).done()
+}
 pub fn series_bare_slug_prefix(slug: &Slug) -> Vec<u8> {
     KeyBuilder::new(Keyspace::SeriesBareSlug)
         .text(slug.as_str())

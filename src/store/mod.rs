@@ -470,6 +470,22 @@ impl Store {
         self.db.get(&key)?.map(|v| decode_u64(&key, &v)).transpose()
     }
 
+    /// The text after `prefix` (up to its 0 terminator) and the id stored as the value, of
+    /// every key under `prefix`, in key order: an index's texts without reading a record.
+    fn texts_and_ids_under(&self, prefix: Vec<u8>) -> StoreResult<Vec<(String, u64)>> {
+        self.db
+            .scan_prefix(&prefix)
+            .map(|entry| {
+                let (key, value) = entry?;
+                let text = key[prefix.len()..].strip_suffix(&[0]).unwrap_or_default();
+                Ok((
+                    String::from_utf8_lossy(text).into_owned(),
+                    decode_u64(&key, &value)?,
+                ))
+            })
+            .collect()
+    }
+
     /// Ids stored as the trailing 8 bytes of every key under `prefix`, in key order.
     fn ids_under(&self, prefix: Vec<u8>) -> StoreResult<Vec<u64>> {
         self.db

@@ -12,8 +12,9 @@ use watch_catalogue::jobs::matching::match_listing;
 use watch_catalogue::store::Store;
 
 /// Recall measured on the sample when the rule landed (docs/matching-evaluation.md); a change
-/// that loses a match it used to make fails here.
-const RECALL_FLOOR: f64 = 0.918;
+/// that loses a match it used to make fails here. 333 of 363 since the series rule, which
+/// leaves two titles naming another series `ambiguous` by design.
+pub const RECALL_FLOOR: f64 = 0.917;
 
 pub const TITLES: &str = "chrono24-rolex-submariner-titles.csv";
 pub const REFERENCES: &str = "chrono24-cartier-ap.csv";
