@@ -88,13 +88,16 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", address_file.display()))?;
     let data_dir = std::fs::canonicalize(config.data_dir.path())
         .unwrap_or_else(|_| config.data_dir.path().to_owned());
+    // Listened for before the address is said: a stop sent as soon as it is said is a clean
+    // stop, not the default action's end without the last flush.
+    let stop = ShutdownSignal::listen();
     tracing::info!(data_dir = %data_dir.display(), %base, "serving the watch catalogue");
     let pages = crate::console::router(app.clone());
     let router = crate::api::router_with_pages(app.clone(), &config.api, pages);
     crate::connections::serve_connections(listener, router, config.connections, {
         let app = app.clone();
         async move {
-            shutdown_signal().await;
+            stop.received().await;
             // A running job stops at its next chunk boundary while requests finish.
             app.jobs().stop();
         }
@@ -162,23 +165,46 @@ impl Background {
 /// Resolves at the first SIGINT or SIGTERM after it is first polled: `serve` then shuts down,
 /// and a batch command on a data dir stops its job at the next chunk boundary.
 pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    ShutdownSignal::listen().received().await
+}
+
+/// SIGINT and SIGTERM, listened for from [`ShutdownSignal::listen`] on (inside a runtime), so
+/// one sent before [`ShutdownSignal::received`] is first polled is not lost.
+pub struct ShutdownSignal {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+    signals: Vec<tokio::signal::unix::Signal>,
+}
+
+impl ShutdownSignal {
+    pub fn listen() -> ShutdownSignal {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let signals = [SignalKind::interrupt(), SignalKind::terminate()]
+                .into_iter()
+                .filter_map(|kind| signal(kind).ok())
+                .collect();
+            ShutdownSignal { signals }
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
+        #[cfg(not(unix))]
+        ShutdownSignal {}
+    }
+
+    /// Resolves at the first of them.
+    pub async fn received(self) {
+        #[cfg(unix)]
+        {
+            let mut signals = self.signals;
+            if signals.is_empty() {
+                return std::future::pending().await;
+            }
+            let waits = signals.iter_mut().map(|s| Box::pin(s.recv()));
+            futures_util::future::select_all(waits).await;
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 

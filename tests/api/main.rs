@@ -27,6 +27,7 @@ mod pictures;
 mod protocol;
 mod rates;
 mod readme;
+mod readme_examples;
 mod real_listings;
 mod reconciliation;
 mod sitemap;
