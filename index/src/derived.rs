@@ -14,6 +14,9 @@ use tantivy::{
     TantivyDocument,
 };
 
+/// How long a writer waits for a lock another handle still holds ([`Derived::writer`]).
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Indexing memory per writer thread; tantivy needs at least 15 MB.
 const WRITER_BYTES_PER_THREAD: usize = 128 << 20;
 /// Writer memory of an incremental update, which touches few documents, on one thread: each
@@ -137,10 +140,7 @@ impl Derived {
         shape: RebuildShape,
     ) -> Result<usize, E> {
         let (threads, bytes) = shape.writer();
-        let writer: IndexWriter<TantivyDocument> = self
-            .index
-            .writer_with_num_threads(threads, bytes)
-            .map_err(IndexError::from)?;
+        let writer = self.writer(threads, bytes).map_err(IndexError::from)?;
         writer.delete_all_documents().map_err(IndexError::from)?;
         let count = docs
             .map(|doc| -> Result<usize, E> {
@@ -166,8 +166,7 @@ impl Derived {
         changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
-        let writer: IndexWriter<TantivyDocument> =
-            self.index.writer_with_num_threads(1, UPDATE_WRITER_BYTES)?;
+        let writer = self.writer(1, UPDATE_WRITER_BYTES)?;
         for (old, doc) in changes {
             writer.delete_query(old)?;
             if let Some(doc) = doc {
@@ -184,9 +183,33 @@ impl Derived {
     /// overlap, which tantivy merges by stacking them instead of interleaving every posting
     /// (docs/decisions.md, D-33).
     pub fn load_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
-        let writer = self.index.writer_with_num_threads(1, LOAD_WRITER_BYTES)?;
+        let writer = self.writer(1, LOAD_WRITER_BYTES)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
         Ok(writer)
+    }
+
+    /// A writer of `threads` threads and `bytes` of memory. tantivy's writer lock is a file
+    /// lock, and a process being spawned holds a copy of every open file until its `exec`: a
+    /// lock just released by the previous writer can read as busy for that moment (a test
+    /// spawning `curl` beside another's import and ingest hit it). Only one writer of an index
+    /// runs at a time here, so a busy lock is that moment: tried again for a few seconds.
+    fn writer(
+        &self,
+        threads: usize,
+        bytes: usize,
+    ) -> tantivy::Result<IndexWriter<TantivyDocument>> {
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        loop {
+            match self.index.writer_with_num_threads(threads, bytes) {
+                Err(tantivy::TantivyError::LockFailure(
+                    tantivy::directory::error::LockError::LockBusy,
+                    _,
+                )) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                answer => return answer,
+            }
+        }
     }
 
     /// The segments the index holds now: what a load found before it wrote any.
@@ -233,5 +256,43 @@ impl Derived {
         self.reader.reload()?;
         tracing::debug!(?prepared_took, ?committed_took, took = ?started.elapsed(), "index committed");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn derived(dir: &Path) -> Derived {
+        let mut schema = Schema::builder();
+        schema.add_u64_field("id", tantivy::schema::INDEXED);
+        Derived::open(dir, schema.build(), IndexSettings::default()).expect("index")
+    }
+
+    #[test]
+    fn a_writer_waits_for_a_lock_held_a_moment_longer() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = derived(dir.path());
+        // The lock file as a spawned child's copy would hold it: another handle, let go soon.
+        let held = std::fs::File::open(dir.path().join(".tantivy-writer.lock"))
+            .or_else(|_| std::fs::File::create(dir.path().join(".tantivy-writer.lock")));
+        let held = held.expect("lock file");
+        held.try_lock().expect("locked");
+        let at_once = index
+            .index
+            .writer_with_num_threads::<TantivyDocument>(1, UPDATE_WRITER_BYTES);
+        assert!(matches!(
+            at_once,
+            Err(tantivy::TantivyError::LockFailure(
+                tantivy::directory::error::LockError::LockBusy,
+                _
+            ))
+        ));
+        let releasing = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(held);
+        });
+        assert!(index.writer(1, UPDATE_WRITER_BYTES).is_ok());
+        releasing.join().expect("released");
     }
 }
