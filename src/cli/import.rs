@@ -51,13 +51,13 @@ pub fn run(local: &Local, dir: PathBuf) -> anyhow::Result<()> {
     // A stop ends the import between two chunks of its snapshots, marked as cut short.
     let control = Arc::new(JobControl::default().paced(TestPacing::from_env()));
     stop_on_signal(control.clone());
-    // The catalogue's part counts nothing as it goes; its snapshots' lines are counted.
+    // Its catalogue's lines are counted as they are checked, then its snapshots' lines.
     eprintln!(
         "importing {}: its catalogue, then its snapshots",
         source.describe()
     );
     let ran = {
-        let _shown = super::progress::watch(control.clone(), "import", "listings");
+        let _shown = super::progress::watch(control.clone(), "import", "lines");
         app.writer()
             .run(|turn| import_dataset(turn, &source, app.media(), &control))
     };

@@ -3,7 +3,7 @@
 //! that the dataset carries (`listings/SLUG.jsonl`), each ingested as its own write, in chunks
 //! a stop (SIGTERM) ends the import between.
 
-use super::import::{import_with_media, DatasetSource, ImportError, ImportReport};
+use super::import::{import_counted, DatasetSource, ImportError, ImportReport};
 use super::ingest::{ingest_dataset_feeds_controlled, IngestError, IngestReport};
 use super::progress::JobControl;
 use super::snapshot_rules::SnapshotRules;
@@ -51,7 +51,7 @@ pub fn import_dataset(
     media: &MediaStore,
     control: &JobControl,
 ) -> Result<DatasetImport, DatasetError> {
-    let catalogue = import_with_media(turn, source, Some(media))?;
+    let catalogue = import_counted(turn, source, Some(media), control)?;
     let feeds = ingest_dataset_feeds_controlled(turn, source, &SnapshotRules::default(), control)?;
     Ok(DatasetImport { catalogue, feeds })
 }

@@ -314,7 +314,7 @@ async fn serve_takes_a_plain_address_where_the_help_says_address_or_cidr() {
 }
 
 /// Long commands say how far they are on standard error, a line at a time when it is not a
-/// terminal: an import's snapshots, a snapshot's listings, a reindex's documents, the duplicate
+/// terminal: an import's catalogue and snapshots, a snapshot's listings, a reindex's documents, the duplicate
 /// finder's models.
 #[test]
 fn long_commands_say_how_far_they_are_on_standard_error() {
@@ -326,7 +326,8 @@ fn long_commands_say_how_far_they_are_on_standard_error() {
     let (ok, text) = run_cli(&data, &["import", fixtures], None, &[]);
     assert!(ok, "{text}");
     assert!(text.contains("its catalogue, then its snapshots"), "{text}");
-    assert!(text.contains("import done: 480/480 listings"), "{text}");
+    // The catalogue's 844 lines, then the snapshots' 480.
+    assert!(text.contains("import done: 1324/1324 lines"), "{text}");
     let ebay = format!("{fixtures}/listings/ebay.jsonl");
     let (ok, text) = run_cli(&data, &["ingest", "--provider", "ebay", &ebay], None, &[]);
     assert!(ok, "{text}");

@@ -124,7 +124,7 @@ impl Run<'_> {
         self.claimed.reserve(rows.len());
         let mut claimed = Vec::with_capacity(rows.len());
         for (line, row) in rows {
-            self.at(K::FILE, line);
+            self.checking(K::FILE, line);
             let Some((key, checked)) = K::check(self, &row)? else {
                 continue;
             };

@@ -14,6 +14,7 @@ pub mod rows;
 pub use one::{build_model, RowTarget};
 pub use parse::{parse_object, LineProblems};
 
+use super::progress::JobControl;
 use crate::domain::{
     normalize_reference, Brand, BrandId, CaliberId, Complication, ComplicationId, FetchState,
     Fetched, Model, ModelId, Picture, PictureId, PictureRecord, PictureType, Provider, Series,
@@ -25,7 +26,6 @@ use crate::media::{FetchSettings, MediaStore};
 use crate::store::{
     RecordKind, Store, StoreError, StoreGeneration, StoreResult, WriteBatch, WriteTurn,
 };
-use indicatif::{ProgressBar, ProgressStyle};
 use parse::read_rows;
 use rows::{
     BrandRow, CaliberRow, CandidateRow, ComplicationRow, ModelRow, PictureRow, ProviderRow,
@@ -220,6 +220,17 @@ pub fn import_with_media(
     source: &dyn DatasetSource,
     media: Option<&MediaStore>,
 ) -> Result<ImportReport, ImportError> {
+    import_counted(turn, source, media, &JobControl::default())
+}
+
+/// [`import_with_media`], counting the lines it checks into `progress` (added to what it
+/// counted before: an import's snapshots count on after its catalogue).
+pub fn import_counted(
+    turn: &WriteTurn<'_>,
+    source: &dyn DatasetSource,
+    media: Option<&MediaStore>,
+    progress: &JobControl,
+) -> Result<ImportReport, ImportError> {
     let started = std::time::Instant::now();
     let mut problems = Vec::new();
     let brands = read_rows::<BrandRow>(source, "brands.jsonl", &mut problems)?;
@@ -231,10 +242,21 @@ pub fn import_with_media(
     let candidates = read_rows::<CandidateRow>(source, "candidates.jsonl", &mut problems)?;
 
     let read_took = started.elapsed();
-    let total = brands.len() + series.len() + complications.len() + calibers.len();
-    let progress = progress_bar((total + models.len() + providers.len()) as u64);
+    let lines = [
+        brands.len(),
+        series.len(),
+        complications.len(),
+        calibers.len(),
+        models.len(),
+        providers.len(),
+        candidates.len(),
+    ];
+    let (done_before, _) = progress.progress();
+    let total = done_before + lines.iter().sum::<usize>() as u64;
+    progress.set_total(total);
     let mut run = Run::new(turn, problems)?;
     run.files = Some(PictureFiles { source, media });
+    run.progress = Some(progress);
     let mut kinds = vec![
         ("brands", run.import_kind::<Brand>(brands)?),
         ("series", run.import_kind::<Series>(series)?),
@@ -244,34 +266,21 @@ pub fn import_with_media(
         ),
         ("calibers", run.calibers(calibers)?),
     ];
-    progress.set_position(total as u64);
-    let model_lines = models.len() as u64;
     kinds.push(("models", run.import_kind::<Model>(models)?));
-    progress.inc(model_lines);
     kinds.push(("providers", run.import_kind::<Provider>(providers)?));
     kinds.push(("candidates", run.candidates(candidates)?));
     kinds.push(("rates", run.rates(source)?));
 
     if !run.problems.is_empty() {
-        progress.finish_and_clear();
         return Err(ImportError::Invalid(run.problems));
     }
-    progress.set_message("writing");
     let checked_took = started.elapsed() - read_took;
     let generation = turn.commit(run.batch)?;
     tracing::debug!(?read_took, ?checked_took, took = ?started.elapsed(), "import written");
-    progress.finish_and_clear();
+    // Lines skipped before their check (a blank line) are done too.
+    let (done, _) = progress.progress();
+    progress.advance(total.saturating_sub(done));
     Ok(ImportReport { generation, kinds })
-}
-
-fn progress_bar(len: u64) -> ProgressBar {
-    // indicatif draws nothing when stderr is not a terminal.
-    let bar = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} ({eta})") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.set_message("checking");
-    bar
 }
 
 /// State of one import: the pending batch, the keys claimed so far, the problems found.
@@ -289,6 +298,8 @@ struct Run<'a> {
     caliber_parents: HashMap<CaliberId, Option<CaliberId>>,
     /// Where picture files shipped with a dataset come from and go; `None` outside an import.
     files: Option<PictureFiles<'a>>,
+    /// Where the lines checked are counted, one by one.
+    progress: Option<&'a JobControl>,
 }
 
 /// The dataset a picture file is read from and the media store it is kept in.
@@ -319,12 +330,21 @@ impl<'a> Run<'a> {
             claimed: FxHashMap::default(),
             caliber_parents: HashMap::new(),
             files: None,
+            progress: None,
         }
     }
 
     fn at(&mut self, file: &'static str, line: usize) {
         self.file = file;
         self.line = line;
+    }
+
+    /// [`Run::at`] a line checked for the first time: one more line counted.
+    fn checking(&mut self, file: &'static str, line: usize) {
+        self.at(file, line);
+        if let Some(progress) = self.progress {
+            progress.tick();
+        }
     }
 
     fn problem(&mut self, field: &str, message: impl Into<String>) {

@@ -20,7 +20,7 @@ impl Run<'_> {
         // Lines per model so far: a line without `rank` ranks by its place among them.
         let mut lines_of: BTreeMap<ModelId, u32> = BTreeMap::new();
         for (line, row) in rows {
-            self.at(FILE, line);
+            self.checking(FILE, line);
             let Some(model) = self.checked_candidate(&row)? else {
                 continue;
             };
