@@ -327,6 +327,101 @@ pub fn migrate(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<Migration
     Ok(report)
 }
 
+/// What `watch-catalogue compact` did: the store's size before and after, and what its copy
+/// holds.
+#[derive(Debug, Clone, Copy)]
+pub struct Compaction {
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub copied: crate::store::compact::CopyReport,
+}
+
+impl std::fmt::Display for Compaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
+        write!(
+            f,
+            "store compacted: {:.2} GiB -> {:.2} GiB ({} keys in {} trees, {:.2} GiB of records), every record compared with the original",
+            gib(self.bytes_before),
+            gib(self.bytes_after),
+            self.copied.keys,
+            self.copied.trees,
+            gib(self.copied.bytes)
+        )
+    }
+}
+
+/// Copies the store of `data_dir` into a fresh sled database, compares every record of the
+/// copy with the original, and swaps the copy in (`watch-catalogue compact`, the server
+/// stopped: the store is opened as every offline command opens it, refused while a server
+/// holds it). `progress` counts the keys copied (their total unknown until the copy ends),
+/// then the keys compared; a stop (SIGTERM) ends it between two batches of the copy with the
+/// store as it was. `Ok(None)` when stopped.
+pub fn compact(
+    data_dir: &DataDir,
+    cache_bytes: u64,
+    progress: &JobControl,
+) -> anyhow::Result<Option<Compaction>> {
+    use crate::data_dir::compaction;
+    let (store, _) = open_store(data_dir, cache_bytes, MigrationPolicy::Refuse)?;
+    store.flush()?;
+    let bytes_before = folder_bytes(&data_dir.store());
+    let copy_dir = data_dir.compacting_store();
+    compaction::remove_copy(data_dir)?;
+    let copied = store.copy_into(&copy_dir, cache_bytes, &mut |keys| {
+        progress.advance(keys);
+        hold_if_paced(progress);
+        !progress.should_stop()
+    });
+    let copy = match copied {
+        Ok(Some(copy)) => copy,
+        stopped_or_failed => {
+            compaction::remove_copy(data_dir)?;
+            return stopped_or_failed.map(|_| None).map_err(anyhow::Error::from);
+        }
+    };
+    let copied = copy.report;
+    // Each key counts twice: copied, then compared.
+    progress.set_total(copied.keys * 2);
+    let compared = store.compare_with_copy(&copy, &mut |keys| progress.advance(keys))?;
+    drop((copy, store));
+    if let Err(differs) = compared {
+        compaction::remove_copy(data_dir)?;
+        anyhow::bail!("{differs}: the copy was removed and the store left as it was");
+    }
+    compaction::mark_verified(data_dir)?;
+    compaction::swap_in_copy(data_dir)?;
+    Ok(Some(Compaction {
+        bytes_before,
+        bytes_after: folder_bytes(&data_dir.store()),
+        copied,
+    }))
+}
+
+/// Holds a job the test pacing asks to hold after this chunk, until it is stopped or killed.
+fn hold_if_paced(control: &JobControl) {
+    if control.chunk_committed() {
+        while !control.should_stop() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// The bytes of the files under `folder`.
+fn folder_bytes(folder: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => folder_bytes(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Opens the store of `data_dir` once more and closes it, after an offline batch job has dropped
 /// every handle on it. sled 0.34 writes its snapshot only when a store is opened, after replaying
 /// the log written since the last open: without this, the next `serve` replays the whole job's log,

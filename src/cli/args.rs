@@ -92,6 +92,10 @@ pub enum Command {
     },
     /// Bring the store up to this binary's schema, in place (stop the server first).
     Migrate,
+    /// Copy the store into a fresh one, compare every record, and swap the copy in: gives back
+    /// the space sled's files hold beyond their records (stop the server first; needs free
+    /// disk for the copy).
+    Compact,
     /// Print the OpenAPI document of the API.
     Openapi,
 }

@@ -67,6 +67,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Duplicates {
             action: batch::DuplicatesAction::Rebuild { remote },
         } => batch::run(remote, &local, Submission::Duplicates, Batch::Duplicates),
+        Command::Compact => compact(&local),
         Command::Migrate => {
             println!(
                 "{}",
@@ -80,6 +81,27 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", watch_catalogue::api::openapi::document_json());
             Ok(())
         }
+    }
+}
+
+/// `compact`: the store copied, checked and swapped in, its progress shown; SIGTERM stops the
+/// copy with the store as it was.
+fn compact(local: &Local) -> anyhow::Result<()> {
+    let control = std::sync::Arc::new(
+        watch_catalogue::jobs::progress::JobControl::default()
+            .paced(watch_catalogue::jobs::progress::TestPacing::from_env()),
+    );
+    stop::stop_on_signal(control.clone());
+    let compacted = {
+        let _shown = progress::watch(control.clone(), "compact", "keys");
+        watch_catalogue::app::compact(&local.data_dir, local.cache_bytes, &control)?
+    };
+    match compacted {
+        Some(compaction) => {
+            println!("{compaction}");
+            Ok(())
+        }
+        None => anyhow::bail!("stopped by a signal: the copy was removed, the store is as it was"),
     }
 }
 
@@ -97,7 +119,9 @@ impl Command {
                 action: batch::DuplicatesAction::Rebuild { remote },
             } => remote.server.is_none().then_some(Expect::Existing),
             Command::User { server, .. } => server.is_none().then_some(Expect::Existing),
-            Command::Migrate | Command::Pictures { .. } => Some(Expect::Existing),
+            Command::Migrate | Command::Compact | Command::Pictures { .. } => {
+                Some(Expect::Existing)
+            }
         }
     }
 

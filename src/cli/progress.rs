@@ -93,7 +93,12 @@ pub fn line(
 
 /// `120000/1000000 listings, 40000/s, about 22 s left`: what a line and a bar say.
 fn counts(done: u64, total: u64, unit: &str, elapsed: Duration) -> String {
-    let mut line = format!("{done}/{total} {unit}");
+    // A total not known yet (a compaction's copy) is not shown as 0.
+    let mut line = if total == 0 && done > 0 {
+        format!("{done} {unit}")
+    } else {
+        format!("{done}/{total} {unit}")
+    };
     let seconds = elapsed.as_secs_f64();
     if done > 0 && seconds > 0.0 {
         let rate = done as f64 / seconds;

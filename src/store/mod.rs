@@ -8,6 +8,7 @@
 mod audit;
 mod catalogue;
 mod codec;
+pub mod compact;
 mod duplicates;
 mod jobs;
 mod keys;

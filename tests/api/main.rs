@@ -5,6 +5,7 @@ mod brands;
 mod calibers;
 mod capacity;
 mod cli;
+mod compact;
 mod conformance;
 mod connections;
 mod console;

@@ -5,6 +5,8 @@
 //! dataset given as the data dir or an import cut short is refused with the path named instead
 //! of being used as found.
 
+pub mod compaction;
+
 use crate::domain::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -122,6 +124,9 @@ pub fn check(dir: &DataDir, expect: Expect) -> Result<Found> {
     let path = dir.path();
     if is_data_dir(dir)? {
         read_marker(dir)?;
+        if let Some(interrupted) = compaction::finish_interrupted(dir)? {
+            tracing::warn!(data_dir = %path.display(), "{}", <&str>::from(interrupted));
+        }
         return Ok(Found::DataDir);
     }
     if has_store_without_marker(dir) {
