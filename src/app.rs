@@ -338,16 +338,29 @@ pub struct Compaction {
 
 impl std::fmt::Display for Compaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
+        let trees = match self.copied.trees {
+            1 => "1 tree".to_owned(),
+            trees => format!("{trees} trees"),
+        };
         write!(
             f,
-            "store compacted: {:.2} GiB -> {:.2} GiB ({} keys in {} trees, {:.2} GiB of records), every record compared with the original",
-            gib(self.bytes_before),
-            gib(self.bytes_after),
+            "store compacted: {} -> {} ({} keys in {trees}, {} of records), every record compared with the original",
+            size(self.bytes_before),
+            size(self.bytes_after),
             self.copied.keys,
-            self.copied.trees,
-            gib(self.copied.bytes)
+            size(self.copied.bytes)
         )
+    }
+}
+
+/// `bytes` in MiB below a GiB, else in GiB.
+fn size(bytes: u64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    let mib = bytes as f64 / MIB;
+    if mib < 1024.0 {
+        format!("{mib:.1} MiB")
+    } else {
+        format!("{:.2} GiB", mib / 1024.0)
     }
 }
 
@@ -365,7 +378,7 @@ pub fn compact(
     use crate::data_dir::compaction;
     let (store, _) = open_store(data_dir, cache_bytes, MigrationPolicy::Refuse)?;
     store.flush()?;
-    let bytes_before = folder_bytes(&data_dir.store());
+    let bytes_before = data_dir::folder_bytes(&data_dir.store());
     let copy_dir = data_dir.compacting_store();
     compaction::remove_copy(data_dir)?;
     let copied = store.copy_into(&copy_dir, cache_bytes, &mut |keys| {
@@ -393,7 +406,7 @@ pub fn compact(
     compaction::swap_in_copy(data_dir)?;
     Ok(Some(Compaction {
         bytes_before,
-        bytes_after: folder_bytes(&data_dir.store()),
+        bytes_after: data_dir::folder_bytes(&data_dir.store()),
         copied,
     }))
 }
@@ -405,21 +418,6 @@ fn hold_if_paced(control: &JobControl) {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
-}
-
-/// The bytes of the files under `folder`.
-fn folder_bytes(folder: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|entry| match entry.metadata() {
-            Ok(meta) if meta.is_dir() => folder_bytes(&entry.path()),
-            Ok(meta) => meta.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }
 
 /// Opens the store of `data_dir` once more and closes it, after an offline batch job has dropped

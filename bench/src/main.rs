@@ -267,21 +267,7 @@ fn timed<T>(
 }
 
 fn dir_size_mib(path: &std::path::Path) -> f64 {
-    fn walk(path: &std::path::Path) -> u64 {
-        std::fs::read_dir(path)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| match e.metadata() {
-                        Ok(m) if m.is_dir() => walk(&e.path()),
-                        Ok(m) => m.len(),
-                        Err(_) => 0,
-                    })
-                    .sum()
-            })
-            .unwrap_or(0)
-    }
-    walk(path) as f64 / (1024.0 * 1024.0)
+    watch_catalogue::data_dir::folder_bytes(path) as f64 / (1024.0 * 1024.0)
 }
 
 fn main() -> anyhow::Result<()> {

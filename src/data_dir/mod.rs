@@ -48,6 +48,22 @@ impl DataDir {
     }
 }
 
+/// The bytes of the files under `folder` (0 for one that cannot be read): what a store or an
+/// index weighs on disk.
+pub fn folder_bytes(folder: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => folder_bytes(&entry.path()),
+            Ok(meta) => meta.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// sled page cache a data dir's store is opened with when none is given. sled's resident
 /// memory can reach several times this figure.
 pub const DEFAULT_CACHE_BYTES: u64 = 256 << 20;

@@ -1,8 +1,7 @@
 //! `watch-catalogue compact` through the binary: every record kept, byte for byte; a data dir a
 //! server holds refused; a compaction killed part-way leaving the store whole and usable.
 
-use crate::support::{binary, run_cli, when_unlocked, ServeProcess};
-use std::io::BufRead;
+use crate::support::{binary, run_cli, spawn_until_held, when_unlocked, ServeProcess};
 use std::path::Path;
 
 /// Every record of the store in `data`, tree by tree, as sled holds it.
@@ -71,20 +70,11 @@ fn a_compaction_killed_part_way_leaves_the_store_whole_and_the_next_command_tidi
     let dir = imported();
     let data = dir.path().join("data");
     let before = records(&data);
-    let mut compact = binary(&data)
+    let mut command = binary(&data);
+    command
         .arg("compact")
-        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1")
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("compact");
-    let stderr = std::io::BufReader::new(compact.stderr.take().expect("stderr"));
-    let held = stderr
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.contains("job held until stopped"));
-    assert!(held, "compact ended before it held after a batch");
+        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1");
+    let (mut compact, _) = spawn_until_held(command, "compact");
     compact.kill().expect("kill");
     compact.wait().expect("wait");
     assert!(data.join("store.compacting").exists(), "killed mid-copy");

@@ -5,7 +5,9 @@
 //! again), the CLI's `--server` path and the clear error on a data dir a server holds.
 
 use crate::admin::add_user_through_the_binary;
-use crate::support::{binary, test_feeds, ServeProcess, SessionClient, TestApp, TEST_PASSWORD};
+use crate::support::{
+    binary, spawn_until_held, test_feeds, ServeProcess, SessionClient, TestApp, HELD, TEST_PASSWORD,
+};
 use reqwest::Method;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -427,9 +429,6 @@ fn hold_after_one_chunk() -> [(&'static str, String); 2] {
     ]
 }
 
-/// What a job held by [`hold_after_one_chunk`] logs.
-const HELD: &str = "job held until stopped";
-
 /// `serve` on `data` with its snapshot jobs held after one chunk ([`hold_after_one_chunk`]).
 fn serve_holding_after_one_chunk(data: &std::path::Path) -> ServeProcess {
     ServeProcess::start_with_env(data, &[], &hold_after_one_chunk())
@@ -757,7 +756,6 @@ async fn a_merge_goes_in_between_the_chunks_of_a_running_snapshot_job_which_then
 #[tokio::test]
 async fn an_offline_match_stopped_by_sigterm_ends_at_a_chunk_boundary_and_completes_when_run_again()
 {
-    use std::io::BufRead;
     const MODEL: &str = "submariner-999999";
     let (data, serve) = served_data_dir();
     // Answering: its signal handler is in place.
@@ -792,20 +790,9 @@ async fn an_offline_match_stopped_by_sigterm_ends_at_a_chunk_boundary_and_comple
         .expect("import");
     assert!(imported.status.success(), "{imported:?}");
 
-    let mut matching = binary(data.path())
-        .arg("match")
-        .envs(hold_after_one_chunk())
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("match");
-    let mut stderr = std::io::BufReader::new(matching.stderr.take().expect("stderr")).lines();
-    let held = stderr
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|line| line.contains(HELD));
-    assert!(held, "the match ended before it held after a chunk");
+    let mut command = binary(data.path());
+    command.arg("match").envs(hold_after_one_chunk());
+    let (mut matching, stderr) = spawn_until_held(command, "the match");
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &matching.id().to_string()])
         .status()
@@ -846,28 +833,18 @@ async fn an_offline_match_stopped_by_sigterm_ends_at_a_chunk_boundary_and_comple
 /// counts again before it answers. The ingest holds after its first chunk until it is killed.
 #[tokio::test]
 async fn an_offline_ingest_killed_between_chunks_is_counted_again_at_the_next_start() {
-    use std::io::BufRead;
     let (data, serve) = served_data_dir();
     let remote = Remote::sign_in(&serve.base).await;
     let (before, _) = remote.submariner_counts().await;
     serve.stop();
     let snapshot = tempfile::NamedTempFile::new().expect("file");
     std::fs::write(snapshot.path(), snapshot_of(3 * CHUNK)).expect("write");
-    let mut ingest = binary(data.path())
+    let mut command = binary(data.path());
+    command
         .args(["ingest", "--provider", "ebay", "--allow-mass-delist"])
         .arg(snapshot.path())
-        .envs(hold_after_one_chunk())
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ingest");
-    let stderr = std::io::BufReader::new(ingest.stderr.take().expect("stderr"));
-    let held = stderr
-        .lines()
-        .map_while(Result::ok)
-        .any(|line| line.contains(HELD));
-    assert!(held, "the ingest ended before it held after a chunk");
+        .envs(hold_after_one_chunk());
+    let (mut ingest, _) = spawn_until_held(command, "the ingest");
     ingest.kill().expect("kill");
     ingest.wait().expect("wait");
 

@@ -372,6 +372,36 @@ pub fn binary(data_dir: &Path) -> std::process::Command {
     command
 }
 
+/// What a job held by the test pacing logs (`WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS`).
+pub const HELD: &str = "job held until stopped";
+
+/// Spawns `command` (the binary, logging at info to a pipe) and returns it, with the rest of
+/// its log, once it logged that its job holds ([`HELD`]): a test then stops or kills it
+/// mid-job without racing it. Fails naming `what` when it ended first.
+pub fn spawn_until_held(
+    mut command: std::process::Command,
+    what: &str,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+) {
+    use std::io::BufRead;
+    let mut child = command
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect(what);
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let held = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains(HELD));
+    assert!(held, "{what} ended before it held after a chunk");
+    (child, lines)
+}
+
 /// Runs the binary on `data_dir` with `args`, `stdin` written to it and `env` set (and the
 /// admin credentials' variables cleared unless given): whether it succeeded, and its standard
 /// output then error.
