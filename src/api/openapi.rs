@@ -191,6 +191,7 @@ impl Modify for SharedResponses {
         ];
         apply_route_policies(doc, super::v1_policies(), &common_headers);
         apply_checked_parameters(doc, &checked_parameters());
+        add_json_reconcile_body(doc);
         let requests = request_body_schemas(doc);
         let components = doc.components.get_or_insert_with(Default::default);
         for (name, schema) in components.schemas.iter_mut() {
@@ -281,6 +282,23 @@ fn apply_checked_parameters(doc: &mut Document, checked: &[(&str, &str, RefOr<Sc
                 }
             }
         }
+    }
+}
+
+/// `POST /reconcile` takes a JSON body as well as a form (utoipa's `request_body` names one
+/// content type): the batch itself, or `{"queries": ...}` / `{"extend": ...}`.
+fn add_json_reconcile_body(doc: &mut Document) {
+    let post = doc
+        .paths
+        .paths
+        .get_mut("/reconcile")
+        .and_then(|item| item.operations.get_mut(&PathItemType::Post));
+    if let Some(body) = post.and_then(|operation| operation.request_body.as_mut()) {
+        let object = ObjectBuilder::new().schema_type(SchemaType::Object).build();
+        body.content.insert(
+            "application/json".to_owned(),
+            utoipa::openapi::Content::new(object),
+        );
     }
 }
 
