@@ -18,6 +18,9 @@ const LOOK_EVERY: Duration = Duration::from_millis(200);
 /// What is shown of one job.
 pub struct Shown {
     bar: Option<indicatif::ProgressBar>,
+    /// Whether the bar is drawn with its gauge: not while the total is unknown, where a gauge
+    /// of 0 would be drawn full.
+    gauge: bool,
     label: String,
     state: Option<String>,
     last_line: Option<Instant>,
@@ -29,18 +32,14 @@ impl Shown {
     pub fn new(label: impl Into<String>) -> Shown {
         let bar = std::io::stderr().is_terminal().then(|| {
             // Hidden until its words and counts are all set: no half-drawn first frame.
-            let bar = indicatif::ProgressBar::with_draw_target(
+            indicatif::ProgressBar::with_draw_target(
                 Some(0),
                 indicatif::ProgressDrawTarget::hidden(),
-            );
-            bar.set_style(
-                indicatif::ProgressStyle::with_template("{prefix} [{bar:40}] {msg}")
-                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-            );
-            bar
+            )
         });
         Shown {
             bar,
+            gauge: false,
             label: label.into(),
             state: None,
             last_line: None,
@@ -52,6 +51,18 @@ impl Shown {
     pub fn show(&mut self, state: &str, done: u64, total: u64, unit: &str) {
         let elapsed = self.started.elapsed();
         if let Some(bar) = &self.bar {
+            let gauge = total > 0;
+            if gauge != self.gauge || bar.is_hidden() {
+                let template = match gauge {
+                    true => "{prefix} [{bar:40}] {msg}",
+                    false => "{prefix} {msg}",
+                };
+                bar.set_style(
+                    indicatif::ProgressStyle::with_template(template)
+                        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+                );
+                self.gauge = gauge;
+            }
             bar.set_prefix(format!("{} {state}", self.label));
             bar.set_message(counts(done, total, unit, elapsed));
             bar.set_length(total);
@@ -117,6 +128,18 @@ pub struct Watching {
     thread: Option<JoinHandle<()>>,
 }
 
+/// What a job run here is: running, or once it ended, done (all counted), stopped (by a
+/// signal) or ended (short of its total: it failed, and says why next).
+fn state(ending: bool, control: &JobControl, done: u64, total: u64) -> &'static str {
+    match (ending, control.should_stop()) {
+        (false, _) => "running",
+        // A stop asked for after the last chunk ends nothing.
+        (true, _) if total > 0 && done >= total => "done",
+        (true, true) => "stopped",
+        (true, false) => "ended",
+    }
+}
+
 /// Starts showing `control`'s progress as `label`'s, every [`LOOK_EVERY`], once it counts.
 pub fn watch(control: Arc<JobControl>, label: &str, unit: &'static str) -> Watching {
     let stop = Arc::new(AtomicBool::new(false));
@@ -129,7 +152,7 @@ pub fn watch(control: Arc<JobControl>, label: &str, unit: &'static str) -> Watch
             let (done, total) = control.progress();
             counted |= done > 0 || total > 0;
             if counted {
-                shown.show(if ending { "done" } else { "running" }, done, total, unit);
+                shown.show(state(ending, &control, done, total), done, total, unit);
             }
             if ending {
                 shown.done();
@@ -173,5 +196,22 @@ mod tests {
             line("job 7", "done", 1000, 1000, "listings", 10 * second),
             "job 7 done: 1000/1000 listings, 100/s"
         );
+        // A total not known yet is not written as 0.
+        assert_eq!(
+            line("compact", "running", 500, 0, "keys", 5 * second),
+            "compact running: 500 keys, 100/s"
+        );
+    }
+
+    #[test]
+    fn a_job_that_ended_says_whether_it_finished_was_stopped_or_fell_short() {
+        let control = JobControl::default();
+        assert_eq!(state(false, &control, 5, 10), "running");
+        assert_eq!(state(true, &control, 10, 10), "done");
+        assert_eq!(state(true, &control, 5, 10), "ended");
+        assert_eq!(state(true, &control, 5, 0), "ended");
+        control.stop();
+        assert_eq!(state(true, &control, 5, 10), "stopped");
+        assert_eq!(state(true, &control, 10, 10), "done");
     }
 }

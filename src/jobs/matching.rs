@@ -688,6 +688,8 @@ mod tests {
     fn a_title_naming_another_series_of_the_brand_and_not_the_models_is_ambiguous() {
         let c = catalogue();
         // 1601 is the Datejust's: a seller calling it a Submariner has not described it.
+        // The bulk matcher's catalogue in memory decides the same.
+        let loaded = crate::jobs::loaded_catalogue::LoadedCatalogue::load(&c.store).expect("load");
         for title in [
             "Rolex Submariner 1601 Steel",
             "Rolex Sub-Mariner 1601 Steel",
@@ -695,6 +697,11 @@ mod tests {
             let found = c.title(title);
             assert_eq!(found.model_id, None, "{title}");
             assert_eq!(found.outcome, MatchOutcome::Ambiguous, "{title}");
+            let details = ListingDetails {
+                title: Some(title.to_owned()),
+                ..ListingDetails::default()
+            };
+            assert_eq!(match_listing(&loaded, &details).expect("match"), found);
         }
         for title in [
             "Rolex Datejust 1601 Steel",
@@ -845,7 +852,7 @@ mod tests {
     }
 
     /// Words sellers write, as the catalogue above knows them or nearly.
-    const WORDS: [&str; 30] = [
+    const WORDS: [&str; 32] = [
         "Rolex",
         "rolex",
         "Tudor",
@@ -876,6 +883,8 @@ mod tests {
         "2005",
         "(No Date)16610",
         "-",
+        "Datejust",
+        "1601",
     ];
 
     fn seller_text(picks: &[usize]) -> Option<String> {

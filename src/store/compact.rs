@@ -69,7 +69,9 @@ impl Store {
             }
             to.apply_batch(batch)?;
             report.keys += in_batch as u64;
-            batch_done(in_batch as u64);
+            if !batch_done(in_batch as u64) {
+                return Ok(None);
+            }
         }
         copy.flush()?;
         Ok(Some(StoreCopy { db: copy, report }))

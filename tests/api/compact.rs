@@ -91,3 +91,31 @@ fn a_compaction_killed_part_way_leaves_the_store_whole_and_the_next_command_tidi
     assert!(ok, "{text}");
     assert_eq!(records(&data), before);
 }
+
+#[test]
+fn a_compaction_stopped_by_sigterm_removes_its_copy_and_says_so() {
+    let dir = imported();
+    let data = dir.path().join("data");
+    let before = records(&data);
+    let mut command = binary(&data);
+    command
+        .arg("compact")
+        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1");
+    let (mut compact, rest) = spawn_until_held(command, "compact");
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &compact.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let said: Vec<String> = rest.map_while(Result::ok).collect();
+    let status = compact.wait().expect("wait");
+    let said = said.join("\n");
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("compact stopped: "), "{said}");
+    assert!(
+        said.contains("stopped by a signal: the copy was removed"),
+        "{said}"
+    );
+    assert!(!data.join("store.compacting").exists());
+    assert_eq!(records(&data), before);
+}
