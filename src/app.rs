@@ -383,7 +383,7 @@ pub fn compact(
     compaction::remove_copy(data_dir)?;
     let copied = store.copy_into(&copy_dir, cache_bytes, &mut |keys| {
         progress.advance(keys);
-        hold_if_paced(progress);
+        progress.between_chunks_outside_a_turn();
         !progress.should_stop()
     });
     let copy = match copied {
@@ -409,15 +409,6 @@ pub fn compact(
         bytes_after: data_dir::folder_bytes(&data_dir.store()),
         copied,
     }))
-}
-
-/// Holds a job the test pacing asks to hold after this chunk, until it is stopped or killed.
-fn hold_if_paced(control: &JobControl) {
-    if control.chunk_committed() {
-        while !control.should_stop() {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
 }
 
 /// Opens the store of `data_dir` once more and closes it, after an offline batch job has dropped

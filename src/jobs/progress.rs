@@ -221,6 +221,19 @@ pub struct Boundary {
     pub stop: bool,
 }
 
+impl JobControl {
+    /// What a job that holds no write turn (`compact`, which writes a copy of the store) does
+    /// after each chunk: holds there, until it is stopped or killed, where the test pacing asks,
+    /// as [`between_chunks`] does for a job in a turn.
+    pub fn between_chunks_outside_a_turn(&self) {
+        if self.chunk_committed() {
+            while !self.should_stop() {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }
+    }
+}
+
 /// What a job writing in chunks in `turn` does after each chunk committed (and counted into
 /// `control`): holds there where the test pacing asks (its turn passed to other writers
 /// meanwhile); otherwise, unless asked to stop, lets the writers waiting for the turn write
