@@ -67,14 +67,18 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     // Reading the duplicate groups as kept (joining them all when none are), and reading the
     // large models' ACTIVE prices, take long at a million models (docs/decisions.md, D-136,
     // D-95): done now, in the background, rather than by the first admin to open the duplicate
-    // models or the first client to ask a model's stats.
+    // models or the first client to ask a model's stats. At a lower priority: on two cores,
+    // at equal priority it took a core from the first requests, which then answered in up to
+    // three times their time (D-199).
     tokio::task::spawn_blocking({
         let app = app.clone();
         move || {
-            if let Err(error) = app.duplicate_groups() {
-                tracing::warn!(%error, "reading the duplicate groups at start-up");
-            }
-            keep_large_model_prices(&app);
+            crate::jobs::priority::at_lower_priority("start-up", || {
+                if let Err(error) = app.duplicate_groups() {
+                    tracing::warn!(%error, "reading the duplicate groups at start-up");
+                }
+                keep_large_model_prices(&app);
+            })
         }
     });
     let listener = socket

@@ -71,31 +71,13 @@ pub fn refresh(
     Ok(pairs)
 }
 
-/// How much lower than the process the threads of a write's full pass run (a nice increment).
-const BESIDE_THE_INDEX_NICE: i32 = 10;
-
-/// Runs `pass` on threads of its own at a lower priority. A write's full pass runs beside the
+/// Runs `pass` at a lower priority ([`super::priority`]). A write's full pass runs beside the
 /// catalogue index rebuild (`Writer::run`), whose one tantivy thread is the longer of the two:
 /// at equal priority the pass took a share of that thread's core, and the rebuild finished
 /// alone on one core after the pass was done (docs/decisions.md, D-141). The pass now takes
 /// what the rebuild leaves.
 fn beside_the_index<T: Send>(pass: impl FnOnce() -> T + Send) -> T {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .thread_name(|i| format!("duplicates-{i}"))
-        .start_handler(|_| {
-            // Linux keeps a nice value per thread: this lowers only the pool's thread.
-            if let Err(error) = rustix::process::nice(BESIDE_THE_INDEX_NICE) {
-                tracing::debug!(%error, "duplicates: the full pass's thread keeps its priority");
-            }
-        })
-        .build();
-    match pool {
-        Ok(pool) => pool.install(pass),
-        Err(error) => {
-            tracing::debug!(%error, "duplicates: the full pass runs on the shared threads");
-            pass()
-        }
-    }
+    super::priority::at_lower_priority("duplicates", pass)
 }
 
 /// Models the full pass handles per derived commit: the pairs it writes stay bounded by a chunk
@@ -707,34 +689,6 @@ mod tests {
                 )
             })
             .collect()
-    }
-
-    #[test]
-    fn a_write_s_full_pass_runs_on_threads_of_lower_priority_and_its_nested_work_too() {
-        let caller = rustix::process::getpriority_process(None).expect("nice");
-        let expected = (caller + BESIDE_THE_INDEX_NICE).min(19);
-        let (name, nice, nested) = beside_the_index(|| {
-            // Rayon work inside the pass (its sorts, the store's apply) runs on the same pool.
-            let nested: Vec<i32> = (0..64)
-                .into_par_iter()
-                .map(|_| rustix::process::getpriority_process(None).expect("nice"))
-                .collect();
-            let name = std::thread::current().name().map(str::to_owned);
-            let nice = rustix::process::getpriority_process(None).expect("nice");
-            (name, nice, nested)
-        });
-        assert!(name.is_some_and(|n| n.starts_with("duplicates-")));
-        assert_eq!(nice, expected);
-        assert!(
-            nice > caller || caller == 19,
-            "lower than the caller ({caller}): {nice}"
-        );
-        assert!(nested.iter().all(|&n| n == expected), "{nested:?}");
-        assert_eq!(
-            rustix::process::getpriority_process(None).expect("nice"),
-            caller,
-            "the caller's thread keeps its priority"
-        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod merge;
 pub mod nearest_models;
 pub mod picture_review;
 pub mod pictures;
+pub mod priority;
 pub mod progress;
 pub mod queue;
 pub mod rates;

@@ -176,21 +176,43 @@ fn checked_page(
 fn page_of_found(
     store: &Store,
     filter: &GroupFilter,
-    found: HashMap<GroupKey, u64>,
+    found: HashMap<u64, u64>,
     skip: usize,
     limit: usize,
 ) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
-    let mut found: Vec<(GroupKey, u64)> = found.into_iter().collect();
-    found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut found: Vec<(GroupKey, u64)> = found
+        .into_iter()
+        .map(|(key, count)| (GroupKey(key), count))
+        .collect();
     if filter.is_open() {
+        let total = found.len();
         let mut page = Vec::with_capacity(limit);
-        for (key, _) in found.iter().skip(skip).take(limit) {
-            page.extend(shown_group(store, *key)?);
+        for key in most_found_page(found, skip, limit) {
+            page.extend(shown_group(store, key)?);
         }
-        return Ok((page, found.len()));
+        return Ok((page, total));
     }
+    found.sort_unstable_by(most_found_first);
     let keys = found.into_iter().map(|(key, _)| Ok(key));
     checked_page(store, filter, keys, skip, limit)
+}
+
+/// The order of a text's groups: more listings found first, then by id.
+fn most_found_first(a: &(GroupKey, u64), b: &(GroupKey, u64)) -> std::cmp::Ordering {
+    b.1.cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// The keys of `found` after the first `skip` in [`most_found_first`] order, at most `limit`.
+/// Only the page's place in the order is sorted: a common word finds tens of thousands of
+/// groups, and sorting them all was most of what was left once they were counted.
+fn most_found_page(mut found: Vec<(GroupKey, u64)>, skip: usize, limit: usize) -> Vec<GroupKey> {
+    let end = skip.saturating_add(limit).min(found.len());
+    if end < found.len() {
+        found.select_nth_unstable_by(end, most_found_first);
+    }
+    found.truncate(end);
+    found.sort_unstable_by(most_found_first);
+    found.into_iter().skip(skip).map(|(key, _)| key).collect()
 }
 
 /// The groups `text` finds, each with how many of its listings the text finds: a group whose
@@ -203,24 +225,63 @@ fn groups_with_text(
     listings: &ListingIndex,
     text: &str,
     brand: Option<BrandId>,
-) -> Result<HashMap<GroupKey, u64>, ReconcileError> {
-    let mut found: HashMap<GroupKey, u64> = HashMap::new();
-    let prefix = normalize_reference(text);
-    if !prefix.is_empty() {
-        for kind in [GroupText::Reference, GroupText::BrandText] {
-            found.extend(store.unmatched().with_text_prefix(kind, &prefix)?);
-        }
-    }
+) -> Result<HashMap<u64, u64>, ReconcileError> {
     let filters = ListingFilters {
         unmatched: true,
         hidden_statuses: vec![ListingStatus::Delisted as u64],
         brand_id: brand.map(|b| b.0),
         ..ListingFilters::default()
     };
-    let counted = listings.unmatched_group_counts(&filters, Some(&super::typed_text(text)))?;
-    for (key, count) in counted {
-        let most = found.entry(GroupKey(key)).or_default();
-        *most = (*most).max(count);
+    // The store's text keys and the index's count are apart and each about half the work for
+    // a word thousands of groups share: one on each core.
+    let (starting, counted) = rayon::join(
+        || groups_starting_with(store, &normalize_reference(text)),
+        || listings.unmatched_group_counts(&filters, Some(&super::typed_text(text))),
+    );
+    let mut found = counted?;
+    for (key, size) in starting? {
+        let most = found.entry(key.0).or_default();
+        *most = (*most).max(size);
     }
     Ok(found)
+}
+
+/// The groups whose reference or brand text starts with `prefix`, each with its size.
+fn groups_starting_with(store: &Store, prefix: &str) -> StoreResult<Vec<(GroupKey, u64)>> {
+    let mut found = Vec::new();
+    if !prefix.is_empty() {
+        for kind in [GroupText::Reference, GroupText::BrandText] {
+            found.extend(store.unmatched().with_text_prefix(kind, prefix)?);
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn a_page_of_found_groups_is_that_slice_of_them_all_in_order(
+            counts in proptest::collection::vec(0u64..5, 0..200),
+            skip in 0usize..220,
+            limit in 1usize..60,
+        ) {
+            // Few distinct counts, so most of the order is decided by the ids.
+            let found: Vec<(GroupKey, u64)> = counts
+                .iter()
+                .enumerate()
+                .map(|(i, &count)| (GroupKey((i as u64 * 7919) % 1009), count))
+                .collect::<HashMap<_, _>>()
+                .into_iter()
+                .collect();
+            let mut all = found.clone();
+            all.sort_by(most_found_first);
+            let expected: Vec<GroupKey> =
+                all.into_iter().skip(skip).take(limit).map(|(key, _)| key).collect();
+            prop_assert_eq!(most_found_page(found, skip, limit), expected);
+        }
+    }
 }
