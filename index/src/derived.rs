@@ -6,6 +6,7 @@ use crate::tokenizer;
 use crate::{IndexError, IndexResult};
 use rayon::prelude::*;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 use tantivy::directory::MmapDirectory;
 use tantivy::query::Query;
 use tantivy::schema::Schema;
@@ -71,6 +72,12 @@ impl RebuildShape {
 pub struct Derived {
     pub index: Index,
     pub reader: IndexReader,
+    /// The writer of incremental updates ([`Derived::replace`]), kept from one to the next so
+    /// that the merges tantivy starts after a commit run beside the requests that follow, not
+    /// inside the one that committed: waiting for them made one back-office write in about
+    /// seven take 40-60 ms more at the scale run (docs/decisions.md, D-200). Let go, its
+    /// merges waited for, before any other writer is made.
+    updates: Mutex<Option<IndexWriter<TantivyDocument>>>,
 }
 
 impl Derived {
@@ -119,7 +126,11 @@ impl Derived {
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
             .try_into()?;
-        Ok(Derived { index, reader })
+        Ok(Derived {
+            index,
+            reader,
+            updates: Mutex::new(None),
+        })
     }
 
     /// The store generation the last commit reflects; `None` for an index never built.
@@ -140,7 +151,7 @@ impl Derived {
         shape: RebuildShape,
     ) -> Result<usize, E> {
         let (threads, bytes) = shape.writer();
-        let writer = self.writer(threads, bytes).map_err(IndexError::from)?;
+        let writer = self.writer(threads, bytes)?;
         writer.delete_all_documents().map_err(IndexError::from)?;
         let count = docs
             .map(|doc| -> Result<usize, E> {
@@ -160,20 +171,65 @@ impl Derived {
     }
 
     /// Deletes the documents each query matches and adds its new document, if any, and commits
-    /// with `generation`.
+    /// with `generation`, through the kept writer of updates. A failure lets that writer go, so
+    /// nothing it held uncommitted reaches a later commit.
     pub fn replace(
         &self,
         changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
-        let writer = self.writer(1, UPDATE_WRITER_BYTES)?;
+        let mut kept = self.kept_updates();
+        let mut writer = match kept.take() {
+            Some(writer) => writer,
+            None => self.open_writer(1, UPDATE_WRITER_BYTES)?,
+        };
+        let done = Self::replace_with(&mut writer, changes, generation);
+        match done {
+            Ok(()) => {
+                *kept = Some(writer);
+                drop(kept);
+                Ok(self.reader.reload()?)
+            }
+            Err(error) => {
+                let _ = writer.rollback();
+                let _ = writer.wait_merging_threads();
+                Err(error)
+            }
+        }
+    }
+
+    fn replace_with(
+        writer: &mut IndexWriter<TantivyDocument>,
+        changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
+        generation: u64,
+    ) -> IndexResult<()> {
+        let started = std::time::Instant::now();
         for (old, doc) in changes {
             writer.delete_query(old)?;
             if let Some(doc) = doc {
                 writer.add_document(doc)?;
             }
         }
-        self.commit(writer, generation)
+        let mut prepared = writer.prepare_commit()?;
+        prepared.set_payload(&generation.to_string());
+        prepared.commit()?;
+        tracing::debug!(took = ?started.elapsed(), "index updated");
+        Ok(())
+    }
+
+    fn kept_updates(&self) -> MutexGuard<'_, Option<IndexWriter<TantivyDocument>>> {
+        self.updates
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Lets the kept writer of updates go once its merges are done, which frees the index's
+    /// lock for another writer.
+    fn release_updates(&self) -> IndexResult<()> {
+        if let Some(writer) = self.kept_updates().take() {
+            writer.wait_merging_threads()?;
+        }
+        Ok(())
     }
 
     /// A writer for a long load of documents (millions, as the store commits them): one thread,
@@ -188,16 +244,23 @@ impl Derived {
         Ok(writer)
     }
 
+    /// A writer of `threads` threads and `bytes` of memory, made once the kept writer of
+    /// updates is let go.
+    fn writer(&self, threads: usize, bytes: usize) -> IndexResult<IndexWriter<TantivyDocument>> {
+        self.release_updates()?;
+        self.open_writer(threads, bytes)
+    }
+
     /// A writer of `threads` threads and `bytes` of memory. tantivy's writer lock is a file
     /// lock, and a process being spawned holds a copy of every open file until its `exec`: a
     /// lock just released by the previous writer can read as busy for that moment (a test
     /// spawning `curl` beside another's import and ingest hit it). Only one writer of an index
     /// runs at a time here, so a busy lock is that moment: tried again for a few seconds.
-    fn writer(
+    fn open_writer(
         &self,
         threads: usize,
         bytes: usize,
-    ) -> tantivy::Result<IndexWriter<TantivyDocument>> {
+    ) -> IndexResult<IndexWriter<TantivyDocument>> {
         let deadline = std::time::Instant::now() + LOCK_PATIENCE;
         loop {
             match self.index.writer_with_num_threads(threads, bytes) {
@@ -207,7 +270,7 @@ impl Derived {
                 )) if std::time::Instant::now() < deadline => {
                     std::thread::sleep(std::time::Duration::from_millis(10));
                 }
-                answer => return answer,
+                answer => return Ok(answer?),
             }
         }
     }
@@ -259,14 +322,97 @@ impl Derived {
     }
 }
 
+/// A merge the kept writer of updates started is waited for rather than cut off as the index
+/// closes, so it leaves no half-written segment files behind.
+impl Drop for Derived {
+    fn drop(&mut self) {
+        if let Err(error) = self.release_updates() {
+            tracing::warn!(%error, "a merge of the index's updates failed as it closed");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn derived(dir: &Path) -> Derived {
         let mut schema = Schema::builder();
-        schema.add_u64_field("id", tantivy::schema::INDEXED);
+        schema.add_u64_field("id", tantivy::schema::INDEXED | tantivy::schema::FAST);
+        schema.add_u64_field("stored", tantivy::schema::STORED);
         Derived::open(dir, schema.build(), IndexSettings::default()).expect("index")
+    }
+
+    fn field(index: &Derived, name: &str) -> tantivy::schema::Field {
+        index.index.schema().get_field(name).expect("field")
+    }
+
+    /// The change that puts document `id` in place of any with that id.
+    fn put(index: &Derived, id: u64) -> (Box<dyn Query>, Option<TantivyDocument>) {
+        let term = tantivy::Term::from_field_u64(field(index, "id"), id);
+        let old = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
+        (Box::new(old), Some(tantivy::doc!(field(index, "id") => id)))
+    }
+
+    fn ids(index: &Derived) -> Vec<u64> {
+        let searcher = index.reader.searcher();
+        let mut ids: Vec<u64> = (searcher.segment_readers().iter())
+            .flat_map(|segment| {
+                let column = segment.fast_fields().u64("id").ok();
+                let alive = segment.doc_ids_alive().collect::<Vec<_>>();
+                alive
+                    .into_iter()
+                    .filter_map(move |doc| column.as_ref()?.first(doc))
+            })
+            .collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    #[test]
+    fn updates_keep_their_writer_and_a_rebuild_after_them_still_gets_the_lock() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = derived(dir.path());
+        // Enough commits for tantivy's merge policy to start merges in the kept writer.
+        for id in 0..40u64 {
+            index
+                .replace([put(&index, id % 25)], id + 1)
+                .expect("update");
+        }
+        assert!(
+            index.kept_updates().is_some(),
+            "the writer of updates is kept"
+        );
+        assert_eq!(ids(&index), (0..25).collect::<Vec<_>>());
+        assert_eq!(index.generation().expect("generation"), Some(40));
+        let docs = (100..103u64)
+            .into_par_iter()
+            .map(|id| Ok::<_, IndexError>(tantivy::doc!(field(&index, "id") => id)));
+        let rebuilt = index.rebuild(docs, Vec::new, 41, RebuildShape::OneSegment);
+        assert_eq!(rebuilt.expect("rebuild takes the lock"), 3);
+        assert!(index.kept_updates().is_none(), "let go for the rebuild");
+        assert_eq!(ids(&index), [100, 101, 102]);
+        index
+            .replace([put(&index, 7)], 42)
+            .expect("an update after it");
+        assert_eq!(ids(&index), [7, 100, 101, 102]);
+    }
+
+    #[test]
+    fn a_failed_update_leaves_nothing_for_the_next_commit() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = derived(dir.path());
+        index.replace([put(&index, 1)], 1).expect("update");
+        // A term of a field that is not indexed: tantivy refuses the deletion it asks.
+        let unindexed = tantivy::Term::from_field_u64(field(&index, "stored"), 0);
+        let refused =
+            tantivy::query::TermQuery::new(unindexed, tantivy::schema::IndexRecordOption::Basic);
+        let failing: Vec<(Box<dyn Query>, Option<TantivyDocument>)> =
+            vec![put(&index, 2), (Box::new(refused), None)];
+        assert!(index.replace(failing, 2).is_err());
+        index.replace([put(&index, 3)], 3).expect("the next update");
+        assert_eq!(ids(&index), [1, 3], "document 2 was never committed");
+        assert_eq!(index.generation().expect("generation"), Some(3));
     }
 
     #[test]
@@ -292,7 +438,7 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(200));
             drop(held);
         });
-        assert!(index.writer(1, UPDATE_WRITER_BYTES).is_ok());
+        assert!(index.open_writer(1, UPDATE_WRITER_BYTES).is_ok());
         releasing.join().expect("released");
     }
 }
