@@ -9,8 +9,11 @@
 #        release/catalogue-bench; build both with `cargo build --release`)
 #
 # Knobs (environment): MODELS=100000 LISTINGS=1000000 SEED=42 CONCURRENCY=4 (load clients)
+# RATE=200 (the readers' requests a second, sent on schedule, as real readers send them; 0: a
+# closed loop, each client sending again once answered, which takes every core the job leaves)
 # IDLE=20s (the idle load's measured time) DURING=120s (the load's measured time, started once
-# the job runs, after the upload and the check; keep it under the job's run time) PORT=18441 CACHE (the generated dataset,
+# the job runs, after the upload and the check; keep it under the job's run time; 0: no load
+# while the job runs, the job alone) PORT=18441 CACHE (the generated dataset,
 # kept between runs; default /tmp/catalogue-bench-jobs-MODELS-LISTINGS-SEED).
 #
 # 1. `catalogue-bench generate` into CACHE, once; its four provider snapshots concatenated into
@@ -33,6 +36,9 @@ MODELS=${MODELS:-100000}
 LISTINGS=${LISTINGS:-1000000}
 SEED=${SEED:-42}
 CONCURRENCY=${CONCURRENCY:-4}
+RATE=${RATE:-200}
+LOAD_RATE=()
+[[ $RATE == 0 ]] || LOAD_RATE=(--rate "$RATE")
 IDLE=${IDLE:-20s}
 DURING=${DURING:-120s}
 PORT=${PORT:-18441}
@@ -87,7 +93,7 @@ for _ in $(seq 1 3000); do curl -fs -o /dev/null "$BASE/readyz" && break; sleep 
 curl -fs -o /dev/null "$BASE/readyz" || { echo "server not ready" >&2; exit 1; }
 
 echo ">> idle load" >&2
-"$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" --duration "$IDLE" --warmup 2s > "$WORK/idle.md"
+"$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" "${LOAD_RATE[@]}" --duration "$IDLE" --warmup 2s > "$WORK/idle.md"
 
 cookie=$(curl -fs -i -H 'content-type: application/json' \
   -d '{"username":"bench","password":"bench-password-123"}' "$BASE/v1/auth/login" \
@@ -98,9 +104,15 @@ export WATCH_CATALOGUE_USER=bench WATCH_CATALOGUE_PASSWORD=bench-password-123
 timed "\`ingest --server\` (upload, check, job)" "$BIN" ingest --provider provider-1 "$SNAPSHOT" --server "$BASE" &
 LOAD_PID=$!
 until [[ $(state) == running ]]; do sleep 0.5; kill -0 "$LOAD_PID" 2>/dev/null || { echo "the submission ended before its job ran" >&2; exit 1; }; done
-echo ">> load during the job" >&2
-"$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" --duration "$DURING" > "$WORK/during.md"
-[[ $(state) == running ]] && still=yes || still="no (DURING outlasted the job: lower it)"
+if [[ $DURING == 0 ]]; then
+  echo ">> the job alone (DURING=0)" >&2
+  echo "No load while the job ran (DURING=0)." > "$WORK/during.md"
+  still=no
+else
+  echo ">> load during the job" >&2
+  "$BENCH" load --base "$BASE" --concurrency "$CONCURRENCY" "${LOAD_RATE[@]}" --duration "$DURING" > "$WORK/during.md"
+  [[ $(state) == running ]] && still=yes || still="no (DURING outlasted the job: lower it)"
+fi
 wait "$LOAD_PID" || { echo "the submission failed" >&2; exit 1; }
 LOAD_PID=
 job=$(curl -fs -H "cookie: $cookie" "$BASE/v1/admin/jobs/1")
@@ -108,7 +120,7 @@ rss=$(awk '/VmHWM/ { printf "%d MiB", $2 / 1024 }' "/proc/$SERVER_PID/status")
 
 echo "# Batch jobs: $LISTINGS listings posted to a server holding $MODELS models"
 echo
-echo "$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(date -u '+%Y-%m-%d %H:%M'); \`bench/jobs.sh\` (MODELS=$MODELS LISTINGS=$LISTINGS CONCURRENCY=$CONCURRENCY IDLE=$IDLE DURING=$DURING)"
+echo "$(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(date -u '+%Y-%m-%d %H:%M'); \`bench/jobs.sh\` (MODELS=$MODELS LISTINGS=$LISTINGS CONCURRENCY=$CONCURRENCY RATE=$RATE IDLE=$IDLE DURING=$DURING)"
 echo
 echo "| step | wall | CPU | cores | peak RSS | rate |"
 echo "|---|--:|--:|--:|--:|--:|"
@@ -120,10 +132,10 @@ cat "$WORK/reports"
 echo
 echo "The job's record: \`$(echo "$job" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(json.dumps({k: j[k] for k in ["state","progress","submittedAt","startedAt","finishedAt"]}))')\`; server peak RSS $rss."
 echo
-echo "## Readers, idle server ($CONCURRENCY clients, $IDLE)"
+echo "## Readers, idle server ($CONCURRENCY clients, RATE=$RATE, $IDLE)"
 echo
 cat "$WORK/idle.md"
 echo
-echo "## Readers while the job runs ($CONCURRENCY clients, $DURING from the job's start; job still running at the end: $still)"
+echo "## Readers while the job runs ($CONCURRENCY clients, RATE=$RATE, $DURING from the job's start; job still running at the end: $still)"
 echo
 cat "$WORK/during.md"

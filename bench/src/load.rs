@@ -221,6 +221,10 @@ pub struct LoadConfig {
     pub sample_models: usize,
     /// Longest wait for one response (a timeout counts as a transport error).
     pub timeout: Duration,
+    /// Requests a second in all, sent on schedule whatever the answers (an open loop, as real
+    /// readers are), each timed from when it was due; `None`: each client sends again as soon
+    /// as it is answered (a closed loop, the machine's most).
+    pub rate: Option<f64>,
 }
 
 impl LoadConfig {
@@ -234,6 +238,7 @@ impl LoadConfig {
             mix: Mix::default_mix(),
             sample_models: 64,
             timeout: Duration::from_secs(30),
+            rate: None,
         }
     }
 }
@@ -797,6 +802,23 @@ struct Shared {
     saw_429: AtomicBool,
     measure_from: Instant,
     stop_at: Instant,
+    start: Instant,
+    rate: Option<f64>,
+}
+
+impl Shared {
+    /// When request `n` is due: now in a closed loop; on the schedule in an open one, waited
+    /// for. A request waiting for a free client is late, and its lateness counts in its time.
+    async fn due(&self, n: u64) -> Instant {
+        match self.rate {
+            None => Instant::now(),
+            Some(rate) => {
+                let at = self.start + Duration::from_secs_f64(n as f64 / rate);
+                tokio::time::sleep_until(at).await;
+                at
+            }
+        }
+    }
 }
 
 async fn client_loop(
@@ -806,11 +828,11 @@ async fn client_loop(
     let mut tallies: BTreeMap<Kind, Tally> = BTreeMap::new();
     let mut last = shared.measure_from;
     loop {
-        let sent = Instant::now();
+        let n = shared.next.fetch_add(1, Ordering::Relaxed);
+        let sent = shared.due(n).await;
         if sent >= shared.stop_at {
             break;
         }
-        let n = shared.next.fetch_add(1, Ordering::Relaxed);
         let (kind, url) = shared.plan.request(n);
         let outcome = match client.get(url.clone()).send().await {
             Ok(response) => {
@@ -939,6 +961,8 @@ pub async fn run(config: &LoadConfig) -> anyhow::Result<LoadReport> {
         saw_429: AtomicBool::new(false),
         measure_from: start + config.warmup,
         stop_at: start + config.warmup + config.duration,
+        start,
+        rate: config.rate.filter(|rate| *rate > 0.0),
     });
     let tasks: Vec<_> = (0..config.concurrency)
         .map(|_| tokio::spawn(client_loop(shared.clone(), client.clone())))

@@ -107,6 +107,10 @@ enum Command {
         /// Models read in full at start, for references and search words.
         #[arg(long, default_value_t = 64)]
         sample_models: usize,
+        /// Requests a second in all, sent on schedule (an open loop; each timed from when it
+        /// was due); by default each client sends again as soon as it is answered.
+        #[arg(long)]
+        rate: Option<f64>,
         /// Also write the figures as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -303,6 +307,7 @@ fn main() -> anyhow::Result<()> {
             only,
             seed,
             sample_models,
+            rate,
             json,
             dump_requests,
             dump_only,
@@ -314,6 +319,7 @@ fn main() -> anyhow::Result<()> {
                 seed,
                 mix: only.map_or(mix, load::Mix::only),
                 sample_models,
+                rate,
                 ..load::LoadConfig::new(base)
             };
             if let Some(path) = dump_requests {
@@ -397,9 +403,12 @@ fn run_load(config: &load::LoadConfig, json: Option<PathBuf>) -> anyhow::Result<
         .build()
         .context("starting the async runtime")?;
     eprintln!(
-        "load: {} at concurrency {}, mix {}, warm-up {:?}, {:?} measured, seed {}",
+        "load: {} at concurrency {}{}, mix {}, warm-up {:?}, {:?} measured, seed {}",
         config.base,
         config.concurrency,
+        config
+            .rate
+            .map_or(String::new(), |rate| format!(", {rate} requests/s on schedule")),
         config.mix.name,
         config.warmup,
         config.duration,

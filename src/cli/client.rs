@@ -288,12 +288,17 @@ async fn refused(response: reqwest::Response, doing: &str) -> anyhow::Result<req
     anyhow::bail!(text)
 }
 
+/// How much of a snapshot's file is read and sent at once.
+const UPLOAD_CHUNK: usize = 1 << 20;
+
 /// `file`'s bytes as a request body streamed from it, its upload shown as it goes.
 fn uploaded(file: tokio::fs::File, size: u64, name: String) -> reqwest::Body {
     use futures_util::StreamExt;
     let mut shown = Shown::new(format!("upload of {name}"));
     let mut sent = 0u64;
-    let stream = tokio_util::io::ReaderStream::new(file).map(move |chunk| {
+    // A blocking read of the file per chunk: 4 KiB chunks (the default) made a 449 MB snapshot's
+    // upload take 6 s on loopback.
+    let stream = tokio_util::io::ReaderStream::with_capacity(file, UPLOAD_CHUNK).map(move |chunk| {
         if let Ok(bytes) = &chunk {
             sent += bytes.len() as u64;
             let state = if sent >= size { "sent" } else { "sending" };

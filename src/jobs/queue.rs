@@ -246,7 +246,10 @@ async fn run_jobs(
         };
         let Some(job) = next else { break };
         let context = context.clone();
-        if let Err(error) = tokio::task::spawn_blocking(move || run_one(&context, job)).await {
+        // Below the requests' priority, with every thread it starts (tantivy's writers too):
+        // readers stay fast during a job, which takes what they leave (D-201).
+        let run = move || super::priority::at_lower_priority("job", || run_one(&context, job));
+        if let Err(error) = tokio::task::spawn_blocking(run).await {
             tracing::error!(%error, "a job's task failed");
         }
     }

@@ -66,6 +66,9 @@ pub fn index_schema() -> utoipa::openapi::Object {
     crate::api::params::choice_schema(&names)
 }
 
+/// How much of a snapshot's body is held before it is written to its spool file.
+const SPOOL_WRITE: usize = 1 << 20;
+
 /// Submits a provider's full current snapshot (NDJSON, the `ingest` format) to be ingested.
 ///
 /// The body is streamed to a file under the data dir, then checked as `ingest` checks it: an
@@ -96,9 +99,12 @@ pub async fn submit_snapshot(
             app.jobs().spool_file().map_err(|e| internal(&e))
         })
         .await?;
-    let mut file = tokio::fs::File::create(spooled.path())
+    let file = tokio::fs::File::create(spooled.path())
         .await
         .map_err(|e| internal(&e))?;
+    // The body comes in frames of a few KiB, and each write to a tokio file is a blocking
+    // task of its own: written a MiB at a time instead.
+    let mut file = tokio::io::BufWriter::with_capacity(SPOOL_WRITE, file);
     let size = copy_capped(body, limit, &mut file).await?;
     file.flush().await.map_err(|e| internal(&e))?;
     drop(file);
