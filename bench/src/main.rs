@@ -406,9 +406,9 @@ fn run_load(config: &load::LoadConfig, json: Option<PathBuf>) -> anyhow::Result<
         "load: {} at concurrency {}{}, mix {}, warm-up {:?}, {:?} measured, seed {}",
         config.base,
         config.concurrency,
-        config
-            .rate
-            .map_or(String::new(), |rate| format!(", {rate} requests/s on schedule")),
+        config.rate.map_or(String::new(), |rate| format!(
+            ", {rate} requests/s on schedule"
+        )),
         config.mix.name,
         config.warmup,
         config.duration,

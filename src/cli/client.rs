@@ -298,17 +298,18 @@ fn uploaded(file: tokio::fs::File, size: u64, name: String) -> reqwest::Body {
     let mut sent = 0u64;
     // A blocking read of the file per chunk: 4 KiB chunks (the default) made a 449 MB snapshot's
     // upload take 6 s on loopback.
-    let stream = tokio_util::io::ReaderStream::with_capacity(file, UPLOAD_CHUNK).map(move |chunk| {
-        if let Ok(bytes) = &chunk {
-            sent += bytes.len() as u64;
-            let state = if sent >= size { "sent" } else { "sending" };
-            shown.show(state, sent, size, "bytes");
-            if sent >= size {
-                shown.done();
+    let stream =
+        tokio_util::io::ReaderStream::with_capacity(file, UPLOAD_CHUNK).map(move |chunk| {
+            if let Ok(bytes) = &chunk {
+                sent += bytes.len() as u64;
+                let state = if sent >= size { "sent" } else { "sending" };
+                shown.show(state, sent, size, "bytes");
+                if sent >= size {
+                    shown.done();
+                }
             }
-        }
-        chunk
-    });
+            chunk
+        });
     reqwest::Body::wrap_stream(stream)
 }
 

@@ -461,7 +461,8 @@ fn read_kept(
     generation: StoreGeneration,
 ) -> StoreResult<Option<(StoreGeneration, Grouping)>> {
     let started = std::time::Instant::now();
-    let Some((at, groups)) = store.duplicates().kept_groups()? else {
+    let kept = super::read_pool::with_waiting_reads(|| store.duplicates().kept_groups());
+    let Some((at, groups)) = kept? else {
         return Ok(None);
     };
     if at > generation {

@@ -24,6 +24,7 @@ pub mod priority;
 pub mod progress;
 pub mod queue;
 pub mod rates;
+pub mod read_pool;
 pub mod reconciliation;
 pub mod reindex;
 pub mod snapshot_rules;

@@ -9,6 +9,7 @@ use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, Gro
 use crate::domain::{ListingId, ListingStatus, MatchOutcome, ProviderId};
 use crate::store::{GroupOrder, GroupText, Store, StoreResult};
 use catalogue_index::{ListingFilters, ListingIndex};
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// A group as a page shows it: its summary's tally and newest listings.
@@ -73,6 +74,17 @@ fn shown_group(store: &Store, key: GroupKey) -> StoreResult<Option<ShownGroup>> 
         }))
 }
 
+/// The summaries of the groups `keys` that still have a listing, in the order given, read with
+/// many reads waiting at once (cold after a start: `read_pool`).
+fn shown_groups(store: &Store, keys: Vec<GroupKey>) -> StoreResult<Vec<ShownGroup>> {
+    let read: Vec<Option<ShownGroup>> = super::read_pool::with_waiting_reads(|| {
+        keys.into_par_iter()
+            .map(|key| shown_group(store, key))
+            .collect::<StoreResult<_>>()
+    })?;
+    Ok(read.into_iter().flatten().collect())
+}
+
 /// What a page of groups is filtered by, resolved.
 #[derive(Debug, Clone, Default)]
 pub struct GroupFilter {
@@ -135,11 +147,9 @@ pub fn group_page(
     if filter.order_is_exact() {
         // One order holds exactly the groups kept: its count is the total, its keys the page.
         let total = unmatched.count(order)? as usize;
-        let mut page = Vec::with_capacity(limit);
-        for key in unmatched.in_order(order).skip(skip).take(limit) {
-            page.extend(shown_group(store, key?)?);
-        }
-        return Ok((page, total));
+        let keys =
+            (unmatched.in_order(order).skip(skip).take(limit)).collect::<StoreResult<_>>()?;
+        return Ok((shown_groups(store, keys)?, total));
     }
     // A brand and more: the brand's groups, each read and checked.
     checked_page(store, filter, unmatched.in_order(order), skip, limit)
@@ -186,10 +196,7 @@ fn page_of_found(
         .collect();
     if filter.is_open() {
         let total = found.len();
-        let mut page = Vec::with_capacity(limit);
-        for key in most_found_page(found, skip, limit) {
-            page.extend(shown_group(store, key)?);
-        }
+        let page = shown_groups(store, most_found_page(found, skip, limit))?;
         return Ok((page, total));
     }
     found.sort_unstable_by(most_found_first);

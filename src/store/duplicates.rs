@@ -5,10 +5,11 @@
 //! `MergedSlug`, `MergedId`, `DuplicatesTouched`, `KeptDuplicateGroups`, and the meta keys
 //! `MetaKey::DuplicatesGeneration` and `MetaKey::DuplicateGroupsKept`.
 
-use super::codec::{encode, encode_u64};
+use super::codec::{decode, encode, encode_u64};
 use super::keys::{self, Keyspace, MetaKey};
 use super::{secondary_id, touch_log, write, Store, StoreError, StoreGeneration, StoreResult};
 use crate::domain::{BrandId, DuplicateGroup, DuplicatePair, ModelId, Slug};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -49,10 +50,23 @@ impl<'s> Duplicates<'s> {
         let Some(at) = self.0.meta(MetaKey::DuplicateGroupsKept)? else {
             return Ok(None);
         };
-        let mut groups = Vec::new();
-        for chunk in self.0.all::<KeptGroups>(Keyspace::KeptDuplicateGroups) {
-            groups.extend(chunk?.0);
-        }
+        // The chunks' keys first, then the chunks read and decoded as rayon tasks: on the pool
+        // the caller runs in (the server reads them with many reads in flight, cold after a
+        // start: D-202).
+        let keys = (self
+            .0
+            .db
+            .scan_prefix(Keyspace::KeptDuplicateGroups.prefix())
+            .keys())
+        .collect::<Result<Vec<_>, _>>()?;
+        let chunks = keys
+            .par_iter()
+            .map(|key| match self.0.db.get(key)? {
+                Some(value) => decode::<KeptGroups>(key, &value),
+                None => Ok(KeptGroups(Vec::new())),
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        let groups = chunks.into_iter().flat_map(|chunk| chunk.0).collect();
         Ok(Some((StoreGeneration(at), groups)))
     }
 

@@ -20,6 +20,7 @@ use crate::api::views::{EntityRef, Page};
 use crate::app::App;
 use crate::domain::{ClaimedBrand, ListingId, ModelId, ProviderId};
 use crate::jobs::nearest_models::{self, GroupSample, NearModel};
+use crate::jobs::read_pool;
 use crate::jobs::reconciliation::{self, ReconcileError, Reconciled, Selection};
 use crate::jobs::unmatched_groups::{self, GroupFilter, ShownGroup};
 use crate::jobs::users::Actor;
@@ -86,12 +87,14 @@ pub fn group_page(
         pagination.offset(),
         pagination.page_size,
     )?;
-    // Each group's candidates are a few index searches: the page's are found on every core at
-    // once.
-    let samples: Vec<GroupSample> = groups
-        .par_iter()
-        .map(|group| sample(app, group))
-        .collect::<Result<_, _>>()?;
+    // Each group's titles and candidates are record reads and a few index searches, cold
+    // after a start: the page's are read with many reads waiting at once.
+    let samples: Vec<GroupSample> = read_pool::with_waiting_reads(|| {
+        groups
+            .par_iter()
+            .map(|group| sample(app, group))
+            .collect::<Result<_, _>>()
+    })?;
     let mut context = GroupContext::new(app, media)?;
     pagination
         .wrap(groups.into_iter().zip(samples).collect(), total)
