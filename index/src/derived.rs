@@ -223,9 +223,14 @@ impl Derived {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Whether a writer of updates is kept now.
+    pub fn keeps_a_writer_of_updates(&self) -> bool {
+        self.kept_updates().is_some()
+    }
+
     /// Lets the kept writer of updates go once its merges are done, which frees the index's
     /// lock for another writer.
-    fn release_updates(&self) -> IndexResult<()> {
+    pub fn release_updates(&self) -> IndexResult<()> {
         if let Some(writer) = self.kept_updates().take() {
             writer.wait_merging_threads()?;
         }

@@ -195,6 +195,17 @@ impl CatalogueIndex {
         indexed
     }
 
+    /// Lets the writer kept between updates go, its merges done: the next update makes a
+    /// writer of its own (see `Derived::replace`).
+    pub fn let_go_of_updates(&self) -> IndexResult<()> {
+        self.derived.release_updates()
+    }
+
+    /// Whether a writer of updates is kept now.
+    pub fn keeps_a_writer_of_updates(&self) -> bool {
+        self.derived.keeps_a_writer_of_updates()
+    }
+
     /// Writes `docs` over the documents of the same kind and id (a model's listing count
     /// changed, a model was added), and commits with `generation`.
     pub fn update(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {

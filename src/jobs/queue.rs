@@ -246,10 +246,7 @@ async fn run_jobs(
         };
         let Some(job) = next else { break };
         let context = context.clone();
-        // Below the requests' priority, with every thread it starts (tantivy's writers too):
-        // readers stay fast during a job, which takes what they leave (D-201).
-        let run = move || super::priority::at_lower_priority("job", || run_one(&context, job));
-        if let Err(error) = tokio::task::spawn_blocking(run).await {
+        if let Err(error) = tokio::task::spawn_blocking(move || run_queued(&context, job)).await {
             tracing::error!(%error, "a job's task failed");
         }
     }
@@ -257,6 +254,14 @@ async fn run_jobs(
     while let Ok(job) = queue.try_recv() {
         interrupt(&context, job.record);
     }
+}
+
+/// Runs `job` below the requests' priority, with every thread it starts (tantivy's writers
+/// too): readers stay fast during a job, which takes what they leave (D-201). The indexes'
+/// writers of updates it made are let go after it, so their threads do not stay there.
+fn run_queued(context: &JobContext, job: Queued) {
+    super::priority::at_lower_priority("job", || run_one(context, job));
+    context.writer().let_go_of_index_writers();
 }
 
 /// Runs one job through the writer and records how it ended.
@@ -359,32 +364,50 @@ mod tests {
     use crate::domain::JobKind;
     use crate::jobs::context::test_context;
 
-    #[test]
-    fn a_job_that_fails_is_recorded_failed_with_its_reason_and_the_runner_goes_on() {
-        let dir = tempfile::tempdir().expect("dir");
-        let context = test_context(dir.path());
+    /// A snapshot job of a file that is gone, recorded as queued: it fails when it runs.
+    fn failing_job(context: &JobContext, dir: &std::path::Path) -> Queued {
         let batch = Batch::Snapshot {
             provider: "chrono24".into(),
-            file: dir.path().join("gone.jsonl"),
+            file: dir.join("gone.jsonl"),
             name: "gone.jsonl".into(),
             rules: Default::default(),
         };
         let record = JobRecord::queued(JobId(1), JobKind::Snapshot, None, "ana".into(), "listings");
         context.store().jobs().put_job(&record).expect("put");
-        run_one(
-            &context,
-            Queued {
-                record,
-                batch,
-                _spooled: None,
-            },
-        );
-        let job = context
-            .store()
-            .jobs()
-            .job(JobId(1))
-            .expect("read")
-            .expect("job");
+        Queued {
+            record,
+            batch,
+            _spooled: None,
+        }
+    }
+
+    fn job_one(context: &JobContext) -> JobRecord {
+        let jobs = context.store().jobs();
+        jobs.job(JobId(1)).expect("read").expect("job")
+    }
+
+    #[test]
+    fn a_queued_job_runs_and_leaves_no_writer_of_updates_made_on_its_threads() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = test_context(dir.path());
+        let doc = catalogue_index::ListingDoc {
+            id: 1,
+            ..Default::default()
+        };
+        context.listings().upsert(&[doc], 1).expect("an update");
+        assert!(context.listings().keeps_a_writer_of_updates());
+        run_queued(&context, failing_job(&context, dir.path()));
+        assert_eq!(job_one(&context).state, JobState::Failed);
+        assert!(!context.listings().keeps_a_writer_of_updates());
+        assert!(!context.writer().catalogue().keeps_a_writer_of_updates());
+    }
+
+    #[test]
+    fn a_job_that_fails_is_recorded_failed_with_its_reason_and_the_runner_goes_on() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = test_context(dir.path());
+        run_one(&context, failing_job(&context, dir.path()));
+        let job = job_one(&context);
         assert_eq!(job.state, JobState::Failed);
         assert!(job.started_at.is_some() && job.finished_at.is_some());
         assert!(

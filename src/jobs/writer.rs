@@ -152,6 +152,26 @@ impl Writer {
         &self.listings
     }
 
+    /// The catalogue index this writer keeps current.
+    pub fn catalogue(&self) -> &Arc<CatalogueIndex> {
+        &self.catalogue
+    }
+
+    /// Lets both indexes' writers of updates go (their merges done), so the next update makes
+    /// its writer on the thread that asks: one made by a job's thread, below the requests'
+    /// priority, would leave its threads there for the back-office writes after it (D-201).
+    pub fn let_go_of_index_writers(&self) {
+        let let_go = [
+            ("catalogue", self.catalogue.let_go_of_updates()),
+            ("listings", self.listings.let_go_of_updates()),
+        ];
+        for (index, result) in let_go {
+            if let Err(error) = result {
+                tracing::warn!(index, %error, "a merge of the index's updates failed");
+            }
+        }
+    }
+
     /// Loads the listings index from a job's `listings`-th listing write on, instead of from
     /// [`LOAD_FROM_LISTINGS`]: lets a test's small feed take the path of a large ingest.
     pub fn loading_from(mut self, listings: usize) -> Writer {

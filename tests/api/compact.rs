@@ -1,7 +1,7 @@
 //! `watch-catalogue compact` through the binary: every record kept, byte for byte; a data dir a
 //! server holds refused; a compaction killed part-way leaving the store whole and usable.
 
-use crate::support::{binary, run_cli, spawn_until_held, when_unlocked, ServeProcess};
+use crate::support::{binary, run_cli, send_signal, spawn_until_held, when_unlocked, ServeProcess};
 use std::path::Path;
 
 /// Every record of the store in `data`, tree by tree, as sled holds it.
@@ -30,6 +30,21 @@ fn imported() -> tempfile::TempDir {
     );
     assert!(ok, "{text}");
     dir
+}
+
+/// `compact` on `data`, spawned and held by the test pacing after its first batch: the test
+/// then kills or stops it mid-copy without racing it.
+fn held_compaction(
+    data: &Path,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+) {
+    let mut command = binary(data);
+    command
+        .arg("compact")
+        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1");
+    spawn_until_held(command, "compact")
 }
 
 #[test]
@@ -70,11 +85,7 @@ fn a_compaction_killed_part_way_leaves_the_store_whole_and_the_next_command_tidi
     let dir = imported();
     let data = dir.path().join("data");
     let before = records(&data);
-    let mut command = binary(&data);
-    command
-        .arg("compact")
-        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1");
-    let (mut compact, _) = spawn_until_held(command, "compact");
+    let (mut compact, _) = held_compaction(&data);
     compact.kill().expect("kill");
     compact.wait().expect("wait");
     assert!(data.join("store.compacting").exists(), "killed mid-copy");
@@ -97,16 +108,8 @@ fn a_compaction_stopped_by_sigterm_removes_its_copy_and_says_so() {
     let dir = imported();
     let data = dir.path().join("data");
     let before = records(&data);
-    let mut command = binary(&data);
-    command
-        .arg("compact")
-        .env("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS", "1");
-    let (mut compact, rest) = spawn_until_held(command, "compact");
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &compact.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+    let (mut compact, rest) = held_compaction(&data);
+    send_signal(&compact, "-TERM");
     let said: Vec<String> = rest.map_while(Result::ok).collect();
     let status = compact.wait().expect("wait");
     let said = said.join("\n");

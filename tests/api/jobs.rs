@@ -6,7 +6,8 @@
 
 use crate::admin::add_user_through_the_binary;
 use crate::support::{
-    binary, spawn_until_held, test_feeds, ServeProcess, SessionClient, TestApp, HELD, TEST_PASSWORD,
+    binary, send_signal, spawn_until_held, test_feeds, ServeProcess, SessionClient, TestApp, HELD,
+    TEST_PASSWORD,
 };
 use reqwest::Method;
 use serde_json::{json, Value};
@@ -793,11 +794,7 @@ async fn an_offline_match_stopped_by_sigterm_ends_at_a_chunk_boundary_and_comple
     let mut command = binary(data.path());
     command.arg("match").envs(hold_after_one_chunk());
     let (mut matching, stderr) = spawn_until_held(command, "the match");
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &matching.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(sent.success());
+    send_signal(&matching, "-TERM");
     let said: Vec<String> = stderr.map_while(Result::ok).collect();
     let status = matching.wait().expect("wait");
     assert!(!status.success(), "a stopped match is no success");

@@ -402,6 +402,15 @@ pub fn spawn_until_held(
     (child, lines)
 }
 
+/// Sends `signal` (`-TERM`, `-KILL`) to `child` by pid, as an operator's `kill` would.
+pub fn send_signal(child: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill {signal}");
+}
+
 /// Runs the binary on `data_dir` with `args`, `stdin` written to it and `env` set (and the
 /// admin credentials' variables cleared unless given): whether it succeeded, and its standard
 /// output then error.
@@ -574,11 +583,7 @@ impl ServeProcess {
 
     /// Sends `signal` (`-TERM`, `-KILL`) to the server by pid.
     fn signal(&self, signal: &str) {
-        let sent = std::process::Command::new("kill")
-            .args([signal, &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(sent.success(), "kill {signal}");
+        send_signal(&self.child, signal);
     }
 
     /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
