@@ -182,6 +182,16 @@ impl FromStr for Mix {
     }
 }
 
+/// Requests a second for `--rate`: a finite number above zero.
+pub fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!(
+            "`{s}` is not a rate: give requests a second above 0 (leave --rate out for a closed loop)"
+        )),
+    }
+}
+
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
@@ -962,7 +972,7 @@ pub async fn run(config: &LoadConfig) -> anyhow::Result<LoadReport> {
         measure_from: start + config.warmup,
         stop_at: start + config.warmup + config.duration,
         start,
-        rate: config.rate.filter(|rate| *rate > 0.0),
+        rate: config.rate,
     });
     let tasks: Vec<_> = (0..config.concurrency)
         .map(|_| tokio::spawn(client_loop(shared.clone(), client.clone())))
@@ -1046,6 +1056,11 @@ mod tests {
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("ten").is_err());
+        assert_eq!(parse_rate("200"), Ok(200.0));
+        assert_eq!(parse_rate("0.5"), Ok(0.5));
+        for refused in ["0", "-5", "inf", "NaN", "fast"] {
+            assert!(parse_rate(refused).is_err(), "{refused}");
+        }
         assert_eq!("default".parse::<Mix>(), Ok(Mix::default_mix()));
         let mix: Mix = "model_by_slugs=3, listing_by_id=1".parse().expect("mix");
         assert_eq!(

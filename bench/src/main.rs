@@ -109,7 +109,7 @@ enum Command {
         sample_models: usize,
         /// Requests a second in all, sent on schedule (an open loop; each timed from when it
         /// was due); by default each client sends again as soon as it is answered.
-        #[arg(long)]
+        #[arg(long, value_parser = load::parse_rate)]
         rate: Option<f64>,
         /// Also write the figures as JSON here.
         #[arg(long)]
