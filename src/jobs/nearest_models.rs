@@ -71,7 +71,7 @@ pub fn sample(
     kept: &KeptCandidates,
     group: &ShownGroup,
 ) -> Result<GroupSample> {
-    let titles = group.example_titles(store, TITLES_SCORED)?;
+    let titles = group.example_titles(TITLES_SCORED);
     let Some(brand) = group.tally.brand() else {
         return Ok(GroupSample {
             titles,

@@ -67,8 +67,8 @@ fn fixture() -> (tempfile::TempDir, Store, ListingIndex) {
     (dir, store, index)
 }
 
-/// The provider's bundled snapshot; with a seed, about a tenth of its lines left out and a
-/// fifth with another reference.
+/// The provider's bundled snapshot; with a seed, about a tenth of its lines left out, a fifth
+/// with another reference and a seventh with another title.
 fn snapshot(provider: &str, seed: Option<u64>) -> String {
     let text = EmbeddedFixtures::text(&format!("listings/{provider}.jsonl")).expect("bundled");
     let lines = text.lines().filter(|l| !l.trim().is_empty());
@@ -84,6 +84,11 @@ fn snapshot(provider: &str, seed: Option<u64>) -> String {
         let mut row: Value = serde_json::from_str(line).expect("a bundled line");
         if pick % 5 == 1 {
             row["reference"] = json!(format!("{}-{}", pick % 97, i));
+        }
+        // A revisit that retitles a listing and leaves it in its group (D-203).
+        if pick % 7 == 2 {
+            let title = row["title"].as_str().unwrap_or_default().to_owned();
+            row["title"] = json!(format!("{title} (seen again {})", pick % 13));
         }
         out.push_str(&row.to_string());
         out.push('\n');

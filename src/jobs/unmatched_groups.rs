@@ -6,7 +6,8 @@
 
 use super::reconciliation::ReconcileError;
 use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, GroupTally};
-use crate::domain::{ListingId, ListingStatus, MatchOutcome, ProviderId};
+use crate::domain::{ListingStatus, MatchOutcome, ProviderId};
+use crate::store::Member;
 use crate::store::{GroupOrder, GroupText, Store, StoreResult};
 use catalogue_index::{ListingFilters, ListingIndex};
 use rayon::prelude::*;
@@ -19,8 +20,8 @@ pub struct ShownGroup {
     pub id: String,
     /// Its tally, with each currency's lowest and highest price only.
     pub tally: GroupTally,
-    /// Its newest listings' ids, newest first, at most [`NEWEST_SHOWN`].
-    pub newest: Vec<ListingId>,
+    /// Its newest listings with their titles, newest first, at most [`NEWEST_SHOWN`].
+    pub newest: Vec<Member>,
 }
 
 impl ShownGroup {
@@ -34,19 +35,19 @@ impl ShownGroup {
     }
 
     /// Up to `most` distinct titles of its newest listings (a group of a thousand listings
-    /// with one title is not read whole for a few examples: D-169).
-    pub fn example_titles(&self, store: &Store, most: usize) -> StoreResult<Vec<String>> {
+    /// with one title is not read whole for a few examples: D-169), as its member keys keep
+    /// them (D-203).
+    pub fn example_titles(&self, most: usize) -> Vec<String> {
         let mut titles: Vec<String> = Vec::new();
-        for &id in &self.newest {
+        for title in self.newest.iter().filter_map(|member| member.title.as_ref()) {
             if titles.len() >= most {
                 break;
             }
-            let title = store.listings().listing(id)?.and_then(|l| l.details.title);
-            if let Some(title) = title.filter(|t| !titles.contains(t)) {
-                titles.push(title);
+            if !titles.contains(title) {
+                titles.push(title.clone());
             }
         }
-        Ok(titles)
+        titles
     }
 }
 

@@ -97,6 +97,13 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: keep_unmatched_groups,
     },
+    Step {
+        from: 10,
+        to: 11,
+        summary: "the member keys of the groups of unmatched listings hold each listing's title",
+        safe_at_startup: true,
+        run: keep_unmatched_groups,
+    },
 ];
 
 /// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes

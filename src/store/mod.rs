@@ -37,7 +37,7 @@ pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
-pub use unmatched::{GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Unmatched};
+pub use unmatched::{GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Member, Unmatched};
 pub use write::WriteBatch;
 
 use crate::domain::AuditEntry;
@@ -62,7 +62,8 @@ use std::sync::{Arc, Mutex};
 ///    (`AuditByUser`, `AuditByAction`, `AuditByUserAction`, `AuditCount`).
 /// 10: a group of unmatched listings keeps its members and prices as keys of their own
 ///    (`UnmatchedMember`, `UnmatchedPrice`), its record only the rest.
-pub const SCHEMA_VERSION: u64 = 10;
+/// 11: a group's member keys are valued with their listing's title (D-203).
+pub const SCHEMA_VERSION: u64 = 11;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,8 @@
 //! The reconciliation area: unmatched listings grouped by the identity their sellers claim,
 //! kept by every write of listings in the same commit (`WriteBatch::put_listing`). A group is a
-//! small record (its [`GroupTally`] but for the prices), a key per member listing and a key per
-//! price, so a write costs what it moves, whatever the group's size (D-177); keys order the
+//! small record (its [`GroupTally`] but for the prices), a key per member listing (valued with
+//! its title, so a page's example titles are one range read: D-203) and a key per price, so a
+//! write costs what it moves, whatever the group's size (D-177); keys order the
 //! groups largest first, alone or by brand, provider, reason or provider and reason, and find
 //! them by the start of their reference or brand text. A page of groups reads its page (records,
 //! newest members, price bounds), never the unmatched listings.
@@ -16,18 +17,51 @@ use crate::domain::{BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, Listin
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// A group whole: its tally with every price and its listings' ids, assembled from its keys.
+/// A group whole: its tally with every price and its listings, assembled from its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeptGroup {
     pub tally: GroupTally,
-    /// Its listings' ids, ascending: the newest (the greatest id) last.
-    pub members: Vec<ListingId>,
+    /// Its listings, ascending by id: the newest (the greatest id) last.
+    pub members: Vec<Member>,
 }
 
 impl KeptGroup {
     /// Its listings' ids, newest first.
     pub fn newest_first(&self) -> impl Iterator<Item = ListingId> + '_ {
-        self.members.iter().rev().copied()
+        self.members.iter().rev().map(|member| member.id)
+    }
+}
+
+/// A listing of a group as its member key holds it: its id and its title, kept with the key so
+/// a page's example titles are not a listing read each (D-203).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub id: ListingId,
+    pub title: Option<String>,
+}
+
+impl Member {
+    fn of(listing: &Listing) -> Member {
+        Member {
+            id: listing.id,
+            title: listing.details.title.clone(),
+        }
+    }
+
+    /// A member key's value: the title's bytes, empty for a listing without one.
+    fn value(&self) -> Vec<u8> {
+        self.title.clone().unwrap_or_default().into_bytes()
+    }
+
+    fn read(key: &[u8], value: &[u8]) -> StoreResult<Member> {
+        let id = trailing_group(key)
+            .map(|id| ListingId(id.0))
+            .ok_or_else(|| corrupt(key, "a member key"))?;
+        let title = String::from_utf8(value.to_vec()).map_err(|_| corrupt(key, "a member title"))?;
+        Ok(Member {
+            id,
+            title: (!title.is_empty()).then_some(title),
+        })
     }
 }
 
@@ -44,8 +78,8 @@ pub struct GroupRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupSummary {
     pub tally: GroupTally,
-    /// Its newest listings' ids, newest first, at most the number asked for.
-    pub newest: Vec<ListingId>,
+    /// Its newest listings, newest first, at most the number asked for.
+    pub newest: Vec<Member>,
 }
 
 /// Which groups an order walks, each largest first (then by id).
@@ -217,19 +251,13 @@ fn read_summary(
     Ok(Some(GroupSummary { tally, newest }))
 }
 
-/// `group`'s listings' ids, newest (the greatest id) first, from its member keys.
-fn newest_members(
-    db: &sled::Db,
-    group: GroupKey,
-) -> impl Iterator<Item = StoreResult<ListingId>> + '_ {
+/// `group`'s listings, newest (the greatest id) first, from its member keys.
+fn newest_members(db: &sled::Db, group: GroupKey) -> impl Iterator<Item = StoreResult<Member>> + '_ {
     db.scan_prefix(Keyspace::UnmatchedMember.id_key(group.0))
-        .keys()
         .rev()
-        .map(|key| {
-            let key = key?;
-            trailing_group(&key)
-                .map(|id| ListingId(id.0))
-                .ok_or_else(|| corrupt(&key, "a member key"))
+        .map(|entry| {
+            let (key, value) = entry?;
+            Member::read(&key, &value)
         })
 }
 
@@ -353,9 +381,9 @@ pub(super) struct GroupChanges {
 
 struct Touched {
     delta: GroupTally,
-    /// Listings that joined (true) or left (false), in order: a listing written twice in one
-    /// batch may join and leave.
-    moves: Vec<(ListingId, bool)>,
+    /// Listings that joined (with their title as it is now) or left (none), in order: a
+    /// listing written twice in one batch may join and leave.
+    moves: Vec<(ListingId, Option<Member>)>,
 }
 
 impl GroupChanges {
@@ -363,25 +391,39 @@ impl GroupChanges {
     pub fn listing_written(&mut self, old: Option<&Listing>, new: &Listing) {
         let was = old.and_then(GroupTally::of);
         let is = GroupTally::of(new);
-        // A matched listing, or one whose share of its group is unchanged (a revisit).
+        // A matched listing, or one whose share of its group is unchanged (a revisit): only
+        // a new title changes its member key.
         if was == is {
+            let retitled = old.is_some_and(|old| old.details.title != new.details.title);
+            if let Some((group, share)) = is.filter(|_| retitled) {
+                self.touch(group, &share, 0, new.id, Some(Member::of(new)));
+            }
             return;
         }
         if let Some((group, share)) = was {
-            self.touch(group, &share, -1, new.id);
+            self.touch(group, &share, -1, new.id, None);
         }
         if let Some((group, share)) = is {
-            self.touch(group, &share, 1, new.id);
+            self.touch(group, &share, 1, new.id, Some(Member::of(new)));
         }
     }
 
-    fn touch(&mut self, group: GroupKey, share: &GroupTally, sign: i64, listing: ListingId) {
+    /// Adds `share` times `sign` to `group`'s change and records that `listing` joined it (or
+    /// was retitled) as `member`, or with none, left it.
+    fn touch(
+        &mut self,
+        group: GroupKey,
+        share: &GroupTally,
+        sign: i64,
+        listing: ListingId,
+        member: Option<Member>,
+    ) {
         let touched = self.touched.entry(group).or_insert_with(|| Touched {
             delta: GroupTally::empty(share.identity.clone()),
             moves: Vec::new(),
         });
         touched.delta.add(share, sign);
-        touched.moves.push((listing, sign > 0));
+        touched.moves.push((listing, member));
     }
 
     /// The writes that bring every touched group, its keys and the order counts up to date,
@@ -403,7 +445,7 @@ impl GroupChanges {
             let prices = std::mem::take(&mut touched.delta.prices);
             record.tally.add(&touched.delta, 1);
             price_operations(db, group, &prices, &mut record.currencies, &mut operations)?;
-            member_operations(group, &touched.moves, &mut operations);
+            member_operations(group, touched.moves, &mut operations);
             let after = (!record.tally.is_empty()).then_some(&record.tally);
             for order in before.map(GroupOrder::of).unwrap_or_default() {
                 *counts.entry(order).or_default() -= 1;
@@ -470,13 +512,13 @@ fn price_operations(
 /// The writes of a group's member keys: each listing's last move in the write wins.
 fn member_operations(
     group: GroupKey,
-    moves: &[(ListingId, bool)],
+    moves: Vec<(ListingId, Option<Member>)>,
     operations: &mut Vec<Operation>,
 ) {
-    let last: BTreeMap<ListingId, bool> = moves.iter().copied().collect();
+    let last: BTreeMap<ListingId, Option<Member>> = moves.into_iter().collect();
     for (listing, joined) in last {
         let key = member_key(group, listing);
-        operations.push((key, joined.then(Vec::new)));
+        operations.push((key, joined.map(|member| member.value())));
     }
 }
 
@@ -494,7 +536,7 @@ pub fn recompute<'a>(
                 members: Vec::new(),
             });
             kept.tally.add(&share, 1);
-            kept.members.push(listing.id);
+            kept.members.push(Member::of(listing));
         }
     }
     groups
@@ -556,7 +598,7 @@ struct Gathered {
     /// Each group's [`GroupRecord`] as stored, its priced counts still empty.
     records: HashMap<GroupKey, Vec<u8>>,
     prices: BTreeMap<(GroupKey, String, u64), i64>,
-    members: Vec<(GroupKey, ListingId)>,
+    members: Vec<(GroupKey, Member)>,
 }
 
 impl Gathered {
@@ -567,7 +609,7 @@ impl Gathered {
         for ((currency, price), count) in std::mem::take(&mut share.prices) {
             *self.prices.entry((group, currency, price)).or_default() += count;
         }
-        self.members.push((group, listing.id));
+        self.members.push((group, Member::of(listing)));
         let record = match self.records.get(&group) {
             Some(bytes) => {
                 let mut record: GroupRecord = decode(&group_key(group), bytes)?;
@@ -600,7 +642,7 @@ impl Gathered {
             gathered.records.insert(group, encode(&record));
             gathered
                 .members
-                .extend(kept.members.iter().map(|&m| (group, m)));
+                .extend(kept.members.iter().map(|m| (group, m.clone())));
         }
         gathered
     }
@@ -609,7 +651,7 @@ impl Gathered {
     fn expected_keys(&self, space: Keyspace) -> StoreResult<Vec<Pair>> {
         let mut keys: Vec<Pair> = match space {
             Keyspace::UnmatchedMember => (self.members.iter())
-                .map(|&(group, listing)| (member_key(group, listing), Vec::new()))
+                .map(|(group, member)| (member_key(*group, member.id), member.value()))
                 .collect(),
             Keyspace::UnmatchedPrice => (self.prices.iter())
                 .map(|((group, currency, price), &count)| {
@@ -804,13 +846,18 @@ mod tests {
             if let Some((currency, price)) = prices.get(id as usize - 1) {
                 share.prices.insert((currency.to_string(), *price), 1);
             }
-            changes.touch(group, &share, 1, ListingId(id));
+            let member = Member {
+                id: ListingId(id),
+                title: Some(format!("title {id}")),
+            };
+            changes.touch(group, &share, 1, member.id, Some(member));
         }
         apply(&db, changes.into_operations_on(&db).expect("operations")).expect("apply");
 
         let kept = read_group(&db, group).expect("read").expect("kept");
         assert_eq!(kept.tally.listings, 30);
-        assert_eq!(kept.members, (1..=30).map(ListingId).collect::<Vec<_>>());
+        let ids: Vec<u64> = kept.members.iter().map(|m| m.id.0).collect();
+        assert_eq!(ids, (1..=30).collect::<Vec<_>>());
         let all: Vec<(&str, u64, i64)> = (kept.tally.prices.iter())
             .map(|((currency, price), count)| (currency.as_str(), *price, *count))
             .collect();
@@ -840,7 +887,8 @@ mod tests {
             .map(|(currency, price)| (currency.as_str(), *price))
             .collect();
         assert_eq!(bounds, [("EUR", 100), ("EUR", 900), ("USD", 70)]);
-        let newest: Vec<u64> = summary.newest.iter().map(|id| id.0).collect();
+        let newest: Vec<u64> = summary.newest.iter().map(|m| m.id.0).collect();
         assert_eq!(newest, (11..=30).rev().collect::<Vec<u64>>());
+        assert_eq!(summary.newest[0].title.as_deref(), Some("title 30"));
     }
 }

@@ -19,7 +19,9 @@ use crate::app::App;
 use crate::domain::{normalize_reference, DuplicateSignal, ModelId};
 use crate::jobs::duplicates::Group;
 use crate::jobs::merge::{self, MergeError};
+use crate::jobs::read_pool;
 use axum::{Extension, Json};
+use rayon::prelude::*;
 use serde::Deserialize;
 
 /// Query of `GET /duplicate-models` (and of the console's triage).
@@ -102,12 +104,14 @@ pub fn group_page(
         .filter(|g| kind.is_none_or(|k| g.kind == k))
         .collect();
     let page = pagination.slice(of_kind);
-    let mut lookups = Lookups::new(media);
-    let data = page
-        .data
-        .iter()
-        .map(|group| group_view(app, group, &mut lookups))
-        .collect::<ApiResult<Vec<_>>>()?;
+    // Each group's models, listing counts and pictures are cold reads right after a start:
+    // the page's are read with many reads waiting at once, a group and its lookups to a
+    // thread (D-202).
+    let data = read_pool::with_waiting_reads(|| {
+        (page.data.par_iter())
+            .map(|group| group_view(app, group, &mut Lookups::new(media)))
+            .collect::<ApiResult<Vec<_>>>()
+    })?;
     Ok(DuplicateGroupPage {
         data,
         page: page.page,

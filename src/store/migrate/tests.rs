@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 8, "{report}");
+    assert_eq!(report.steps.len(), 9, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -604,7 +604,7 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
         reopen(|| Store::open_with(old_dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(7, 8), (8, 9), (9, 10)]);
+    assert_eq!(steps, [(7, 8), (8, 9), (9, 10), (10, 11)]);
     let after = audit_pairs(&migrated.db);
     assert_eq!(
         after,
@@ -651,4 +651,39 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
     let rewritten = key_audit_trail(&migrated.db).expect("again");
     assert_eq!(rewritten, report.steps[1].rewritten);
     assert_eq!(audit_pairs(&migrated.db), after);
+}
+
+/// Step 10 -> 11: a schema-10 store's member keys, valued empty, gain their listing's title,
+/// and a page's example titles read them.
+#[test]
+fn a_schema_10_store_gains_the_titles_of_its_group_members() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_raw(dir.path(), &schema_2_pairs());
+    let (store, _) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
+    drop(store);
+    let mut schema_10 = Pairs::new();
+    schema_10.insert(MetaKey::SchemaVersion.key(), encode_u64(10).to_vec());
+    let db = reopen_sled(dir.path());
+    for entry in db.scan_prefix(Keyspace::UnmatchedMember.prefix()) {
+        let (key, _) = entry.expect("member key");
+        schema_10.insert(key.to_vec(), Vec::new());
+    }
+    for (key, value) in &schema_10 {
+        db.insert(key, value.as_slice()).expect("write");
+    }
+    db.flush().expect("flush");
+    drop(db);
+
+    let (store, report) =
+        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve migrates it");
+    let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
+    assert_eq!(steps, [(10, 11)]);
+    let listings: Vec<Listing> = collect(store.listings().all_listings());
+    let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
+    assert_eq!(kept, super::super::unmatched::recompute(&listings));
+    let titled = (kept.values().flat_map(|group| &group.members))
+        .filter(|member| member.title.is_some())
+        .count();
+    assert!(titled > 0, "the fixture's unmatched listings have titles");
 }
