@@ -11,6 +11,7 @@ mod json_keys;
 mod listing;
 mod picture_review;
 mod pictures;
+pub mod price_history;
 mod price_stats;
 pub mod rates;
 mod reconciliation;

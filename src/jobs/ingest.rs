@@ -1159,3 +1159,7 @@ mod tests {
         assert_eq!(read.codes.get("NEW-3"), Some(&3));
     }
 }
+
+#[cfg(test)]
+#[path = "price_history_tests.rs"]
+mod price_history_tests;

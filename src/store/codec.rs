@@ -42,6 +42,7 @@ stored_records! {
     Provider => "provider", layout 1;
     Listing => "listing", layout 1;
     EcbRates => "rates", layout 1;
+    crate::domain::price_history::AskingPrice => "asking price", layout 1;
     User => "user", layout 1;
     Session => "session", layout 1;
     AuditEntry => "audit entry", layout 1;

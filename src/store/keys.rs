@@ -52,6 +52,10 @@ pub enum Keyspace {
     Listing = 60,
     /// Provider id + the provider's own listing id: the listing's stable identity.
     ListingSource = 61,
+    /// Listing id + time -> the asking price the listing had from then on: a record, written
+    /// only when a revisit changes a listing's price or currency, the first with its price
+    /// before (`store::price_changes`, D-205). New without a step: no key reads as no change.
+    ListingPriceChange = 64,
     // 62 and 63 are retired (a per-provider and a per-model listing key nobody read): each
     // secondary key is one more sled insert per listing, a large share of a 10M-listing ingest
     // (docs/decisions.md, D-07).

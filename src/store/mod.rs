@@ -16,6 +16,7 @@ mod listings;
 pub mod migrate;
 mod pending;
 mod pictures;
+mod price_changes;
 mod rates;
 mod recount;
 mod sessions;
@@ -32,12 +33,15 @@ pub use jobs::Jobs;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
+pub use price_changes::PriceChanges;
 pub use rates::Rates;
 pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
-pub use unmatched::{GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Member, Unmatched};
+pub use unmatched::{
+    GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Member, Unmatched,
+};
 pub use write::WriteBatch;
 
 use crate::domain::AuditEntry;
@@ -206,6 +210,11 @@ impl Store {
     /// The reconciliation area: unmatched listings grouped by the identity their sellers claim.
     pub fn unmatched(&self) -> Unmatched<'_> {
         Unmatched(self)
+    }
+
+    /// Listings' price changes: what their price histories are read from (D-205).
+    pub fn price_changes(&self) -> PriceChanges<'_> {
+        PriceChanges(self)
     }
 
     /// Brings the kept groups of unmatched listings to what the listings make

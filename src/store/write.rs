@@ -5,6 +5,7 @@
 use super::codec::{encode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::pending::GroupWrites;
+use super::price_changes::ChangeWrites;
 use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::unmatched::GroupChanges;
@@ -51,6 +52,8 @@ pub struct WriteBatch<'t> {
     sources: SourceWrites,
     /// The groups of unmatched listings the write moves (`super::unmatched`).
     unmatched: GroupChanges,
+    /// The listings' price changes the write sees (`super::price_changes`).
+    price_changes: ChangeWrites,
     /// Entries appended to the audit trail, written at commit with their lists' keys and
     /// counts (`super::audit`).
     audit: Vec<AuditEntry>,
@@ -74,6 +77,7 @@ impl<'t> WriteBatch<'t> {
             pending: GroupWrites::default(),
             sources: SourceWrites::default(),
             unmatched: GroupChanges::default(),
+            price_changes: ChangeWrites::default(),
             audit: Vec::new(),
             store: store.clone(),
             turn: PhantomData,
@@ -135,6 +139,7 @@ impl<'t> WriteBatch<'t> {
         let groups = self.pending.into_operations(&self.store)?;
         let stale = stale_operations(&self.store, self.stale_candidates)?;
         let unmatched = self.unmatched.into_operations(&self.store)?;
+        let price_changes = self.price_changes.into_operations(&self.store)?;
         let operations = counters
             .into_iter()
             .chain(self.operations_in_order)
@@ -142,6 +147,7 @@ impl<'t> WriteBatch<'t> {
             .chain(self.sources.into_operations())
             .chain(stale)
             .chain(unmatched)
+            .chain(price_changes)
             .collect();
         Ok((operations, self.changes))
     }
@@ -268,6 +274,7 @@ impl<'t> WriteBatch<'t> {
         }
         self.put(Keyspace::Listing.id_key(new.id.0), encode(new));
         self.unmatched.listing_written(old, new);
+        self.price_changes.listing_written(old, new);
         self.mark_candidates_stale(old, new);
     }
 

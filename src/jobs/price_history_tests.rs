@@ -1,0 +1,175 @@
+//! Listings' price histories as ingests keep them (D-205): a change is one key, the first
+//! price and the delistings are the listing's own record, a revisit that changes nothing
+//! writes nothing.
+
+use crate::domain::price_history::{price_history, PriceEvent};
+use crate::domain::{Listing, ListingId};
+use crate::jobs::ingest::ingest;
+use crate::jobs::snapshot_rules::SnapshotRules;
+use crate::jobs::users::Actor;
+use crate::store::Store;
+use proptest::prelude::*;
+use serde_json::json;
+
+fn store(dir: &std::path::Path) -> Store {
+    let store = Store::open(dir, 1 << 22).expect("store");
+    crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
+    store
+}
+
+/// A chrono24 line of listing `code` at `price` EUR.
+fn line(code: &str, price: u64) -> String {
+    json!({
+        "sourceId": code,
+        "url": format!("https://www.chrono24.com/{code}.htm"),
+        "title": "Tudor Royal M28500-0005",
+        "brand": "Tudor",
+        "reference": "M28500-0005",
+        "price": price,
+        "currency": "EUR",
+    })
+    .to_string()
+}
+
+/// Ingests a chrono24 snapshot of `lines`; the listings it leaves out are delisted.
+fn revisit(store: &Store, lines: &[String]) {
+    let rules = SnapshotRules {
+        mass_delist_allowed_by: Some(Actor::Cli),
+        ..SnapshotRules::default()
+    };
+    let text = lines.join("\n");
+    ingest(
+        &store.write_turn(),
+        "chrono24",
+        "test",
+        text.as_bytes(),
+        &rules,
+    )
+    .expect("ingest");
+}
+
+fn listing(store: &Store, code: &str) -> Listing {
+    (store.listings().all_listings())
+        .map(|l| l.expect("listing"))
+        .find(|l| l.provider_code == code)
+        .expect("the listing")
+}
+
+fn history(store: &Store, id: ListingId) -> Vec<(PriceEvent, Option<u64>)> {
+    let listing = store.listings().listing(id).expect("read").expect("kept");
+    let stored = store.price_changes().of(id).expect("changes");
+    (price_history(&listing, &stored).into_iter())
+        .map(|point| (point.event, point.asking.price))
+        .collect()
+}
+
+fn stored_changes(store: &Store, id: ListingId) -> usize {
+    store.price_changes().of(id).expect("changes").len()
+}
+
+#[test]
+fn a_price_changed_over_three_revisits_is_its_first_price_and_three_changes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = store(dir.path());
+    let steady = line("STEADY", 5000);
+    revisit(&store, &[line("A", 9000), steady.clone()]);
+    let id = listing(&store, "A").id;
+    assert_eq!(stored_changes(&store, id), 0, "a new listing writes no key");
+    for price in [8800, 8800, 8500, 8100] {
+        revisit(&store, &[line("A", price), steady.clone()]);
+    }
+    use PriceEvent::*;
+    assert_eq!(
+        history(&store, id),
+        [
+            (Listed, Some(9000)),
+            (Changed, Some(8800)),
+            (Changed, Some(8500)),
+            (Changed, Some(8100))
+        ]
+    );
+    assert_eq!(
+        stored_changes(&store, id),
+        4,
+        "the first price and each change"
+    );
+    let steady = listing(&store, "STEADY").id;
+    assert_eq!(
+        stored_changes(&store, steady),
+        0,
+        "five revisits, no change"
+    );
+}
+
+#[test]
+fn a_delisting_is_the_last_asking_price_and_a_relisting_the_price_it_comes_back_at() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = store(dir.path());
+    let other = line("OTHER", 100);
+    revisit(&store, &[line("A", 9000), other.clone()]);
+    revisit(&store, &[line("A", 8800), other.clone()]);
+    revisit(&store, &[other.clone()]);
+    let id = listing(&store, "A").id;
+    use PriceEvent::*;
+    assert_eq!(
+        history(&store, id),
+        [
+            (Listed, Some(9000)),
+            (Changed, Some(8800)),
+            (Delisted, Some(8800))
+        ]
+    );
+    revisit(&store, &[line("A", 8000), other]);
+    assert_eq!(
+        history(&store, id),
+        [
+            (Listed, Some(9000)),
+            (Changed, Some(8800)),
+            (Delisted, Some(8800)),
+            (Relisted, Some(8800)),
+            (Changed, Some(8000))
+        ]
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Whatever a listing's revisits do (its price, gone, back), its history is the price it
+    /// was first seen at, then each revisit that changed the price or brought it back or
+    /// took it away, at the prices the revisits saw.
+    #[test]
+    fn a_history_is_what_the_revisits_saw(seen in prop::collection::vec(prop::option::of(1u64..4), 1..8)) {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        let other = line("OTHER", 100);
+        revisit(&store, &[line("A", 1000), other.clone()]);
+        use PriceEvent::*;
+        let mut expected = vec![(Listed, Some(1000))];
+        let (mut price, mut listed) = (1000, true);
+        for step in seen {
+            match step {
+                Some(at) => {
+                    let asked = at * 1000;
+                    revisit(&store, &[line("A", asked), other.clone()]);
+                    if !listed {
+                        expected.push((Relisted, Some(price)));
+                    }
+                    if asked != price {
+                        expected.push((Changed, Some(asked)));
+                    }
+                    (price, listed) = (asked, true);
+                }
+                None => {
+                    revisit(&store, &[other.clone()]);
+                    if listed {
+                        expected.push((Delisted, Some(price)));
+                    }
+                    listed = false;
+                }
+            }
+        }
+        let id = listing(&store, "A").id;
+        prop_assert_eq!(history(&store, id), expected);
+    }
+}
