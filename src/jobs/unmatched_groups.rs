@@ -39,7 +39,11 @@ impl ShownGroup {
     /// them (D-203).
     pub fn example_titles(&self, most: usize) -> Vec<String> {
         let mut titles: Vec<String> = Vec::new();
-        for title in self.newest.iter().filter_map(|member| member.title.as_ref()) {
+        for title in self
+            .newest
+            .iter()
+            .filter_map(|member| member.title.as_ref())
+        {
             if titles.len() >= most {
                 break;
             }

@@ -57,7 +57,8 @@ impl Member {
         let id = trailing_group(key)
             .map(|id| ListingId(id.0))
             .ok_or_else(|| corrupt(key, "a member key"))?;
-        let title = String::from_utf8(value.to_vec()).map_err(|_| corrupt(key, "a member title"))?;
+        let title =
+            String::from_utf8(value.to_vec()).map_err(|_| corrupt(key, "a member title"))?;
         Ok(Member {
             id,
             title: (!title.is_empty()).then_some(title),
@@ -252,7 +253,10 @@ fn read_summary(
 }
 
 /// `group`'s listings, newest (the greatest id) first, from its member keys.
-fn newest_members(db: &sled::Db, group: GroupKey) -> impl Iterator<Item = StoreResult<Member>> + '_ {
+fn newest_members(
+    db: &sled::Db,
+    group: GroupKey,
+) -> impl Iterator<Item = StoreResult<Member>> + '_ {
     db.scan_prefix(Keyspace::UnmatchedMember.id_key(group.0))
         .rev()
         .map(|entry| {
