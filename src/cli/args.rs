@@ -67,7 +67,8 @@ pub enum Command {
         #[command(flatten)]
         remote: Remote,
     },
-    /// Load an ECB daily reference-rates file (eurofxref-daily.xml) as the rates in force.
+    /// Load an ECB reference-rates file, daily (eurofxref-daily.xml) or a history
+    /// (eurofxref-hist-90d.xml): every day is kept, the newest in force unless a later day is.
     Rates {
         /// The ECB's XML file.
         file: PathBuf,

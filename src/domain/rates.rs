@@ -1,7 +1,8 @@
 //! ECB daily reference rates and the conversion table every price goes through.
 //!
-//! The ECB publishes, for one day, how many units of each currency one euro buys, as decimal
-//! strings. We keep those strings as published and derive one table from them: units of each
+//! The ECB publishes, for each day, how many units of each currency one euro buys, as decimal
+//! strings: a file for the day, or a history of many. We keep those strings as published and
+//! derive one table from each day: units of each
 //! currency per US dollar, `usd_to[C] = rate[C] / rate[USD]`, computed in exact decimal
 //! arithmetic (never binary floats) and rounded to 10 decimal places, half to even. Every
 //! conversion uses that table and rounds the result to whole units, half away from zero.
@@ -40,69 +41,186 @@ pub enum RatesError {
     Duplicate(String),
     #[error("the file has no USD rate, so no USD table can be derived")]
     MissingUsd,
+    #[error("the day {0} appears twice")]
+    DuplicateDay(String),
+    #[error("the rate of {0} comes before any day (a <Cube time='YYYY-MM-DD'> element)")]
+    RateOutsideDay(String),
+    /// What is wrong with one day of a file, naming the day: a history file holds thousands.
+    #[error("{date}: {error}")]
+    InDay {
+        date: String,
+        error: Box<RatesError>,
+    },
+    #[error("the file holds {0} days of rates; a daily file holds one")]
+    SeveralDays(usize),
 }
 
-/// Parses the ECB's daily XML (`eurofxref-daily.xml`: gesmes envelope, `Cube` elements).
+impl RatesError {
+    fn in_day(self, date: &str) -> RatesError {
+        RatesError::InDay {
+            date: date.to_owned(),
+            error: Box::new(self),
+        }
+    }
+
+    /// The error itself, without the day it was found in.
+    fn without_day(self) -> RatesError {
+        match self {
+            RatesError::InDay { error, .. } => *error,
+            other => other,
+        }
+    }
+}
+
+/// Parses the ECB's daily XML (`eurofxref-daily.xml`: gesmes envelope, `Cube` elements): one
+/// day. A file of several days is refused; [`parse_ecb_days`] reads those.
 pub fn parse_ecb_xml(xml: &str) -> Result<EcbRates, RatesError> {
+    let days = parse_ecb_days(xml).map_err(RatesError::without_day)?;
+    match <[EcbRates; 1]>::try_from(days) {
+        Ok([day]) => Ok(day),
+        Err(days) => Err(RatesError::SeveralDays(days.len())),
+    }
+}
+
+/// Parses any of the ECB's files of reference rates: the daily one, or a history
+/// (`eurofxref-hist-90d.xml`, `eurofxref-hist.xml`: the same envelope, a `<Cube time='...'>` per
+/// day). Every day must quote USD, so that each gives a USD table. Oldest day first.
+pub fn parse_ecb_days(xml: &str) -> Result<Vec<EcbRates>, RatesError> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_str(xml);
-    let mut date = None;
-    let mut rates: Vec<(String, String)> = Vec::new();
+    let mut days: Vec<EcbRates> = Vec::new();
+    // A rate before any day: refused once the file is known to have a day at all.
+    let mut outside_a_day = None;
     loop {
-        match reader
-            .read_event()
-            .map_err(|e| RatesError::Xml(e.to_string()))?
-        {
+        let element = match reader.read_event().map_err(xml_error)? {
             Event::Eof => break,
             Event::Start(element) | Event::Empty(element)
                 if element.local_name().as_ref() == b"Cube" =>
             {
-                let mut attributes = BTreeMap::new();
-                for attribute in element.attributes() {
-                    let attribute = attribute.map_err(|e| RatesError::Xml(e.to_string()))?;
-                    let value = attribute
-                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                        .map_err(|e| RatesError::Xml(e.to_string()))?;
-                    attributes.insert(
-                        String::from_utf8_lossy(attribute.key.local_name().as_ref()).into_owned(),
-                        value.into_owned(),
-                    );
-                }
-                if let Some(time) = attributes.get("time") {
-                    date = Some(check_date(time)?);
-                }
-                if let (Some(currency), Some(rate)) =
-                    (attributes.get("currency"), attributes.get("rate"))
-                {
-                    let currency = check_currency(currency)?;
-                    check_rate(&currency, rate)?;
-                    if rates.iter().any(|(c, _)| *c == currency) {
-                        return Err(RatesError::Duplicate(currency));
-                    }
-                    rates.push((currency, rate.clone()));
-                }
+                element
             }
-            _ => {}
+            _ => continue,
+        };
+        let attributes = cube_attributes(&element)?;
+        if let Some(time) = attributes.get("time") {
+            start_day(&mut days, time)?;
+        }
+        if let (Some(currency), Some(rate)) = (attributes.get("currency"), attributes.get("rate")) {
+            // A rate belongs to the day opened last, as the ECB nests them.
+            match days.last_mut() {
+                Some(day) => add_rate(day, currency, rate).map_err(|e| e.in_day(&day.date))?,
+                None => outside_a_day = Some(check_rate_of(currency, rate)?),
+            }
         }
     }
-    let date = date.ok_or(RatesError::MissingDate)?;
-    if !rates.iter().any(|(c, _)| c == "USD") {
-        return Err(RatesError::MissingUsd);
+    finish_days(days, outside_a_day)
+}
+
+fn xml_error(error: impl std::fmt::Display) -> RatesError {
+    RatesError::Xml(error.to_string())
+}
+
+/// The attributes of a `Cube` element by local name, their values unescaped.
+fn cube_attributes(
+    element: &quick_xml::events::BytesStart<'_>,
+) -> Result<BTreeMap<String, String>, RatesError> {
+    let mut attributes = BTreeMap::new();
+    for attribute in element.attributes() {
+        let attribute = attribute.map_err(xml_error)?;
+        let value = attribute
+            .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+            .map_err(xml_error)?;
+        attributes.insert(
+            String::from_utf8_lossy(attribute.key.local_name().as_ref()).into_owned(),
+            value.into_owned(),
+        );
     }
-    Ok(EcbRates { date, rates })
+    Ok(attributes)
+}
+
+fn start_day(days: &mut Vec<EcbRates>, time: &str) -> Result<(), RatesError> {
+    let date = check_date(time)?;
+    if days.iter().any(|day| day.date == date) {
+        return Err(RatesError::DuplicateDay(date));
+    }
+    days.push(EcbRates {
+        date,
+        rates: Vec::new(),
+    });
+    Ok(())
+}
+
+fn add_rate(day: &mut EcbRates, currency: &str, rate: &str) -> Result<(), RatesError> {
+    let currency = check_rate_of(currency, rate)?;
+    if day.rates.iter().any(|(c, _)| *c == currency) {
+        return Err(RatesError::Duplicate(currency));
+    }
+    day.rates.push((currency, rate.to_owned()));
+    Ok(())
+}
+
+/// The currency of a published rate, both checked.
+fn check_rate_of(currency: &str, rate: &str) -> Result<String, RatesError> {
+    let currency = check_currency(currency)?;
+    check_rate(&currency, rate)?;
+    Ok(currency)
+}
+
+/// The days read, oldest first, once the file is known whole: it has a day, no rate outside
+/// one, and a USD rate every day.
+fn finish_days(
+    mut days: Vec<EcbRates>,
+    outside_a_day: Option<String>,
+) -> Result<Vec<EcbRates>, RatesError> {
+    if days.is_empty() {
+        return Err(RatesError::MissingDate);
+    }
+    if let Some(currency) = outside_a_day {
+        return Err(RatesError::RateOutsideDay(currency));
+    }
+    if let Some(day) = days
+        .iter()
+        .find(|day| !day.rates.iter().any(|(c, _)| c == "USD"))
+    {
+        return Err(RatesError::MissingUsd.in_day(&day.date));
+    }
+    days.sort_by(|a, b| a.date.cmp(&b.date));
+    Ok(days)
 }
 
 fn check_date(text: &str) -> Result<String, RatesError> {
-    let bytes = text.as_bytes();
-    let shape = bytes.len() == 10 && bytes[4] == b'-' && bytes[7] == b'-';
-    let digits = bytes
-        .iter()
-        .enumerate()
-        .all(|(i, b)| i == 4 || i == 7 || b.is_ascii_digit());
-    if shape && digits {
+    if is_calendar_day(text) {
         Ok(text.to_owned())
     } else {
         Err(RatesError::BadDate(text.to_owned()))
+    }
+}
+
+/// True for a day of the calendar written `YYYY-MM-DD`: the form under which days are keyed,
+/// so that the order of the texts is the order of the days.
+pub fn is_calendar_day(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let shape = bytes.len() == 10
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            4 | 7 => *b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    if !shape {
+        return false;
+    }
+    // ASCII digits only, so these slices fall on characters and parse.
+    let number = |from: usize, to: usize| text[from..to].parse::<u32>().unwrap_or(0);
+    let (year, month, day) = (number(0, 4), number(5, 7), number(8, 10));
+    (1..=12).contains(&month) && (1..=days_in_month(year, month)).contains(&day)
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
     }
 }
 
@@ -127,6 +245,13 @@ fn check_rate(currency: &str, rate: &str) -> Result<Decimal, RatesError> {
             rate: rate.to_owned(),
         }),
     }
+}
+
+/// The USD table of every day of a file, in its order; refused at the first day that gives none.
+pub fn tables_of(days: &[EcbRates]) -> Result<Vec<ConversionTable>, RatesError> {
+    days.iter()
+        .map(|day| ConversionTable::from_ecb(day).map_err(|e| e.in_day(&day.date)))
+        .collect()
 }
 
 /// Units of each currency per US dollar, derived from one day of ECB rates.
@@ -377,6 +502,111 @@ mod tests {
             parse_ecb_xml("<Cube time='2025-05-09'><Cube currency='USD' rate='1'/></Bad>"),
             Err(RatesError::Xml(_))
         ));
+    }
+
+    /// Two days as the ECB's history files nest them, newest first.
+    const TWO_DAYS: &str = "<gesmes:Envelope xmlns:gesmes='http://www.gesmes.org/xml/2002-08-01'><Cube>\
+        <Cube time='2025-05-12'><Cube currency='USD' rate='1.1106'/><Cube currency='GBP' rate='0.84200'/></Cube>\
+        <Cube time='2025-05-09'><Cube currency='USD' rate='1.1252'/><Cube currency='GBP' rate='0.84770'/></Cube>\
+        </Cube></gesmes:Envelope>";
+
+    #[test]
+    fn a_history_file_gives_every_day_oldest_first_each_with_its_own_rates() {
+        let days = parse_ecb_days(TWO_DAYS).expect("parse");
+        let dates: Vec<&str> = days.iter().map(|day| day.date.as_str()).collect();
+        assert_eq!(dates, ["2025-05-09", "2025-05-12"]);
+        assert_eq!(days[0].rates[0], ("USD".to_owned(), "1.1252".to_owned()));
+        assert_eq!(days[1].rates[1], ("GBP".to_owned(), "0.84200".to_owned()));
+        assert_eq!(tables_of(&days).expect("tables").len(), 2);
+        // The daily file is a history of one day.
+        assert_eq!(
+            parse_ecb_days(FIXTURE).expect("parse"),
+            [parse_ecb_xml(FIXTURE).expect("parse")]
+        );
+        assert_eq!(parse_ecb_xml(TWO_DAYS), Err(RatesError::SeveralDays(2)));
+    }
+
+    #[test]
+    fn a_history_file_is_refused_whole_naming_the_day_at_fault() {
+        let in_day = |date: &str, error: RatesError| RatesError::InDay {
+            date: date.to_owned(),
+            error: Box::new(error),
+        };
+        let cases = [
+            (
+                TWO_DAYS.replace("rate='1.1106'", "rate='n/a'"),
+                in_day(
+                    "2025-05-12",
+                    RatesError::BadRate {
+                        currency: "USD".into(),
+                        rate: "n/a".into(),
+                    },
+                ),
+            ),
+            (
+                TWO_DAYS.replace("<Cube currency='USD' rate='1.1106'/>", ""),
+                in_day("2025-05-12", RatesError::MissingUsd),
+            ),
+            (
+                TWO_DAYS.replace(
+                    "currency='GBP' rate='0.84770'",
+                    "currency='USD' rate='0.84770'",
+                ),
+                in_day("2025-05-09", RatesError::Duplicate("USD".into())),
+            ),
+            (
+                TWO_DAYS.replace("2025-05-12", "2025-05-09"),
+                RatesError::DuplicateDay("2025-05-09".into()),
+            ),
+            (
+                TWO_DAYS.replace("2025-05-12", "2025-02-29"),
+                RatesError::BadDate("2025-02-29".into()),
+            ),
+            (
+                TWO_DAYS.replace("<Cube>", "<Cube><Cube currency='CHF' rate='0.93'/>"),
+                RatesError::RateOutsideDay("CHF".into()),
+            ),
+        ];
+        for (xml, expected) in cases {
+            assert_eq!(parse_ecb_days(&xml), Err(expected.clone()), "{xml}");
+        }
+        let message = parse_ecb_days(&TWO_DAYS.replace("rate='1.1106'", "rate='n/a'"))
+            .expect_err("refused")
+            .to_string();
+        assert_eq!(
+            message,
+            "2025-05-12: rate `n/a` of USD is not a positive decimal number"
+        );
+    }
+
+    #[test]
+    fn a_day_is_a_day_of_the_calendar_written_year_month_day() {
+        for day in [
+            "2025-05-09",
+            "2024-02-29",
+            "2000-02-29",
+            "1999-12-31",
+            "2025-01-31",
+        ] {
+            assert!(is_calendar_day(day), "{day}");
+        }
+        for text in [
+            "2025-13-01",
+            "2025-00-10",
+            "2025-02-29",
+            "1900-02-29",
+            "2025-04-31",
+            "2025-05-00",
+            "yesterday",
+            "2025-5-09",
+            "2025/05/09",
+            "20250509",
+            "2025-05-09T00",
+            "",
+            "２０２５-05-09",
+        ] {
+            assert!(!is_calendar_day(text), "{text}");
+        }
     }
 
     proptest! {

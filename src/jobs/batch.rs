@@ -30,7 +30,7 @@ pub enum Batch {
         name: String,
         rules: SnapshotRules,
     },
-    /// An ECB daily rates file's text.
+    /// An ECB rates file's text: a daily file or a history of many days.
     Rates {
         xml: String,
     },
@@ -198,11 +198,7 @@ pub fn run(
         Batch::Rates { xml } => {
             let report = context.writer().run(|turn| load_rates(turn, xml))?.value;
             finished(control, 1);
-            Ok(format!(
-                "loaded the ECB rates of {}: {} currencies per euro, {} in the USD table; store generation {}\n",
-                report.date, report.currencies, report.convertible, report.generation.0
-            )
-            .into())
+            Ok(format!("{}\n", report.summary()).into())
         }
         Batch::Match => {
             let done = context

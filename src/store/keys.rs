@@ -129,6 +129,10 @@ pub enum Keyspace {
     /// Group key + listing id -> nothing: the group's listings. New in schema 10, when the ids
     /// left the group's record.
     UnmatchedMember = 98,
+    /// The ECB's reference rates of each day loaded, by date (`YYYY-MM-DD`, so that key order
+    /// is date order): records, written with the rates in force (`store::rates`, D-204). New
+    /// in schema 12.
+    RatesDay = 100,
     /// Duplicates generation -> the models whose pairs, dismissals or group keys (references,
     /// brand) the write of that generation changed, 8 bytes each: derived, written in the same
     /// batch as the generation, so groups kept at an older generation are joined again around
@@ -419,6 +423,15 @@ pub fn provider_slug(slug: &Slug) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ProviderSlug)
         .text(slug.as_str())
         .done()
+}
+/// The key of the ECB rates of the day `date` (`YYYY-MM-DD`).
+pub fn rates_day(date: &str) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::RatesDay).text(date).done()
+}
+/// The date of a [`rates_day`] key.
+pub fn rates_day_date(key: &[u8]) -> Option<&str> {
+    let text = key.get(1..)?.strip_suffix(&[0])?;
+    std::str::from_utf8(text).ok()
 }
 /// A listing's source key as stores before schema 6 wrote it, for tests that make one; such
 /// keys are read by prefix ([`listing_source_prefix`]).

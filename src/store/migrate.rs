@@ -104,7 +104,27 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: keep_unmatched_groups,
     },
+    Step {
+        from: 11,
+        to: 12,
+        summary: "the rates in force are kept as the first day of the rates history",
+        safe_at_startup: true,
+        run: keep_rates_in_force_as_a_day,
+    },
 ];
+
+/// Step 11 -> 12: stores the rates in force, if any, under their day, as loading them does
+/// from schema 12 on. Idempotent: the record is copied as it is, whatever the day key holds.
+/// Returns the records written (0 or 1).
+fn keep_rates_in_force_as_a_day(db: &sled::Db) -> StoreResult<u64> {
+    let key = MetaKey::Rates.key();
+    let Some(value) = db.get(&key)? else {
+        return Ok(0);
+    };
+    let in_force: crate::domain::rates::EcbRates = super::codec::decode(&key, &value)?;
+    db.insert(super::keys::rates_day(&in_force.date), value)?;
+    Ok(1)
+}
 
 /// Step 7 -> 8: groups every unmatched listing by the identity its seller claims and writes
 /// the groups and their keys (`super::unmatched`), one pass over the listings. Idempotent: a

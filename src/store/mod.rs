@@ -34,7 +34,7 @@ pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
 pub use price_changes::PriceChanges;
-pub use rates::Rates;
+pub use rates::{NearestDays, Rates};
 pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
 #[cfg(test)]
@@ -67,7 +67,9 @@ use std::sync::{Arc, Mutex};
 /// 10: a group of unmatched listings keeps its members and prices as keys of their own
 ///    (`UnmatchedMember`, `UnmatchedPrice`), its record only the rest.
 /// 11: a group's member keys are valued with their listing's title (D-203).
-pub const SCHEMA_VERSION: u64 = 11;
+/// 12: every day of ECB rates loaded is kept by date (`RatesDay`), the rates in force among
+///    them (D-204).
+pub const SCHEMA_VERSION: u64 = 12;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -202,7 +204,8 @@ impl Store {
         Duplicates(self)
     }
 
-    /// The rates area: the ECB rates in force and their conversion table.
+    /// The rates area: the ECB rates of every day loaded, those in force, and their
+    /// conversion tables.
     pub fn rates(&self) -> Rates<'_> {
         Rates(self)
     }

@@ -10,6 +10,7 @@ use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::unmatched::GroupChanges;
 use super::{Store, StoreResult};
+use crate::domain::rates::EcbRates;
 use crate::domain::{
     normalize_reference, AuditEntry, Brand, BrandId, Caliber, Complication, DuplicatePair,
     DuplicateSignal, Listing, ListingStatus, Look, Model, ModelId, PictureCandidate, PictureId,
@@ -57,6 +58,9 @@ pub struct WriteBatch<'t> {
     /// Entries appended to the audit trail, written at commit with their lists' keys and
     /// counts (`super::audit`).
     audit: Vec<AuditEntry>,
+    /// The ECB rates in force as the batch leaves them, once a day of rates was put
+    /// (`None`: not read yet); read from the store at the first.
+    rates_in_force: Option<Option<EcbRates>>,
     store: Store,
     turn: PhantomData<&'t ()>,
 }
@@ -79,6 +83,7 @@ impl<'t> WriteBatch<'t> {
             unmatched: GroupChanges::default(),
             price_changes: ChangeWrites::default(),
             audit: Vec::new(),
+            rates_in_force: None,
             store: store.clone(),
             turn: PhantomData,
         })
@@ -325,11 +330,32 @@ impl<'t> WriteBatch<'t> {
         }
     }
 
-    /// Replaces the ECB rates in force.
-    pub fn put_rates(&mut self, rates: &crate::domain::rates::EcbRates) {
+    /// Stores one day of ECB rates under its date, replacing what was stored for that day, and
+    /// makes it the rates in force unless those are of a later day: a day loaded late (history
+    /// filled in) never replaces newer rates (docs/decisions.md, D-204). Rates in force left
+    /// as they were (the same day loaded again unchanged) reprice nothing. True when the day
+    /// is the rates in force after the write.
+    pub fn put_rates(&mut self, day: &EcbRates) -> StoreResult<bool> {
+        self.put(keys::rates_day(&day.date), encode(day));
+        let in_force = self.rates_in_force()?;
+        match in_force {
+            Some(current) if current.date > day.date => return Ok(false),
+            Some(current) if current == day => return Ok(true),
+            _ => {}
+        }
         self.touches_listings = true;
         self.changes.rates = true;
-        self.put(MetaKey::Rates.key(), encode(rates));
+        self.put(MetaKey::Rates.key(), encode(day));
+        self.rates_in_force = Some(Some(day.clone()));
+        Ok(true)
+    }
+
+    /// The rates in force as this batch leaves them so far.
+    fn rates_in_force(&mut self) -> StoreResult<Option<&EcbRates>> {
+        if self.rates_in_force.is_none() {
+            self.rates_in_force = Some(self.store.rates().in_force()?);
+        }
+        Ok(self.rates_in_force.as_ref().and_then(Option::as_ref))
     }
 
     pub fn put_provider(&mut self, old: Option<&Provider>, new: &Provider) {

@@ -210,6 +210,12 @@ async fn bad_input_is_refused_before_a_job_is_queued_and_a_refused_snapshot_deli
         ),
         ("/v1/admin/rates", "", 400, "the body is empty"),
         ("/v1/admin/rates", "<xml/>", 400, "not an ECB rates file"),
+        (
+            "/v1/admin/rates",
+            "<Cube><Cube time='2025-05-12'><Cube currency='USD' rate='1.1'/></Cube><Cube time='2025-05-09'><Cube currency='GBP' rate='0.8'/></Cube></Cube>",
+            400,
+            "not an ECB rates file: 2025-05-09: the file has no USD rate",
+        ),
     ];
     for (path, body, status, message) in cases {
         let (got, _, answer) = post(&ana, path, body).await;
@@ -1043,4 +1049,34 @@ async fn a_large_invalid_snapshot_is_refused_and_leaves_the_servers_memory_bound
         after.saturating_sub(before)
     );
     serve.stop();
+}
+
+/// The ECB's history files are a day's file with many days: every day is kept, the newest
+/// comes into force, and each answers `GET /rates?date=`.
+#[tokio::test]
+async fn a_history_file_posted_keeps_every_day() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let history = "<gesmes:Envelope xmlns:gesmes='http://www.gesmes.org/xml/2002-08-01'><Cube>\
+        <Cube time='2025-05-13'><Cube currency='USD' rate='1.1185'/><Cube currency='GBP' rate='0.84330'/></Cube>\
+        <Cube time='2025-05-12'><Cube currency='USD' rate='1.1106'/><Cube currency='GBP' rate='0.84200'/></Cube>\
+        </Cube></gesmes:Envelope>";
+    let job = submit(&ana, "/v1/admin/rates", history).await;
+    let done = finished(&ana, &job["id"]).await;
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert!(
+        done["report"]
+            .as_str()
+            .expect("report")
+            .starts_with("loaded 2 days of ECB rates, 2025-05-12 to 2025-05-13: 2 currencies per euro, 3 in the USD table;"),
+        "{done}"
+    );
+    assert_eq!(app.ok("/v1/rates").await["date"], "2025-05-13");
+    let monday = app.ok("/v1/rates?date=2025-05-12").await;
+    assert_eq!(monday["ecb"]["rates"]["GBP"], "0.84200");
+    let friday = app.ok("/v1/rates?date=2025-05-09").await;
+    assert_eq!(
+        friday["ecb"]["rates"]["USD"], "1.1252",
+        "the fixtures' day is kept"
+    );
 }

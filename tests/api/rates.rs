@@ -207,3 +207,162 @@ async fn rates_loaded_into_a_serving_data_dir_are_in_force_at_once() {
     assert_eq!(after["date"], "2025-05-12");
     assert_eq!(after["usd"]["rates"]["EUR"], "0.8", "1 / 1.25");
 }
+
+/// The fixture's daily file (2025-05-09) moved to `date` with `usd` dollars to the euro.
+fn fixture_day(date: &str, usd: &str) -> String {
+    let fixture = std::fs::read_to_string(test_catalogue().join("rates.xml")).expect("rates");
+    fixture
+        .replace("2025-05-09", date)
+        .replace("rate='1.1252'", &format!("rate='{usd}'"))
+}
+
+/// Loads `xml` into the serving app as `watch-catalogue rates` would.
+async fn load(app: &TestApp, xml: String) -> watch_catalogue::jobs::rates::RatesReport {
+    let app_data = app.app.clone();
+    tokio::task::spawn_blocking(move || {
+        app_data
+            .writer()
+            .run(|turn| watch_catalogue::jobs::rates::load_rates(turn, &xml))
+            .expect("rates loaded")
+            .value
+    })
+    .await
+    .expect("job")
+}
+
+/// The bundled fixtures (2025-05-09), a later day (2025-05-12) and an earlier one loaded after
+/// it (2025-05-07).
+async fn app_with_three_days() -> TestApp {
+    let app = TestApp::start().await;
+    load(&app, fixture_day("2025-05-12", "1.1106")).await;
+    let report = load(&app, fixture_day("2025-05-07", "1.1300")).await;
+    assert_eq!(report.in_force, "2025-05-12", "an older day stays history");
+    app
+}
+
+#[tokio::test]
+async fn a_stored_day_answers_with_its_own_figures_and_table() {
+    let app = app_with_three_days().await;
+    let in_force = app.ok("/v1/rates").await;
+    assert_eq!(
+        in_force["date"], "2025-05-12",
+        "the older day loaded last is not in force"
+    );
+    assert_eq!(in_force["ecb"]["rates"]["USD"], "1.1106");
+
+    let thursday = app.ok("/v1/rates?date=2025-05-07").await;
+    assert_eq!(keys(&thursday), ["date", "ecb", "source", "usd"]);
+    assert_eq!(thursday["date"], "2025-05-07");
+    assert_eq!(thursday["ecb"]["rates"]["USD"], "1.1300");
+    // 1 / 1.13 = 0.884955752212..., 0.84770 / 1.13 = 0.750176991150...
+    assert_eq!(thursday["usd"]["rates"]["EUR"], "0.8849557522");
+    assert_eq!(thursday["usd"]["rates"]["GBP"], "0.7501769912");
+    assert_eq!(thursday["usd"]["rounding"], in_force["usd"]["rounding"]);
+
+    let friday = app.ok("/v1/rates?date=2025-05-09").await;
+    assert_eq!(friday["ecb"]["rates"]["USD"], "1.1252");
+    assert_eq!(friday["usd"]["rates"]["EUR"], "0.8887308923");
+    assert_eq!(app.ok("/v1/rates?date=2025-05-12").await, in_force);
+}
+
+#[tokio::test]
+async fn a_day_not_stored_is_404_naming_the_nearest_stored_days() {
+    let app = app_with_three_days().await;
+    let cases = [
+        ("2025-05-10", "no rates are stored for 2025-05-10; the nearest stored days are 2025-05-09 and 2025-05-12"),
+        ("2025-05-08", "no rates are stored for 2025-05-08; the nearest stored days are 2025-05-07 and 2025-05-09"),
+        ("2025-05-01", "no rates are stored for 2025-05-01; the nearest stored day is 2025-05-07, the earliest"),
+        ("2026-01-01", "no rates are stored for 2026-01-01; the nearest stored day is 2025-05-12, the latest"),
+    ];
+    for (date, message) in cases {
+        let path = format!("/v1/rates?date={date}");
+        assert_error(&app, &path, 404, "not_found", "weekends").await;
+        assert_eq!(app.get(&path).await.1["message"], message);
+    }
+}
+
+#[tokio::test]
+async fn a_date_that_is_not_a_calendar_day_is_400_and_reads_nothing() {
+    let app = TestApp::start().await;
+    for date in [
+        "2025-13-01",
+        "yesterday",
+        "2025-02-29",
+        "2025-5-9",
+        "",
+        "2025-05-09%00",
+    ] {
+        let path = format!("/v1/rates?date={date}");
+        assert_error(&app, &path, 400, "invalid_request", "2025-05-09").await;
+        let message = app.get(&path).await.1["message"].clone();
+        assert!(
+            message
+                .as_str()
+                .unwrap_or("")
+                .starts_with("`date` must be a day of the calendar"),
+            "{path}: {message}"
+        );
+    }
+}
+
+#[test]
+fn the_rates_command_loads_a_history_file_keeping_every_day() {
+    let data = crate::support::new_data_dir();
+    let run = |file: &std::path::Path| {
+        binary(data.path())
+            .arg("rates")
+            .arg(file)
+            .output()
+            .expect("run")
+    };
+    let daily = run(&test_catalogue().join("rates.xml"));
+    assert!(daily.status.success(), "{daily:?}");
+    // Two days of a history file, newest first as the ECB writes them: the newer comes into
+    // force, the older stays history.
+    let history = data.path().join("eurofxref-hist.xml");
+    let days: String = [("2025-05-12", "1.1106"), ("2025-05-08", "1.1290")]
+        .iter()
+        .map(|(date, usd)| format!("<Cube time='{date}'><Cube currency='USD' rate='{usd}'/><Cube currency='GBP' rate='0.85'/></Cube>"))
+        .collect();
+    std::fs::write(&history, format!("<gesmes:Envelope xmlns:gesmes='http://www.gesmes.org/xml/2002-08-01'><Cube>{days}</Cube></gesmes:Envelope>")).expect("write");
+    let output = run(&history);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        text.contains("loaded 2 days of ECB rates, 2025-05-08 to 2025-05-12: 2 currencies per euro, 3 in the USD table; store generation 2"),
+        "{text}"
+    );
+    let bad = data.path().join("bad-hist.xml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&history)
+            .expect("read")
+            .replace("2025-05-12", "2025-05-13")
+            .replace("rate='1.1290'", "rate='-1'"),
+    )
+    .expect("write");
+    let output = run(&bad);
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        errors.contains("2025-05-08: rate `-1` of USD is not a positive decimal number"),
+        "{errors}"
+    );
+    assert_eq!(generation(data.path()), 2, "a refused file writes nothing");
+    let store = Store::open(&DataDir::new(data.path()).store(), 1 << 20).expect("store");
+    let stored: Vec<String> = store
+        .rates()
+        .days()
+        .collect::<Result<_, _>>()
+        .expect("days");
+    assert_eq!(stored, ["2025-05-08", "2025-05-09", "2025-05-12"]);
+    assert_eq!(
+        store
+            .rates()
+            .in_force()
+            .expect("read")
+            .map(|r| r.date)
+            .as_deref(),
+        Some("2025-05-12")
+    );
+}

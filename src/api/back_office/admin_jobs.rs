@@ -128,11 +128,13 @@ pub async fn submit_snapshot(
     submit(&work, actor, batch, Some(spooled)).await
 }
 
-/// Submits an ECB daily reference-rates file (`eurofxref-daily.xml`) to be loaded.
+/// Submits an ECB reference-rates file to be loaded, a day's or a history of many days.
 ///
-/// A body that does not parse, or gives no US dollar table, is 400 and nothing is queued.
+/// The daily file (`eurofxref-daily.xml`) or a history (`eurofxref-hist-90d.xml`,
+/// `eurofxref-hist.xml`): every day of it is kept by date. A body that does not parse, or has a
+/// day that gives no US dollar table, is 400 and nothing is queued.
 #[utoipa::path(post, path = "/admin/rates", operation_id = "admin_submit_rates", tag = "jobs",
-    request_body(content = String, content_type = "application/xml", description = "The ECB's daily XML"),
+    request_body(content = String, content_type = "application/xml", description = "The ECB's daily or history XML"),
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
         headers(("Location" = String, description = "/v1/admin/jobs/{id}")))))]
 pub async fn submit_rates(
@@ -146,8 +148,8 @@ pub async fn submit_rates(
     copy_capped(body, limit as u64, &mut bytes).await?;
     let xml = String::from_utf8(bytes)
         .map_err(|_| ApiError::invalid("the rates file is not UTF-8", ECB_HINT))?;
-    crate::domain::rates::parse_ecb_xml(&xml)
-        .and_then(|rates| crate::domain::rates::ConversionTable::from_ecb(&rates))?;
+    crate::domain::rates::parse_ecb_days(&xml)
+        .and_then(|days| crate::domain::rates::tables_of(&days))?;
     submit(&work, actor, Batch::Rates { xml }, None).await
 }
 

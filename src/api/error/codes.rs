@@ -56,7 +56,8 @@ fn invalid_field(field: &str, message: &str, hint: &str) -> ApiError {
 }
 
 /// What a refused rates file is told to send instead.
-pub const ECB_HINT: &str = "send the ECB's eurofxref-daily.xml as it is published";
+pub const ECB_HINT: &str =
+    "send the ECB's eurofxref-daily.xml (or a history: eurofxref-hist-90d.xml, eurofxref-hist.xml) as it is published";
 
 impl ErrorCode for StoreError {
     fn api_error(&self) -> ApiError {

@@ -494,8 +494,9 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The ECB rates of `rates.xml`, when the dataset has one: written if they differ from
-    /// the rates in force.
+    /// The ECB rates of `rates.xml`, when the dataset has one (a daily file, or a history of
+    /// many days): each day written if it differs from the day stored, the newest in force
+    /// unless a later day is.
     fn rates(&mut self, source: &dyn DatasetSource) -> ImportResult<KindCounts> {
         const FILE: &str = "rates.xml";
         let mut counts = KindCounts::default();
@@ -506,8 +507,8 @@ impl<'a> Run<'a> {
         reader
             .read_to_string(&mut text)
             .map_err(|e| ImportError::io(FILE, e))?;
-        let rates = match crate::domain::rates::parse_ecb_xml(&text) {
-            Ok(rates) => rates,
+        let days = match crate::domain::rates::parse_ecb_days(&text) {
+            Ok(days) => days,
             Err(error) => {
                 self.problems.push(Problem {
                     file: FILE.to_owned(),
@@ -518,14 +519,17 @@ impl<'a> Run<'a> {
                 return Ok(counts);
             }
         };
-        let existing = self.store.rates().in_force()?;
-        self.upsert(
-            existing,
-            rates,
-            &mut counts,
-            |_, _| {},
-            |batch, _, rates| batch.put_rates(rates),
-        );
+        for day in days {
+            match self.store.rates().day(&day.date)? {
+                None => counts.created += 1,
+                Some(stored) if stored == day => {
+                    counts.unchanged += 1;
+                    continue;
+                }
+                Some(_) => counts.updated += 1,
+            }
+            self.batch.put_rates(&day)?;
+        }
         Ok(counts)
     }
 

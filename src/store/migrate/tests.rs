@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 9, "{report}");
+    assert_eq!(report.steps.len(), 10, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -182,18 +182,21 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .unmatched()
         .check_derived()
         .expect("member, price, order and text keys");
+    // Schema 12 keeps the rates in force as the first day of the history.
+    let rates_day = [super::super::keys::rates_day("2025-05-09")];
     let mut expected_keys: Vec<&Vec<u8>> = before
         .keys()
         .filter(|key| !caliber_keys(key))
         .chain(&counters)
         .chain(&pictures)
         .chain(&group_keys)
+        .chain(&rates_day)
         .collect();
     expected_keys.sort();
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
         expected_keys,
-        "only the counters, picture and group keys added, only the calibre keys lost (no cursor left behind)"
+        "only the counters, picture, group and rates day keys added, only the calibre keys lost (no cursor left behind)"
     );
     for (key, old) in before.iter().filter(|(key, _)| !caliber_keys(key)) {
         let new = &after[key];
@@ -247,6 +250,11 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         bincode::serde::decode_from_slice(&before[&rates_key], bincode::config::standard())
             .expect("schema-2 rates")
             .0;
+    assert_eq!(
+        store.rates().day(&rates.date).expect("day"),
+        Some(rates.clone()),
+        "the rates in force are the first day of the history"
+    );
     assert_eq!(store.rates().in_force().expect("rates"), Some(rates));
 
     // Secondary keys still resolve to the migrated records.
@@ -604,7 +612,7 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
         reopen(|| Store::open_with(old_dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(7, 8), (8, 9), (9, 10), (10, 11)]);
+    assert_eq!(steps, [(7, 8), (8, 9), (9, 10), (10, 11), (11, 12)]);
     let after = audit_pairs(&migrated.db);
     assert_eq!(
         after,
@@ -678,7 +686,7 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(10, 11)]);
+    assert_eq!(steps, [(10, 11), (11, 12)]);
     let listings: Vec<Listing> = collect(store.listings().all_listings());
     let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
     assert_eq!(kept, super::super::unmatched::recompute(&listings));
@@ -686,4 +694,53 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         .filter(|member| member.title.is_some())
         .count();
     assert!(titled > 0, "the fixture's unmatched listings have titles");
+}
+
+/// Step 11 -> 12: a schema-11 store's rates in force become the first stored day, read by
+/// date as every day loaded later is; a store without rates gains no day.
+#[test]
+fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
+    let rates = crate::domain::rates::parse_ecb_xml(include_str!("../../../fixtures/rates.xml"))
+        .expect("fixture rates");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut schema_11 = Pairs::new();
+    schema_11.insert(MetaKey::SchemaVersion.key(), encode_u64(11).to_vec());
+    schema_11.insert(MetaKey::Rates.key(), crate::store::codec::encode(&rates));
+    write_raw(dir.path(), &schema_11);
+
+    let (store, report) =
+        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve migrates it");
+    let steps: Vec<(u64, u64, u64)> = (report.steps.iter())
+        .map(|s| (s.from, s.to, s.rewritten))
+        .collect();
+    assert_eq!(steps, [(11, 12, 1)]);
+    let rates_area = store.rates();
+    assert_eq!(
+        rates_area.day("2025-05-09").expect("day"),
+        Some(rates.clone())
+    );
+    assert_eq!(collect(rates_area.days()), ["2025-05-09"]);
+    let (day, table) = rates_area
+        .table_on("2025-06-30")
+        .expect("read")
+        .expect("a day");
+    assert_eq!(day, "2025-05-09");
+    assert_eq!(Some(table), rates_area.table_in_force().expect("in force"));
+    assert_eq!(rates_area.table_on("2025-05-08").expect("read"), None);
+
+    // Run again (after an interruption, say), the step writes what it wrote.
+    let before = raw_pairs(&store.db);
+    assert_eq!(keep_rates_in_force_as_a_day(&store.db).expect("again"), 1);
+    assert_eq!(raw_pairs(&store.db), before);
+
+    let empty = tempfile::tempdir().expect("tempdir");
+    let mut without_rates = Pairs::new();
+    without_rates.insert(MetaKey::SchemaVersion.key(), encode_u64(11).to_vec());
+    write_raw(empty.path(), &without_rates);
+    let (store, report) =
+        reopen(|| Store::open_with(empty.path(), 1 << 20, MigrationPolicy::StartupSafe))
+            .expect("serve migrates it");
+    assert_eq!(report.steps[0].rewritten, 0);
+    assert_eq!(collect(store.rates().days()), Vec::<String>::new());
 }
