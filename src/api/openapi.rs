@@ -93,7 +93,7 @@ use crate::auth::SESSION_COOKIE;
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
-        ListingView, ListingPictureView, ListingDetail, ListingStats, ListingPage,
+        ListingView, ListingPictureView, ListingDetail, PriceHistoryPoint, ListingStats, ListingPage,
         ModelComparison, ComparedModel, HighlightedBrands, RatesView, EcbTable, UsdTable, BrandPage, SeriesPage,
         ModelPage, FacetsView, FacetValueView, ModelSitemapPage, CatalogSitemapPage, CaliberSitemapPage,
         views::back_office::SessionView, views::back_office::AdminStats, views::back_office::UnmatchedListing, views::back_office::AuditEntryView,

@@ -3,6 +3,7 @@
 //! invalid snapshots, and listing counts in the catalogue.
 
 use crate::support::*;
+use serde_json::{json, Value};
 use watch_catalogue::api::config::ApiConfig;
 use watch_catalogue::app::App;
 use watch_catalogue::data_dir::DataDir;
@@ -472,4 +473,48 @@ fn the_fixture_revisits_replay_as_documented() {
         app.index_is_current().expect("current"),
         "the indexes followed every write"
     );
+    let id_of = |code: &str| {
+        let listings = app.store().listings();
+        let listing = listings.listing_by_source(chrono24.id, code);
+        listing.expect("read").expect("listing").id.to_string()
+    };
+    let (repriced, returned) = (id_of("CH24-75331516"), id_of("CH24-66590249"));
+    drop(app);
+
+    // Each price as the revisits saw it, in euros and in dollars at the bundled ECB day.
+    let serve = ServeProcess::start(data.path());
+    let history = |id: &str| -> Vec<(String, Value, Value, Value)> {
+        let body = http_get(&serve.base, &format!("/listings/{id}"));
+        let points = body["priceHistory"]
+            .as_array()
+            .expect("priceHistory")
+            .clone();
+        (points.iter())
+            .map(|p| {
+                assert_eq!(p["ratesDate"], "2025-05-09", "{p}");
+                let fields = (
+                    p["price"].clone(),
+                    p["currency"].clone(),
+                    p["priceUSD"].clone(),
+                );
+                (
+                    p["event"].as_str().expect("event").to_owned(),
+                    fields.0,
+                    fields.1,
+                    fields.2,
+                )
+            })
+            .collect()
+    };
+    let eur = |event: &str, price: u64, usd: u64| {
+        (event.to_owned(), json!(price), json!("EUR"), json!(usd))
+    };
+    assert_eq!(
+        history(&repriced),
+        [eur("listed", 55990, 63000), eur("changed", 54300, 61098)]
+    );
+    let returned = history(&returned);
+    let events: Vec<&str> = returned.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(events, ["listed", "delisted", "relisted"]);
+    serve.stop();
 }

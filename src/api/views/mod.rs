@@ -461,6 +461,31 @@ pub struct ListingDetail {
     #[serde(flatten)]
     pub listing: ListingView,
     pub model: Option<ModelListItem>,
+    /// The asking prices its revisits saw, oldest first: its first price, each change, and
+    /// each delisting and relisting at the price it then had.
+    #[serde(rename = "priceHistory")]
+    pub price_history: Vec<PriceHistoryPoint>,
+}
+
+/// A point of a listing's `priceHistory`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PriceHistoryPoint {
+    /// RFC 3339 in UTC: when a revisit saw it.
+    pub at: String,
+    /// `listed`, `changed`, `delisted` or `relisted`.
+    #[schema(value_type = String, example = "changed")]
+    pub event: &'static str,
+    /// In the listing's own currency at the time.
+    pub price: Option<u64>,
+    pub currency: Option<String>,
+    /// Through the USD table of the ECB day `ratesDate`; null when unpriced or in a currency
+    /// that table lacks.
+    #[serde(rename = "priceUSD")]
+    pub price_usd: Option<u64>,
+    /// The ECB day whose rates converted `priceUSD`: the latest stored day on or before `at`,
+    /// else the rates in force (a later day); null when no rates are loaded.
+    pub rates_date: Option<String>,
 }
 
 /// `GET /listings/stats`: asking prices of a model's ACTIVE listings.
