@@ -223,10 +223,13 @@ fn assert_additive(old: &Value, new: &Value, at: &str, problems: &mut Vec<String
                         && v.get("name") == value.get("name")
                         && v.get("in") == value.get("in")
                 };
+                // The parts of an `allOf` are one schema: a part grows in place.
+                let same_part = || new.get(index).filter(|_| at.ends_with("/allOf"));
                 match new
                     .iter()
                     .find(same_name)
                     .or_else(|| new.iter().find(|v| *v == value))
+                    .or_else(same_part)
                 {
                     Some(now) => assert_additive(value, now, &format!("{at}[{index}]"), problems),
                     None => problems.push(format!("{at}: {value} was removed")),
@@ -297,4 +300,15 @@ fn the_additive_check_catches_removals_and_retypes() {
     let retyped = serde_json::json!({"paths": {"/a": {"get": {"parameters": [{"name": "q", "in": "query", "schema": {"type": "integer"}}]}}}, "enum": ["x"]});
     assert_additive(&old, &retyped, "", &mut problems);
     assert_eq!(problems.len(), 2, "{problems:?}");
+    // A part of an `allOf` may gain a property, never lose one.
+    let part = |properties: Value| serde_json::json!({"allOf": [{"$ref": "#/x"}, {"properties": properties}]});
+    let mut problems = Vec::new();
+    let (a, ab) = (
+        part(serde_json::json!({"a": {}})),
+        part(serde_json::json!({"a": {}, "b": {}})),
+    );
+    assert_additive(&a, &ab, "", &mut problems);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_additive(&ab, &a, "", &mut problems);
+    assert_eq!(problems, ["/allOf[1]/properties/b was removed"]);
 }
