@@ -56,7 +56,7 @@ fn main() {
     });
     timed("their titles", || {
         for group in &groups {
-            group.example_titles(store, 10).expect("titles");
+            group.example_titles(10);
         }
     });
     let kept = KeptCandidates::default();
