@@ -8,11 +8,12 @@
 //! need no column read; prices are dense columns (every document has a value, an unpriced one
 //! [`UNPRICED`]), read in blocks, and a price range is checked on those blocks in the collector
 //! ([`collect`]); a model's listings of one status are one postings list (`model_status`), what
-//! the stats of a model read.
+//! the stats of a model read, with the codes its stats can be split by ([`group_codes`]).
 
 mod bucket_walk;
 mod by_id;
 mod collect;
+mod group_codes;
 mod model_prices;
 mod price_walk;
 #[cfg(test)]
@@ -25,10 +26,11 @@ use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::ListingById;
 use collect::{GroupCounter, KeptColumns, PageCollector, PriceCollector};
+use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use tantivy::collector::Collector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
@@ -42,6 +44,8 @@ mod names {
     pub const PRICE: &str = "price";
     pub const CURRENCY: &str = "currency";
     pub const UNMATCHED_GROUP: &str = "unmatched_group";
+    /// The condition and box-and-papers codes of a listing (`group_codes`).
+    pub const STATS_GROUPS: &str = "stats_groups";
 }
 
 /// What the dense price columns hold for a listing without that price. A real price of
@@ -76,6 +80,10 @@ pub struct ListingDoc {
     pub status: u64,
     pub condition: Option<u64>,
     pub availability: Option<u64>,
+    /// Whether the box and the papers come with the watch, as the caller codes the pair; `None`
+    /// when not known. A column only: what [`ListingIndex::model_prices_by`] splits by, with the
+    /// condition (codes up to 254 each; a larger one is grouped as none).
+    pub box_papers: Option<u64>,
     pub price: Option<u64>,
     pub currency: Option<String>,
     /// The price in whole US dollars through the rates in force; `None` when unpriced or in a
@@ -157,6 +165,18 @@ pub struct PricedListings {
     pub priced: Vec<PricePoint>,
 }
 
+/// What [`ListingIndex::model_prices_by`] splits a model's listings by: the caller's codes of
+/// [`ListingDoc::condition`] or of [`ListingDoc::box_papers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PriceGrouping {
+    Condition,
+    BoxPapers,
+}
+
+/// A model's listings split by a [`PriceGrouping`]: each group's listings and prices under the
+/// caller's code (`None`: the listings without one). Only the groups with listings are there.
+pub type GroupedPrices = BTreeMap<Option<u64>, PricedListings>;
+
 #[derive(Clone)]
 struct Fields {
     id: Field,
@@ -189,6 +209,8 @@ struct Fields {
     /// listing's reference (about half of what indexing a listing cost).
     reference: Field,
     unmatched_group: Field,
+    /// Dense: every listing's [`GroupCodes`], 0 when it has none.
+    stats_groups: Field,
 }
 
 fn build_schema() -> (Schema, Fields) {
@@ -220,6 +242,7 @@ fn build_schema() -> (Schema, Fields) {
         ref_exact: s.add_text_field("ref_exact", exact_string()),
         reference: s.add_text_field("reference", exact_string()),
         unmatched_group: s.add_u64_field(names::UNMATCHED_GROUP, FAST),
+        stats_groups: s.add_u64_field(names::STATS_GROUPS, FAST),
     };
     (s.build(), fields)
 }
@@ -235,6 +258,8 @@ impl Fields {
             out.add_text(self.model_status, model_status(model, doc.status));
         }
         self.add_prices(&mut out, doc);
+        let groups = GroupCodes::of(doc.condition, doc.box_papers);
+        out.add_u64(self.stats_groups, groups.column_value());
         let optional = [
             (self.model_id, doc.model_id),
             (self.brand_id, doc.brand_id),
@@ -725,6 +750,26 @@ impl ListingIndex {
             &self.columns.of(&searcher)?,
             &term,
             &currency_key(Some(currency)),
+        )?)
+    }
+
+    /// [`ListingIndex::model_prices`] split by `grouping`, from the same runs: every listing
+    /// in exactly one group, all of them read from one searcher.
+    pub fn model_prices_by(
+        &self,
+        model: u64,
+        status: u64,
+        currency: &str,
+        grouping: PriceGrouping,
+    ) -> IndexResult<GroupedPrices> {
+        let searcher = self.derived.reader.searcher();
+        let term = Term::from_field_text(self.fields.model_status, &model_status(model, status));
+        Ok(self.runs.grouped_prices(
+            &searcher,
+            &self.columns.of(&searcher)?,
+            &term,
+            &currency_key(Some(currency)),
+            grouping,
         )?)
     }
 }

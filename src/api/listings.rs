@@ -1,5 +1,6 @@
 //! `GET /listings`, `GET /listings/{id}` and `GET /listings/stats`: marketplace listings from
-//! the listings index, read back from the store, priced in any currency of `GET /rates`.
+//! the listings index, read back from the store, priced in any currency of `GET /rates`; the
+//! stats split by what buyers pay for on request (`groupBy`, in `stats_groups`).
 
 use super::assemble::{self, ListingContext};
 use super::error::{ApiError, ApiResult};
@@ -7,9 +8,10 @@ use super::params::{
     choice_schema, parse_bool, parse_choice, parse_text_query, parse_whole, resolve_sort,
     PageParams, Params, PathParams, SortParam,
 };
+use super::stats_groups::{self, StatsGrouping};
 #[allow(unused_imports)] // named in the OpenAPI annotations
 use super::views::ListingPage;
-use super::views::{ListingDetail, ListingStats, ListingView, Page};
+use super::views::{ListingDetail, ListingStats, ListingView, Page, StatsGroup};
 use crate::api::layers::capacity::Work;
 use crate::app::App;
 use crate::domain::rates::{check_currency, usd_into_display, ConversionTable};
@@ -17,7 +19,7 @@ use crate::domain::{
     price_figures, Availability, Condition, ListingId, ListingStatus, Model, ModelId, Slug,
 };
 use axum::{Extension, Json};
-use catalogue_index::{ListingFilters, ListingQuery, ListingSort};
+use catalogue_index::{ListingFilters, ListingQuery, ListingSort, PricedListings};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -338,6 +340,7 @@ pub async fn get_listing(
 
 /// Query of `GET /listings/stats`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
 pub struct StatsParams {
     /// Brand slug.
@@ -349,9 +352,16 @@ pub struct StatsParams {
     /// Currency of the figures; USD by default.
     #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
+    /// `condition` or `boxPapers`: the same figures also for each group of the listings'
+    /// condition, or of what comes with the watch (box and papers), in `groups`.
+    #[param(value_type = Option<String>)]
+    group_by: Option<String>,
 }
 
 /// Asking prices of a model's ACTIVE listings: count, how many are priced, low, median, high.
+///
+/// With `groupBy`, the same figures for each group of the listings' condition, or of their box
+/// and papers, in `groups`.
 #[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(StatsParams),
     responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
 pub async fn listing_stats(
@@ -366,6 +376,7 @@ pub async fn listing_stats(
                 "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
             ));
         };
+        let grouping = StatsGrouping::parse(params.group_by.as_deref())?;
         let brand = assemble::brand_by_slug(app, brand)?;
         let model = assemble::model_by_slug(app, &brand, model)?;
         let table = app.conversion_table()?;
@@ -375,6 +386,7 @@ pub async fn listing_stats(
             model.id,
             table.as_deref(),
             code,
+            grouping,
         )?))
     })
     .await
@@ -401,62 +413,193 @@ pub fn asking_prices(
         .listings()
         .model_prices(model.0, ListingStatus::Active as u64, &code)?;
     let convert = usd_into_display(table, &code);
-    let in_display: Vec<u64> = (listings.priced.iter())
-        .filter_map(|point| point.own.or_else(|| convert.as_ref()?(point.usd?)))
+    Ok(Figures::of(&listings, convert.as_ref()).stats(code))
+}
+
+/// [`asking_prices`], and the same figures for each group of `grouping` in `groups`: all of
+/// them from one split of the model's listings by the index, the whole made of the groups.
+pub fn grouped_asking_prices(
+    app: &App,
+    model: ModelId,
+    table: Option<&ConversionTable>,
+    code: String,
+    grouping: StatsGrouping,
+) -> ApiResult<ListingStats> {
+    let split = app.listings().model_prices_by(
+        model.0,
+        ListingStatus::Active as u64,
+        &code,
+        grouping.index_grouping(),
+    )?;
+    let groups = stats_groups::in_key_order(grouping, split);
+    let mut whole = PricedListings::default();
+    for (_, listings) in &groups {
+        whole.count += listings.count;
+        whole.priced.extend(&listings.priced);
+    }
+    let convert = usd_into_display(table, &code);
+    let groups = (groups.iter())
+        .map(|(key, listings)| Figures::of(listings, convert.as_ref()).group(key))
         .collect();
-    let figures = price_figures(in_display);
     Ok(ListingStats {
-        count: listings.count,
-        priced_count: listings.priced.len(),
-        currency: code,
-        low: figures.map(|f| f.0),
-        median: figures.map(|f| f.1),
-        high: figures.map(|f| f.2),
+        group_by: Some(grouping),
+        groups: Some(groups),
+        ..Figures::of(&whole, convert.as_ref()).stats(code)
     })
 }
 
-/// Listing figures already computed, by model and currency, with the index reload they were
-/// computed from: a figure is served again only while the index has not changed since, so
-/// it is never stale. Bounded: when full it starts afresh.
-#[derive(Debug, Default)]
-pub struct StatsCache(Mutex<HashMap<(ModelId, String), (u64, ListingStats)>>);
+/// What the stats say of some listings: how many, how many priced, and the low, median and
+/// high of the prices that are in the display currency or convert into it.
+struct Figures {
+    count: usize,
+    priced_count: usize,
+    prices: Option<(u64, u64, u64)>,
+}
 
-/// Figures kept at most: a few MB.
+impl Figures {
+    /// The figures of `listings`; `convert` takes a dollar price into the display currency, for
+    /// a listing whose own price is not in it (`None`: the rates cannot).
+    fn of(listings: &PricedListings, convert: Option<&impl Fn(u64) -> Option<u64>>) -> Figures {
+        let in_display: Vec<u64> = (listings.priced.iter())
+            .filter_map(|point| point.own.or_else(|| convert?(point.usd?)))
+            .collect();
+        Figures {
+            count: listings.count,
+            priced_count: listings.priced.len(),
+            prices: price_figures(in_display),
+        }
+    }
+
+    /// The body of an ungrouped request, its prices in `currency`.
+    fn stats(self, currency: String) -> ListingStats {
+        ListingStats {
+            count: self.count,
+            priced_count: self.priced_count,
+            currency,
+            low: self.prices.map(|f| f.0),
+            median: self.prices.map(|f| f.1),
+            high: self.prices.map(|f| f.2),
+            group_by: None,
+            groups: None,
+        }
+    }
+
+    fn group(self, key: &'static str) -> StatsGroup {
+        StatsGroup {
+            key,
+            count: self.count,
+            priced_count: self.priced_count,
+            low: self.prices.map(|f| f.0),
+            median: self.prices.map(|f| f.1),
+            high: self.prices.map(|f| f.2),
+        }
+    }
+}
+
+/// What a kept figure answers: a model's stats in one currency, whole or grouped.
+type StatsKey = (ModelId, String, Option<StatsGrouping>);
+
+/// Listing figures already computed, by model, currency and grouping, with the index reload
+/// they were computed from: a figure is served again only while the index has not changed
+/// since, so it is never stale. Bounded: when full it starts afresh.
+#[derive(Debug, Default)]
+pub struct StatsCache(Mutex<HashMap<StatsKey, (u64, ListingStats)>>);
+
+/// Figures kept at most: a few MB (a grouped one is up to seven groups more).
 const STATS_KEPT: usize = 20_000;
 
 impl StatsCache {
-    /// [`asking_prices`], served from the figures kept while the listings index is the one
-    /// they were computed from.
+    /// [`asking_prices`], or [`grouped_asking_prices`] by `grouping`, served from the figures
+    /// kept while the listings index is the one they were computed from.
     pub fn asking_prices(
         &self,
         app: &App,
         model: ModelId,
         table: Option<&ConversionTable>,
         code: String,
+        grouping: Option<StatsGrouping>,
     ) -> ApiResult<ListingStats> {
         // Read before computing: a reload during the computation leaves the figures marked
         // with the older index, so they are computed again, never served stale.
         let at = app.listings().searcher_generation();
-        if let Some(stats) = self.get(model, &code, at) {
+        let key = (model, code.clone(), grouping);
+        if let Some(stats) = self.get(&key, at) {
             return Ok(stats);
         }
-        let stats = asking_prices(app, model, table, code)?;
-        self.put(model, at, &stats);
+        let stats = match grouping {
+            None => asking_prices(app, model, table, code)?,
+            Some(grouping) => grouped_asking_prices(app, model, table, code, grouping)?,
+        };
+        self.put(key, at, &stats);
         Ok(stats)
     }
 
-    fn get(&self, model: ModelId, currency: &str, at: u64) -> Option<ListingStats> {
+    fn get(&self, key: &StatsKey, at: u64) -> Option<ListingStats> {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        kept.get(&(model, currency.to_owned()))
+        kept.get(key)
             .filter(|(when, _)| *when == at)
             .map(|(_, stats)| stats.clone())
     }
 
-    fn put(&self, model: ModelId, at: u64, stats: &ListingStats) {
+    fn put(&self, key: StatsKey, at: u64, stats: &ListingStats) {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if kept.len() >= STATS_KEPT {
             kept.clear();
         }
-        kept.insert((model, stats.currency.clone()), (at, stats.clone()));
+        kept.insert(key, (at, stats.clone()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use catalogue_index::PricePoint;
+
+    /// Three listings: one unpriced, two priced in another currency than the display one, so
+    /// shown through their dollar prices.
+    fn three_listings() -> PricedListings {
+        PricedListings {
+            count: 3,
+            priced: vec![
+                PricePoint {
+                    usd: Some(1_000),
+                    own: None,
+                },
+                PricePoint {
+                    usd: Some(3_001),
+                    own: None,
+                },
+            ],
+        }
+    }
+
+    /// Without `groupBy` the body is the six figures it always was, in their order: a promise
+    /// to the API's clients.
+    #[test]
+    fn the_body_without_group_by_has_no_groups() {
+        let in_dollars = |usd: u64| Some(usd);
+        let stats = Figures::of(&three_listings(), Some(&in_dollars)).stats("USD".to_owned());
+        let body = serde_json::to_string(&stats).unwrap_or_default();
+        assert_eq!(
+            body,
+            r#"{"count":3,"pricedCount":2,"currency":"USD","low":1000,"median":2001,"high":3001}"#
+        );
+    }
+
+    /// With it, the grouping and its groups follow the figures.
+    #[test]
+    fn the_body_with_group_by_adds_the_grouping_and_its_groups() {
+        let none: Option<&fn(u64) -> Option<u64>> = None;
+        let figures = || Figures::of(&three_listings(), none);
+        let stats = ListingStats {
+            group_by: Some(StatsGrouping::BoxPapers),
+            groups: Some(vec![figures().group("unknown")]),
+            ..figures().stats("GBP".to_owned())
+        };
+        let body = serde_json::to_string(&stats).unwrap_or_default();
+        assert_eq!(
+            body,
+            r#"{"count":3,"pricedCount":2,"currency":"GBP","low":null,"median":null,"high":null,"groupBy":"boxPapers","groups":[{"key":"unknown","count":3,"pricedCount":2,"low":null,"median":null,"high":null}]}"#
+        );
     }
 }

@@ -18,6 +18,7 @@ pub mod params;
 mod rates;
 pub mod requests;
 mod sitemap;
+pub mod stats_groups;
 pub mod views;
 mod w3c_reconcile;
 

@@ -374,6 +374,7 @@ pub async fn compare_models(
                         model.id,
                         table.as_deref(),
                         code.clone(),
+                        None,
                     )?,
                 })
             })

@@ -93,7 +93,7 @@ use crate::auth::SESSION_COOKIE;
         ErrorBody, EntityRef, ModelListItem, PictureView, FullModel, ModelSpecBody, ComplicationView, ParentCaliber,
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
-        ListingView, ListingPictureView, ListingDetail, PriceHistoryPoint, ListingStats, ListingPage,
+        ListingView, ListingPictureView, ListingDetail, PriceHistoryPoint, ListingStats, StatsGroup, super::stats_groups::StatsGrouping, ListingPage,
         ModelComparison, ComparedModel, HighlightedBrands, RatesView, EcbTable, UsdTable, BrandPage, SeriesPage,
         ModelPage, FacetsView, FacetValueView, ModelSitemapPage, CatalogSitemapPage, CaliberSitemapPage,
         views::back_office::SessionView, views::back_office::AdminStats, views::back_office::UnmatchedListing, views::back_office::AuditEntryView,
@@ -245,6 +245,11 @@ fn checked_parameters() -> Vec<(&'static str, &'static str, RefOr<Schema>)> {
             listings::availability_schema().into(),
         ),
         ("/listings", "status", listings::status_schema().into()),
+        (
+            "/listings/stats",
+            "groupBy",
+            super::stats_groups::grouping_schema().into(),
+        ),
         (
             "/admin/unmatched-listings",
             "reason",
@@ -435,8 +440,14 @@ fn request_body_schemas(doc: &Document) -> Vec<String> {
 }
 
 /// The properties a response carries only on request: a listing's conversion into `currency`,
-/// a model page's facet counts.
-const OPTIONAL_PROPERTIES: [&str; 3] = ["convertedPrice", "convertedCurrency", "facets"];
+/// a model page's facet counts, the stats' groups of `groupBy`.
+const OPTIONAL_PROPERTIES: [&str; 5] = [
+    "convertedPrice",
+    "convertedCurrency",
+    "facets",
+    "groupBy",
+    "groups",
+];
 
 /// Response schemas whose properties are each present only sometimes: an error's hint and
 /// details, the facets a request names.

@@ -157,6 +157,46 @@ pub struct ListingPicture {
     pub source_url: String,
 }
 
+/// What comes with the watch, as buyers price it: its box and its papers, one of them, or
+/// neither. Said only when the seller said both (docs/decisions.md, D-206).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoxPapers {
+    FullSet,
+    BoxOnly,
+    PapersOnly,
+    Neither,
+}
+
+impl BoxPapers {
+    pub const ALL: [BoxPapers; 4] = [
+        BoxPapers::FullSet,
+        BoxPapers::BoxOnly,
+        BoxPapers::PapersOnly,
+        BoxPapers::Neither,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BoxPapers::FullSet => "fullSet",
+            BoxPapers::BoxOnly => "boxOnly",
+            BoxPapers::PapersOnly => "papersOnly",
+            BoxPapers::Neither => "neither",
+        }
+    }
+
+    /// What the seller's two answers make; `None` unless both were given. One answer alone
+    /// does not say which: a box without word of the papers may be a full set or not, and no
+    /// box without word of the papers is not yet "neither".
+    pub fn of(box_available: Option<bool>, papers_available: Option<bool>) -> Option<BoxPapers> {
+        match (box_available?, papers_available?) {
+            (true, true) => Some(BoxPapers::FullSet),
+            (true, false) => Some(BoxPapers::BoxOnly),
+            (false, true) => Some(BoxPapers::PapersOnly),
+            (false, false) => Some(BoxPapers::Neither),
+        }
+    }
+}
+
 /// What a provider says about a listing, as read from its snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ListingDetails {
@@ -327,6 +367,28 @@ impl Listing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn box_and_papers_are_a_group_only_when_both_are_known() {
+        let cases = [
+            ((Some(true), Some(true)), Some(BoxPapers::FullSet)),
+            ((Some(true), Some(false)), Some(BoxPapers::BoxOnly)),
+            ((Some(false), Some(true)), Some(BoxPapers::PapersOnly)),
+            ((Some(false), Some(false)), Some(BoxPapers::Neither)),
+            ((Some(false), None), None),
+            ((None, Some(false)), None),
+            ((Some(true), None), None),
+            ((None, Some(true)), None),
+            ((None, None), None),
+        ];
+        for ((box_available, papers_available), expected) in cases {
+            assert_eq!(
+                BoxPapers::of(box_available, papers_available),
+                expected,
+                "box {box_available:?}, papers {papers_available:?}"
+            );
+        }
+    }
 
     #[test]
     fn seller_phrasings_map_onto_the_condition_scale_or_stay_unknown() {

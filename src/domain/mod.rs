@@ -32,8 +32,8 @@ pub use ids::{
 pub use jobs::{JobKind, JobProgress, JobRecord, JobState};
 pub use json_keys::repeated_key;
 pub use listing::{
-    Availability, Condition, Listing, ListingDetails, ListingPicture, ListingStatus, Match,
-    MatchOutcome, StatusChange,
+    Availability, BoxPapers, Condition, Listing, ListingDetails, ListingPicture, ListingStatus,
+    Match, MatchOutcome, StatusChange,
 };
 pub use picture_review::{
     CandidateOrigin, Look, PictureCandidate, PictureReview, ReviewStatus, Reviewed,

@@ -108,7 +108,7 @@ fn a_delisting_is_the_last_asking_price_and_a_relisting_the_price_it_comes_back_
     let other = line("OTHER", 100);
     revisit(&store, &[line("A", 9000), other.clone()]);
     revisit(&store, &[line("A", 8800), other.clone()]);
-    revisit(&store, &[other.clone()]);
+    revisit(&store, std::slice::from_ref(&other));
     let id = listing(&store, "A").id;
     use PriceEvent::*;
     assert_eq!(
@@ -161,7 +161,7 @@ proptest! {
                     (price, listed) = (asked, true);
                 }
                 None => {
-                    revisit(&store, &[other.clone()]);
+                    revisit(&store, std::slice::from_ref(&other));
                     if listed {
                         expected.push((Delisted, Some(price)));
                     }

@@ -4,8 +4,8 @@
 
 use crate::domain::rates::ConversionTable;
 use crate::domain::{
-    normalize_reference, text_runs, Brand, BrandId, Caliber, CaliberId, ComplicationId, GroupKey,
-    Listing, Model, ModelId, Series, SeriesId,
+    normalize_reference, text_runs, BoxPapers, Brand, BrandId, Caliber, CaliberId, ComplicationId,
+    GroupKey, Listing, Model, ModelId, Series, SeriesId,
 };
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
@@ -452,6 +452,8 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
         status: listing.status as u64,
         condition: details.condition.map(|c| c as u64),
         availability: details.availability.map(|a| a as u64),
+        box_papers: BoxPapers::of(details.box_available, details.papers_available)
+            .map(|b| b as u64),
         price: details.price,
         currency: details.currency.clone(),
         price_usd: table.and_then(|t| t.usd_price(details.price, details.currency.as_deref())),

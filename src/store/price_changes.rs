@@ -2,7 +2,7 @@
 //! asking price or currency, written by the write that sees it (`WriteBatch::put_listing`),
 //! the first change with the price before it, dated at the listing's creation. A listing
 //! whose price never changed has no key: its record holds its one price.
-//! Keyspace: `ListingPriceChange`.
+//! Keyspaces: `ListingPriceChange`.
 
 use super::codec::{decode, encode};
 use super::keys::Keyspace;

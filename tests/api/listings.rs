@@ -455,9 +455,12 @@ async fn a_revisit_reaches_the_listings_index_and_the_catalogue_counts() {
 async fn stats_served_again_follow_a_revisit_at_once() {
     let app = TestApp::start().await;
     let path = "/v1/listings/stats?brand=rolex&model=submariner-date-126610ln";
+    let grouped = format!("{path}&groupBy=condition");
     let before = app.ok(path).await;
     assert_eq!(before["low"], 10000);
     assert_eq!(app.ok(path).await, before, "the same figures served again");
+    // e2 is the one VERY_GOOD listing.
+    assert_eq!(app.ok(&grouped).await["groups"][2]["low"], 10127);
     // e2 drops from 9000 EUR (10127 USD) to 8000 EUR (9002 USD): now the lowest.
     let feed = std::fs::read_to_string(test_feeds().join("listings/ebay.jsonl")).expect("feed");
     let next = feed.replace(r#""price":9000"#, r#""price":8000"#);
@@ -483,4 +486,7 @@ async fn stats_served_again_follow_a_revisit_at_once() {
         (after["low"].as_u64(), after["high"].as_u64()),
         (Some(9002), Some(10000))
     );
+    let after = app.ok(&grouped).await;
+    assert_eq!(after["groups"][2]["key"], "VERY_GOOD");
+    assert_eq!(after["groups"][2]["low"], 9002);
 }

@@ -33,6 +33,7 @@ mod real_listings;
 mod reconciliation;
 mod sitemap;
 mod startup;
+mod stats_groups;
 mod support;
 mod users;
 mod w3c_reconcile;

@@ -43,11 +43,13 @@ impl PriceColumn {
 }
 
 /// The columns of a segment that pages and prices read: its two price columns (in each
-/// listing's own currency, and in dollars) and its ids.
+/// listing's own currency, and in dollars), its ids, and the codes a model's stats are split
+/// by.
 pub(super) struct SegmentColumns {
     pub own: Arc<PriceColumn>,
     pub usd: Arc<PriceColumn>,
     pub ids: Column<u64>,
+    pub groups: Column<u64>,
 }
 
 /// Each segment's columns, opened once: opening one reads its table of blocks (a block-wise
@@ -85,6 +87,7 @@ impl KeptColumns {
                         marker(AT_MAX_USD),
                     )?),
                     ids: segment.fast_fields().u64(names::ID)?,
+                    groups: segment.fast_fields().u64(names::STATS_GROUPS)?,
                 })
             },
         )
@@ -153,8 +156,9 @@ pub(super) fn currency_column(segment: &SegmentReader) -> tantivy::Result<Option
     segment.fast_fields().str(names::CURRENCY)
 }
 
-/// The ordinals of `docs` in `column` into `out` (as long as `docs`), read in blocks.
-pub(super) fn read_ords(column: &Column<u64>, docs: &[DocId], out: &mut [Option<u64>]) {
+/// The values of `docs` in `column` (a u64 column, or a string column's ordinals) into `out`
+/// (as long as `docs`), read in blocks.
+pub(super) fn read_values(column: &Column<u64>, docs: &[DocId], out: &mut [Option<u64>]) {
     for (chunk, out) in docs
         .chunks(COLLECT_BLOCK_BUFFER_LEN)
         .zip(out.chunks_mut(COLLECT_BLOCK_BUFFER_LEN))
@@ -554,7 +558,7 @@ impl SegmentCollector for PriceSegment {
         currencies.clear();
         currencies.resize(docs.len(), None);
         if let Some(column) = &self.currency {
-            read_ords(column, docs, &mut currencies);
+            read_values(column, docs, &mut currencies);
         }
         for ((&price, &usd), &currency) in prices.iter().zip(&usd).zip(&currencies) {
             if !in_range(self.range, usd) {

@@ -2,13 +2,16 @@
 //! per segment for the models with many. A segment's documents and columns never change, only
 //! which of them are deleted: a run read once serves every later request (the deletes applied
 //! as it is read) until the segment is merged away, so after a commit only new segments are
-//! read, and the hot model's figures cost one pass over a contiguous run, not three columns.
+//! read, and the hot model's figures cost one pass over a contiguous run, not four columns. A
+//! run keeps each listing's [`GroupCodes`] too, so the figures split by condition or by box and
+//! papers come from the same kept run.
 
 use super::collect::{
-    add_listing, currency_column, currency_ord, docs_with, read_ords, DensePrices, SegmentColumns,
-    Values,
+    add_listing, currency_column, currency_ord, docs_with, read_values, DensePrices,
+    SegmentColumns, Values,
 };
-use super::PricedListings;
+use super::group_codes::GroupCodes;
+use super::{GroupedPrices, PriceGrouping, PricedListings};
 use crate::segment_cache::{SegmentPart, SegmentParts};
 use std::sync::Arc;
 use tantivy::fastfield::AliveBitSet;
@@ -28,6 +31,8 @@ struct RunPoint {
     usd: Option<u64>,
     /// Its currency's ordinal in the segment's currency column.
     currency: Option<u64>,
+    /// Two bytes that fit in the padding after `doc`: a point takes no more room with them.
+    groups: GroupCodes,
 }
 
 /// A model's listings of one status in one segment, deleted ones included.
@@ -47,30 +52,51 @@ impl ModelRun {
         DensePrices::new(&columns.usd).read(&docs, &mut usd);
         currencies.resize(docs.len(), None);
         if let Some(column) = currency_column(segment)? {
-            read_ords(column.ords(), &docs, &mut currencies);
+            read_values(column.ords(), &docs, &mut currencies);
         }
+        let mut groups: Values = vec![None; docs.len()];
+        read_values(&columns.groups, &docs, &mut groups);
         let points = docs
             .iter()
             .zip(prices.iter().zip(&usd).zip(&currencies))
-            .map(|(&doc, ((&price, &usd), &currency))| RunPoint {
+            .zip(&groups)
+            .map(|((&doc, ((&price, &usd), &currency)), &groups)| RunPoint {
                 doc,
                 price,
                 usd,
                 currency,
+                groups: GroupCodes::from_column(groups),
             })
             .collect();
         Ok(ModelRun(points))
     }
 
+    /// The run's listings not deleted since it was read.
+    fn live<'a>(&'a self, alive: Option<&'a AliveBitSet>) -> impl Iterator<Item = &'a RunPoint> {
+        self.0
+            .iter()
+            .filter(move |point| alive.is_none_or(|alive| alive.is_alive(point.doc)))
+    }
+
     /// Adds the run's live listings to `out`; `wanted` is the ordinal of the currency whose
     /// own prices are asked for, if it occurs in the segment.
     fn add_to(&self, alive: Option<&AliveBitSet>, wanted: Option<u64>, out: &mut PricedListings) {
-        let live = self
-            .0
-            .iter()
-            .filter(|point| alive.is_none_or(|alive| alive.is_alive(point.doc)));
-        for point in live {
+        for point in self.live(alive) {
             add_listing(out, point.price, point.usd, point.currency, wanted);
+        }
+    }
+
+    /// [`ModelRun::add_to`], each listing into its group of `grouping`.
+    fn add_grouped_to(
+        &self,
+        alive: Option<&AliveBitSet>,
+        wanted: Option<u64>,
+        grouping: PriceGrouping,
+        out: &mut GroupedPrices,
+    ) {
+        for point in self.live(alive) {
+            let group = out.entry(point.groups.code(grouping)).or_default();
+            add_listing(group, point.price, point.usd, point.currency, wanted);
         }
     }
 }
@@ -107,12 +133,52 @@ impl RunCache {
         currency_key: &str,
     ) -> tantivy::Result<PricedListings> {
         let mut out = PricedListings::default();
+        self.each_run(
+            searcher,
+            columns,
+            term,
+            currency_key,
+            |run, alive, wanted| run.add_to(alive, wanted, &mut out),
+        )?;
+        Ok(out)
+    }
+
+    /// [`RunCache::prices`] split by `grouping`: the same listings, each in its group.
+    pub(super) fn grouped_prices(
+        &self,
+        searcher: &Searcher,
+        columns: &[Arc<SegmentColumns>],
+        term: &Term,
+        currency_key: &str,
+        grouping: PriceGrouping,
+    ) -> tantivy::Result<GroupedPrices> {
+        let mut out = GroupedPrices::new();
+        self.each_run(
+            searcher,
+            columns,
+            term,
+            currency_key,
+            |run, alive, wanted| run.add_grouped_to(alive, wanted, grouping, &mut out),
+        )?;
+        Ok(out)
+    }
+
+    /// Gives `visit` the run of `term` in each segment, with the segment's live documents and
+    /// the ordinal of `currency_key` in it, if it occurs.
+    fn each_run(
+        &self,
+        searcher: &Searcher,
+        columns: &[Arc<SegmentColumns>],
+        term: &Term,
+        currency_key: &str,
+        mut visit: impl FnMut(&ModelRun, Option<&AliveBitSet>, Option<u64>),
+    ) -> tantivy::Result<()> {
         for (segment, columns) in searcher.segment_readers().iter().zip(columns) {
             let run = self.run(searcher, segment, term, columns)?;
             let wanted = currency_ord(currency_column(segment)?.as_ref(), currency_key)?;
-            run.add_to(segment.alive_bitset(), wanted, &mut out);
+            visit(&run, segment.alive_bitset(), wanted);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Reads and keeps, in every segment, the runs of the terms of `field` that `wanted`
@@ -172,5 +238,16 @@ impl RunCache {
     #[cfg(test)]
     pub(super) fn kept_runs(&self) -> usize {
         self.kept.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`POINTS_KEPT`]'s room was worked out for: the group codes cost a kept run nothing.
+    #[test]
+    fn a_point_with_its_group_codes_is_as_large_as_without() {
+        assert_eq!(std::mem::size_of::<RunPoint>(), 56);
     }
 }

@@ -22,12 +22,12 @@ fn small(max: u64) -> impl Strategy<Value = Option<u64>> {
 fn listing(id: u64) -> impl Strategy<Value = ListingDoc> {
     let currency = prop::option::of(prop::sample::select(vec!["USD", "EUR", "CHF"]));
     (
-        (0u64..2, small(4), small(3), 0u64..3),
+        (0u64..2, small(4), small(3), 0u64..3, small(5)),
         (small(3), small(2), price(), price(), currency),
     )
         .prop_map(
             move |(
-                (provider_id, model_id, brand_id, status),
+                (provider_id, model_id, brand_id, status, box_papers),
                 (condition, availability, price, price_usd, currency),
             )| {
                 ListingDoc {
@@ -39,6 +39,7 @@ fn listing(id: u64) -> impl Strategy<Value = ListingDoc> {
                     status,
                     condition,
                     availability,
+                    box_papers,
                     price,
                     currency: currency.map(str::to_owned),
                     price_usd,
@@ -240,6 +241,55 @@ fn reference_prices(
 fn sorted(mut listings: PricedListings) -> PricedListings {
     listings.priced.sort_by_key(|p| (p.usd, p.own));
     listings
+}
+
+/// The caller's code of `grouping` on `doc`.
+fn group_code(doc: &ListingDoc, grouping: PriceGrouping) -> Option<u64> {
+    match grouping {
+        PriceGrouping::Condition => doc.condition,
+        PriceGrouping::BoxPapers => doc.box_papers,
+    }
+}
+
+/// [`reference_prices`] of each group of `grouping` that has a listing, prices sorted.
+fn reference_grouped(
+    docs: &[ListingDoc],
+    filters: &ListingFilters,
+    currency: &str,
+    grouping: PriceGrouping,
+) -> GroupedPrices {
+    let codes: std::collections::BTreeSet<Option<u64>> = (docs.iter())
+        .filter(|d| selects(filters, d))
+        .map(|d| group_code(d, grouping))
+        .collect();
+    codes
+        .into_iter()
+        .map(|code| {
+            let in_group: Vec<ListingDoc> = (docs.iter())
+                .filter(|d| group_code(d, grouping) == code)
+                .cloned()
+                .collect();
+            (code, sorted(reference_prices(&in_group, filters, currency)))
+        })
+        .collect()
+}
+
+/// Each group's listings with their prices sorted.
+fn sorted_groups(groups: GroupedPrices) -> GroupedPrices {
+    groups
+        .into_iter()
+        .map(|(code, listings)| (code, sorted(listings)))
+        .collect()
+}
+
+/// The groups' listings as one.
+fn merged(groups: &GroupedPrices) -> PricedListings {
+    let mut all = PricedListings::default();
+    for listings in groups.values() {
+        all.count += listings.count;
+        all.priced.extend(&listings.priced);
+    }
+    all
 }
 
 proptest! {
@@ -460,8 +510,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// The stats' runs, every one kept (no minimum length), against the reference and the
-    /// price collector: asked twice (the second time from the kept runs), then again after
-    /// one more commit, so kept runs meet later deletes and a new segment.
+    /// price collector, whole and split by each grouping: asked twice (the second time from
+    /// the kept runs), then again after one more commit, so kept runs meet later deletes and a
+    /// new segment; and once from runs too short to keep, read afresh.
     #[test]
     fn model_prices_agree_with_the_reference_across_commits(
         commits in history(),
@@ -484,12 +535,28 @@ proptest! {
                 let collected = index.prices(&filters, currency).expect("prices");
                 prop_assert_eq!(&got, &collected, "{:?} {}", filters, currency);
                 let want = reference_prices(docs, &filters, currency);
-                prop_assert_eq!(sorted(got), sorted(want), "{:?} {}", filters, currency);
+                prop_assert_eq!(sorted(got.clone()), sorted(want), "{:?} {}", filters, currency);
+                for grouping in [PriceGrouping::Condition, PriceGrouping::BoxPapers] {
+                    let groups = index
+                        .model_prices_by(model, status, currency, grouping)
+                        .expect("grouped");
+                    prop_assert_eq!(
+                        sorted(merged(&groups)),
+                        sorted(got.clone()),
+                        "{:?} {} {:?}: the groups hold every listing once", filters, currency, grouping
+                    );
+                    prop_assert_eq!(
+                        sorted_groups(groups),
+                        reference_grouped(docs, &filters, currency, grouping),
+                        "{:?} {} {:?}", filters, currency, grouping
+                    );
+                }
             }
             Ok(())
         };
         check(&index, &final_state(before))?;
         check(&index, &final_state(before))?;
+        check(&build(before), &final_state(before))?;
         index.upsert(last, 1_000).expect("upsert");
         check(&index, &final_state(&commits))?;
     }

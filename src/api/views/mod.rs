@@ -8,6 +8,7 @@ pub mod back_office;
 pub mod w3c;
 
 use crate::api::params::Pagination;
+use crate::api::stats_groups::{group_key_schema, StatsGrouping};
 use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
 use back_office::{
     AuditEntryView, JobView, ReconciliationGroup, ReviewQueueItem, UnmatchedListing,
@@ -500,6 +501,30 @@ pub struct ListingStats {
     pub currency: String,
     pub low: Option<u64>,
     /// For an even number of prices, the mean of the two middle ones, rounded half up.
+    pub median: Option<u64>,
+    pub high: Option<u64>,
+    /// Only with `groupBy`: the grouping asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = StatsGrouping)]
+    pub group_by: Option<StatsGrouping>,
+    /// Only with `groupBy`: the same figures for each of its groups, in `currency`. Every group
+    /// is there, in a fixed order (an empty one with zero counts and null prices); their
+    /// counts add up to `count`, their priced counts to `pricedCount`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Vec<StatsGroup>)]
+    pub groups: Option<Vec<StatsGroup>>,
+}
+
+/// One group of `GET /listings/stats?groupBy=`: the figures of the model's ACTIVE listings in
+/// it, as the whole's.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StatsGroup {
+    #[schema(schema_with = group_key_schema)]
+    pub key: &'static str,
+    pub count: usize,
+    pub priced_count: usize,
+    pub low: Option<u64>,
     pub median: Option<u64>,
     pub high: Option<u64>,
 }
