@@ -21,8 +21,9 @@ use crate::media::MediaStore;
 use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreResult};
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 
 /// Store, indexes and writer of one data dir.
 pub struct App {
@@ -33,6 +34,9 @@ pub struct App {
     work: Arc<JobContext>,
     /// The conversion table and the store's rates epoch it was read at.
     rates: RwLock<Option<(u64, Option<Arc<ConversionTable>>)>>,
+    /// The tables of past days asked for, by day, at the rates epochs (days, in force) they
+    /// were read at.
+    day_tables: Mutex<((u64, u64), HashMap<String, DayTable>)>,
     /// Where it was opened.
     dir: DataDir,
     /// What pages of models read from the store, as its generation has it: a page shows each
@@ -66,6 +70,12 @@ pub struct ModelCard {
 /// Brands or series kept per generation at most (then the cache starts again): a catalogue
 /// of a million models has 2,000 brands and 24,000 series.
 const KEPT_NAMES: usize = 100_000;
+
+/// Days' conversion tables kept at most (a few kilobytes each): ten years of ECB days.
+const DAY_TABLES_KEPT: usize = 2_600;
+
+/// The ECB day whose table converts a past price, and that table (see [`App::table_on`]).
+pub type DayTable = (Option<String>, Option<Arc<ConversionTable>>);
 
 /// Model cards kept per generation at most, about a kilobyte each: the models of the pages
 /// asked most often within a generation, not the catalogue.
@@ -137,6 +147,7 @@ impl App {
             index,
             listings,
             rates: RwLock::new(None),
+            day_tables: Mutex::new(((0, 0), HashMap::new())),
             dir: data_dir.clone(),
             kept: KeptReads::default(),
         };
@@ -219,6 +230,34 @@ impl App {
         let table = self.store.rates().table_in_force()?.map(Arc::new);
         *cached = Some((epoch, table.clone()));
         Ok(table)
+    }
+
+    /// The ECB day whose rates convert a price seen on `day` (`YYYY-MM-DD`) and its table: the
+    /// latest stored day on or before it, else the rates in force (a later day); none before
+    /// rates are loaded. Kept until a write changes the rates, so a listing's price history
+    /// builds no table per request (D-205).
+    pub fn table_on(&self, day: &str) -> StoreResult<DayTable> {
+        // The fallback is the rates in force: both epochs name what the answer was read at.
+        let epoch = (self.store.rates().days_epoch(), self.store.rates().epoch());
+        {
+            let kept = self.day_tables.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(found) = kept.1.get(day).filter(|_| kept.0 == epoch) {
+                return Ok(found.clone());
+            }
+        }
+        let found = match self.store.rates().table_on(day)? {
+            Some((date, table)) => (Some(date), Some(Arc::new(table))),
+            None => {
+                let in_force = self.store.rates().in_force()?.map(|ecb| ecb.date);
+                (in_force, self.conversion_table()?)
+            }
+        };
+        let mut kept = self.day_tables.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.0 != epoch || kept.1.len() >= DAY_TABLES_KEPT {
+            *kept = (epoch, HashMap::new());
+        }
+        kept.1.insert(day.to_owned(), found.clone());
+        Ok(found)
     }
 
     /// True when both indexes reflect the store's last write.

@@ -514,10 +514,10 @@ pub fn listing_detail(
 /// `listing`'s price history, each price in US dollars at the rates of its own day (D-205).
 fn price_history(app: &App, listing: &Listing) -> ApiResult<Vec<PriceHistoryPoint>> {
     let stored = app.store().price_changes().of(listing.id)?;
-    let mut tables = DayTables::new(app);
     let mut points = Vec::new();
     for point in price_history::price_history(listing, &stored) {
-        let (rates_date, table) = tables.on(point.at)?;
+        let day: String = point.at.to_rfc3339().chars().take(10).collect();
+        let (rates_date, table) = app.table_on(&day)?;
         let asking = point.asking;
         points.push(PriceHistoryPoint {
             at: point.at.to_rfc3339(),
@@ -529,39 +529,6 @@ fn price_history(app: &App, listing: &Listing) -> ApiResult<Vec<PriceHistoryPoin
         });
     }
     Ok(points)
-}
-
-/// The conversion tables of the ECB days asked for, each read once: the latest stored day
-/// on or before a time, else the rates in force.
-struct DayTables<'a> {
-    app: &'a App,
-    read: HashMap<String, (Option<String>, Option<Arc<ConversionTable>>)>,
-}
-
-impl<'a> DayTables<'a> {
-    fn new(app: &'a App) -> DayTables<'a> {
-        DayTables {
-            app,
-            read: HashMap::new(),
-        }
-    }
-
-    /// The ECB day whose table converts prices seen at `at`, and that table.
-    fn on(&mut self, at: Timestamp) -> ApiResult<(Option<String>, Option<Arc<ConversionTable>>)> {
-        let day: String = at.to_rfc3339().chars().take(10).collect();
-        if let Some(known) = self.read.get(&day) {
-            return Ok(known.clone());
-        }
-        let found = match self.app.store().rates().table_on(&day)? {
-            Some((date, table)) => (Some(date), Some(Arc::new(table))),
-            None => {
-                let in_force = self.app.store().rates().in_force()?.map(|ecb| ecb.date);
-                (in_force, self.app.conversion_table()?)
-            }
-        };
-        self.read.insert(day, found.clone());
-        Ok(found)
-    }
 }
 
 /// The view of `listing`; `None` if its provider vanished (never after a clean write).

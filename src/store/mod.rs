@@ -147,6 +147,8 @@ pub struct Store {
     turns: Arc<turn::TurnQueue>,
     /// How many writes through this store changed the rates in force.
     rates_epoch: Arc<AtomicU64>,
+    /// How many writes through this store wrote a day of rates, in force or not.
+    rate_days_epoch: Arc<AtomicU64>,
     /// Writes applied key by key through this store, counted as each begins and as it ends
     /// (odd: one is under way): see [`ReadAt`].
     key_by_key_writes: Arc<AtomicU64>,
@@ -256,6 +258,7 @@ impl Store {
             db,
             turns: Arc::default(),
             rates_epoch: Arc::default(),
+            rate_days_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
             audit_appends: Arc::default(),
         };
@@ -397,9 +400,12 @@ impl Store {
         self.db.flush()?;
         // sled's apply rate is what bounds a large ingest: logged per commit.
         tracing::debug!(keys, ?applied, flushed = ?(started.elapsed() - applied), "store commit");
+        // After the write is visible: a reader that sees the new count reads the new rates.
         if changes.rates {
-            // After the write is visible: a reader that sees the new count reads the new rates.
             self.rates_epoch.fetch_add(1, Ordering::Release);
+        }
+        if changes.rate_days {
+            self.rate_days_epoch.fetch_add(1, Ordering::Release);
         }
         Ok((generation, changes))
     }

@@ -101,6 +101,12 @@ impl<'s> Rates<'s> {
     pub fn epoch(self) -> u64 {
         self.0.rates_epoch.load(Ordering::Acquire)
     }
+
+    /// How many writes through this store (and its clones) wrote a day of rates since it was
+    /// opened, an older day too: what [`Rates::table_on`] answers holds until it moves.
+    pub fn days_epoch(self) -> u64 {
+        self.0.rate_days_epoch.load(Ordering::Acquire)
+    }
 }
 
 /// The conversion table of stored rates: a stored day always gives one, so failing is a

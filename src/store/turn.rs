@@ -78,6 +78,8 @@ pub struct Changes {
     pub renamed: bool,
     /// The rates in force changed: every listing's US dollar price may have moved.
     pub rates: bool,
+    /// A day of rates was written, in force or not: a past price may convert otherwise.
+    pub rate_days: bool,
     /// Models whose duplicate pairs or dismissals changed, by any commit, derived ones too:
     /// gathered only for a turn passed to others (what they did to the pairs).
     pub duplicates: BTreeSet<ModelId>,
@@ -107,6 +109,7 @@ impl Changes {
         }
         self.renamed |= batch.renamed;
         self.rates |= batch.rates;
+        self.rate_days |= batch.rate_days;
         self.duplicates.extend(batch.duplicates);
     }
 }
@@ -124,6 +127,7 @@ pub(super) struct BatchChanges {
     pub model_moves: Vec<(BrandId, SeriesId, i64)>,
     pub renamed: bool,
     pub rates: bool,
+    pub rate_days: bool,
     pub duplicates: Vec<ModelId>,
 }
 

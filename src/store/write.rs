@@ -337,6 +337,7 @@ impl<'t> WriteBatch<'t> {
     /// is the rates in force after the write.
     pub fn put_rates(&mut self, day: &EcbRates) -> StoreResult<bool> {
         self.put(keys::rates_day(&day.date), encode(day));
+        self.changes.rate_days = true;
         let in_force = self.rates_in_force()?;
         match in_force {
             Some(current) if current.date > day.date => return Ok(false),

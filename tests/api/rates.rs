@@ -366,3 +366,24 @@ fn the_rates_command_loads_a_history_file_keeping_every_day() {
         Some("2025-05-12")
     );
 }
+
+/// A past price converts at the table of its own day, kept between requests (D-205): a day
+/// filled in afterwards, older than the rates in force, is what the next answer converts at.
+#[tokio::test]
+async fn a_day_table_kept_for_past_prices_follows_a_day_loaded_later() {
+    let app = TestApp::start().await;
+    load(&app, fixture_day("2025-05-12", "1.1106")).await;
+    let on_saturday = || app.app.table_on("2025-05-10").expect("table");
+    assert_eq!(
+        on_saturday().0.as_deref(),
+        Some("2025-05-09"),
+        "the fixture's day"
+    );
+    let eur = |table: &watch_catalogue::app::DayTable| {
+        table.1.as_ref().and_then(|t| t.to_usd(1000, "EUR"))
+    };
+    assert_eq!(eur(&on_saturday()), Some(1125), "1000 EUR at 1.1252");
+    load(&app, fixture_day("2025-05-10", "1.2000")).await;
+    assert_eq!(on_saturday().0.as_deref(), Some("2025-05-10"));
+    assert_eq!(eur(&on_saturday()), Some(1200), "the day loaded after it");
+}
