@@ -158,6 +158,17 @@ pub struct Model {
 
 impl Model {
     /// The primary reference followed by the alternates, as written.
+    /// True when `other` has the words the catalogue index searches models by (name,
+    /// references, brand and series): a model that kept them changed no listing group's
+    /// candidates, whatever else changed (its pictures, its specification).
+    pub fn same_words(&self, other: &Model) -> bool {
+        self.name == other.name
+            && self.reference_number == other.reference_number
+            && self.alternate_references == other.alternate_references
+            && self.brand_id == other.brand_id
+            && self.series_id == other.series_id
+    }
+
     pub fn references(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.reference_number.as_str())
             .chain(self.alternate_references.iter().map(String::as_str))

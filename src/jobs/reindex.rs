@@ -349,7 +349,9 @@ pub fn index_catalogue_changes(
         });
     }
     let models: BTreeSet<ModelId> = changes.models.union(&changes.recounted).copied().collect();
-    let models_written = !changes.models.is_empty();
+    // A model written with the words it had (its pictures, its specification) moves no
+    // listing group's candidates: the model text edition stands (D-207).
+    let words_written = changes.model_words;
     if at != Some(generation_before.0)
         || !changes.is_contiguous()
         || changes.renamed
@@ -381,10 +383,11 @@ pub fn index_catalogue_changes(
     }
     // Counted against the index before this commit: it still holds the turn's starting point.
     docs.extend(count_documents(store, index, changes)?);
-    if models_written {
+    if words_written || !removed.is_empty() {
         index.update_and_remove(&docs, &removed, generation)?;
     } else {
-        // Listings linked, matched or delisted: the models' words are those indexed.
+        // Listings linked, matched or delisted, or a model's pictures or specification
+        // changed: the models' words are those indexed.
         index.update_counts(&docs, generation)?;
     }
     Ok(ReindexReport {

@@ -548,6 +548,39 @@ mod tests {
         );
     }
 
+    /// A model written with its words unchanged (here its description) leaves the listing
+    /// groups' kept candidates standing; a new reference moves them (D-207).
+    #[test]
+    fn the_model_text_edition_moves_with_a_model_s_words_not_with_the_rest_of_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer(dir.path());
+        writer
+            .run(|turn| import(turn, &model("m-1", "10000")))
+            .expect("import");
+        let edition = writer.catalogue.model_text_edition();
+        let described = Lines(vec![(
+            "models.jsonl",
+            r#"{"slug":"m-1","brand":"rolex","series":"submariner","name":"Sub m-1","referenceNumber":"10000","description":"Steel."}"#.into(),
+        )]);
+        writer
+            .run(|turn| import(turn, &described))
+            .expect("describe");
+        let brand = crate::domain::BrandId(1);
+        let slug = Slug::parse("m-1").expect("slug");
+        let read = writer.store.catalogue().model_by_slug(brand, &slug);
+        let kept = read.expect("read").expect("model");
+        assert_eq!(
+            kept.description.as_deref(),
+            Some("Steel."),
+            "the edit was written"
+        );
+        assert_eq!(writer.catalogue.model_text_edition(), edition);
+        writer
+            .run(|turn| import(turn, &model("m-1", "10001")))
+            .expect("re-reference");
+        assert!(writer.catalogue.model_text_edition() > edition);
+    }
+
     #[test]
     fn a_model_edit_patches_the_catalogue_index_instead_of_rebuilding_it() {
         let dir = tempfile::tempdir().expect("dir");

@@ -76,6 +76,9 @@ pub struct Changes {
     /// A brand or series renamed, or a calibre's type, complications or a complication's slug
     /// changed (models' documents carry them): the catalogue index is rebuilt, not patched.
     pub renamed: bool,
+    /// A model was written with other words than it had, created or merged away: what the
+    /// catalogue index's model text edition moves with.
+    pub model_words: bool,
     /// The rates in force changed: every listing's US dollar price may have moved.
     pub rates: bool,
     /// A day of rates was written, in force or not: a past price may convert otherwise.
@@ -110,6 +113,7 @@ impl Changes {
         self.renamed |= batch.renamed;
         self.rates |= batch.rates;
         self.rate_days |= batch.rate_days;
+        self.model_words |= batch.model_words;
         self.duplicates.extend(batch.duplicates);
     }
 }
@@ -126,6 +130,8 @@ pub(super) struct BatchChanges {
     /// A model into (+1) or out of (-1) a brand and series.
     pub model_moves: Vec<(BrandId, SeriesId, i64)>,
     pub renamed: bool,
+    /// A model written with other words than it had (or new, or merged away).
+    pub model_words: bool,
     pub rates: bool,
     pub rate_days: bool,
     pub duplicates: Vec<ModelId>,

@@ -249,6 +249,7 @@ impl<'t> WriteBatch<'t> {
         if old.is_none() {
             changes.created_models.push(new.id);
         }
+        changes.model_words |= old.is_none_or(|old| !old.same_words(new));
         // A model that is new, or moved, changes the model counts of its brand and series.
         for model in old.iter().copied().chain([new]) {
             changes.brands.push(model.brand_id);
@@ -551,6 +552,7 @@ impl WriteBatch<'_> {
     pub fn merge_model_away(&mut self, old: &Model, keeper: ModelId) {
         self.count(Counted::Models, -1);
         self.changes.models.push(old.id);
+        self.changes.model_words = true;
         self.changes.brands.push(old.brand_id);
         self.changes.series.push(old.series_id);
         self.changes
