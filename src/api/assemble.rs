@@ -516,11 +516,11 @@ fn price_history(app: &App, listing: &Listing) -> ApiResult<Vec<PriceHistoryPoin
     let stored = app.store().price_changes().of(listing.id)?;
     let mut points = Vec::new();
     for point in price_history::price_history(listing, &stored) {
-        let day: String = point.at.to_rfc3339().chars().take(10).collect();
-        let (rates_date, table) = app.table_on(&day)?;
+        let at = point.at.to_rfc3339();
+        let (rates_date, table) = app.table_on(at.get(..10).unwrap_or_default())?;
         let asking = point.asking;
         points.push(PriceHistoryPoint {
-            at: point.at.to_rfc3339(),
+            at,
             event: point.event.as_str(),
             price_usd: table.and_then(|t| t.usd_price(asking.price, asking.currency.as_deref())),
             price: asking.price,
