@@ -5,8 +5,10 @@
 # reads right after a start; and a link and a merge while a snapshot job runs.
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
+#                       [--serve-flag FLAG]...
 #
-# --no-first leaves out the first request after a start (six restarts).
+# --no-first leaves out the first request after a start (six restarts); --serve-flag passes a
+# flag to every `serve` (e.g. --serve-flag --no-picture-worker).
 #
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
@@ -17,12 +19,14 @@ WORK=/tmp/watch-scale
 REPEAT=50
 PORT=18432
 FIRST=1
+SERVE_FLAGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --work-dir) WORK=$2; shift 2 ;;
     --repeat) REPEAT=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --no-first) FIRST=0; shift ;;
+    --serve-flag) SERVE_FLAGS+=("$2"); shift 2 ;;
     *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
   esac
 done
@@ -41,7 +45,7 @@ source "$ROOT/bench/server-lib.sh"
 
 start_server() {
   LOG_LINES=$(wc -l < "$WORK/backoffice-server.log")
-  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 >> "$WORK/backoffice-server.log" 2>&1 &
+  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 30000); do
     curl -fs -o /dev/null "$BASE/readyz" && return

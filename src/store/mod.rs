@@ -20,6 +20,7 @@ mod price_changes;
 mod rates;
 mod recount;
 mod sessions;
+mod sled_config;
 mod sources;
 mod touch_log;
 mod turn;
@@ -248,10 +249,7 @@ impl Store {
         cache_bytes: u64,
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .open()?;
+        let db = sled_config::sled_config(dir, cache_bytes).open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         recount::recount_if_held(&db)?;
         let store = Store {
