@@ -57,6 +57,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         let config = config.clone();
         move || -> anyhow::Result<App> {
             let app = App::open_for_serving(&config.data_dir, config.cache_bytes)?;
+            flush_once_opened(app.store());
             app.prepare(true)?;
             Ok(app)
         }
@@ -209,6 +210,25 @@ impl ShutdownSignal {
         {
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+/// sled's first flush after an open walks every segment of the store (seconds of a core on a
+/// large one, D-208): started now, on a thread of its own, so that it runs beside the rest of
+/// the start-up rather than in the first request that writes.
+fn flush_once_opened(store: &crate::store::Store) {
+    let store = store.clone();
+    let spawned = std::thread::Builder::new()
+        .name("first-flush".into())
+        .spawn(move || {
+            let started = std::time::Instant::now();
+            match store.flush_once_opened(crate::domain::Timestamp::now()) {
+                Ok(()) => tracing::info!(took = ?started.elapsed(), "store's first flush done"),
+                Err(error) => tracing::warn!(%error, "the store's first flush at start-up"),
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "starting the store's first flush");
     }
 }
 

@@ -179,6 +179,9 @@ pub enum MetaKey {
     /// counts back for its last commit (`jobs::listing_writes`): a store opened with it counts
     /// them again (`super::recount`).
     ListingCountsHeld,
+    /// When a process last opened the store to serve: written at open, so that sled's first
+    /// flush after an open (which walks every segment) happens then (`Store::flush_once_opened`).
+    OpenedAt,
 }
 
 impl MetaKey {
@@ -195,6 +198,7 @@ impl MetaKey {
             MetaKey::DuplicatesGeneration => builder.text("duplicates_generation"),
             MetaKey::DuplicateGroupsKept => builder.text("duplicate_groups_kept"),
             MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
+            MetaKey::OpenedAt => builder.text("opened_at"),
         }
         .done()
     }

@@ -20,7 +20,6 @@ mod price_changes;
 mod rates;
 mod recount;
 mod sessions;
-mod sled_config;
 mod sources;
 mod touch_log;
 mod turn;
@@ -45,7 +44,7 @@ pub use unmatched::{
 };
 pub use write::WriteBatch;
 
-use crate::domain::AuditEntry;
+use crate::domain::{AuditEntry, Timestamp};
 use codec::{decode, decode_u64, encode_u64, StoredRecord};
 pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
@@ -249,7 +248,10 @@ impl Store {
         cache_bytes: u64,
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
-        let db = sled_config::sled_config(dir, cache_bytes).open()?;
+        let db = sled::Config::new()
+            .path(dir)
+            .cache_capacity(cache_bytes)
+            .open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         recount::recount_if_held(&db)?;
         let store = Store {
@@ -428,6 +430,23 @@ impl Store {
     pub fn flush(&self) -> StoreResult<()> {
         self.db.flush()?;
         Ok(())
+    }
+
+    /// Writes when the store was opened (`at`, milliseconds) and flushes it. sled's first flush
+    /// after it opens a store walks its segments once per segment (`SegmentAccountant::
+    /// stabilize` in sled 0.34): 1.9 s of a core, holding the lock every flush takes, at the
+    /// scale run's 26,500 segments. `serve` calls this as it opens the store, so that walk
+    /// runs beside its start-up instead of in the first admin's login (docs/decisions.md,
+    /// D-208). The record is bookkeeping: no generation moves, no index is behind for it.
+    pub fn flush_once_opened(&self, at: Timestamp) -> StoreResult<()> {
+        self.db
+            .insert(MetaKey::OpenedAt.key(), encode_u64(at.0 as u64).to_vec())?;
+        self.flush()
+    }
+
+    /// When a server last opened the store ([`Store::flush_once_opened`]).
+    pub fn opened_at(&self) -> StoreResult<Option<Timestamp>> {
+        Ok(self.meta(MetaKey::OpenedAt)?.map(|ms| Timestamp(ms as i64)))
     }
 
     /// Applies a bookkeeping write done outside the write turn (a session, a job's record)

@@ -1,7 +1,9 @@
 //! Start-up: an index missing or behind its store is rebuilt before the server answers, and
 //! the bundled fixtures hold the cases the service exists for.
 
-use crate::support::{binary, generation, reopen, run_when_unlocked, test_catalogue};
+use crate::support::{
+    binary, generation, new_data_dir, reopen, run_when_unlocked, test_catalogue, ServeProcess,
+};
 use std::collections::{HashMap, HashSet};
 use watch_catalogue::app::App;
 use watch_catalogue::data_dir::DataDir;
@@ -225,4 +227,27 @@ fn an_address_in_use_is_refused_before_the_fixtures_are_imported() {
         !data.join("store").exists(),
         "no store was opened, nothing imported"
     );
+}
+
+/// sled's first flush after an open walks every segment of the store (D-208): `serve` makes it
+/// as it opens the store, with a bookkeeping record that moves no generation, rather than
+/// leaving it to the first request that writes.
+#[test]
+fn serve_makes_the_stores_first_flush_as_it_opens_it() {
+    let data = new_data_dir();
+    let opened_at = |path: &std::path::Path| {
+        let app = reopen(&DataDir::new(path), 1 << 20);
+        let opened = app.store().opened_at().expect("read");
+        opened.expect("the open recorded")
+    };
+    let mut serve = ServeProcess::start(data.path());
+    assert!(serve.has_logged("store's first flush done"));
+    serve.stop();
+    let (first, before) = (opened_at(data.path()), generation(data.path()));
+
+    let mut serve = ServeProcess::start(data.path());
+    assert!(serve.has_logged("store's first flush done"));
+    serve.stop();
+    assert!(opened_at(data.path()) > first, "the second start recorded");
+    assert_eq!(generation(data.path()), before, "no generation moved");
 }
