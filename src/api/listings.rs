@@ -370,17 +370,13 @@ pub async fn listing_stats(
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
     work.run(move |app| {
-        let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
-            return Err(ApiError::invalid(
-                "`brand` and `model` are required",
-                "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
-            ));
-        };
+        let (brand, model) = required_model(
+            params.brand.as_deref(),
+            params.model.as_deref(),
+            "/listings/stats",
+        )?;
         let grouping = StatsGrouping::parse(params.group_by.as_deref())?;
-        let brand = assemble::brand_by_slug(app, brand)?;
-        let model = assemble::model_by_slug(app, &brand, model)?;
-        let table = app.conversion_table()?;
-        let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
+        let (model, table, code) = stats_subject(app, brand, model, params.currency.as_deref())?;
         Ok(Json(cache.asking_prices(
             app,
             model.id,
@@ -390,6 +386,36 @@ pub async fn listing_stats(
         )?))
     })
     .await
+}
+
+/// `brand` and `model` of a request for figures of a model at `path`, both required.
+pub fn required_model<'a>(
+    brand: Option<&'a str>,
+    model: Option<&'a str>,
+    path: &str,
+) -> ApiResult<(&'a str, &'a str)> {
+    match (brand, model) {
+        (Some(brand), Some(model)) => Ok((brand, model)),
+        _ => Err(ApiError::invalid(
+            "`brand` and `model` are required",
+            format!("GET /v1{path}?brand=rolex&model=submariner-date-126610ln"),
+        )),
+    }
+}
+
+/// The model `brand` and `model` name (404 for either unknown), the rates in force and the
+/// currency of its figures `currency` asks for ([`stats_currency`]).
+pub fn stats_subject(
+    app: &App,
+    brand: &str,
+    model: &str,
+    currency: Option<&str>,
+) -> ApiResult<(Model, Option<Arc<ConversionTable>>, String)> {
+    let brand = assemble::brand_by_slug(app, brand)?;
+    let model = assemble::model_by_slug(app, &brand, model)?;
+    let table = app.conversion_table()?;
+    let code = stats_currency(table.as_deref(), currency)?;
+    Ok((model, table, code))
 }
 
 /// The currency of asking-price figures `currency` asks for: USD when absent, else a code of
