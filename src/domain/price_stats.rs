@@ -17,9 +17,9 @@ pub fn price_figures(mut prices: Vec<u64>) -> Option<(u64, u64, u64)> {
     Some((low, median, high))
 }
 
-/// Lowest, median and highest of `count` prices read by rank (`nth(0)` the lowest, `nth(count
-/// - 1)` the highest), as [`price_figures`] takes them: for prices kept sorted in several
-/// parts, read without gathering them (a series' prices in each currency).
+/// Lowest, median and highest of `count` prices read by rank (`nth(0)` the lowest, the last
+/// rank the highest), as [`price_figures`] takes them: for prices kept sorted in several parts,
+/// read without gathering them (a series' prices in each currency).
 pub fn figures_by_rank(count: usize, nth: impl Fn(usize) -> u64) -> Option<(u64, u64, u64)> {
     let last = count.checked_sub(1)?;
     let (middle, even) = (count / 2, count % 2 == 0);

@@ -222,12 +222,18 @@ pub fn run(
         Batch::Reindex(which) => {
             control.set_total(documents_to_index(context, *which)?);
             let mut report = String::new();
+            let mut done = 0;
             if which.takes_catalogue() || which.takes_listings() {
-                report.push_str(&rebuild_indexes(context, *which, control)?);
+                let (lines, documents) = rebuild_indexes(context, *which, control)?;
+                report.push_str(&lines);
+                done += documents;
             }
             if which.takes_series() {
-                report.push_str(&refold_series(context, control)?);
+                let (line, models) = refold_series(context, control)?;
+                report.push_str(&line);
+                done += models;
             }
+            finished(control, done as u64);
             Ok(report.into())
         }
         Batch::Duplicates => {
@@ -239,12 +245,12 @@ pub fn run(
 }
 
 /// Rebuilds the indexes `which` names, then (with the catalogue's) the duplicate pairs: the
-/// report's lines.
+/// report's lines, and the documents indexed.
 fn rebuild_indexes(
     context: &JobContext,
     which: IndexChoice,
     control: &JobControl,
-) -> Result<String, BatchError> {
+) -> Result<(String, usize), BatchError> {
     let started = Instant::now();
     let rebuilt = context.writer().rebuild_indexes(which, &|| {
         control.tick();
@@ -274,23 +280,26 @@ fn rebuild_indexes(
         );
     }
     let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
-    finished(control, documents as u64);
     // Pairs are found among models: a rebuild of the listings alone leaves them be.
     if which.takes_catalogue() {
         report.push_str(&rebuild_duplicates(context, control)?.0);
     }
-    Ok(report)
+    Ok((report, documents))
 }
 
-/// Folds every model's price series again: the report's line.
-fn refold_series(context: &JobContext, control: &JobControl) -> Result<String, BatchError> {
+/// Folds every model's price series again: the report's line, and the models folded.
+fn refold_series(
+    context: &JobContext,
+    control: &JobControl,
+) -> Result<(String, usize), BatchError> {
     let started = Instant::now();
     let folded = refold_every_model(context, Timestamp::now(), control)?;
-    Ok(format!(
+    let line = format!(
         "folded the price series of {} models in {:.2?}\n",
         folded.models,
         started.elapsed()
-    ))
+    );
+    Ok((line, folded.models))
 }
 
 /// Marks a job as all done, `total` units in all, whatever it counted while it ran.
@@ -300,8 +309,9 @@ fn finished(control: &JobControl, total: u64) {
     control.advance(total.saturating_sub(done));
 }
 
-/// About how many documents a rebuild of `which` indexes, from the store's counters: the
-/// total its progress shows until the rebuild says how many it did.
+/// About how many documents a rebuild of `which` indexes (and models it folds the price series
+/// of), from the store's counters: the total its progress shows until the rebuild says how
+/// many it did.
 fn documents_to_index(context: &JobContext, which: IndexChoice) -> Result<u64, BatchError> {
     let store = context.store();
     let count = |counted| store.count_of(counted);
@@ -311,6 +321,10 @@ fn documents_to_index(context: &JobContext, which: IndexChoice) -> Result<u64, B
     }
     if which.takes_listings() {
         documents += count(Counted::Listings)?;
+    }
+    // A fold of the price series counts models.
+    if which.takes_series() {
+        documents += count(Counted::Models)?;
     }
     Ok(documents)
 }

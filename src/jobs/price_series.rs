@@ -24,6 +24,11 @@ pub enum FoldError {
     Index(#[from] IndexError),
     #[error("writing the folded series")]
     Write(#[from] WriteError<StoreError>),
+    #[error(transparent)]
+    Reindex(#[from] super::reindex::ReindexError),
+    /// The listings index is behind the store: a fold would miss listings.
+    #[error("the listings index is behind the store; the log is kept until it is rebuilt")]
+    IndexBehind,
     /// Asked to stop (SIGTERM) between two commits.
     #[error("stopped after folding {0} models: the server is shutting down; their series are written, and folding again completes the rest")]
     Stopped(usize),
@@ -32,7 +37,10 @@ pub enum FoldError {
 /// The stored ECB days as a series reads them, read again only after a write of rates through
 /// this store: a request converts each of its periods at a table without a store read.
 #[derive(Debug, Default)]
-pub struct KeptRates(Mutex<Option<((u64, u64), Arc<RatesHistory>)>>);
+pub struct KeptRates(Mutex<Option<(RatesEpochs, Arc<RatesHistory>)>>);
+
+/// The store's counts of writes of rates in force and of days, that a history was read at.
+type RatesEpochs = (u64, u64);
 
 impl KeptRates {
     pub fn history(&self, store: &Store) -> StoreResult<Arc<RatesHistory>> {

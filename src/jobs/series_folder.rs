@@ -9,6 +9,7 @@ use super::context::JobContext;
 use super::price_series::{fold_of, FoldError};
 use super::priority::at_lower_priority;
 use super::progress::JobControl;
+use super::reindex::listings_are_current;
 use crate::domain::price_series::ModelFold;
 use crate::domain::{ModelId, Timestamp};
 use crate::store::{SeriesLog, StoreResult, WriteTurn};
@@ -95,10 +96,7 @@ pub fn fold_logged(
     stop: &(dyn Fn() -> bool + Sync),
 ) -> Result<FoldReport, FoldError> {
     let _one = context.writer().series_folding().one_at_a_time();
-    let log = context
-        .writer()
-        .run_in_background(|turn| turn.store().price_series().log())?
-        .value;
+    let log = logged(context)?;
     if log.is_empty() {
         return Ok(FoldReport::default());
     }
@@ -117,13 +115,10 @@ pub fn refold_every_model(
     control: &JobControl,
 ) -> Result<FoldReport, FoldError> {
     let _one = context.writer().series_folding().one_at_a_time();
-    let log = context
-        .writer()
-        .run_in_background(|turn| turn.store().price_series().log())?
-        .value;
+    let log = logged(context)?;
     let models = every_model(context)?;
-    let (done, _) = control.progress();
-    control.set_total(done + models.len() as u64);
+    let (done, total) = control.progress();
+    control.set_total(total.max(done + models.len() as u64));
     let report = fold_models(context, &models, &log, now, &|folded| {
         control.advance(folded as u64);
         control.should_stop()
@@ -132,6 +127,20 @@ pub fn refold_every_model(
         true => Err(FoldError::Stopped(report.models)),
         false => Ok(report),
     }
+}
+
+/// The log as it stands between two writes, read in a write turn (each entry is then whole
+/// with its write), once the listings index, which a fold finds a model's listings through,
+/// reflects every write (the writer rebuilds one left behind by a failure first).
+fn logged(context: &JobContext) -> Result<SeriesLog, FoldError> {
+    let log = context
+        .writer()
+        .run_in_background(|turn| turn.store().price_series().log())?
+        .value;
+    if !listings_are_current(context.store(), context.listings())? {
+        return Err(FoldError::IndexBehind);
+    }
+    Ok(log)
 }
 
 /// Every model of the catalogue, and every model a fold kept anything of (a model merged away
@@ -156,11 +165,13 @@ fn fold_models(
 ) -> Result<FoldReport, FoldError> {
     let store = context.store();
     let rates = context.series_rates().history(store)?;
-    let commits = models.len().div_ceil(MODELS_PER_COMMIT).max(1);
+    // No model (every model asked of an empty catalogue): one commit, removing the entries.
+    let parts: Vec<&[ModelId]> = match models.is_empty() {
+        true => vec![&[]],
+        false => models.chunks(MODELS_PER_COMMIT).collect(),
+    };
     let mut report = FoldReport::default();
-    for commit in 0..commits {
-        let at = commit * MODELS_PER_COMMIT;
-        let part = &models[at.min(models.len())..(at + MODELS_PER_COMMIT).min(models.len())];
+    for (at, part) in parts.iter().enumerate() {
         let folds: Vec<(ModelId, Option<ModelFold>)> = part
             .par_iter()
             .map(|&model| {
@@ -170,7 +181,7 @@ fn fold_models(
                 ))
             })
             .collect::<Result<_, FoldError>>()?;
-        let last = commit + 1 == commits;
+        let last = at + 1 == parts.len();
         context
             .writer()
             .run_in_background(|turn| write_folds(turn, &folds, last.then_some(log)))?;

@@ -161,8 +161,10 @@ pub async fn submit_match(work: Work, Extension(caller): Extension<Caller>) -> A
     submit(&work, actor(&caller)?, Batch::Match, None).await
 }
 
-/// Submits a rebuild of the search indexes from the store, then the duplicate finder's pass and
-/// a fold of every model's price series.
+/// Submits a rebuild of the search indexes, the duplicate pairs and the models' price series.
+///
+/// `index` names what is rebuilt: the catalogue index (then the duplicate finder's pass), the
+/// listings index, every model's price series folded again, or all of them.
 #[utoipa::path(post, path = "/admin/reindex", operation_id = "admin_submit_reindex", tag = "jobs",
     params(ReindexParams),
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,

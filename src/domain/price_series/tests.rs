@@ -159,7 +159,8 @@ fn an_answer_is_the_folded_periods_then_the_carried_forward_ones_empty_before_th
         &chunks,
         &rates,
     );
-    let seen: Vec<(String, u64, Option<(u64, u64, u64)>, &str)> = (answer.iter())
+    type Seen<'a> = (String, u64, Option<(u64, u64, u64)>, &'a str);
+    let seen: Vec<Seen> = (answer.iter())
         .map(|p| {
             let eur = p.prices_in("EUR");
             (
