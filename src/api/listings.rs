@@ -338,11 +338,11 @@ pub async fn get_listing(
     .await
 }
 
-/// Query of `GET /listings/stats`.
+/// The model whose figures are asked for, and their currency: the query `GET /listings/stats`
+/// and `GET /listings/stats/history` share, resolved and refused alike.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct StatsParams {
+pub struct FigureParams {
     /// Brand slug.
     #[param(required = true)]
     brand: Option<String>,
@@ -352,6 +352,30 @@ pub struct StatsParams {
     /// Currency of the figures; USD by default.
     #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
+}
+
+impl FigureParams {
+    /// `brand` and `model`, both required: a 400 showing a request of `path` otherwise.
+    pub fn required(&self, path: &str) -> ApiResult<(&str, &str)> {
+        match (self.brand.as_deref(), self.model.as_deref()) {
+            (Some(brand), Some(model)) => Ok((brand, model)),
+            _ => Err(ApiError::invalid(
+                "`brand` and `model` are required",
+                format!("GET /v1{path}?brand=rolex&model=submariner-date-126610ln"),
+            )),
+        }
+    }
+
+    pub fn currency(&self) -> Option<&str> {
+        self.currency.as_deref()
+    }
+}
+
+/// The rest of the query of `GET /listings/stats`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct StatsParams {
     /// `condition` or `boxPapers`: the same figures also for each group of the listings'
     /// condition, or of what comes with the watch (box and papers), in `groups`.
     #[param(value_type = Option<String>)]
@@ -362,21 +386,18 @@ pub struct StatsParams {
 ///
 /// With `groupBy`, the same figures for each group of the listings' condition, or of their box
 /// and papers, in `groups`.
-#[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(StatsParams),
+#[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(FigureParams, StatsParams),
     responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
 pub async fn listing_stats(
     work: Work,
     Extension(cache): Extension<Arc<StatsCache>>,
+    Params(figures): Params<FigureParams>,
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
     work.run(move |app| {
-        let (brand, model) = required_model(
-            params.brand.as_deref(),
-            params.model.as_deref(),
-            "/listings/stats",
-        )?;
+        let (brand, model) = figures.required("/listings/stats")?;
         let grouping = StatsGrouping::parse(params.group_by.as_deref())?;
-        let (model, table, code) = stats_subject(app, brand, model, params.currency.as_deref())?;
+        let (model, table, code) = stats_subject(app, brand, model, figures.currency())?;
         Ok(Json(cache.asking_prices(
             app,
             model.id,
@@ -386,21 +407,6 @@ pub async fn listing_stats(
         )?))
     })
     .await
-}
-
-/// `brand` and `model` of a request for figures of a model at `path`, both required.
-pub fn required_model<'a>(
-    brand: Option<&'a str>,
-    model: Option<&'a str>,
-    path: &str,
-) -> ApiResult<(&'a str, &'a str)> {
-    match (brand, model) {
-        (Some(brand), Some(model)) => Ok((brand, model)),
-        _ => Err(ApiError::invalid(
-            "`brand` and `model` are required",
-            format!("GET /v1{path}?brand=rolex&model=submariner-date-126610ln"),
-        )),
-    }
 }
 
 /// The model `brand` and `model` name (404 for either unknown), the rates in force and the

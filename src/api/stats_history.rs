@@ -3,7 +3,7 @@
 //! periods folded, those after the last fold carried forward, each converted at its own rates.
 
 use super::error::{ApiError, ApiResult};
-use super::listings::{required_model, stats_subject};
+use super::listings::{stats_subject, FigureParams};
 use super::params::{choice_schema, parse_choice, Params};
 use super::views::{PriceSeriesView, SeriesPeriodView};
 use crate::api::layers::capacity::Work;
@@ -30,19 +30,10 @@ const RATES_KINDS: [(&str, RatesKind); 2] = [
     ("current", RatesKind::Current),
 ];
 
-/// Query of `GET /listings/stats/history`.
+/// The rest of the query of `GET /listings/stats/history`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct HistoryParams {
-    /// Brand slug.
-    #[param(required = true)]
-    brand: Option<String>,
-    /// Model slug within the brand.
-    #[param(required = true)]
-    model: Option<String>,
-    /// Currency of the prices; USD by default.
-    #[param(pattern = "^[A-Za-z]{3}$")]
-    currency: Option<String>,
     /// `week` (ISO weeks, Monday to Sunday, UTC; the default) or `month` (calendar months).
     #[param(value_type = Option<String>)]
     interval: Option<String>,
@@ -64,7 +55,7 @@ pub struct HistoryParams {
 /// (`current`). A model's listings are those matched to it now: a link or a merge moves a
 /// listing's whole history. At most 520 periods.
 #[utoipa::path(get, path = "/listings/stats/history", operation_id = "listing_stats_history", tag = "listings",
-    params(HistoryParams),
+    params(FigureParams, HistoryParams),
     responses(
         (status = 200, description = "Every period from `from`'s to `to`'s", body = PriceSeriesView),
         (status = 400, description = "invalid_request: `brand` or `model` missing, an unknown `interval` or `currency`, `from` or `to` no day of the calendar, `to` after today, `from` after `to`, or more than 520 periods", body = ErrorBody),
@@ -72,11 +63,11 @@ pub struct HistoryParams {
 pub async fn listing_stats_history(
     work: Work,
     Extension(clock): Extension<Clock>,
+    Params(figures): Params<FigureParams>,
     Params(params): Params<HistoryParams>,
 ) -> ApiResult<Json<PriceSeriesView>> {
     work.run(move |app| {
-        let (brand, model) =
-            required_model(params.brand.as_deref(), params.model.as_deref(), PATH)?;
+        let (brand, model) = figures.required(PATH)?;
         let interval = parse_choice("interval", params.interval.as_deref(), &INTERVALS)?
             .unwrap_or(Interval::Week);
         let today = day_of(clock.timestamp());
@@ -87,7 +78,7 @@ pub async fn listing_stats_history(
             today,
         )?;
         let (first, last) = periods(interval, from, to)?;
-        let (model, _, currency) = stats_subject(app, brand, model, params.currency.as_deref())?;
+        let (model, _, currency) = stats_subject(app, brand, model, figures.currency())?;
         let rates = app.job_context().series_rates().history(app.store())?;
         let series = model_series(app.store(), &rates, model.id, first, last)?;
         Ok(Json(PriceSeriesView {

@@ -718,12 +718,7 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
     schema_11.insert(MetaKey::Rates.key(), crate::store::codec::encode(&rates));
     write_raw(dir.path(), &schema_11);
 
-    let (store, report) =
-        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
-            .expect("serve migrates it");
-    let steps: Vec<(u64, u64, u64)> = (report.steps.iter())
-        .map(|s| (s.from, s.to, s.rewritten))
-        .collect();
+    let (store, steps) = served(dir.path());
     assert_eq!(steps, [(11, 12, 1), (12, 13, 1)]);
     let rates_area = store.rates();
     assert_eq!(
@@ -764,12 +759,7 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     schema_12.insert(MetaKey::SchemaVersion.key(), encode_u64(12).to_vec());
     schema_12.insert(MetaKey::Generation.key(), encode_u64(41).to_vec());
     write_raw(dir.path(), &schema_12);
-    let (store, report) =
-        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
-            .expect("serve migrates it");
-    let steps: Vec<(u64, u64, u64)> = (report.steps.iter())
-        .map(|s| (s.from, s.to, s.rewritten))
-        .collect();
+    let (store, steps) = served(dir.path());
     assert_eq!(steps, [(12, 13, 1)]);
     let log = store.price_series().log().expect("log");
     assert!(log.every_model && log.models.is_empty());
@@ -784,4 +774,14 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     let before = raw_pairs(&store.db);
     assert_eq!(log_every_model_for_series(&store.db).expect("again"), 1);
     assert_eq!(raw_pairs(&store.db), before);
+}
+
+/// The store in `dir` opened as `serve` opens it, and the steps it ran: from, to, rewritten.
+fn served(dir: &Path) -> (Store, Vec<(u64, u64, u64)>) {
+    let (store, report) = reopen(|| Store::open_with(dir, 1 << 20, MigrationPolicy::StartupSafe))
+        .expect("serve migrates it");
+    let steps = (report.steps.iter())
+        .map(|s| (s.from, s.to, s.rewritten))
+        .collect();
+    (store, steps)
 }
