@@ -10,7 +10,7 @@ mod rates;
 
 pub use fold::{fold_model, ModelFold};
 pub use periods::{day_of, format_day, midnight, parse_day, Day, Interval, Period};
-pub use rates::{EuroRates, PeriodRates, RatesHistory, RatesKind, PERIOD_RATES_REACH_DAYS};
+pub use rates::{EuroRates, PeriodRates, RatesHistory, RatesKind};
 
 use super::price_stats::figures_by_rank;
 use super::Timestamp;

@@ -3,7 +3,6 @@
 
 use super::super::rates::is_calendar_day;
 use super::super::Timestamp;
-use serde::{Deserialize, Serialize};
 use time::{Date, Month};
 
 /// A day of the calendar, in UTC.
@@ -12,7 +11,7 @@ pub type Day = Date;
 const MS_PER_DAY: i64 = 86_400_000;
 
 /// The length of a series' periods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Interval {
     Week,
     Month,
@@ -107,12 +106,6 @@ impl Period {
             Interval::Month => day.replace_day(1).unwrap_or(day),
         };
         Period { interval, start }
-    }
-
-    /// The period of `interval` whose first day is `start`, when it is one's first day.
-    pub fn starting(interval: Interval, start: Day) -> Option<Period> {
-        let period = Period::containing(interval, start);
-        (period.start == start).then_some(period)
     }
 
     /// Its number of days.
@@ -252,11 +245,6 @@ mod tests {
         let december = Period::containing(Interval::Month, day("2025-12-01"));
         assert_eq!(january.count_through(december), 12);
         assert_eq!(january.count_through(january), 1);
-        assert_eq!(
-            Period::starting(Interval::Week, day("2025-05-06")),
-            None,
-            "a Tuesday begins no week"
-        );
     }
 
     #[test]
