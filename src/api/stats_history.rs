@@ -50,10 +50,10 @@ pub struct HistoryParams {
 /// A model's asking prices week by week or month by month.
 ///
 /// For each period: its listings active then, how many were priced, low, median and high, and
-/// how many were listed and delisted. Each period converts at its own ECB rates (the latest day stored on or before its last day,
-/// when no more than 7 days before its first: `rates` is `period`), else at the rates in force
-/// (`current`). A model's listings are those matched to it now: a link or a merge moves a
-/// listing's whole history. At most 520 periods.
+/// how many were listed and delisted. Each period converts at its own ECB rates (the latest
+/// day stored on or before its last day, when no more than 7 days before its first: `rates` is
+/// `period`), else at the rates in force (`current`). A model's listings are those matched to
+/// it now: a link or a merge moves a listing's whole history. At most 520 periods.
 #[utoipa::path(get, path = "/listings/stats/history", operation_id = "listing_stats_history", tag = "listings",
     params(FigureParams, HistoryParams),
     responses(
