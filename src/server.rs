@@ -9,6 +9,7 @@ use crate::connections::ConnectionConfig;
 use crate::data_dir::DataDir;
 use crate::jobs::pictures::{run_until_stopped, PictureWorker, WorkerConfig};
 use crate::jobs::queue::Jobs;
+use crate::jobs::series_folder::SeriesFolder;
 use anyhow::Context;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -121,18 +122,23 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What runs beside the requests: the job queue's runner and the image worker. Started by
-/// `serve` alone (the router starts nothing), stopped and joined before the store's last flush.
+/// What runs beside the requests: the job queue's runner, the series folder and the image
+/// worker. Started by `serve` alone (the router starts nothing), stopped and joined before the
+/// store's last flush.
 struct Background {
     app: Arc<App>,
+    series: SeriesFolder,
     pictures: Option<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Background {
     /// Marks the jobs a previous process left unfinished interrupted, empties the spool, starts
-    /// the job runner, and the image worker when it is enabled.
+    /// the job runner, the series folder (which folds what the log holds at once), and the
+    /// image worker when it is enabled.
     fn start(app: &Arc<App>, pictures: &WorkerConfig) -> anyhow::Result<Background> {
         Jobs::start(app.job_context()).context("starting the job runner")?;
+        let series =
+            SeriesFolder::start(app.job_context().clone()).context("starting the series folder")?;
         let pictures = match pictures.enabled {
             true => {
                 let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);
@@ -149,14 +155,19 @@ impl Background {
         };
         Ok(Background {
             app: app.clone(),
+            series,
             pictures,
         })
     }
 
-    /// Stops the running job at its next chunk boundary and the image worker where it stands,
-    /// and waits for both.
+    /// Stops the running job at its next chunk boundary, the series folder at its next commit
+    /// and the image worker where it stands, and waits for them.
     async fn stop(self) {
         self.app.jobs().stop();
+        let series = self.series;
+        if let Err(error) = tokio::task::spawn_blocking(move || series.stop()).await {
+            tracing::error!(%error, "stopping the series folder");
+        }
         if let Some((stop, task)) = self.pictures {
             let _ = stop.send(true);
             if let Err(error) = task.await {

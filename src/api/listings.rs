@@ -338,11 +338,11 @@ pub async fn get_listing(
     .await
 }
 
-/// Query of `GET /listings/stats`.
+/// The model whose figures are asked for, and their currency: the query `GET /listings/stats`
+/// and `GET /listings/stats/history` share, resolved and refused alike.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(rename_all = "camelCase")]
 #[into_params(parameter_in = Query)]
-pub struct StatsParams {
+pub struct FigureParams {
     /// Brand slug.
     #[param(required = true)]
     brand: Option<String>,
@@ -352,6 +352,30 @@ pub struct StatsParams {
     /// Currency of the figures; USD by default.
     #[param(pattern = "^[A-Za-z]{3}$")]
     currency: Option<String>,
+}
+
+impl FigureParams {
+    /// `brand` and `model`, both required: a 400 showing a request of `path` otherwise.
+    pub fn required(&self, path: &str) -> ApiResult<(&str, &str)> {
+        match (self.brand.as_deref(), self.model.as_deref()) {
+            (Some(brand), Some(model)) => Ok((brand, model)),
+            _ => Err(ApiError::invalid(
+                "`brand` and `model` are required",
+                format!("GET /v1{path}?brand=rolex&model=submariner-date-126610ln"),
+            )),
+        }
+    }
+
+    pub fn currency(&self) -> Option<&str> {
+        self.currency.as_deref()
+    }
+}
+
+/// The rest of the query of `GET /listings/stats`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct StatsParams {
     /// `condition` or `boxPapers`: the same figures also for each group of the listings'
     /// condition, or of what comes with the watch (box and papers), in `groups`.
     #[param(value_type = Option<String>)]
@@ -362,25 +386,18 @@ pub struct StatsParams {
 ///
 /// With `groupBy`, the same figures for each group of the listings' condition, or of their box
 /// and papers, in `groups`.
-#[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(StatsParams),
+#[utoipa::path(get, path = "/listings/stats", operation_id = "listing_stats", tag = "listings", params(FigureParams, StatsParams),
     responses((status = 200, description = "Asking-price figures", body = ListingStats)))]
 pub async fn listing_stats(
     work: Work,
     Extension(cache): Extension<Arc<StatsCache>>,
+    Params(figures): Params<FigureParams>,
     Params(params): Params<StatsParams>,
 ) -> ApiResult<Json<ListingStats>> {
     work.run(move |app| {
-        let (Some(brand), Some(model)) = (params.brand.as_deref(), params.model.as_deref()) else {
-            return Err(ApiError::invalid(
-                "`brand` and `model` are required",
-                "GET /v1/listings/stats?brand=rolex&model=submariner-date-126610ln",
-            ));
-        };
+        let (brand, model) = figures.required("/listings/stats")?;
         let grouping = StatsGrouping::parse(params.group_by.as_deref())?;
-        let brand = assemble::brand_by_slug(app, brand)?;
-        let model = assemble::model_by_slug(app, &brand, model)?;
-        let table = app.conversion_table()?;
-        let code = stats_currency(table.as_deref(), params.currency.as_deref())?;
+        let (model, table, code) = stats_subject(app, brand, model, figures.currency())?;
         Ok(Json(cache.asking_prices(
             app,
             model.id,
@@ -390,6 +407,21 @@ pub async fn listing_stats(
         )?))
     })
     .await
+}
+
+/// The model `brand` and `model` name (404 for either unknown), the rates in force and the
+/// currency of its figures `currency` asks for ([`stats_currency`]).
+pub fn stats_subject(
+    app: &App,
+    brand: &str,
+    model: &str,
+    currency: Option<&str>,
+) -> ApiResult<(Model, Option<Arc<ConversionTable>>, String)> {
+    let brand = assemble::brand_by_slug(app, brand)?;
+    let model = assemble::model_by_slug(app, &brand, model)?;
+    let table = app.conversion_table()?;
+    let code = stats_currency(table.as_deref(), currency)?;
+    Ok((model, table, code))
 }
 
 /// The currency of asking-price figures `currency` asks for: USD when absent, else a code of

@@ -19,6 +19,7 @@ mod rates;
 pub mod requests;
 mod sitemap;
 pub mod stats_groups;
+pub mod stats_history;
 pub mod views;
 mod w3c_reconcile;
 
@@ -77,6 +78,8 @@ pub fn router_with_pages(app: Arc<App>, config: &ApiConfig, pages: Router) -> Ro
         .merge(pages)
         .fallback(unknown_path)
         .layer(Extension(Arc::new(listings::StatsCache::default())))
+        // The day a price series ends by default is today, by the server's clock.
+        .layer(Extension(config.clock.clone()))
         .layer(Extension(listings::MediaBase(
             config.media_base_url.as_str().into(),
         )))
@@ -348,6 +351,10 @@ fn v1_table() -> Vec<Route> {
         // Listings
         Route::public("/listings", get(listings::list_listings)),
         Route::public("/listings/stats", get(listings::listing_stats)),
+        Route::public(
+            "/listings/stats/history",
+            get(stats_history::listing_stats_history),
+        ),
         Route::public("/listings/{id}", get(listings::get_listing)),
         // Rates
         Route::public("/rates", get(rates::get_rates)),

@@ -46,6 +46,7 @@ use crate::auth::SESSION_COOKIE;
         calibers::get_caliber,
         listings::list_listings,
         listings::listing_stats,
+        super::stats_history::listing_stats_history,
         listings::get_listing,
         rates::get_rates,
         sitemap::models,
@@ -94,6 +95,7 @@ use crate::auth::SESSION_COOKIE;
         CaliberView, CaliberDetail, BrandPicture, BrandItem, BrandDetail, SeriesItem, SeriesDetail, YearRange,
         DiameterRange, StatsView, ModelSitemapEntry, CatalogSitemapEntry, CaliberSitemapEntry,
         ListingView, ListingPictureView, ListingDetail, PriceHistoryPoint, ListingStats, StatsGroup, super::stats_groups::StatsGrouping, ListingPage,
+        PriceSeriesView, SeriesPeriodView,
         ModelComparison, ComparedModel, HighlightedBrands, RatesView, EcbTable, UsdTable, BrandPage, SeriesPage,
         ModelPage, FacetsView, FacetValueView, ModelSitemapPage, CatalogSitemapPage, CaliberSitemapPage,
         views::back_office::SessionView, views::back_office::AdminStats, views::back_office::UnmatchedListing, views::back_office::AuditEntryView,
@@ -249,6 +251,11 @@ fn checked_parameters() -> Vec<(&'static str, &'static str, RefOr<Schema>)> {
             "/listings/stats",
             "groupBy",
             super::stats_groups::grouping_schema().into(),
+        ),
+        (
+            "/listings/stats/history",
+            "interval",
+            super::stats_history::interval_schema().into(),
         ),
         (
             "/admin/unmatched-listings",

@@ -75,9 +75,10 @@ pub enum Command {
         #[command(flatten)]
         remote: Remote,
     },
-    /// Rebuild the search indexes from the store, then the duplicate finder's pairs.
+    /// Rebuild the search indexes from the store, then the duplicate finder's pairs, and fold
+    /// every model's price series again.
     Reindex {
-        /// catalogue, listings or all.
+        /// catalogue, listings, series (the models' price series) or all.
         #[arg(long, default_value = "all", value_parser = parse_index)]
         index: IndexChoice,
         #[command(flatten)]
@@ -102,7 +103,7 @@ pub enum Command {
 }
 
 fn parse_index(text: &str) -> Result<IndexChoice, String> {
-    IndexChoice::parse(text).ok_or_else(|| format!("`{text}` is not catalogue, listings or all"))
+    IndexChoice::parse(text).ok_or_else(|| format!("`{text}` is not {}", IndexChoice::names()))
 }
 
 /// A network as `--trusted-proxy` and `--fetch-allow` take it: an address (`127.0.0.1`, `::1`,

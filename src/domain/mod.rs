@@ -12,6 +12,7 @@ mod listing;
 mod picture_review;
 mod pictures;
 pub mod price_history;
+pub mod price_series;
 mod price_stats;
 pub mod rates;
 mod reconciliation;

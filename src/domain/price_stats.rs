@@ -1,5 +1,6 @@
 //! Low, median and high of a set of asking prices, with the one median rule of the service:
-//! for an even number of prices, the mean of the two middle ones, rounded half up.
+//! for an even number of prices, the mean of the two middle ones, rounded half up; the prices
+//! given whole, or read by rank where they are kept sorted.
 
 /// Lowest, median and highest of `prices`; `None` when there are none. The median by
 /// selection, not a sort: linear in the number of prices, the same figure.
@@ -14,6 +15,20 @@ pub fn price_figures(mut prices: Vec<u64>) -> Option<(u64, u64, u64)> {
         _ => upper,
     };
     Some((low, median, high))
+}
+
+/// Lowest, median and highest of `count` prices read by rank (`nth(0)` the lowest, the last
+/// rank the highest), as [`price_figures`] takes them: for prices kept sorted in several parts,
+/// read without gathering them (a series' prices in each currency).
+pub fn figures_by_rank(count: usize, nth: impl Fn(usize) -> u64) -> Option<(u64, u64, u64)> {
+    let last = count.checked_sub(1)?;
+    let (middle, even) = (count / 2, count % 2 == 0);
+    let upper = nth(middle);
+    let median = match even {
+        true => mean_half_up(nth(middle - 1), upper),
+        false => upper,
+    };
+    Some((nth(0), median, nth(last)))
 }
 
 /// `(a + b) / 2` rounded half up, without overflow.
@@ -60,6 +75,13 @@ mod tests {
             prop_assert_eq!(low, *prices.iter().min().expect("min"));
             prop_assert_eq!(high, *prices.iter().max().expect("max"));
             prop_assert!(low <= median && median <= high);
+        }
+
+        #[test]
+        fn figures_by_rank_are_the_figures_of_the_prices(prices in prop::collection::vec(any::<u64>(), 0..60)) {
+            let mut sorted = prices.clone();
+            sorted.sort_unstable();
+            prop_assert_eq!(figures_by_rank(sorted.len(), |rank| sorted[rank]), price_figures(prices));
         }
     }
 }

@@ -8,12 +8,14 @@ use super::duplicates::{self, PassError};
 use super::ingest::{self, IngestError, IngestReport};
 use super::listing_writes::WrittenListings;
 use super::matching::{rematch_unmatched_indexed, MatchError};
+use super::price_series::FoldError;
 use super::progress::JobControl;
 use super::rates::{load_rates, RatesJobError};
 use super::reindex::ReindexError;
+use super::series_folder::refold_every_model;
 use super::snapshot_rules::{Problems, SnapshotRules};
 use super::writer::{IndexChoice, WriteError, Written};
-use crate::domain::JobKind;
+use crate::domain::{JobKind, Timestamp};
 use crate::store::Counted;
 use crate::store::StoreError;
 use std::fmt::Write as _;
@@ -103,6 +105,8 @@ pub enum BatchError {
     Match(#[from] WriteError<MatchError>),
     #[error("rebuilding the indexes")]
     Reindex(#[from] ReindexError),
+    #[error("folding the price series")]
+    Series(#[from] FoldError),
     #[error("reading the duplicate groups")]
     Read(#[from] StoreError),
 }
@@ -116,6 +120,7 @@ impl BatchError {
                 | BatchError::Match(WriteError::Job(MatchError::Stopped(_)))
                 | BatchError::Duplicates(WriteError::Job(PassError::Stopped(_)))
                 | BatchError::Reindex(ReindexError::Stopped)
+                | BatchError::Series(FoldError::Stopped(_))
         )
     }
 
@@ -215,41 +220,20 @@ pub fn run(
             .into())
         }
         Batch::Reindex(which) => {
-            let started = Instant::now();
             control.set_total(documents_to_index(context, *which)?);
-            let rebuilt = context.writer().rebuild_indexes(*which, &|| {
-                control.tick();
-                control.should_stop()
-            })?;
             let mut report = String::new();
-            let mut documents = 0;
-            let indexes = [
-                ("catalogue documents", rebuilt.catalogue),
-                ("listings", rebuilt.listings),
-            ];
-            for (what, rebuilt) in indexes {
-                if let Some(rebuilt) = rebuilt {
-                    documents += rebuilt.documents;
-                    let _ = writeln!(
-                        report,
-                        "indexed {} {what} at store generation {}",
-                        rebuilt.documents, rebuilt.generation
-                    );
-                }
+            let mut done = 0;
+            if which.takes_catalogue() || which.takes_listings() {
+                let (lines, documents) = rebuild_indexes(context, *which, control)?;
+                report.push_str(&lines);
+                done += documents;
             }
-            if let Some(kept) = rebuilt.unmatched_groups {
-                let _ = writeln!(
-                    report,
-                    "kept {} groups of unmatched listings ({} keys put right)",
-                    kept.groups, kept.keys_written
-                );
+            if which.takes_series() {
+                let (line, models) = refold_series(context, control)?;
+                report.push_str(&line);
+                done += models;
             }
-            let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
-            finished(control, documents as u64);
-            // Pairs are found among models: a rebuild of the listings alone leaves them be.
-            if *which != IndexChoice::Listings {
-                report.push_str(&rebuild_duplicates(context, control)?.0);
-            }
+            finished(control, done as u64);
             Ok(report.into())
         }
         Batch::Duplicates => {
@@ -260,6 +244,64 @@ pub fn run(
     }
 }
 
+/// Rebuilds the indexes `which` names, then (with the catalogue's) the duplicate pairs: the
+/// report's lines, and the documents indexed.
+fn rebuild_indexes(
+    context: &JobContext,
+    which: IndexChoice,
+    control: &JobControl,
+) -> Result<(String, usize), BatchError> {
+    let started = Instant::now();
+    let rebuilt = context.writer().rebuild_indexes(which, &|| {
+        control.tick();
+        control.should_stop()
+    })?;
+    let mut report = String::new();
+    let mut documents = 0;
+    let indexes = [
+        ("catalogue documents", rebuilt.catalogue),
+        ("listings", rebuilt.listings),
+    ];
+    for (what, rebuilt) in indexes {
+        if let Some(rebuilt) = rebuilt {
+            documents += rebuilt.documents;
+            let _ = writeln!(
+                report,
+                "indexed {} {what} at store generation {}",
+                rebuilt.documents, rebuilt.generation
+            );
+        }
+    }
+    if let Some(kept) = rebuilt.unmatched_groups {
+        let _ = writeln!(
+            report,
+            "kept {} groups of unmatched listings ({} keys put right)",
+            kept.groups, kept.keys_written
+        );
+    }
+    let _ = writeln!(report, "indexes rebuilt in {:.2?}", started.elapsed());
+    // Pairs are found among models: a rebuild of the listings alone leaves them be.
+    if which.takes_catalogue() {
+        report.push_str(&rebuild_duplicates(context, control)?.0);
+    }
+    Ok((report, documents))
+}
+
+/// Folds every model's price series again: the report's line, and the models folded.
+fn refold_series(
+    context: &JobContext,
+    control: &JobControl,
+) -> Result<(String, usize), BatchError> {
+    let started = Instant::now();
+    let folded = refold_every_model(context, Timestamp::now(), control)?;
+    let line = format!(
+        "folded the price series of {} models in {:.2?}\n",
+        folded.models,
+        started.elapsed()
+    );
+    Ok((line, folded.models))
+}
+
 /// Marks a job as all done, `total` units in all, whatever it counted while it ran.
 fn finished(control: &JobControl, total: u64) {
     let (done, _) = control.progress();
@@ -267,17 +309,22 @@ fn finished(control: &JobControl, total: u64) {
     control.advance(total.saturating_sub(done));
 }
 
-/// About how many documents a rebuild of `which` indexes, from the store's counters: the
-/// total its progress shows until the rebuild says how many it did.
+/// About how many documents a rebuild of `which` indexes (and models it folds the price series
+/// of), from the store's counters: the total its progress shows until the rebuild says how
+/// many it did.
 fn documents_to_index(context: &JobContext, which: IndexChoice) -> Result<u64, BatchError> {
     let store = context.store();
     let count = |counted| store.count_of(counted);
     let mut documents = 0;
-    if which != IndexChoice::Listings {
+    if which.takes_catalogue() {
         documents += count(Counted::Models)? + count(Counted::Brands)? + count(Counted::Series)?;
     }
-    if which != IndexChoice::Catalogue {
+    if which.takes_listings() {
         documents += count(Counted::Listings)?;
+    }
+    // A fold of the price series counts models.
+    if which.takes_series() {
+        documents += count(Counted::Models)?;
     }
     Ok(documents)
 }

@@ -1,10 +1,11 @@
 //! What a job may reach, and all it may: the one writer (and through it the store and both
 //! indexes), the media store, the pictures a person waits for, the duplicate groups kept between
-//! requests and the server's job queue. The app layer owns it; jobs never see the app.
+//! requests, the rates the price series convert at, and the server's job queue. The app layer owns it; jobs never see the app.
 
 use super::batch::Batch;
 use super::duplicates::{DuplicateGroups, Group};
 use super::pictures::UrgentPictures;
+use super::price_series::KeptRates;
 use super::queue::{Jobs, SpoolFile, SubmitError};
 use super::users::Actor;
 use super::writer::Writer;
@@ -20,6 +21,7 @@ pub struct JobContext {
     media: MediaStore,
     urgent_pictures: UrgentPictures,
     duplicate_groups: DuplicateGroups,
+    series_rates: KeptRates,
     queue: Jobs,
 }
 
@@ -32,6 +34,7 @@ impl JobContext {
             media,
             urgent_pictures: UrgentPictures::default(),
             duplicate_groups: DuplicateGroups::default(),
+            series_rates: KeptRates::default(),
             queue: Jobs::new(spool),
         }
     }
@@ -57,6 +60,12 @@ impl JobContext {
     /// Pictures a person is waiting for: the image worker takes them first.
     pub fn urgent_pictures(&self) -> &UrgentPictures {
         &self.urgent_pictures
+    }
+
+    /// The stored ECB days as price series convert with them, kept between folds and
+    /// requests.
+    pub fn series_rates(&self) -> &KeptRates {
+        &self.series_rates
     }
 
     /// Batch jobs submitted to the server, run one at a time through the writer.

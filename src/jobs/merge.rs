@@ -4,10 +4,11 @@
 //! atomic write with its audit entry.
 
 use super::listing_writes::ListingWrites;
+use super::reindex::listings_of_model;
 use super::users::{audit_entry, Actor};
-use crate::domain::{normalize_reference, Listing, ListingId, Model, ModelId, Timestamp};
+use crate::domain::{normalize_reference, Listing, Model, ModelId, Timestamp};
 use crate::store::{StoreError, WriteTurn};
-use catalogue_index::{IndexError, ListingFilters, ListingIndex, ListingQuery, ListingSort};
+use catalogue_index::{IndexError, ListingIndex};
 use std::collections::BTreeSet;
 
 #[derive(Debug, thiserror::Error)]
@@ -170,25 +171,7 @@ fn listings_of(
 ) -> Result<Vec<Listing>, MergeError> {
     let mut listings = Vec::new();
     for &model in models {
-        let query = |limit| ListingQuery {
-            text: None,
-            filters: ListingFilters {
-                model_id: Some(model.0),
-                ..ListingFilters::default()
-            },
-            sort: ListingSort::Oldest,
-            offset: 0,
-            limit,
-        };
-        let total = index.search(&query(0))?.total;
-        for id in index.search(&query(total))?.ids {
-            // The store says which model a listing is of now; the index may lag a moment.
-            if let Some(listing) = turn.store().listings().listing(ListingId(id))? {
-                if listing.model_id == Some(model) {
-                    listings.push(listing);
-                }
-            }
-        }
+        listings.extend(listings_of_model::<MergeError>(turn.store(), index, model)?);
     }
     Ok(listings)
 }

@@ -1,7 +1,8 @@
 //! Batch jobs that write the store: `import` of a dataset directory, provider snapshot
 //! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's writes (`users`,
 //! `reconciliation`, `picture_review`, `merge`), the image worker (`pictures`) and the
-//! `listing_candidates` it ranks for picture review. Each runs inside the one
+//! `listing_candidates` it ranks for picture review, and the folder of models' price series
+//! (`series_folder`, over `price_series`). Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it, and reaches
 //! nothing but what its [`context::JobContext`] holds.
 
@@ -20,6 +21,7 @@ pub mod merge;
 pub mod nearest_models;
 pub mod picture_review;
 pub mod pictures;
+pub mod price_series;
 pub mod priority;
 pub mod progress;
 pub mod queue;
@@ -27,6 +29,7 @@ pub mod rates;
 pub mod read_pool;
 pub mod reconciliation;
 pub mod reindex;
+pub mod series_folder;
 pub mod snapshot_rules;
 pub mod unmatched_groups;
 pub mod users;

@@ -5,12 +5,12 @@
 use crate::domain::rates::ConversionTable;
 use crate::domain::{
     normalize_reference, text_runs, BoxPapers, Brand, BrandId, Caliber, CaliberId, ComplicationId,
-    GroupKey, Listing, Model, ModelId, Series, SeriesId,
+    GroupKey, Listing, ListingId, Model, ModelId, Series, SeriesId,
 };
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
-    BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc, ListingIndex,
-    ModelDoc, ModelSpecDoc, SeriesDoc,
+    BrandDoc, CatalogueDoc, CatalogueIndex, DocKind, Filters, IndexError, ListingDoc,
+    ListingFilters, ListingIndex, ListingQuery, ListingSort, ModelDoc, ModelSpecDoc, SeriesDoc,
 };
 use rayon::prelude::*;
 use std::collections::{BTreeSet, HashMap};
@@ -33,6 +33,35 @@ pub enum ReindexError {
 pub struct ReindexReport {
     pub documents: usize,
     pub generation: u64,
+}
+
+/// Every listing matched or linked to `model` now, whatever its status: those the listings
+/// index finds for it that the store says are still its (the index may lag a write under way).
+pub fn listings_of_model<E: From<StoreError> + From<IndexError>>(
+    store: &Store,
+    index: &ListingIndex,
+    model: ModelId,
+) -> Result<Vec<Listing>, E> {
+    let query = |limit| ListingQuery {
+        text: None,
+        filters: ListingFilters {
+            model_id: Some(model.0),
+            ..ListingFilters::default()
+        },
+        sort: ListingSort::Oldest,
+        offset: 0,
+        limit,
+    };
+    let total = index.search(&query(0))?.total;
+    let mut listings = Vec::with_capacity(total);
+    for id in index.search(&query(total))?.ids {
+        if let Some(listing) = store.listings().listing(ListingId(id))? {
+            if listing.model_id == Some(model) {
+                listings.push(listing);
+            }
+        }
+    }
+    Ok(listings)
 }
 
 /// True when the catalogue index reflects the store's last write.

@@ -9,6 +9,7 @@
 use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
+use super::series_folder::SeriesFolding;
 use crate::domain::ModelId;
 use crate::store::{
     Changes, GroupsRebuilt, Interlude, Store, StoreError, StoreGeneration, WriteTurn,
@@ -24,6 +25,8 @@ pub struct Writer {
     listings: Arc<ListingIndex>,
     /// Listings a job writes before its listings go to a load of the index.
     load_from: usize,
+    /// Woken when a write logs models for the price series; one fold at a time.
+    series: Arc<SeriesFolding>,
 }
 
 /// A job's result, how long its write took and then the index updates and the duplicate pairs'
@@ -69,37 +72,60 @@ pub enum WriteError<E: std::error::Error + 'static> {
     Index(#[source] ReindexError),
 }
 
-/// Which indexes a rebuild takes: the catalogue's, the listings', or both.
+/// What a rebuild takes: the catalogue index, the listings index, the models' price series, or
+/// all of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IndexChoice {
     Catalogue,
     Listings,
+    Series,
     All,
 }
 
 impl IndexChoice {
-    pub const ALL: [IndexChoice; 3] = [
+    pub const ALL: [IndexChoice; 4] = [
         IndexChoice::Catalogue,
         IndexChoice::Listings,
+        IndexChoice::Series,
         IndexChoice::All,
     ];
 
-    /// `catalogue`, `listings` or `all`.
+    /// `catalogue`, `listings`, `series` or `all`.
     pub fn parse(text: &str) -> Option<IndexChoice> {
-        match text {
-            "catalogue" => Some(IndexChoice::Catalogue),
-            "listings" => Some(IndexChoice::Listings),
-            "all" => Some(IndexChoice::All),
-            _ => None,
-        }
+        IndexChoice::ALL
+            .into_iter()
+            .find(|choice| choice.as_str() == text)
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
             IndexChoice::Catalogue => "catalogue",
             IndexChoice::Listings => "listings",
+            IndexChoice::Series => "series",
             IndexChoice::All => "all",
         }
+    }
+
+    /// The names, as a message lists them: `catalogue, listings, series or all`.
+    pub fn names() -> String {
+        let names = IndexChoice::ALL.map(IndexChoice::as_str);
+        let (last, others) = names.split_last().unwrap_or((&"all", &[]));
+        format!("{} or {last}", others.join(", "))
+    }
+
+    /// True when it rebuilds the catalogue index (and then the duplicate pairs).
+    pub fn takes_catalogue(self) -> bool {
+        matches!(self, IndexChoice::Catalogue | IndexChoice::All)
+    }
+
+    /// True when it rebuilds the listings index (and the groups of unmatched listings).
+    pub fn takes_listings(self) -> bool {
+        matches!(self, IndexChoice::Listings | IndexChoice::All)
+    }
+
+    /// True when it folds every model's price series again.
+    pub fn takes_series(self) -> bool {
+        matches!(self, IndexChoice::Series | IndexChoice::All)
     }
 }
 
@@ -139,7 +165,13 @@ impl Writer {
             catalogue,
             listings,
             load_from: LOAD_FROM_LISTINGS,
+            series: Arc::default(),
         }
+    }
+
+    /// The price series folder's wake and turn (`series_folder`).
+    pub fn series_folding(&self) -> &SeriesFolding {
+        &self.series
     }
 
     /// The store every job of this writer writes.
@@ -257,10 +289,10 @@ impl Writer {
     ) -> Result<CatchUp, ReindexError> {
         let turn = self.store.write_turn();
         let mut done = CatchUp::default();
-        if which != IndexChoice::Listings {
+        if which.takes_catalogue() {
             done.catalogue = Some(reindex::rebuild_unless(&self.store, &self.catalogue, stop)?);
         }
-        if which != IndexChoice::Catalogue {
+        if which.takes_listings() {
             done.listings = Some(reindex::rebuild_listings_unless(
                 &self.store,
                 &self.listings,
@@ -282,6 +314,8 @@ struct Parts {
     listings: Arc<ListingIndex>,
     /// The turn's listing sink, loaded anew in each part.
     load: Option<Arc<IndexLoad>>,
+    /// Told when a part logged models for the price series.
+    series: Arc<SeriesFolding>,
     before: Mutex<Before>,
     /// What the parts ended so far indexed.
     indexed: Mutex<Indexed>,
@@ -305,6 +339,7 @@ impl Parts {
             catalogue: writer.catalogue.clone(),
             listings: writer.listings.clone(),
             load,
+            series: writer.series.clone(),
             before: Mutex::new(before),
             indexed: Mutex::new(Indexed::default()),
         })
@@ -333,6 +368,9 @@ impl Parts {
             || self.index_changes(changes, before),
         );
         tracing::debug!(?duplicates_took, "write done");
+        if changes.series_logged {
+            self.series.logged();
+        }
         let mut total = lock(&self.indexed);
         *total = total.then(indexed?);
         Ok(*total)

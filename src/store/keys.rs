@@ -141,6 +141,17 @@ pub enum Keyspace {
     /// The duplicate groups as last joined, a thousand to a key, by chunk number: records,
     /// derived, written outside the write turn at the generation of `MetaKey::DuplicateGroupsKept`.
     KeptDuplicateGroups = 111,
+    /// Store generation -> the models whose listings the write of that generation changed (a
+    /// price, a status, a model), or every model (a day of rates, a migration): a record,
+    /// derived, written in the same batch as the write and removed by the series folder's
+    /// write that folded them (`store::series`, D-208). New in schema 13.
+    PriceSeriesTouched = 120,
+    /// Model id + interval + year -> the model's periods of that interval beginning in that
+    /// year, as last folded: records, derived.
+    PriceSeriesPeriods = 121,
+    /// Model id -> the listings active when the model was last folded, with their prices:
+    /// records, derived.
+    PriceSeriesState = 122,
 }
 
 impl Keyspace {
@@ -426,6 +437,22 @@ pub fn model_listing_count(model: ModelId) -> Vec<u8> {
 pub fn provider_slug(slug: &Slug) -> Vec<u8> {
     KeyBuilder::new(Keyspace::ProviderSlug)
         .text(slug.as_str())
+        .done()
+}
+/// The key of `model`'s periods of the interval coded `interval` that begin in `year`.
+pub fn price_series_periods(model: ModelId, interval: u8, year: i32) -> Vec<u8> {
+    // The sign bit flipped, so that key order is the years' order.
+    let year = u64::from((year as u32) ^ (1 << 31));
+    KeyBuilder::new(Keyspace::PriceSeriesPeriods)
+        .id(model.0)
+        .byte(interval)
+        .id(year)
+        .done()
+}
+/// The start of every key of `model`'s periods.
+pub fn price_series_periods_of(model: ModelId) -> Vec<u8> {
+    KeyBuilder::new(Keyspace::PriceSeriesPeriods)
+        .id(model.0)
         .done()
 }
 /// The key of the ECB rates of the day `date` (`YYYY-MM-DD`).

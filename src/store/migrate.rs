@@ -111,7 +111,27 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: keep_rates_in_force_as_a_day,
     },
+    Step {
+        from: 12,
+        to: 13,
+        summary: "every model's price series is logged to be folded (by the server's series folder, in the background)",
+        safe_at_startup: true,
+        run: log_every_model_for_series,
+    },
 ];
+
+/// Step 12 -> 13: logs every model for the series folder (D-208), as a write of rates does:
+/// the server folds them in the background from its start, or `reindex --index series` does
+/// offline. Idempotent: the entry is of the store's generation, written again the same.
+/// Returns the entries written (1).
+fn log_every_model_for_series(db: &sled::Db) -> StoreResult<u64> {
+    let generation = read_meta(db, MetaKey::Generation)?.unwrap_or(0);
+    let (key, value) = super::price_series::log_entry(db, generation, Default::default(), true)?;
+    if let Some(value) = value {
+        db.insert(key, value)?;
+    }
+    Ok(1)
+}
 
 /// Step 11 -> 12: stores the rates in force, if any, under their day, as loading them does
 /// from schema 12 on. Idempotent: the record is copied as it is, whatever the day key holds.

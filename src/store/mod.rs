@@ -2,7 +2,8 @@
 //! lookup is a key or prefix read. One tree with a keyspace byte per key kind, so that a whole
 //! write (records, secondary keys and the generation bump) is one atomic `sled::Batch`.
 //! Reads go through the store's areas (`store.catalogue()`, `.listings()`, `.sessions()`,
-//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`, `.unmatched()`), a file each naming the
+//! `.audit()`, `.jobs()`, `.pictures()`, `.duplicates()`, `.rates()`, `.unmatched()`,
+//! `.price_changes()`, `.price_series()`), a file each naming the
 //! keyspaces it owns; `Store` itself opens the tree, keeps the generations and applies writes.
 
 mod audit;
@@ -17,6 +18,7 @@ pub mod migrate;
 mod pending;
 mod pictures;
 mod price_changes;
+mod price_series;
 mod rates;
 mod recount;
 mod sessions;
@@ -34,6 +36,7 @@ pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
 pub use price_changes::PriceChanges;
+pub use price_series::{PriceSeries, SeriesLog};
 pub use rates::{NearestDays, Rates};
 pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
@@ -69,7 +72,9 @@ use std::sync::{Arc, Mutex};
 /// 11: a group's member keys are valued with their listing's title (D-203).
 /// 12: every day of ECB rates loaded is kept by date (`RatesDay`), the rates in force among
 ///    them (D-204).
-pub const SCHEMA_VERSION: u64 = 12;
+/// 13: models' price series are folded from a log of the models each write changed
+///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-208).
+pub const SCHEMA_VERSION: u64 = 13;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -222,6 +227,11 @@ impl Store {
         PriceChanges(self)
     }
 
+    /// Models' price series: the log of models to fold, and what their folds kept (D-208).
+    pub fn price_series(&self) -> PriceSeries<'_> {
+        PriceSeries(self)
+    }
+
     /// Brings the kept groups of unmatched listings to what the listings make
     /// (`watch-catalogue reindex`), in the caller's write turn: the groups, and the keys that
     /// differed and were written.
@@ -368,10 +378,24 @@ impl Store {
             Vec::new()
         };
         let touched = batch.duplicates_touched().iter().copied().collect();
+        // The models whose listings the write changed, for the series folder: in the same
+        // write, so none is lost to a crash after it.
+        let (series_models, every_model) = batch.take_series_log();
+        let series_entry = match series_models.is_empty() && !every_model {
+            true => None,
+            false => Some(price_series::log_entry(
+                &self.db,
+                generation.0,
+                series_models,
+                every_model,
+            )?),
+        };
         let audit = batch.take_audit();
         let (written, mut changes) = batch.into_operations()?;
         changes.duplicates = touched;
+        changes.series_logged = series_entry.is_some();
         operations.extend(written);
+        operations.extend(series_entry);
         operations.extend(duplicates_bump);
         let keys = operations.len();
         let started = std::time::Instant::now();

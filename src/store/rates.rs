@@ -67,6 +67,11 @@ impl<'s> Rates<'s> {
         Ok(Some((ecb.date, table)))
     }
 
+    /// Every stored day as published, oldest first.
+    pub fn all_days(self) -> impl Iterator<Item = StoreResult<EcbRates>> + 's {
+        self.0.all(Keyspace::RatesDay)
+    }
+
     /// The date of every stored day, oldest first, read from the keys alone.
     pub fn days(self) -> impl Iterator<Item = StoreResult<String>> + 's {
         let store = self.0;

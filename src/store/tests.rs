@@ -302,10 +302,11 @@ fn reads_are_whole_at_their_generation_unless_a_write_applied_key_by_key_overlap
 }
 
 /// The areas' module docs, each with the keyspaces it owns.
-const AREAS: [(&str, &str); 10] = [
+const AREAS: [(&str, &str); 11] = [
     ("catalogue", include_str!("catalogue.rs")),
     ("listings", include_str!("listings.rs")),
     ("price_changes", include_str!("price_changes.rs")),
+    ("price_series", include_str!("price_series.rs")),
     ("sessions", include_str!("sessions.rs")),
     ("audit", include_str!("audit.rs")),
     ("jobs", include_str!("jobs.rs")),

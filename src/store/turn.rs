@@ -86,6 +86,8 @@ pub struct Changes {
     /// Models whose duplicate pairs or dismissals changed, by any commit, derived ones too:
     /// gathered only for a turn passed to others (what they did to the pairs).
     pub duplicates: BTreeSet<ModelId>,
+    /// A commit logged models for the series folder (`store::series`).
+    pub series_logged: bool,
 }
 
 impl Changes {
@@ -115,6 +117,7 @@ impl Changes {
         self.rate_days |= batch.rate_days;
         self.model_words |= batch.model_words;
         self.duplicates.extend(batch.duplicates);
+        self.series_logged |= batch.series_logged;
     }
 }
 
@@ -135,6 +138,7 @@ pub(super) struct BatchChanges {
     pub rates: bool,
     pub rate_days: bool,
     pub duplicates: Vec<ModelId>,
+    pub series_logged: bool,
 }
 
 /// Who holds the write turn and who waits for it: tickets drawn in order and served in that

@@ -6,10 +6,13 @@ use super::codec::{encode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::pending::GroupWrites;
 use super::price_changes::ChangeWrites;
+use super::price_series::{self, SeriesLog};
 use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::unmatched::GroupChanges;
 use super::{Store, StoreResult};
+use crate::domain::price_history::AskingPrice;
+use crate::domain::price_series::ModelFold;
 use crate::domain::rates::EcbRates;
 use crate::domain::{
     normalize_reference, AuditEntry, Brand, BrandId, Caliber, Complication, DuplicatePair,
@@ -55,6 +58,11 @@ pub struct WriteBatch<'t> {
     unmatched: GroupChanges,
     /// The listings' price changes the write sees (`super::price_changes`).
     price_changes: ChangeWrites,
+    /// The models whose listings' prices, statuses or models the write changes, and whether
+    /// every model's series is to be folded again (a day of rates): the series log's entry
+    /// of the write (`super::price_series`).
+    price_series_touched: BTreeSet<ModelId>,
+    price_series_every_model: bool,
     /// Entries appended to the audit trail, written at commit with their lists' keys and
     /// counts (`super::audit`).
     audit: Vec<AuditEntry>,
@@ -82,6 +90,8 @@ impl<'t> WriteBatch<'t> {
             sources: SourceWrites::default(),
             unmatched: GroupChanges::default(),
             price_changes: ChangeWrites::default(),
+            price_series_touched: BTreeSet::new(),
+            price_series_every_model: false,
             audit: Vec::new(),
             rates_in_force: None,
             store: store.clone(),
@@ -110,6 +120,15 @@ impl<'t> WriteBatch<'t> {
     /// The models whose duplicate pairs or dismissals the write changes.
     pub(super) fn duplicates_touched(&self) -> &BTreeSet<ModelId> {
         &self.duplicates_touched
+    }
+
+    /// The models the write logs for the series folder, and whether it logs every model,
+    /// taken out of it: the commit writes them as the write's entry of the log.
+    pub(super) fn take_series_log(&mut self) -> (BTreeSet<ModelId>, bool) {
+        (
+            std::mem::take(&mut self.price_series_touched),
+            self.price_series_every_model,
+        )
     }
 
     /// The entries the write appends to the audit trail, taken out of it: the commit writes
@@ -281,7 +300,27 @@ impl<'t> WriteBatch<'t> {
         self.put(Keyspace::Listing.id_key(new.id.0), encode(new));
         self.unmatched.listing_written(old, new);
         self.price_changes.listing_written(old, new);
+        self.log_series_of(old, new);
         self.mark_candidates_stale(old, new);
+    }
+
+    /// A listing new, or whose price, status or model changed, changes its models' series
+    /// (the one it left too): logged for the series folder.
+    fn log_series_of(&mut self, old: Option<&Listing>, new: &Listing) {
+        // On every listing an ingest writes: compared without allocating.
+        let unchanged = old.is_some_and(|old| {
+            old.model_id == new.model_id
+                && old.status == new.status
+                && AskingPrice::same(&old.details, &new.details)
+        });
+        if unchanged {
+            return;
+        }
+        let models = old
+            .and_then(|old| old.model_id)
+            .into_iter()
+            .chain(new.model_id);
+        self.price_series_touched.extend(models);
     }
 
     /// A listing whose model or pictures changed changes what its models' listing candidates
@@ -337,6 +376,8 @@ impl<'t> WriteBatch<'t> {
     /// as they were (the same day loaded again unchanged) reprice nothing. True when the day
     /// is the rates in force after the write.
     pub fn put_rates(&mut self, day: &EcbRates) -> StoreResult<bool> {
+        // A day new or changed may change the table any period of any series converts at.
+        self.price_series_every_model |= self.store.rates().day(&day.date)?.as_ref() != Some(day);
         self.put(keys::rates_day(&day.date), encode(day));
         self.changes.rate_days = true;
         let in_force = self.rates_in_force()?;
@@ -569,6 +610,31 @@ impl WriteBatch<'_> {
         );
         self.put(Keyspace::MergedId.id_key(old.id.0), id_value(keeper.0));
         self.duplicates_touched.extend([old.id, keeper]);
+        // Its series goes with it, and its listings' timelines to the keeper.
+        self.price_series_touched.extend([old.id, keeper]);
+    }
+}
+
+/// The models' price series as the series folder keeps them (`super::price_series`): derived
+/// writes, committed without a generation bump.
+impl WriteBatch<'_> {
+    /// Leaves `model`'s series as `fold` has it; `None` forgets it (no listing, or the model
+    /// is gone).
+    pub fn put_series_fold(&mut self, model: ModelId, fold: Option<&ModelFold>) -> StoreResult<()> {
+        for (key, value) in price_series::fold_operations(&self.store, model, fold)? {
+            match value {
+                Some(value) => self.put(key, value),
+                None => self.remove(key),
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the entries of `log`: what they name is folded.
+    pub fn forget_series_log(&mut self, log: &SeriesLog) {
+        for (key, _) in price_series::forget_operations(log) {
+            self.remove(key);
+        }
     }
 }
 

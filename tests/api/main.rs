@@ -34,6 +34,7 @@ mod reconciliation;
 mod sitemap;
 mod startup;
 mod stats_groups;
+mod stats_history;
 mod support;
 mod users;
 mod w3c_reconcile;

@@ -29,6 +29,9 @@ pub fn example_path(path: &str) -> String {
         "/listings/stats" => {
             "/listings/stats?brand=rolex&model=submariner-date-126610ln".to_owned()
         }
+        "/listings/stats/history" => {
+            "/listings/stats/history?brand=rolex&model=submariner-date-126610ln".to_owned()
+        }
         other => other
             .replace("{brandSlug}", "rolex")
             .replace("{seriesSlug}", "submariner"),

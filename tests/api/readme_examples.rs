@@ -4,7 +4,8 @@
 //! `…` standing for any text, a `# total N: a, b, …` line for a page's total and first slugs.
 //! README ports stand for servers the test starts on free ports: 8080 the bundled fixtures
 //! (the back office signed in as its examples do), 8088 the picture review's set-up, 8089 the
-//! duplicates' (each described in the README's prose), 8765 the pictures served to 8088.
+//! duplicates', 8090 the revisits' (each described in the README's prose), 8765 the pictures
+//! served to 8088.
 
 use crate::support::ServeProcess;
 use std::collections::BTreeMap;
@@ -353,6 +354,28 @@ fn fixtures_scenario(args: &[&str]) -> Scenario {
     scenario
 }
 
+/// The revisits' set-up as the README's prose gives it: the fixtures served, then, the server
+/// stopped, chrono24's two revisit snapshots ingested and every model's price series folded,
+/// and the server started again.
+fn revisits_scenario() -> Scenario {
+    let mut scenario = fixtures_scenario(&[]);
+    scenario.stop();
+    let revisits = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/revisits");
+    for snapshot in ["chrono24-2.jsonl", "chrono24-3.jsonl"] {
+        let file = revisits.join(snapshot);
+        let command = format!(
+            "watch-catalogue ingest --provider chrono24 {}",
+            file.display()
+        );
+        let ingested = scenario.run(&command, "");
+        assert!(ingested.contains("ingested chrono24"), "{ingested}");
+    }
+    let folded = scenario.run("watch-catalogue reindex --index series", "");
+    assert!(folded.contains("folded the price series"), "{folded}");
+    scenario.start();
+    scenario
+}
+
 /// Serves `pictures` (path to PNG bytes) on a free loopback port until the test ends.
 fn picture_server(pictures: BTreeMap<&'static str, Vec<u8>>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -436,7 +459,7 @@ fn every_readme_example_prints_what_the_readme_shows() {
     let catalogue = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/catalogue");
     for example in &examples {
         let command = without_comment(&example.command);
-        let port = [8080, 8088, 8089]
+        let port = [8080, 8088, 8089, 8090]
             .into_iter()
             .find(|port| command.contains(&format!("127.0.0.1:{port}")))
             .unwrap_or(8080);
@@ -447,6 +470,7 @@ fn every_readme_example_prints_what_the_readme_shows() {
                 scenario.with_ana();
                 scenario
             }
+            8090 => revisits_scenario(),
             _ => fixtures_scenario(&[]),
         });
         let offline = command.starts_with("watch-catalogue user");

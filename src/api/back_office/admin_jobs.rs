@@ -56,7 +56,7 @@ pub struct SnapshotParams {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ReindexParams {
-    /// catalogue, listings or all (default).
+    /// catalogue, listings, series (the models' price series) or all (default).
     #[param(example = "all", value_type = Option<String>)]
     index: Option<String>,
 }
@@ -161,7 +161,10 @@ pub async fn submit_match(work: Work, Extension(caller): Extension<Caller>) -> A
     submit(&work, actor(&caller)?, Batch::Match, None).await
 }
 
-/// Submits a rebuild of the search indexes from the store, then the duplicate finder's pass.
+/// Submits a rebuild of the search indexes, the duplicate pairs and the models' price series.
+///
+/// `index` names what is rebuilt: the catalogue index (then the duplicate finder's pass), the
+/// listings index, every model's price series folded again, or all of them.
 #[utoipa::path(post, path = "/admin/reindex", operation_id = "admin_submit_reindex", tag = "jobs",
     params(ReindexParams),
     responses((status = 202, description = "The job, queued; Location names it", body = JobView,
@@ -176,7 +179,7 @@ pub async fn submit_reindex(
     let which = IndexChoice::parse(which).ok_or_else(|| {
         ApiError::invalid(
             format!("`{which}` is not an index"),
-            "index is catalogue, listings or all",
+            format!("index is {}", IndexChoice::names()),
         )
     })?;
     submit(&work, actor, Batch::Reindex(which), None).await

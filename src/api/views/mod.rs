@@ -9,6 +9,7 @@ pub mod w3c;
 
 use crate::api::params::Pagination;
 use crate::api::stats_groups::{group_key_schema, StatsGrouping};
+use crate::api::stats_history::{interval_schema, rates_kind_schema};
 use crate::domain::{Brand, Caliber, ModelSpec, Picture, Series};
 use back_office::{
     AuditEntryView, JobView, ReconciliationGroup, ReviewQueueItem, UnmatchedListing,
@@ -527,6 +528,64 @@ pub struct StatsGroup {
     pub low: Option<u64>,
     pub median: Option<u64>,
     pub high: Option<u64>,
+}
+
+/// `GET /listings/stats/history`: a model's asking prices period by period.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PriceSeriesView {
+    /// The brand's slug.
+    pub brand: String,
+    /// The model's slug.
+    pub model: String,
+    /// The currency of every period's `low`, `median` and `high`.
+    pub currency: String,
+    #[schema(schema_with = interval_schema)]
+    pub interval: &'static str,
+    /// The first day asked for (`YYYY-MM-DD`): the first period is the one holding it.
+    #[schema(value_type = String, format = Date)]
+    pub from: String,
+    /// The last day asked for: the last period is the one holding it.
+    #[schema(value_type = String, format = Date)]
+    pub to: String,
+    /// When the model's figures were last folded (RFC 3339): the periods hold every
+    /// observation up to then, and each period after that instant's is carried forward from
+    /// the listings active then. Null when no listing of the model has been folded.
+    pub as_of: Option<String>,
+    /// Every period from `from`'s to `to`'s, oldest first, those with no listing too.
+    pub periods: Vec<SeriesPeriodView>,
+}
+
+/// One period of `GET /listings/stats/history`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeriesPeriodView {
+    /// Its first day: a Monday (an ISO week, UTC), or a month's first.
+    #[schema(value_type = String, format = Date)]
+    pub start: String,
+    /// Its last day: a Sunday, or the month's last.
+    #[schema(value_type = String, format = Date)]
+    pub end: String,
+    /// The model's listings active (not delisted) at any instant of the period.
+    pub active_count: u64,
+    /// Of those, the ones whose asking price converts at the period's rates.
+    pub priced_count: u64,
+    /// The lowest, median and highest of their asking prices at the period's end (a listing
+    /// delisted within it, its last), in `currency`; null when none is priced, or the
+    /// period's rates do not quote `currency`.
+    pub low: Option<u64>,
+    /// For an even number of prices, the mean of the two middle ones, rounded half up.
+    pub median: Option<u64>,
+    pub high: Option<u64>,
+    /// Listings first seen in the period.
+    pub listed_count: u64,
+    /// Listings delisted in the period (a relisting is no new listing).
+    pub delisted_count: u64,
+    /// The ECB day whose rates the period converts at; null when no rates are loaded.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub rates_date: Option<String>,
+    #[schema(schema_with = rates_kind_schema)]
+    pub rates: &'static str,
 }
 
 /// `GET /models/compare`: two to six full models side by side.

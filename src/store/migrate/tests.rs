@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 10, "{report}");
+    assert_eq!(report.steps.len(), 11, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -182,8 +182,14 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .unmatched()
         .check_derived()
         .expect("member, price, order and text keys");
-    // Schema 12 keeps the rates in force as the first day of the history.
+    // Schema 12 keeps the rates in force as the first day of the history; schema 13 logs
+    // every model for the series folder, under the store's generation.
     let rates_day = [super::super::keys::rates_day("2025-05-09")];
+    let generation = before.get(&MetaKey::Generation.key()).map_or(0, |value| {
+        decode_u64(b"generation", value).expect("generation")
+    });
+    let series_log = [Keyspace::PriceSeriesTouched.id_key(generation)];
+    assert_eq!(report.steps[10].rewritten, 1);
     let mut expected_keys: Vec<&Vec<u8>> = before
         .keys()
         .filter(|key| !caliber_keys(key))
@@ -191,12 +197,13 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         .chain(&pictures)
         .chain(&group_keys)
         .chain(&rates_day)
+        .chain(&series_log)
         .collect();
     expected_keys.sort();
     assert_eq!(
         after.keys().collect::<Vec<_>>(),
         expected_keys,
-        "only the counters, picture, group and rates day keys added, only the calibre keys lost (no cursor left behind)"
+        "only the counters, picture, group, rates day and series log keys added, only the calibre keys lost (no cursor left behind)"
     );
     for (key, old) in before.iter().filter(|(key, _)| !caliber_keys(key)) {
         let new = &after[key];
@@ -612,7 +619,10 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
         reopen(|| Store::open_with(old_dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(7, 8), (8, 9), (9, 10), (10, 11), (11, 12)]);
+    assert_eq!(
+        steps,
+        [(7, 8), (8, 9), (9, 10), (10, 11), (11, 12), (12, 13)]
+    );
     let after = audit_pairs(&migrated.db);
     assert_eq!(
         after,
@@ -686,7 +696,7 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(10, 11), (11, 12)]);
+    assert_eq!(steps, [(10, 11), (11, 12), (12, 13)]);
     let listings: Vec<Listing> = collect(store.listings().all_listings());
     let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
     assert_eq!(kept, super::super::unmatched::recompute(&listings));
@@ -708,13 +718,8 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
     schema_11.insert(MetaKey::Rates.key(), crate::store::codec::encode(&rates));
     write_raw(dir.path(), &schema_11);
 
-    let (store, report) =
-        reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
-            .expect("serve migrates it");
-    let steps: Vec<(u64, u64, u64)> = (report.steps.iter())
-        .map(|s| (s.from, s.to, s.rewritten))
-        .collect();
-    assert_eq!(steps, [(11, 12, 1)]);
+    let (store, steps) = served(dir.path());
+    assert_eq!(steps, [(11, 12, 1), (12, 13, 1)]);
     let rates_area = store.rates();
     assert_eq!(
         rates_area.day("2025-05-09").expect("day"),
@@ -743,4 +748,40 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
             .expect("serve migrates it");
     assert_eq!(report.steps[0].rewritten, 0);
     assert_eq!(collect(store.rates().days()), Vec::<String>::new());
+}
+
+/// Step 12 -> 13: a schema-12 store logs every model for the series folder, once however often
+/// the step runs; the server folds them from its start.
+#[test]
+fn a_schema_12_store_logs_every_model_for_the_series_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut schema_12 = Pairs::new();
+    schema_12.insert(MetaKey::SchemaVersion.key(), encode_u64(12).to_vec());
+    schema_12.insert(MetaKey::Generation.key(), encode_u64(41).to_vec());
+    write_raw(dir.path(), &schema_12);
+    let (store, steps) = served(dir.path());
+    assert_eq!(steps, [(12, 13, 1)]);
+    let log = store.price_series().log().expect("log");
+    assert!(log.every_model && log.models.is_empty());
+    assert_eq!(log.entries(), 1);
+    assert_eq!(
+        raw_pairs(&store.db)
+            .keys()
+            .filter(|key| key.first() == Some(&(Keyspace::PriceSeriesTouched as u8)))
+            .collect::<Vec<_>>(),
+        [&Keyspace::PriceSeriesTouched.id_key(41)]
+    );
+    let before = raw_pairs(&store.db);
+    assert_eq!(log_every_model_for_series(&store.db).expect("again"), 1);
+    assert_eq!(raw_pairs(&store.db), before);
+}
+
+/// The store in `dir` opened as `serve` opens it, and the steps it ran: from, to, rewritten.
+fn served(dir: &Path) -> (Store, Vec<(u64, u64, u64)>) {
+    let (store, report) = reopen(|| Store::open_with(dir, 1 << 20, MigrationPolicy::StartupSafe))
+        .expect("serve migrates it");
+    let steps = (report.steps.iter())
+        .map(|s| (s.from, s.to, s.rewritten))
+        .collect();
+    (store, steps)
 }

@@ -1,0 +1,273 @@
+//! The series folder (D-208): drains the log of the models whose listings writes changed
+//! (`store.price_series()`), folds each of them again from its listings' price histories
+//! (`price_series::fold_of`) and writes their periods and active listings with the log
+//! entries it read removed. `serve` runs it on a thread of its own below the requests'
+//! priority, once at start and again after each write that logged models; `reindex --index
+//! series` folds every model. Offline commands leave the log for the server.
+
+use super::context::JobContext;
+use super::price_series::{fold_of, FoldError};
+use super::priority::at_lower_priority;
+use super::progress::JobControl;
+use super::reindex::listings_are_current;
+use crate::domain::price_series::ModelFold;
+use crate::domain::{ModelId, Timestamp};
+use crate::store::{SeriesLog, StoreResult, WriteTurn};
+use rayon::prelude::*;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Models folded per commit: a few thousand keys, and a person's write waits for the turn no
+/// longer than one such commit.
+const MODELS_PER_COMMIT: usize = 256;
+
+/// What a fold did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FoldReport {
+    /// Models folded (those gone forgotten).
+    pub models: usize,
+    /// Log entries drained.
+    pub entries: usize,
+}
+
+/// The writer's side of the folder: folds run one at a time in a process (two folds of one
+/// model committed in the other order would leave the older), and the folder sleeps until a
+/// write logs models or it is stopped.
+#[derive(Debug, Default)]
+pub struct SeriesFolding {
+    one_at_a_time: Mutex<()>,
+    wake: Mutex<Wake>,
+    woken: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Wake {
+    /// Writes that logged models, counted.
+    writes: u64,
+    stopped: bool,
+}
+
+impl SeriesFolding {
+    /// A write logged models.
+    pub fn logged(&self) {
+        self.lock_wake().writes += 1;
+        self.woken.notify_all();
+    }
+
+    /// Stops the folder at its next commit, or wakes it to stop.
+    pub fn stop(&self) {
+        self.lock_wake().stopped = true;
+        self.woken.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.lock_wake().stopped
+    }
+
+    fn writes(&self) -> u64 {
+        self.lock_wake().writes
+    }
+
+    /// Waits until a write after the first `seen` logs models (true), or a stop (false).
+    fn wait_after(&self, seen: u64) -> bool {
+        let mut wake = self.lock_wake();
+        while wake.writes == seen && !wake.stopped {
+            wake = self.woken.wait(wake).unwrap_or_else(|p| p.into_inner());
+        }
+        !wake.stopped
+    }
+
+    fn lock_wake(&self) -> MutexGuard<'_, Wake> {
+        // Nothing panics while it is held: a poisoned lock is still whole.
+        self.wake.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn one_at_a_time(&self) -> MutexGuard<'_, ()> {
+        self.one_at_a_time.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Folds at `now` the models the log names (every model when an entry asks for it), in commits
+/// of [`MODELS_PER_COMMIT`], the last of which removes the entries read; stopped between two
+/// commits by `stop`, the entries stay. The entries are read in the write turn, so each is
+/// whole with its write; a write after that logs its models anew, folded at the next drain.
+pub fn fold_logged(
+    context: &JobContext,
+    now: Timestamp,
+    stop: &(dyn Fn() -> bool + Sync),
+) -> Result<FoldReport, FoldError> {
+    let _one = context.writer().series_folding().one_at_a_time();
+    let log = logged(context)?;
+    if log.is_empty() {
+        return Ok(FoldReport::default());
+    }
+    let models = match log.every_model {
+        true => every_model(context)?,
+        false => log.models.iter().copied().collect(),
+    };
+    fold_models(context, &models, &log, now, &|_| stop())
+}
+
+/// Folds every model at `now` (`reindex --index series`), counting the models into `control`
+/// and stopped by it, and removes the entries the log held before.
+pub fn refold_every_model(
+    context: &JobContext,
+    now: Timestamp,
+    control: &JobControl,
+) -> Result<FoldReport, FoldError> {
+    let _one = context.writer().series_folding().one_at_a_time();
+    let log = logged(context)?;
+    let models = every_model(context)?;
+    let (done, total) = control.progress();
+    control.set_total(total.max(done + models.len() as u64));
+    let report = fold_models(context, &models, &log, now, &|folded| {
+        control.advance(folded as u64);
+        control.should_stop()
+    })?;
+    match report.models < models.len() {
+        true => Err(FoldError::Stopped(report.models)),
+        false => Ok(report),
+    }
+}
+
+/// The log as it stands between two writes, read in a write turn (each entry is then whole
+/// with its write), once the listings index, which a fold finds a model's listings through,
+/// reflects every write (the writer rebuilds one left behind by a failure first).
+fn logged(context: &JobContext) -> Result<SeriesLog, FoldError> {
+    let log = context
+        .writer()
+        .run_in_background(|turn| turn.store().price_series().log())?
+        .value;
+    if !listings_are_current(context.store(), context.listings())? {
+        return Err(FoldError::IndexBehind);
+    }
+    Ok(log)
+}
+
+/// Every model of the catalogue, and every model a fold kept anything of (a model merged away
+/// is forgotten).
+fn every_model(context: &JobContext) -> StoreResult<Vec<ModelId>> {
+    let store = context.store();
+    let mut models = store.catalogue().model_ids()?;
+    models.extend(store.price_series().models_folded()?);
+    models.sort_unstable();
+    models.dedup();
+    Ok(models)
+}
+
+/// Folds `models` a commit at a time, the last commit removing `log`'s entries; `stop`, told
+/// how many were just folded, ends it between two commits.
+fn fold_models(
+    context: &JobContext,
+    models: &[ModelId],
+    log: &SeriesLog,
+    now: Timestamp,
+    stop: &(dyn Fn(usize) -> bool + Sync),
+) -> Result<FoldReport, FoldError> {
+    let store = context.store();
+    let rates = context.series_rates().history(store)?;
+    // No model (every model asked of an empty catalogue): one commit, removing the entries.
+    let parts: Vec<&[ModelId]> = match models.is_empty() {
+        true => vec![&[]],
+        false => models.chunks(MODELS_PER_COMMIT).collect(),
+    };
+    let mut report = FoldReport::default();
+    for (at, part) in parts.iter().enumerate() {
+        let folds: Vec<(ModelId, Option<ModelFold>)> = part
+            .par_iter()
+            .map(|&model| {
+                Ok((
+                    model,
+                    fold_of(store, context.listings(), &rates, model, now)?,
+                ))
+            })
+            .collect::<Result<_, FoldError>>()?;
+        let last = at + 1 == parts.len();
+        context
+            .writer()
+            .run_in_background(|turn| write_folds(turn, &folds, last.then_some(log)))?;
+        report.models += folds.len();
+        if stop(folds.len()) && !last {
+            return Ok(report);
+        }
+    }
+    report.entries = log.entries();
+    Ok(report)
+}
+
+/// Writes `folds`, and removes `log`'s entries with them: derived data, no generation bump.
+fn write_folds(
+    turn: &WriteTurn<'_>,
+    folds: &[(ModelId, Option<ModelFold>)],
+    log: Option<&SeriesLog>,
+) -> StoreResult<()> {
+    let mut batch = turn.batch()?;
+    for (model, fold) in folds {
+        batch.put_series_fold(*model, fold.as_ref())?;
+    }
+    if let Some(log) = log {
+        batch.forget_series_log(log);
+    }
+    turn.commit_derived(batch)
+}
+
+/// The folder `serve` runs: a thread below the requests' priority that drains the log at
+/// start and after each write that logs models, until stopped.
+pub struct SeriesFolder {
+    context: Arc<JobContext>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SeriesFolder {
+    pub fn start(context: Arc<JobContext>) -> std::io::Result<SeriesFolder> {
+        let thread = std::thread::Builder::new()
+            .name("series-folder".to_owned())
+            .spawn({
+                let context = context.clone();
+                move || at_lower_priority("series-fold", || drain_until_stopped(&context))
+            })?;
+        Ok(SeriesFolder {
+            context,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops it at its next commit and waits for it: what it folded is written, the rest of
+    /// the log kept for the next start.
+    pub fn stop(mut self) {
+        self.context.writer().series_folding().stop();
+        if let Some(thread) = self.thread.take() {
+            if thread.join().is_err() {
+                tracing::error!("the series folder's thread panicked");
+            }
+        }
+    }
+}
+
+fn drain_until_stopped(context: &JobContext) {
+    let folding = context.writer().series_folding();
+    loop {
+        // Counted before the drain: a write during it wakes the next one.
+        let seen = folding.writes();
+        let started = std::time::Instant::now();
+        match fold_logged(context, Timestamp::now(), &|| folding.stopped()) {
+            Ok(report) if report.entries > 0 => tracing::info!(
+                models = report.models,
+                entries = report.entries,
+                took = ?started.elapsed(),
+                "price series folded"
+            ),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(
+                error = %crate::domain::causes(&error),
+                "folding the price series; the log stays for the next write or start"
+            ),
+        }
+        if !folding.wait_after(seen) {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "price_series_tests.rs"]
+mod tests;
