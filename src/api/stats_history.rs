@@ -1,5 +1,5 @@
 //! `GET /listings/stats/history`: a model's asking prices week by week or month by month
-//! (D-208), read from what the series folder keeps of the model, never from its listings: the
+//! (D-209), read from what the series folder keeps of the model, never from its listings: the
 //! periods folded, those after the last fold carried forward, each converted at its own rates.
 
 use super::error::{ApiError, ApiResult};

@@ -1,4 +1,4 @@
-//! A model's asking prices over time (`GET /listings/stats/history`, D-208): its periods
+//! A model's asking prices over time (`GET /listings/stats/history`, D-209): its periods
 //! (`periods`), the rates each converts at (`rates`), the fold of its listings' price histories
 //! into each period's figures (`fold`), kept by the writer a year of periods to a record, and
 //! the answer for any run of periods: the periods folded as kept, the later ones carried

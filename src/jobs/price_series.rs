@@ -1,4 +1,4 @@
-//! Models' price series (D-208) as the folder and the requests reach them: the stored ECB days
+//! Models' price series (D-209) as the folder and the requests reach them: the stored ECB days
 //! as a series converts with them (kept until a write of rates), one model folded from its
 //! listings' price histories (found through the listings index), and a run of a model's
 //! periods as the store keeps them and carries them forward. What keeps them is

@@ -1,4 +1,4 @@
-//! Models' price series as the writer logs them and the folder keeps them (D-208), against a
+//! Models' price series as the writer logs them and the folder keeps them (D-209), against a
 //! recomputation of each period from the listings' price histories alone: revisits that
 //! change prices and currencies, delist and relist, and links that move a listing to another
 //! model, weeks apart.

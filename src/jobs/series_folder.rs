@@ -1,4 +1,4 @@
-//! The series folder (D-208): drains the log of the models whose listings writes changed
+//! The series folder (D-212): drains the log of the models whose listings writes changed
 //! (`store.price_series()`), folds each of them again from its listings' price histories
 //! (`price_series::fold_of`) and writes their periods and active listings with the log
 //! entries it read removed. `serve` runs it on a thread of its own below the requests'

@@ -144,7 +144,7 @@ pub enum Keyspace {
     /// Store generation -> the models whose listings the write of that generation changed (a
     /// price, a status, a model), or every model (a day of rates, a migration): a record,
     /// derived, written in the same batch as the write and removed by the series folder's
-    /// write that folded them (`store::series`, D-208). New in schema 13.
+    /// write that folded them (`store::series`, D-209). New in schema 13.
     PriceSeriesTouched = 120,
     /// Model id + interval + year -> the model's periods of that interval beginning in that
     /// year, as last folded: records, derived.

@@ -120,7 +120,7 @@ pub static STEPS: &[Step] = &[
     },
 ];
 
-/// Step 12 -> 13: logs every model for the series folder (D-208), as a write of rates does:
+/// Step 12 -> 13: logs every model for the series folder (D-212), as a write of rates does:
 /// the server folds them in the background from its start, or `reindex --index series` does
 /// offline. Idempotent: the entry is of the store's generation, written again the same.
 /// Returns the entries written (1).

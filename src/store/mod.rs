@@ -73,7 +73,7 @@ use std::sync::{Arc, Mutex};
 /// 12: every day of ECB rates loaded is kept by date (`RatesDay`), the rates in force among
 ///    them (D-204).
 /// 13: models' price series are folded from a log of the models each write changed
-///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-208).
+///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-209).
 pub const SCHEMA_VERSION: u64 = 13;
 
 /// Failures of the store layer.
@@ -227,7 +227,7 @@ impl Store {
         PriceChanges(self)
     }
 
-    /// Models' price series: the log of models to fold, and what their folds kept (D-208).
+    /// Models' price series: the log of models to fold, and what their folds kept (D-209).
     pub fn price_series(&self) -> PriceSeries<'_> {
         PriceSeries(self)
     }

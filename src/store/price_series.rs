@@ -1,4 +1,4 @@
-//! The models' price series (D-208): which models each write changed the listings of (a price,
+//! The models' price series (D-212): which models each write changed the listings of (a price,
 //! a status, a model), logged in the write's own batch, one key per write, until the series
 //! folder has folded them; and what the folder keeps of each model: its periods, those of an
 //! interval beginning in one year to a key, and the listings active when it was folded.

@@ -1,4 +1,4 @@
-//! `GET /listings/stats/history` (issue 51, D-208): a model's periods by hand on the test feed
+//! `GET /listings/stats/history` (issue 51, D-209): a model's periods by hand on the test feed
 //! once folded, empty before, in ECB rates near or far; its parameters refused as they should
 //! be and as `/listings/stats` refuses them; a link moving a listing's whole history; and the
 //! real binary's folder, at start, after an offline ingest and after a job.
