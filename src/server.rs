@@ -58,7 +58,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         let config = config.clone();
         move || -> anyhow::Result<App> {
             let app = App::open_for_serving(&config.data_dir, config.cache_bytes)?;
-            flush_once_opened(app.store());
+            flush_once_opened(&app);
             app.prepare(true)?;
             Ok(app)
         }
@@ -227,8 +227,8 @@ impl ShutdownSignal {
 /// sled's first flush after an open walks every segment of the store (seconds of a core on a
 /// large one, D-208): started now, on a thread of its own, so that it runs beside the rest of
 /// the start-up rather than in the first request that writes.
-fn flush_once_opened(store: &crate::store::Store) {
-    let store = store.clone();
+fn flush_once_opened(app: &App) {
+    let store = app.store().clone();
     let spawned = std::thread::Builder::new()
         .name("first-flush".into())
         .spawn(move || {
