@@ -162,7 +162,10 @@ fn periods(interval: Interval, from: Day, to: Day) -> ApiResult<(Period, Period)
                 format_day(to),
                 interval.as_str()
             ),
-            "narrow `from` and `to`, or ask for interval=month",
+            match interval {
+                Interval::Week => "narrow `from` and `to`, or ask for interval=month",
+                Interval::Month => "narrow `from` and `to`",
+            },
         ));
     }
     Ok((first, last))

@@ -243,8 +243,12 @@ async fn at_most_520_periods_are_answered() {
     let months = format!("{HISTORY}&interval=month&to=2025-01-01");
     let (status, _) = app.get(&format!("{months}&from=1981-10-01")).await;
     assert_eq!(status, 200, "520 months");
-    let (status, _) = app.get(&format!("{months}&from=1981-09-30")).await;
+    let (status, body) = app.get(&format!("{months}&from=1981-09-30")).await;
     assert_eq!(status, 400, "521 months");
+    assert_eq!(
+        body["hint"], "narrow `from` and `to`",
+        "months are the widest interval"
+    );
 }
 
 /// A person links an unmatched listing to the model: its whole history moves with it.
