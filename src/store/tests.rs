@@ -366,3 +366,21 @@ fn every_keyspace_is_named_by_exactly_one_area() {
         assert_eq!(owners.len(), 1, "`{name}` is named by {owners:?}");
     }
 }
+
+/// The record of an open is bookkeeping: flushed, read back, and no generation moved, so no
+/// index is behind for it (D-208).
+#[test]
+fn the_record_of_an_open_moves_no_generation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path(), 1 << 20).expect("open");
+    let before = store.generation().expect("generation");
+    assert_eq!(store.opened_at().expect("read"), None);
+    store
+        .flush_once_opened(Timestamp(1_700_000_000_000))
+        .expect("flush");
+    assert_eq!(store.generation().expect("generation"), before);
+    assert_eq!(
+        store.opened_at().expect("read"),
+        Some(Timestamp(1_700_000_000_000))
+    );
+}
