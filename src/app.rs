@@ -311,6 +311,7 @@ impl App {
                     turn,
                     &EmbeddedFixtures,
                     self.media(),
+                    None,
                     &JobControl::default(),
                 )
             })

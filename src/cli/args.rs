@@ -8,6 +8,7 @@ use super::serve::ServeArgs;
 use super::users::UserAction;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use watch_catalogue::domain::Timestamp;
 use watch_catalogue::jobs::writer::IndexChoice;
 
 /// Default data directory, relative to the working directory.
@@ -58,6 +59,10 @@ pub enum Command {
     Import {
         /// The dataset directory.
         dir: PathBuf,
+        /// When its providers' snapshots were taken (RFC 3339, or a day for its midnight
+        /// UTC), as `ingest --observed-at`. Default: now.
+        #[arg(long, value_name = "TIME", value_parser = super::batch::observed_at("--observed-at"))]
+        observed_at: Option<Timestamp>,
     },
     /// Ingest a provider's full current snapshot (one JSON object per line): create, refresh,
     /// delist, reactivate, match.

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::sync::Arc;
+use watch_catalogue::domain::Timestamp;
 use watch_catalogue::jobs::batch::{self, Batch, BatchReport};
 use watch_catalogue::jobs::progress::{JobControl, TestPacing};
 use watch_catalogue::jobs::snapshot_rules::{self, SnapshotRules};
@@ -43,6 +44,10 @@ pub struct IngestArgs {
     /// that keeps almost none of it (recorded in the audit trail and the report).
     #[arg(long)]
     allow_mass_delist: bool,
+    /// When the snapshot was taken (RFC 3339, or a day for its midnight UTC), to replay an
+    /// archived one: not after now, nor before the provider's last snapshot. Default: now.
+    #[arg(long, value_name = "TIME", value_parser = observed_at("--observed-at"))]
+    observed_at: Option<Timestamp>,
     #[command(flatten)]
     pub remote: Remote,
 }
@@ -61,6 +66,11 @@ fn share(name: &'static str) -> impl Fn(&str) -> Result<f64, String> + Clone {
     move |text| snapshot_rules::parse_share(name, text).map_err(|error| error.to_string())
 }
 
+/// A parser of the instant a snapshot was taken, for the option `name`.
+pub fn observed_at(name: &'static str) -> impl Fn(&str) -> Result<Timestamp, String> + Clone {
+    move |text| snapshot_rules::parse_observed_at(name, text).map_err(|error| error.to_string())
+}
+
 /// `ingest`: the snapshot file must open before anything is submitted or opened.
 pub fn ingest(args: IngestArgs, local: &Local) -> anyhow::Result<()> {
     let IngestArgs {
@@ -69,6 +79,7 @@ pub fn ingest(args: IngestArgs, local: &Local) -> anyhow::Result<()> {
         max_invalid,
         max_delist,
         allow_mass_delist,
+        observed_at,
         remote,
     } = args;
     std::fs::File::open(&file).with_context(|| format!("opening {}", file.display()))?;
@@ -76,6 +87,7 @@ pub fn ingest(args: IngestArgs, local: &Local) -> anyhow::Result<()> {
         max_invalid,
         max_delist,
         mass_delist_allowed_by: allow_mass_delist.then_some(Actor::Cli),
+        observed_at,
     };
     if let Some(server) = remote.server {
         return run_remote(

@@ -324,5 +324,8 @@ fn snapshot_query(
     if rules.mass_delist_allowed_by.is_some() {
         query.push(("allowMassDelist", "true".to_owned()));
     }
+    if let Some(at) = rules.observed_at {
+        query.push(("observedAt", at.to_rfc3339()));
+    }
     query
 }

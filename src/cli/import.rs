@@ -7,6 +7,7 @@ use super::Local;
 use std::path::PathBuf;
 use std::sync::Arc;
 use watch_catalogue::data_dir::{self, ImportMark};
+use watch_catalogue::domain::Timestamp;
 use watch_catalogue::jobs::batch;
 use watch_catalogue::jobs::dataset::import_dataset;
 use watch_catalogue::jobs::import::{DatasetSource, DirectorySource};
@@ -21,7 +22,7 @@ pub const IMPORT_CACHE_BYTES: u64 = 512 << 20;
 
 /// `import DIR`: the dataset into the data dir, marked as under way until it ends, so a crash
 /// part-way is found by the next `serve` rather than served or topped up with the demo.
-pub fn run(local: &Local, dir: PathBuf) -> anyhow::Result<()> {
+pub fn run(local: &Local, dir: PathBuf, observed_at: Option<Timestamp>) -> anyhow::Result<()> {
     let data_dir = &local.data_dir;
     anyhow::ensure!(dir.is_dir(), "{} is not a dataset directory", dir.display());
     anyhow::ensure!(
@@ -59,7 +60,7 @@ pub fn run(local: &Local, dir: PathBuf) -> anyhow::Result<()> {
     let ran = {
         let _shown = super::progress::watch(control.clone(), "import", "lines");
         app.writer()
-            .run(|turn| import_dataset(turn, &source, app.media(), &control))
+            .run(|turn| import_dataset(turn, &source, app.media(), observed_at, &control))
     };
     let imported = match ran {
         Ok(done) => done.value,

@@ -54,7 +54,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Serve(args) => serve::run(args, local),
-        Command::Import { dir } => import::run(&local, dir),
+        Command::Import { dir, observed_at } => import::run(&local, dir, observed_at),
         Command::Ingest(args) => batch::ingest(args, &local),
         Command::Match { remote } => batch::run(remote, &local, Submission::Match, Batch::Match),
         Command::Rates { file, remote } => batch::rates(file, remote, &local),

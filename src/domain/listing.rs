@@ -344,6 +344,22 @@ impl Listing {
     }
 
     /// Moves to `status` at `at`, recording the change; no-op when already there.
+    /// The last instant a snapshot said anything of this listing: first seen, seen again (a
+    /// price change among it), delisted or back. An admin's link or edit is not one.
+    pub fn last_observed_at(&self) -> Timestamp {
+        let changed = self.history.last().map(|change| change.at);
+        [
+            Some(self.created_at),
+            Some(self.last_seen_at),
+            changed,
+            self.delisted_at,
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(self.created_at)
+    }
+
     pub fn set_status(&mut self, status: ListingStatus, at: Timestamp) {
         if self.status == status {
             return;

@@ -1,5 +1,6 @@
 //! `Timestamp`: milliseconds since the Unix epoch, written as RFC 3339 in UTC.
 
+use super::price_series::{midnight, parse_day};
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -23,6 +24,18 @@ impl Timestamp {
             .and_then(|t| t.format(&Rfc3339).ok())
             .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned())
     }
+
+    /// `text` as an instant: RFC 3339 with its offset (`2025-04-07T09:30:00Z`,
+    /// `2025-04-07T11:30:00+02:00`), or a day (`2025-04-07`) for its midnight in UTC.
+    pub fn parse(text: &str) -> Option<Timestamp> {
+        if let Some(day) = parse_day(text) {
+            return Some(midnight(day));
+        }
+        let at = OffsetDateTime::parse(text, &Rfc3339).ok()?;
+        i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
+            .ok()
+            .map(Timestamp)
+    }
 }
 
 #[cfg(test)]
@@ -36,5 +49,25 @@ mod tests {
             Timestamp(1_795_334_734_123).to_rfc3339(),
             "2026-11-22T08:05:34.123Z"
         );
+    }
+
+    #[test]
+    fn parses_rfc3339_with_its_offset_or_a_day_at_midnight_utc() {
+        let at = Timestamp(1_795_334_734_123);
+        assert_eq!(Timestamp::parse("2026-11-22T08:05:34.123Z"), Some(at));
+        assert_eq!(Timestamp::parse("2026-11-22T10:05:34.123+02:00"), Some(at));
+        assert_eq!(
+            Timestamp::parse("2026-11-22"),
+            Some(Timestamp(1_795_305_600_000))
+        );
+        for bad in [
+            "",
+            "2026-11-31",
+            "2026-11-22T08:05",
+            "yesterday",
+            "1795334734123",
+        ] {
+            assert_eq!(Timestamp::parse(bad), None, "{bad}");
+        }
     }
 }

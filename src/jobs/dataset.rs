@@ -7,6 +7,7 @@ use super::import::{import_counted, DatasetSource, ImportError, ImportReport};
 use super::ingest::{ingest_dataset_feeds_controlled, IngestError, IngestReport};
 use super::progress::JobControl;
 use super::snapshot_rules::SnapshotRules;
+use crate::domain::Timestamp;
 use crate::media::MediaStore;
 use crate::store::WriteTurn;
 
@@ -43,15 +44,20 @@ impl DatasetError {
     }
 }
 
-/// Imports `source`: its catalogue, then its providers' snapshots, counted into `control`
-/// and stopped between two chunks when it is told to.
+/// Imports `source`: its catalogue, then its providers' snapshots (taken at `observed_at`, or
+/// now), counted into `control` and stopped between two chunks when it is told to.
 pub fn import_dataset(
     turn: &WriteTurn<'_>,
     source: &dyn DatasetSource,
     media: &MediaStore,
+    observed_at: Option<Timestamp>,
     control: &JobControl,
 ) -> Result<DatasetImport, DatasetError> {
     let catalogue = import_counted(turn, source, Some(media), control)?;
-    let feeds = ingest_dataset_feeds_controlled(turn, source, &SnapshotRules::default(), control)?;
+    let rules = SnapshotRules {
+        observed_at,
+        ..SnapshotRules::default()
+    };
+    let feeds = ingest_dataset_feeds_controlled(turn, source, &rules, control)?;
     Ok(DatasetImport { catalogue, feeds })
 }

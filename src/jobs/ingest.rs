@@ -15,7 +15,9 @@ use super::listing_writes::{ListingWrites, WrittenListings};
 use super::loaded_catalogue::JobCatalogue;
 use super::matching::{match_listing, MatchCatalogue};
 use super::progress::{JobControl, Stopped};
-use super::snapshot_rules::{check_lines, Problems, Refusal, SnapshotRules, StockEffect};
+use super::snapshot_rules::{
+    check_lines, check_observed_at, Problems, Refusal, SnapshotRules, StockEffect,
+};
 use super::users::audit_entry;
 use crate::domain::rates::check_currency;
 use crate::domain::{
@@ -203,6 +205,13 @@ impl<'a> Checked<'a> {
             return Err(refused(refusal, problems));
         }
         let known = KnownListings::of(store, provider.id)?;
+        if let Some(observed_at) = rules.observed_at {
+            let slug = provider.slug.as_str();
+            let dated = check_observed_at(store, slug, &known.ids, observed_at, Timestamp::now())?;
+            if let Err(refusal) = dated {
+                return Err(refused(refusal, problems));
+            }
+        }
         let effect = StockEffect::of(store, &known.ids, &seen, rules.max_delist)?;
         match effect.judge(provider.slug.as_str(), rules) {
             Ok(overridden) => Ok(Checked {
@@ -256,7 +265,7 @@ fn ingest_with(
         store,
         provider,
         writes,
-        now: Timestamp::now(),
+        now: rules.observed_at.unwrap_or_else(Timestamp::now),
         tally: Tally::default(),
     };
     let mut prepared = prepare(&known, &catalogue, next_chunk())?;

@@ -3,9 +3,9 @@
 //! writes nothing.
 
 use crate::domain::price_history::{price_history, PriceEvent};
-use crate::domain::{Listing, ListingId};
-use crate::jobs::ingest::ingest;
-use crate::jobs::snapshot_rules::SnapshotRules;
+use crate::domain::{Listing, ListingId, Timestamp};
+use crate::jobs::ingest::{ingest, IngestError};
+use crate::jobs::snapshot_rules::{Refusal, SnapshotRules};
 use crate::jobs::users::Actor;
 use crate::store::Store;
 use proptest::prelude::*;
@@ -172,4 +172,91 @@ proptest! {
         let id = listing(&store, "A").id;
         prop_assert_eq!(history(&store, id), expected);
     }
+}
+
+/// Ingests a chrono24 snapshot of `lines` taken at `at` (D-214).
+fn replay(store: &Store, lines: &[String], at: Timestamp) -> Result<(), IngestError> {
+    let rules = SnapshotRules {
+        mass_delist_allowed_by: Some(Actor::Cli),
+        observed_at: Some(at),
+        ..SnapshotRules::default()
+    };
+    let text = lines.join("\n");
+    let turn = store.write_turn();
+    ingest(&turn, "chrono24", "archived", text.as_bytes(), &rules).map(|_| ())
+}
+
+fn dated_history(store: &Store, id: ListingId) -> Vec<(PriceEvent, Timestamp)> {
+    let listing = store.listings().listing(id).expect("read").expect("kept");
+    let stored = store.price_changes().of(id).expect("changes");
+    (price_history(&listing, &stored).into_iter())
+        .map(|point| (point.event, point.at))
+        .collect()
+}
+
+const DAY: i64 = 86_400_000;
+
+#[test]
+fn archived_snapshots_replayed_with_their_dates_date_the_listings_and_their_histories() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = store(dir.path());
+    let first = Timestamp(Timestamp::now().0 - 60 * DAY);
+    let (second, third) = (Timestamp(first.0 + 7 * DAY), Timestamp(first.0 + 14 * DAY));
+    let other = line("OTHER", 100);
+    replay(&store, &[line("A", 9000), other.clone()], first).expect("first");
+    replay(&store, &[line("A", 8800), other.clone()], second).expect("second");
+    replay(&store, std::slice::from_ref(&other), third).expect("third");
+    let a = listing(&store, "A");
+    assert_eq!(a.created_at, first);
+    assert_eq!(a.last_seen_at, second);
+    assert_eq!(a.delisted_at, Some(third));
+    use PriceEvent::*;
+    assert_eq!(
+        dated_history(&store, a.id),
+        [(Listed, first), (Changed, second), (Delisted, third)]
+    );
+    assert_eq!(listing(&store, "OTHER").last_seen_at, third);
+}
+
+#[test]
+fn a_snapshot_dated_before_the_providers_last_or_after_now_is_refused_and_writes_nothing() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = store(dir.path());
+    let last = Timestamp(Timestamp::now().0 - 30 * DAY);
+    replay(&store, &[line("A", 9000)], last).expect("first");
+    let before = store
+        .listings()
+        .listing(listing(&store, "A").id)
+        .expect("read");
+    let earlier = replay(&store, &[line("A", 1), line("B", 2)], Timestamp(last.0 - 1));
+    assert!(
+        matches!(
+            earlier,
+            Err(IngestError::Refused { refusal: Refusal::ObservedBeforeLast { last: at, .. }, .. })
+                if at == last
+        ),
+        "{:?}",
+        earlier.err().map(|e| e.to_string())
+    );
+    let later = Timestamp(Timestamp::now().0 + DAY);
+    let future = replay(&store, &[line("A", 1)], later);
+    assert!(
+        matches!(
+            future,
+            Err(IngestError::Refused {
+                refusal: Refusal::ObservedInFuture { .. },
+                ..
+            })
+        ),
+        "{:?}",
+        future.err().map(|e| e.to_string())
+    );
+    let after = store
+        .listings()
+        .listing(listing(&store, "A").id)
+        .expect("read");
+    assert_eq!(before, after, "nothing written");
+    assert_eq!(store.listings().all_listings().count(), 1, "no B");
+    // The same instant as the last snapshot is allowed: a snapshot is not before itself.
+    replay(&store, &[line("A", 8000)], last).expect("the same instant");
 }

@@ -5,7 +5,7 @@
 
 use super::import::Problem;
 use super::users::Actor;
-use crate::domain::{ListingId, ListingStatus};
+use crate::domain::{ListingId, ListingStatus, Timestamp};
 use crate::store::{Store, StoreError};
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -32,6 +32,9 @@ pub struct SnapshotRules {
     pub max_delist: f64,
     /// The stock guard overridden, and by whom: the override goes into the audit trail.
     pub mass_delist_allowed_by: Option<Actor>,
+    /// When the snapshot was taken, for an archived one replayed (D-214): its listings are
+    /// seen, priced and delisted at that instant rather than now.
+    pub observed_at: Option<Timestamp>,
 }
 
 impl Default for SnapshotRules {
@@ -40,6 +43,7 @@ impl Default for SnapshotRules {
             max_invalid: DEFAULT_MAX_INVALID,
             max_delist: DEFAULT_MAX_DELIST,
             mass_delist_allowed_by: None,
+            observed_at: None,
         }
     }
 }
@@ -62,6 +66,22 @@ pub fn parse_share(name: &'static str, text: &str) -> Result<f64, ShareError> {
             name,
             text: text.to_owned(),
         })
+}
+
+/// Why a time given for `--observed-at` or `observedAt` is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} is an RFC 3339 time (2025-04-07T09:30:00Z) or a day (2025-04-07), not `{text}`")]
+pub struct ObservedAtError {
+    pub name: &'static str,
+    pub text: String,
+}
+
+/// `text` as the instant a snapshot was taken, for the option or parameter `name`.
+pub fn parse_observed_at(name: &'static str, text: &str) -> Result<Timestamp, ObservedAtError> {
+    Timestamp::parse(text.trim()).ok_or_else(|| ObservedAtError {
+        name,
+        text: text.to_owned(),
+    })
 }
 
 /// The first [`PROBLEMS_KEPT`] problems of a snapshot and how many there were in all: a
@@ -123,6 +143,14 @@ pub enum Refusal {
         provider: String,
         effect: StockEffect,
     },
+    #[error("the snapshot is dated {}, after now", .observed_at.to_rfc3339())]
+    ObservedInFuture { observed_at: Timestamp },
+    #[error("the snapshot is dated {}, before provider `{provider}`'s last snapshot, seen {}", .observed_at.to_rfc3339(), .last.to_rfc3339())]
+    ObservedBeforeLast {
+        provider: String,
+        observed_at: Timestamp,
+        last: Timestamp,
+    },
 }
 
 impl Refusal {
@@ -137,6 +165,9 @@ impl Refusal {
             }
             Refusal::Foreign { .. } => {
                 "check --provider (the slug in the URL) and the file; if the provider really replaced its whole stock, allow it with --allow-mass-delist (allowMassDelist=true)"
+            }
+            Refusal::ObservedInFuture { .. } | Refusal::ObservedBeforeLast { .. } => {
+                "replay a provider's archived snapshots oldest first, each dated (--observed-at, observedAt) at or after the one before it and not after now; a listing's history only moves forward"
             }
         }
     }
@@ -162,6 +193,37 @@ pub fn check_lines(
         });
     }
     Ok(())
+}
+
+/// Refuses a snapshot dated `observed_at` when that is after `now`, or before the last time
+/// any of the provider's listings `known` was seen, priced or delisted: a listing's history is
+/// kept in time order, so a provider's snapshots are replayed oldest first.
+pub fn check_observed_at(
+    store: &Store,
+    provider: &str,
+    known: &HashMap<String, ListingId>,
+    observed_at: Timestamp,
+    now: Timestamp,
+) -> Result<Result<(), Refusal>, StoreError> {
+    if observed_at > now {
+        return Ok(Err(Refusal::ObservedInFuture { observed_at }));
+    }
+    let ids: Vec<ListingId> = known.values().copied().collect();
+    let last = ids
+        .par_iter()
+        .map(|&id| Ok(store.listings().listing(id)?.map(|l| l.last_observed_at())))
+        .collect::<Result<Vec<Option<Timestamp>>, StoreError>>()?
+        .into_iter()
+        .flatten()
+        .max();
+    Ok(match last {
+        Some(last) if last > observed_at => Err(Refusal::ObservedBeforeLast {
+            provider: provider.to_owned(),
+            observed_at,
+            last,
+        }),
+        _ => Ok(()),
+    })
 }
 
 /// What a snapshot would do to the provider's stock: the listings in stock (not DELISTED)

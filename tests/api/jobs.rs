@@ -1080,3 +1080,70 @@ async fn a_history_file_posted_keeps_every_day() {
         "the fixtures' day is kept"
     );
 }
+
+#[tokio::test]
+async fn a_posted_snapshot_dated_by_observed_at_is_recorded_then_and_a_date_out_of_order_is_400() {
+    let app = app().await;
+    let ana = app.session("ana").await;
+    let path = "/v1/admin/providers/chrono24/snapshot";
+    let one_line = ebay_feed()[0].clone();
+    let job = submit(
+        &ana,
+        &format!("{path}?observedAt=2025-04-14"),
+        one_line.clone(),
+    )
+    .await;
+    assert_eq!(finished(&ana, &job["id"]).await["state"], "succeeded");
+    let page = app.ok("/v1/listings?provider=chrono24").await;
+    let id = page["data"][0]["id"]
+        .as_str()
+        .expect("the listing")
+        .to_owned();
+    let listing = app.ok(&format!("/v1/listings/{id}")).await;
+    assert_eq!(listing["createdAt"], "2025-04-14T00:00:00Z", "{listing}");
+    assert_eq!(listing["lastSeenAt"], "2025-04-14T00:00:00Z", "{listing}");
+    assert_eq!(
+        listing["priceHistory"][0]["at"], "2025-04-14T00:00:00Z",
+        "{listing}"
+    );
+    let refusals = [
+        (
+            "observedAt=2025-04-13T23:59:59Z",
+            "before provider `chrono24`'s last snapshot, seen 2025-04-14T00:00:00Z",
+        ),
+        ("observedAt=2999-01-01", "after now"),
+        (
+            "observedAt=yesterday",
+            "observedAt `yesterday` is not a time",
+        ),
+        (
+            "observedAt=2025-02-30",
+            "observedAt `2025-02-30` is not a time",
+        ),
+    ];
+    for (query, message) in refusals {
+        let (status, _, body) = post(&ana, &format!("{path}?{query}"), one_line.clone()).await;
+        assert_eq!(
+            (status, body["error"].as_str()),
+            (400, Some("invalid_request")),
+            "{query}: {body}"
+        );
+        let said = body["message"].as_str().expect("message");
+        assert!(said.contains(message), "{query}: {said}");
+    }
+    assert_eq!(
+        ana.ok("/v1/admin/jobs").await["total"],
+        1,
+        "nothing more queued"
+    );
+    let listing = app.ok(&format!("/v1/listings/{id}")).await;
+    assert_eq!(listing["lastSeenAt"], "2025-04-14T00:00:00Z", "unchanged");
+    // The same instant as the last snapshot is no earlier than it.
+    let job = submit(
+        &ana,
+        &format!("{path}?observedAt=2025-04-14T00:00:00Z"),
+        one_line,
+    )
+    .await;
+    assert_eq!(finished(&ana, &job["id"]).await["state"], "succeeded");
+}

@@ -354,17 +354,30 @@ fn fixtures_scenario(args: &[&str]) -> Scenario {
     scenario
 }
 
-/// The revisits' set-up as the README's prose gives it: the fixtures served, then, the server
-/// stopped, chrono24's two revisit snapshots ingested and every model's price series folded,
-/// and the server started again.
+/// The revisits' set-up as the README's prose gives it: the bundled fixtures imported as
+/// taken on 14 April 2025, chrono24's two revisit snapshots ingested as taken two and four
+/// weeks later (D-214), every model's price series folded, and the server started.
 fn revisits_scenario() -> Scenario {
-    let mut scenario = fixtures_scenario(&[]);
-    scenario.stop();
-    let revisits = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/revisits");
-    for snapshot in ["chrono24-2.jsonl", "chrono24-3.jsonl"] {
-        let file = revisits.join(snapshot);
+    let mut scenario = Scenario {
+        folder: tempfile::tempdir().expect("dir"),
+        serve: None,
+        args: Vec::new(),
+    };
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let import = format!(
+        "watch-catalogue import {} --observed-at 2025-04-14T09:00:00Z",
+        fixtures.display()
+    );
+    let imported = scenario.run(&import, "");
+    assert!(imported.contains("ingested chrono24"), "{imported}");
+    let revisits = [
+        ("chrono24-2.jsonl", "2025-04-28T09:00:00Z"),
+        ("chrono24-3.jsonl", "2025-05-12T09:00:00Z"),
+    ];
+    for (snapshot, taken) in revisits {
+        let file = fixtures.join("revisits").join(snapshot);
         let command = format!(
-            "watch-catalogue ingest --provider chrono24 {}",
+            "watch-catalogue ingest --provider chrono24 --observed-at {taken} {}",
             file.display()
         );
         let ingested = scenario.run(&command, "");

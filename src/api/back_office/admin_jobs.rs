@@ -19,7 +19,7 @@ use crate::jobs::batch::Batch;
 use crate::jobs::ingest;
 use crate::jobs::queue::SpoolFile;
 use crate::jobs::snapshot_rules::{
-    parse_share, SnapshotRules, DEFAULT_MAX_DELIST, DEFAULT_MAX_INVALID,
+    parse_observed_at, parse_share, SnapshotRules, DEFAULT_MAX_DELIST, DEFAULT_MAX_INVALID,
 };
 use crate::jobs::writer::IndexChoice;
 use axum::body::Body;
@@ -50,6 +50,11 @@ pub struct SnapshotParams {
     /// keeps almost none of it (another provider's file?); the override is audited.
     #[param(value_type = Option<bool>, default = false)]
     allow_mass_delist: Option<String>,
+    /// When the snapshot was taken, to replay an archived one (RFC 3339, or a day for its
+    /// midnight UTC): its listings are seen, priced and delisted then. Not after now, nor
+    /// before the provider's last snapshot. Default: now.
+    #[param(value_type = Option<String>, example = "2025-04-07T06:00:00Z")]
+    observed_at: Option<String>,
 }
 
 /// Query of `POST /admin/reindex`.
@@ -75,8 +80,8 @@ const SPOOL_WRITE: usize = 1 << 20;
 /// unknown provider is 404; an empty snapshot, one with `maxInvalid` or more of its lines
 /// invalid (its first problems in the hint), one that would delist more than `maxDelist` of
 /// the provider's listings in stock or that keeps almost none of them is 400, and nothing is
-/// queued. Listings missing from the snapshot are delisted once every listing in it is
-/// written.
+/// queued; so is one dated by `observedAt` after now or before the provider's last snapshot.
+/// Listings missing from the snapshot are delisted once every listing in it is written.
 #[utoipa::path(post, path = "/admin/providers/{slug}/snapshot", operation_id = "admin_submit_snapshot", tag = "jobs",
     params(("slug" = String, Path, description = "The provider's slug"), SnapshotParams),
     request_body(content = String, content_type = "application/x-ndjson", description = "One listing per line"),
@@ -322,5 +327,8 @@ fn snapshot_rules(
             DEFAULT_MAX_DELIST,
         )?,
         mass_delist_allowed_by: allow.then(|| actor.clone()),
+        observed_at: (params.observed_at.as_deref())
+            .map(|text| parse_observed_at("observedAt", text))
+            .transpose()?,
     })
 }

@@ -10,7 +10,7 @@ use crate::jobs::merge::MergeError;
 use crate::jobs::picture_review::ReviewError;
 use crate::jobs::queue::SubmitError;
 use crate::jobs::reconciliation::{Field, ReconcileError};
-use crate::jobs::snapshot_rules::ShareError;
+use crate::jobs::snapshot_rules::{ObservedAtError, ShareError};
 use crate::jobs::users::UserError;
 use crate::jobs::writer::WriteError;
 use crate::store::StoreError;
@@ -133,6 +133,15 @@ impl ErrorCode for IngestError {
             IngestError::Store(error) => internal(error),
             IngestError::Feed { .. } | IngestError::Interrupted(_) => internal(self),
         }
+    }
+}
+
+impl ErrorCode for ObservedAtError {
+    fn api_error(&self) -> ApiError {
+        ApiError::invalid(
+            format!("{} `{}` is not a time", self.name, self.text),
+            self.to_string(),
+        )
     }
 }
 
