@@ -65,15 +65,9 @@ note() { echo "$*" | tee -a "$OUT/load.txt" >&2; }
 seconds_since() { echo "$(( $(date +%s) - $1 ))"; }
 
 # --- PostgreSQL: packages, cluster, load ---------------------------------------------------
-PGBIN=""
-PG_STARTED=0
-stop_pg() {
-  if [[ $PG_STARTED -eq 1 ]]; then
-    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null || true
-    PG_STARTED=0
-    echo "postgresql stopped" >&2
-  fi
-}
+# shellcheck source=bench/peers/pg-cluster.sh
+source "$HERE/pg-cluster.sh"
+stop_pg() { pg_cluster_stop; }
 cleanup() {
   stop_pg
   if [[ $KEEP -eq 0 ]]; then
@@ -84,49 +78,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [[ $SKIP_PG -eq 0 ]]; then
-  if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 \
-     || ! ls /usr/share/postgresql/*/extension/pg_trgm.control >/dev/null 2>&1; then
-    echo "installing postgresql and postgresql-contrib" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib >/dev/null
-    # The package's own cluster is not used: stop it if it started.
-    command -v pg_ctlcluster >/dev/null && for c in /etc/postgresql/*/main; do
-      [[ -d $c ]] && pg_ctlcluster "$(basename "$(dirname "$c")")" main stop 2>/dev/null || true
-    done
-  fi
-  PGBIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-  export PATH=$PGBIN:$PATH
-  rm -rf "$PG_DIR/data"; mkdir -p "$PG_DIR/data"
-  chown postgres: "$PG_DIR" "$PG_DIR/data"; chmod 700 "$PG_DIR/data"
-  runuser -u postgres -- test -w "$PG_DIR/data" \
-    || { echo "$PG_DIR is not reachable by the postgres user: give --pg-dir elsewhere" >&2; exit 2; }
-  # C collation: byte order like ours, and btree prefix lookups for LIKE 'abc%'.
-  runuser -u postgres -- "$PGBIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust \
-    --locale=C --encoding=UTF8 >/dev/null
-  cat >> "$PG_DIR/data/postgresql.conf" <<EOF
-# bench/peers/run-peers.sh
-listen_addresses = '127.0.0.1'
-port = $PORT
-unix_socket_directories = '$PG_DIR/data'
-max_connections = 100
-shared_buffers = $SHARED_BUFFERS
-effective_cache_size = 8GB
-work_mem = 32MB
-maintenance_work_mem = 1GB
-random_page_cost = 1.1
-jit = off
-# A throwaway cluster loaded once: durability costs only the load time.
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-wal_level = minimal
-max_wal_senders = 0
-max_wal_size = 8GB
-checkpoint_timeout = 30min
-EOF
-  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 120 start >/dev/null
-  PG_STARTED=1
-  export PGHOST=127.0.0.1 PGPORT=$PORT PGUSER=postgres
+  pg_cluster_start "$PG_DIR" "$PORT" "$SHARED_BUFFERS"
   note "postgresql $("$PGBIN/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT, shared_buffers $SHARED_BUFFERS, data in $PG_DIR/data"
   psql -X -q -d postgres -c "CREATE DATABASE catalogue"
   $PEERS pg-load-sql "$EXPORT" > "$OUT/pg-load.sql"
