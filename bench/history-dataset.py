@@ -4,7 +4,7 @@ with `watch-catalogue ingest --observed-at` (D-214) into a store of any size (is
 at the scale run's size: bench/history-scale.sh).
 
     python3 bench/history-dataset.py DATASET OUT [--listings 100000] [--weeks 104] [--step 4]
-                                     [--last 2026-11-23] [--model-line N] [--seed 51]
+                                     [--last 2026-11-23] [--model-line N] [--seed 51] [--hour 6]
 
 DATASET is a `catalogue-bench generate` dataset (its models.jsonl and brands.jsonl give the
 model's reference and brand name, so the titles match it): the model is the first from line
@@ -40,6 +40,7 @@ def main():
     parser.add_argument("--last", default="2026-11-23")
     parser.add_argument("--model-line", type=int, default=4242)
     parser.add_argument("--seed", type=int, default=51)
+    parser.add_argument("--hour", type=int, default=6, help="UTC hour of each snapshot (0: on the periods' first instants)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
 
@@ -54,7 +55,7 @@ def main():
     with open(os.path.join(args.out, "model.txt"), "w") as f:
         f.write(f"{model['brand']} {model['slug']}\n")
 
-    last = dt.datetime.fromisoformat(args.last).replace(hour=6, tzinfo=dt.timezone.utc)
+    last = dt.datetime.fromisoformat(args.last).replace(hour=args.hour, tzinfo=dt.timezone.utc)
     first = last - dt.timedelta(weeks=args.weeks)
     base = rng.randint(2_000, 20_000)
     active = {}  # code -> price

@@ -70,7 +70,8 @@ def cmd_load(args):
 def series_sql(day_from, day_to):
     """No `::` nor `:name` in it: pgbench would read those as its variables. The weekly series of model MODEL from the week of `day_from` to the week of `day_to`
     (ISO weeks, Monday to Sunday, UTC), as D-209 defines it: a listing is active in a week when
-    it is active at any instant of it, priced at its last observation before the week ends;
+    it is active at any instant of it (one delisted at the week's first instant counts, as the
+    fold counts it: D-214), priced at its last observation before the week ends;
     `listed` counts first listings, `delisted` listings delisted in the week."""
     return f"""WITH obs AS (
   SELECT listing, seq, at, event, price,
@@ -85,10 +86,10 @@ def series_sql(day_from, day_to):
   SELECT week AS start, listing, bool_or(event <> 'delisted') AS active,
          (array_agg(price ORDER BY at DESC, seq DESC))[1] AS price
   FROM obs, generate_series(date_trunc('week', at),
-                            date_trunc('week', coalesce(until - interval '1 millisecond', (SELECT max(ends) FROM weeks))),
+                            date_trunc('week', coalesce(until, (SELECT max(ends) FROM weeks))),
                             interval '7 days') AS week
   WHERE week >= (SELECT min(start) FROM weeks) AND week <= (SELECT max(start) FROM weeks)
-    AND (until IS NULL OR until > week)
+    AND (until IS NULL OR until >= week)
   GROUP BY week, listing
 ), figures AS (
   SELECT start, count(*) AS active, count(price) AS priced, min(price) AS low,
