@@ -14,8 +14,16 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BIN:-$ROOT/target/release/watch-catalogue}
-DATA=$(realpath "$1"); DATASET=$(realpath "$2"); WORK=${3:-/tmp/history-scale}
-PEERS=1; [[ ${4:-} == --no-peers ]] && PEERS=0
+[[ $# -ge 2 ]] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+DATA=$(realpath "$1"); DATASET=$(realpath "$2"); shift 2
+WORK=/tmp/history-scale PEERS=1
+for arg in "$@"; do
+  case $arg in
+    --no-peers) PEERS=0 ;;
+    -*) echo "unknown option $arg" >&2; exit 2 ;;
+    *) WORK=$arg ;;
+  esac
+done
 PORT=18531 BASE=http://127.0.0.1:18531
 FROM=2024-12-02 TO=2026-11-23
 mkdir -p "$WORK"; : > "$WORK/history.txt"

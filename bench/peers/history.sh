@@ -57,8 +57,9 @@ run_pgbench() {
 }
 $HISTORY_PY sql --from "$FROM" --to "$TO" > "$OUT/series.sql"
 note "postgresql, the series computed per request, 1 client, $DURATION s, weeks $FROM to $TO: $(run_pgbench series)"
-started=$(date +%s.%N)
+started=$(date +%s%N)
 $HISTORY_PY materialize --from "$FROM" --to "$TO" | psql -X -q -d history -v ON_ERROR_STOP=1
-note "postgresql: the series kept in a table in $(echo "$(date +%s.%N) - $started" | bc) s"
+elapsed_ms=$(( ($(date +%s%N) - started) / 1000000 ))
+note "postgresql: the series kept in a table in $((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000))) s"
 $HISTORY_PY sql --kept --from "$FROM" --to "$TO" > "$OUT/kept.sql"
 note "postgresql, the kept series read, 1 client, $DURATION s: $(run_pgbench kept)"

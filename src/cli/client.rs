@@ -329,3 +329,29 @@ fn snapshot_query(
     }
     query
 }
+
+#[cfg(test)]
+mod tests {
+    use super::snapshot_query;
+    use watch_catalogue::domain::Timestamp;
+    use watch_catalogue::jobs::snapshot_rules::{parse_observed_at, SnapshotRules};
+
+    /// `ingest --server --observed-at` sends the instant as the server parses it back.
+    #[test]
+    fn a_snapshot_taken_at_a_time_sends_it_as_observed_at() {
+        let at = Timestamp(1_744_621_200_123);
+        let rules = SnapshotRules {
+            observed_at: Some(at),
+            ..SnapshotRules::default()
+        };
+        let query = snapshot_query(&rules);
+        let sent = query
+            .iter()
+            .find(|(name, _)| *name == "observedAt")
+            .map(|(_, value)| value.as_str());
+        assert_eq!(sent, Some("2025-04-14T09:00:00.123Z"));
+        assert_eq!(parse_observed_at("observedAt", sent.unwrap_or("")), Ok(at));
+        let now = snapshot_query(&SnapshotRules::default());
+        assert!(now.iter().all(|(name, _)| *name != "observedAt"));
+    }
+}

@@ -343,7 +343,6 @@ impl Listing {
             && (!no_reference || old.title == details.title)
     }
 
-    /// Moves to `status` at `at`, recording the change; no-op when already there.
     /// The last instant a snapshot said anything of this listing: first seen, seen again (a
     /// price change among it), delisted or back. An admin's link or edit is not one.
     pub fn last_observed_at(&self) -> Timestamp {
@@ -360,6 +359,7 @@ impl Listing {
         .unwrap_or(self.created_at)
     }
 
+    /// Moves to `status` at `at`, recording the change; no-op when already there.
     pub fn set_status(&mut self, status: ListingStatus, at: Timestamp) {
         if self.status == status {
             return;
