@@ -24,7 +24,7 @@ use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, 
 use crate::schema::{exact_number, exact_string, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
-use by_id::ListingById;
+use by_id::{IdColumns, ListingById};
 use collect::{GroupCounter, KeptColumns, PageCollector, PriceCollector};
 use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
@@ -530,6 +530,8 @@ pub struct ListingLoad {
     fields: Fields,
     before: Vec<tantivy::index::SegmentId>,
     documents: usize,
+    /// The id columns its replacements' deletes find old documents by.
+    id_columns: IdColumns,
 }
 
 impl ListingLoad {
@@ -542,7 +544,10 @@ impl ListingLoad {
 
     /// Writes `doc` over the document with its id, if any.
     pub fn replace(&mut self, doc: &ListingDoc) -> IndexResult<()> {
-        self.writer.delete_query(Box::new(ListingById(doc.id)))?;
+        self.writer.delete_query(Box::new(ListingById {
+            id: doc.id,
+            columns: self.id_columns.clone(),
+        }))?;
         self.add(doc)
     }
 
@@ -630,9 +635,13 @@ impl ListingIndex {
 
     /// Writes `docs` over the documents with their ids, and commits with `generation`.
     pub fn upsert(&self, docs: &[ListingDoc], generation: u64) -> IndexResult<()> {
+        let columns = IdColumns::default();
         self.derived.replace(
             docs.iter().map(|doc| {
-                let old: Box<dyn Query> = Box::new(ListingById(doc.id));
+                let old: Box<dyn Query> = Box::new(ListingById {
+                    id: doc.id,
+                    columns: columns.clone(),
+                });
                 (old, Some(self.fields.document(doc)))
             }),
             generation,
@@ -646,6 +655,7 @@ impl ListingIndex {
             writer: self.derived.load_writer()?,
             fields: self.fields.clone(),
             documents: 0,
+            id_columns: IdColumns::default(),
         })
     }
 

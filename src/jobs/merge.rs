@@ -4,6 +4,7 @@
 //! atomic write with its audit entry.
 
 use super::listing_writes::ListingWrites;
+use super::read_pool::with_waiting_reads;
 use super::reindex::listings_of_model;
 use super::users::{audit_entry, Actor};
 use crate::domain::{normalize_reference, Listing, Model, ModelId, Timestamp};
@@ -163,17 +164,21 @@ fn check_ids(keeper: ModelId, duplicates: &[ModelId]) -> Result<(), MergeError> 
     Ok(())
 }
 
-/// Every listing matched or linked to one of `models`, whatever its status.
+/// Every listing matched or linked to one of `models`, whatever its status: read on the read
+/// pool, as a merge may move thousands whose records the OS has not cached.
 fn listings_of(
     turn: &WriteTurn<'_>,
     index: &ListingIndex,
     models: &[ModelId],
 ) -> Result<Vec<Listing>, MergeError> {
-    let mut listings = Vec::new();
-    for &model in models {
-        listings.extend(listings_of_model::<MergeError>(turn.store(), index, model)?);
-    }
-    Ok(listings)
+    let store = turn.store();
+    with_waiting_reads(|| {
+        let mut listings = Vec::new();
+        for &model in models {
+            listings.extend(listings_of_model::<MergeError>(store, index, model)?);
+        }
+        Ok(listings)
+    })
 }
 
 /// Adds the duplicate's references the keeper lacks to its alternates; returns how many.

@@ -53,15 +53,19 @@ pub fn listings_of_model<E: From<StoreError> + From<IndexError>>(
         limit,
     };
     let total = index.search(&query(0))?.total;
-    let mut listings = Vec::with_capacity(total);
-    for id in index.search(&query(total))?.ids {
-        if let Some(listing) = store.listings().listing(ListingId(id))? {
-            if listing.model_id == Some(model) {
-                listings.push(listing);
-            }
-        }
-    }
-    Ok(listings)
+    let ids = index.search(&query(total))?.ids;
+    // In parallel: the records of a model's listings lie apart in the store, and on a store
+    // the OS has not cached each read waits on the disk (run on the read pool, many wait at
+    // once).
+    let read: Vec<Option<Listing>> = ids
+        .into_par_iter()
+        .map(|id| store.listings().listing(ListingId(id)))
+        .collect::<Result<_, _>>()?;
+    Ok(read
+        .into_iter()
+        .flatten()
+        .filter(|listing| listing.model_id == Some(model))
+        .collect())
 }
 
 /// True when the catalogue index reflects the store's last write.

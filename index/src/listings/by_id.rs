@@ -2,38 +2,79 @@
 //! replaced listing's old document is deleted by. Segments keep their documents in ascending
 //! id order (the index is sorted by id), so no id is indexed as a term: one term of its own
 //! per listing was about a third of what indexing a listing cost (docs/decisions.md, D-41).
+//! The deletes of one write share each segment's opened id column ([`IdColumns`]): opening it
+//! decodes the whole column's block table, which per delete made a merge moving thousands of
+//! listings spend seconds (D-215).
 
 use super::names;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tantivy::columnar::Column;
+use tantivy::index::SegmentId;
 use tantivy::query::{ConstScorer, EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
 
+/// Each segment's id column, opened once for every delete of one write.
+#[derive(Clone, Default)]
+pub(super) struct IdColumns(Arc<Mutex<HashMap<SegmentId, Column<u64>>>>);
+
+/// Segments whose columns one write keeps at most: a long load's merges retire segments, whose
+/// columns (and files) would otherwise be held to its end.
+const MAX_KEPT_SEGMENTS: usize = 64;
+
+impl IdColumns {
+    fn of(&self, reader: &SegmentReader) -> tantivy::Result<Column<u64>> {
+        let mut kept = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(column) = kept.get(&reader.segment_id()) {
+            return Ok(column.clone());
+        }
+        if kept.len() >= MAX_KEPT_SEGMENTS {
+            kept.clear();
+        }
+        let column = reader.fast_fields().u64(names::ID)?;
+        kept.insert(reader.segment_id(), column.clone());
+        Ok(column)
+    }
+}
+
+impl std::fmt::Debug for IdColumns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IdColumns")
+    }
+}
+
 /// The documents whose id is the listing's (more than one only while a replaced one awaits
 /// its delete).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct ListingById(pub u64);
+#[derive(Debug, Clone)]
+pub(super) struct ListingById {
+    pub id: u64,
+    pub columns: IdColumns,
+}
 
 impl Query for ListingById {
     fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(*self))
+        Ok(Box::new(self.clone()))
     }
 }
 
 impl Weight for ListingById {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let ids = reader.fast_fields().u64(names::ID)?;
-        let docs = docs_with_id(&ids, reader.max_doc(), self.0);
+        let ids = self.columns.of(reader)?;
+        let docs = docs_with_id(&ids, reader.max_doc(), self.id);
         Ok(Box::new(ConstScorer::new(docs, boost)))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let ids = reader.fast_fields().u64(names::ID)?;
-        if ids.first(doc) == Some(self.0) {
+        let ids = self.columns.of(reader)?;
+        if ids.first(doc) == Some(self.id) {
             Ok(Explanation::new("ListingById", 1.0))
         } else {
             Err(tantivy::TantivyError::InvalidArgument(format!(
                 "document {doc} is not listing {}",
-                self.0
+                self.id
             )))
         }
     }
