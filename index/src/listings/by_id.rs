@@ -15,27 +15,49 @@ use tantivy::query::{ConstScorer, EnableScoring, Explanation, Query, Scorer, Wei
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED};
 
 /// Each segment's id column, opened once for every delete of one write.
-#[derive(Clone, Default)]
-pub(super) struct IdColumns(Arc<Mutex<HashMap<SegmentId, Column<u64>>>>);
+#[derive(Clone)]
+pub(super) struct IdColumns(Arc<KeptIdColumns>);
 
-/// Segments whose columns one write keeps at most: a long load's merges retire segments, whose
-/// columns (and files) would otherwise be held to its end.
+struct KeptIdColumns {
+    columns: Mutex<HashMap<SegmentId, Column<u64>>>,
+    /// Segments kept at most: a long load's merges retire segments, whose columns (and files)
+    /// would otherwise be held to its end.
+    most: usize,
+    /// Columns opened, for the tests.
+    opened: std::sync::atomic::AtomicUsize,
+}
+
+/// Segments whose columns one write keeps at most.
 const MAX_KEPT_SEGMENTS: usize = 64;
 
+impl Default for IdColumns {
+    fn default() -> IdColumns {
+        IdColumns::holding_at_most(MAX_KEPT_SEGMENTS)
+    }
+}
+
 impl IdColumns {
+    fn holding_at_most(most: usize) -> IdColumns {
+        IdColumns(Arc::new(KeptIdColumns {
+            columns: Mutex::default(),
+            most: most.max(1),
+            opened: Default::default(),
+        }))
+    }
+
     fn of(&self, reader: &SegmentReader) -> tantivy::Result<Column<u64>> {
-        let mut kept = self
-            .0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(column) = kept.get(&reader.segment_id()) {
+        let kept = &self.0;
+        let mut columns = (kept.columns.lock()).unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(column) = columns.get(&reader.segment_id()) {
             return Ok(column.clone());
         }
-        if kept.len() >= MAX_KEPT_SEGMENTS {
-            kept.clear();
+        if columns.len() >= kept.most {
+            columns.clear();
         }
         let column = reader.fast_fields().u64(names::ID)?;
-        kept.insert(reader.segment_id(), column.clone());
+        kept.opened
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        columns.insert(reader.segment_id(), column.clone());
         Ok(column)
     }
 }
@@ -125,8 +147,12 @@ impl DocSet for DocRun {
 
 #[cfg(test)]
 mod tests {
+    use super::{IdColumns, ListingById};
     use crate::query::TextQuery;
     use crate::{ListingDoc, ListingIndex, ListingQuery, ListingSort};
+    use std::sync::atomic::Ordering;
+    use tantivy::query::Weight;
+    use tantivy::DocSet;
 
     fn doc(id: u64, title: &str) -> ListingDoc {
         ListingDoc {
@@ -177,5 +203,47 @@ mod tests {
         assert_eq!(titled(&index, "new"), [1, 25, 45, 60]);
         assert_eq!(titled(&index, "loaded"), [2, 50, 61, 62]);
         assert_eq!(titled(&index, "older").len(), 21 - 3);
+    }
+
+    /// The documents each id's query finds in each segment, with `columns` shared by them all.
+    fn found(index: &ListingIndex, ids: &[u64], columns: &IdColumns) -> usize {
+        let searcher = index.derived.reader.searcher();
+        let mut found = 0;
+        for &id in ids {
+            for segment in searcher.segment_readers() {
+                let query = ListingById {
+                    id,
+                    columns: columns.clone(),
+                };
+                let mut docs = query.scorer(segment, 1.0).expect("scorer");
+                while docs.doc() != tantivy::TERMINATED {
+                    found += 1;
+                    docs.advance();
+                }
+            }
+        }
+        found
+    }
+
+    /// The deletes of one write open each segment's id column once, whatever their number,
+    /// and a write keeping fewer segments than it meets still finds every id.
+    #[test]
+    fn one_writes_deletes_open_each_segments_id_column_once() {
+        let index = ListingIndex::in_memory().expect("index");
+        for (generation, ids) in [(1..=20), (21..=40), (41..=60)].into_iter().enumerate() {
+            let docs: Vec<ListingDoc> = ids.map(|id| doc(id, "watch")).collect();
+            index.upsert(&docs, generation as u64 + 1).expect("upsert");
+        }
+        let segments = index.derived.reader.searcher().segment_readers().len();
+        assert!(segments > 1, "the index has {segments} segment");
+        let ids: Vec<u64> = (1..=60).collect();
+
+        let shared = IdColumns::default();
+        assert_eq!(found(&index, &ids, &shared), 60);
+        assert_eq!(shared.0.opened.load(Ordering::Relaxed), segments);
+
+        let fewer = IdColumns::holding_at_most(1);
+        assert_eq!(found(&index, &ids, &fewer), 60);
+        assert!(fewer.0.columns.lock().expect("lock").len() <= 1);
     }
 }
