@@ -166,19 +166,30 @@ def writes(admin, repeat):
         ("/v1/duplicate-models/merge", {"keeperId": g["models"][0]["id"], "duplicateIds": [g["models"][1]["id"]]})
         for g in duplicates[repeat:]]
     for name, plan in plans.items():
-        times, refused = [], 0
+        times, refused, moved = [], 0, []
         for path, body in plan:
             ms, status, value = admin.timed("POST", path, body)
             if status == 200:
                 times.append(ms)
+                moved.extend(moved_listings(value))
             elif status in (400, 404, 409):
                 refused += 1  # a reference another model has, a pair already gone: timed apart
             else:
                 sys.exit(f"{name}: {status} {value}")
         if times:
             figures[name] = times
-            rows.append(row(name, times, f" {refused} refused |" if refused else " |"))
+            notes = ([f"{refused} refused"] if refused else []) + moved_note(moved)
+            rows.append(row(name, times, f" {'; '.join(notes)} |"))
     return rows, figures
+
+
+def moved_listings(answer):
+    """The listings a merge moved (its time grows with them), as a list of none or one."""
+    return [answer["movedListings"]] if isinstance(answer, dict) and "movedListings" in answer else []
+
+
+def moved_note(moved):
+    return [f"moved {max(moved):,} listings at most, {sorted(moved)[len(moved) // 2]:,} at the median"] if moved else []
 
 
 def during_job(admin, feed, provider, tries):
@@ -200,19 +211,21 @@ def during_job(admin, feed, provider, tries):
         time.sleep(0.2)
     groups = groups_to_write(admin, tries, 900)
     duplicates = duplicate_groups(admin, tries, 150)
-    merges, links = [], []
+    merges, links, moved = [], [], []
     for group, dup in zip(groups, duplicates):
         ms, status, _ = admin.timed("POST", "/v1/reconciliation/link",
                                     {"group": group["id"], "model": group["candidates"][0]["id"]})
         if status == 200:
             links.append(ms)
-        ms, status, _ = admin.timed("POST", "/v1/duplicate-models/merge",
-                                    {"keeperId": dup["models"][0]["id"], "duplicateIds": [dup["models"][1]["id"]]})
+        ms, status, value = admin.timed("POST", "/v1/duplicate-models/merge",
+                                        {"keeperId": dup["models"][0]["id"], "duplicateIds": [dup["models"][1]["id"]]})
         if status == 200:
             merges.append(ms)
+            moved.extend(moved_listings(value))
     _, state = admin.call("GET", f"/v1/admin/jobs/{job_id}")
     still = state["state"] == "running"
-    return [row("link during a snapshot job", links), row("merge during a snapshot job", merges)], still
+    merge_name = "; ".join(["merge during a snapshot job"] + moved_note(moved))
+    return [row("link during a snapshot job", links), row(merge_name, merges)], still
 
 
 def main():
