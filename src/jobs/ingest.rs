@@ -259,8 +259,8 @@ fn ingest_with(
     control.set_total(done_before + rows.len() as u64);
     let mut catalogue = JobCatalogue::for_listings(store, rows.len())?;
     let mut rows = rows.into_iter();
-    let chunk = writes.chunk();
-    let mut next_chunk = || -> Vec<FeedRow> { rows.by_ref().take(chunk).collect() };
+    // Each chunk's size asked again: it shrinks while a person is at work beside the job.
+    let mut next_chunk = |size: usize| -> Vec<FeedRow> { rows.by_ref().take(size).collect() };
     let mut run = Run {
         store,
         provider,
@@ -268,13 +268,13 @@ fn ingest_with(
         now: rules.observed_at.unwrap_or_else(Timestamp::now),
         tally: Tally::default(),
     };
-    let mut prepared = prepare(&known, &catalogue, next_chunk())?;
+    let mut prepared = prepare(&known, &catalogue, next_chunk(run.writes.chunk()))?;
     loop {
         let pending = prepared.len() as u64;
         for line in prepared {
             run.upsert(line)?;
         }
-        let chunk = next_chunk();
+        let chunk = next_chunk(run.writes.chunk());
         if chunk.is_empty() {
             break;
         }

@@ -18,11 +18,24 @@ use std::collections::HashMap;
 /// faster per listing, while its memory keeps growing (docs/decisions.md, D-28).
 pub const CHUNK_LISTINGS: usize = 50_000;
 
+/// Listings a chunk holds at most while a person is at work beside the write: a person's write
+/// waits for the chunk under way, committed and indexed, and 50,000 new listings take 2–3 s
+/// where 10,000 take well under one (D-216).
+pub const CHUNK_LISTINGS_BESIDE_A_PERSON: usize = 10_000;
+
+/// How long after a person was last seen at work (a signed-in request, or their write waiting
+/// for the turn) a write keeps its chunks short: an admin working through groups clicks again
+/// within it.
+pub const A_PERSON_AT_WORK: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// A pending write of listings, inside a write turn.
 pub struct ListingWrites<'a> {
     turn: &'a WriteTurn<'a>,
     /// Listings a chunk holds at most.
     chunk: usize,
+    /// Whether its chunks shrink to [`CHUNK_LISTINGS_BESIDE_A_PERSON`] while a person is at
+    /// work ([`ListingWrites::new`] only: a chunk size asked for is kept).
+    yields_to_people: bool,
     pending: Pending<'a>,
     done: WrittenListings,
     /// The count changes of the chunks committed so far, for the last commit; `None` until a
@@ -126,8 +139,11 @@ impl<'a> Pending<'a> {
 }
 
 impl<'a> ListingWrites<'a> {
+    /// A write in chunks of [`CHUNK_LISTINGS`], shorter while a person is at work beside it.
     pub fn new(turn: &'a WriteTurn<'a>) -> StoreResult<ListingWrites<'a>> {
-        ListingWrites::in_chunks_of(turn, CHUNK_LISTINGS)
+        let mut writes = ListingWrites::in_chunks_of(turn, CHUNK_LISTINGS)?;
+        writes.yields_to_people = true;
+        Ok(writes)
     }
 
     /// A write of any size committed as one atomic commit of `batch`, which may already hold
@@ -146,6 +162,7 @@ impl<'a> ListingWrites<'a> {
         Ok(ListingWrites {
             turn,
             chunk: chunk.max(1),
+            yields_to_people: false,
             pending: Pending::new(turn)?,
             done: WrittenListings {
                 generation: turn.store().generation()?,
@@ -166,9 +183,14 @@ impl<'a> ListingWrites<'a> {
         self.turn
     }
 
-    /// Listings a chunk holds at most.
+    /// Listings the next chunk holds at most.
     pub fn chunk(&self) -> usize {
-        self.chunk
+        let person_at_work = || (self.turn.store()).a_person_at_work_within(A_PERSON_AT_WORK);
+        if self.yields_to_people && person_at_work() {
+            self.chunk.min(CHUNK_LISTINGS_BESIDE_A_PERSON)
+        } else {
+            self.chunk
+        }
     }
 
     /// Writes `new` over `old`, adjusting the counts of the models either is counted for.
@@ -193,7 +215,11 @@ impl<'a> ListingWrites<'a> {
 
     /// Commits the pending chunk when it is full; true when it did.
     pub fn commit_if_full(&mut self) -> StoreResult<bool> {
-        let full = self.pending.listings >= self.chunk;
+        // Asked per listing written: whether a person is at work only once a short chunk is
+        // pending.
+        let pending = self.pending.listings;
+        let full =
+            pending >= self.chunk.min(CHUNK_LISTINGS_BESIDE_A_PERSON) && pending >= self.chunk();
         if full {
             self.commit_chunk_while(|| ())?;
         }
@@ -370,6 +396,45 @@ mod tests {
             writes.commit_if_full().expect("chunk");
         }
         writes
+    }
+
+    /// A person whose write finds the turn taken (by a job) makes the job's chunks short for a
+    /// while, as a signed-in request does; a chunk size asked for, and a person who did not
+    /// have to wait, change nothing.
+    #[test]
+    fn a_writes_chunks_are_short_once_a_person_waited_for_the_turn_beside_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 22).expect("open");
+        drop(store.write_turn());
+        std::thread::scope(|threads| {
+            let turn = store.write_turn();
+            let writes = ListingWrites::new(&turn).expect("writes");
+            assert_eq!(writes.chunk(), CHUNK_LISTINGS, "no person waited yet");
+            threads.spawn(|| drop(store.write_turn()));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !store.a_person_at_work_within(A_PERSON_AT_WORK) {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the person never came"
+                );
+                std::thread::yield_now();
+            }
+            assert_eq!(writes.chunk(), CHUNK_LISTINGS_BESIDE_A_PERSON);
+            let asked = ListingWrites::in_chunks_of(&turn, 70_000).expect("writes");
+            assert_eq!(asked.chunk(), 70_000, "a size asked for is kept");
+            // The writes, then the turn, end here: the person's write goes in.
+        });
+    }
+
+    #[test]
+    fn a_person_signed_in_makes_a_writes_chunks_short() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 22).expect("open");
+        let turn = store.write_turn();
+        let writes = ListingWrites::new(&turn).expect("writes");
+        assert_eq!(writes.chunk(), CHUNK_LISTINGS);
+        store.note_a_person_at_work();
+        assert_eq!(writes.chunk(), CHUNK_LISTINGS_BESIDE_A_PERSON);
     }
 
     #[test]

@@ -163,6 +163,9 @@ struct Queue {
     /// What was committed since each turn now passed was passed, by pass.
     passed: Vec<(u64, Changes)>,
     passes: u64,
+    /// When a person was last seen at work: signed in to the back office, or their write
+    /// waiting for the turn.
+    person_at_work: Option<std::time::Instant>,
 }
 
 impl TurnQueue {
@@ -186,6 +189,11 @@ impl TurnQueue {
         let ticket = queue.drawn;
         queue.drawn += 1;
         queue.waiting_for_a_person += u64::from(for_a_person);
+        // A person who finds the turn taken waits behind a long write, maybe a job's: the job
+        // then keeps its chunks short for a while (`ListingWrites::chunk`).
+        if for_a_person && queue.serving != ticket {
+            queue.person_at_work = Some(std::time::Instant::now());
+        }
         // Whoever watches the queue sees a writer come.
         self.moved.notify_all();
         while queue.serving != ticket {
@@ -203,6 +211,14 @@ impl TurnQueue {
     /// True when a writer someone waits for waits behind the one served.
     fn is_wanted(&self) -> bool {
         self.lock().waiting_for_a_person > 0
+    }
+
+    fn note_a_person_at_work(&self) {
+        self.lock().person_at_work = Some(std::time::Instant::now());
+    }
+
+    fn person_at_work_within(&self, while_ago: std::time::Duration) -> bool {
+        (self.lock().person_at_work).is_some_and(|seen| seen.elapsed() <= while_ago)
     }
 
     /// Notes a commit in the changes of every turn passed now.
@@ -285,6 +301,18 @@ impl Store {
     /// job held by the test pacing, when it is stopped).
     pub fn wake_passed_turns(&self) {
         self.turns.wake();
+    }
+
+    /// Notes that a person is at work (a signed-in request): a long write keeps its chunks
+    /// short for a while, so their next write waits less for it.
+    pub fn note_a_person_at_work(&self) {
+        self.turns.note_a_person_at_work();
+    }
+
+    /// True when a person was at work within `while_ago`: signed in to the back office, or
+    /// their write waiting for the turn.
+    pub fn a_person_at_work_within(&self, while_ago: std::time::Duration) -> bool {
+        self.turns.person_at_work_within(while_ago)
     }
 }
 

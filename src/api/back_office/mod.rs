@@ -158,6 +158,8 @@ fn caller_of(identity: &Identity, token: &str) -> Result<Caller, ApiError> {
         store.sessions().close_session(&session, None)?;
         return Ok(Caller::Anonymous);
     };
+    // A person at work: a running job keeps its chunks short, so their next write waits less.
+    store.note_a_person_at_work();
     if identity.sessions.needs_touch(&session, now) {
         session.last_seen_at = now;
         store.sessions().touch_session(&session)?;
