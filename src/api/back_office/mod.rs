@@ -263,6 +263,67 @@ pub fn reason_schema() -> utoipa::openapi::Object {
 mod tests {
     use super::*;
 
+    /// A request with a live session marks a person at work (a running job's chunks shrink,
+    /// D-216); one with an unknown token does not.
+    #[test]
+    fn a_signed_in_caller_is_a_person_at_work_and_an_unknown_token_is_not() {
+        use crate::domain::{Role, Session, Username};
+        use crate::jobs::listing_writes::A_PERSON_AT_WORK;
+        let dir = tempfile::tempdir().expect("dir");
+        let data = crate::data_dir::DataDir::new(dir.path());
+        let app = std::sync::Arc::new(crate::app::App::open(&data, 1 << 20).expect("app"));
+        let identity = Identity {
+            app: app.clone(),
+            sessions: SessionPolicy::default(),
+            clock: Clock::system(),
+        };
+        let store = app.store();
+        let name = Username::parse("ana").expect("name");
+        let turn = store.write_turn();
+        crate::jobs::users::add_user(
+            &turn,
+            &crate::jobs::users::Actor::Cli,
+            &name,
+            Role::Admin,
+            "a long password 1",
+        )
+        .expect("user");
+        drop(turn);
+
+        assert!(matches!(
+            caller_of(&identity, &"0".repeat(64)),
+            Ok(Caller::Anonymous)
+        ));
+        assert!(!store.a_person_at_work_within(A_PERSON_AT_WORK));
+
+        let (token, token_hash) = crate::auth::new_token().expect("token");
+        let now = identity.clock.timestamp();
+        let session = Session {
+            token_hash,
+            user: name.clone(),
+            role: Role::Admin,
+            created_at: now,
+            last_seen_at: now,
+        };
+        let entry = crate::jobs::users::audit_entry(
+            store,
+            &crate::jobs::users::Actor::Cli,
+            "auth.login",
+            vec![],
+            String::new(),
+        )
+        .expect("entry");
+        store
+            .sessions()
+            .open_session(&session, &entry)
+            .expect("session");
+        assert!(matches!(
+            caller_of(&identity, &token),
+            Ok(Caller::Signed(_))
+        ));
+        assert!(store.a_person_at_work_within(A_PERSON_AT_WORK));
+    }
+
     #[test]
     fn the_four_groups_are_back_office_with_and_without_v1() {
         for path in [
