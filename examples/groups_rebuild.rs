@@ -12,8 +12,7 @@ fn main() {
     if std::env::args().any(|a| a == "--cleared") {
         // sled's cache bounded as the binary's, and the keys removed a batch of 20,000 at a
         // time: one batch per keyspace held millions of keys and grew past 20 GB at 10M listings.
-        let db = (sled::Config::new().path(&store_dir))
-            .cache_capacity(256 << 20)
+        let db = watch_catalogue::store::sled_config(&store_dir, 256 << 20)
             .open()
             .expect("sled");
         let started = Instant::now();

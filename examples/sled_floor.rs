@@ -49,10 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: sled_floor DIR [LISTINGS] [VALUE_BYTES] [CHUNK] [SOURCE: 0 or 1]")?;
     let (listings, bytes, chunk) = (arg(2, 10_000_000)?, arg(3, 337)?, arg(4, 50_000)?);
     let sources = arg(5, 0)? == 1;
-    let db = sled::Config::new()
-        .path(&dir)
-        .cache_capacity(256 << 20)
-        .open()?;
+    let db = watch_catalogue::store::sled_config(std::path::Path::new(&dir), 256 << 20).open()?;
     let started = Instant::now();
     let (mut applying, mut flushing) = (0.0, 0.0);
     for first in (0..listings as u64).step_by(chunk) {

@@ -9,7 +9,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::args()
         .nth(1)
         .ok_or("usage: store_sizes DATA_DIR")?;
-    let db = sled::open(std::path::Path::new(&dir).join("store"))?;
+    let store = std::path::Path::new(&dir).join("store");
+    let db = watch_catalogue::store::sled_config(&store, 256 << 20).open()?;
     let mut by_space: BTreeMap<u8, (u64, u64, u64)> = BTreeMap::new();
     for entry in db.iter() {
         let (key, value) = entry?;

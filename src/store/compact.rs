@@ -43,10 +43,7 @@ impl Store {
         cache_bytes: u64,
         batch_done: &mut dyn FnMut(u64) -> bool,
     ) -> StoreResult<Option<StoreCopy>> {
-        let copy = sled::Config::new()
-            .path(dest)
-            .cache_capacity(cache_bytes)
-            .open()?;
+        let copy = super::sled_config(dest, cache_bytes).open()?;
         let mut report = CopyReport::default();
         for name in self.db.tree_names() {
             let (from, to) = (self.db.open_tree(&name)?, copy.open_tree(&name)?);

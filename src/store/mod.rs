@@ -240,6 +240,32 @@ impl Store {
     }
 }
 
+/// sled's segment size for a store made now: a quarter of sled's default, so that sled reclaims
+/// more of its file as writes replace pages (docs/decisions.md, D-218).
+pub const SEGMENT_BYTES: usize = 256 << 10;
+
+/// sled's configuration for the store in `dir`, with a page cache of `cache_bytes`. A store made
+/// now has segments of [`SEGMENT_BYTES`]; one made before keeps the size it was made with, which
+/// sled records in the store's `conf` file and refuses to open with another (`compact` copies a
+/// store into a new one of today's size).
+pub fn sled_config(dir: &Path, cache_bytes: u64) -> sled::Config {
+    let segment_bytes = made_with_segment_bytes(dir).unwrap_or(SEGMENT_BYTES);
+    sled::Config::new()
+        .path(dir)
+        .cache_capacity(cache_bytes)
+        .segment_size(segment_bytes)
+}
+
+/// The segment size the store in `dir` was made with, from sled's `conf` file (its lines, then
+/// a checksum); `None` for a store not made yet.
+fn made_with_segment_bytes(dir: &Path) -> Option<usize> {
+    let conf = std::fs::read(dir.join("conf")).ok()?;
+    let text = String::from_utf8_lossy(&conf);
+    text.lines()
+        .find_map(|line| line.strip_prefix("segment_size: "))
+        .and_then(|size| size.trim().parse().ok())
+}
+
 impl Store {
     /// Opens (or creates) the store in `dir`. A store of an older schema is refused with
     /// [`StoreError::MigrationNeeded`], one of a newer schema with [`StoreError::NewerSchema`].
@@ -258,10 +284,7 @@ impl Store {
         cache_bytes: u64,
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
-        let db = sled::Config::new()
-            .path(dir)
-            .cache_capacity(cache_bytes)
-            .open()?;
+        let db = sled_config(dir, cache_bytes).open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         recount::recount_if_held(&db)?;
         let store = Store {

@@ -19,7 +19,7 @@ pub(crate) fn reopen<T>(mut open: impl FnMut() -> StoreResult<T>) -> StoreResult
 
 /// [`reopen`] for a raw sled handle on `dir`.
 pub(super) fn reopen_sled(dir: &Path) -> sled::Db {
-    reopen(|| Ok(sled::open(dir)?)).expect("sled")
+    reopen(|| Ok(super::sled_config(dir, 1 << 20).open()?)).expect("sled")
 }
 
 fn is_lock_error(error: &sled::Error) -> bool {
@@ -383,4 +383,35 @@ fn the_record_of_an_open_moves_no_generation() {
         store.opened_at().expect("read"),
         Some(Timestamp(1_700_000_000_000))
     );
+}
+
+/// D-218: a store made now has today's segments; one made with sled's default keeps them, as
+/// sled refuses a store opened with another size, and works as before.
+#[test]
+fn a_new_store_has_todays_segments_and_an_older_one_keeps_its_own() {
+    let new = tempfile::tempdir().expect("dir");
+    drop(Store::open(new.path(), 1 << 20).expect("store"));
+    assert_eq!(made_with_segment_bytes(new.path()), Some(SEGMENT_BYTES));
+
+    let older = tempfile::tempdir().expect("dir");
+    let sleds_default = 512 << 10;
+    assert_ne!(sleds_default, SEGMENT_BYTES);
+    {
+        let db = sled::Config::new()
+            .path(older.path())
+            .segment_size(sleds_default)
+            .open()
+            .expect("a store of sled's default segments");
+        db.flush().expect("flush");
+    }
+    let store = reopen(|| Store::open(older.path(), 1 << 20)).expect("it opens");
+    let turn = store.write_turn();
+    let mut batch = turn.batch().expect("batch");
+    batch.put_brand(None, &brand(1, "omega", None));
+    turn.commit(batch).expect("a write");
+    drop(turn);
+    drop(store);
+    let store = reopen(|| Store::open(older.path(), 1 << 20)).expect("it opens again");
+    assert!(store.catalogue().brand(BrandId(1)).expect("read").is_some());
+    assert_eq!(made_with_segment_bytes(older.path()), Some(sleds_default));
 }

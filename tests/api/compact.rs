@@ -6,7 +6,9 @@ use std::path::Path;
 
 /// Every record of the store in `data`, tree by tree, as sled holds it.
 fn records(data: &Path) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
-    let db = when_unlocked(|| sled::open(data.join("store"))).expect("the store");
+    let store = data.join("store");
+    let db = when_unlocked(|| watch_catalogue::store::sled_config(&store, 64 << 20).open())
+        .expect("the store");
     let mut all = Vec::new();
     for name in db.tree_names() {
         let tree = db.open_tree(&name).expect("tree");
