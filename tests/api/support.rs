@@ -526,7 +526,20 @@ impl ServeProcess {
     }
 
     /// [`ServeProcess::start_with`] with more environment variables (a test pacing of jobs).
+    /// Started again while it finds the data dir locked: an `App` this test dropped just before
+    /// can hold the lock a moment longer (see [`when_unlocked`]).
     pub fn start_with_env(data_dir: &Path, args: &[&str], env: &[(&str, String)]) -> ServeProcess {
+        when_unlocked(|| ServeProcess::try_start(data_dir, args, env))
+            .unwrap_or_else(|log| panic!("serve did not start in time:\n{log}"))
+    }
+
+    /// One start of `serve`: the process once it logs its base URL, or its log if it ended or
+    /// said nothing of it within two minutes.
+    fn try_start(
+        data_dir: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> Result<ServeProcess, String> {
         use std::io::BufRead;
         let mut child = binary(data_dir)
             .env("RUST_LOG", "info")
@@ -560,7 +573,8 @@ impl ServeProcess {
         serve.base = loop {
             let Some(line) = serve.next_line(deadline) else {
                 let _ = serve.child.kill();
-                panic!("serve did not start in time:\n{}", serve.log);
+                let _ = serve.child.wait();
+                return Err(std::mem::take(&mut serve.log));
             };
             if let Some(start) = line.find("base=") {
                 break line[start + 5..]
@@ -570,7 +584,7 @@ impl ServeProcess {
                     .to_owned();
             }
         };
-        serve
+        Ok(serve)
     }
 
     fn next_line(&mut self, deadline: std::time::Instant) -> Option<String> {
