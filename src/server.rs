@@ -12,7 +12,7 @@ use crate::jobs::queue::Jobs;
 use crate::jobs::series_folder::SeriesFolder;
 use anyhow::Context;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::watch;
 
 /// Settings of `serve`.
@@ -54,18 +54,18 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     // the fixtures or a store is opened and prepared; it listens only once the service is
     // ready, so a client is refused until then rather than left waiting.
     let socket = reserve(config.addr)?;
-    let app = tokio::task::spawn_blocking({
+    let (app, first_flush) = tokio::task::spawn_blocking({
         let config = config.clone();
-        move || -> anyhow::Result<App> {
+        move || -> anyhow::Result<(App, FirstFlush)> {
             let app = App::open_for_serving(&config.data_dir, config.cache_bytes)?;
-            flush_once_opened(&app);
+            let first_flush = FirstFlush::start(&app);
             app.prepare(true)?;
-            Ok(app)
+            Ok((app, first_flush))
         }
     })
     .await??;
     let app = Arc::new(app);
-    let background = Background::start(&app, &config.pictures)?;
+    let background = Background::start(&app, &config.pictures, &first_flush)?;
     // Reading the duplicate groups as kept (joining them all when none are), and reading the
     // large models' ACTIVE prices, take long at a million models (docs/decisions.md, D-136,
     // D-95): done now, in the background, rather than by the first admin to open the duplicate
@@ -134,21 +134,28 @@ struct Background {
 impl Background {
     /// Marks the jobs a previous process left unfinished interrupted, empties the spool, starts
     /// the job runner, the series folder (which folds what the log holds at once), and the
-    /// image worker when it is enabled.
-    fn start(app: &Arc<App>, pictures: &WorkerConfig) -> anyhow::Result<Background> {
+    /// image worker when it is enabled. The last two write on their own, so they begin once
+    /// sled's first flush is done (D-219): a write before it waits for its walk, and the
+    /// write's index stands behind the store meanwhile, which `/readyz` says.
+    fn start(
+        app: &Arc<App>,
+        pictures: &WorkerConfig,
+        first_flush: &FirstFlush,
+    ) -> anyhow::Result<Background> {
         Jobs::start(app.job_context()).context("starting the job runner")?;
-        let series =
-            SeriesFolder::start(app.job_context().clone()).context("starting the series folder")?;
+        let series = SeriesFolder::start(app.job_context().clone(), first_flush.waiter())
+            .context("starting the series folder")?;
         let pictures = match pictures.enabled {
             true => {
                 let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);
                 let (stop, stopped) = watch::channel(false);
                 // Its own task: a fetch or crop never holds up a request.
-                let task = tokio::spawn(run_until_stopped(
-                    app.job_context().clone(),
-                    worker,
-                    stopped,
-                ));
+                let context = app.job_context().clone();
+                let first_flush = first_flush.waiter();
+                let task = tokio::spawn(async move {
+                    let _ = tokio::task::spawn_blocking(first_flush).await;
+                    run_until_stopped(context, worker, stopped).await
+                });
                 Some((stop, task))
             }
             false => None,
@@ -224,23 +231,55 @@ impl ShutdownSignal {
     }
 }
 
-/// sled's first flush after an open walks every segment of the store (seconds of a core on a
-/// large one, D-208): started now, on a thread of its own, so that it runs beside the rest of
-/// the start-up rather than in the first request that writes.
-fn flush_once_opened(app: &App) {
-    let store = app.store().clone();
-    let spawned = std::thread::Builder::new()
-        .name("first-flush".into())
-        .spawn(move || {
-            let started = std::time::Instant::now();
-            match store.flush_once_opened(crate::domain::Timestamp::now()) {
-                Ok(()) => tracing::info!(took = ?started.elapsed(), "store's first flush done"),
-                Err(error) => tracing::warn!(%error, "the store's first flush at start-up"),
-            }
-        });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "starting the store's first flush");
+/// sled's first flush after an open, which walks every segment of the store (seconds of a core
+/// on a large one: D-208, D-219), made on a thread of its own as soon as the store is open, so
+/// that it runs beside the rest of the start-up and the first requests. The port opens without
+/// waiting for it: readers need nothing of it; the writers `serve` starts wait for it.
+struct FirstFlush {
+    done: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl FirstFlush {
+    fn start(app: &App) -> FirstFlush {
+        let done = Arc::new((Mutex::new(false), Condvar::new()));
+        let store = app.store().clone();
+        let flushed = done.clone();
+        let spawned = std::thread::Builder::new()
+            .name("first-flush".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                match store.flush_once_opened(crate::domain::Timestamp::now()) {
+                    Ok(()) => tracing::info!(took = ?started.elapsed(), "store's first flush done"),
+                    Err(error) => tracing::warn!(%error, "the store's first flush at start-up"),
+                }
+                mark_done(&flushed);
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "starting the store's first flush");
+            mark_done(&done);
+        }
+        FirstFlush { done }
     }
+
+    /// Blocks until the first flush is done (or failed): for a writer's thread.
+    fn waiter(&self) -> impl FnOnce() + Send + 'static {
+        let done = self.done.clone();
+        move || {
+            let (flag, changed) = &*done;
+            let mut flushed = flag.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            while !*flushed {
+                flushed = changed
+                    .wait(flushed)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+    }
+}
+
+fn mark_done(done: &(Mutex<bool>, Condvar)) {
+    let (flag, changed) = done;
+    *flag.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = true;
+    changed.notify_all();
 }
 
 /// Keeps the ACTIVE prices of the models with many listings, for `GET /listings/stats`.
@@ -249,5 +288,23 @@ fn keep_large_model_prices(app: &App) {
     match (app.listings()).keep_large_model_prices(crate::domain::ListingStatus::Active as u64) {
         Ok(runs) => tracing::info!(runs, took = ?started.elapsed(), "large models' prices kept"),
         Err(error) => tracing::warn!(%error, "keeping the large models' prices at start-up"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data_dir::DataDir;
+
+    /// A writer `serve` starts waits for the store's first flush (D-219): by the time its
+    /// waiter returns, the open is recorded.
+    #[test]
+    fn a_writer_begins_after_the_stores_first_flush() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let app = App::open(&DataDir::new(dir.path()), 1 << 20).expect("app");
+        assert_eq!(app.store().opened_at().expect("read"), None);
+        let first_flush = FirstFlush::start(&app);
+        (first_flush.waiter())();
+        assert!(app.store().opened_at().expect("read").is_some());
     }
 }

@@ -218,12 +218,20 @@ pub struct SeriesFolder {
 }
 
 impl SeriesFolder {
-    pub fn start(context: Arc<JobContext>) -> std::io::Result<SeriesFolder> {
+    /// Starts it on a thread of its own, which first runs `begin_when` (`serve` waits there for
+    /// the store's first flush, D-219).
+    pub fn start(
+        context: Arc<JobContext>,
+        begin_when: impl FnOnce() + Send + 'static,
+    ) -> std::io::Result<SeriesFolder> {
         let thread = std::thread::Builder::new()
             .name("series-folder".to_owned())
             .spawn({
                 let context = context.clone();
-                move || at_lower_priority("series-fold", || drain_until_stopped(&context))
+                move || {
+                    begin_when();
+                    at_lower_priority("series-fold", || drain_until_stopped(&context))
+                }
             })?;
         Ok(SeriesFolder {
             context,

@@ -160,6 +160,8 @@ pub struct Store {
     /// The right to append to the audit trail, inside the write turn or outside it:
     /// see `audit::AppendRight`.
     audit_appends: Arc<Mutex<()>>,
+    /// sled's segment size for this store: see [`Store::flush_once_opened`].
+    segment_bytes: usize,
 }
 
 /// The store's generation as a reader found it, for values kept per generation (the API's
@@ -240,20 +242,30 @@ impl Store {
     }
 }
 
-/// sled's segment size for a store made now: a quarter of sled's default, so that sled reclaims
-/// more of its file as writes replace pages (docs/decisions.md, D-218).
-pub const SEGMENT_BYTES: usize = 256 << 10;
+/// How many small flushes [`Store::flush_once_opened`] makes after its filler: sled's walk came
+/// at the 7th on the scale run's store (it waits for an epoch of sled's own to pass), and each
+/// costs well under a millisecond when there is none.
+const FIRST_FLUSHES: u64 = 200;
+
+/// sled's segment size for a store made now: sled's default. Half of it, given to the stores made
+/// for a while before, left a 10M-listing store no smaller, and sled's first stabilisation after
+/// an open walks the segments in time quadratic in their number (docs/decisions.md, D-219).
+pub const SEGMENT_BYTES: usize = 512 << 10;
 
 /// sled's configuration for the store in `dir`, with a page cache of `cache_bytes`. A store made
 /// now has segments of [`SEGMENT_BYTES`]; one made before keeps the size it was made with, which
 /// sled records in the store's `conf` file and refuses to open with another (`compact` copies a
 /// store into a new one of today's size).
 pub fn sled_config(dir: &Path, cache_bytes: u64) -> sled::Config {
-    let segment_bytes = made_with_segment_bytes(dir).unwrap_or(SEGMENT_BYTES);
     sled::Config::new()
         .path(dir)
         .cache_capacity(cache_bytes)
-        .segment_size(segment_bytes)
+        .segment_size(segment_bytes_of(dir))
+}
+
+/// The segment size of the store in `dir`: the one it was made with, or today's for a new one.
+fn segment_bytes_of(dir: &Path) -> usize {
+    made_with_segment_bytes(dir).unwrap_or(SEGMENT_BYTES)
 }
 
 /// The segment size the store in `dir` was made with, from sled's `conf` file (its lines, then
@@ -284,6 +296,7 @@ impl Store {
         cache_bytes: u64,
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
+        let segment_bytes = segment_bytes_of(dir);
         let db = sled_config(dir, cache_bytes).open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         recount::recount_if_held(&db)?;
@@ -294,6 +307,7 @@ impl Store {
             rate_days_epoch: Arc::default(),
             key_by_key_writes: Arc::default(),
             audit_appends: Arc::default(),
+            segment_bytes,
         };
         Ok((store, report))
     }
@@ -479,15 +493,36 @@ impl Store {
         Ok(())
     }
 
-    /// Writes when the store was opened (`at`, milliseconds) and flushes it. sled's first flush
-    /// after it opens a store walks its segments once per segment (`SegmentAccountant::
-    /// stabilize` in sled 0.34): 1.9 s of a core, holding the lock every flush takes, at the
-    /// scale run's 26,500 segments. `serve` calls this as it opens the store, so that walk
-    /// runs beside its start-up instead of in the first admin's login (docs/decisions.md,
-    /// D-208). The record is bookkeeping: no generation moves, no index is behind for it.
+    /// Writes when the store was opened (`at`, milliseconds) and flushes it, making sled pay
+    /// its first stabilisation now. After it opens a store, sled's first flush that
+    /// stabilises a new segment walks every segment once per segment
+    /// (`SegmentAccountant::stabilize` in sled 0.34), holding the lock every flush takes: 1.9 s
+    /// of a core at 26,500 segments, 9 s at the 68,000 of a 10M-listing store of 256 KiB
+    /// segments. Left to the first writes after a start (an admin's login, the series
+    /// folder's first folds), it held them up as long, and their index stood behind the store
+    /// meanwhile (docs/decisions.md, D-208, D-219). sled walks once its log has moved into a
+    /// new segment and a later flush has seen that (the 7th at the scale run's store), so the
+    /// record is first written over with fillers, each flushed, until the log has moved past two
+    /// segments, then written and flushed [`FIRST_FLUSHES`] times (about 30 ms when there is
+    /// no walk).
+    /// The record is bookkeeping: no generation moves.
     pub fn flush_once_opened(&self, at: Timestamp) -> StoreResult<()> {
+        // Flushed one by one, as sled logs only the last of the writes of a key between two
+        // flushes, and well under a quarter of a segment, which sled would keep apart as a blob.
+        const FILLERS_A_SEGMENT: usize = 8;
+        let key = MetaKey::OpenedAt.key();
+        let filler = vec![0u8; self.segment_bytes / FILLERS_A_SEGMENT];
+        for _ in 0..2 * FILLERS_A_SEGMENT + 1 {
+            self.db.insert(key.as_slice(), filler.as_slice())?;
+            self.flush()?;
+        }
+        // Each value differs from the last: sled's flush of an unchanged record writes nothing.
+        for round in 0..FIRST_FLUSHES {
+            self.db.insert(key.as_slice(), encode_u64(round).to_vec())?;
+            self.flush()?;
+        }
         self.db
-            .insert(MetaKey::OpenedAt.key(), encode_u64(at.0 as u64).to_vec())?;
+            .insert(key.as_slice(), encode_u64(at.0 as u64).to_vec())?;
         self.flush()
     }
 

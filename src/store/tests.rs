@@ -367,8 +367,8 @@ fn every_keyspace_is_named_by_exactly_one_area() {
     }
 }
 
-/// The record of an open is bookkeeping: flushed, read back, and no generation moved, so no
-/// index is behind for it (D-208).
+/// The record of an open is bookkeeping: flushed, read back (the time, not a filler written
+/// before it: D-219), and no generation moved, so no index is behind for it (D-208).
 #[test]
 fn the_record_of_an_open_moves_no_generation() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -385,8 +385,9 @@ fn the_record_of_an_open_moves_no_generation() {
     );
 }
 
-/// D-218: a store made now has today's segments; one made with sled's default keeps them, as
-/// sled refuses a store opened with another size, and works as before.
+/// D-219: a store made now has today's segments; one made with another size (256 KiB, as the
+/// stores made for a while before) keeps them, as sled refuses a store opened with another
+/// size, and works as before.
 #[test]
 fn a_new_store_has_todays_segments_and_an_older_one_keeps_its_own() {
     let new = tempfile::tempdir().expect("dir");
@@ -394,14 +395,14 @@ fn a_new_store_has_todays_segments_and_an_older_one_keeps_its_own() {
     assert_eq!(made_with_segment_bytes(new.path()), Some(SEGMENT_BYTES));
 
     let older = tempfile::tempdir().expect("dir");
-    let sleds_default = 512 << 10;
-    assert_ne!(sleds_default, SEGMENT_BYTES);
+    let older_segments = 256 << 10;
+    assert_ne!(older_segments, SEGMENT_BYTES);
     {
         let db = sled::Config::new()
             .path(older.path())
-            .segment_size(sleds_default)
+            .segment_size(older_segments)
             .open()
-            .expect("a store of sled's default segments");
+            .expect("a store of 256 KiB segments");
         db.flush().expect("flush");
     }
     let store = reopen(|| Store::open(older.path(), 1 << 20)).expect("it opens");
@@ -413,5 +414,5 @@ fn a_new_store_has_todays_segments_and_an_older_one_keeps_its_own() {
     drop(store);
     let store = reopen(|| Store::open(older.path(), 1 << 20)).expect("it opens again");
     assert!(store.catalogue().brand(BrandId(1)).expect("read").is_some());
-    assert_eq!(made_with_segment_bytes(older.path()), Some(sleds_default));
+    assert_eq!(made_with_segment_bytes(older.path()), Some(older_segments));
 }
