@@ -16,7 +16,10 @@
 # line (the snapshot file read and decoded), log replay, the segment accountant, the page table
 # load (`load_snapshot`, with its page count), then the indexes opened until the port opens).
 # COLD_FIRST=1 (no untimed warm-up start, cold starts first: the first start after a batch job,
-# which replays the log the job wrote).
+# which replays the log the job wrote). AFTER=SECONDS (default 0): the server is kept up that
+# long after it is ready, and the line also says how long sled's first flush took (its walk of
+# the segments, D-219) and the slowest store commit's flush after the start (a write the walk
+# held up shows here).
 # Prints one line per start: mode, seconds to ready, load average at the start, resident memory
 # at ready (VmHWM).
 set -euo pipefail
@@ -55,6 +58,7 @@ timed_start() {
   local cmd=("$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000)
   local start end pid filter=${RUST_LOG:-warn}
   [[ ${PHASES:-0} == 1 ]] && filter=sled=debug,tantivy=debug,watch_catalogue=info
+  [[ ${AFTER:-0} != 0 ]] && filter=$filter,watch_catalogue::server=info,watch_catalogue::store=debug
   start=$(date +%s.%N)
   RUST_LOG=$filter "${cmd[@]}" > "$log" 2>&1 &
   pid=$!
@@ -68,10 +72,24 @@ timed_start() {
   done
   end=$(date +%s.%N)
   grep VmHWM "/proc/$pid/status" | tr -s ' \t' ' ' > "$WORK/hwm-$mode-$run"
+  sleep "${AFTER:-0}"
   kill -TERM "$pid"
   wait "$pid" || true
   echo "$start" > "$WORK/start-$mode-$run"
   echo "$end - $start" | bc
+}
+
+# sled's first flush and the slowest store commit's flush of one start, from its log (AFTER).
+flushes() {
+  python3 - "$WORK/serve-$1-$2.log" << 'PY'
+import re, sys
+units = {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}
+text = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1]).read())
+first = re.search(r"store's first flush done took=([0-9.]+)(ns|µs|ms|s)\b", text)
+commits = [float(v) * units[u] for v, u in re.findall(r"store commit .*flushed=([0-9.]+)(ns|µs|ms|s)\b", text)]
+print(f"    first_flush_s={float(first.group(1)) * units[first.group(2)]:.3f}" if first else "    first_flush_s=not-done",
+      f"slowest_commit_flush_s={max(commits):.3f} commits={len(commits)}" if commits else "commits=0")
+PY
 }
 
 # The phases of one start, from its log (PHASES=1).
@@ -107,10 +125,11 @@ run() {
   seconds=$(timed_start "$mode" "$run")
   printf '%s %d ready_s=%.3f load=%s %s%s\n' "$mode" "$run" "$seconds" "$load" "$(cat "$WORK/hwm-$mode-$run")" "$before"
   if [[ ${PHASES:-0} == 1 ]]; then phases "$mode" "$run"; fi
+  if [[ ${AFTER:-0} != 0 ]]; then flushes "$mode" "$run"; fi
 }
 
-export -f evict cached_bytes timed_start phases run
-export DATA BIN PORT WORK EVICT_BINARY
+export -f evict cached_bytes timed_start phases flushes run
+export DATA BIN PORT WORK EVICT_BINARY AFTER
 echo ">> $BIN on $DATA ($(du -sh "$DATA" | cut -f1); store $(du -sh "$DATA/store" | cut -f1), sled snapshot $(du -cb "$DATA"/store/snap.* | tail -1 | cut -f1) bytes), $N warm and $N cold; logs in $WORK" >&2
 if [[ ${COLD_FIRST:-0} == 1 ]]; then
   for i in $(seq 1 "$N"); do flock "$LOCK" bash -c "run cold $i"; done

@@ -257,10 +257,14 @@ pub const SEGMENT_BYTES: usize = 512 << 10;
 /// sled records in the store's `conf` file and refuses to open with another (`compact` copies a
 /// store into a new one of today's size).
 pub fn sled_config(dir: &Path, cache_bytes: u64) -> sled::Config {
+    sled_config_of(dir, cache_bytes, segment_bytes_of(dir))
+}
+
+fn sled_config_of(dir: &Path, cache_bytes: u64, segment_bytes: usize) -> sled::Config {
     sled::Config::new()
         .path(dir)
         .cache_capacity(cache_bytes)
-        .segment_size(segment_bytes_of(dir))
+        .segment_size(segment_bytes)
 }
 
 /// The segment size of the store in `dir`: the one it was made with, or today's for a new one.
@@ -297,7 +301,7 @@ impl Store {
         policy: MigrationPolicy,
     ) -> StoreResult<(Store, MigrationReport)> {
         let segment_bytes = segment_bytes_of(dir);
-        let db = sled_config(dir, cache_bytes).open()?;
+        let db = sled_config_of(dir, cache_bytes, segment_bytes).open()?;
         let report = migrate::bring_up_to_date(&db, policy)?;
         recount::recount_if_held(&db)?;
         let store = Store {
