@@ -119,8 +119,12 @@ fn fetch(local: &Local, config: WorkerConfig) -> anyhow::Result<()> {
         anyhow::bail!("stopped by a signal: the pictures handled are written, and the next `pictures fetch` takes the rest");
     };
     let report = pass?;
+    let waiting = match report.waiting_for_host {
+        0 => String::new(),
+        n => format!(", {n} left for a host that looks down"),
+    };
     println!(
-        "pictures: {} fetched, {} cropped again, {} failed; listing candidates ranked for {} models",
+        "pictures: {} fetched, {} cropped again, {} failed{waiting}; listing candidates ranked for {} models",
         report.fetched, report.cropped, report.failed, report.ranked
     );
     app.store().flush()?;

@@ -1,8 +1,8 @@
 //! Batch jobs that write the store: `import` of a dataset directory, provider snapshot
 //! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's writes (`users`,
-//! `reconciliation`, `picture_review`, `merge`), the image worker (`pictures`) and the
-//! `listing_candidates` it ranks for picture review, and the folder of models' price series
-//! (`series_folder`, over `price_series`). Each runs inside the one
+//! `reconciliation`, `picture_review`, `merge`), the image worker (`pictures`, its pauses per
+//! host `picture_hosts`) and the `listing_candidates` it ranks for picture review, and the
+//! folder of models' price series (`series_folder`, over `price_series`). Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it, and reaches
 //! nothing but what its [`context::JobContext`] holds.
 
@@ -19,6 +19,7 @@ pub mod loaded_catalogue;
 pub mod matching;
 pub mod merge;
 pub mod nearest_models;
+pub mod picture_hosts;
 pub mod picture_review;
 pub mod pictures;
 pub mod price_series;

@@ -1,6 +1,7 @@
 //! The image worker: takes the pictures that are due (pending, failed and due a retry, or
 //! fetched without a crop), fetches and crops a few at a time, and records each state and
-//! look; then ranks the listing candidates of the models whose listings changed.
+//! look; then ranks the listing candidates of the models whose listings changed. A host that
+//! looks down is paused, its pictures left due for a later pass (`picture_hosts`).
 //!
 //! A picture is decoded and cropped in one go, once its pixels fit the decode budget
 //! (`media::budget`) and a crop slot is free, in that order everywhere (so neither waits on
@@ -8,6 +9,7 @@
 //! once never pass the budget, whatever their number.
 
 use super::context::JobContext;
+use super::picture_hosts::{HostAnswer, HostPauses, LONGEST_PAUSE};
 use crate::domain::{FetchState, Fetched, Look, PictureId, PictureRecord, ReviewStatus, Timestamp};
 use crate::jobs::listing_candidates::{self, CandidateError};
 use crate::media::crop::crop;
@@ -41,6 +43,8 @@ pub struct PassReport {
     pub failed: usize,
     /// Models whose listing candidates were ranked again.
     pub ranked: usize,
+    /// Due pictures left for a later pass, their host paused (`picture_hosts`).
+    pub waiting_for_host: usize,
 }
 
 impl PassReport {
@@ -91,6 +95,8 @@ pub struct PictureWorker {
     cpu: Arc<tokio::sync::Semaphore>,
     /// Pixels decoded at once (`WorkerConfig::decode_budget_pixels`).
     budget: DecodeBudget,
+    /// The source hosts left alone for a while (D-220).
+    hosts: HostPauses,
 }
 
 impl PictureWorker {
@@ -108,6 +114,7 @@ impl PictureWorker {
                     .decode_budget_pixels
                     .unwrap_or(config.fetch.max_pixels),
             ),
+            hosts: HostPauses::default(),
         })
     }
 
@@ -171,21 +178,40 @@ pub async fn run_until_stopped(
             _ = stop.wait_for(|stop| *stop) => return,
             pass = run_pass(&context, &worker) => pass,
         };
-        match pass {
+        let wait = match pass {
             Ok(report) if report.handled() > 0 => {
                 tracing::info!(?report, "picture worker pass");
                 continue;
             }
-            Ok(_) => {}
-            Err(error) => tracing::error!(%error, "picture worker pass failed"),
-        }
-        let idle = tokio::time::timeout(IDLE_WAIT, context.urgent_pictures().wake.notified());
+            Ok(report) => idle_wait(&worker.hosts, &report, std::time::Instant::now()),
+            Err(error) => {
+                tracing::error!(%error, "picture worker pass failed");
+                IDLE_WAIT
+            }
+        };
+        let idle = tokio::time::timeout(wait, context.urgent_pictures().wake.notified());
         tokio::select! {
             biased;
             _ = stop.wait_for(|stop| *stop) => return,
             _ = idle => {}
         }
     }
+}
+
+/// How long an idle worker waits: until the first paused host may be tried again when the pass
+/// left pictures for one (another pass before would only walk past them again, at millions of
+/// pictures a costly read), at least [`IDLE_WAIT`] and at most the longest pause.
+fn idle_wait(
+    hosts: &HostPauses,
+    report: &PassReport,
+    now: std::time::Instant,
+) -> std::time::Duration {
+    if report.waiting_for_host == 0 {
+        return IDLE_WAIT;
+    }
+    (hosts.next_resume(now))
+        .map_or(IDLE_WAIT, |at| at - now)
+        .clamp(IDLE_WAIT, LONGEST_PAUSE)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -276,16 +302,22 @@ async fn handle_page(
 ) -> Result<(), WorkerError> {
     let mut queue: VecDeque<PictureRecord> = due.into();
     let mut started: HashSet<PictureId> = HashSet::new();
+    let mut asked: HashSet<PictureId> = HashSet::new();
     let mut tasks = JoinSet::new();
     let mut finished: Vec<Handled> = Vec::new();
     loop {
         for urgent in urgent_pictures(context)? {
+            asked.insert(urgent.id);
             queue.push_front(urgent);
         }
         while tasks.len() < worker.concurrency.max(1) {
             let Some(picture) = queue.pop_front() else {
                 break;
             };
+            if !asked.contains(&picture.id) && waits_for_its_host(worker, &picture) {
+                report.waiting_for_host += 1;
+                continue;
+            }
             if started.insert(picture.id) {
                 let worker = worker.clone();
                 tasks.spawn(async move { (picture.clone(), handle(&worker, picture).await) });
@@ -300,6 +332,13 @@ async fn handle_page(
         }
     }
     record(context, finished, report).await
+}
+
+/// Whether `picture` needs a fetch from a host that is paused. A person's pictures are fetched
+/// whatever their host (the caller's choice): they asked now, and their answer may end the pause.
+fn waits_for_its_host(worker: &PictureWorker, picture: &PictureRecord) -> bool {
+    picture.fetched().is_none()
+        && (worker.hosts).is_paused(&picture.source_url, std::time::Instant::now())
 }
 
 /// The records of the pictures a person asked for since the last look, that are due.
@@ -406,8 +445,31 @@ async fn fetch_and_crop(
     worker: &Arc<PictureWorker>,
     url: &str,
 ) -> Result<(Fetched, Look), FetchError> {
-    let probed = worker.fetcher.fetch(url).await?;
-    decode_and_crop(worker.clone(), probed).await
+    let fetched = worker.fetcher.fetch(url).await;
+    if let Some(answer) = fetched
+        .as_ref()
+        .err()
+        .map_or(Some(HostAnswer::Answered), host_answer)
+    {
+        let paused = worker.hosts.record(url, answer, std::time::Instant::now());
+        if let Some(paused) = paused {
+            tracing::warn!(
+                host = %paused.host,
+                pause_secs = paused.pause.as_secs(),
+                "picture host paused: its last fetches failed as a host that is down fails; its pictures wait"
+            );
+        }
+    }
+    decode_and_crop(worker.clone(), fetched?).await
+}
+
+/// What a failed fetch tells about its host: nothing when the fetcher refused the URL itself.
+fn host_answer(error: &FetchError) -> Option<HostAnswer> {
+    match error {
+        FetchError::Refused(_) => None,
+        error if error.is_transient() => Some(HostAnswer::Failed),
+        _ => Some(HostAnswer::Answered),
+    }
 }
 
 /// A picture whose crop was cleared: cropped again from the stored original.
@@ -520,6 +582,31 @@ fn record_states(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_idle_worker_waits_for_the_first_paused_host_when_it_left_pictures_for_one() {
+        use super::super::picture_hosts::FIRST_PAUSE;
+        use std::time::{Duration, Instant};
+        let hosts = HostPauses::default();
+        let now = Instant::now();
+        let idle = PassReport::default();
+        let waiting = PassReport {
+            waiting_for_host: 5,
+            ..PassReport::default()
+        };
+        assert_eq!(idle_wait(&hosts, &waiting, now), IDLE_WAIT, "none paused");
+        for _ in 0..3 {
+            hosts.record("http://down.test/a.jpg", HostAnswer::Failed, now);
+        }
+        assert_eq!(idle_wait(&hosts, &idle, now), IDLE_WAIT, "none left for it");
+        assert_eq!(idle_wait(&hosts, &waiting, now), FIRST_PAUSE);
+        let almost = now + FIRST_PAUSE - Duration::from_secs(1);
+        assert_eq!(
+            idle_wait(&hosts, &waiting, almost),
+            IDLE_WAIT,
+            "never shorter"
+        );
+    }
 
     #[test]
     fn retries_wait_longer_each_time_up_to_a_day() {

@@ -466,6 +466,68 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
     }
 }
 
+/// A host that looks down (three connections refused in a row) is paused: its other pictures
+/// stay pending, no attempt spent, while a reachable host's pictures are fetched in the same
+/// pass; the same worker's next pass leaves them too, and a new worker (a restart) tries again.
+#[tokio::test]
+async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts() {
+    let source = source_server().await;
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr")
+        // Dropped here: connections to it are refused.
+    };
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let dead: Vec<String> = (0..10).map(|n| format!("http://{down}/{n}.jpg")).collect();
+    let dead = seed(&app, &dead);
+    let live = seed(&app, &[format!("http://{source}/a.jpg")]);
+    let config = WorkerConfig {
+        // One fetch at a time: exactly three fail before the pause.
+        concurrency: 1,
+        ..worker_config(&["127.0.0.1/32"])
+    };
+    let worker = Arc::new(PictureWorker::new(app.media().clone(), &config).expect("worker"));
+    let once = || async {
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            run_pass(app.job_context(), &worker),
+        )
+        .await
+        .expect("a pass ends")
+        .expect("pass")
+    };
+    let first = once().await;
+    assert_eq!((first.failed, first.fetched), (3, 1), "{first:?}");
+    assert_eq!(first.waiting_for_host, 7);
+    for (n, id) in dead.iter().enumerate() {
+        let record = state(&app, *id);
+        let (attempts, pending) = if n < 3 { (1, false) } else { (0, true) };
+        assert_eq!(record.attempts, attempts, "picture {n}: {record:?}");
+        assert_eq!(
+            record.state == FetchState::Pending,
+            pending,
+            "picture {n}: {record:?}"
+        );
+    }
+    assert!(state(&app, live[0]).fetched().is_some());
+    let second = once().await;
+    assert_eq!(
+        (second.handled(), second.waiting_for_host),
+        (0, 7),
+        "{second:?}"
+    );
+    let restarted = PictureWorker::new(app.media().clone(), &config).expect("worker");
+    let third = tokio::time::timeout(
+        Duration::from_secs(60),
+        run_pass(app.job_context(), &Arc::new(restarted)),
+    )
+    .await
+    .expect("a pass ends")
+    .expect("pass");
+    assert_eq!((third.failed, third.waiting_for_host), (3, 4), "{third:?}");
+}
+
 /// Fetched pictures beyond the decode budget wait for it before anything is decoded: with the
 /// whole budget taken, the pass's four pictures are downloaded and wait, none decoded nor
 /// recorded, until it is given back; then each is decoded and cropped.
