@@ -29,8 +29,8 @@ pub use collector::{CatalogueStats, SortKey};
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
 pub use facets::{Facet, FacetCounts, FacetValue};
 pub use listings::{
-    GroupedPrices, ListingDoc, ListingFilters, ListingIndex, ListingLoad, ListingQuery,
-    ListingSort, PriceGrouping, PricePoint, PricedListings,
+    GroupCounts, GroupedPrices, ListingDoc, ListingFilters, ListingIndex, ListingLoad,
+    ListingQuery, ListingSort, PriceGrouping, PricePoint, PricedListings,
 };
 pub use model_texts::ModelText;
 pub use query::{Bounds, DocKind, Filters, SearchRequest, SortOrder, SpecFilters, TextQuery};

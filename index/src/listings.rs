@@ -30,7 +30,7 @@ use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use tantivy::collector::Collector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
@@ -176,6 +176,11 @@ pub enum PriceGrouping {
 /// A model's listings split by a [`PriceGrouping`]: each group's listings and prices under the
 /// caller's code (`None`: the listings without one). Only the groups with listings are there.
 pub type GroupedPrices = BTreeMap<Option<u64>, PricedListings>;
+
+/// How many listings a search selects in each reconciliation group, by group key. Fx, not
+/// SipHash: the keys are the store's own hashes of a group's identity, and counting the groups of
+/// a common word was a sixth SipHash.
+pub type GroupCounts = rustc_hash::FxHashMap<u64, u64>;
 
 #[derive(Clone)]
 struct Fields {
@@ -708,7 +713,7 @@ impl ListingIndex {
         &self,
         filters: &ListingFilters,
         text: Option<&TextQuery>,
-    ) -> IndexResult<HashMap<u64, u64>> {
+    ) -> IndexResult<GroupCounts> {
         let searcher = self.derived.reader.searcher();
         let query = self.fields.query(filters, text);
         Ok(searcher.search(&*query, &GroupCounter)?)
@@ -984,8 +989,9 @@ mod tests {
         assert_eq!(search("126600"), [4], "the title's reference, exactly");
     }
 
-    /// Every match is counted in its group from the column, however many there are; a
-    /// listing without a group (matched) and one the filters leave out are not.
+    /// Every match is counted in its group from the column, however many there are, and a
+    /// group's counts in two segments are added; a listing without a group (matched) and one
+    /// the filters leave out are not.
     #[test]
     fn the_groups_a_text_finds_are_counted_from_the_column() {
         let index = ListingIndex::in_memory().expect("index");
@@ -997,15 +1003,23 @@ mod tests {
             title: Some(title.to_owned()),
             ..ListingDoc::default()
         };
-        let docs = vec![
+        let first = vec![
             listing(1, Some(70), "Vantor diver blue", 0),
-            listing(2, Some(70), "Vantor diver black", 0),
             listing(3, Some(71), "Vantor chronograph", 0),
             listing(4, Some(72), "Kurofune diver", 0),
             listing(5, None, "Vantor diver matched", 0),
             listing(6, Some(71), "Vantor delisted", 3),
         ];
-        index.upsert(&docs, 1).expect("upsert");
+        index.upsert(&first, 1).expect("upsert");
+        // A second segment, finding more groups than the first: the counts are added into it.
+        let second = vec![
+            listing(2, Some(70), "Vantor diver black", 0),
+            listing(7, Some(73), "Vantor automatic", 0),
+            listing(8, Some(74), "Vantor date", 0),
+        ];
+        index.upsert(&second, 2).expect("upsert");
+        let segments = index.derived.reader.searcher().segment_readers().len();
+        assert_eq!(segments, 2);
         let counts = |text: &str| {
             let text = TextQuery {
                 typo_tolerance: false,
@@ -1025,7 +1039,7 @@ mod tests {
             counts.sort_unstable();
             counts
         };
-        assert_eq!(counts("vantor"), [(70, 2), (71, 1)]);
+        assert_eq!(counts("vantor"), [(70, 2), (71, 1), (73, 1), (74, 1)]);
         assert_eq!(counts("diver"), [(70, 2), (72, 1)]);
         assert_eq!(counts("nothing"), []);
     }

@@ -9,9 +9,8 @@ use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, Gro
 use crate::domain::{ListingStatus, MatchOutcome, ProviderId};
 use crate::store::Member;
 use crate::store::{GroupOrder, GroupText, Store, StoreResult};
-use catalogue_index::{ListingFilters, ListingIndex};
+use catalogue_index::{GroupCounts, ListingFilters, ListingIndex};
 use rayon::prelude::*;
-use std::collections::HashMap;
 
 /// A group as a page shows it: its summary's tally and newest listings.
 #[derive(Debug, Clone)]
@@ -191,7 +190,7 @@ fn checked_page(
 fn page_of_found(
     store: &Store,
     filter: &GroupFilter,
-    found: HashMap<u64, u64>,
+    found: GroupCounts,
     skip: usize,
     limit: usize,
 ) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
@@ -237,7 +236,7 @@ fn groups_with_text(
     listings: &ListingIndex,
     text: &str,
     brand: Option<BrandId>,
-) -> Result<HashMap<u64, u64>, ReconcileError> {
+) -> Result<GroupCounts, ReconcileError> {
     let filters = ListingFilters {
         unmatched: true,
         hidden_statuses: vec![ListingStatus::Delisted as u64],
@@ -273,6 +272,7 @@ fn groups_starting_with(store: &Store, prefix: &str) -> StoreResult<Vec<(GroupKe
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     proptest! {
         #[test]

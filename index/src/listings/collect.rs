@@ -9,10 +9,12 @@
 //! keep the last or first `k` matches without reading anything, every order breaks ties by
 //! document, and only the survivors' ids are read, to merge segments.
 
-use super::{names, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED};
+use super::{
+    names, GroupCounts, ListingSort, PricePoint, PricedListings, AT_MAX_PRICE, AT_MAX_USD, UNPRICED,
+};
 use crate::segment_cache::SegmentCache;
 use crate::top_k::TopK;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
@@ -580,11 +582,11 @@ pub(super) struct GroupCounter;
 
 pub(super) struct SegmentGroupCounter {
     groups: Column<u64>,
-    counts: HashMap<u64, u64>,
+    counts: GroupCounts,
 }
 
 impl Collector for GroupCounter {
-    type Fruit = HashMap<u64, u64>;
+    type Fruit = GroupCounts;
     type Child = SegmentGroupCounter;
 
     fn for_segment(
@@ -594,7 +596,7 @@ impl Collector for GroupCounter {
     ) -> tantivy::Result<SegmentGroupCounter> {
         Ok(SegmentGroupCounter {
             groups: segment.fast_fields().u64(names::UNMATCHED_GROUP)?,
-            counts: HashMap::new(),
+            counts: GroupCounts::default(),
         })
     }
 
@@ -602,8 +604,11 @@ impl Collector for GroupCounter {
         false
     }
 
-    fn merge_fruits(&self, fruits: Vec<HashMap<u64, u64>>) -> tantivy::Result<HashMap<u64, u64>> {
-        let mut merged: HashMap<u64, u64> = HashMap::new();
+    /// The segments' counts added into the largest of them: a common word finds tens of
+    /// thousands of groups, most in one large segment.
+    fn merge_fruits(&self, mut fruits: Vec<GroupCounts>) -> tantivy::Result<GroupCounts> {
+        let largest = (0..fruits.len()).max_by_key(|&i| fruits[i].len());
+        let mut merged = largest.map(|i| fruits.swap_remove(i)).unwrap_or_default();
         for fruit in fruits {
             for (group, count) in fruit {
                 *merged.entry(group).or_default() += count;
@@ -614,7 +619,7 @@ impl Collector for GroupCounter {
 }
 
 impl SegmentCollector for SegmentGroupCounter {
-    type Fruit = HashMap<u64, u64>;
+    type Fruit = GroupCounts;
 
     fn collect(&mut self, doc: DocId, _: Score) {
         if let Some(group) = self.groups.first(doc) {
@@ -622,7 +627,7 @@ impl SegmentCollector for SegmentGroupCounter {
         }
     }
 
-    fn harvest(self) -> HashMap<u64, u64> {
+    fn harvest(self) -> GroupCounts {
         self.counts
     }
 }
