@@ -6,7 +6,7 @@
 
 use super::reconciliation::ReconcileError;
 use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, GroupTally};
-use crate::domain::{ListingStatus, MatchOutcome, ProviderId};
+use crate::domain::{MatchOutcome, ProviderId};
 use crate::store::Member;
 use crate::store::{GroupOrder, GroupText, Store, StoreResult};
 use catalogue_index::{GroupCounts, ListingFilters, ListingIndex};
@@ -237,9 +237,10 @@ fn groups_with_text(
     text: &str,
     brand: Option<BrandId>,
 ) -> Result<GroupCounts, ReconcileError> {
+    // A listing has a group exactly when it is unmatched and not DELISTED
+    // (`GroupKey::of_listing`), and the count skips those without one: that is the filter, so the
+    // text's postings are walked alone rather than each seeked beside the unmatched listings'.
     let filters = ListingFilters {
-        unmatched: true,
-        hidden_statuses: vec![ListingStatus::Delisted as u64],
         brand_id: brand.map(|b| b.0),
         ..ListingFilters::default()
     };

@@ -212,6 +212,25 @@ async fn groups_gather_unmatched_listings_by_the_identity_their_sellers_claim() 
     }
 }
 
+/// A text finds the groups of unmatched listings alone: the matched Submariners (e1–e5) count
+/// for no group, nor does a listing once delisted (c5, Kermit), though each still holds the words.
+#[tokio::test]
+async fn a_text_finds_no_group_through_matched_or_delisted_listings() {
+    let app = app().await;
+    let admin = app.session("ana").await;
+    let total = |text: &'static str| {
+        let admin = &admin;
+        async move { admin.ok(&format!("/v1/reconciliation?q={text}")).await["total"].clone() }
+    };
+    // e11 (Rolex, no reference) and c5 (Rolex 16610LV).
+    assert_eq!(total("submariner").await, 2);
+    assert_eq!(total("kermit").await, 1);
+    let without_kermit: Vec<&str> = CHRONO24.lines().filter(|l| !l.contains("\"c5\"")).collect();
+    feed(&app, "chrono24", &without_kermit.join("\n"));
+    assert_eq!(total("submariner").await, 1);
+    assert_eq!(total("kermit").await, 0);
+}
+
 #[tokio::test]
 async fn linking_a_group_shows_everywhere_at_once_and_is_audited() {
     let app = app().await;
