@@ -15,10 +15,13 @@ use watch_catalogue::domain::Role;
 /// The password `TestAppBuilder::user` gives every user.
 const PASSWORD: &str = crate::support::TEST_PASSWORD;
 
-/// A chromedriver of this test's own, stopped when dropped.
+/// A chromedriver of this test's own, stopped when dropped, and its browser's temporary
+/// folder with it: Chromium leaves its profile's singleton socket and scoped folders in
+/// `TMPDIR` (a dozen and more under `/tmp` per run otherwise).
 struct Driver {
     process: Child,
     url: String,
+    _temporary: tempfile::TempDir,
 }
 
 impl Drop for Driver {
@@ -35,8 +38,10 @@ fn driver() -> Option<Driver> {
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port();
+    let temporary = tempfile::tempdir().expect("a temporary folder");
     let started = Command::new("chromedriver")
         .arg(format!("--port={port}"))
+        .env("TMPDIR", temporary.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn();
@@ -44,6 +49,7 @@ fn driver() -> Option<Driver> {
         Ok(process) => Some(Driver {
             process,
             url: format!("http://127.0.0.1:{port}"),
+            _temporary: temporary,
         }),
         Err(error) if std::env::var("CI").as_deref() != Ok("true") => {
             eprintln!(
