@@ -17,7 +17,9 @@ use watch_catalogue::domain::{
     FetchState, Fetched, PictureId, PictureRecord, Provider, ProviderId, Slug, Timestamp,
 };
 use watch_catalogue::jobs::ingest::ingest;
-use watch_catalogue::jobs::pictures::{run_pass, run_until_stopped, PictureWorker, WorkerConfig};
+use watch_catalogue::jobs::pictures::{
+    run_pass, run_until_stopped, PassReport, PictureWorker, WorkerConfig,
+};
 use watch_catalogue::media::crop::{background, content_box};
 use watch_catalogue::media::{AllowedNets, FetchSettings};
 use watch_catalogue::store::{RecordKind, StoreError};
@@ -220,13 +222,15 @@ pub(crate) async fn pass(app: &Arc<App>, allow: &[&str]) {
 /// One pass of a worker of `config`, within a minute.
 async fn pass_with(app: &Arc<App>, config: &WorkerConfig) {
     let worker = PictureWorker::new(app.media().clone(), config).expect("worker");
-    tokio::time::timeout(
-        Duration::from_secs(60),
-        run_pass(app.job_context(), &Arc::new(worker)),
-    )
-    .await
-    .expect("a pass ends")
-    .expect("pass");
+    pass_of(app, &Arc::new(worker), Duration::from_secs(60)).await;
+}
+
+/// One pass of `worker`, within `limit`: what it did.
+async fn pass_of(app: &Arc<App>, worker: &Arc<PictureWorker>, limit: Duration) -> PassReport {
+    tokio::time::timeout(limit, run_pass(app.job_context(), worker))
+        .await
+        .expect("a pass ends")
+        .expect("pass")
 }
 
 pub(crate) fn state(app: &App, id: PictureId) -> PictureRecord {
@@ -453,13 +457,7 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
             .value,
     );
     let worker = PictureWorker::new(app.media().clone(), &worker_config(&[])).expect("worker");
-    let report = tokio::time::timeout(
-        Duration::from_secs(120),
-        run_pass(app.job_context(), &Arc::new(worker)),
-    )
-    .await
-    .expect("a pass ends")
-    .expect("pass");
+    let report = pass_of(&app, &Arc::new(worker), Duration::from_secs(120)).await;
     assert_eq!(report.failed, 2_600);
     for id in ids {
         assert_eq!(state(&app, id).attempts, 1, "picture {id:?}");
@@ -488,16 +486,8 @@ async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts
         ..worker_config(&["127.0.0.1/32"])
     };
     let worker = Arc::new(PictureWorker::new(app.media().clone(), &config).expect("worker"));
-    let once = || async {
-        tokio::time::timeout(
-            Duration::from_secs(60),
-            run_pass(app.job_context(), &worker),
-        )
-        .await
-        .expect("a pass ends")
-        .expect("pass")
-    };
-    let first = once().await;
+    let minute = Duration::from_secs(60);
+    let first = pass_of(&app, &worker, minute).await;
     assert_eq!((first.failed, first.fetched), (3, 1), "{first:?}");
     assert_eq!(first.waiting_for_host, 7);
     for (n, id) in dead.iter().enumerate() {
@@ -511,20 +501,14 @@ async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts
         );
     }
     assert!(state(&app, live[0]).fetched().is_some());
-    let second = once().await;
+    let second = pass_of(&app, &worker, minute).await;
     assert_eq!(
         (second.handled(), second.waiting_for_host),
         (0, 7),
         "{second:?}"
     );
     let restarted = PictureWorker::new(app.media().clone(), &config).expect("worker");
-    let third = tokio::time::timeout(
-        Duration::from_secs(60),
-        run_pass(app.job_context(), &Arc::new(restarted)),
-    )
-    .await
-    .expect("a pass ends")
-    .expect("pass");
+    let third = pass_of(&app, &Arc::new(restarted), minute).await;
     assert_eq!((third.failed, third.waiting_for_host), (3, 4), "{third:?}");
 }
 
