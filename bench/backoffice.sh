@@ -5,10 +5,11 @@
 # reads right after a start; and a link and a merge while a snapshot job runs.
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
-#                       [--serve-flag FLAG]...
+#                       [--cold] [--serve-flag FLAG]...
 #
-# --no-first leaves out the first request after a start (six restarts); --serve-flag passes a
-# flag to every `serve` (e.g. --serve-flag --no-picture-worker).
+# --no-first leaves out the first request after a start (six restarts); --cold drops the page
+# cache before every start, as after a reboot (root only); --serve-flag passes a flag to every
+# `serve` (e.g. --serve-flag --no-picture-worker).
 #
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
@@ -19,6 +20,7 @@ WORK=/tmp/watch-scale
 REPEAT=50
 PORT=18432
 FIRST=1
+COLD=0
 SERVE_FLAGS=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -26,6 +28,7 @@ while [[ $# -gt 0 ]]; do
     --repeat) REPEAT=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --no-first) FIRST=0; shift ;;
+    --cold) COLD=1; shift ;;
     --serve-flag) SERVE_FLAGS+=("$2"); shift 2 ;;
     *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
   esac
@@ -45,6 +48,10 @@ source "$ROOT/bench/server-lib.sh"
 
 start_server() {
   LOG_LINES=$(wc -l < "$WORK/backoffice-server.log")
+  if [[ $COLD == 1 ]]; then
+    sync
+    echo 3 > /proc/sys/vm/drop_caches || { echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2; exit 2; }
+  fi
   "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 1 30000); do
@@ -82,7 +89,7 @@ printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "
 {
   echo "# The back office at scale"
   echo
-  echo "$(nproc) cores, $(date -u +%Y-%m-%d), $(git -C "$ROOT" rev-parse --short HEAD); \`bench/backoffice.sh --repeat $REPEAT\`"
+  echo "$(nproc) cores, $(date -u +%Y-%m-%d), $(git -C "$ROOT" rev-parse --short HEAD); \`bench/backoffice.sh --repeat $REPEAT\`$([[ $COLD == 1 ]] && echo ', page cache dropped before each start')"
   echo
   echo "| read | first request after a start, ms | status |"
   echo "|---|--:|--:|"
