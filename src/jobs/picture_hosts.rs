@@ -12,6 +12,10 @@ use std::time::{Duration, Instant};
 pub const FAILURES_BEFORE_PAUSE: u32 = 3;
 pub const FIRST_PAUSE: Duration = Duration::from_secs(60);
 pub const LONGEST_PAUSE: Duration = Duration::from_secs(30 * 60);
+/// Hosts counted at once. A feed names its picture hosts, as many as it likes: past this, the
+/// hosts not paused are forgotten, and then a new host is not counted (never paused) until a
+/// pause ends, so the map and the log's pause lines stay bounded.
+pub const MOST_HOSTS: usize = 10_000;
 
 /// What a fetch told about its host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +73,12 @@ impl HostPauses {
         if answer == HostAnswer::Answered {
             hosts.remove(&host);
             return None;
+        }
+        if hosts.len() >= MOST_HOSTS && !hosts.contains_key(&host) {
+            hosts.retain(|_, state| state.is_paused(now));
+            if hosts.len() >= MOST_HOSTS {
+                return None;
+            }
         }
         let state = hosts.entry(host.clone()).or_default();
         if state.is_paused(now) {
@@ -181,6 +191,36 @@ mod tests {
         now += LONGEST_PAUSE;
         pauses.record(DOWN, HostAnswer::Answered, now);
         assert_eq!(fail(&pauses, DOWN, now), None);
+    }
+
+    #[test]
+    fn past_the_most_hosts_those_not_paused_are_forgotten_and_then_new_ones_not_counted() {
+        let pauses = HostPauses::default();
+        let now = Instant::now();
+        let url = |n: usize| format!("http://host-{n}.test/a.jpg");
+        for _ in 0..3 {
+            fail(&pauses, &url(0), now);
+        }
+        for n in 1..MOST_HOSTS {
+            fail(&pauses, &url(n), now);
+        }
+        assert_eq!(pauses.hosts().len(), MOST_HOSTS);
+        // A new host: the 9,999 counted once are forgotten, the paused one kept.
+        fail(&pauses, &url(MOST_HOSTS), now);
+        assert_eq!(pauses.hosts().len(), 2);
+        assert!(pauses.is_paused(&url(0), now));
+        // Every counted host paused: a new one is not counted.
+        let full = HostPauses::default();
+        for n in 0..MOST_HOSTS {
+            for _ in 0..3 {
+                fail(&full, &url(n), now);
+            }
+        }
+        for _ in 0..5 {
+            assert_eq!(fail(&full, &url(MOST_HOSTS), now), None);
+        }
+        assert_eq!(full.hosts().len(), MOST_HOSTS);
+        assert!(!full.is_paused(&url(MOST_HOSTS), now));
     }
 
     #[test]
