@@ -178,8 +178,8 @@ pub enum PriceGrouping {
 pub type GroupedPrices = BTreeMap<Option<u64>, PricedListings>;
 
 /// How many listings a search selects in each reconciliation group, by group key. Fx, not
-/// SipHash: the keys are the store's own hashes of a group's identity, and counting the groups of
-/// a common word was a sixth SipHash.
+/// SipHash: the keys are already hashes of a group's identity (`GroupKey`), and SipHash was a
+/// sixth of counting a common word's groups (docs/decisions.md, D-221).
 pub type GroupCounts = rustc_hash::FxHashMap<u64, u64>;
 
 #[derive(Clone)]

@@ -20,7 +20,7 @@ pub const MOST_HOSTS: usize = 10_000;
 /// What a fetch told about its host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostAnswer {
-    /// It answered: a picture, a refusal, a 4xx, a bad body. The host is up.
+    /// It answered: a picture, a 4xx, a body that is no picture. The host is up.
     Answered,
     /// It did not: no connection, a timeout, a 5xx.
     Failed,

@@ -446,29 +446,33 @@ async fn fetch_and_crop(
     url: &str,
 ) -> Result<(Fetched, Look), FetchError> {
     let fetched = worker.fetcher.fetch(url).await;
-    if let Some(answer) = fetched
-        .as_ref()
-        .err()
-        .map_or(Some(HostAnswer::Answered), host_answer)
-    {
-        let paused = worker.hosts.record(url, answer, std::time::Instant::now());
-        if let Some(paused) = paused {
-            tracing::warn!(
-                host = %paused.host,
-                pause_secs = paused.pause.as_secs(),
-                "picture host paused: its last fetches failed as a host that is down fails; its pictures wait"
-            );
-        }
-    }
+    note_host(worker, url, fetched.as_ref().err());
     decode_and_crop(worker.clone(), fetched?).await
 }
 
-/// What a failed fetch tells about its host: nothing when the fetcher refused the URL itself.
-fn host_answer(error: &FetchError) -> Option<HostAnswer> {
+/// Counts what a fetch from `url` told about its host (`picture_hosts`), and logs a pause it
+/// begins.
+fn note_host(worker: &PictureWorker, url: &str, error: Option<&FetchError>) {
+    let Some(answer) = host_answer(error) else {
+        return;
+    };
+    if let Some(paused) = worker.hosts.record(url, answer, std::time::Instant::now()) {
+        tracing::warn!(
+            host = %paused.host,
+            pause_secs = paused.pause.as_secs(),
+            "picture host paused: its last fetches failed as a host that is down fails; its pictures wait"
+        );
+    }
+}
+
+/// What a fetch's outcome tells about its host: nothing when the fetcher refused the URL
+/// itself (a private address, a name reserved for examples).
+fn host_answer(error: Option<&FetchError>) -> Option<HostAnswer> {
     match error {
-        FetchError::Refused(_) => None,
-        error if error.is_transient() => Some(HostAnswer::Failed),
-        _ => Some(HostAnswer::Answered),
+        None => Some(HostAnswer::Answered),
+        Some(FetchError::Refused(_)) => None,
+        Some(error) if error.is_transient() => Some(HostAnswer::Failed),
+        Some(_) => Some(HostAnswer::Answered),
     }
 }
 
