@@ -246,6 +246,7 @@ pub async fn run_pass(
         let context = context.clone();
         tokio::task::spawn_blocking(move || awaited_candidates(&context, now)).await??
     };
+    // Those it leaves for a paused host are due still, so the walk meets and counts them.
     handle_page(context, worker, awaited, &mut report).await?;
     let mut from = Some(PictureId(0));
     while let Some(start) = from {
@@ -253,7 +254,7 @@ pub async fn run_pass(
             let context = context.clone();
             tokio::task::spawn_blocking(move || due_pictures(&context, now, start)).await??
         };
-        handle_page(context, worker, page.records, &mut report).await?;
+        report.waiting_for_host += handle_page(context, worker, page.records, &mut report).await?;
         from = page.next;
     }
     let context = context.clone();
@@ -293,13 +294,15 @@ fn awaited_candidates(
 }
 
 /// Handles the due pictures of one page, and those a person asks for meanwhile; every state
-/// is written before it returns, so the next page reads them.
+/// is written before it returns, so the next page reads them. Returns how many it left for a
+/// paused host.
 async fn handle_page(
     context: &Arc<JobContext>,
     worker: &Arc<PictureWorker>,
     due: Vec<PictureRecord>,
     report: &mut PassReport,
-) -> Result<(), WorkerError> {
+) -> Result<usize, WorkerError> {
+    let mut left = 0;
     let mut queue: VecDeque<PictureRecord> = due.into();
     let mut started: HashSet<PictureId> = HashSet::new();
     let mut asked: HashSet<PictureId> = HashSet::new();
@@ -315,7 +318,7 @@ async fn handle_page(
                 break;
             };
             if !asked.contains(&picture.id) && waits_for_its_host(worker, &picture) {
-                report.waiting_for_host += 1;
+                left += 1;
                 continue;
             }
             if started.insert(picture.id) {
@@ -331,7 +334,8 @@ async fn handle_page(
             record(context, std::mem::take(&mut finished), report).await?;
         }
     }
-    record(context, finished, report).await
+    record(context, finished, report).await?;
+    Ok(left)
 }
 
 /// Whether `picture` needs a fetch from a host that is paused. A person's pictures are fetched

@@ -512,6 +512,39 @@ async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts
     assert_eq!((third.failed, third.waiting_for_host), (3, 4), "{third:?}");
 }
 
+/// Candidates a reviewer waits for, on a host that looks down: the pass tries them first, and
+/// those it leaves for the paused host are counted once, though its walk in id order meets them
+/// again.
+#[tokio::test]
+async fn candidates_left_for_a_paused_host_are_counted_once() {
+    let down = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr")
+    };
+    let candidates: String = (0..5)
+        .map(|n| {
+            let line = serde_json::json!({"model": "rolex/submariner-date-126610lv",
+                "url": format!("http://{down}/candidate-{n}.jpg"), "rank": n + 1});
+            format!("{line}\n")
+        })
+        .collect();
+    let (app, _dir) = empty_app();
+    let app = Arc::new(app);
+    let dataset = crate::picture_review::dataset_with(&candidates);
+    let dir = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
+    app.writer()
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &dir))
+        .expect("import");
+    let config = WorkerConfig {
+        // One fetch at a time: exactly three fail before the pause.
+        concurrency: 1,
+        ..worker_config(&["127.0.0.1/32"])
+    };
+    let worker = PictureWorker::new(app.media().clone(), &config).expect("worker");
+    let report = pass_of(&app, &Arc::new(worker), Duration::from_secs(60)).await;
+    assert_eq!(report.waiting_for_host, 2, "{report:?}");
+}
+
 /// Fetched pictures beyond the decode budget wait for it before anything is decoded: with the
 /// whole budget taken, the pass's four pictures are downloaded and wait, none decoded nor
 /// recorded, until it is given back; then each is decoded and cropped.
