@@ -5,7 +5,7 @@ request timed apart), and a merge and a link while a provider's snapshot job run
 markdown table; loopback only.
 
     backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND]
-                  [--snapshot FEED --provider SLUG]
+                  [--snapshot FEED --provider SLUG] [--writes-only] [--path PATH]...
 """
 import argparse
 import http.client
@@ -97,12 +97,11 @@ def row(name, times, extra=""):
     return f"| {name} | {cells(times)} |{extra}"
 
 
-def reads(admin, ctx, repeat):
-    """Each kind's first request, timed apart (what its cold pages cost once after a start),
-    then `repeat` more."""
+def reads(admin, paths, repeat):
+    """Each read of `paths` (name to path): its first request, timed apart (what its cold pages
+    cost once after a start), then `repeat` more."""
     rows, figures = [], {}
-    for name, path in READS.items():
-        path = path.format(**ctx)
+    for name, path in paths.items():
         times = []
         for _ in range(repeat + 1):
             ms, status, _ = admin.timed("GET", path)
@@ -239,6 +238,8 @@ def main():
     parser.add_argument("--snapshot")
     parser.add_argument("--provider")
     parser.add_argument("--writes-only", action="store_true")
+    parser.add_argument("--path", action="append", help="time only this read (repeatable), e.g. "
+                        "'/v1/reconciliation?pageSize=50&q=Classic'")
     args = parser.parse_args()
     admin = Admin(args.base, args.user, args.password)
     if args.first:
@@ -253,13 +254,20 @@ def main():
         print("\n".join(rows))
         print(f"\nthe job was {'still running' if still else 'over'} after the last request")
         return
+    if args.path:
+        read_rows, _ = reads(admin, {path: path for path in args.path}, args.repeat)
+        print("| request | first of its kind ms | n | p50 ms | p99 ms | max ms |")
+        print("|---|--:|--:|--:|--:|--:|")
+        print("\n".join(read_rows))
+        return
     if args.writes_only:
         write_rows, _ = writes(admin, args.repeat)
         print("| write | n | p50 ms | p99 ms | max ms | |\n|---|--:|--:|--:|--:|---|")
         print("\n".join(write_rows))
         return
     ctx = context(admin, args.user)
-    read_rows, read_figures = reads(admin, ctx, args.repeat)
+    paths = {name: path.format(**ctx) for name, path in READS.items()}
+    read_rows, read_figures = reads(admin, paths, args.repeat)
     print("| request | first of its kind ms | n | p50 ms | p99 ms | max ms |")
     print("|---|--:|--:|--:|--:|--:|")
     print("\n".join(read_rows), flush=True)
