@@ -225,6 +225,29 @@ async fn pass_with(app: &Arc<App>, config: &WorkerConfig) {
     pass_of(app, &Arc::new(worker), Duration::from_secs(60)).await;
 }
 
+/// The catalogue imported with `candidates` (candidates.jsonl lines) waiting for review.
+fn import_candidates(app: &App, candidates: &str) {
+    let dataset = crate::picture_review::dataset_with(candidates);
+    let dir = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
+    app.writer()
+        .run(|turn| watch_catalogue::jobs::import::import(turn, &dir))
+        .expect("import");
+}
+
+/// A worker's settings that fetch from loopback one picture at a time.
+fn one_at_a_time() -> WorkerConfig {
+    WorkerConfig {
+        concurrency: 1,
+        ..worker_config(&["127.0.0.1/32"])
+    }
+}
+
+/// An address on loopback nothing listens on: connections to it are refused.
+fn closed_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr")
+}
+
 /// One pass of `worker`, within `limit`: what it did.
 async fn pass_of(app: &Arc<App>, worker: &Arc<PictureWorker>, limit: Duration) -> PassReport {
     tokio::time::timeout(limit, run_pass(app.job_context(), worker))
@@ -470,21 +493,14 @@ async fn one_pass_handles_every_due_picture_across_its_pages() {
 #[tokio::test]
 async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts() {
     let source = source_server().await;
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.local_addr().expect("addr")
-        // Dropped here: connections to it are refused.
-    };
+    let down = closed_port();
     let (app, _dir) = empty_app();
     let app = Arc::new(app);
     let dead: Vec<String> = (0..10).map(|n| format!("http://{down}/{n}.jpg")).collect();
     let dead = seed(&app, &dead);
     let live = seed(&app, &[format!("http://{source}/a.jpg")]);
-    let config = WorkerConfig {
-        // One fetch at a time: exactly three fail before the pause.
-        concurrency: 1,
-        ..worker_config(&["127.0.0.1/32"])
-    };
+    // One fetch at a time: exactly three fail before the pause.
+    let config = one_at_a_time();
     let worker = Arc::new(PictureWorker::new(app.media().clone(), &config).expect("worker"));
     let minute = Duration::from_secs(60);
     let first = pass_of(&app, &worker, minute).await;
@@ -517,10 +533,7 @@ async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts
 /// again.
 #[tokio::test]
 async fn candidates_left_for_a_paused_host_are_counted_once() {
-    let down = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        listener.local_addr().expect("addr")
-    };
+    let down = closed_port();
     let candidates: String = (0..5)
         .map(|n| {
             let line = serde_json::json!({"model": "rolex/submariner-date-126610lv",
@@ -530,17 +543,9 @@ async fn candidates_left_for_a_paused_host_are_counted_once() {
         .collect();
     let (app, _dir) = empty_app();
     let app = Arc::new(app);
-    let dataset = crate::picture_review::dataset_with(&candidates);
-    let dir = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
-    app.writer()
-        .run(|turn| watch_catalogue::jobs::import::import(turn, &dir))
-        .expect("import");
-    let config = WorkerConfig {
-        // One fetch at a time: exactly three fail before the pause.
-        concurrency: 1,
-        ..worker_config(&["127.0.0.1/32"])
-    };
-    let worker = PictureWorker::new(app.media().clone(), &config).expect("worker");
+    import_candidates(&app, &candidates);
+    // One fetch at a time: exactly three fail before the pause.
+    let worker = PictureWorker::new(app.media().clone(), &one_at_a_time()).expect("worker");
     let report = pass_of(&app, &Arc::new(worker), Duration::from_secs(60)).await;
     assert_eq!(report.waiting_for_host, 2, "{report:?}");
 }
@@ -950,16 +955,8 @@ async fn a_pass_fetches_the_candidates_a_reviewer_waits_for_first() {
         .collect();
     seed(&app, &listings);
     // ...then a dataset whose candidates wait for review.
-    let dataset = crate::picture_review::dataset_with(&crate::picture_review::candidates(source));
-    let dir = watch_catalogue::jobs::import::DirectorySource(dataset.path().to_owned());
-    app.writer()
-        .run(|turn| watch_catalogue::jobs::import::import(turn, &dir))
-        .expect("import");
-    let one_at_a_time = WorkerConfig {
-        concurrency: 1,
-        ..worker_config(&["127.0.0.1/32"])
-    };
-    pass_with(&app, &one_at_a_time).await;
+    import_candidates(&app, &crate::picture_review::candidates(source));
+    pass_with(&app, &one_at_a_time()).await;
     let asked = asked.lock().expect("lock").clone();
     let first_listing = (asked.iter().position(|name| name.starts_with("listing-")))
         .expect("the listings' pictures were fetched too");
