@@ -21,11 +21,11 @@ mod proptests;
 
 use crate::derived::{sorted_by, Derived, RebuildShape};
 use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, TextQuery};
-use crate::schema::{exact_number, exact_string, text_options};
+use crate::schema::{exact_number, exact_string, presence_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
 use by_id::{IdColumns, ListingById};
-use collect::{GroupCounter, KeptColumns, PageCollector, PriceCollector};
+use collect::{count_groups, KeptColumns, PageCollector, PriceCollector};
 use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
@@ -98,8 +98,9 @@ pub struct ListingDoc {
     /// so a reference written only in the title is found exactly.
     pub title_references: Vec<String>,
     /// The caller's key of the reconciliation group the listing is in (unmatched, not
-    /// delisted); `None` for one in no group. A column only: the groups a text finds are
-    /// counted from it ([`ListingIndex::unmatched_group_counts`]) without reading a listing.
+    /// delisted); `None` for one in no group. A column: the groups a text finds are counted
+    /// from it ([`ListingIndex::unmatched_group_counts`]) without reading a listing, among the
+    /// listings with one, whose words are indexed a second time for that search alone.
     pub unmatched_group: Option<u64>,
 }
 
@@ -214,6 +215,10 @@ struct Fields {
     /// listing's reference (about half of what indexing a listing cost).
     reference: Field,
     unmatched_group: Field,
+    /// The words of `title`, `scraped_brand` and `scraped_reference` again, on the listings
+    /// with a reconciliation group only: a word's groups are counted from the postings of the
+    /// unmatched listings alone, not of every listing that holds it (docs/decisions.md, D-222).
+    group_words: Field,
     /// Dense: every listing's [`GroupCodes`], 0 when it has none.
     stats_groups: Field,
 }
@@ -247,6 +252,7 @@ fn build_schema() -> (Schema, Fields) {
         ref_exact: s.add_text_field("ref_exact", exact_string()),
         reference: s.add_text_field("reference", exact_string()),
         unmatched_group: s.add_u64_field(names::UNMATCHED_GROUP, FAST),
+        group_words: s.add_text_field("group_words", presence_options()),
         stats_groups: s.add_u64_field(names::STATS_GROUPS, FAST),
     };
     (s.build(), fields)
@@ -292,6 +298,12 @@ impl Fields {
         }
         for reference in &doc.title_references {
             out.add_text(self.ref_exact, reference);
+        }
+        if doc.unmatched_group.is_some() {
+            let words = [&doc.title, &doc.scraped_brand, &doc.scraped_reference];
+            for value in words.into_iter().flatten().filter(|v| !v.is_empty()) {
+                out.add_text(self.group_words, value);
+            }
         }
         out
     }
@@ -433,9 +445,30 @@ impl Fields {
         }
     }
 
+    /// What [`Fields::text_fields`] find among the listings with a reconciliation group,
+    /// unscored: their words from the group-only field, references (few listings each) from
+    /// every listing's, those without a group then skipped by the count.
+    fn group_text_fields(&self) -> TextFields {
+        TextFields {
+            words: vec![(self.group_words, 1.0)],
+            ref_exact: self.ref_exact,
+            ref_prefix: ReferencePrefixes::Ranges(self.reference),
+        }
+    }
+
     /// The query of everything `filters` and `text` ask but the price range, which the
     /// collectors check on blocks of the dense price column.
     fn query(&self, filters: &ListingFilters, text: Option<&TextQuery>) -> Box<dyn Query> {
+        let text = text.map(|text| text_query(&self.text_fields(), text));
+        self.query_with_text(filters, text)
+    }
+
+    /// [`Fields::query`] with the text's query already made.
+    fn query_with_text(
+        &self,
+        filters: &ListingFilters,
+        text: Option<Box<dyn Query>>,
+    ) -> Box<dyn Query> {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         // One model and one status: their one postings list rather than an intersection.
         let (model_id, statuses) = match (filters.model_id, filters.statuses.as_slice()) {
@@ -478,9 +511,7 @@ impl Fields {
             .iter()
             .map(|&status| (Occur::MustNot, term_u64(self.status, status)));
         clauses.extend(hidden);
-        if let Some(text) = text {
-            clauses.push((Occur::Must, text_query(&self.text_fields(), text)));
-        }
+        clauses.extend(text.map(|text| (Occur::Must, text)));
         // Exclusions alone match nothing in tantivy: they need something to exclude from.
         if clauses.iter().all(|(occur, _)| *occur == Occur::MustNot) {
             clauses.push((Occur::Must, Box::new(tantivy::query::AllQuery)));
@@ -715,8 +746,9 @@ impl ListingIndex {
         text: Option<&TextQuery>,
     ) -> IndexResult<GroupCounts> {
         let searcher = self.derived.reader.searcher();
-        let query = self.fields.query(filters, text);
-        Ok(searcher.search(&*query, &GroupCounter)?)
+        let text = text.map(|text| text_query(&self.fields.group_text_fields(), text));
+        let query = self.fields.query_with_text(filters, text);
+        Ok(count_groups(&searcher, &*query)?)
     }
 
     /// Which reload of the index searches answer from now: it changes with every commit, so a
@@ -990,8 +1022,8 @@ mod tests {
     }
 
     /// Every match is counted in its group from the column, however many there are, and a
-    /// group's counts in two segments are added; a listing without a group (matched) and one
-    /// the filters leave out are not.
+    /// group's counts in two segments are added; a listing without a group (matched), one the
+    /// filters leave out and a deleted document are not.
     #[test]
     fn the_groups_a_text_finds_are_counted_from_the_column() {
         let index = ListingIndex::in_memory().expect("index");
@@ -1012,8 +1044,11 @@ mod tests {
         ];
         index.upsert(&first, 1).expect("upsert");
         // A second segment, finding more groups than the first: the counts are added into it.
+        // Listing 4, linked since, is there again without a group: its first document is
+        // deleted, not counted.
         let second = vec![
             listing(2, Some(70), "Vantor diver black", 0),
+            listing(4, None, "Kurofune diver", 0),
             listing(7, Some(73), "Vantor automatic", 0),
             listing(8, Some(74), "Vantor date", 0),
         ];
@@ -1040,7 +1075,94 @@ mod tests {
             counts
         };
         assert_eq!(counts("vantor"), [(70, 2), (71, 1), (73, 1), (74, 1)]);
-        assert_eq!(counts("diver"), [(70, 2), (72, 1)]);
+        assert_eq!(counts("diver"), [(70, 2)]);
+        assert_eq!(counts("kurofune"), []);
         assert_eq!(counts("nothing"), []);
+    }
+
+    /// The group-only fields find exactly what the listing-wide ones find among the listings
+    /// with a group: each word in any of the three word fields, a reference whole (the seller's
+    /// or one read in the title), a reference by its start, and a brand filter beside them.
+    #[test]
+    fn a_text_finds_the_same_groups_through_the_group_fields_as_through_every_listing() {
+        let index = ListingIndex::in_memory().expect("index");
+        // A title's references given apart: "5711 A" is read as `5711a`, which no word is.
+        let listing = |id: u64, group: Option<u64>, title: &str, brand: &str, reference: &str| {
+            let normalized = reference.to_lowercase().replace([' ', '-', '.'], "");
+            ListingDoc {
+                id,
+                model_id: group.is_none().then_some(9),
+                brand_id: Some(id % 2),
+                unmatched_group: group,
+                title_references: title
+                    .contains("5711 A")
+                    .then(|| "5711a".to_owned())
+                    .into_iter()
+                    .collect(),
+                title: Some(title.to_owned()),
+                scraped_brand: Some(brand.to_owned()),
+                scraped_reference: Some(reference.to_owned()),
+                normalized_reference: Some(normalized).filter(|n| !n.is_empty()),
+                ..ListingDoc::default()
+            }
+        };
+        let docs = vec![
+            listing(1, Some(70), "Vantor Diver blue", "Vantor", "126610LN"),
+            listing(2, Some(71), "Chronograph 5711 A", "Maison Côte", ""),
+            listing(3, Some(72), "Kurofune classic", "kurofune", "SBGA-211"),
+            listing(4, None, "Vantor Diver classic 5711 A", "Vantor", "126610LN"),
+            listing(5, Some(73), "Classic Maison", "", "1266"),
+            listing(6, None, "Maison classic", "Maison Côte", "SBGA211"),
+            listing(7, Some(70), "Vantor", "Vantor Diver", "126610 LN"),
+        ];
+        index.upsert(&docs, 1).expect("upsert");
+        let searcher = index.derived.reader.searcher();
+        for text in [
+            "vantor",
+            "diver",
+            "classic",
+            "maison",
+            "cote",
+            "vantor diver",
+            "126610LN",
+            "1266",
+            "12661",
+            "5711a",
+            "sbga211",
+            "sbga",
+            "211",
+            "classic maison",
+            "nothing",
+            "diver 126610ln",
+        ] {
+            let text = TextQuery {
+                typo_tolerance: false,
+                text: text.to_owned(),
+                normalized_reference: text.to_lowercase().replace(' ', ""),
+            };
+            for brand in [None, Some(0), Some(1)] {
+                let filters = ListingFilters {
+                    brand_id: brand,
+                    ..ListingFilters::default()
+                };
+                let every_listing = index.fields.query(&filters, Some(&text));
+                let expected = count_groups(&searcher, &*every_listing).expect("count");
+                let found = index
+                    .unmatched_group_counts(&filters, Some(&text))
+                    .expect("count");
+                assert_eq!(found, expected, "{:?}, brand {brand:?}", text.text);
+            }
+        }
+        // Not an empty comparison: a reference by its start, one read in a title and a word
+        // of a seller's reference each find their groups.
+        for (text, groups) in [("1266", 2), ("5711a", 1), ("211", 1)] {
+            let text = TextQuery {
+                typo_tolerance: false,
+                text: text.to_owned(),
+                normalized_reference: text.to_owned(),
+            };
+            let found = index.unmatched_group_counts(&ListingFilters::default(), Some(&text));
+            assert_eq!(found.expect("count").len(), groups, "{}", text.text);
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! The collectors of the listings index: a page of ids with the exact total
 //! ([`PageCollector`]), the prices of the listings a filter selects ([`PriceCollector`]), and
-//! how many it selects of each reconciliation group ([`GroupCounter`]).
+//! how many it selects of each reconciliation group ([`count_groups`]).
 //!
 //! Both take documents in blocks where tantivy gives them so (no scores needed; deleted
 //! documents are skipped before the block, not one call per document), read the dense price
@@ -19,7 +19,7 @@ use std::sync::Arc;
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::{Column, StrColumn};
 use tantivy::index::SegmentId;
-use tantivy::query::Weight;
+use tantivy::query::{EnableScoring, Query, Weight};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{
     DocId, DocSet, Score, Searcher, SegmentReader, Term, COLLECT_BLOCK_BUFFER_LEN, TERMINATED,
@@ -208,27 +208,35 @@ fn collect_blocks<C: SegmentCollector>(
     segment: &SegmentReader,
     scoring: bool,
 ) -> tantivy::Result<()> {
-    match (segment.alive_bitset(), scoring) {
-        (_, true) => weight.for_each(segment, &mut |doc, score| {
-            if segment
-                .alive_bitset()
-                .is_none_or(|alive| alive.is_alive(doc))
-            {
-                collector.collect(doc, score);
-            }
-        }),
-        (None, false) => {
-            weight.for_each_no_score(segment, &mut |docs| collector.collect_block(docs))
-        }
-        (Some(alive), false) => {
-            let mut kept = Vec::with_capacity(COLLECT_BLOCK_BUFFER_LEN);
-            weight.for_each_no_score(segment, &mut |docs| {
-                kept.clear();
-                kept.extend(docs.iter().copied().filter(|&doc| alive.is_alive(doc)));
-                collector.collect_block(&kept);
-            })
-        }
+    if !scoring {
+        return for_each_alive_block(weight, segment, |docs| collector.collect_block(docs));
     }
+    weight.for_each(segment, &mut |doc, score| {
+        if segment
+            .alive_bitset()
+            .is_none_or(|alive| alive.is_alive(doc))
+        {
+            collector.collect(doc, score);
+        }
+    })
+}
+
+/// Runs `weight` over `segment` unscored, giving `each` the blocks of matching documents with
+/// the deleted ones taken out.
+fn for_each_alive_block(
+    weight: &dyn Weight,
+    segment: &SegmentReader,
+    mut each: impl FnMut(&[DocId]),
+) -> tantivy::Result<()> {
+    let Some(alive) = segment.alive_bitset() else {
+        return weight.for_each_no_score(segment, &mut |docs| each(docs));
+    };
+    let mut kept = Vec::with_capacity(COLLECT_BLOCK_BUFFER_LEN);
+    weight.for_each_no_score(segment, &mut |docs| {
+        kept.clear();
+        kept.extend(docs.iter().copied().filter(|&doc| alive.is_alive(doc)));
+        each(&kept);
+    })
 }
 
 /// One page of ids (best first, at most `k`) and the exact number of matches.
@@ -576,58 +584,22 @@ impl SegmentCollector for PriceSegment {
     }
 }
 
-/// How many matching documents each value of the `unmatched_group` column has; documents
-/// without one are not counted.
-pub(super) struct GroupCounter;
-
-pub(super) struct SegmentGroupCounter {
-    groups: Column<u64>,
-    counts: GroupCounts,
-}
-
-impl Collector for GroupCounter {
-    type Fruit = GroupCounts;
-    type Child = SegmentGroupCounter;
-
-    fn for_segment(
-        &self,
-        _: tantivy::SegmentOrdinal,
-        segment: &SegmentReader,
-    ) -> tantivy::Result<SegmentGroupCounter> {
-        Ok(SegmentGroupCounter {
-            groups: segment.fast_fields().u64(names::UNMATCHED_GROUP)?,
-            counts: GroupCounts::default(),
-        })
-    }
-
-    fn requires_scoring(&self) -> bool {
-        false
-    }
-
-    /// The segments' counts added into the largest of them: a common word finds tens of
-    /// thousands of groups, most in one large segment.
-    fn merge_fruits(&self, mut fruits: Vec<GroupCounts>) -> tantivy::Result<GroupCounts> {
-        let largest = (0..fruits.len()).max_by_key(|&i| fruits[i].len());
-        let mut merged = largest.map(|i| fruits.swap_remove(i)).unwrap_or_default();
-        for fruit in fruits {
-            for (group, count) in fruit {
-                *merged.entry(group).or_default() += count;
+/// How many of the documents `query` matches have each value of the `unmatched_group` column;
+/// documents without one are not counted. Not a [`Collector`]: one map is counted into across
+/// the segments, since a common word's groups recur in every segment; a map per segment, added
+/// up after, made a common word's search 8-14 % slower (docs/decisions.md, D-222).
+pub(super) fn count_groups(searcher: &Searcher, query: &dyn Query) -> tantivy::Result<GroupCounts> {
+    let weight = query.weight(EnableScoring::disabled_from_searcher(searcher))?;
+    let mut counts = GroupCounts::default();
+    for segment in searcher.segment_readers() {
+        let groups = segment.fast_fields().u64(names::UNMATCHED_GROUP)?;
+        for_each_alive_block(&*weight, segment, |docs| {
+            for &doc in docs {
+                if let Some(group) = groups.first(doc) {
+                    *counts.entry(group).or_default() += 1;
+                }
             }
-        }
-        Ok(merged)
+        })?;
     }
-}
-
-impl SegmentCollector for SegmentGroupCounter {
-    type Fruit = GroupCounts;
-
-    fn collect(&mut self, doc: DocId, _: Score) {
-        if let Some(group) = self.groups.first(doc) {
-            *self.counts.entry(group).or_default() += 1;
-        }
-    }
-
-    fn harvest(self) -> GroupCounts {
-        self.counts
-    }
+    Ok(counts)
 }
