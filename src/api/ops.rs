@@ -3,15 +3,17 @@
 //! with the metrics token when the operator set one).
 
 use super::error::{internal, ApiError, ApiResult};
-use super::layers::metrics::{Metrics, MetricsToken};
+use super::layers::metrics::{Metrics, MetricsToken, Scrape};
 use super::views::{Health, Readiness};
 use crate::app::App;
+use crate::jobs::picture_hosts::HostPauses;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// State of the operations endpoints.
 #[derive(Clone)]
@@ -73,13 +75,18 @@ async fn metrics(
         }
     }
     let app = state.app.clone();
-    let (store_generation, index_generation) =
-        tokio::task::spawn_blocking(move || -> ApiResult<_> {
-            Ok((app.store().generation()?.0, app.index().generation()?))
+    let scrape = tokio::task::spawn_blocking(move || -> ApiResult<_> {
+        let hosts = app.job_context().picture_hosts();
+        Ok(Scrape {
+            store_generation: app.store().generation()?.0,
+            index_generation: app.index().generation()?,
+            picture_hosts_paused: hosts.map_or(0, |hosts| hosts.paused(Instant::now())),
+            pictures_waiting_for_host: hosts.map_or(0, HostPauses::waiting),
         })
-        .await
-        .map_err(|error| internal(&error))??;
-    let text = state.metrics.render(store_generation, index_generation);
+    })
+    .await
+    .map_err(|error| internal(&error))??;
+    let text = state.metrics.render(&scrape);
     Ok((
         [(
             header::CONTENT_TYPE,

@@ -1,9 +1,11 @@
 //! What a job may reach, and all it may: the one writer (and through it the store and both
-//! indexes), the media store, the pictures a person waits for, the duplicate groups kept between
-//! requests, the rates the price series convert at, and the server's job queue. The app layer owns it; jobs never see the app.
+//! indexes), the media store, the pictures a person waits for and the image worker's paused
+//! hosts, the duplicate groups kept between requests, the rates the price series convert at,
+//! and the server's job queue. The app layer owns it; jobs never see the app.
 
 use super::batch::Batch;
 use super::duplicates::{DuplicateGroups, Group};
+use super::picture_hosts::HostPauses;
 use super::pictures::UrgentPictures;
 use super::price_series::KeptRates;
 use super::queue::{Jobs, SpoolFile, SubmitError};
@@ -13,13 +15,15 @@ use crate::domain::{JobId, JobRecord};
 use crate::media::MediaStore;
 use crate::store::{Store, StoreResult};
 use catalogue_index::ListingIndex;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The handle every job, the job queue and the image worker work through.
 pub struct JobContext {
     writer: Writer,
     media: MediaStore,
     urgent_pictures: UrgentPictures,
+    /// The server's image worker's paused hosts, once it runs.
+    picture_hosts: OnceLock<Arc<HostPauses>>,
     duplicate_groups: DuplicateGroups,
     series_rates: KeptRates,
     queue: Jobs,
@@ -33,6 +37,7 @@ impl JobContext {
             writer,
             media,
             urgent_pictures: UrgentPictures::default(),
+            picture_hosts: OnceLock::new(),
             duplicate_groups: DuplicateGroups::default(),
             series_rates: KeptRates::default(),
             queue: Jobs::new(spool),
@@ -60,6 +65,18 @@ impl JobContext {
     /// Pictures a person is waiting for: the image worker takes them first.
     pub fn urgent_pictures(&self) -> &UrgentPictures {
         &self.urgent_pictures
+    }
+
+    /// Shows `hosts` (the server's image worker's) to [`JobContext::picture_hosts`]; the first
+    /// worker shown stays: a server runs one.
+    pub fn show_picture_hosts(&self, hosts: Arc<HostPauses>) {
+        let _ = self.picture_hosts.set(hosts);
+    }
+
+    /// The hosts the server's image worker has paused, and the pictures it left for them; `None`
+    /// while no worker runs.
+    pub fn picture_hosts(&self) -> Option<&HostPauses> {
+        self.picture_hosts.get().map(|hosts| &**hosts)
     }
 
     /// The stored ECB days as price series convert with them, kept between folds and

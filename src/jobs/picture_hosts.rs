@@ -4,6 +4,7 @@
 
 use reqwest::Url;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -26,11 +27,13 @@ pub enum HostAnswer {
     Failed,
 }
 
-/// The hosts the worker has paused, and the failures in a row of those it may pause. Held in
-/// memory by one worker: a restart tries every host again.
+/// The hosts the worker has paused, and the failures in a row of those it may pause; how many
+/// pictures its last pass left for them. Held in memory (the job context's): a restart tries
+/// every host again.
 #[derive(Default)]
 pub struct HostPauses {
     hosts: Mutex<HashMap<String, HostState>>,
+    waiting: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -109,6 +112,24 @@ impl HostPauses {
             .filter_map(|state| state.paused_until.filter(|&until| until > now))
             .min()
     }
+
+    /// How many hosts are paused at `now` (`/metrics`).
+    pub fn paused(&self, now: Instant) -> usize {
+        self.hosts()
+            .values()
+            .filter(|state| state.is_paused(now))
+            .count()
+    }
+
+    /// Notes how many due pictures a pass left for paused hosts.
+    pub fn note_waiting(&self, pictures: usize) {
+        self.waiting.store(pictures, Ordering::Relaxed);
+    }
+
+    /// How many due pictures the last pass left for paused hosts (`/metrics`).
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
 }
 
 /// The pause after `pauses` in a row: the first, doubled each time, up to the longest.
@@ -150,6 +171,7 @@ mod tests {
         assert_eq!(fail(&pauses, DOWN, now), None);
         assert_eq!(fail(&pauses, DOWN, now), None);
         assert!(!pauses.is_paused(DOWN, now));
+        assert_eq!(pauses.paused(now), 0, "counted, not paused");
         let paused = fail(&pauses, DOWN, now).expect("paused at the third");
         assert_eq!(paused.host, "img.down.example:8080");
         assert_eq!(paused.pause, FIRST_PAUSE);
@@ -160,8 +182,10 @@ mod tests {
             "another port"
         );
         assert_eq!(pauses.next_resume(now), Some(now + FIRST_PAUSE));
+        assert_eq!(pauses.paused(now), 1);
         assert!(!pauses.is_paused(DOWN, now + FIRST_PAUSE));
         assert_eq!(pauses.next_resume(now + FIRST_PAUSE), None);
+        assert_eq!(pauses.paused(now + FIRST_PAUSE), 0, "the pause over");
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub struct PictureWorker {
     /// Pixels decoded at once (`WorkerConfig::decode_budget_pixels`).
     budget: DecodeBudget,
     /// The source hosts left alone for a while (D-220).
-    hosts: HostPauses,
+    hosts: Arc<HostPauses>,
 }
 
 impl PictureWorker {
@@ -114,8 +114,13 @@ impl PictureWorker {
                     .decode_budget_pixels
                     .unwrap_or(config.fetch.max_pixels),
             ),
-            hosts: HostPauses::default(),
+            hosts: Arc::default(),
         })
+    }
+
+    /// The source hosts this worker has paused, and the pictures its last pass left for them.
+    pub fn hosts(&self) -> &Arc<HostPauses> {
+        &self.hosts
     }
 
     /// The pixels this worker decodes at once, and how many of them are taken now.
@@ -164,7 +169,8 @@ impl UrgentPictures {
     }
 }
 
-/// The server's worker: passes until `stop` turns true, waiting between idle ones. A failed
+/// The server's worker: passes until `stop` turns true, waiting between idle ones, its paused
+/// hosts shown through `context` (`/metrics`). A failed
 /// pass is logged and tried again later; it never stops the server. A stop ends a pass where it
 /// stands: the states it had written stay, and the pictures it was fetching are due again.
 pub async fn run_until_stopped(
@@ -172,6 +178,7 @@ pub async fn run_until_stopped(
     worker: Arc<PictureWorker>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    context.show_picture_hosts(worker.hosts.clone());
     loop {
         let pass = tokio::select! {
             biased;
@@ -257,6 +264,7 @@ pub async fn run_pass(
         report.waiting_for_host += handle_page(context, worker, page.records, &mut report).await?;
         from = page.next;
     }
+    worker.hosts.note_waiting(report.waiting_for_host);
     let context = context.clone();
     report.ranked =
         tokio::task::spawn_blocking(move || listing_candidates::rank_stale(&context)).await??;

@@ -528,6 +528,52 @@ async fn a_host_that_looks_down_is_paused_without_spending_its_pictures_attempts
     assert_eq!((third.failed, third.waiting_for_host), (3, 4), "{third:?}");
 }
 
+/// `/metrics` shows how many hosts the server's image worker has paused and how many pictures
+/// its last pass left for them: 0 and 0 before, 1 and 7 once ten pictures of a dead host met it.
+#[tokio::test]
+async fn metrics_show_the_paused_picture_hosts_and_the_pictures_left_for_them() {
+    let down = closed_port();
+    let (app, dir) = empty_app();
+    let served = TestApp::serving(app, dir, ApiConfig::default()).await;
+    let scrape = || async {
+        let response = served
+            .send(served.request(reqwest::Method::GET, "/metrics"))
+            .await;
+        let text = response.text().await.expect("text");
+        let value = |name: &str| {
+            let line = text
+                .lines()
+                .find(|line| line.starts_with(&format!("{name} ")));
+            line.and_then(|line| line.rsplit_once(' ')?.1.parse::<u64>().ok())
+        };
+        (
+            value("picture_hosts_paused"),
+            value("pictures_waiting_for_host"),
+        )
+    };
+    assert_eq!(scrape().await, (Some(0), Some(0)), "no worker yet");
+    let dead: Vec<String> = (0..10).map(|n| format!("http://{down}/{n}.jpg")).collect();
+    seed(&served.app, &dead);
+    // The server's worker, as `serve` runs it, one fetch at a time: three fail, then the pause.
+    let worker =
+        Arc::new(PictureWorker::new(served.app.media().clone(), &one_at_a_time()).expect("worker"));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let task = tokio::spawn(run_until_stopped(
+        served.app.job_context().clone(),
+        worker,
+        stopped,
+    ));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut seen = scrape().await;
+    while seen != (Some(1), Some(7)) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        seen = scrape().await;
+    }
+    assert_eq!(seen, (Some(1), Some(7)));
+    stop.send(true).expect("the worker listens");
+    task.await.expect("joined");
+}
+
 /// Candidates a reviewer waits for, on a host that looks down: the pass tries them first, and
 /// those it leaves for the paused host are counted once, though its walk in id order meets them
 /// again.

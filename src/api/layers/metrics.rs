@@ -1,5 +1,6 @@
 //! Prometheus metrics: requests by route, method and status, latency histograms by route, and
-//! the store and index generations (read at scrape time).
+//! what is read at scrape time ([`Scrape`]): the store and index generations, and the image
+//! worker's paused picture hosts.
 //!
 //! Every label comes from a closed set, so the number of series is bounded by the route table
 //! whatever clients send: `route` is the matched route's template (`/v1/brands/{slug}`, never
@@ -40,6 +41,20 @@ pub struct Metrics {
     latency: Family<RouteLabels, Histogram>,
     store_generation: Gauge,
     index_generation: Gauge,
+    picture_hosts_paused: Gauge,
+    pictures_waiting_for_host: Gauge,
+}
+
+/// What a scrape reads from the app as it is asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scrape {
+    pub store_generation: u64,
+    /// `None` while the catalogue index reflects no generation (rebuilding).
+    pub index_generation: Option<u64>,
+    /// Hosts the image worker has paused now (D-220); 0 without a worker.
+    pub picture_hosts_paused: usize,
+    /// Due pictures the worker's last pass left for a paused host.
+    pub pictures_waiting_for_host: usize,
 }
 
 impl Default for Metrics {
@@ -56,7 +71,8 @@ impl Metrics {
         let latency = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.000_05, 2.0, 19))
         });
-        let (store_generation, index_generation) = (Gauge::default(), Gauge::default());
+        let [store_generation, index_generation, picture_hosts_paused, pictures_waiting_for_host] =
+            std::array::from_fn(|_| Gauge::default());
         registry.register(
             "http_requests",
             "HTTP requests answered, by route, method and status",
@@ -77,24 +93,38 @@ impl Metrics {
             "Store generation the search index reflects",
             index_generation.clone(),
         );
+        registry.register(
+            "picture_hosts_paused",
+            "Picture hosts the image worker leaves alone for now, their fetches having failed as a host that is down fails",
+            picture_hosts_paused.clone(),
+        );
+        registry.register(
+            "pictures_waiting_for_host",
+            "Due pictures the image worker's last pass left for a paused host",
+            pictures_waiting_for_host.clone(),
+        );
         Metrics {
             registry,
             requests,
             latency,
             store_generation,
             index_generation,
+            picture_hosts_paused,
+            pictures_waiting_for_host,
         }
     }
 
-    /// The text exposition, with the generations read now.
-    pub fn render(&self, store_generation: u64, index_generation: Option<u64>) -> String {
-        self.store_generation
-            .set(i64::try_from(store_generation).unwrap_or(i64::MAX));
+    /// The text exposition, with what `scrape` read now.
+    pub fn render(&self, scrape: &Scrape) -> String {
+        let gauge = |value: usize| i64::try_from(value).unwrap_or(i64::MAX);
+        (self.store_generation).set(i64::try_from(scrape.store_generation).unwrap_or(i64::MAX));
         self.index_generation.set(
-            index_generation
+            (scrape.index_generation)
                 .and_then(|g| i64::try_from(g).ok())
                 .unwrap_or(-1),
         );
+        (self.picture_hosts_paused).set(gauge(scrape.picture_hosts_paused));
+        (self.pictures_waiting_for_host).set(gauge(scrape.pictures_waiting_for_host));
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
