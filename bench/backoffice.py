@@ -4,7 +4,7 @@ starts and stops it): every read and write, p50/p99 over REPEAT requests each (a
 request timed apart), and a merge and a link while a provider's snapshot job runs. Prints a
 markdown table; loopback only.
 
-    backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND]
+    backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND] [--first-text WORD]
                   [--snapshot FEED --provider SLUG] [--writes-only] [--path PATH]...
 """
 import argparse
@@ -235,6 +235,7 @@ def main():
     parser.add_argument("--repeat", type=int, default=50)
     parser.add_argument("--json")
     parser.add_argument("--first", help="time only the first request of this read kind")
+    parser.add_argument("--first-text", help="time only a first /reconciliation?q= of this word")
     parser.add_argument("--snapshot")
     parser.add_argument("--provider")
     parser.add_argument("--writes-only", action="store_true")
@@ -242,11 +243,16 @@ def main():
                         "'/v1/reconciliation?pageSize=50&q=Classic'")
     args = parser.parse_args()
     admin = Admin(args.base, args.user, args.password)
-    if args.first:
-        path = READS[args.first].format(**{"provider": "provider-1", "brand": "x", "reference": "1",
-                                           "brand_text": "a", "user": args.user})
+    if args.first or args.first_text:
+        if args.first_text:
+            kind = f"reconciliation q={args.first_text}"
+            path = f"/v1/reconciliation?pageSize=50&q={urllib.parse.quote(args.first_text)}"
+        else:
+            kind = args.first
+            path = READS[kind].format(**{"provider": "provider-1", "brand": "x", "reference": "1",
+                                         "brand_text": "a", "user": args.user})
         ms, status, _ = admin.timed("GET", path)
-        print(f"| {args.first} (first after a start) | {ms:.1f} | {status} |")
+        print(f"| {kind} (first after a start) | {ms:.1f} | {status} |")
         return
     if args.snapshot:
         rows, still = during_job(admin, args.snapshot, args.provider, 5)
