@@ -116,21 +116,21 @@ impl Metrics {
 
     /// The text exposition, with what `scrape` read now.
     pub fn render(&self, scrape: &Scrape) -> String {
-        let gauge = |value: usize| i64::try_from(value).unwrap_or(i64::MAX);
-        (self.store_generation).set(i64::try_from(scrape.store_generation).unwrap_or(i64::MAX));
-        self.index_generation.set(
-            (scrape.index_generation)
-                .and_then(|g| i64::try_from(g).ok())
-                .unwrap_or(-1),
-        );
-        (self.picture_hosts_paused).set(gauge(scrape.picture_hosts_paused));
-        (self.pictures_waiting_for_host).set(gauge(scrape.pictures_waiting_for_host));
+        (self.store_generation).set(saturating(scrape.store_generation));
+        (self.index_generation).set(scrape.index_generation.map_or(-1, saturating));
+        (self.picture_hosts_paused).set(saturating(scrape.picture_hosts_paused));
+        (self.pictures_waiting_for_host).set(saturating(scrape.pictures_waiting_for_host));
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
         out
     }
+}
+
+/// A gauge's value: `value`, or the largest a gauge holds.
+fn saturating(value: impl TryInto<i64>) -> i64 {
+    value.try_into().unwrap_or(i64::MAX)
 }
 
 /// The `route` of a request no route matched (the fallback's 404).
