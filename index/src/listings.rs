@@ -1086,7 +1086,8 @@ mod tests {
     #[test]
     fn a_text_finds_the_same_groups_through_the_group_fields_as_through_every_listing() {
         let index = ListingIndex::in_memory().expect("index");
-        // A title's references given apart: "5711 A" is read as `5711a`, which no word is.
+        // A title's references given apart: "57 11 A" is read as `5711a`, which no word is,
+        // nor starts.
         let listing = |id: u64, group: Option<u64>, title: &str, brand: &str, reference: &str| {
             let normalized = reference.to_lowercase().replace([' ', '-', '.'], "");
             ListingDoc {
@@ -1095,7 +1096,7 @@ mod tests {
                 brand_id: Some(id % 2),
                 unmatched_group: group,
                 title_references: title
-                    .contains("5711 A")
+                    .contains("57 11 A")
                     .then(|| "5711a".to_owned())
                     .into_iter()
                     .collect(),
@@ -1108,9 +1109,15 @@ mod tests {
         };
         let docs = vec![
             listing(1, Some(70), "Vantor Diver blue", "Vantor", "126610LN"),
-            listing(2, Some(71), "Chronograph 5711 A", "Maison Côte", ""),
+            listing(2, Some(71), "Chronograph 57 11 A", "Maison Côte", ""),
             listing(3, Some(72), "Kurofune classic", "kurofune", "SBGA-211"),
-            listing(4, None, "Vantor Diver classic 5711 A", "Vantor", "126610LN"),
+            listing(
+                4,
+                None,
+                "Vantor Diver classic 57 11 A",
+                "Vantor",
+                "126610LN",
+            ),
             listing(5, Some(73), "Classic Maison", "", "1266"),
             listing(6, None, "Maison classic", "Maison Côte", "SBGA211"),
             listing(7, Some(70), "Vantor", "Vantor Diver", "126610 LN"),
@@ -1128,6 +1135,7 @@ mod tests {
             "1266",
             "12661",
             "5711a",
+            "5711",
             "sbga211",
             "sbga",
             "211",
