@@ -739,7 +739,8 @@ impl ListingIndex {
 
     /// How many of the listings `filters` and `text` select are in each reconciliation group,
     /// by the key the caller gave ([`ListingDoc::unmatched_group`]): every match counted from
-    /// the column, none read.
+    /// the column, none read. The text's words are looked up among the listings with a group
+    /// only (`group_words`), so they select what the listing-wide fields would among those.
     pub fn unmatched_group_counts(
         &self,
         filters: &ListingFilters,

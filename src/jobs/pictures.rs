@@ -118,11 +118,6 @@ impl PictureWorker {
         })
     }
 
-    /// The source hosts this worker has paused, and the pictures its last pass left for them.
-    pub fn hosts(&self) -> &Arc<HostPauses> {
-        &self.hosts
-    }
-
     /// The pixels this worker decodes at once, and how many of them are taken now.
     pub fn decode_budget(&self) -> &DecodeBudget {
         &self.budget
