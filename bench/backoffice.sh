@@ -5,13 +5,14 @@
 # reads right after a start; and a link and a merge while a snapshot job runs.
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
-#                       [--cold] [--serve-flag FLAG]... [--first-text WORD]...
+#                       [--cold] [--serve-flag FLAG]... [--first-text WORD]... [--bin PATH]
 #
 # --no-first leaves out the first request after a start (six restarts); --first-text adds a
 # start whose first request is `/reconciliation?q=WORD` (a word many groups share, such as a
 # brand sellers write: the dataset's own, e.g. Maison at the scale run); --cold drops the page
 # cache before every start, as after a reboot (root only); --serve-flag passes a flag to every
-# `serve` (e.g. --serve-flag --no-picture-worker).
+# `serve` (e.g. --serve-flag --no-picture-worker); --bin runs that build instead of building the
+# tree's (to alternate two builds on the same data dir).
 #
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
@@ -19,6 +20,7 @@
 set -euo pipefail
 
 WORK=/tmp/watch-scale
+BIN=
 REPEAT=50
 PORT=18432
 FIRST=1
@@ -34,12 +36,12 @@ while [[ $# -gt 0 ]]; do
     --cold) COLD=1; shift ;;
     --serve-flag) SERVE_FLAGS+=("$2"); shift 2 ;;
     --first-text) FIRST_TEXTS+=("$2"); shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
     *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
   esac
 done
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BIN=$ROOT/target/release/watch-catalogue
 DATA=$WORK/data
 OUT=$WORK/backoffice.md
 BASE=http://127.0.0.1:$PORT
@@ -82,7 +84,10 @@ wait_start_up_work() {
   echo "the start-up work did not end within 60 s" >&2; exit 1
 }
 
-(cd "$ROOT" && cargo build --release -q -p watch-catalogue)
+if [[ -z $BIN ]]; then
+  (cd "$ROOT" && cargo build --release -q -p watch-catalogue)
+  BIN=$ROOT/target/release/watch-catalogue
+fi
 # A store of an older schema is migrated by `migrate` (the server would do it at start, timed
 # into its first start).
 /usr/bin/time -f 'migrate: %e s wall, %M KiB peak' "$BIN" --data-dir "$DATA" migrate 2>&1 | tail -3
@@ -93,7 +98,7 @@ printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "
 {
   echo "# The back office at scale"
   echo
-  echo "$(nproc) cores, $(date -u +%Y-%m-%d), $(git -C "$ROOT" rev-parse --short HEAD); \`bench/backoffice.sh --repeat $REPEAT\`$([[ $COLD == 1 ]] && echo ', page cache dropped before each start')"
+  echo "$(nproc) cores, $(date -u +%Y-%m-%d), $(git -C "$ROOT" rev-parse --short HEAD), build $BIN; \`bench/backoffice.sh --repeat $REPEAT\`$([[ $COLD == 1 ]] && echo ', page cache dropped before each start')"
   echo
   echo "| read | first request after a start, ms | status |"
   echo "|---|--:|--:|"

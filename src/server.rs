@@ -57,6 +57,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let (app, first_flush) = tokio::task::spawn_blocking({
         let config = config.clone();
         move || -> anyhow::Result<(App, FirstFlush)> {
+            crate::jobs::read_pool::prepare();
             let app = App::open_for_serving(&config.data_dir, config.cache_bytes)?;
             let first_flush = FirstFlush::start(&app);
             app.prepare(true)?;
