@@ -144,8 +144,13 @@ impl Background {
         first_flush: &FirstFlush,
     ) -> anyhow::Result<Background> {
         Jobs::start(app.job_context()).context("starting the job runner")?;
-        let series = SeriesFolder::start(app.job_context().clone(), first_flush.waiter())
-            .context("starting the series folder")?;
+        let a_job_runs = {
+            let context = app.job_context().clone();
+            move || context.queue().is_running()
+        };
+        let series =
+            SeriesFolder::start(app.job_context().clone(), first_flush.waiter(), a_job_runs)
+                .context("starting the series folder")?;
         let pictures = match pictures.enabled {
             true => {
                 let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);

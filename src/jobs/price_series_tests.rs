@@ -3,7 +3,7 @@
 //! change prices and currencies, delist and relist, and links that move a listing to another
 //! model, weeks apart.
 
-use super::{fold_logged, FoldReport};
+use super::{fold_logged, FoldReport, SeriesFolder};
 use crate::domain::price_history::{price_history, PriceEvent, PricePoint};
 use crate::domain::price_series::{
     day_of, format_day, midnight, parse_day, Interval, Period, PeriodFigures, RatesHistory,
@@ -20,7 +20,9 @@ use crate::jobs::writer::Writer;
 use crate::store::{RecordKind, Store, StoreError};
 use catalogue_index::{CatalogueIndex, ListingIndex};
 use proptest::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 const HOUR: i64 = 3_600_000;
 
@@ -463,4 +465,53 @@ fn a_drain_stopped_part_way_keeps_the_log() -> Result<(), StoreError> {
         log.entries()
     );
     Ok(())
+}
+
+/// The server's folder folds nothing while a job runs, and folds what the writes logged
+/// meanwhile once the job has ended (D-224).
+#[test]
+fn the_folder_waits_for_a_running_job_then_folds_what_was_logged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let context = Arc::new(context(dir.path()));
+    let models = two_models(&context);
+    let at = midnight(parse_day("2025-04-07").expect("day"));
+    // The days of rates logged every model: folded first, so the log is empty.
+    fold_logged(&context, at, &|| false).expect("fold");
+    let log_is_empty = || {
+        context
+            .store()
+            .price_series()
+            .log()
+            .expect("log")
+            .is_empty()
+    };
+    assert!(log_is_empty());
+    let job = Arc::new(AtomicBool::new(true));
+    let folder = SeriesFolder::start(context.clone(), || {}, {
+        let job = job.clone();
+        move || job.load(Ordering::SeqCst)
+    })
+    .expect("folder");
+    // The write wakes the folder, which would fold it within milliseconds.
+    created(&context, models[0], (Some(1000), "EUR"), at);
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(!log_is_empty(), "the folder folded while a job ran");
+    job.store(false, Ordering::SeqCst);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !log_is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "nothing folded after the job ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        context
+            .store()
+            .price_series()
+            .models_folded()
+            .expect("folded"),
+        [models[0]]
+    );
+    folder.stop();
 }

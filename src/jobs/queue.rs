@@ -198,6 +198,11 @@ impl Jobs {
         record
     }
 
+    /// Whether a job is running now.
+    pub fn is_running(&self) -> bool {
+        lock(&self.state).running.is_some()
+    }
+
     /// Asks the running job to stop at its next chunk boundary and the runner to start no
     /// other (SIGTERM); queued jobs are marked interrupted.
     pub fn stop(&self) {

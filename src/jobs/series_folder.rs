@@ -20,6 +20,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// longer than one such commit.
 const MODELS_PER_COMMIT: usize = 256;
 
+/// How often the folder looks again whether the job it waits for has ended.
+const JOB_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// What a fold did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct FoldReport {
@@ -65,6 +68,14 @@ impl SeriesFolding {
 
     fn writes(&self) -> u64 {
         self.lock_wake().writes
+    }
+
+    /// Sleeps for `pause` or until a stop, whichever comes first.
+    fn sleep(&self, pause: std::time::Duration) {
+        let wake = self.lock_wake();
+        if !wake.stopped {
+            let _ = self.woken.wait_timeout(wake, pause);
+        }
     }
 
     /// Waits until a write after the first `seen` logs models (true), or a stop (false).
@@ -219,10 +230,11 @@ pub struct SeriesFolder {
 
 impl SeriesFolder {
     /// Starts it on a thread of its own, which first runs `begin_when` (`serve` waits there for
-    /// the store's first flush, D-219).
+    /// the store's first flush, D-219), and folds nothing while `a_job_runs` (D-224).
     pub fn start(
         context: Arc<JobContext>,
         begin_when: impl FnOnce() + Send + 'static,
+        a_job_runs: impl Fn() -> bool + Send + Sync + 'static,
     ) -> std::io::Result<SeriesFolder> {
         let thread = std::thread::Builder::new()
             .name("series-folder".to_owned())
@@ -230,7 +242,7 @@ impl SeriesFolder {
                 let context = context.clone();
                 move || {
                     begin_when();
-                    at_lower_priority("series-fold", || drain_until_stopped(&context))
+                    at_lower_priority("series-fold", || drain_until_stopped(&context, &a_job_runs))
                 }
             })?;
         Ok(SeriesFolder {
@@ -251,13 +263,24 @@ impl SeriesFolder {
     }
 }
 
-fn drain_until_stopped(context: &JobContext) {
+/// Drains the log after each write that logs models, until stopped. While a job runs it waits:
+/// a fold's write would wait for the job's end anyway (a job passes its turn to a person's
+/// write, not to background work), and a fold's reads (a large model's listings and their
+/// price histories, seconds of disk when cold) slowed the job's chunks, which a person's write
+/// waits for (D-224). A drain a job starts beside stops at its next commit, the rest of the
+/// log kept for after the job.
+fn drain_until_stopped(context: &JobContext, a_job_runs: &(dyn Fn() -> bool + Sync)) {
     let folding = context.writer().series_folding();
     loop {
+        while a_job_runs() && !folding.stopped() {
+            folding.sleep(JOB_POLL);
+        }
         // Counted before the drain: a write during it wakes the next one.
         let seen = folding.writes();
         let started = std::time::Instant::now();
-        match fold_logged(context, Timestamp::now(), &|| folding.stopped()) {
+        match fold_logged(context, Timestamp::now(), &|| {
+            folding.stopped() || a_job_runs()
+        }) {
             Ok(report) if report.entries > 0 => tracing::info!(
                 models = report.models,
                 entries = report.entries,
@@ -269,6 +292,13 @@ fn drain_until_stopped(context: &JobContext) {
                 error = %crate::domain::causes(&error),
                 "folding the price series; the log stays for the next write or start"
             ),
+        }
+        if folding.stopped() {
+            return;
+        }
+        // A job that began during the drain: what it left is folded once the job ends.
+        if a_job_runs() {
+            continue;
         }
         if !folding.wait_after(seen) {
             return;
