@@ -190,10 +190,12 @@ pub fn run(
                 file: name.clone(),
                 source,
             })?;
-            let snapshot = std::io::BufReader::new(snapshot);
-            let done = context.writer().run(|turn| {
-                ingest::ingest_controlled(turn, provider, name, snapshot, rules, control)
-            })?;
+            // Read before the write turn is taken: people's writes do not wait for it (D-225).
+            let snapshot = ingest::ReadSnapshot::of(name, std::io::BufReader::new(snapshot))
+                .map_err(|error| BatchError::Ingest(WriteError::Job(error)))?;
+            let done = context
+                .writer()
+                .run(|turn| ingest::ingest_read(turn, provider, snapshot, rules, control))?;
             let mut report = ingest_lines(provider, &done.value);
             report
                 .summary
@@ -590,5 +592,54 @@ mod tests {
             before
         );
         assert!(reindex::listings_are_current(context.store(), index).expect("current"));
+    }
+
+    /// A snapshot job reads its file before it takes the write turn, so a person's write does
+    /// not wait for the reading of a large file (D-225). The file is a pipe the test fills in
+    /// two halves, taking the write turn in between.
+    #[cfg(unix)]
+    #[test]
+    fn a_snapshot_job_reads_its_file_before_it_takes_the_write_turn() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().expect("dir");
+        let context = std::sync::Arc::new(context(dir.path()));
+        let fifo = dir.path().join("chrono24.fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.expect("mkfifo").success());
+        let feed = include_str!("../../fixtures/listings/chrono24.jsonl");
+        let (first, rest) = feed.split_at(feed.len() / 2);
+        let batch = Batch::Snapshot {
+            provider: "chrono24".to_owned(),
+            file: fifo.clone(),
+            name: "chrono24.jsonl".to_owned(),
+            rules: SnapshotRules::default(),
+        };
+        let job = std::thread::spawn({
+            let context = context.clone();
+            move || run(&context, &batch, &JobControl::default()).map(|report| report.summary)
+        });
+        // Opened once the job opens it to read; the job then waits for the rest of its lines.
+        let mut pipe = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&fifo)
+            .expect("pipe");
+        pipe.write_all(first.as_bytes()).expect("first half");
+        let (taken, turn_was_taken) = std::sync::mpsc::channel();
+        std::thread::spawn({
+            let context = context.clone();
+            move || {
+                let _turn = context.store().write_turn();
+                let _ = taken.send(());
+            }
+        });
+        let free = turn_was_taken
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .is_ok();
+        pipe.write_all(rest.as_bytes()).expect("second half");
+        drop(pipe);
+        let summary = job.join().expect("job").expect("ingest");
+        assert!(free, "the job held the write turn while it read its file");
+        let lines = feed.lines().filter(|l| !l.trim().is_empty()).count();
+        assert!(summary.contains(&format!("{lines} created")), "{summary}");
     }
 }

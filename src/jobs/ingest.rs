@@ -142,11 +142,43 @@ pub fn ingest_controlled(
     rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
+    // An unknown provider is said before a long file is read.
+    provider(turn.store(), provider_slug)?;
+    let snapshot = ReadSnapshot::of(name, snapshot)?;
+    ingest_read(turn, provider_slug, snapshot, rules, control)
+}
+
+/// A snapshot read and parsed, before the write turn it is ingested in: its valid rows in the
+/// snapshot's order, and what the reading found.
+pub struct ReadSnapshot {
+    rows: Vec<FeedRow>,
+    read: SnapshotRead,
+}
+
+impl ReadSnapshot {
+    /// Reads `snapshot` (named `name` in problem reports) whole: it writes nothing, and a job
+    /// does it before it takes the write turn, so a person's write does not wait for the
+    /// reading of a large file (D-225).
+    pub fn of(name: &str, snapshot: impl BufRead) -> Result<ReadSnapshot, IngestError> {
+        let mut rows = Vec::new();
+        let read = read_snapshot(name, snapshot, |row| rows.push(row))?;
+        Ok(ReadSnapshot { rows, read })
+    }
+}
+
+/// [`ingest_controlled`] of a snapshot read before the turn.
+pub fn ingest_read(
+    turn: &WriteTurn<'_>,
+    provider_slug: &str,
+    snapshot: ReadSnapshot,
+    rules: &SnapshotRules,
+    control: &JobControl,
+) -> Result<IngestReport, IngestError> {
     let writes = match control.pacing().chunk_listings {
         Some(chunk) => ListingWrites::in_chunks_of(turn, chunk)?,
         None => ListingWrites::new(turn)?,
     };
-    ingest_with(writes, provider_slug, name, snapshot, rules, control)
+    ingest_with(writes, provider_slug, snapshot, rules, control)
 }
 
 /// The provider of `slug`, if there is one.
@@ -236,15 +268,13 @@ fn refused(refusal: Refusal, problems: Problems) -> IngestError {
 fn ingest_with(
     writes: ListingWrites<'_>,
     provider_slug: &str,
-    name: &str,
-    snapshot: impl BufRead,
+    snapshot: ReadSnapshot,
     rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
     let store = writes.turn().store();
     let provider = provider(store, provider_slug)?;
-    let mut rows = Vec::new();
-    let read = read_snapshot(name, snapshot, |row| rows.push(row))?;
+    let ReadSnapshot { rows, read } = snapshot;
     // What a line needs to know, read once for the job rather than once per line: the
     // provider's listings by their code (read by the checks), and (for a large snapshot) the
     // catalogue.
@@ -874,7 +904,8 @@ mod tests {
         let in_chunks_of_7 = |control: &JobControl| {
             let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
             let rules = SnapshotRules::default();
-            ingest_with(writes, "chrono24", "feed", feed.as_bytes(), &rules, control)
+            let read = ReadSnapshot::of("feed", feed.as_bytes()).expect("read");
+            ingest_with(writes, "chrono24", read, &rules, control)
         };
         let control = JobControl::default();
         control.stop();
@@ -907,8 +938,7 @@ mod tests {
             let first = ingest_with(
                 writes,
                 "chrono24",
-                "feed",
-                feed.as_bytes(),
+                ReadSnapshot::of("feed", feed.as_bytes()).expect("read"),
                 &SnapshotRules::default(),
                 &JobControl::default(),
             )
@@ -920,8 +950,7 @@ mod tests {
             let second = ingest_with(
                 writes,
                 "chrono24",
-                "revisit",
-                revisit.as_bytes(),
+                ReadSnapshot::of("revisit", revisit.as_bytes()).expect("read"),
                 &SnapshotRules::default(),
                 &JobControl::default(),
             )
@@ -961,15 +990,8 @@ mod tests {
             max_delist: 1.0,
             ..SnapshotRules::default()
         };
-        ingest_with(
-            writes,
-            "chrono24",
-            "feed",
-            feed.as_bytes(),
-            &rules,
-            &control,
-        )
-        .expect("ingest")
+        let read = ReadSnapshot::of("feed", feed.as_bytes()).expect("read");
+        ingest_with(writes, "chrono24", read, &rules, &control).expect("ingest")
     }
 
     /// A feed line of a new listing with `pictures` pictures.
