@@ -190,12 +190,14 @@ pub fn run(
                 file: name.clone(),
                 source,
             })?;
-            // Read before the write turn is taken: people's writes do not wait for it (D-225).
-            let snapshot = ingest::ReadSnapshot::of(name, std::io::BufReader::new(snapshot))
+            // Read, checked and with its catalogue before the write turn is taken: people's
+            // writes do not wait for those seconds (D-225).
+            let ready = ingest::ReadSnapshot::of(name, std::io::BufReader::new(snapshot))
+                .and_then(|read| ingest::ReadyToWrite::of(context.store(), provider, read, rules))
                 .map_err(|error| BatchError::Ingest(WriteError::Job(error)))?;
             let done = context
                 .writer()
-                .run(|turn| ingest::ingest_read(turn, provider, snapshot, rules, control))?;
+                .run(|turn| ingest::ingest_ready(turn, ready, rules, control))?;
             let mut report = ingest_lines(provider, &done.value);
             report
                 .summary

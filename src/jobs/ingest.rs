@@ -24,7 +24,7 @@ use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
-use crate::store::{RecordKind, Store, StoreError, WriteTurn};
+use crate::store::{RecordKind, Store, StoreError, WriteTurn, WriteWatch};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
@@ -145,7 +145,8 @@ pub fn ingest_controlled(
     // An unknown provider is said before a long file is read.
     provider(turn.store(), provider_slug)?;
     let snapshot = ReadSnapshot::of(name, snapshot)?;
-    ingest_read(turn, provider_slug, snapshot, rules, control)
+    let ready = ReadyToWrite::of(turn.store(), provider_slug, snapshot, rules)?;
+    ingest_ready(turn, ready, rules, control)
 }
 
 /// A snapshot read and parsed, before the write turn it is ingested in: its valid rows in the
@@ -166,11 +167,50 @@ impl ReadSnapshot {
     }
 }
 
-/// [`ingest_controlled`] of a snapshot read before the turn.
-pub fn ingest_read(
+/// A snapshot ready for its write: read, checked against its provider's stock, and with the
+/// catalogue its lines are matched against, none of which writes. A job makes it before it
+/// takes the write turn (D-225); the writes committed from the checks on are gathered, for the
+/// catalogue to learn them once the turn is taken. The checks need no update: only an ingest
+/// changes a listing's code or status, and jobs run one at a time.
+pub struct ReadyToWrite<'s> {
+    provider: Provider,
+    rows: Vec<FeedRow>,
+    checked: Checked<'s>,
+    catalogue: JobCatalogue<'s>,
+    since: WriteWatch<'s>,
+}
+
+impl<'s> ReadyToWrite<'s> {
+    /// Checks `snapshot` as the full stock of `provider_slug` and loads the catalogue for it;
+    /// refused as [`ingest`] refuses it.
+    pub fn of(
+        store: &'s Store,
+        provider_slug: &str,
+        snapshot: ReadSnapshot,
+        rules: &SnapshotRules,
+    ) -> Result<ReadyToWrite<'s>, IngestError> {
+        let since = store.watch_writes();
+        let provider = provider(store, provider_slug)?;
+        let ReadSnapshot { rows, read } = snapshot;
+        // What a line needs to know, read once for the job rather than once per line: the
+        // provider's listings by their code (read by the checks), and (for a large snapshot)
+        // the catalogue.
+        let checked = Checked::of(store, &provider, rows.len(), read, rules)?;
+        let catalogue = JobCatalogue::for_listings(store, rows.len())?;
+        Ok(ReadyToWrite {
+            provider,
+            rows,
+            checked,
+            catalogue,
+            since,
+        })
+    }
+}
+
+/// [`ingest_controlled`] of a snapshot made ready before the turn.
+pub fn ingest_ready(
     turn: &WriteTurn<'_>,
-    provider_slug: &str,
-    snapshot: ReadSnapshot,
+    ready: ReadyToWrite<'_>,
     rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
@@ -178,7 +218,7 @@ pub fn ingest_read(
         Some(chunk) => ListingWrites::in_chunks_of(turn, chunk)?,
         None => ListingWrites::new(turn)?,
     };
-    ingest_with(writes, provider_slug, snapshot, rules, control)
+    ingest_with(writes, ready, rules, control)
 }
 
 /// The provider of `slug`, if there is one.
@@ -267,27 +307,29 @@ fn refused(refusal: Refusal, problems: Problems) -> IngestError {
 /// [`ingest`] through `writes`, which sets the chunk size.
 fn ingest_with(
     writes: ListingWrites<'_>,
-    provider_slug: &str,
-    snapshot: ReadSnapshot,
+    ready: ReadyToWrite<'_>,
     rules: &SnapshotRules,
     control: &JobControl,
 ) -> Result<IngestReport, IngestError> {
     let store = writes.turn().store();
-    let provider = provider(store, provider_slug)?;
-    let ReadSnapshot { rows, read } = snapshot;
-    // What a line needs to know, read once for the job rather than once per line: the
-    // provider's listings by their code (read by the checks), and (for a large snapshot) the
-    // catalogue.
+    let ReadyToWrite {
+        provider,
+        rows,
+        checked,
+        mut catalogue,
+        since,
+    } = ready;
     let Checked {
         problems,
         known,
         effect,
         overridden,
-    } = Checked::of(store, &provider, rows.len(), read, rules)?;
+    } = checked;
+    // What people wrote between the checks and the turn (a link, a model made, a merge).
+    catalogue.others_wrote(&since.changes())?;
     // After what the job did before (an import's earlier snapshots), this snapshot's lines.
     let (done_before, _) = control.progress();
     control.set_total(done_before + rows.len() as u64);
-    let mut catalogue = JobCatalogue::for_listings(store, rows.len())?;
     let mut rows = rows.into_iter();
     // Each chunk's size asked again: it shrinks while a person is at work beside the job.
     let mut next_chunk = |size: usize| -> Vec<FeedRow> { rows.by_ref().take(size).collect() };
@@ -863,6 +905,72 @@ mod tests {
         EmbeddedFixtures::text(file).expect("bundled").to_owned()
     }
 
+    /// `feed`, read and made ready as chrono24's snapshot.
+    fn ready<'s>(
+        store: &'s Store,
+        name: &str,
+        feed: &str,
+        rules: &SnapshotRules,
+    ) -> ReadyToWrite<'s> {
+        let read = ReadSnapshot::of(name, feed.as_bytes()).expect("read");
+        ReadyToWrite::of(store, "chrono24", read, rules).expect("ready")
+    }
+
+    /// A job makes its snapshot ready before it takes the write turn (D-225): a person's write
+    /// in between (here a model given the reference the lines claim) is what its catalogue,
+    /// loaded before it, matches against once the turn is taken.
+    #[test]
+    fn a_write_between_the_checks_and_the_turn_is_matched_against() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store(dir.path());
+        let model = store
+            .catalogue()
+            .all_models()
+            .next()
+            .expect("a model")
+            .expect("read");
+        let brand = store
+            .catalogue()
+            .brand(model.brand_id)
+            .expect("read")
+            .expect("brand");
+        let feed: Vec<String> = (0..5)
+            .map(|i| {
+                format!(
+                    r#"{{"sourceId":"zz-{i}","url":"https://example.com/zz/{i}","title":"{} ZZ-4242","brand":"{}","reference":"ZZ-4242","price":{},"currency":"EUR"}}"#,
+                    brand.name,
+                    brand.name,
+                    1000 + i
+                )
+            })
+            .collect();
+        let rules = SnapshotRules {
+            max_delist: 1.0,
+            ..SnapshotRules::default()
+        };
+        let mut ready = ready(&store, "feed", &feed.join("\n"), &rules);
+        // As for a large snapshot: the catalogue read into memory, as it stands now.
+        ready.catalogue = JobCatalogue::Loaded(Box::new(
+            crate::jobs::loaded_catalogue::LoadedCatalogue::load(&store).expect("load"),
+        ));
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        let mut taught = model.clone();
+        taught.alternate_references.push("ZZ-4242".into());
+        batch.put_model(Some(&model), &taught);
+        turn.commit(batch).expect("commit");
+        drop(turn);
+        let turn = store.write_turn();
+        let done = ingest_ready(&turn, ready, &rules, &JobControl::default()).expect("ingest");
+        assert_eq!((done.created, done.matched), (5, 5));
+        let listing = store
+            .listings()
+            .listing_by_source(ProviderId(1), "zz-0")
+            .expect("read")
+            .expect("listing");
+        assert_eq!(listing.model_id, Some(model.id));
+    }
+
     /// Listings without their timestamps (each run has its own clock), and every model's count.
     fn contents(store: &Store) -> (Vec<String>, Vec<(ModelId, u64)>) {
         let mut listings: Vec<String> = store
@@ -904,8 +1012,12 @@ mod tests {
         let in_chunks_of_7 = |control: &JobControl| {
             let writes = ListingWrites::in_chunks_of(&turn, 7).expect("writes");
             let rules = SnapshotRules::default();
-            let read = ReadSnapshot::of("feed", feed.as_bytes()).expect("read");
-            ingest_with(writes, "chrono24", read, &rules, control)
+            ingest_with(
+                writes,
+                ready(&store, "feed", &feed, &rules),
+                &rules,
+                control,
+            )
         };
         let control = JobControl::default();
         control.stop();
@@ -935,11 +1047,11 @@ mod tests {
             let before = store.generation().expect("generation").0;
             let turn = store.write_turn();
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
+            let rules = SnapshotRules::default();
             let first = ingest_with(
                 writes,
-                "chrono24",
-                ReadSnapshot::of("feed", feed.as_bytes()).expect("read"),
-                &SnapshotRules::default(),
+                ready(&store, "feed", &feed, &rules),
+                &rules,
                 &JobControl::default(),
             )
             .expect("ingest");
@@ -949,9 +1061,8 @@ mod tests {
             let writes = ListingWrites::in_chunks_of(&turn, chunk).expect("writes");
             let second = ingest_with(
                 writes,
-                "chrono24",
-                ReadSnapshot::of("revisit", revisit.as_bytes()).expect("read"),
-                &SnapshotRules::default(),
+                ready(&store, "revisit", &revisit, &rules),
+                &rules,
                 &JobControl::default(),
             )
             .expect("revisit");
@@ -990,8 +1101,13 @@ mod tests {
             max_delist: 1.0,
             ..SnapshotRules::default()
         };
-        let read = ReadSnapshot::of("feed", feed.as_bytes()).expect("read");
-        ingest_with(writes, "chrono24", read, &rules, &control).expect("ingest")
+        ingest_with(
+            writes,
+            ready(store, "feed", &feed, &rules),
+            &rules,
+            &control,
+        )
+        .expect("ingest")
     }
 
     /// A feed line of a new listing with `pictures` pictures.

@@ -39,7 +39,7 @@ pub use price_changes::PriceChanges;
 pub use price_series::{PriceSeries, SeriesLog};
 pub use rates::{NearestDays, Rates};
 pub use sessions::Sessions;
-pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn};
+pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn, WriteWatch};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
 pub use unmatched::{

@@ -303,6 +303,17 @@ impl Store {
         self.turns.wake();
     }
 
+    /// Starts gathering what every commit from now on changes, for work that reads the store
+    /// before it takes the write turn and must then learn what others wrote meanwhile (a
+    /// snapshot job's catalogue: D-225).
+    pub fn watch_writes(&self) -> WriteWatch<'_> {
+        let mut queue = self.turns.lock();
+        let id = queue.passes;
+        queue.passes += 1;
+        queue.passed.push((id, Changes::default()));
+        WriteWatch { store: self, id }
+    }
+
     /// Notes that a person is at work (a signed-in request): a long write keeps its chunks
     /// short for a while, so their next write waits less for it.
     pub fn note_a_person_at_work(&self) {
@@ -313,6 +324,33 @@ impl Store {
     /// their write waiting for the turn.
     pub fn a_person_at_work_within(&self, while_ago: std::time::Duration) -> bool {
         self.turns.person_at_work_within(while_ago)
+    }
+}
+
+/// What the commits since [`Store::watch_writes`] changed, gathered as a passed turn's are
+/// (its entry is a pass no one resumes); it stops gathering when it is read or dropped.
+pub struct WriteWatch<'s> {
+    store: &'s Store,
+    id: u64,
+}
+
+impl WriteWatch<'_> {
+    /// What was committed since the watch began.
+    pub fn changes(self) -> Changes {
+        let mut queue = self.store.turns.lock();
+        let at = queue.passed.iter().position(|(id, _)| *id == self.id);
+        at.map(|at| std::mem::take(&mut queue.passed[at].1))
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for WriteWatch<'_> {
+    fn drop(&mut self) {
+        self.store
+            .turns
+            .lock()
+            .passed
+            .retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -491,6 +529,27 @@ mod tests {
         while state.drawn < state.serving + 1 + waiting {
             state = queue.wait(state);
         }
+    }
+
+    #[test]
+    fn a_watch_gathers_the_commits_after_it_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = store(dir.path());
+        commit_one(&store.write_turn(), 1);
+        let watch = store.watch_writes();
+        let unread = store.watch_writes();
+        let after = commit_one(&store.write_turn(), 2);
+        let changes = watch.changes();
+        assert_eq!((changes.commits, changes.generation), (1, after));
+        assert_eq!(
+            changes.recounted.iter().copied().collect::<Vec<_>>(),
+            [ModelId(1)]
+        );
+        drop(unread);
+        assert!(
+            store.turns.lock().passed.is_empty(),
+            "a watch read or dropped stops"
+        );
     }
 
     #[test]
