@@ -7,7 +7,7 @@ use super::context::JobContext;
 use super::duplicates::{self, PassError};
 use super::ingest::{self, IngestError, IngestReport};
 use super::listing_writes::WrittenListings;
-use super::matching::{rematch_unmatched_indexed, MatchError};
+use super::matching::{rematch_ready, MatchError, RematchReady};
 use super::price_series::FoldError;
 use super::progress::JobControl;
 use super::rates::{load_rates, RatesJobError};
@@ -210,9 +210,12 @@ pub fn run(
             Ok(format!("{}\n", report.summary()).into())
         }
         Batch::Match => {
+            // The listings to write found before the write turn is taken (D-226).
+            let ready = RematchReady::of(context.store(), context.listings())
+                .map_err(|error| BatchError::Match(WriteError::Job(error)))?;
             let done = context
                 .writer()
-                .run(|turn| rematch_unmatched_indexed(turn, context.listings(), control))?;
+                .run(|turn| rematch_ready(turn, ready, control))?;
             let report = &done.value;
             Ok(format!(
                 "matched {} of {} unmatched listings; store generation {}\n{}",

@@ -14,7 +14,7 @@ use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, ListingId, Match,
     MatchOutcome, Model, ModelId, SeriesId, TextRun, Timestamp,
 };
-use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn};
+use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn, WriteWatch};
 use catalogue_index::{ListingFilters, ListingIndex, ListingQuery, ListingSort};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -418,8 +418,9 @@ pub enum MatchError {
 /// the changed listings are held in memory. Reads every listing to find the unmatched ones;
 /// [`rematch_unmatched_indexed`] asks the listings index instead.
 pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> Result<RematchReport, MatchError> {
-    let listings = turn.store().listings().all_listings_parallel();
-    rematch(turn, listings, &JobControl::default())
+    let store = turn.store();
+    let ready = RematchReady::from(store, store.listings().all_listings_parallel())?;
+    rematch_ready(turn, ready, &JobControl::default())
 }
 
 /// [`rematch_unmatched`], reading only the unmatched listings: the listings index, when it is
@@ -432,54 +433,99 @@ pub fn rematch_unmatched_indexed(
     index: &ListingIndex,
     control: &JobControl,
 ) -> Result<RematchReport, MatchError> {
-    let store = turn.store();
-    if !listings_are_current(store, index)? {
-        return rematch(turn, store.listings().all_listings_parallel(), control);
-    }
-    let unmatched = ListingQuery {
-        text: None,
-        filters: ListingFilters {
-            unmatched: true,
-            ..ListingFilters::default()
-        },
-        sort: ListingSort::Oldest,
-        offset: 0,
-        limit: usize::try_from(index.len()).unwrap_or(usize::MAX).max(1),
-    };
-    let ids = index
-        .search(&unmatched)
-        .map_err(|error| MatchError::Index(error.into()))?
-        .ids;
-    let listings = ids
-        .into_par_iter()
-        .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
-    rematch(turn, listings, control)
+    let ready = RematchReady::of(turn.store(), index)?;
+    rematch_ready(turn, ready, control)
 }
 
-/// Matches the unmatched ones of `listings` again and writes those whose match changed, in
-/// chunks. Between two chunks other writers may write (a person's link, a merge): the rest is
-/// then read and matched again, against the catalogue as they left it.
-fn rematch(
+/// The unmatched listings whose match changed, found without writing: a `match` job finds
+/// them before it takes the write turn, as reading and matching every unmatched listing takes
+/// tens of seconds at 10M listings and a person's write would wait for all of it (D-226). The
+/// writes committed meanwhile are gathered: once the turn is taken, the listings they may have
+/// touched are read and matched again, so a person's link or merge is never undone.
+pub struct RematchReady<'s> {
+    catalogue: JobCatalogue<'s>,
+    changed: Vec<(Listing, Match)>,
+    tried: usize,
+    since: WriteWatch<'s>,
+}
+
+impl<'s> RematchReady<'s> {
+    /// The unmatched listings the listings index names (every listing when it is behind its
+    /// store), matched again.
+    pub fn of(store: &'s Store, index: &ListingIndex) -> Result<RematchReady<'s>, MatchError> {
+        if !listings_are_current(store, index)? {
+            return RematchReady::from(store, store.listings().all_listings_parallel());
+        }
+        let unmatched = ListingQuery {
+            text: None,
+            filters: ListingFilters {
+                unmatched: true,
+                ..ListingFilters::default()
+            },
+            sort: ListingSort::Oldest,
+            offset: 0,
+            limit: usize::try_from(index.len()).unwrap_or(usize::MAX).max(1),
+        };
+        let ids = index
+            .search(&unmatched)
+            .map_err(|error| MatchError::Index(error.into()))?
+            .ids;
+        let listings = ids
+            .into_par_iter()
+            .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
+        RematchReady::from(store, listings)
+    }
+
+    /// The unmatched ones of `listings` whose match changed, on all cores; only those are held.
+    fn from(
+        store: &'s Store,
+        listings: impl ParallelIterator<Item = StoreResult<Listing>>,
+    ) -> Result<RematchReady<'s>, MatchError> {
+        let since = store.watch_writes();
+        // The admin count leaves DELISTED listings out, which `match` tries too: an estimate,
+        // only to choose where the catalogue is read from.
+        let unmatched = store.count_of(Counted::UnmatchedListings)?;
+        let catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
+        let tried = AtomicUsize::new(0);
+        let changed: Vec<(Listing, Match)> = listings
+            .filter_map(|listing| match listing {
+                Ok(old) if old.model_id.is_some() => None,
+                Ok(old) => {
+                    tried.fetch_add(1, Ordering::Relaxed);
+                    rematched(catalogue.get(), old).transpose()
+                }
+                Err(e) => Some(Err(e)),
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(RematchReady {
+            catalogue,
+            changed,
+            tried: tried.into_inner(),
+            since,
+        })
+    }
+}
+
+/// Writes the listings `ready` found in chunks, in `turn`. Between two chunks other writers may
+/// write (a person's link, a merge): the rest is then read and matched again, against the
+/// catalogue as they left it, as it is for what they wrote before the turn was taken.
+pub fn rematch_ready(
     turn: &WriteTurn<'_>,
-    listings: impl ParallelIterator<Item = StoreResult<Listing>>,
+    ready: RematchReady<'_>,
     control: &JobControl,
 ) -> Result<RematchReport, MatchError> {
     let store = turn.store();
-    // The admin count leaves DELISTED listings out, which `match` tries too: an estimate, only
-    // to choose where the catalogue is read from.
-    let unmatched = store.count_of(Counted::UnmatchedListings)?;
-    let mut catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
-    let tried = AtomicUsize::new(0);
-    let changed: Vec<(Listing, Match)> = listings
-        .filter_map(|listing| match listing {
-            Ok(old) if old.model_id.is_some() => None,
-            Ok(old) => {
-                tried.fetch_add(1, Ordering::Relaxed);
-                rematched(catalogue.get(), old).transpose()
-            }
-            Err(e) => Some(Err(e)),
-        })
-        .collect::<StoreResult<_>>()?;
+    let RematchReady {
+        mut catalogue,
+        mut changed,
+        tried,
+        since,
+    } = ready;
+    let before_the_turn = since.changes();
+    if before_the_turn.commits > 0 {
+        catalogue.others_wrote(&before_the_turn)?;
+        changed = again(store, &catalogue, changed)?;
+    }
     control.set_total(changed.len() as u64);
     let mut writes = match control.pacing().chunk_listings {
         Some(chunk) => ListingWrites::in_chunks_of(turn, chunk)?,
@@ -510,27 +556,35 @@ fn rematch(
         }
         if let Some(others) = boundary.others {
             catalogue.others_wrote(&others)?;
-            let rest: Vec<ListingId> = to_write.map(|(old, _)| old.id).collect();
-            let again: Vec<(Listing, Match)> = rest
-                .into_par_iter()
-                .filter_map(|id| {
-                    let listing = store.listings().listing(id).transpose()?;
-                    listing
-                        .and_then(|listing| rematched(catalogue.get(), listing))
-                        .transpose()
-                })
-                .collect::<StoreResult<_>>()?;
-            to_write = again.into_iter();
+            to_write = again(store, &catalogue, to_write.collect())?.into_iter();
         }
     }
     let written = writes.commit()?;
     let (done, total) = control.progress();
     control.advance(total.saturating_sub(done));
     Ok(RematchReport {
-        tried: tried.into_inner(),
+        tried,
         matched,
         written,
     })
+}
+
+/// `found`'s listings read again and matched against `catalogue`: those whose match still
+/// changes, after other writers may have written them.
+fn again(
+    store: &Store,
+    catalogue: &JobCatalogue<'_>,
+    found: Vec<(Listing, Match)>,
+) -> StoreResult<Vec<(Listing, Match)>> {
+    found
+        .into_par_iter()
+        .filter_map(|(old, _)| {
+            let listing = store.listings().listing(old.id).transpose()?;
+            listing
+                .and_then(|listing| rematched(catalogue.get(), listing))
+                .transpose()
+        })
+        .collect()
 }
 
 /// The new match of `listing` when it is unmatched and its match changed, with the listing.
@@ -953,6 +1007,83 @@ mod tests {
             assert_eq!((report.tried, report.matched), (unmatched, 0));
             assert_eq!(report.written.listings, 0, "nothing changed");
         }
+    }
+
+    /// A `match` job finds its listings before it takes the write turn (D-226): a person's link
+    /// made in between is read again once it has the turn, and kept.
+    #[test]
+    fn a_link_made_between_the_matching_and_the_turn_is_kept() {
+        use crate::jobs::ingest::fixture_store_with_feeds;
+        use crate::jobs::reindex::rebuild_listings;
+        let dir = tempfile::tempdir().expect("dir");
+        let store = fixture_store_with_feeds(dir.path());
+        let index = ListingIndex::in_memory().expect("index");
+        rebuild_listings(&store, &index).expect("rebuild");
+        let listing = store
+            .listings()
+            .all_listings()
+            .map(|l| l.expect("listing"))
+            .find(|l| {
+                l.matching == MatchOutcome::UnknownReference
+                    && l.brand_id.is_some()
+                    && l.details.scraped_reference.is_some()
+            })
+            .expect("an unmatched listing of a known brand");
+        let models: Vec<Model> = store
+            .catalogue()
+            .all_models()
+            .map(|m| m.expect("model"))
+            .filter(|m| Some(m.brand_id) == listing.brand_id)
+            .take(2)
+            .collect();
+        let [taught, linked_to] = &models[..] else {
+            panic!("two models of the listing's brand");
+        };
+        // A model taught the listing's reference: `match` would match the listing to it.
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        let mut with_reference = taught.clone();
+        let reference = listing
+            .details
+            .scraped_reference
+            .clone()
+            .expect("reference");
+        with_reference.alternate_references.push(reference);
+        batch.put_model(Some(taught), &with_reference);
+        turn.commit(batch).expect("teach");
+        drop(turn);
+        let ready = RematchReady::of(&store, &index).expect("ready");
+        assert!(
+            ready
+                .changed
+                .iter()
+                .any(|(l, found)| l.id == listing.id && found.model_id == Some(taught.id)),
+            "the job would match the listing to the taught model"
+        );
+        // Before the job has the turn, a person links the listing to the other model.
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        let mut linked = listing.clone();
+        linked.apply_match(Match {
+            brand_id: listing.brand_id,
+            model_id: Some(linked_to.id),
+            outcome: MatchOutcome::Linked,
+        });
+        batch.put_listing(Some(&listing), &linked);
+        turn.commit(batch).expect("link");
+        drop(turn);
+        let turn = store.write_turn();
+        rematch_ready(&turn, ready, &JobControl::default()).expect("match");
+        let now = store
+            .listings()
+            .listing(listing.id)
+            .expect("read")
+            .expect("listing");
+        assert_eq!(
+            (now.model_id, now.matching),
+            (Some(linked_to.id), MatchOutcome::Linked),
+            "the person's link stands"
+        );
     }
 
     #[test]
