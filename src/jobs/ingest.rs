@@ -12,7 +12,7 @@
 use super::import::rows::field_named;
 use super::import::{DatasetSource, Problem};
 use super::listing_writes::{ListingWrites, WrittenListings};
-use super::loaded_catalogue::JobCatalogue;
+use super::loaded_catalogue::{CatalogueBeforeTheTurn, JobCatalogue};
 use super::matching::{match_listing, MatchCatalogue};
 use super::progress::{JobControl, Stopped};
 use super::snapshot_rules::{
@@ -24,7 +24,7 @@ use crate::domain::{
     Availability, Condition, Listing, ListingDetails, ListingId, ListingPicture, ListingStatus,
     Match, PictureId, Provider, ProviderId, Slug, StatusChange, Timestamp,
 };
-use crate::store::{RecordKind, Store, StoreError, WriteTurn, WriteWatch};
+use crate::store::{RecordKind, Store, StoreError, WriteTurn};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
@@ -176,8 +176,7 @@ pub struct ReadyToWrite<'s> {
     provider: Provider,
     rows: Vec<FeedRow>,
     checked: Checked<'s>,
-    catalogue: JobCatalogue<'s>,
-    since: WriteWatch<'s>,
+    catalogue: CatalogueBeforeTheTurn<'s>,
 }
 
 impl<'s> ReadyToWrite<'s> {
@@ -189,20 +188,18 @@ impl<'s> ReadyToWrite<'s> {
         snapshot: ReadSnapshot,
         rules: &SnapshotRules,
     ) -> Result<ReadyToWrite<'s>, IngestError> {
-        let since = store.watch_writes();
         let provider = provider(store, provider_slug)?;
         let ReadSnapshot { rows, read } = snapshot;
         // What a line needs to know, read once for the job rather than once per line: the
         // provider's listings by their code (read by the checks), and (for a large snapshot)
         // the catalogue.
         let checked = Checked::of(store, &provider, rows.len(), read, rules)?;
-        let catalogue = JobCatalogue::for_listings(store, rows.len())?;
+        let catalogue = CatalogueBeforeTheTurn::for_listings(store, rows.len())?;
         Ok(ReadyToWrite {
             provider,
             rows,
             checked,
             catalogue,
-            since,
         })
     }
 }
@@ -316,8 +313,7 @@ fn ingest_with(
         provider,
         rows,
         checked,
-        mut catalogue,
-        since,
+        catalogue,
     } = ready;
     let Checked {
         problems,
@@ -325,8 +321,9 @@ fn ingest_with(
         effect,
         overridden,
     } = checked;
-    // What people wrote between the checks and the turn (a link, a model made, a merge).
-    catalogue.others_wrote(&since.changes())?;
+    // With what people wrote since the checks (a link, a model made, a merge); the lines are
+    // read from the store in the turn.
+    let (mut catalogue, _) = catalogue.in_the_turn()?;
     // After what the job did before (an import's earlier snapshots), this snapshot's lines.
     let (done_before, _) = control.progress();
     control.set_total(done_before + rows.len() as u64);
@@ -950,9 +947,7 @@ mod tests {
         };
         let mut ready = ready(&store, "feed", &feed.join("\n"), &rules);
         // As for a large snapshot: the catalogue read into memory, as it stands now.
-        ready.catalogue = JobCatalogue::Loaded(Box::new(
-            crate::jobs::loaded_catalogue::LoadedCatalogue::load(&store).expect("load"),
-        ));
+        ready.catalogue = CatalogueBeforeTheTurn::loaded(&store).expect("load");
         let turn = store.write_turn();
         let mut batch = turn.batch().expect("batch");
         let mut taught = model.clone();

@@ -7,7 +7,7 @@
 
 use super::matching::{series_keys, MatchCatalogue, SeriesKeys};
 use crate::domain::{BrandId, Model, ModelId, Series, SeriesId};
-use crate::store::{Changes, Store, StoreResult};
+use crate::store::{Changes, Store, StoreResult, WriteWatch};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -226,6 +226,49 @@ impl<'a> JobCatalogue<'a> {
             JobCatalogue::Store(_) => Ok(()),
             JobCatalogue::Loaded(loaded) => loaded.others_wrote(others),
         }
+    }
+}
+
+/// A job's catalogue read before the job takes the write turn, with the writes committed from
+/// then on gathered (D-225, D-226): what a snapshot or `match` job prepares outside the turn
+/// reads the store after it begins.
+pub struct CatalogueBeforeTheTurn<'a> {
+    catalogue: JobCatalogue<'a>,
+    since: WriteWatch<'a>,
+}
+
+impl<'a> CatalogueBeforeTheTurn<'a> {
+    /// Starts gathering the writes, then reads the catalogue for `listings` listings.
+    pub fn for_listings(store: &'a Store, listings: usize) -> StoreResult<Self> {
+        let since = store.watch_writes();
+        let catalogue = JobCatalogue::for_listings(store, listings)?;
+        Ok(CatalogueBeforeTheTurn { catalogue, since })
+    }
+
+    /// The catalogue read into memory whatever the job's size, as for a large one: for tests
+    /// of what it learns of the writes after it.
+    #[cfg(test)]
+    pub fn loaded(store: &'a Store) -> StoreResult<Self> {
+        let since = store.watch_writes();
+        let catalogue = JobCatalogue::Loaded(Box::new(LoadedCatalogue::load(store)?));
+        Ok(CatalogueBeforeTheTurn { catalogue, since })
+    }
+
+    /// What matching reads before the turn.
+    pub fn get(&self) -> &dyn MatchCatalogue {
+        self.catalogue.get()
+    }
+
+    /// Once the job has the turn: the catalogue brought up to what was committed since it began,
+    /// and those commits (what the job prepared from them may have to be read again).
+    pub fn in_the_turn(self) -> StoreResult<(JobCatalogue<'a>, Changes)> {
+        let CatalogueBeforeTheTurn {
+            mut catalogue,
+            since,
+        } = self;
+        let others = since.changes();
+        catalogue.others_wrote(&others)?;
+        Ok((catalogue, others))
     }
 }
 

@@ -7,14 +7,14 @@
 //! So does a title that names a series of the brand, none of them the hit model's.
 
 use super::listing_writes::{ListingWrites, WrittenListings};
-use super::loaded_catalogue::JobCatalogue;
+use super::loaded_catalogue::{CatalogueBeforeTheTurn, JobCatalogue};
 use super::progress::{JobControl, Stopped};
 use super::reindex::{listings_are_current, ReindexError};
 use crate::domain::{
     normalize_reference, text_runs, BrandId, Listing, ListingDetails, ListingId, Match,
     MatchOutcome, Model, ModelId, SeriesId, TextRun, Timestamp,
 };
-use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn, WriteWatch};
+use crate::store::{Counted, Store, StoreError, StoreResult, WriteTurn};
 use catalogue_index::{ListingFilters, ListingIndex, ListingQuery, ListingSort};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -419,7 +419,7 @@ pub enum MatchError {
 /// [`rematch_unmatched_indexed`] asks the listings index instead.
 pub fn rematch_unmatched(turn: &WriteTurn<'_>) -> Result<RematchReport, MatchError> {
     let store = turn.store();
-    let ready = RematchReady::from(store, store.listings().all_listings_parallel())?;
+    let ready = RematchReady::among(store, store.listings().all_listings_parallel())?;
     rematch_ready(turn, ready, &JobControl::default())
 }
 
@@ -443,10 +443,9 @@ pub fn rematch_unmatched_indexed(
 /// writes committed meanwhile are gathered: once the turn is taken, the listings they may have
 /// touched are read and matched again, so a person's link or merge is never undone.
 pub struct RematchReady<'s> {
-    catalogue: JobCatalogue<'s>,
+    catalogue: CatalogueBeforeTheTurn<'s>,
     changed: Vec<(Listing, Match)>,
     tried: usize,
-    since: WriteWatch<'s>,
 }
 
 impl<'s> RematchReady<'s> {
@@ -454,7 +453,7 @@ impl<'s> RematchReady<'s> {
     /// store), matched again.
     pub fn of(store: &'s Store, index: &ListingIndex) -> Result<RematchReady<'s>, MatchError> {
         if !listings_are_current(store, index)? {
-            return RematchReady::from(store, store.listings().all_listings_parallel());
+            return RematchReady::among(store, store.listings().all_listings_parallel());
         }
         let unmatched = ListingQuery {
             text: None,
@@ -473,19 +472,18 @@ impl<'s> RematchReady<'s> {
         let listings = ids
             .into_par_iter()
             .filter_map(|id| store.listings().listing(ListingId(id)).transpose());
-        RematchReady::from(store, listings)
+        RematchReady::among(store, listings)
     }
 
     /// The unmatched ones of `listings` whose match changed, on all cores; only those are held.
-    fn from(
+    fn among(
         store: &'s Store,
         listings: impl ParallelIterator<Item = StoreResult<Listing>>,
     ) -> Result<RematchReady<'s>, MatchError> {
-        let since = store.watch_writes();
         // The admin count leaves DELISTED listings out, which `match` tries too: an estimate,
-        // only to choose where the catalogue is read from.
+        // only to choose where the catalogue is read from. The listings are read after it.
         let unmatched = store.count_of(Counted::UnmatchedListings)?;
-        let catalogue = JobCatalogue::for_listings(store, unmatched as usize)?;
+        let catalogue = CatalogueBeforeTheTurn::for_listings(store, unmatched as usize)?;
         let tried = AtomicUsize::new(0);
         let changed: Vec<(Listing, Match)> = listings
             .filter_map(|listing| match listing {
@@ -501,7 +499,6 @@ impl<'s> RematchReady<'s> {
             catalogue,
             changed,
             tried: tried.into_inner(),
-            since,
         })
     }
 }
@@ -516,14 +513,12 @@ pub fn rematch_ready(
 ) -> Result<RematchReport, MatchError> {
     let store = turn.store();
     let RematchReady {
-        mut catalogue,
+        catalogue,
         mut changed,
         tried,
-        since,
     } = ready;
-    let before_the_turn = since.changes();
+    let (mut catalogue, before_the_turn) = catalogue.in_the_turn()?;
     if before_the_turn.commits > 0 {
-        catalogue.others_wrote(&before_the_turn)?;
         changed = again(store, &catalogue, changed)?;
     }
     control.set_total(changed.len() as u64);
