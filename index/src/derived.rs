@@ -3,6 +3,7 @@
 //! generation it reflects as payload.
 
 use crate::tokenizer;
+use crate::updates_merge::UpdatesMergePolicy;
 use crate::{IndexError, IndexResult};
 use rayon::prelude::*;
 use std::path::Path;
@@ -181,7 +182,7 @@ impl Derived {
         let mut kept = self.kept_updates();
         let mut writer = match kept.take() {
             Some(writer) => writer,
-            None => self.open_writer(1, UPDATE_WRITER_BYTES)?,
+            None => self.updates_writer()?,
         };
         let done = Self::replace_with(&mut writer, changes, generation);
         match done {
@@ -215,6 +216,13 @@ impl Derived {
         prepared.commit()?;
         tracing::debug!(took = ?started.elapsed(), "index updated");
         Ok(())
+    }
+
+    /// A writer of updates: one thread, and the merges of [`UpdatesMergePolicy`].
+    fn updates_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
+        let writer = self.open_writer(1, UPDATE_WRITER_BYTES)?;
+        writer.set_merge_policy(Box::new(UpdatesMergePolicy::default()));
+        Ok(writer)
     }
 
     fn kept_updates(&self) -> MutexGuard<'_, Option<IndexWriter<TantivyDocument>>> {
@@ -378,7 +386,7 @@ mod tests {
     fn updates_keep_their_writer_and_a_rebuild_after_them_still_gets_the_lock() {
         let dir = tempfile::tempdir().expect("dir");
         let index = derived(dir.path());
-        // Enough commits for tantivy's merge policy to start merges in the kept writer.
+        // Enough commits for the merge policy to start merges in the kept writer.
         for id in 0..40u64 {
             index
                 .replace([put(&index, id % 25)], id + 1)
@@ -401,6 +409,29 @@ mod tests {
             .replace([put(&index, 7)], 42)
             .expect("an update after it");
         assert_eq!(ids(&index), [7, 100, 101, 102]);
+    }
+
+    #[test]
+    fn the_updates_merge_their_small_segments_and_leave_a_larger_one_be() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = derived(dir.path());
+        let docs = (0..300u64)
+            .into_par_iter()
+            .map(|id| Ok::<_, IndexError>(tantivy::doc!(field(&index, "id") => id)));
+        index
+            .rebuild(docs, Vec::new, 1, RebuildShape::OneSegment)
+            .expect("rebuild");
+        let larger = index.segment_ids().expect("segments");
+        for id in 1000..1012u64 {
+            index.replace([put(&index, id)], id).expect("update");
+        }
+        index.release_updates().expect("merges done");
+        let segments = index.segment_ids().expect("segments");
+        // tantivy's own policy counts every segment below 10,000 documents as 10,000, and
+        // would have merged the 300 with the first seven of a document each.
+        assert!(segments.contains(&larger[0]), "{segments:?}");
+        assert!(segments.len() <= 4, "the twelve merged: {segments:?}");
+        assert_eq!(ids(&index).len(), 312);
     }
 
     #[test]

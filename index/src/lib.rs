@@ -24,6 +24,7 @@ mod summary;
 mod tokenizer;
 mod top_k;
 mod typos;
+mod updates_merge;
 
 pub use collector::{CatalogueStats, SortKey};
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
