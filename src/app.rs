@@ -204,6 +204,12 @@ impl App {
         self.work.duplicate_groups()
     }
 
+    /// Reads the duplicate groups the store keeps, unless groups are held already (`serve`
+    /// does it as it starts).
+    pub fn read_kept_duplicate_groups(&self) -> StoreResult<()> {
+        self.work.read_kept_duplicate_groups()
+    }
+
     /// Has the store keep the duplicate groups as they stand, for the next start to read
     /// rather than join (`serve` does it as it stops).
     pub fn keep_duplicate_groups(&self) {

@@ -72,10 +72,14 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     // D-95): done now, in the background, rather than by the first admin to open the duplicate
     // models or the first client to ask a model's stats. At a lower priority: on two cores,
     // at equal priority it took a core from the first requests, which then answered in up to
-    // three times their time (D-199).
+    // three times their time (D-199). All but the read of the kept groups, a fraction of a
+    // second that the first `/duplicate-models` waits for whole (D-228).
     tokio::task::spawn_blocking({
         let app = app.clone();
         move || {
+            if let Err(error) = app.read_kept_duplicate_groups() {
+                tracing::warn!(%error, "reading the duplicate groups as kept at start-up");
+            }
             crate::jobs::priority::at_lower_priority("start-up", || {
                 if let Err(error) = app.duplicate_groups() {
                     tracing::warn!(%error, "reading the duplicate groups at start-up");

@@ -111,6 +111,11 @@ impl JobContext {
         self.duplicate_groups.of(self.store())
     }
 
+    /// Reads the duplicate groups the store keeps, unless groups are held already.
+    pub fn read_kept_duplicate_groups(&self) -> StoreResult<()> {
+        self.duplicate_groups.read_as_kept(self.store())
+    }
+
     /// Has the store keep the duplicate groups as they stand, for the next start to read.
     pub fn keep_duplicate_groups(&self) {
         self.duplicate_groups.keep(self.store());

@@ -396,19 +396,41 @@ struct Kept {
     stored: Option<StoreGeneration>,
 }
 
+impl Kept {
+    /// Reads the groups the store keeps when none are held, if they were joined at
+    /// `generation` or before.
+    fn read_as_kept(&mut self, store: &Store, generation: StoreGeneration) -> StoreResult<()> {
+        if self.grouping.is_none() {
+            self.grouping = read_kept(store, generation)?;
+            self.stored = self.grouping.as_ref().map(|(at, _)| *at);
+        }
+        Ok(())
+    }
+}
+
 impl DuplicateGroups {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
+        self.kept
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Reads the groups the store keeps, unless groups are held already; joining them again
+    /// around what was written since, or all of them when none are kept, is left to
+    /// [`DuplicateGroups::of`]. A start calls it at the requests' priority: the first
+    /// `/duplicate-models` waits for this read, not for the rest (docs/decisions.md, D-228).
+    pub fn read_as_kept(&self, store: &Store) -> StoreResult<()> {
+        let mut guard = self.lock();
+        let generation = store.duplicates().duplicates_generation()?;
+        guard.read_as_kept(store, generation)
+    }
+
     /// The groups of `store`'s pairs as they stand.
     pub fn of(&self, store: &Store) -> StoreResult<Arc<Vec<Arc<Group>>>> {
-        let mut guard = self
-            .kept
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.lock();
         let kept = &mut *guard;
         let generation = store.duplicates().duplicates_generation()?;
-        if kept.grouping.is_none() {
-            kept.grouping = read_kept(store, generation)?;
-            kept.stored = kept.grouping.as_ref().map(|(at, _)| *at);
-        }
+        kept.read_as_kept(store, generation)?;
         if let Some((at, grouping)) = kept.grouping.as_mut() {
             if *at == generation {
                 return Ok(grouping.groups());
@@ -441,10 +463,7 @@ impl DuplicateGroups {
     /// Has the store keep the groups as they stand in memory, unless it keeps them already: a
     /// server does it as it stops, so that the next start reads them instead of joining them.
     pub fn keep(&self, store: &Store) {
-        let mut guard = self
-            .kept
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.lock();
         let kept = &mut *guard;
         if let Some((at, grouping)) = &kept.grouping {
             if kept.stored != Some(*at) {
@@ -744,6 +763,43 @@ mod tests {
             .expect("twins");
         writer.run(rebuild).expect("full pass");
         writer
+    }
+
+    #[test]
+    fn a_start_reads_the_kept_groups_alone_and_leaves_the_join_around_the_writes_since() {
+        use crate::jobs::merge::dismiss;
+        use crate::jobs::users::Actor;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let joined = DuplicateGroups::default().of(store).expect("joined, and kept");
+        let kept_at = store.duplicates().duplicates_generation().expect("read");
+        writer
+            .run(|turn| dismiss(turn, &Actor::Cli, &joined[0].models))
+            .expect("dismiss");
+        let restarted = DuplicateGroups {
+            refuse_whole_joins: true,
+            ..DuplicateGroups::default()
+        };
+        restarted.read_as_kept(store).expect("read as kept");
+        let held = |groups: &DuplicateGroups| {
+            let kept = groups.lock();
+            let grouping = kept.grouping.as_ref();
+            grouping.map(|(at, grouping)| (*at, grouping.groups().len()))
+        };
+        assert_eq!(
+            held(&restarted),
+            Some((kept_at, joined.len())),
+            "the groups as kept, the dismissal not yet joined in"
+        );
+        let now = restarted.of(store).expect("joined again around the dismissal");
+        assert_eq!(now.len(), joined.len() - 1);
+        assert!(!now.iter().any(|g| g.models == joined[0].models));
+        let nothing_kept = tempfile::tempdir().expect("dir");
+        let fresh = writer_with_pairs(nothing_kept.path());
+        let groups = DuplicateGroups::default();
+        groups.read_as_kept(fresh.store()).expect("nothing to read");
+        assert_eq!(held(&groups), None, "a join of every pair is left to `of`");
     }
 
     #[test]

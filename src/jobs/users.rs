@@ -218,6 +218,38 @@ mod tests {
     }
 
     #[test]
+    fn a_session_signed_out_is_not_brought_back_by_a_request_that_read_it_before() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let ana = Username::parse("ana").expect("name");
+        let mut read = session(&store, &ana, 1);
+        store.sessions().close_session(&read, None).expect("sign out");
+        read.last_seen_at = Timestamp(read.last_seen_at.0 + 60_000);
+        store.sessions().touch_session(&read).expect("touch");
+        assert_eq!(store.sessions().session(&read.token_hash).expect("read"), None);
+    }
+
+    #[test]
+    fn a_session_is_touched_but_not_while_the_store_makes_its_first_flush() {
+        let dir = tempfile::tempdir().expect("dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let ana = Username::parse("ana").expect("name");
+        let opened = session(&store, &ana, 1);
+        let seen = Session {
+            last_seen_at: Timestamp(opened.last_seen_at.0 + 60_000),
+            ..opened.clone()
+        };
+        let stored = |store: &Store| store.sessions().session(&opened.token_hash).expect("read");
+        {
+            let _flushing = store.as_in_its_first_flush();
+            store.sessions().touch_session(&seen).expect("put off");
+            assert_eq!(stored(&store), Some(opened.clone()), "not written");
+        }
+        store.sessions().touch_session(&seen).expect("touch");
+        assert_eq!(stored(&store), Some(seen));
+    }
+
+    #[test]
     fn removing_a_user_or_changing_a_role_ends_their_sessions_and_is_audited() {
         let dir = tempfile::tempdir().expect("dir");
         let store = Store::open(dir.path(), 1 << 20).expect("store");

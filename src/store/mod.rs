@@ -53,7 +53,7 @@ pub use keys::Counted;
 use keys::{Keyspace, MetaKey};
 use rayon::prelude::*;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Version of the store's layout: which keys exist and how their values are encoded. A store of
@@ -97,6 +97,22 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The counter bumped by each committed write; the index records the generation it reflects.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct StoreGeneration(pub u64);
+
+/// Marks the first flush under way while it lives, failed or not.
+pub(crate) struct FirstFlushUnderWay<'a>(&'a AtomicBool);
+
+impl<'a> FirstFlushUnderWay<'a> {
+    fn mark(flag: &'a AtomicBool) -> Self {
+        flag.store(true, Ordering::Release);
+        FirstFlushUnderWay(flag)
+    }
+}
+
+impl Drop for FirstFlushUnderWay<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
 
 /// Keys one sled batch writes at most; see [`WriteTurn::commit`]. sled applies a batch of
 /// 50,000 keys (an ingest chunk of refreshed listings) as fast as key-by-key inserts, and much
@@ -162,6 +178,8 @@ pub struct Store {
     audit_appends: Arc<Mutex<()>>,
     /// sled's segment size for this store: see [`Store::flush_once_opened`].
     segment_bytes: usize,
+    /// True while [`Store::flush_once_opened`] runs: a write then waits for sled's walk.
+    first_flush_under_way: Arc<AtomicBool>,
 }
 
 /// The store's generation as a reader found it, for values kept per generation (the API's
@@ -312,6 +330,7 @@ impl Store {
             key_by_key_writes: Arc::default(),
             audit_appends: Arc::default(),
             segment_bytes,
+            first_flush_under_way: Arc::default(),
         };
         Ok((store, report))
     }
@@ -511,6 +530,7 @@ impl Store {
     /// no walk).
     /// The record is bookkeeping: no generation moves.
     pub fn flush_once_opened(&self, at: Timestamp) -> StoreResult<()> {
+        let _under_way = FirstFlushUnderWay::mark(&self.first_flush_under_way);
         // Flushed one by one, as sled logs only the last of the writes of a key between two
         // flushes, and well under a quarter of a segment, which sled would keep apart as a blob.
         const FILLERS_A_SEGMENT: usize = 8;
@@ -528,6 +548,18 @@ impl Store {
         self.db
             .insert(key.as_slice(), encode_u64(at.0 as u64).to_vec())?;
         self.flush()
+    }
+
+    /// True while the first flush after a start runs ([`Store::flush_once_opened`]): a write
+    /// made then waits for sled's walk, seconds on a large store.
+    pub fn first_flush_under_way(&self) -> bool {
+        self.first_flush_under_way.load(Ordering::Acquire)
+    }
+
+    /// For tests: the store as while its first flush runs, until the mark is dropped.
+    #[cfg(test)]
+    pub(crate) fn as_in_its_first_flush(&self) -> FirstFlushUnderWay<'_> {
+        FirstFlushUnderWay::mark(&self.first_flush_under_way)
     }
 
     /// When a server last opened the store ([`Store::flush_once_opened`]).

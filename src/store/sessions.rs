@@ -61,11 +61,22 @@ impl<'s> Sessions<'s> {
         self.0.apply_flushed(keys, std::slice::from_ref(audit))
     }
 
-    /// Records that `session` was just used (see [`Sessions::open_session`]).
+    /// Records that `session` was just used, if its record is still there: a sign-out between
+    /// the request's read of the session and this write stays a sign-out. Put off while the
+    /// store's first flush after a start runs ([`Store::flush_once_opened`]): a write then
+    /// waits for sled's walk, seconds that the request would take (docs/decisions.md, D-229),
+    /// and a seen-at may lag that long; a request after it writes it.
     pub fn touch_session(self, session: &Session) -> StoreResult<()> {
+        if self.0.first_flush_under_way() {
+            tracing::debug!("a session's seen-at is put off until the store's first flush");
+            return Ok(());
+        }
+        let value = codec::encode(session);
         self.0
             .db
-            .insert(keys::session(&session.token_hash), codec::encode(session))?;
+            .fetch_and_update(keys::session(&session.token_hash), |record| {
+                record.map(|_| value.clone())
+            })?;
         Ok(())
     }
 
