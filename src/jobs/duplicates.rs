@@ -772,7 +772,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let writer = writer_with_pairs(dir.path());
         let store = writer.store();
-        let joined = DuplicateGroups::default().of(store).expect("joined, and kept");
+        let joined = DuplicateGroups::default()
+            .of(store)
+            .expect("joined, and kept");
         let kept_at = store.duplicates().duplicates_generation().expect("read");
         writer
             .run(|turn| dismiss(turn, &Actor::Cli, &joined[0].models))
@@ -792,7 +794,9 @@ mod tests {
             Some((kept_at, joined.len())),
             "the groups as kept, the dismissal not yet joined in"
         );
-        let now = restarted.of(store).expect("joined again around the dismissal");
+        let now = restarted
+            .of(store)
+            .expect("joined again around the dismissal");
         assert_eq!(now.len(), joined.len() - 1);
         assert!(!now.iter().any(|g| g.models == joined[0].models));
         let nothing_kept = tempfile::tempdir().expect("dir");

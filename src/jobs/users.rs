@@ -223,10 +223,16 @@ mod tests {
         let store = Store::open(dir.path(), 1 << 20).expect("store");
         let ana = Username::parse("ana").expect("name");
         let mut read = session(&store, &ana, 1);
-        store.sessions().close_session(&read, None).expect("sign out");
+        store
+            .sessions()
+            .close_session(&read, None)
+            .expect("sign out");
         read.last_seen_at = Timestamp(read.last_seen_at.0 + 60_000);
         store.sessions().touch_session(&read).expect("touch");
-        assert_eq!(store.sessions().session(&read.token_hash).expect("read"), None);
+        assert_eq!(
+            store.sessions().session(&read.token_hash).expect("read"),
+            None
+        );
     }
 
     #[test]
