@@ -342,9 +342,12 @@ fn rebuild_duplicates(
     control: &JobControl,
 ) -> Result<(String, usize), BatchError> {
     let started = Instant::now();
+    // What the pass reads, read before the write turn is taken (D-230).
+    let ready = duplicates::PassReady::of(context.store(), &Default::default())
+        .map_err(|error| BatchError::Duplicates(WriteError::Job(error.into())))?;
     let pairs = context
         .writer()
-        .run(|turn| duplicates::rebuild_as_job(turn, control))?
+        .run(|turn| duplicates::rebuild_as_job(turn, ready, control))?
         .value;
     let took = started.elapsed();
     // Through the server's kept groups: the full pass leaves them to be joined whole again,

@@ -10,7 +10,9 @@ use super::progress::{between_chunks, JobControl, Stopped};
 /// A group of models joined by pairs (the domain's `DuplicateGroup`).
 pub use crate::domain::DuplicateGroup as Group;
 use crate::domain::{normalize_reference, DuplicatePair, DuplicateSignal, Model, ModelId};
-use crate::store::{Store, StoreError, StoreGeneration, StoreResult, WriteTurn};
+use crate::store::{
+    base_key_model, Changes, Store, StoreError, StoreGeneration, StoreResult, WriteTurn, WriteWatch,
+};
 use partners::{pairs_among, InMemory, InStore, Summary};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -92,19 +94,59 @@ pub fn rebuild(turn: &WriteTurn<'_>) -> Result<usize, PassError> {
     full_pass(turn, &BTreeSet::new())
 }
 
-/// [`rebuild`] as a batch job: in chunks of the test pacing's size where it asks, stopped at a
-/// chunk boundary when `control` is told to, and letting the writers waiting for the turn in
-/// between two chunks. What they changed of models and pairs while the pass held the catalogue
-/// in memory is found again from the store at the end (or at the stop).
-pub fn rebuild_as_job(turn: &WriteTurn<'_>, control: &JobControl) -> Result<usize, PassError> {
-    FullPass::read(turn, &BTreeSet::new(), Some(control))?.run()
+/// [`rebuild`] as a batch job, from what it read before it took the turn: in chunks of the
+/// test pacing's size where it asks, stopped at a chunk boundary when `control` is told to, and
+/// letting the writers waiting for the turn in between two chunks. What they changed of models
+/// and pairs while the pass held the catalogue in memory, from its reading on, is found again
+/// from the store at the end (or at the stop).
+pub fn rebuild_as_job(
+    turn: &WriteTurn<'_>,
+    ready: PassReady<'_>,
+    control: &JobControl,
+) -> Result<usize, PassError> {
+    FullPass::in_the_turn(turn, ready, &BTreeSet::new(), Some(control)).run()
 }
 
 /// [`rebuild`], but for the models `created` in this turn, whose base keys the turn wrote by
 /// today's rule and which no stale key names: their keys are not loaded to be compared (a
 /// million of them after an import of a million new models).
 pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> Result<usize, PassError> {
-    FullPass::read(turn, created, None)?.run()
+    let ready = PassReady::of(turn.store(), created)?;
+    FullPass::in_the_turn(turn, ready, created, None).run()
+}
+
+/// What a full pass reads before it writes: every model, every stored pair and every stored
+/// reference-base key. A duplicate pass job reads it before it takes the write turn, as at a
+/// million models the reading took 27 s, which a person's write sent meanwhile waited for
+/// (docs/decisions.md, D-230). The commits made from its start on are watched: once the turn is
+/// taken, the models they wrote are left out of the rekeying (their writes keyed them by today's
+/// rule) and their pairs found again at the end, as for the writers let in between two chunks.
+pub struct PassReady<'s> {
+    watch: WriteWatch<'s>,
+    every: InMemory,
+    pairs: FxHashMap<ModelId, Vec<DuplicatePair>>,
+    base_keys: Vec<Vec<u8>>,
+}
+
+impl<'s> PassReady<'s> {
+    /// Reads what the pass needs, but the base keys of the models `created` (see [`full_pass`]).
+    pub fn of(store: &'s Store, created: &BTreeSet<ModelId>) -> StoreResult<PassReady<'s>> {
+        let watch = store.watch_writes();
+        let started = std::time::Instant::now();
+        // The keys before the models: a model written between the two readings is then held
+        // as written, and its keys read as before its write, which the pass neither adds to
+        // nor takes as stale (its write keyed it by today's rule).
+        let base_keys = store.duplicates().model_base_keys(created)?;
+        let pairs = pairs_by_smaller_model(store)?;
+        let every = InMemory::read(store)?;
+        tracing::debug!(took = ?started.elapsed(), "duplicates: the full pass's reading");
+        Ok(PassReady {
+            watch,
+            every,
+            pairs,
+            base_keys,
+        })
+    }
 }
 
 /// A full pass under way: the catalogue it holds, and between chunks, when it runs as a job,
@@ -112,43 +154,57 @@ pub fn full_pass(turn: &WriteTurn<'_>, created: &BTreeSet<ModelId>) -> Result<us
 struct FullPass<'t, 'c> {
     turn: &'t WriteTurn<'t>,
     every: InMemory,
+    /// The stored pairs and base keys as read with `every`, until the pass uses them.
+    pairs: FxHashMap<ModelId, Vec<DuplicatePair>>,
+    base_keys: Vec<Vec<u8>>,
     created: &'c BTreeSet<ModelId>,
     control: Option<&'c JobControl>,
     chunk: usize,
     /// Models others wrote, or whose pairs or dismissals they changed, while the pass held
     /// the catalogue: what it holds of them may be stale.
     changed_by_others: BTreeSet<ModelId>,
+    /// Models others wrote between the pass's reading and its turn: their base keys are as
+    /// their writes left them.
+    written_since: BTreeSet<ModelId>,
     /// Models whose pairs the pass wrote, of all it holds.
     paired: usize,
 }
 
 impl<'t, 'c> FullPass<'t, 'c> {
-    fn read(
+    /// The pass, its reading `ready` taken into the turn with what was committed since.
+    fn in_the_turn(
         turn: &'t WriteTurn<'t>,
+        ready: PassReady<'_>,
         created: &'c BTreeSet<ModelId>,
         control: Option<&'c JobControl>,
-    ) -> StoreResult<FullPass<'t, 'c>> {
+    ) -> FullPass<'t, 'c> {
         let chunk = control
             .and_then(|control| control.pacing().chunk_listings)
             .unwrap_or(REBUILD_CHUNK)
             .max(1);
-        Ok(FullPass {
+        let since = ready.watch.changes();
+        FullPass {
             turn,
-            every: InMemory::read(turn.store())?,
+            every: ready.every,
+            pairs: ready.pairs,
+            base_keys: ready.base_keys,
             created,
             control,
             chunk,
-            changed_by_others: BTreeSet::new(),
+            changed_by_others: since.models.union(&since.duplicates).copied().collect(),
+            written_since: since.models,
             paired: 0,
-        })
+        }
     }
 
     fn run(mut self) -> Result<usize, PassError> {
-        let store = self.turn.store();
         let started = std::time::Instant::now();
-        let stored = pairs_by_smaller_model(store)?;
+        let stored = std::mem::take(&mut self.pairs);
         self.rekey_bases()?;
         let rekeyed = started.elapsed();
+        // The rekeying, each chunk of the pairing and the end each take a second or more at a
+        // million models: the writers waiting are let in between them all (D-230).
+        self.let_writers_in();
         let mut pairs = 0;
         let models = self.every.summaries().len();
         // The job's progress, when the pass is the job (a reindex counts its documents instead):
@@ -184,8 +240,9 @@ impl<'t, 'c> FullPass<'t, 'c> {
                 self.between_chunks()?;
             }
         }
+        self.let_writers_in();
         let paired = started.elapsed();
-        forget_pairs_of_gone_models(self.turn)?;
+        forget_pairs_of_gone_models(self.turn, &self.every, &stored)?;
         self.mend()?;
         tracing::debug!(?rekeyed, ?paired, took = ?started.elapsed(), "duplicates: full pass");
         Ok(pairs)
@@ -194,20 +251,24 @@ impl<'t, 'c> FullPass<'t, 'c> {
     /// Brings every model's reference-base keys to today's base rule, so the pass pairs by it
     /// whatever rule wrote the keys it finds: missing keys written, stale ones removed, the
     /// rest (all of them, on a store the rule did not change under) left alone. The bases
-    /// come from the models the pass holds: none is read again. One part of the pass, before
-    /// any writer is let in: reading the stored keys is most of it.
-    fn rekey_bases(&self) -> StoreResult<()> {
-        let store = self.turn.store();
-        let mut stored: HashSet<Vec<u8>> = store
-            .duplicates()
-            .model_base_keys(self.created)?
-            .into_iter()
-            .collect();
+    /// come from the models the pass holds and the keys from its reading ([`PassReady`]): none
+    /// is read again. One part of the pass, before any writer is let in.
+    fn rekey_bases(&mut self) -> StoreResult<()> {
+        let read = std::mem::take(&mut self.base_keys);
+        // A model written since the reading has the keys its write gave it by today's rule:
+        // neither added to nor taken as stale from what the pass read of it.
+        let others_wrote = |id: ModelId| self.written_since.contains(&id);
+        let mut stored = HashSet::with_capacity(read.len());
+        for key in read {
+            if !others_wrote(base_key_model(&key)?) {
+                stored.insert(key);
+            }
+        }
         let rekeyed: Vec<&Summary> = self
             .every
             .summaries()
             .iter()
-            .filter(|model| !self.created.contains(&model.id))
+            .filter(|model| !self.created.contains(&model.id) && !others_wrote(model.id))
             .collect();
         for chunk in rekeyed.chunks(REBUILD_CHUNK) {
             let mut batch = self.turn.batch()?;
@@ -234,8 +295,7 @@ impl<'t, 'c> FullPass<'t, 'c> {
         };
         let boundary = between_chunks(self.turn, control);
         if let Some(others) = &boundary.others {
-            let changed = others.models.iter().chain(&others.duplicates);
-            self.changed_by_others.extend(changed);
+            self.note(others);
         }
         if boundary.stop {
             self.mend()?;
@@ -246,6 +306,22 @@ impl<'t, 'c> FullPass<'t, 'c> {
             }));
         }
         Ok(())
+    }
+
+    /// When the pass runs as a job, lets the writers waiting for the turn in, noting what they
+    /// changed; a stop is left to the next chunk boundary.
+    fn let_writers_in(&mut self) {
+        if self.control.is_some() {
+            if let Some(others) = self.turn.let_waiting_write() {
+                self.note(&others);
+            }
+        }
+    }
+
+    /// Notes the models `others` changed while the pass held them.
+    fn note(&mut self, others: &Changes) {
+        let changed = others.models.iter().chain(&others.duplicates);
+        self.changed_by_others.extend(changed);
     }
 
     /// The pairs of the models others changed while the pass held them, found afresh from the
@@ -271,19 +347,25 @@ fn pairs_by_smaller_model(store: &Store) -> StoreResult<FxHashMap<ModelId, Vec<D
     Ok(by_model)
 }
 
-/// Removes the pairs of models no longer in the store (a store restored mid-merge).
-fn forget_pairs_of_gone_models(turn: &WriteTurn<'_>) -> StoreResult<()> {
-    let store = turn.store();
+/// Removes the pairs of models no longer in the store (a store restored mid-merge): those of
+/// the `stored` pairs, as read with `every`, that name a model `every` does not hold. The pairs
+/// the pass wrote name models it holds; a model deleted since its reading was deleted by a
+/// write whose refresh, or the pass's mending, leaves it no pair. Walking every pair of the
+/// store instead took 1.8 s of the write turn at a million models (D-230).
+fn forget_pairs_of_gone_models(
+    turn: &WriteTurn<'_>,
+    every: &InMemory,
+    stored: &FxHashMap<ModelId, Vec<DuplicatePair>>,
+) -> StoreResult<()> {
+    let catalogue = turn.store().catalogue();
     let mut batch = turn.batch()?;
-    let mut seen: Option<(ModelId, bool)> = None;
-    for pair in store.duplicates().duplicate_pairs()? {
-        let gone = match seen {
-            Some((id, gone)) if id == pair.a => gone,
-            _ => !store.catalogue().has_model(pair.a)?,
-        };
-        seen = Some((pair.a, gone));
-        if gone || !store.catalogue().has_model(pair.b)? {
-            batch.replace_duplicate_pairs(pair.a, &[pair], &[]);
+    let named_gone = stored
+        .values()
+        .flatten()
+        .filter(|pair| every.get(pair.a).is_none() || every.get(pair.b).is_none());
+    for pair in named_gone {
+        if !(catalogue.has_model(pair.a)? && catalogue.has_model(pair.b)?) {
+            batch.replace_duplicate_pairs(pair.a, std::slice::from_ref(pair), &[]);
         }
     }
     turn.commit_derived(batch)
@@ -763,6 +845,78 @@ mod tests {
             .expect("twins");
         writer.run(rebuild).expect("full pass");
         writer
+    }
+
+    #[test]
+    fn a_pass_forgets_the_pairs_of_a_model_the_store_no_longer_has() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let kept = store.duplicates().duplicate_pairs().expect("pairs");
+        let model = kept[0].a;
+        // Stored under the gone model, the smaller id: no chunk of the pass holds it.
+        let ghost = DuplicatePair::new(ModelId(0), model, DuplicateSignal::SameReference, 1.0);
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.replace_duplicate_pairs(ghost.a, &[], std::slice::from_ref(&ghost));
+        turn.commit_derived(batch).expect("a pair of a gone model");
+        drop(turn);
+        assert!(store
+            .duplicates()
+            .duplicate_pairs()
+            .expect("pairs")
+            .contains(&ghost));
+        writer.run(rebuild).expect("full pass");
+        assert_eq!(store.duplicates().duplicate_pairs().expect("pairs"), kept);
+    }
+
+    #[test]
+    fn a_dismissal_and_a_merge_between_a_pass_jobs_reading_and_its_turn_stand() {
+        use crate::jobs::merge::{dismiss, merge};
+        use crate::jobs::users::Actor;
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let joined = super::groups(store).expect("groups");
+        assert!(joined.len() >= 2, "{joined:?}");
+        let (dismissed, merged) = (&joined[0], &joined[1]);
+        let ready = PassReady::of(store, &BTreeSet::new()).expect("read");
+        writer
+            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
+            .expect("dismiss");
+        writer
+            .run(|turn| {
+                merge(
+                    turn,
+                    writer.listings(),
+                    &Actor::Cli,
+                    merged.models[0],
+                    &merged.models[1..],
+                )
+            })
+            .expect("merge");
+        let control = JobControl::default();
+        writer
+            .run(|turn| rebuild_as_job(turn, ready, &control))
+            .expect("the pass");
+        let now = super::groups(store).expect("groups");
+        assert!(
+            !now.iter().any(|g| g.models == dismissed.models),
+            "the dismissed pair paired again: {now:?}"
+        );
+        let gone = &merged.models[1..];
+        assert!(!now
+            .iter()
+            .any(|g| g.models.iter().any(|m| gone.contains(m))));
+        let keys = store
+            .duplicates()
+            .model_base_keys(&BTreeSet::new())
+            .expect("keys");
+        let keyed = |key: &Vec<u8>| base_key_model(key).expect("model");
+        assert!(
+            !keys.iter().any(|key| gone.contains(&keyed(key))),
+            "a merged model's base keys written again"
+        );
     }
 
     #[test]

@@ -116,7 +116,7 @@ impl<'s> Duplicates<'s> {
     }
 
     /// Every reference-base key, as stored, but those of the models `left_out` (a full pass
-    /// writes them afresh).
+    /// writes them afresh); [`base_key_model`] names the model of each.
     pub fn model_base_keys(
         self,
         left_out: &std::collections::BTreeSet<ModelId>,
@@ -206,4 +206,9 @@ impl<'s> Duplicates<'s> {
         }
         Ok(at.map(ModelId))
     }
+}
+
+/// The model a reference-base key of [`Duplicates::model_base_keys`] belongs to.
+pub fn base_key_model(key: &[u8]) -> StoreResult<ModelId> {
+    Ok(ModelId(secondary_id(key)?))
 }

@@ -30,7 +30,7 @@ mod write;
 
 pub use audit::{Audit, AuditFilter};
 pub use catalogue::Catalogue;
-pub use duplicates::Duplicates;
+pub use duplicates::{base_key_model, Duplicates};
 pub use jobs::Jobs;
 pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
