@@ -847,6 +847,31 @@ mod tests {
         writer
     }
 
+    /// A person's two decisions: `dismissed`'s pairs dismissed, `merged`'s models merged into
+    /// its first.
+    fn dismiss_one_merge_another(
+        writer: &crate::jobs::writer::Writer,
+        dismissed: &Group,
+        merged: &Group,
+    ) {
+        use crate::jobs::merge::{dismiss, merge};
+        use crate::jobs::users::Actor;
+        writer
+            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
+            .expect("dismiss");
+        writer
+            .run(|turn| {
+                merge(
+                    turn,
+                    writer.listings(),
+                    &Actor::Cli,
+                    merged.models[0],
+                    &merged.models[1..],
+                )
+            })
+            .expect("merge");
+    }
+
     #[test]
     fn a_pass_forgets_the_pairs_of_a_model_the_store_no_longer_has() {
         let dir = tempfile::tempdir().expect("dir");
@@ -872,8 +897,6 @@ mod tests {
 
     #[test]
     fn a_dismissal_and_a_merge_between_a_pass_jobs_reading_and_its_turn_stand() {
-        use crate::jobs::merge::{dismiss, merge};
-        use crate::jobs::users::Actor;
         let dir = tempfile::tempdir().expect("dir");
         let writer = writer_with_pairs(dir.path());
         let store = writer.store();
@@ -881,20 +904,7 @@ mod tests {
         assert!(joined.len() >= 2, "{joined:?}");
         let (dismissed, merged) = (&joined[0], &joined[1]);
         let ready = PassReady::of(store, &BTreeSet::new()).expect("read");
-        writer
-            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
-            .expect("dismiss");
-        writer
-            .run(|turn| {
-                merge(
-                    turn,
-                    writer.listings(),
-                    &Actor::Cli,
-                    merged.models[0],
-                    &merged.models[1..],
-                )
-            })
-            .expect("merge");
+        dismiss_one_merge_another(&writer, dismissed, merged);
         let control = JobControl::default();
         writer
             .run(|turn| rebuild_as_job(turn, ready, &control))
@@ -962,8 +972,6 @@ mod tests {
 
     #[test]
     fn a_start_reads_the_kept_groups_and_joins_them_again_only_around_what_was_written_since() {
-        use crate::jobs::merge::{dismiss, merge};
-        use crate::jobs::users::Actor;
         let dir = tempfile::tempdir().expect("dir");
         let writer = writer_with_pairs(dir.path());
         let store = writer.store();
@@ -972,20 +980,7 @@ mod tests {
         assert!(joined.len() >= 2, "{joined:?}");
         // Written since: a group's pairs dismissed, another's models merged.
         let (dismissed, merged) = (&joined[0], &joined[1]);
-        writer
-            .run(|turn| dismiss(turn, &Actor::Cli, &dismissed.models))
-            .expect("dismiss");
-        writer
-            .run(|turn| {
-                merge(
-                    turn,
-                    writer.listings(),
-                    &Actor::Cli,
-                    merged.models[0],
-                    &merged.models[1..],
-                )
-            })
-            .expect("merge");
+        dismiss_one_merge_another(&writer, dismissed, merged);
         let whole = |store: &Store| -> Vec<Group> {
             Grouping::of(store)
                 .expect("join")
