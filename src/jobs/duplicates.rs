@@ -873,6 +873,57 @@ mod tests {
     }
 
     #[test]
+    fn a_model_written_between_a_pass_jobs_reading_and_its_turn_keeps_the_keys_its_write_gave_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let writer = writer_with_pairs(dir.path());
+        let store = writer.store();
+        let keys_of = |id: ModelId| -> Vec<Vec<u8>> {
+            let mut keys = store
+                .duplicates()
+                .model_base_keys(&BTreeSet::new())
+                .expect("keys");
+            keys.retain(|key| base_key_model(key).expect("model") == id);
+            keys.sort();
+            keys
+        };
+        let model = store
+            .catalogue()
+            .all_models()
+            .map(|m| m.expect("model"))
+            .find(|m| m.reference_number == "126710BLRO")
+            .expect("the GMT");
+        // As a change of the base rule leaves a store: the pass finds the model's keys missing.
+        let unkeyed = keys_of(model.id);
+        assert!(!unkeyed.is_empty());
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.remove_base_keys(unkeyed.clone());
+        turn.commit_derived(batch).expect("keys removed");
+        drop(turn);
+        let ready = PassReady::of(store, &BTreeSet::new()).expect("read");
+        // A person gives the model another reference: the write keys it by today's rule.
+        let mut edited = model.clone();
+        edited.reference_number = "5711A".into();
+        edited.alternate_references.clear();
+        let turn = store.write_turn();
+        let mut batch = turn.batch().expect("batch");
+        batch.put_model(Some(&model), &edited);
+        turn.commit(batch).expect("edited");
+        drop(turn);
+        let as_written = keys_of(model.id);
+        assert_ne!(as_written, unkeyed);
+        let control = JobControl::default();
+        writer
+            .run(|turn| rebuild_as_job(turn, ready, &control))
+            .expect("the pass");
+        assert_eq!(
+            keys_of(model.id),
+            as_written,
+            "the keys of the references it no longer has written back"
+        );
+    }
+
+    #[test]
     fn a_pass_forgets_the_pairs_of_a_model_the_store_no_longer_has() {
         let dir = tempfile::tempdir().expect("dir");
         let writer = writer_with_pairs(dir.path());
