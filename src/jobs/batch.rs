@@ -606,6 +606,40 @@ mod tests {
     /// not wait for the reading of a large file (D-225). The file is a pipe the test fills in
     /// two halves, taking the write turn in between.
     #[cfg(unix)]
+    /// Runs `batch` while the test holds the write turn; true when the job, once it waits for
+    /// the turn, has a watch open: it did its reading first (D-226, D-230). A job that read
+    /// inside its turn opens its watch only once it has the turn.
+    fn read_before_the_turn(context: &JobContext, batch: Batch) -> bool {
+        let store = context.store();
+        let turn = store.write_turn();
+        let read_first = std::thread::scope(|scope| {
+            let job = scope.spawn(|| run(context, &batch, &JobControl::default()).map(|_| ()));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            let read_first = loop {
+                let (waiting, watching) = store.waiting_and_watching();
+                if waiting > 0 || std::time::Instant::now() > deadline {
+                    break waiting > 0 && watching > 0;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            };
+            drop(turn);
+            job.join().expect("job").expect("the job succeeds");
+            read_first
+        });
+        read_first
+    }
+
+    #[test]
+    fn a_match_and_a_duplicate_pass_job_read_before_they_take_the_write_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        assert!(read_before_the_turn(&context, Batch::Match), "match");
+        assert!(
+            read_before_the_turn(&context, Batch::Duplicates),
+            "duplicates"
+        );
+    }
+
     #[test]
     fn a_snapshot_job_reads_its_file_before_it_takes_the_write_turn() {
         use std::io::Write;

@@ -314,6 +314,17 @@ impl Store {
         WriteWatch { store: self, id }
     }
 
+    /// For tests: how many writers wait behind the one served, and how many watches
+    /// ([`Store::watch_writes`]) and passed turns gather commits now.
+    #[cfg(test)]
+    pub(crate) fn waiting_and_watching(&self) -> (u64, usize) {
+        let queue = self.turns.lock();
+        (
+            queue.drawn.saturating_sub(queue.serving + 1),
+            queue.passed.len(),
+        )
+    }
+
     /// Notes that a person is at work (a signed-in request): a long write keeps its chunks
     /// short for a while, so their next write waits less for it.
     pub fn note_a_person_at_work(&self) {
