@@ -7,6 +7,8 @@ use crate::api::config::ApiConfig;
 use crate::app::App;
 use crate::connections::ConnectionConfig;
 use crate::data_dir::DataDir;
+use crate::jobs::doorbell::RungThread;
+use crate::jobs::listing_mover;
 use crate::jobs::pictures::{run_until_stopped, PictureWorker, WorkerConfig};
 use crate::jobs::queue::Jobs;
 use crate::jobs::series_folder::SeriesFolder;
@@ -127,19 +129,21 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What runs beside the requests: the job queue's runner, the series folder and the image
-/// worker. Started by `serve` alone (the router starts nothing), stopped and joined before the
+/// What runs beside the requests: the job queue's runner, the series folder, the listing
+/// mover and the image worker. Started by `serve` alone (the router starts nothing), stopped and joined before the
 /// store's last flush.
 struct Background {
     app: Arc<App>,
-    series: SeriesFolder,
+    series: RungThread,
+    mover: RungThread,
     pictures: Option<(watch::Sender<bool>, tokio::task::JoinHandle<()>)>,
 }
 
 impl Background {
     /// Marks the jobs a previous process left unfinished interrupted, empties the spool, starts
-    /// the job runner, the series folder (which folds what the log holds at once), and the
-    /// image worker when it is enabled. The last two write on their own, so they begin once
+    /// the job runner, the series folder (which folds what the log holds at once), the listing
+    /// mover (which moves what merges left at once), and the image worker when it is enabled.
+    /// The last three write on their own, so they begin once
     /// sled's first flush is done (D-219): a write before it waits for its walk, and the
     /// write's index stands behind the store meanwhile, which `/readyz` says.
     fn start(
@@ -155,6 +159,8 @@ impl Background {
         let series =
             SeriesFolder::start(app.job_context().clone(), first_flush.waiter(), a_job_runs)
                 .context("starting the series folder")?;
+        let mover = listing_mover::start(app.job_context().clone(), first_flush.waiter())
+            .context("starting the listing mover")?;
         let pictures = match pictures.enabled {
             true => {
                 let worker = Arc::new(PictureWorker::new(app.media().clone(), pictures)?);
@@ -173,17 +179,22 @@ impl Background {
         Ok(Background {
             app: app.clone(),
             series,
+            mover,
             pictures,
         })
     }
 
-    /// Stops the running job at its next chunk boundary, the series folder at its next commit
-    /// and the image worker where it stands, and waits for them.
+    /// Stops the running job at its next chunk boundary, the series folder and the listing
+    /// mover at their next commit and the image worker where it stands, and waits for them.
     async fn stop(self) {
         self.app.jobs().stop();
-        let series = self.series;
-        if let Err(error) = tokio::task::spawn_blocking(move || series.stop()).await {
-            tracing::error!(%error, "stopping the series folder");
+        let (series, mover) = (self.series, self.mover);
+        let threads = tokio::task::spawn_blocking(move || {
+            series.stop();
+            mover.stop();
+        });
+        if let Err(error) = threads.await {
+            tracing::error!(%error, "stopping the series folder and the listing mover");
         }
         if let Some((stop, task)) = self.pictures {
             let _ = stop.send(true);

@@ -1,11 +1,12 @@
 //! The back office's duplicate writes: merge duplicates into a keeper (listings relinked,
 //! references folded into its alternates, pictures it lacks moved, empty fields backfilled, the
 //! duplicates deleted and their addresses redirected), and dismiss a group's pairs. Each is one
-//! atomic write with its audit entry.
+//! atomic write with its audit entry. A merge relinks at most [`MOVED_WITH_THE_MERGE`]
+//! listings itself and leaves the rest, recorded in its write, to the listing mover (D-231).
 
 use super::listing_writes::ListingWrites;
 use super::read_pool::with_waiting_reads;
-use super::reindex::listings_of_model;
+use super::reindex::{first_listings_of_model, FirstListings};
 use super::users::{audit_entry, Actor};
 use crate::domain::{normalize_reference, Listing, Model, ModelId, Timestamp};
 use crate::store::{StoreError, WriteTurn};
@@ -34,12 +35,23 @@ pub enum MergeError {
 pub const MAX_MERGED: usize = 100;
 pub const MAX_DISMISSED: usize = 50;
 
+/// Listings a merge relinks in its own write. It leaves the rest to the listing mover
+/// (`listing_mover`), which relinks them after the merge answered, [`MOVED_PER_WRITE`] a write:
+/// at 30-70 µs a listing, a merge of a model with 20,000 took a second and more (D-231).
+pub const MOVED_WITH_THE_MERGE: usize = 250;
+
+/// Listings the listing mover relinks per write: a person's write waits for one such write.
+pub const MOVED_PER_WRITE: usize = 1_000;
+
 /// What a merge did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Merged {
     pub keeper: ModelId,
     pub merged_models: usize,
+    /// Every listing the duplicates had: those relinked and those left to the listing mover.
     pub moved_listings: usize,
+    /// Of those, left to the listing mover.
+    pub left_listings: usize,
     pub moved_pictures: usize,
     pub added_references: usize,
 }
@@ -78,10 +90,11 @@ pub fn merge(
         keeper,
         merged_models: merged.len(),
         moved_listings: 0,
+        left_listings: 0,
         moved_pictures: 0,
         added_references: 0,
     };
-    let listings = listings_of(turn, index, duplicates)?;
+    let firsts = first_listings_of(turn, index, duplicates, MOVED_WITH_THE_MERGE)?;
     for duplicate in &merged {
         result.added_references += fold_references(&mut kept, duplicate);
         result.moved_pictures += move_pictures(&mut kept, duplicate);
@@ -110,6 +123,13 @@ pub fn merge(
         batch.forget_dismissed(duplicate.id, &others);
         batch.replace_duplicate_pairs(duplicate.id, &pairs, &[]);
     }
+    for (duplicate, first) in duplicates.iter().zip(&firsts) {
+        result.moved_listings += first.indexed;
+        if first.more {
+            result.left_listings += first.indexed - first.listings.len();
+            batch.set_listings_left(*duplicate, true);
+        }
+    }
     batch.put_model(Some(&original), &kept);
     batch.put_picture_review(keeper, &review, has_candidates);
     let entry = audit_entry(
@@ -120,25 +140,88 @@ pub fn merge(
             .chain(duplicates.iter().map(|id| format!("model:{id}")))
             .collect(),
         format!(
-            "merged {} models into model {keeper} (`{}`): {} listings and {} pictures moved, {} references added",
+            "merged {} models into model {keeper} (`{}`): {} listings{} and {} pictures moved, {} references added",
             merged.len(),
             kept.slug,
-            listings.len(),
+            result.moved_listings,
+            match result.left_listings {
+                0 => String::new(),
+                left => format!(" ({left} of them by the listing mover, after this write)"),
+            },
             result.moved_pictures,
             result.added_references
         ),
     )?;
     batch.put_audit(&entry);
     let mut writes = ListingWrites::in_one_commit(turn, batch)?;
-    for old in listings {
-        let mut new = old.clone();
-        new.model_id = Some(keeper);
-        new.updated_at = kept.updated_at;
-        writes.put(Some(&old), new);
-        result.moved_listings += 1;
+    for first in firsts {
+        relink(&mut writes, first.listings, keeper, kept.updated_at);
     }
     writes.commit()?;
     Ok(result)
+}
+
+/// What one write of the listing mover did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MovedLeft {
+    /// Listings relinked.
+    pub moved: usize,
+    /// Whether listings are still left to move.
+    pub more: bool,
+}
+
+/// Relinks up to [`MOVED_PER_WRITE`] of the listings merges left to the models their
+/// duplicates were merged into (following later merges), in one commit, and forgets each
+/// merged model none are left of. No audit entry: each merge's own says what it left.
+pub fn move_listings_left(
+    turn: &WriteTurn<'_>,
+    index: &ListingIndex,
+) -> Result<MovedLeft, MergeError> {
+    let store = turn.store();
+    let merged = store.duplicates().merged_with_listings_left()?;
+    if merged.is_empty() {
+        return Ok(MovedLeft::default());
+    }
+    let firsts = first_listings_of(turn, index, &merged, MOVED_PER_WRITE)?;
+    let mut batch = turn.batch()?;
+    let mut moves = Vec::new();
+    let mut result = MovedLeft::default();
+    for (&from, first) in merged.iter().zip(firsts) {
+        batch.set_listings_left(from, first.more);
+        result.more |= first.more;
+        let keeper = store
+            .duplicates()
+            .merged_into(from)?
+            .ok_or_else(|| StoreError::Corrupt {
+                key: format!("merged model {from}").into_bytes(),
+                reason: "listings left to move from a model merged into none".into(),
+            })?;
+        moves.push((first.listings, keeper));
+    }
+    let mut writes = ListingWrites::in_one_commit(turn, batch)?;
+    let at = Timestamp::now();
+    for (listings, keeper) in moves {
+        result.moved += relink(&mut writes, listings, keeper, at);
+    }
+    writes.commit()?;
+    Ok(result)
+}
+
+/// Writes each of `listings` as `keeper`'s, updated `at`; returns how many.
+fn relink(
+    writes: &mut ListingWrites<'_>,
+    listings: Vec<Listing>,
+    keeper: ModelId,
+    at: Timestamp,
+) -> usize {
+    let moved = listings.len();
+    for old in listings {
+        let mut new = old.clone();
+        new.model_id = Some(keeper);
+        new.updated_at = at;
+        writes.put(Some(&old), new);
+    }
+    moved
 }
 
 /// The refusals a body can be checked for before anything is read.
@@ -164,20 +247,25 @@ fn check_ids(keeper: ModelId, duplicates: &[ModelId]) -> Result<(), MergeError> 
     Ok(())
 }
 
-/// Every listing matched or linked to one of `models`, whatever its status: read on the read
-/// pool, as a merge may move thousands whose records the OS has not cached.
-fn listings_of(
+/// The first listings of each of `models` (matched or linked, whatever their status), `limit`
+/// in all, the later models' after the earlier ones': read on the read pool, as a merge may
+/// move thousands whose records the OS has not cached.
+fn first_listings_of(
     turn: &WriteTurn<'_>,
     index: &ListingIndex,
     models: &[ModelId],
-) -> Result<Vec<Listing>, MergeError> {
+    limit: usize,
+) -> Result<Vec<FirstListings>, MergeError> {
     let store = turn.store();
     with_waiting_reads(|| {
-        let mut listings = Vec::new();
+        let mut budget = limit;
+        let mut firsts = Vec::new();
         for &model in models {
-            listings.extend(listings_of_model::<MergeError>(store, index, model)?);
+            let first = first_listings_of_model::<MergeError>(store, index, model, budget)?;
+            budget -= first.indexed.min(budget);
+            firsts.push(first);
         }
-        Ok(listings)
+        Ok(firsts)
     })
 }
 

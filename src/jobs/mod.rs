@@ -2,18 +2,21 @@
 //! `ingest`, re-`match`ing, loading `rates`, `reindex`, and the back office's writes (`users`,
 //! `reconciliation`, `picture_review`, `merge`), the image worker (`pictures`, its pauses per
 //! host `picture_hosts`) and the `listing_candidates` it ranks for picture review, and the
-//! folder of models' price series (`series_folder`, over `price_series`). Each runs inside the one
+//! folder of models' price series (`series_folder`, over `price_series`), and the
+//! `listing_mover` that moves a large merge's listings after it answers. Each runs inside the one
 //! [`writer::Writer`] of its data dir, whether the CLI or the server started it, and reaches
 //! nothing but what its [`context::JobContext`] holds.
 
 pub mod batch;
 pub mod context;
 pub mod dataset;
+pub mod doorbell;
 pub mod duplicates;
 pub mod import;
 pub mod ingest;
 pub mod listing_candidates;
 pub mod listing_load;
+pub mod listing_mover;
 pub mod listing_writes;
 pub mod loaded_catalogue;
 pub mod matching;

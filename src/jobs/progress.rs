@@ -32,12 +32,14 @@ type Waker = Box<dyn Fn() + Send + Sync>;
 /// (after committing that many chunks, with its progress recorded, a job holds, its turn
 /// passed to other writers, until it is stopped; the CLI's, until it is killed) and
 /// `WATCH_CATALOGUE_TEST_RESUME_AFTER_WRITES` (a held job goes on once other writers have
-/// committed that many writes), all unset by default.
+/// committed that many writes), and `WATCH_CATALOGUE_TEST_HOLD_LISTING_MOVER` (`1`: the
+/// server's listing mover moves nothing until the next start), all unset by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TestPacing {
     pub chunk_listings: Option<usize>,
     pub hold_after_chunks: Option<u64>,
     pub resume_after_writes: Option<u64>,
+    pub hold_listing_mover: bool,
 }
 
 impl TestPacing {
@@ -50,6 +52,7 @@ impl TestPacing {
             chunk_listings: number("WATCH_CATALOGUE_TEST_CHUNK_LISTINGS"),
             hold_after_chunks: number("WATCH_CATALOGUE_TEST_HOLD_AFTER_CHUNKS"),
             resume_after_writes: number("WATCH_CATALOGUE_TEST_RESUME_AFTER_WRITES"),
+            hold_listing_mover: number("WATCH_CATALOGUE_TEST_HOLD_LISTING_MOVER") == Some(1),
         }
     }
 }
@@ -345,6 +348,7 @@ mod tests {
             chunk_listings: Some(10),
             hold_after_chunks: Some(hold_after_chunks),
             resume_after_writes,
+            hold_listing_mover: false,
         }
     }
 

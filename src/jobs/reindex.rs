@@ -42,6 +42,27 @@ pub fn listings_of_model<E: From<StoreError> + From<IndexError>>(
     index: &ListingIndex,
     model: ModelId,
 ) -> Result<Vec<Listing>, E> {
+    Ok(first_listings_of_model::<E>(store, index, model, usize::MAX)?.listings)
+}
+
+/// The first listings of a model, oldest first: see [`first_listings_of_model`].
+pub struct FirstListings {
+    /// Those of the first `limit` the index found that the store says are still the model's.
+    pub listings: Vec<Listing>,
+    /// How many the index found in all.
+    pub indexed: usize,
+    /// Whether the index found more than `limit`.
+    pub more: bool,
+}
+
+/// [`listings_of_model`] for the first `limit` the index finds (a large merge moves them a
+/// chunk at a time, D-231).
+pub fn first_listings_of_model<E: From<StoreError> + From<IndexError>>(
+    store: &Store,
+    index: &ListingIndex,
+    model: ModelId,
+    limit: usize,
+) -> Result<FirstListings, E> {
     let query = |limit| ListingQuery {
         text: None,
         filters: ListingFilters {
@@ -53,7 +74,7 @@ pub fn listings_of_model<E: From<StoreError> + From<IndexError>>(
         limit,
     };
     let total = index.search(&query(0))?.total;
-    let ids = index.search(&query(total))?.ids;
+    let ids = index.search(&query(total.min(limit)))?.ids;
     // In parallel: the records of a model's listings lie apart in the store, and on a store
     // the OS has not cached each read waits on the disk (run on the read pool, many wait at
     // once).
@@ -61,11 +82,15 @@ pub fn listings_of_model<E: From<StoreError> + From<IndexError>>(
         .into_par_iter()
         .map(|id| store.listings().listing(ListingId(id)))
         .collect::<Result<_, _>>()?;
-    Ok(read
-        .into_iter()
-        .flatten()
-        .filter(|listing| listing.model_id == Some(model))
-        .collect())
+    Ok(FirstListings {
+        listings: read
+            .into_iter()
+            .flatten()
+            .filter(|listing| listing.model_id == Some(model))
+            .collect(),
+        indexed: total,
+        more: total > limit,
+    })
 }
 
 /// True when the catalogue index reflects the store's last write.

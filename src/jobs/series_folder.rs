@@ -6,6 +6,7 @@
 //! series` folds every model. Offline commands leave the log for the server.
 
 use super::context::JobContext;
+use super::doorbell::{Doorbell, RungThread};
 use super::price_series::{fold_of, FoldError};
 use super::priority::at_lower_priority;
 use super::progress::JobControl;
@@ -14,7 +15,7 @@ use crate::domain::price_series::ModelFold;
 use crate::domain::{ModelId, Timestamp};
 use crate::store::{SeriesLog, StoreResult, WriteTurn};
 use rayon::prelude::*;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Models folded per commit: a few thousand keys, and a person's write waits for the turn no
 /// longer than one such commit.
@@ -38,58 +39,13 @@ pub struct FoldReport {
 #[derive(Debug, Default)]
 pub struct SeriesFolding {
     one_at_a_time: Mutex<()>,
-    wake: Mutex<Wake>,
-    woken: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct Wake {
-    /// Writes that logged models, counted.
-    writes: u64,
-    stopped: bool,
+    doorbell: Arc<Doorbell>,
 }
 
 impl SeriesFolding {
-    /// A write logged models.
-    pub fn logged(&self) {
-        self.lock_wake().writes += 1;
-        self.woken.notify_all();
-    }
-
-    /// Stops the folder at its next commit, or wakes it to stop.
-    pub fn stop(&self) {
-        self.lock_wake().stopped = true;
-        self.woken.notify_all();
-    }
-
-    fn stopped(&self) -> bool {
-        self.lock_wake().stopped
-    }
-
-    fn writes(&self) -> u64 {
-        self.lock_wake().writes
-    }
-
-    /// Sleeps for `pause` or until a stop, whichever comes first.
-    fn sleep(&self, pause: std::time::Duration) {
-        let wake = self.lock_wake();
-        if !wake.stopped {
-            let _ = self.woken.wait_timeout(wake, pause);
-        }
-    }
-
-    /// Waits until a write after the first `seen` logs models (true), or a stop (false).
-    fn wait_after(&self, seen: u64) -> bool {
-        let mut wake = self.lock_wake();
-        while wake.writes == seen && !wake.stopped {
-            wake = self.woken.wait(wake).unwrap_or_else(|p| p.into_inner());
-        }
-        !wake.stopped
-    }
-
-    fn lock_wake(&self) -> MutexGuard<'_, Wake> {
-        // Nothing panics while it is held: a poisoned lock is still whole.
-        self.wake.lock().unwrap_or_else(|p| p.into_inner())
+    /// Rung when a write logged models; stopped at shutdown.
+    pub fn doorbell(&self) -> &Doorbell {
+        &self.doorbell
     }
 
     fn one_at_a_time(&self) -> MutexGuard<'_, ()> {
@@ -223,43 +179,22 @@ fn write_folds(
 
 /// The folder `serve` runs: a thread below the requests' priority that drains the log at
 /// start and after each write that logs models, until stopped.
-pub struct SeriesFolder {
-    context: Arc<JobContext>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
+pub struct SeriesFolder;
 
 impl SeriesFolder {
     /// Starts it on a thread of its own, which first runs `begin_when` (`serve` waits there for
-    /// the store's first flush, D-219), and folds nothing while `a_job_runs` (D-224).
+    /// the store's first flush, D-219), and folds nothing while `a_job_runs` (D-224). Stopped,
+    /// what it folded is written, the rest of the log kept for the next start.
     pub fn start(
         context: Arc<JobContext>,
         begin_when: impl FnOnce() + Send + 'static,
         a_job_runs: impl Fn() -> bool + Send + Sync + 'static,
-    ) -> std::io::Result<SeriesFolder> {
-        let thread = std::thread::Builder::new()
-            .name("series-folder".to_owned())
-            .spawn({
-                let context = context.clone();
-                move || {
-                    begin_when();
-                    at_lower_priority("series-fold", || drain_until_stopped(&context, &a_job_runs))
-                }
-            })?;
-        Ok(SeriesFolder {
-            context,
-            thread: Some(thread),
+    ) -> std::io::Result<RungThread> {
+        let doorbell = context.writer().series_folding().doorbell.clone();
+        RungThread::spawn("series-folder", doorbell, move || {
+            begin_when();
+            at_lower_priority("series-fold", || drain_until_stopped(&context, &a_job_runs))
         })
-    }
-
-    /// Stops it at its next commit and waits for it: what it folded is written, the rest of
-    /// the log kept for the next start.
-    pub fn stop(mut self) {
-        self.context.writer().series_folding().stop();
-        if let Some(thread) = self.thread.take() {
-            if thread.join().is_err() {
-                tracing::error!("the series folder's thread panicked");
-            }
-        }
     }
 }
 
@@ -270,13 +205,13 @@ impl SeriesFolder {
 /// waits for (D-224). A drain a job starts beside stops at its next commit, the rest of the
 /// log kept for after the job.
 fn drain_until_stopped(context: &JobContext, a_job_runs: &(dyn Fn() -> bool + Sync)) {
-    let folding = context.writer().series_folding();
+    let folding = context.writer().series_folding().doorbell();
     loop {
         while a_job_runs() && !folding.stopped() {
             folding.sleep(JOB_POLL);
         }
         // Counted before the drain: a write during it wakes the next one.
-        let seen = folding.writes();
+        let seen = folding.rings();
         let started = std::time::Instant::now();
         match fold_logged(context, Timestamp::now(), &|| {
             folding.stopped() || a_job_runs()

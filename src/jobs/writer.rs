@@ -6,6 +6,7 @@
 //! commits so far first, so those writers find them as after a whole job ([`Parts`]). Reads
 //! never wait for it.
 
+use super::doorbell::Doorbell;
 use super::duplicates;
 use super::listing_load::{IndexLoad, LOAD_FROM_LISTINGS};
 use super::reindex::{self, ReindexError, ReindexReport};
@@ -27,6 +28,8 @@ pub struct Writer {
     load_from: usize,
     /// Woken when a write logs models for the price series; one fold at a time.
     series: Arc<SeriesFolding>,
+    /// Rung when a write leaves listings of a merged model to move (`listing_mover`).
+    mover: Arc<Doorbell>,
 }
 
 /// A job's result, how long its write took and then the index updates and the duplicate pairs'
@@ -166,12 +169,18 @@ impl Writer {
             listings,
             load_from: LOAD_FROM_LISTINGS,
             series: Arc::default(),
+            mover: Arc::default(),
         }
     }
 
     /// The price series folder's wake and turn (`series_folder`).
     pub fn series_folding(&self) -> &SeriesFolding {
         &self.series
+    }
+
+    /// The listing mover's wake (`listing_mover`).
+    pub fn listing_mover(&self) -> &Arc<Doorbell> {
+        &self.mover
     }
 
     /// The store every job of this writer writes.
@@ -316,6 +325,8 @@ struct Parts {
     load: Option<Arc<IndexLoad>>,
     /// Told when a part logged models for the price series.
     series: Arc<SeriesFolding>,
+    /// Told when a part left listings to move.
+    mover: Arc<Doorbell>,
     before: Mutex<Before>,
     /// What the parts ended so far indexed.
     indexed: Mutex<Indexed>,
@@ -340,6 +351,7 @@ impl Parts {
             listings: writer.listings.clone(),
             load,
             series: writer.series.clone(),
+            mover: writer.mover.clone(),
             before: Mutex::new(before),
             indexed: Mutex::new(Indexed::default()),
         })
@@ -369,7 +381,10 @@ impl Parts {
         );
         tracing::debug!(?duplicates_took, "write done");
         if changes.series_logged {
-            self.series.logged();
+            self.series.doorbell().ring();
+        }
+        if changes.listings_left {
+            self.mover.ring();
         }
         let mut total = lock(&self.indexed);
         *total = total.then(indexed?);
@@ -814,6 +829,7 @@ mod tests {
             chunk_listings: Some(CHUNK),
             hold_after_chunks: Some(1),
             resume_after_writes: Some(1),
+            hold_listing_mover: false,
         });
         let rules = SnapshotRules::default();
         let (gone, merged, merged_at, ingested) = std::thread::scope(|scope| {

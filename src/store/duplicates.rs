@@ -1,8 +1,9 @@
 //! The duplicates area: what the duplicate finder reads (models by reference base, its pairs,
 //! the pairs an admin dismissed, how many writes changed them and which models each touched),
 //! where merged models went, and the groups the pairs were last joined into, kept so that a
-//! start does not join them again. Keyspaces: `ModelBase`, `DuplicatePair`, `DismissedPair`,
-//! `MergedSlug`, `MergedId`, `DuplicatesTouched`, `KeptDuplicateGroups`, and the meta keys
+//! start does not join them again, and the merged models whose listings are still to move.
+//! Keyspaces: `ModelBase`, `DuplicatePair`, `DismissedPair`, `MergedSlug`, `MergedId`,
+//! `MergedListingsLeft`, `DuplicatesTouched`, `KeptDuplicateGroups`, and the meta keys
 //! `MetaKey::DuplicatesGeneration` and `MetaKey::DuplicateGroupsKept`.
 
 use super::codec::{decode, encode, encode_u64};
@@ -193,6 +194,15 @@ impl<'s> Duplicates<'s> {
     /// The live model the merged model once at `brand`/`slug` was merged into, if one was.
     pub fn merged_slug(self, brand: BrandId, slug: &Slug) -> StoreResult<Option<ModelId>> {
         self.follow_merges(self.0.get_id(keys::merged_slug(brand, slug))?)
+    }
+
+    /// The merged models some of whose listings still name them, for the listing mover.
+    pub fn merged_with_listings_left(self) -> StoreResult<Vec<ModelId>> {
+        (self.0.db)
+            .scan_prefix(Keyspace::MergedListingsLeft.prefix())
+            .keys()
+            .map(|key| Ok(ModelId(secondary_id(&key?)?)))
+            .collect()
     }
 
     fn follow_merges(self, mut at: Option<u64>) -> StoreResult<Option<ModelId>> {

@@ -129,6 +129,10 @@ pub enum Keyspace {
     /// Group key + listing id -> nothing: the group's listings. New in schema 10, when the ids
     /// left the group's record.
     UnmatchedMember = 98,
+    /// Id of a merged model some of whose listings still name it -> nothing: the listing
+    /// mover (`jobs::listing_mover`) moves them to the model it was merged into (`MergedId`),
+    /// a chunk a commit, and removes the key with the last. New in schema 14 (D-231).
+    MergedListingsLeft = 99,
     /// The ECB's reference rates of each day loaded, by date (`YYYY-MM-DD`, so that key order
     /// is date order): records, written with the rates in force (`store::rates`, D-204). New
     /// in schema 12.

@@ -118,7 +118,20 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: log_every_model_for_series,
     },
+    Step {
+        from: 13,
+        to: 14,
+        summary: "a merge may leave its duplicates' listings for the server's listing mover (nothing rewritten)",
+        safe_at_startup: true,
+        run: nothing_to_rewrite,
+    },
 ];
+
+/// Step 13 -> 14: the listing mover's keys are new, and a store of 13 has none: the step only
+/// marks the store, so that a binary of 13 refuses one a merge left listings in. Returns 0.
+fn nothing_to_rewrite(_: &sled::Db) -> StoreResult<u64> {
+    Ok(0)
+}
 
 /// Step 12 -> 13: logs every model for the series folder (D-212), as a write of rates does:
 /// the server folds them in the background from its start, or `reindex --index series` does

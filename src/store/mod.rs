@@ -74,7 +74,9 @@ use std::sync::{Arc, Mutex};
 ///    them (D-204).
 /// 13: models' price series are folded from a log of the models each write changed
 ///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-209).
-pub const SCHEMA_VERSION: u64 = 13;
+/// 14: a merge may leave its duplicates' listings for the listing mover
+///    (`MergedListingsLeft`, D-231): a binary of 13 would never move them.
+pub const SCHEMA_VERSION: u64 = 14;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]

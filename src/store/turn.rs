@@ -88,6 +88,8 @@ pub struct Changes {
     pub duplicates: BTreeSet<ModelId>,
     /// A commit logged models for the series folder (`store::series`).
     pub series_logged: bool,
+    /// A commit left listings of a merged model for the listing mover.
+    pub listings_left: bool,
 }
 
 impl Changes {
@@ -118,6 +120,7 @@ impl Changes {
         self.model_words |= batch.model_words;
         self.duplicates.extend(batch.duplicates);
         self.series_logged |= batch.series_logged;
+        self.listings_left |= batch.listings_left;
     }
 }
 
@@ -139,6 +142,7 @@ pub(super) struct BatchChanges {
     pub rate_days: bool,
     pub duplicates: Vec<ModelId>,
     pub series_logged: bool,
+    pub listings_left: bool,
 }
 
 /// Who holds the write turn and who waits for it: tickets drawn in order and served in that

@@ -613,6 +613,18 @@ impl WriteBatch<'_> {
         // Its series goes with it, and its listings' timelines to the keeper.
         self.price_series_touched.extend([old.id, keeper]);
     }
+
+    /// Leaves listings of `merged`, a model this batch or an earlier one merged away, for the
+    /// listing mover; `false` says none are left (the key goes). Counts are not kept for it.
+    pub fn set_listings_left(&mut self, merged: ModelId, left: bool) {
+        self.removed_models.insert(merged);
+        let key = Keyspace::MergedListingsLeft.id_key(merged.0);
+        self.changes.listings_left |= left;
+        match left {
+            true => self.put(key, []),
+            false => self.remove(key),
+        }
+    }
 }
 
 /// The models' price series as the series folder keeps them (`super::price_series`): derived

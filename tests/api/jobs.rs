@@ -756,6 +756,68 @@ async fn a_merge_goes_in_between_the_chunks_of_a_running_snapshot_job_which_then
     serve.stop();
 }
 
+/// A merge of a model with more listings than a merge relinks itself answers with every one
+/// counted and leaves the rest to the server's listing mover (D-231). With the mover held by
+/// the test pacing, the rest stays on the merged model across a stop; the next start moves
+/// it. A live server's mover moves what a second large merge leaves while the server runs.
+/// Every count agrees with the listings after each.
+#[tokio::test]
+async fn a_large_merges_listings_are_moved_by_the_server_after_it_answers_or_at_its_next_start() {
+    const LISTINGS: usize = 600;
+    const KEEPER: &str = "submariner-date-126610lv";
+    const LAST: &str = "submariner-124060";
+    let data = crate::support::new_data_dir();
+    add_user_through_the_binary(data.path(), "ana");
+    let held = [("WATCH_CATALOGUE_TEST_HOLD_LISTING_MOVER", "1".to_owned())];
+    let serve = ServeProcess::start_with_env(data.path(), &["--no-picture-worker"], &held);
+    let remote = Remote::sign_in(&serve.base).await;
+    let job = remote.post_snapshot(&snapshot_of(LISTINGS)).await;
+    assert_eq!(remote.finished(&job).await["state"], "succeeded");
+    let all = |slug: &str| format!("brand=rolex&model={slug}&includeDelisted=true");
+    let (merged, kept) = (
+        remote.total(&all(SUBMARINER)).await,
+        remote.total(&all(KEEPER)).await,
+    );
+    assert!(merged > LISTINGS as u64);
+    let (merged_id, keeper_id) = (
+        remote.model_id(SUBMARINER).await,
+        remote.model_id(KEEPER).await,
+    );
+    let (status, merge) = remote.merge(&keeper_id, &merged_id).await;
+    assert_eq!(status, 200, "{merge}");
+    assert_eq!(merge["movedListings"], merged, "{merge}");
+    // The merge relinked its first 250; the held mover nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(remote.total(&all(KEEPER)).await, kept + 250);
+    serve.stop();
+
+    let mut serve = ServeProcess::start_with_env(data.path(), &["--no-picture-worker"], &[]);
+    serve
+        .wait_for_log("merged models' listings moved")
+        .unwrap_or_else(|| panic!("the start moved nothing:\n{}", serve.log));
+    let remote = Remote::sign_in(&serve.base).await;
+    assert_eq!(remote.total(&all(KEEPER)).await, kept + merged);
+    let (count, listed) = remote.counts(KEEPER).await;
+    assert_eq!(count, listed);
+
+    let last_before = remote.total(&all(LAST)).await;
+    let last_id = remote.model_id(LAST).await;
+    let (status, merge) = remote.merge(&last_id, &keeper_id).await;
+    assert_eq!(status, 200, "{merge}");
+    assert_eq!(merge["movedListings"], kept + merged, "{merge}");
+    let everything = last_before + kept + merged;
+    for _ in 0..300 {
+        if remote.total(&all(LAST)).await == everything {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(remote.total(&all(LAST)).await, everything);
+    let (count, listed) = remote.counts(LAST).await;
+    assert_eq!(count, listed);
+    serve.stop();
+}
+
 /// `match` on a data dir stopped by SIGTERM: the job ends at the chunk boundary where it is,
 /// saying how far it got, with the counts of the chunk it committed written; run again, it
 /// completes. The listings to match are 3,000 of a reference the catalogue lacks, then its

@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 11, "{report}");
+    assert_eq!(report.steps.len(), 12, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -621,7 +621,15 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
     assert_eq!(
         steps,
-        [(7, 8), (8, 9), (9, 10), (10, 11), (11, 12), (12, 13)]
+        [
+            (7, 8),
+            (8, 9),
+            (9, 10),
+            (10, 11),
+            (11, 12),
+            (12, 13),
+            (13, 14)
+        ]
     );
     let after = audit_pairs(&migrated.db);
     assert_eq!(
@@ -696,7 +704,7 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(10, 11), (11, 12), (12, 13)]);
+    assert_eq!(steps, [(10, 11), (11, 12), (12, 13), (13, 14)]);
     let listings: Vec<Listing> = collect(store.listings().all_listings());
     let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
     assert_eq!(kept, super::super::unmatched::recompute(&listings));
@@ -719,7 +727,7 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
     write_raw(dir.path(), &schema_11);
 
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(11, 12, 1), (12, 13, 1)]);
+    assert_eq!(steps, [(11, 12, 1), (12, 13, 1), (13, 14, 0)]);
     let rates_area = store.rates();
     assert_eq!(
         rates_area.day("2025-05-09").expect("day"),
@@ -760,7 +768,7 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     schema_12.insert(MetaKey::Generation.key(), encode_u64(41).to_vec());
     write_raw(dir.path(), &schema_12);
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(12, 13, 1)]);
+    assert_eq!(steps, [(12, 13, 1), (13, 14, 0)]);
     let log = store.price_series().log().expect("log");
     assert!(log.every_model && log.models.is_empty());
     assert_eq!(log.entries(), 1);

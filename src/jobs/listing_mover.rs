@@ -1,0 +1,349 @@
+//! The listing mover (D-231): relinks the listings a large merge left to the model their
+//! duplicate was merged into, [`MOVED_PER_WRITE`](super::merge::MOVED_PER_WRITE) a write, each
+//! write a person's turn of the writer's (between two chunks of a job, as an admin's write). `serve` runs it on a thread of
+//! its own, at start (listings a stopped process left) and after each write that leaves some.
+
+use super::context::JobContext;
+use super::doorbell::RungThread;
+use super::merge::{move_listings_left, MergeError};
+use super::progress::TestPacing;
+use super::writer::WriteError;
+use std::sync::Arc;
+
+/// What a drain did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MoveReport {
+    /// Listings relinked.
+    pub moved: usize,
+    /// Writes made.
+    pub writes: usize,
+    /// Whether listings are still left: stopped, or a write found none it could move (the
+    /// listings index behind the store), tried again at the next ring or start.
+    pub left: bool,
+}
+
+/// Moves what merges left, a write at a time, until none is left, `stop` says so between two
+/// writes, or a write moves nothing.
+pub fn move_all_left(
+    context: &JobContext,
+    stop: &dyn Fn() -> bool,
+) -> Result<MoveReport, WriteError<MergeError>> {
+    let mut report = MoveReport::default();
+    loop {
+        let moved = context
+            .writer()
+            .run(|turn| move_listings_left(turn, context.listings()))?
+            .value;
+        report.moved += moved.moved;
+        report.writes += 1;
+        report.left = moved.more;
+        if !moved.more || moved.moved == 0 || stop() {
+            return Ok(report);
+        }
+    }
+}
+
+/// Starts the mover's thread, which first runs `begin_when` (`serve` waits there for the
+/// store's first flush, D-219). Stopped, it ends at its next write.
+pub fn start(
+    context: Arc<JobContext>,
+    begin_when: impl FnOnce() + Send + 'static,
+) -> std::io::Result<RungThread> {
+    let doorbell = context.writer().listing_mover().clone();
+    let held = TestPacing::from_env().hold_listing_mover;
+    RungThread::spawn("listing-mover", doorbell.clone(), move || {
+        begin_when();
+        if held {
+            while doorbell.wait_after(doorbell.rings()) {}
+            return;
+        }
+        loop {
+            // Counted before the drain: a merge during it wakes the next one.
+            let seen = doorbell.rings();
+            let started = std::time::Instant::now();
+            match move_all_left(&context, &|| doorbell.stopped()) {
+                Ok(report) if report.writes > 1 || report.moved > 0 => tracing::info!(
+                    moved = report.moved,
+                    writes = report.writes,
+                    left = report.left,
+                    took = ?started.elapsed(),
+                    "merged models' listings moved"
+                ),
+                Ok(_) => {}
+                Err(error) => tracing::warn!(
+                    error = %crate::domain::causes(&error),
+                    "moving merged models' listings; those left are moved at the next merge or start"
+                ),
+            }
+            if !doorbell.wait_after(seen) {
+                return;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{
+        Listing, ListingDetails, ListingId, ListingStatus, MatchOutcome, ModelId, ProviderId,
+        StatusChange, Timestamp,
+    };
+    use crate::jobs::listing_writes::{counts, ListingWrites};
+    use crate::jobs::merge::{merge, Merged, MOVED_PER_WRITE, MOVED_WITH_THE_MERGE};
+    use crate::jobs::reindex::listings_of_model;
+    use crate::jobs::users::Actor;
+    use crate::jobs::writer::Writer;
+    use crate::store::{RecordKind, Store};
+    use catalogue_index::{CatalogueIndex, ListingIndex};
+
+    /// The duplicate's listings: two writes of the mover and part of a third after the merge's.
+    const LISTINGS: usize = MOVED_WITH_THE_MERGE + 2 * MOVED_PER_WRITE + 17;
+
+    /// The fixtures' catalogue, indexes current, on the store in `dir` (opened again by a
+    /// second call, as a restart would).
+    fn context(dir: &std::path::Path) -> JobContext {
+        let fresh = !dir.join("store").exists();
+        let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
+        if fresh {
+            crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
+        }
+        let writer = Writer::new(
+            store,
+            Arc::new(CatalogueIndex::in_memory().expect("index")),
+            Arc::new(ListingIndex::in_memory().expect("index")),
+        );
+        writer.catch_up().expect("catch up");
+        JobContext::new(
+            writer,
+            crate::media::MediaStore::new(dir.join("media")),
+            dir.join("spool"),
+        )
+    }
+
+    /// Two models of one brand: the keeper and its duplicate.
+    fn two_of_a_brand(store: &Store) -> (ModelId, ModelId) {
+        let models: Vec<_> = store
+            .catalogue()
+            .all_models()
+            .map(|m| m.expect("model"))
+            .collect();
+        models
+            .iter()
+            .find_map(|a| {
+                let b = models
+                    .iter()
+                    .find(|b| b.brand_id == a.brand_id && b.id != a.id)?;
+                Some((a.id, b.id))
+            })
+            .expect("a brand with two models")
+    }
+
+    /// `n` active listings matched to `model`, in one write.
+    fn listings_of(context: &JobContext, model: ModelId, n: usize) {
+        let at = Timestamp::now();
+        context
+            .writer()
+            .run(|turn| {
+                let mut writes = ListingWrites::in_one_commit(turn, turn.batch()?)?;
+                for _ in 0..n {
+                    let id = writes.batch().allocate_id(RecordKind::Listing)?;
+                    writes.put(None, listing(ListingId(id), model, at));
+                }
+                writes.commit().map(|_| ())
+            })
+            .expect("listings");
+    }
+
+    fn listing(id: ListingId, model: ModelId, at: Timestamp) -> Listing {
+        Listing {
+            id,
+            provider_id: ProviderId(1),
+            provider_code: format!("MOVE-{id}"),
+            details: ListingDetails {
+                url: format!("https://example.com/{id}"),
+                price: Some(1_000 + id.0 % 500),
+                currency: Some("EUR".to_owned()),
+                ..ListingDetails::default()
+            },
+            pictures: Vec::new(),
+            status: ListingStatus::Active,
+            history: vec![StatusChange {
+                status: ListingStatus::Active,
+                at,
+            }],
+            brand_id: None,
+            model_id: Some(model),
+            matching: MatchOutcome::Matched { from_title: false },
+            last_seen_at: at,
+            delisted_at: None,
+            reserved_at: None,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+
+    fn merged(context: &JobContext, keeper: ModelId, duplicate: ModelId) -> Merged {
+        context
+            .writer()
+            .run(|turn| merge(turn, context.listings(), &Actor::Cli, keeper, &[duplicate]))
+            .expect("merge")
+            .value
+    }
+
+    /// How many listings the store and the listings index give `model`.
+    fn held_by(context: &JobContext, model: ModelId) -> (usize, usize) {
+        let store = context.store();
+        let stored = store
+            .listings()
+            .all_listings()
+            .filter(|l| l.as_ref().expect("listing").model_id == Some(model))
+            .count();
+        let indexed = listings_of_model::<MergeError>(store, context.listings(), model)
+            .expect("indexed")
+            .len();
+        (stored, indexed)
+    }
+
+    /// Every count kept is the listings' own, the duplicate keeps none (its listings left to
+    /// move count for no model until moved), and the indexes are current.
+    fn assert_whole(context: &JobContext, duplicate: ModelId) {
+        let store = context.store();
+        let (mut made, kept) = counts(store);
+        made.remove(&duplicate);
+        assert_eq!(kept, made, "every count is the listings'");
+        assert_eq!(store.listings().listing_count(duplicate).expect("count"), 0);
+        assert!(
+            crate::jobs::reindex::listings_are_current(store, context.listings()).expect("current")
+        );
+    }
+
+    #[test]
+    fn a_large_merge_moves_its_first_listings_and_the_mover_the_rest_a_write_at_a_time() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        let (keeper, duplicate) = two_of_a_brand(context.store());
+        listings_of(&context, keeper, 3);
+        listings_of(&context, duplicate, LISTINGS);
+
+        let merge = merged(&context, keeper, duplicate);
+        let left = LISTINGS - MOVED_WITH_THE_MERGE;
+        assert_eq!(
+            (merge.moved_listings, merge.left_listings),
+            (LISTINGS, left)
+        );
+        assert_eq!(held_by(&context, duplicate), (left, left));
+        assert_eq!(
+            held_by(&context, keeper),
+            (3 + MOVED_WITH_THE_MERGE, 3 + MOVED_WITH_THE_MERGE)
+        );
+        let duplicates = context.store().duplicates();
+        assert_eq!(
+            duplicates.merged_with_listings_left().expect("left"),
+            [duplicate]
+        );
+        let audit = (context.store().audit().audit_newest_first().next())
+            .expect("an entry")
+            .expect("audit");
+        let said =
+            format!("{LISTINGS} listings ({left} of them by the listing mover, after this write)");
+        assert!(audit.detail.contains(&said), "{:?}", audit.detail);
+        assert_whole(&context, duplicate);
+
+        let report = move_all_left(&context, &|| false).expect("moved");
+        assert_eq!(
+            report,
+            MoveReport {
+                moved: left,
+                writes: 3,
+                left: false
+            }
+        );
+        assert_eq!(held_by(&context, duplicate), (0, 0));
+        assert_eq!(held_by(&context, keeper), (3 + LISTINGS, 3 + LISTINGS));
+        assert!(duplicates
+            .merged_with_listings_left()
+            .expect("left")
+            .is_empty());
+        assert_whole(&context, duplicate);
+        assert_eq!(
+            move_all_left(&context, &|| false).expect("nothing left"),
+            MoveReport {
+                moved: 0,
+                writes: 1,
+                left: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_mover_stopped_between_writes_leaves_the_rest_to_the_next_start() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (keeper, duplicate) = {
+            let context = context(dir.path());
+            let (keeper, duplicate) = two_of_a_brand(context.store());
+            listings_of(&context, duplicate, LISTINGS);
+            merged(&context, keeper, duplicate);
+            let report = move_all_left(&context, &|| true).expect("one write");
+            assert_eq!(
+                report,
+                MoveReport {
+                    moved: MOVED_PER_WRITE,
+                    writes: 1,
+                    left: true
+                }
+            );
+            context.store().flush().expect("flush");
+            (keeper, duplicate)
+        };
+        let context = context(dir.path());
+        let left = LISTINGS - MOVED_WITH_THE_MERGE - MOVED_PER_WRITE;
+        assert_eq!(held_by(&context, duplicate), (left, left));
+        assert_eq!(
+            context
+                .store()
+                .duplicates()
+                .merged_with_listings_left()
+                .expect("left"),
+            [duplicate]
+        );
+        assert_whole(&context, duplicate);
+        let report = move_all_left(&context, &|| false).expect("moved");
+        assert_eq!((report.moved, report.left), (left, false));
+        assert_eq!(held_by(&context, keeper).0, LISTINGS);
+        assert_whole(&context, duplicate);
+    }
+
+    #[test]
+    fn listings_left_follow_their_keeper_into_a_later_merge() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = context(dir.path());
+        let (keeper, duplicate) = two_of_a_brand(context.store());
+        listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
+        merged(&context, keeper, duplicate);
+        assert_eq!(held_by(&context, duplicate).0, 10);
+        // The keeper is merged in turn, into the duplicate's brand's other model: none is left,
+        // so a model of the brand made for it.
+        let last = context
+            .writer()
+            .run(|turn| {
+                let mut batch = turn.batch()?;
+                let mut model = turn.store().catalogue().model(keeper)?.expect("the keeper");
+                model.id = ModelId(batch.allocate_id(RecordKind::Model)?);
+                model.slug = crate::domain::Slug::parse("the-last-keeper").expect("slug");
+                model.reference_number = "LAST-1".to_owned();
+                model.alternate_references.clear();
+                batch.put_model(None, &model);
+                turn.commit(batch).map(|_| model.id)
+            })
+            .expect("a model")
+            .value;
+        let second = merged(&context, last, keeper);
+        assert_eq!(second.moved_listings, MOVED_WITH_THE_MERGE);
+        let report = move_all_left(&context, &|| false).expect("moved");
+        assert_eq!((report.moved, report.left), (10, false));
+        assert_eq!(held_by(&context, last).0, MOVED_WITH_THE_MERGE + 10);
+        assert_whole(&context, keeper);
+        assert_whole(&context, duplicate);
+    }
+}
