@@ -152,9 +152,11 @@ impl Background {
         first_flush: &FirstFlush,
     ) -> anyhow::Result<Background> {
         Jobs::start(app.job_context()).context("starting the job runner")?;
+        // The series folder waits for a job's end, and for the listing mover's: each of the
+        // mover's writes logs the keeper, whose fold reads all its listings (D-224, D-231).
         let a_job_runs = {
             let context = app.job_context().clone();
-            move || context.queue().is_running()
+            move || context.queue().is_running() || context.writer().listing_mover().working()
         };
         let series =
             SeriesFolder::start(app.job_context().clone(), first_flush.waiter(), a_job_runs)

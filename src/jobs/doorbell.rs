@@ -8,6 +8,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub struct Doorbell {
     state: Mutex<Rings>,
     rung: Condvar,
+    /// The thread works on what a ring left it (see [`Doorbell::working`]).
+    working: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +33,16 @@ impl Doorbell {
 
     pub fn stopped(&self) -> bool {
         self.lock().stopped
+    }
+
+    /// Says the thread works now (true) or waits (false): others may wait for it to end (the
+    /// series folder folds nothing while the listing mover moves, D-231).
+    pub fn set_working(&self, working: bool) {
+        (self.working).store(working, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn working(&self) -> bool {
+        self.working.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// How many times it was rung.

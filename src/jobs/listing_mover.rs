@@ -5,7 +5,7 @@
 
 use super::context::JobContext;
 use super::doorbell::RungThread;
-use super::merge::{move_listings_left, MergeError};
+use super::merge::{move_listings_left, read_ahead_of_move, MergeError};
 use super::progress::TestPacing;
 use super::writer::WriteError;
 use std::sync::Arc;
@@ -30,6 +30,9 @@ pub fn move_all_left(
 ) -> Result<MoveReport, WriteError<MergeError>> {
     let mut report = MoveReport::default();
     loop {
+        // Read once before the turn, again (cached) in it: a person's write that waits for the
+        // turn then waits for the write alone, not for the disk.
+        read_ahead_of_move(context.store(), context.listings()).map_err(WriteError::Job)?;
         let moved = context
             .writer()
             .run(|turn| move_listings_left(turn, context.listings()))?
@@ -61,7 +64,10 @@ pub fn start(
             // Counted before the drain: a merge during it wakes the next one.
             let seen = doorbell.rings();
             let started = std::time::Instant::now();
-            match move_all_left(&context, &|| doorbell.stopped()) {
+            doorbell.set_working(true);
+            let drained = move_all_left(&context, &|| doorbell.stopped());
+            doorbell.set_working(false);
+            match drained {
                 Ok(report) if report.writes > 1 || report.moved > 0 => tracing::info!(
                     moved = report.moved,
                     writes = report.writes,
