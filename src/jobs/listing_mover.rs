@@ -321,6 +321,36 @@ mod tests {
     }
 
     #[test]
+    fn a_recount_at_open_counts_the_listings_left_for_no_model() {
+        let dir = tempfile::tempdir().expect("dir");
+        let duplicate = {
+            let context = context(dir.path());
+            let (keeper, duplicate) = two_of_a_brand(context.store());
+            listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
+            merged(&context, keeper, duplicate);
+            // As a write of listings in several commits that died holding its counts.
+            context
+                .writer()
+                .run(|turn| {
+                    let mut batch = turn.batch()?;
+                    batch.hold_listing_counts(true);
+                    turn.commit(batch)
+                })
+                .expect("marked");
+            context.store().flush().expect("flush");
+            duplicate
+        };
+        let context = context(dir.path());
+        assert!(!context
+            .store()
+            .listings()
+            .listing_counts_held()
+            .expect("mark"));
+        assert_eq!(held_by(&context, duplicate).0, 10);
+        assert_whole(&context, duplicate);
+    }
+
+    #[test]
     fn listings_left_follow_their_keeper_into_a_later_merge() {
         let dir = tempfile::tempdir().expect("dir");
         let context = context(dir.path());

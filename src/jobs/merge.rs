@@ -249,14 +249,17 @@ fn check_ids(keeper: ModelId, duplicates: &[ModelId]) -> Result<(), MergeError> 
     Ok(())
 }
 
-/// Reads, outside the write turn, the listings of `duplicates` a merge of them relinks in its
-/// own write, so that its turn finds their records in the OS's cache: on a cold store each is
-/// a disk read, and the 250 took a merge 1.7 s while others waited for the turn (D-231).
+/// Reads, outside the write turn, the listings of `duplicates` a merge of them into `keeper`
+/// relinks in its own write, so that its turn finds their records in the OS's cache: on a cold
+/// store each is a disk read, and the 250 took a merge 1.7 s while others waited for the turn
+/// (D-231). A body [`merge`] refuses before it reads anything is refused here too, unread.
 pub fn read_ahead_of_merge(
     store: &Store,
     index: &ListingIndex,
+    keeper: ModelId,
     duplicates: &[ModelId],
 ) -> Result<(), MergeError> {
+    check_ids(keeper, duplicates)?;
     first_listings_of(store, index, duplicates, MOVED_WITH_THE_MERGE).map(drop)
 }
 

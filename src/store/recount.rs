@@ -90,7 +90,14 @@ impl Tally {
 /// Counts every model's ACTIVE listings and the two listing counters afresh, writes them, and
 /// clears the mark last: a crash during it leaves the mark, and the next open counts again.
 fn recount(db: &sled::Db) -> StoreResult<Recount> {
-    let tally = Tally::of_listings(db)?;
+    let mut tally = Tally::of_listings(db)?;
+    // The listings a merge left to the listing mover count for no model until moved (D-231):
+    // their model is gone.
+    for key in db.scan_prefix(Keyspace::MergedListingsLeft.prefix()).keys() {
+        if let Some(model) = keys::trailing_id(&key?) {
+            tally.active.remove(&ModelId(model));
+        }
+    }
     // Counts of models with no ACTIVE listing left are removed, as a model never counted has none.
     for entry in db.scan_prefix(Keyspace::ModelListingCount.prefix()) {
         let (key, _) = entry?;

@@ -220,6 +220,11 @@ async fn a_merge_moves_everything_to_the_keeper_and_its_old_path_redirects() {
             "twice",
         ),
         (
+            json!({"keeperId": keeper, "duplicateIds": (1..=101).map(|id| id.to_string()).collect::<Vec<_>>()}),
+            400,
+            "not 101",
+        ),
+        (
             json!({"keeperId": keeper, "duplicateIds": [tudor]}),
             400,
             "brand",

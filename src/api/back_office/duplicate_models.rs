@@ -145,7 +145,7 @@ pub async fn merge(
         .map(|id| model_id(id))
         .collect::<ApiResult<Vec<_>>>()?;
     work.run(move |app| {
-        merge::read_ahead_of_merge(app.store(), app.listings(), &duplicates)?;
+        merge::read_ahead_of_merge(app.store(), app.listings(), keeper, &duplicates)?;
         let merged = write(app, |turn| {
             merge::merge(turn, app.listings(), &actor, keeper, &duplicates)
         })?;
