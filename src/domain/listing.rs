@@ -380,6 +380,42 @@ impl Listing {
     }
 }
 
+/// For tests: an ACTIVE listing of provider 1 matched to `model` since `at`, asking `price`
+/// in `currency`.
+#[cfg(test)]
+pub(crate) fn matched_listing(
+    id: ListingId,
+    model: ModelId,
+    (price, currency): (Option<u64>, &str),
+    at: Timestamp,
+) -> Listing {
+    Listing {
+        id,
+        provider_id: ProviderId(1),
+        provider_code: format!("TEST-{id}"),
+        details: ListingDetails {
+            url: format!("https://example.com/{id}"),
+            price,
+            currency: Some(currency.to_owned()),
+            ..ListingDetails::default()
+        },
+        pictures: Vec::new(),
+        status: ListingStatus::Active,
+        history: vec![StatusChange {
+            status: ListingStatus::Active,
+            at,
+        }],
+        brand_id: None,
+        model_id: Some(model),
+        matching: MatchOutcome::Matched { from_title: false },
+        last_seen_at: at,
+        delisted_at: None,
+        reserved_at: None,
+        created_at: at,
+        updated_at: at,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,6 +32,8 @@ pub use ids::{
 };
 pub use jobs::{JobKind, JobProgress, JobRecord, JobState};
 pub use json_keys::repeated_key;
+#[cfg(test)]
+pub(crate) use listing::matched_listing;
 pub use listing::{
     Availability, BoxPapers, Condition, Listing, ListingDetails, ListingPicture, ListingStatus,
     Match, MatchOutcome, StatusChange,

@@ -91,10 +91,7 @@ pub fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{
-        Listing, ListingDetails, ListingId, ListingStatus, MatchOutcome, ModelId, ProviderId,
-        StatusChange, Timestamp,
-    };
+    use crate::domain::{matched_listing, ListingId, ModelId, Timestamp};
     use crate::jobs::listing_writes::{counts, ListingWrites};
     use crate::jobs::merge::{merge, Merged, MOVED_PER_WRITE, MOVED_WITH_THE_MERGE};
     use crate::jobs::reindex::listings_of_model;
@@ -154,39 +151,12 @@ mod tests {
                 let mut writes = ListingWrites::in_one_commit(turn, turn.batch()?)?;
                 for _ in 0..n {
                     let id = writes.batch().allocate_id(RecordKind::Listing)?;
-                    writes.put(None, listing(ListingId(id), model, at));
+                    let price = (Some(1_000 + id % 500), "EUR");
+                    writes.put(None, matched_listing(ListingId(id), model, price, at));
                 }
                 writes.commit().map(|_| ())
             })
             .expect("listings");
-    }
-
-    fn listing(id: ListingId, model: ModelId, at: Timestamp) -> Listing {
-        Listing {
-            id,
-            provider_id: ProviderId(1),
-            provider_code: format!("MOVE-{id}"),
-            details: ListingDetails {
-                url: format!("https://example.com/{id}"),
-                price: Some(1_000 + id.0 % 500),
-                currency: Some("EUR".to_owned()),
-                ..ListingDetails::default()
-            },
-            pictures: Vec::new(),
-            status: ListingStatus::Active,
-            history: vec![StatusChange {
-                status: ListingStatus::Active,
-                at,
-            }],
-            brand_id: None,
-            model_id: Some(model),
-            matching: MatchOutcome::Matched { from_title: false },
-            last_seen_at: at,
-            delisted_at: None,
-            reserved_at: None,
-            created_at: at,
-            updated_at: at,
-        }
     }
 
     fn merged(context: &JobContext, keeper: ModelId, duplicate: ModelId) -> Merged {

@@ -11,8 +11,8 @@ use crate::domain::price_series::{
 };
 use crate::domain::rates::{parse_ecb_xml, EcbRates};
 use crate::domain::{
-    price_figures, Listing, ListingDetails, ListingId, ListingStatus, MatchOutcome, ModelId,
-    ProviderId, StatusChange, Timestamp,
+    matched_listing, price_figures, Listing, ListingId, ListingStatus, MatchOutcome, ModelId,
+    Timestamp,
 };
 use crate::jobs::context::JobContext;
 use crate::jobs::price_series::model_series;
@@ -96,31 +96,7 @@ fn created(
     let written = context.writer().run(|turn| {
         let mut batch = turn.batch()?;
         let id = batch.allocate_id(RecordKind::Listing)?;
-        let listing = Listing {
-            id: ListingId(id),
-            provider_id: ProviderId(1),
-            provider_code: format!("SERIES-{id}"),
-            details: ListingDetails {
-                url: format!("https://example.com/{id}"),
-                price: asking.0,
-                currency: Some(asking.1.to_owned()),
-                ..ListingDetails::default()
-            },
-            pictures: Vec::new(),
-            status: ListingStatus::Active,
-            history: vec![StatusChange {
-                status: ListingStatus::Active,
-                at,
-            }],
-            brand_id: None,
-            model_id: Some(model),
-            matching: MatchOutcome::Matched { from_title: false },
-            last_seen_at: at,
-            delisted_at: None,
-            reserved_at: None,
-            created_at: at,
-            updated_at: at,
-        };
+        let listing = matched_listing(ListingId(id), model, asking, at);
         batch.put_listing(None, &listing);
         turn.commit(batch)?;
         Ok::<_, StoreError>(listing)
