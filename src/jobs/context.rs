@@ -122,6 +122,19 @@ impl JobContext {
     }
 }
 
+/// For tests: a context over the store in `dir`, the bundled fixtures imported when the store
+/// is new (an existing one is opened as a restart would), and indexes in memory, current.
+#[cfg(test)]
+pub(crate) fn fixture_context(dir: &std::path::Path) -> JobContext {
+    let fresh = !dir.join("store").exists();
+    let context = test_context(dir);
+    if fresh {
+        crate::jobs::import::fixtures::import_fixtures(&context.store().write_turn(), dir);
+    }
+    context.writer().catch_up().expect("catch up");
+    context
+}
+
 /// For tests: a context over a new store in `dir` and indexes in memory.
 #[cfg(test)]
 pub(crate) fn test_context(dir: &std::path::Path) -> JobContext {

@@ -92,37 +92,15 @@ pub fn start(
 mod tests {
     use super::*;
     use crate::domain::{matched_listing, ListingId, ModelId, Timestamp};
+    use crate::jobs::context::fixture_context;
     use crate::jobs::listing_writes::{counts, ListingWrites};
     use crate::jobs::merge::{merge, Merged, MOVED_PER_WRITE, MOVED_WITH_THE_MERGE};
     use crate::jobs::reindex::listings_of_model;
     use crate::jobs::users::Actor;
-    use crate::jobs::writer::Writer;
     use crate::store::{RecordKind, Store};
-    use catalogue_index::{CatalogueIndex, ListingIndex};
 
     /// The duplicate's listings: two writes of the mover and part of a third after the merge's.
     const LISTINGS: usize = MOVED_WITH_THE_MERGE + 2 * MOVED_PER_WRITE + 17;
-
-    /// The fixtures' catalogue, indexes current, on the store in `dir` (opened again by a
-    /// second call, as a restart would).
-    fn context(dir: &std::path::Path) -> JobContext {
-        let fresh = !dir.join("store").exists();
-        let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
-        if fresh {
-            crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
-        }
-        let writer = Writer::new(
-            store,
-            Arc::new(CatalogueIndex::in_memory().expect("index")),
-            Arc::new(ListingIndex::in_memory().expect("index")),
-        );
-        writer.catch_up().expect("catch up");
-        JobContext::new(
-            writer,
-            crate::media::MediaStore::new(dir.join("media")),
-            dir.join("spool"),
-        )
-    }
 
     /// Two models of one brand: the keeper and its duplicate.
     fn two_of_a_brand(store: &Store) -> (ModelId, ModelId) {
@@ -197,7 +175,7 @@ mod tests {
     #[test]
     fn a_large_merge_moves_its_first_listings_and_the_mover_the_rest_a_write_at_a_time() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = context(dir.path());
+        let context = fixture_context(dir.path());
         let (keeper, duplicate) = two_of_a_brand(context.store());
         listings_of(&context, keeper, 3);
         listings_of(&context, duplicate, LISTINGS);
@@ -256,7 +234,7 @@ mod tests {
     fn a_mover_stopped_between_writes_leaves_the_rest_to_the_next_start() {
         let dir = tempfile::tempdir().expect("dir");
         let (keeper, duplicate) = {
-            let context = context(dir.path());
+            let context = fixture_context(dir.path());
             let (keeper, duplicate) = two_of_a_brand(context.store());
             listings_of(&context, duplicate, LISTINGS);
             merged(&context, keeper, duplicate);
@@ -272,7 +250,7 @@ mod tests {
             context.store().flush().expect("flush");
             (keeper, duplicate)
         };
-        let context = context(dir.path());
+        let context = fixture_context(dir.path());
         let left = LISTINGS - MOVED_WITH_THE_MERGE - MOVED_PER_WRITE;
         assert_eq!(held_by(&context, duplicate), (left, left));
         assert_eq!(
@@ -294,7 +272,7 @@ mod tests {
     fn a_recount_at_open_counts_the_listings_left_for_no_model() {
         let dir = tempfile::tempdir().expect("dir");
         let duplicate = {
-            let context = context(dir.path());
+            let context = fixture_context(dir.path());
             let (keeper, duplicate) = two_of_a_brand(context.store());
             listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
             merged(&context, keeper, duplicate);
@@ -310,7 +288,7 @@ mod tests {
             context.store().flush().expect("flush");
             duplicate
         };
-        let context = context(dir.path());
+        let context = fixture_context(dir.path());
         assert!(!context
             .store()
             .listings()
@@ -323,7 +301,7 @@ mod tests {
     #[test]
     fn listings_left_follow_their_keeper_into_a_later_merge() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = context(dir.path());
+        let context = fixture_context(dir.path());
         let (keeper, duplicate) = two_of_a_brand(context.store());
         listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
         merged(&context, keeper, duplicate);

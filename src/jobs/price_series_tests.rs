@@ -16,9 +16,7 @@ use crate::domain::{
 };
 use crate::jobs::context::JobContext;
 use crate::jobs::price_series::model_series;
-use crate::jobs::writer::Writer;
 use crate::store::{RecordKind, Store, StoreError};
-use catalogue_index::{CatalogueIndex, ListingIndex};
 use proptest::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -29,19 +27,7 @@ const HOUR: i64 = 3_600_000;
 /// The fixtures' catalogue and rates, with three more days of rates around theirs (9 May 2025)
 /// weeks apart, no listing, indexes current.
 fn context(dir: &std::path::Path) -> JobContext {
-    let store = Store::open(&dir.join("store"), 1 << 22).expect("store");
-    crate::jobs::import::fixtures::import_fixtures(&store.write_turn(), dir);
-    let writer = Writer::new(
-        store,
-        Arc::new(CatalogueIndex::in_memory().expect("index")),
-        Arc::new(ListingIndex::in_memory().expect("index")),
-    );
-    writer.catch_up().expect("catch up");
-    let context = JobContext::new(
-        writer,
-        crate::media::MediaStore::new(dir.join("media")),
-        dir.join("spool"),
-    );
+    let context = crate::jobs::context::fixture_context(dir);
     let fixture = parse_ecb_xml(include_str!("../../fixtures/rates.xml")).expect("rates");
     let days = [
         ("2025-04-02", "1.0801"),
