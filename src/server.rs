@@ -90,6 +90,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             })
         }
     });
+    read_indexes_ahead(&config.data_dir);
     let listener = socket
         .listen(LISTEN_BACKLOG)
         .with_context(|| format!("listening on {}", config.addr))?;
@@ -127,6 +128,45 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     app.store().flush()?;
     tracing::info!("stopped; store flushed");
     Ok(())
+}
+
+/// Reads both search indexes' files once, in order, on a thread of their own below the
+/// requests' priority, as the server starts, so that the OS has them cached: the 1.1 GB of the
+/// scale run's indexes take about a second, where the first requests after a cold start read
+/// them a page at a time (a first text search of the groups of unmatched listings took
+/// 262-419 ms, 107-131 ms with them read ahead, D-232). The store is left to sled: 19 GB
+/// there, most of it never read by a request. A folder that is not there reads nothing.
+fn read_indexes_ahead(data_dir: &DataDir) {
+    let folders = [data_dir.index(), data_dir.listings_index()];
+    let spawned = std::thread::Builder::new()
+        .name("index-read-ahead".to_owned())
+        .spawn(move || {
+            crate::jobs::priority::lower_this_thread("index read-ahead");
+            let started = std::time::Instant::now();
+            let bytes: u64 = folders.iter().map(|folder| read_folder(folder)).sum();
+            tracing::info!(bytes, took = ?started.elapsed(), "search indexes read ahead");
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "starting the indexes' read-ahead");
+    }
+}
+
+/// Reads every file of `folder` to its end; the bytes read.
+fn read_folder(folder: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return 0;
+    };
+    let mut buffer = vec![0; 1 << 20];
+    let mut bytes = 0;
+    for mut file in entries
+        .flatten()
+        .filter_map(|e| std::fs::File::open(e.path()).ok())
+    {
+        while let Ok(read @ 1..) = std::io::Read::read(&mut file, &mut buffer) {
+            bytes += read as u64;
+        }
+    }
+    bytes
 }
 
 /// What runs beside the requests: the job queue's runner, the series folder, the listing
@@ -329,5 +369,14 @@ mod tests {
         let first_flush = FirstFlush::start(&app);
         (first_flush.waiter())();
         assert!(app.store().opened_at().expect("read").is_some());
+    }
+
+    #[test]
+    fn the_read_ahead_reads_every_file_of_a_folder_to_its_end() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("a"), vec![7u8; 3 << 20 | 5]).expect("a");
+        std::fs::write(dir.path().join("b"), b"ten bytes!").expect("b");
+        assert_eq!(read_folder(dir.path()), (3 << 20 | 5) + 10);
+        assert_eq!(read_folder(&dir.path().join("none")), 0);
     }
 }

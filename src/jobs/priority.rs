@@ -22,8 +22,9 @@ pub fn at_lower_priority<T: Send>(name: &'static str, work: impl FnOnce() -> T +
     }
 }
 
-/// Linux keeps a nice value per thread: this lowers only the calling thread.
-fn lower_this_thread(name: &str) {
+/// Lowers the calling thread alone to [`LOWER_NICE`] below the process, for good: for a
+/// thread of its own that does nothing else (Linux keeps a nice value per thread).
+pub fn lower_this_thread(name: &str) {
     #[cfg(target_os = "linux")]
     if let Err(error) = rustix::process::nice(LOWER_NICE) {
         tracing::debug!(%error, name, "a thread keeps its priority");

@@ -250,3 +250,22 @@ fn serve_makes_the_stores_first_flush_as_it_opens_it() {
     serve.stop();
     assert!(opened_at(data.path()) > first, "the second start recorded");
 }
+
+/// `serve` reads both search indexes once as its port opens, so that a cold start's first
+/// requests find them in the OS's cache (D-232).
+#[test]
+fn serve_reads_its_search_indexes_ahead_as_it_opens() {
+    let data = new_data_dir();
+    let mut serve = ServeProcess::start(data.path());
+    let line = serve
+        .wait_for_log("search indexes read ahead")
+        .unwrap_or_else(|| panic!("no read-ahead:\n{}", serve.log));
+    let bytes: u64 = line
+        .split("bytes=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no byte count in {line}"));
+    assert!(bytes > 100_000, "the fixtures' indexes are read: {line}");
+    serve.stop();
+}
