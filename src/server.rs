@@ -158,10 +158,12 @@ fn read_folder(folder: &std::path::Path) -> u64 {
     };
     let mut buffer = vec![0; 1 << 20];
     let mut bytes = 0;
-    for mut file in entries
+    // Regular files alone: a link or a device there (never an index's) could be endless.
+    let files = entries
         .flatten()
-        .filter_map(|e| std::fs::File::open(e.path()).ok())
-    {
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| std::fs::File::open(e.path()).ok());
+    for mut file in files {
         while let Ok(read @ 1..) = std::io::Read::read(&mut file, &mut buffer) {
             bytes += read as u64;
         }
@@ -372,10 +374,13 @@ mod tests {
     }
 
     #[test]
-    fn the_read_ahead_reads_every_file_of_a_folder_to_its_end() {
+    fn the_read_ahead_reads_every_regular_file_of_a_folder_to_its_end_and_nothing_else() {
         let dir = tempfile::tempdir().expect("dir");
         std::fs::write(dir.path().join("a"), vec![7u8; 3 << 20 | 5]).expect("a");
         std::fs::write(dir.path().join("b"), b"ten bytes!").expect("b");
+        std::fs::create_dir(dir.path().join("c")).expect("c");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).expect("link");
         assert_eq!(read_folder(dir.path()), (3 << 20 | 5) + 10);
         assert_eq!(read_folder(&dir.path().join("none")), 0);
     }
