@@ -131,10 +131,10 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 }
 
 /// Reads both search indexes' files once, in order, on a thread of their own below the
-/// requests' priority, as the server starts, so that the OS has them cached: the 1.1 GB of the
+/// requests' priority, as the port opens, so that the OS has them cached: the 1.1 GB of the
 /// scale run's indexes take about a second, where the first requests after a cold start read
 /// them a page at a time (a first text search of the groups of unmatched listings took
-/// 262-419 ms, 107-131 ms with them read ahead, D-232). The store is left to sled: 19 GB
+/// 287-381 ms, 144-220 ms with them read ahead, D-232). The store is left to sled: 19 GB
 /// there, most of it never read by a request. A folder that is not there reads nothing.
 fn read_indexes_ahead(data_dir: &DataDir) {
     let folders = [data_dir.index(), data_dir.listings_index()];
