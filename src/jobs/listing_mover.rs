@@ -1,7 +1,9 @@
 //! The listing mover (D-231): relinks the listings a large merge left to the model their
-//! duplicate was merged into, [`MOVED_PER_WRITE`](super::merge::MOVED_PER_WRITE) a write, each
-//! write a person's turn of the writer's (between two chunks of a job, as an admin's write). `serve` runs it on a thread of
-//! its own, at start (listings a stopped process left) and after each write that leaves some.
+//! duplicate was merged into, [`MOVED_PER_WRITE`](super::merge::MOVED_PER_WRITE) a write. Each
+//! write is a background turn of the writer's: it takes its turn in order among the writes of
+//! people, but a running job never passes its turn for it (it writes when the job passes for a
+//! person, or after the job), so it adds no pass to a job's chunks. `serve` runs it on a thread
+//! of its own, at start (listings a stopped process left) and after each write that leaves some.
 
 use super::context::JobContext;
 use super::doorbell::RungThread;
@@ -35,7 +37,7 @@ pub fn move_all_left(
         read_ahead_of_move(context.store(), context.listings()).map_err(WriteError::Job)?;
         let moved = context
             .writer()
-            .run(|turn| move_listings_left(turn, context.listings()))?
+            .run_in_background(|turn| move_listings_left(turn, context.listings()))?
             .value;
         report.moved += moved.moved;
         report.writes += 1;
@@ -296,6 +298,41 @@ mod tests {
             .expect("mark"));
         assert_eq!(held_by(&context, duplicate).0, 10);
         assert_whole(&context, duplicate);
+    }
+
+    /// A job asks the turn's queue between two chunks whether someone waits; the mover does
+    /// not count, so a job never passes its turn for it (it writes when the job passes for a
+    /// person, or after the job).
+    #[test]
+    fn the_mover_never_makes_a_job_pass_its_turn() {
+        let dir = tempfile::tempdir().expect("dir");
+        let context = fixture_context(dir.path());
+        let (keeper, duplicate) = two_of_a_brand(context.store());
+        listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
+        merged(&context, keeper, duplicate);
+        let store = context.store().clone();
+        let left = || {
+            store
+                .duplicates()
+                .merged_with_listings_left()
+                .expect("left")
+        };
+        let job = store.write_turn();
+        std::thread::scope(|scope| {
+            let mover = scope.spawn(|| move_all_left(&context, &|| false).expect("moved"));
+            for _ in 0..30 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                assert!(job.let_waiting_write().is_none(), "the job passed its turn");
+            }
+            assert_eq!(
+                left(),
+                [duplicate],
+                "the mover wrote while the job held the turn"
+            );
+            drop(job);
+            assert_eq!(mover.join().expect("mover").moved, 10);
+        });
+        assert!(left().is_empty());
     }
 
     #[test]

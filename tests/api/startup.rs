@@ -258,7 +258,7 @@ fn serve_reads_its_search_indexes_ahead_as_it_opens() {
     let data = new_data_dir();
     let mut serve = ServeProcess::start(data.path());
     let line = serve
-        .wait_for_log("search indexes read ahead")
+        .line_holding("search indexes read ahead")
         .unwrap_or_else(|| panic!("no read-ahead:\n{}", serve.log));
     let bytes: u64 = line
         .split("bytes=")

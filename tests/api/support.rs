@@ -637,6 +637,14 @@ impl ServeProcess {
         self.log.contains(needle) || self.wait_for_log(needle).is_some()
     }
 
+    /// The first line of the log holding `needle`, logged already or waited for (30 s at most).
+    pub fn line_holding(&mut self, needle: &str) -> Option<String> {
+        match self.log.lines().find(|line| line.contains(needle)) {
+            Some(line) => Some(line.to_owned()),
+            None => self.wait_for_log(needle),
+        }
+    }
+
     /// Waits (30 s at most) for a line of the log holding `needle`, which it returns.
     pub fn wait_for_log(&mut self, needle: &str) -> Option<String> {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
