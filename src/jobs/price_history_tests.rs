@@ -33,6 +33,9 @@ fn line(code: &str, price: u64) -> String {
 
 /// Ingests a chrono24 snapshot of `lines`; the listings it leaves out are delisted.
 fn revisit(store: &Store, lines: &[String]) {
+    // A price change is keyed by its millisecond: two revisits within one would be one change
+    // (a crawl's snapshots are hours apart; these, a few milliseconds in a fast run).
+    std::thread::sleep(std::time::Duration::from_millis(2));
     let rules = SnapshotRules {
         mass_delist_allowed_by: Some(Actor::Cli),
         ..SnapshotRules::default()
