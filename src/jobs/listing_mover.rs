@@ -139,6 +139,16 @@ mod tests {
             .expect("listings");
     }
 
+    /// The fixtures' store in `dir`, a duplicate of 260 listings merged into its keeper: ten
+    /// left to the mover. The context, the keeper and the duplicate.
+    fn ten_left(dir: &std::path::Path) -> (JobContext, ModelId, ModelId) {
+        let context = fixture_context(dir);
+        let (keeper, duplicate) = two_of_a_brand(context.store());
+        listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
+        merged(&context, keeper, duplicate);
+        (context, keeper, duplicate)
+    }
+
     fn merged(context: &JobContext, keeper: ModelId, duplicate: ModelId) -> Merged {
         context
             .writer()
@@ -274,10 +284,7 @@ mod tests {
     fn a_recount_at_open_counts_the_listings_left_for_no_model() {
         let dir = tempfile::tempdir().expect("dir");
         let duplicate = {
-            let context = fixture_context(dir.path());
-            let (keeper, duplicate) = two_of_a_brand(context.store());
-            listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
-            merged(&context, keeper, duplicate);
+            let (context, _, duplicate) = ten_left(dir.path());
             // As a write of listings in several commits that died holding its counts.
             context
                 .writer()
@@ -306,10 +313,7 @@ mod tests {
     #[test]
     fn the_mover_never_makes_a_job_pass_its_turn() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = fixture_context(dir.path());
-        let (keeper, duplicate) = two_of_a_brand(context.store());
-        listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
-        merged(&context, keeper, duplicate);
+        let (context, _, duplicate) = ten_left(dir.path());
         let store = context.store().clone();
         let left = || {
             store
@@ -338,10 +342,7 @@ mod tests {
     #[test]
     fn listings_left_follow_their_keeper_into_a_later_merge() {
         let dir = tempfile::tempdir().expect("dir");
-        let context = fixture_context(dir.path());
-        let (keeper, duplicate) = two_of_a_brand(context.store());
-        listings_of(&context, duplicate, MOVED_WITH_THE_MERGE + 10);
-        merged(&context, keeper, duplicate);
+        let (context, keeper, duplicate) = ten_left(dir.path());
         assert_eq!(held_by(&context, duplicate).0, 10);
         // The keeper is merged in turn, into the duplicate's brand's other model: none is left,
         // so a model of the brand made for it.
