@@ -129,7 +129,7 @@ pub fn merge(
         result.moved_listings += first.indexed;
         if first.more {
             result.left_listings += first.indexed - first.listings.len();
-            batch.set_listings_left(*duplicate, true);
+            batch.leave_listings_to_the_mover(*duplicate);
         }
     }
     batch.put_model(Some(&original), &kept);
@@ -263,10 +263,15 @@ pub fn read_ahead_of_merge(
     first_listings_of(store, index, duplicates, MOVED_WITH_THE_MERGE).map(drop)
 }
 
-/// [`read_ahead_of_merge`] for the listing mover's next write.
-pub fn read_ahead_of_move(store: &Store, index: &ListingIndex) -> Result<(), MergeError> {
+/// [`read_ahead_of_merge`] for the listing mover's next write; whether any listings are left
+/// to move (none: the mover need not take the turn).
+pub fn read_ahead_of_move(store: &Store, index: &ListingIndex) -> Result<bool, MergeError> {
     let merged = store.duplicates().merged_with_listings_left()?;
-    first_listings_of(store, index, &merged, MOVED_PER_WRITE).map(drop)
+    if merged.is_empty() {
+        return Ok(false);
+    }
+    first_listings_of(store, index, &merged, MOVED_PER_WRITE)?;
+    Ok(true)
 }
 
 /// The first listings of each of `models` (matched or linked, whatever their status), `limit`

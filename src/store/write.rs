@@ -614,12 +614,19 @@ impl WriteBatch<'_> {
         self.price_series_touched.extend([old.id, keeper]);
     }
 
-    /// Leaves listings of `merged`, a model this batch or an earlier one merged away, for the
-    /// listing mover; `false` says none are left (the key goes). Counts are not kept for it.
+    /// Leaves listings of `merged`, a model this batch merges away, to the listing mover, which
+    /// the writer wakes after the commit.
+    pub fn leave_listings_to_the_mover(&mut self, merged: ModelId) {
+        self.set_listings_left(merged, true);
+        self.changes.listings_left = true;
+    }
+
+    /// Says whether listings of `merged`, a model an earlier batch merged away, are still left
+    /// (`false`: the key goes); the mover's own writes, which wake no one: it goes on while
+    /// any are left. Counts are not kept for the merged model.
     pub fn set_listings_left(&mut self, merged: ModelId, left: bool) {
         self.removed_models.insert(merged);
         let key = Keyspace::MergedListingsLeft.id_key(merged.0);
-        self.changes.listings_left |= left;
         match left {
             true => self.put(key, []),
             false => self.remove(key),
