@@ -228,7 +228,8 @@ impl Writer {
         &self,
         job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
     ) -> Result<Written<T>, WriteError<E>> {
-        self.run_in(self.store.write_turn(), job)
+        let asked = Instant::now();
+        self.run_in(self.store.write_turn(), asked, job)
     }
 
     /// [`Writer::run`] for background work no one waits for (the image worker's): a long job
@@ -237,14 +238,17 @@ impl Writer {
         &self,
         job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
     ) -> Result<Written<T>, WriteError<E>> {
-        self.run_in(self.store.background_write_turn(), job)
+        let asked = Instant::now();
+        self.run_in(self.store.background_write_turn(), asked, job)
     }
 
     fn run_in<T, E: std::error::Error + 'static>(
         &self,
         mut turn: WriteTurn<'_>,
+        asked: Instant,
         job: impl FnOnce(&WriteTurn<'_>) -> Result<T, E>,
     ) -> Result<Written<T>, WriteError<E>> {
+        let waited = asked.elapsed();
         let parts = Arc::new(Parts::begin(self).map_err(WriteError::Index)?);
         if let Some(load) = &parts.load {
             turn.set_listing_sink(load.clone());
@@ -257,6 +261,9 @@ impl Writer {
         // duplicate pairs only after a job that succeeded.
         let indexed = parts.bring_up(&turn, &turn.changes(), outcome.is_ok());
         let index_took = started.elapsed() - write_took;
+        // Where a slow write's time went: waiting for the turn, its own reads and commits, or
+        // the indexes and duplicate pairs after them.
+        tracing::debug!(?waited, ?write_took, ?index_took, "write turn ended");
         match (outcome, indexed) {
             (Ok(value), Ok(indexed)) => Ok(Written {
                 value,
