@@ -125,7 +125,27 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: nothing_to_rewrite,
     },
+    Step {
+        from: 14,
+        to: 15,
+        summary: "the groups of unmatched listings are walked by provider and by reason through their provider-and-reason orders (their own order keys dropped)",
+        safe_at_startup: true,
+        run: drop_merged_group_orders,
+    },
 ];
+
+/// Step 14 -> 15: removes the order keys of the groups of unmatched listings by provider alone
+/// and by reason alone, [`PICTURE_BATCH`] a batch: those orders are now read as merges of the
+/// provider-and-reason orders (D-233), and their counts stay. Idempotent: a re-run removes what
+/// is left. Returns the keys removed.
+fn drop_merged_group_orders(db: &sled::Db) -> StoreResult<u64> {
+    let mut removed = 0;
+    for order in super::unmatched::MERGED_ORDER_TAGS {
+        removed +=
+            super::clear_prefix(db, &[Keyspace::UnmatchedOrder as u8, order], PICTURE_BATCH)?;
+    }
+    Ok(removed)
+}
 
 /// Step 13 -> 14: the listing mover's keys are new, and a store of 13 has none: the step only
 /// marks the store, so that a binary of 13 refuses one a merge left listings in. Returns 0.

@@ -76,7 +76,7 @@ use std::sync::{Arc, Mutex};
 ///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-209).
 /// 14: a merge may leave its duplicates' listings for the listing mover
 ///    (`MergedListingsLeft`, D-231): a binary of 13 would never move them.
-pub const SCHEMA_VERSION: u64 = 14;
+pub const SCHEMA_VERSION: u64 = 15;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]
@@ -135,10 +135,16 @@ enum Applied {
 /// Removes every key of `space`, `per_batch` keys a sled batch (a step or a rebuild that
 /// drops a keyspace); the keys removed.
 fn clear_keyspace(db: &sled::Db, space: Keyspace, per_batch: usize) -> StoreResult<u64> {
+    clear_prefix(db, &space.prefix(), per_batch)
+}
+
+/// Removes every key that starts with `prefix`, `per_batch` keys a sled batch; the keys
+/// removed.
+fn clear_prefix(db: &sled::Db, prefix: &[u8], per_batch: usize) -> StoreResult<u64> {
     let mut removed = 0;
     loop {
         let keys = db
-            .scan_prefix(space.prefix())
+            .scan_prefix(prefix)
             .keys()
             .take(per_batch)
             .collect::<Result<Vec<_>, _>>()?;

@@ -3,8 +3,9 @@
 //! small record (its [`GroupTally`] but for the prices), a key per member listing (valued with
 //! its title, so a page's example titles are one range read: D-203) and a key per price, so a
 //! write costs what it moves, whatever the group's size (D-177); keys order the
-//! groups largest first, alone or by brand, provider, reason or provider and reason, and find
-//! them by the start of their reference or brand text. A page of groups reads its page (records,
+//! groups largest first, alone or by brand or by provider and reason (by provider alone or by
+//! reason alone, those merged: D-233), and find them by the start of their reference or brand
+//! text. A page of groups reads its page (records,
 //! newest members, price bounds), never the unmatched listings.
 //! Keyspaces: `UnmatchedGroup`, `UnmatchedMember`, `UnmatchedPrice`, `UnmatchedOrder`,
 //! `UnmatchedCount`, `UnmatchedText`.
@@ -13,7 +14,9 @@ use super::codec::{decode, decode_u64, encode, encode_u64};
 use super::keys::Keyspace;
 use super::write::Operation;
 use super::{Store, StoreResult};
-use crate::domain::{BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, ListingId, ProviderId};
+use crate::domain::{
+    BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, ListingId, MatchOutcome, ProviderId,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -119,8 +122,30 @@ impl GroupOrder {
         key
     }
 
-    /// The orders a group with `tally` is in.
-    fn of(tally: &GroupTally) -> Vec<GroupOrder> {
+    /// Whether the order has keys of its own. A `Provider` or `Reason` order is walked as
+    /// the merge of the `ProviderReason` orders it is the union of (every kept group has a
+    /// reason): two keys fewer per group, and a group is most of an ingest's keys (D-233).
+    fn is_keyed(self) -> bool {
+        !matches!(self, GroupOrder::Provider(_) | GroupOrder::Reason(_))
+    }
+
+    /// The keyed orders whose union this order is: itself when keyed.
+    fn keyed_parts(self, db: &sled::Db) -> StoreResult<Vec<GroupOrder>> {
+        Ok(match self {
+            GroupOrder::Provider(provider) => (MatchOutcome::REASONS.iter())
+                .filter_map(|reason| reason.reason_code())
+                .map(|code| GroupOrder::ProviderReason(provider, code))
+                .collect(),
+            GroupOrder::Reason(code) => providers_with_reason(db, code)?
+                .into_iter()
+                .map(|provider| GroupOrder::ProviderReason(provider, code))
+                .collect(),
+            keyed => vec![keyed],
+        })
+    }
+
+    /// The orders a group with `tally` is in (and counted in).
+    pub(crate) fn of(tally: &GroupTally) -> Vec<GroupOrder> {
         let mut orders = vec![GroupOrder::All];
         orders.extend(tally.brand().map(GroupOrder::Brand));
         orders.extend(tally.providers.keys().map(|p| GroupOrder::Provider(*p)));
@@ -156,6 +181,106 @@ fn order_key(order: GroupOrder, listings: u64, group: GroupKey) -> Vec<u8> {
     key.extend_from_slice(&(u64::MAX - listings).to_be_bytes());
     key.extend_from_slice(&group.0.to_be_bytes());
     key
+}
+
+/// The tag bytes of the `Provider` and `Reason` orders ([`GroupOrder::prefix`]), whose keys
+/// stores of schema 14 and before hold and step 14 -> 15 removes.
+pub(super) const MERGED_ORDER_TAGS: [u8; 2] = [2, 3];
+
+/// The bytes every order key starts with: keyspace, tag, value.
+const ORDER_PREFIX_BYTES: usize = 10;
+
+/// The providers with a group of reason `code`, from the counts of the `ProviderReason`
+/// orders (a count is removed with the order's last group).
+fn providers_with_reason(db: &sled::Db, code: u64) -> StoreResult<Vec<ProviderId>> {
+    let tag = GroupOrder::ProviderReason(ProviderId(0), 0).count_key();
+    let mut providers = Vec::new();
+    for key in db.scan_prefix(&tag[..2]).keys() {
+        let key = key?;
+        let value = trailing_group(&key).ok_or_else(|| corrupt(&key, "an order count key"))?;
+        if value.0 & 0xf == code {
+            providers.push(ProviderId(value.0 >> 4));
+        }
+    }
+    Ok(providers)
+}
+
+/// Orders walked as one: their keys merged largest first (then by id), each group once, as a
+/// group with listings of two providers is in the order of each.
+struct MergedOrders {
+    /// Each order's walk with its next key, while it has one.
+    walks: Vec<(sled::Iter, sled::IVec)>,
+    last: Option<sled::IVec>,
+    /// A failure met while starting the walks, answered first.
+    failed: Option<super::StoreError>,
+}
+
+impl MergedOrders {
+    fn of(db: &sled::Db, order: GroupOrder) -> MergedOrders {
+        let mut merged = MergedOrders {
+            walks: Vec::new(),
+            last: None,
+            failed: None,
+        };
+        match order.keyed_parts(db) {
+            Ok(parts) => {
+                for part in parts {
+                    if let Err(error) = merged.start(db.scan_prefix(part.prefix())) {
+                        merged.failed = Some(error);
+                    }
+                }
+            }
+            Err(error) => merged.failed = Some(error),
+        }
+        merged
+    }
+
+    /// Keeps `walk` with its first key, unless it has none.
+    fn start(&mut self, mut walk: sled::Iter) -> StoreResult<()> {
+        if let Some(entry) = walk.next() {
+            self.walks.push((walk, entry?.0));
+        }
+        Ok(())
+    }
+
+    /// The next key of every walk, the smallest taken and its walk moved on.
+    fn take_smallest(&mut self) -> Option<StoreResult<sled::IVec>> {
+        let at = (0..self.walks.len())
+            .min_by(|&a, &b| order_suffix(&self.walks[a].1).cmp(order_suffix(&self.walks[b].1)))?;
+        let (walk, key) = &mut self.walks[at];
+        match walk.next() {
+            Some(Ok((next, _))) => Some(Ok(std::mem::replace(key, next))),
+            Some(Err(error)) => Some(Err(error.into())),
+            None => Some(Ok(self.walks.swap_remove(at).1)),
+        }
+    }
+}
+
+/// What orders an order key: the group's size (inverted) and its id.
+fn order_suffix(key: &[u8]) -> &[u8] {
+    key.get(ORDER_PREFIX_BYTES..).unwrap_or_default()
+}
+
+impl Iterator for MergedOrders {
+    type Item = StoreResult<GroupKey>;
+
+    fn next(&mut self) -> Option<StoreResult<GroupKey>> {
+        if let Some(error) = self.failed.take() {
+            return Some(Err(error));
+        }
+        loop {
+            let key = match self.take_smallest()? {
+                Ok(key) => key,
+                Err(error) => return Some(Err(error)),
+            };
+            if self.last.as_deref().map(order_suffix) == Some(order_suffix(&key)) {
+                continue;
+            }
+            let group = trailing_group(&key).ok_or_else(|| corrupt(&key, "an order key"));
+            self.last = Some(key);
+            return Some(group);
+        }
+    }
 }
 
 fn group_key(group: GroupKey) -> Vec<u8> {
@@ -289,6 +414,7 @@ fn derived_keys(group: GroupKey, tally: &GroupTally) -> Vec<(Vec<u8>, Vec<u8>)> 
     let size = tally.listings.max(0) as u64;
     let mut keys: Vec<(Vec<u8>, Vec<u8>)> = GroupOrder::of(tally)
         .into_iter()
+        .filter(|order| order.is_keyed())
         .map(|order| (order_key(order, size, group), Vec::new()))
         .collect();
     let texts = [
@@ -339,10 +465,7 @@ impl<'s> Unmatched<'s> {
 
     /// The groups `order` walks, largest first: keys only, no record decoded.
     pub fn in_order(self, order: GroupOrder) -> impl Iterator<Item = StoreResult<GroupKey>> + 's {
-        self.0.db.scan_prefix(order.prefix()).keys().map(|key| {
-            let key = key?;
-            trailing_group(&key).ok_or_else(|| corrupt(&key, "an order key"))
-        })
+        MergedOrders::of(&self.0.db, order)
     }
 
     /// The groups whose `kind` text starts with `prefix`, each with its size.
@@ -894,5 +1017,75 @@ mod tests {
         let newest: Vec<u64> = summary.newest.iter().map(|m| m.id.0).collect();
         assert_eq!(newest, (11..=30).rev().collect::<Vec<u64>>());
         assert_eq!(summary.newest[0].title.as_deref(), Some("title 30"));
+    }
+
+    /// Groups of one or two providers and two reasons: each order by provider or by reason
+    /// walks, merged, exactly the groups it counts, largest first and each once, though only
+    /// the provider-and-reason orders have keys.
+    #[test]
+    fn orders_by_provider_or_by_reason_are_walked_merged_each_group_once() {
+        let db = sled::Config::new().temporary(true).open().expect("db");
+        let (unknown_brand, no_reference) = (1, 4);
+        // (reference, provider, reason) of each listing: "b" has two providers and three
+        // listings, "c" and "d" two listings of one provider, the others one.
+        let listings = [
+            ("a", 1, no_reference),
+            ("b", 1, unknown_brand),
+            ("b", 2, unknown_brand),
+            ("b", 2, unknown_brand),
+            ("c", 2, no_reference),
+            ("c", 2, no_reference),
+            ("d", 1, unknown_brand),
+            ("d", 1, unknown_brand),
+            ("e", 2, unknown_brand),
+        ];
+        let mut changes = GroupChanges::default();
+        for (id, (reference, provider, code)) in listings.into_iter().enumerate() {
+            let identity = ClaimedIdentity {
+                brand: ClaimedBrand::Text("vantor".into()),
+                reference: Some(reference.into()),
+            };
+            let mut share = GroupTally::empty(identity.clone());
+            share.listings = 1;
+            share.providers.insert(ProviderId(provider), 1);
+            share.reasons.insert(code, 1);
+            let member = Member {
+                id: ListingId(id as u64 + 1),
+                title: None,
+            };
+            changes.touch(GroupKey::of(&identity), &share, 1, member.id, Some(member));
+        }
+        apply(&db, changes.into_operations_on(&db).expect("operations")).expect("apply");
+        let walk = |order| {
+            (MergedOrders::of(&db, order))
+                .collect::<StoreResult<Vec<_>>>()
+                .expect("walk")
+        };
+
+        let all = walk(GroupOrder::All);
+        assert_eq!(all.len(), 5);
+        let tally = |group| read_record(&db, group).expect("read").expect("kept").tally;
+        let sizes: Vec<i64> = all.iter().map(|&g| tally(g).listings).collect();
+        assert_eq!(sizes, [3, 2, 2, 1, 1], "largest first");
+        for order in [
+            GroupOrder::Provider(ProviderId(1)),
+            GroupOrder::Provider(ProviderId(2)),
+            GroupOrder::Reason(unknown_brand),
+            GroupOrder::Reason(no_reference),
+        ] {
+            let expected: Vec<GroupKey> = (all.iter().copied())
+                .filter(|&group| GroupOrder::of(&tally(group)).contains(&order))
+                .collect();
+            assert_eq!(walk(order), expected, "{order:?}");
+            assert_eq!(
+                read_count(&db, order).expect("count"),
+                expected.len() as u64
+            );
+        }
+        assert_eq!(walk(GroupOrder::Reason(unknown_brand)).len(), 3, "b once");
+        for tag in MERGED_ORDER_TAGS {
+            let prefix = [Keyspace::UnmatchedOrder as u8, tag];
+            assert_eq!(db.scan_prefix(prefix).count(), 0, "no keys of tag {tag}");
+        }
     }
 }

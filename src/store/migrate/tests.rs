@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 12, "{report}");
+    assert_eq!(report.steps.len(), 13, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -628,7 +628,8 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
             (10, 11),
             (11, 12),
             (12, 13),
-            (13, 14)
+            (13, 14),
+            (14, 15)
         ]
     );
     let after = audit_pairs(&migrated.db);
@@ -704,7 +705,7 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(10, 11), (11, 12), (12, 13), (13, 14)]);
+    assert_eq!(steps, [(10, 11), (11, 12), (12, 13), (13, 14), (14, 15)]);
     let listings: Vec<Listing> = collect(store.listings().all_listings());
     let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
     assert_eq!(kept, super::super::unmatched::recompute(&listings));
@@ -727,7 +728,7 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
     write_raw(dir.path(), &schema_11);
 
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(11, 12, 1), (12, 13, 1), (13, 14, 0)]);
+    assert_eq!(steps, [(11, 12, 1), (12, 13, 1), (13, 14, 0), (14, 15, 0)]);
     let rates_area = store.rates();
     assert_eq!(
         rates_area.day("2025-05-09").expect("day"),
@@ -768,7 +769,7 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     schema_12.insert(MetaKey::Generation.key(), encode_u64(41).to_vec());
     write_raw(dir.path(), &schema_12);
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(12, 13, 1), (13, 14, 0)]);
+    assert_eq!(steps, [(12, 13, 1), (13, 14, 0), (14, 15, 0)]);
     let log = store.price_series().log().expect("log");
     assert!(log.every_model && log.models.is_empty());
     assert_eq!(log.entries(), 1);
@@ -782,6 +783,70 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     let before = raw_pairs(&store.db);
     assert_eq!(log_every_model_for_series(&store.db).expect("again"), 1);
     assert_eq!(raw_pairs(&store.db), before);
+}
+
+/// Step 14 -> 15: a schema-14 store's order keys by provider alone and by reason alone go,
+/// the groups those orders walk stay the same (now merged from the provider-and-reason
+/// orders), and nothing else changes.
+#[test]
+fn a_schema_14_store_drops_the_order_keys_its_merged_orders_replace() {
+    use crate::store::GroupOrder;
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_raw(dir.path(), &schema_2_pairs());
+    let (store, _) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
+    let orders: Vec<GroupOrder> = (store.unmatched().all())
+        .flat_map(|group| GroupOrder::of(&group.expect("group").1.tally))
+        .filter(|order| matches!(order, GroupOrder::Provider(_) | GroupOrder::Reason(_)))
+        .collect();
+    assert!(
+        orders.len() >= 2,
+        "the fixture's groups have a provider and a reason"
+    );
+    let walks = |store: &Store| -> Vec<Vec<_>> {
+        (orders.iter())
+            .map(|&order| collect(store.unmatched().in_order(order)))
+            .collect()
+    };
+    let walked = walks(&store);
+    // Meta keys aside (an open notes when it opened).
+    let records = |db: &sled::Db| -> Pairs {
+        let mut pairs = raw_pairs(db);
+        pairs.retain(|key, _| key.first() != Some(&(Keyspace::Meta as u8)));
+        pairs
+    };
+    let schema_15 = records(&store.db);
+    drop(store);
+    // What schema 14 kept besides: each group's place in its orders by provider and by reason.
+    let db = reopen_sled(dir.path());
+    let mut schema_14 = Pairs::new();
+    schema_14.insert(MetaKey::SchemaVersion.key(), encode_u64(14).to_vec());
+    for key in db.scan_prefix(Keyspace::UnmatchedOrder.prefix()).keys() {
+        let key = key.expect("order key");
+        if key.get(1) == Some(&4) {
+            let mut by_reason = key.to_vec();
+            let value = u64::from_be_bytes(key[2..10].try_into().expect("value"));
+            by_reason[1] = 3;
+            by_reason[2..10].copy_from_slice(&(value & 0xf).to_be_bytes());
+            let mut by_provider = key.to_vec();
+            by_provider[1] = 2;
+            by_provider[2..10].copy_from_slice(&(value >> 4).to_be_bytes());
+            schema_14.insert(by_reason, Vec::new());
+            schema_14.insert(by_provider, Vec::new());
+        }
+    }
+    assert!(schema_14.len() > 2, "keys of schema 14 to drop");
+    for (key, value) in &schema_14 {
+        db.insert(key, value.as_slice()).expect("write");
+    }
+    db.flush().expect("flush");
+    drop(db);
+
+    let (store, steps) = served(dir.path());
+    let dropped = schema_14.len() as u64 - 1;
+    assert_eq!(steps, [(14, 15, dropped)]);
+    assert_eq!(records(&store.db), schema_15, "what schema 15 keeps");
+    assert_eq!(walks(&store), walked);
+    assert_eq!(drop_merged_group_orders(&store.db).expect("again"), 0);
 }
 
 /// The store in `dir` opened as `serve` opens it, and the steps it ran: from, to, rewritten.
