@@ -18,7 +18,7 @@ use crate::jobs::context::JobContext;
 use crate::jobs::price_series::model_series;
 use crate::store::{RecordKind, Store, StoreError};
 use proptest::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -402,7 +402,9 @@ fn a_revisit_that_changes_nothing_logs_nothing() {
     assert_eq!(log.models.into_iter().collect::<Vec<_>>(), [models[0]]);
 }
 
-/// A stop between two commits keeps the log: what it names is folded again at the next drain.
+/// A stop keeps the log: what it names is folded again at the next drain. It is heard before
+/// each model's fold, not only between two commits (D-234): a stop asked for in the second
+/// commit's models folds no more of them, and what was folded is written.
 #[test]
 fn a_drain_stopped_part_way_keeps_the_log() -> Result<(), StoreError> {
     let dir = tempfile::tempdir().expect("dir");
@@ -410,15 +412,18 @@ fn a_drain_stopped_part_way_keeps_the_log() -> Result<(), StoreError> {
     let log = context.store().price_series().log()?;
     assert!(log.every_model);
     let catalogue = context.store().catalogue().model_ids()?.len();
+    let before_the_stop = super::MODELS_PER_COMMIT + 10;
     assert!(
-        catalogue > super::MODELS_PER_COMMIT,
-        "the fixtures fold in several commits"
+        catalogue > before_the_stop,
+        "the fixtures fold in two commits or more, the stop within the second"
     );
-    let report = fold_logged(&context, Timestamp(0), &|| true).expect("stopped");
+    let asked = AtomicUsize::new(0);
+    let stop = || asked.fetch_add(1, Ordering::SeqCst) >= before_the_stop;
+    let report = fold_logged(&context, Timestamp(0), &stop).expect("stopped");
     assert_eq!(
         report,
         FoldReport {
-            models: super::MODELS_PER_COMMIT,
+            models: before_the_stop,
             entries: 0
         }
     );
@@ -426,6 +431,10 @@ fn a_drain_stopped_part_way_keeps_the_log() -> Result<(), StoreError> {
         context.store().price_series().log()?.entries(),
         log.entries()
     );
+
+    let report = fold_logged(&context, Timestamp(0), &|| false).expect("fold");
+    assert_eq!(report.entries, log.entries());
+    assert!(context.store().price_series().log()?.is_empty());
     Ok(())
 }
 

@@ -71,7 +71,7 @@ pub fn fold_logged(
         true => every_model(context)?,
         false => log.models.iter().copied().collect(),
     };
-    fold_models(context, &models, &log, now, &|_| stop())
+    fold_models(context, &models, &log, now, stop, &|_| {})
 }
 
 /// Folds every model at `now` (`reindex --index series`), counting the models into `control`
@@ -86,10 +86,14 @@ pub fn refold_every_model(
     let models = every_model(context)?;
     let (done, total) = control.progress();
     control.set_total(total.max(done + models.len() as u64));
-    let report = fold_models(context, &models, &log, now, &|folded| {
-        control.advance(folded as u64);
-        control.should_stop()
-    })?;
+    let report = fold_models(
+        context,
+        &models,
+        &log,
+        now,
+        &|| control.should_stop(),
+        &|folded| control.advance(folded as u64),
+    )?;
     match report.models < models.len() {
         true => Err(FoldError::Stopped(report.models)),
         false => Ok(report),
@@ -100,10 +104,11 @@ pub fn refold_every_model(
 /// with its write), once the listings index, which a fold finds a model's listings through,
 /// reflects every write (the writer rebuilds one left behind by a failure first).
 fn logged(context: &JobContext) -> Result<SeriesLog, FoldError> {
-    let log = context
+    let entries = context
         .writer()
-        .run_in_background(|turn| turn.store().price_series().log())?
+        .run_in_background(|turn| turn.store().price_series().log_entries())?
         .value;
+    let log = entries.decode()?;
     if !listings_are_current(context.store(), context.listings())? {
         return Err(FoldError::IndexBehind);
     }
@@ -121,14 +126,18 @@ fn every_model(context: &JobContext) -> StoreResult<Vec<ModelId>> {
     Ok(models)
 }
 
-/// Folds `models` a commit at a time, the last commit removing `log`'s entries; `stop`, told
-/// how many were just folded, ends it between two commits.
+/// Folds `models` a commit at a time, the last commit removing `log`'s entries, and tells
+/// `progress` how many each commit folded. `stop` is asked before each model's fold: a stop
+/// waits for the folds under way, not for a commit's 256 (a large model's fold reads its
+/// listings, seconds when cold: a server's stop once waited 21 s for the rest of a commit,
+/// D-234). What was folded is written; the log stays whole for the next drain.
 fn fold_models(
     context: &JobContext,
     models: &[ModelId],
     log: &SeriesLog,
     now: Timestamp,
-    stop: &(dyn Fn(usize) -> bool + Sync),
+    stop: &(dyn Fn() -> bool + Sync),
+    progress: &(dyn Fn(usize) + Sync),
 ) -> Result<FoldReport, FoldError> {
     let store = context.store();
     let rates = context.series_rates().history(store)?;
@@ -141,6 +150,7 @@ fn fold_models(
     for (at, part) in parts.iter().enumerate() {
         let folds: Vec<(ModelId, Option<ModelFold>)> = part
             .par_iter()
+            .filter(|_| !stop())
             .map(|&model| {
                 Ok((
                     model,
@@ -148,12 +158,16 @@ fn fold_models(
                 ))
             })
             .collect::<Result<_, FoldError>>()?;
-        let last = at + 1 == parts.len();
-        context
-            .writer()
-            .run_in_background(|turn| write_folds(turn, &folds, last.then_some(log)))?;
+        let whole = folds.len() == part.len();
+        let done = whole && at + 1 == parts.len();
+        if !folds.is_empty() || done {
+            context
+                .writer()
+                .run_in_background(|turn| write_folds(turn, &folds, done.then_some(log)))?;
+        }
         report.models += folds.len();
-        if stop(folds.len()) && !last {
+        progress(folds.len());
+        if !whole {
             return Ok(report);
         }
     }

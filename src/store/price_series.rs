@@ -46,6 +46,22 @@ impl SeriesLog {
     }
 }
 
+/// The log's entries as stored: keys and values, not yet decoded.
+pub struct LogEntries(Vec<(sled::IVec, sled::IVec)>);
+
+impl LogEntries {
+    pub fn decode(self) -> StoreResult<SeriesLog> {
+        let mut log = SeriesLog::default();
+        for (key, value) in self.0 {
+            let entry: LogEntry = decode(&key, &value)?;
+            log.every_model |= entry.every_model;
+            log.models.extend(entry.models);
+            log.keys.push(key.to_vec());
+        }
+        Ok(log)
+    }
+}
+
 /// The store's price series: see [`Store::price_series`].
 #[derive(Clone, Copy)]
 pub struct PriceSeries<'s>(pub(super) &'s Store);
@@ -53,15 +69,15 @@ pub struct PriceSeries<'s>(pub(super) &'s Store);
 impl PriceSeries<'_> {
     /// Every entry of the log. Read in a write turn, every entry read is whole with its write.
     pub fn log(self) -> StoreResult<SeriesLog> {
-        let mut log = SeriesLog::default();
-        for entry in self.0.db.scan_prefix(Keyspace::PriceSeriesTouched.prefix()) {
-            let (key, value) = entry?;
-            let entry: LogEntry = decode(&key, &value)?;
-            log.every_model |= entry.every_model;
-            log.models.extend(entry.models);
-            log.keys.push(key.to_vec());
-        }
-        Ok(log)
+        self.log_entries()?.decode()
+    }
+
+    /// Every entry of the log as stored, to decode later ([`LogEntries::decode`]): copied in a
+    /// write turn, every entry is whole with its write, and the turn is not held while a
+    /// million models are decoded (half a second at the scale run, D-234).
+    pub fn log_entries(self) -> StoreResult<LogEntries> {
+        let entries = self.0.db.scan_prefix(Keyspace::PriceSeriesTouched.prefix());
+        Ok(LogEntries(entries.collect::<Result<_, _>>()?))
     }
 
     /// The listings active when `model` was last folded; `None` when it never was, or had no
