@@ -69,13 +69,15 @@ start_server() {
 }
 
 # The warm reads wait for the work a start does beside requests (the duplicate groups read, the
-# large models' prices kept: about a second at the scale run), which the first requests after a
-# start are timed against on their own.
+# large models' prices kept, the indexes read ahead, sled's first flush: one to three seconds at
+# the scale run), which the first requests after a start are timed against on their own.
 wait_start_up_work() {
   local log
   for _ in $(seq 1 600); do
     log=$(tail -n "+$((LOG_LINES + 1))" "$WORK/backoffice-server.log")
     if grep -q "large models' prices kept" <<< "$log" \
+      && grep -q "search indexes read ahead" <<< "$log" \
+      && grep -q "store's first flush" <<< "$log" \
       && grep -q "duplicate groups read as kept\|duplicate groups joined" <<< "$log"; then
       return
     fi
