@@ -438,6 +438,48 @@ fn a_drain_stopped_part_way_keeps_the_log() -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A drain after a stop resumes where the stopped one's last whole commit ended (D-235): the
+/// models it folded are not folded again, but one a write logged since is, below the progress
+/// or not; the drain that finishes removes the progress with the entries.
+#[test]
+fn a_drain_after_a_stop_resumes_after_the_models_already_folded() -> Result<(), StoreError> {
+    let dir = tempfile::tempdir().expect("dir");
+    let context = context(dir.path());
+    let catalogue = context.store().catalogue().model_ids()?;
+    let per_commit = super::MODELS_PER_COMMIT;
+    assert!(catalogue.len() > per_commit + 10, "two commits or more");
+    let entries = context.store().price_series().log()?.entries();
+    let asked = AtomicUsize::new(0);
+    let stop = || asked.fetch_add(1, Ordering::SeqCst) >= per_commit + 10;
+    let stopped = fold_logged(&context, Timestamp(0), &stop).expect("stopped");
+    assert_eq!(stopped.models, per_commit + 10);
+    let progress = context
+        .store()
+        .price_series()
+        .fold_progress()?
+        .expect("kept");
+    assert_eq!(
+        progress.through,
+        catalogue[per_commit - 1],
+        "the first commit's last"
+    );
+
+    let [first, _] = two_models(&context);
+    assert!(first <= progress.through);
+    let at = midnight(parse_day("2025-04-07").expect("day"));
+    created(&context, first, (Some(1000), "EUR"), at);
+    let resumed = fold_logged(&context, at, &|| false).expect("resumed");
+    assert_eq!(resumed.models, catalogue.len() - per_commit + 1);
+    assert_eq!(
+        resumed.entries,
+        entries + 1,
+        "the stopped drain's and the write's"
+    );
+    assert!(context.store().price_series().log()?.is_empty());
+    assert_eq!(context.store().price_series().fold_progress()?, None);
+    Ok(())
+}
+
 /// The server's folder folds nothing while a job runs, and folds what the writes logged
 /// meanwhile once the job has ended (D-224).
 #[test]

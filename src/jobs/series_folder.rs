@@ -13,7 +13,7 @@ use super::progress::JobControl;
 use super::reindex::listings_are_current;
 use crate::domain::price_series::ModelFold;
 use crate::domain::{ModelId, Timestamp};
-use crate::store::{SeriesLog, StoreResult, WriteTurn};
+use crate::store::{FoldProgress, SeriesLog, StoreError, StoreResult, WriteTurn};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -67,9 +67,17 @@ pub fn fold_logged(
     if log.is_empty() {
         return Ok(FoldReport::default());
     }
-    let models = match log.every_model {
-        true => every_model(context)?,
-        false => log.models.iter().copied().collect(),
+    if let Some(after) = log.resumed_after {
+        tracing::info!(entries = log.entries(), %after, "resuming the price series' fold");
+    }
+    let models = match (log.every_model, log.every_model_after) {
+        (true, _) => every_model(context)?,
+        (false, None) => log.models.iter().copied().collect(),
+        (false, Some(after)) => {
+            let mut models = log.models.clone();
+            models.extend(every_model(context)?.into_iter().filter(|m| *m > after));
+            models.into_iter().collect()
+        }
     };
     fold_models(context, &models, &log, now, stop, &|_| {})
 }
@@ -101,14 +109,18 @@ pub fn refold_every_model(
 }
 
 /// The log as it stands between two writes, read in a write turn (each entry is then whole
-/// with its write), once the listings index, which a fold finds a model's listings through,
+/// with its write) with the progress of a drain that stopped, so that what that drain folded is
+/// not folded again, once the listings index, which a fold finds a model's listings through,
 /// reflects every write (the writer rebuilds one left behind by a failure first).
 fn logged(context: &JobContext) -> Result<SeriesLog, FoldError> {
-    let entries = context
+    let (entries, progress) = context
         .writer()
-        .run_in_background(|turn| turn.store().price_series().log_entries())?
+        .run_in_background(|turn| {
+            let series = turn.store().price_series();
+            Ok::<_, StoreError>((series.log_entries()?, series.fold_progress()?))
+        })?
         .value;
-    let log = entries.decode()?;
+    let log = entries.decode_resuming(progress.as_ref())?;
     if !listings_are_current(context.store(), context.listings())? {
         return Err(FoldError::IndexBehind);
     }
@@ -160,10 +172,17 @@ fn fold_models(
             .collect::<Result<_, FoldError>>()?;
         let whole = folds.len() == part.len();
         let done = whole && at + 1 == parts.len();
+        // Models are folded in ascending order: a whole commit has folded every model up to
+        // its last.
+        let kept = match (done, whole, part.last()) {
+            (true, ..) => Kept::Done(log),
+            (false, true, Some(&last)) => Kept::Progress(log.folded_through(last)),
+            _ => Kept::AsItWas,
+        };
         if !folds.is_empty() || done {
             context
                 .writer()
-                .run_in_background(|turn| write_folds(turn, &folds, done.then_some(log)))?;
+                .run_in_background(|turn| write_folds(turn, &folds, &kept))?;
         }
         report.models += folds.len();
         progress(folds.len());
@@ -175,18 +194,30 @@ fn fold_models(
     Ok(report)
 }
 
-/// Writes `folds`, and removes `log`'s entries with them: derived data, no generation bump.
+/// What a commit of folds keeps of the drain's progress.
+enum Kept<'l> {
+    /// The drain is done: the log's entries go, and the progress with them.
+    Done(&'l SeriesLog),
+    /// How far the drain got.
+    Progress(FoldProgress),
+    /// The progress stored (a commit cut short by a stop).
+    AsItWas,
+}
+
+/// Writes `folds` and what `kept` says of the drain: derived data, no generation bump.
 fn write_folds(
     turn: &WriteTurn<'_>,
     folds: &[(ModelId, Option<ModelFold>)],
-    log: Option<&SeriesLog>,
+    kept: &Kept<'_>,
 ) -> StoreResult<()> {
     let mut batch = turn.batch()?;
     for (model, fold) in folds {
         batch.put_series_fold(*model, fold.as_ref())?;
     }
-    if let Some(log) = log {
-        batch.forget_series_log(log);
+    match kept {
+        Kept::Done(log) => batch.forget_series_log(log),
+        Kept::Progress(progress) => batch.keep_fold_progress(progress),
+        Kept::AsItWas => {}
     }
     turn.commit_derived(batch)
 }

@@ -55,6 +55,7 @@ stored_records! {
     super::unmatched::GroupRecord => "group of unmatched listings", layout 2;
     super::duplicates::KeptGroups => "kept duplicate groups", layout 1;
     super::price_series::LogEntry => "series log entry", layout 1;
+    super::price_series::FoldProgress => "series fold progress", layout 1;
     crate::domain::price_series::SeriesChunk => "series periods", layout 1;
     crate::domain::price_series::ActivePrices => "series state", layout 1;
 }

@@ -197,6 +197,9 @@ pub enum MetaKey {
     /// When a process last opened the store to serve: written at open, so that sled's first
     /// flush after an open (which walks every segment) happens then (`Store::flush_once_opened`).
     OpenedAt,
+    /// How far a drain of the series log that stopped had folded (`price_series::FoldProgress`),
+    /// so that the next one resumes there; removed with the entries it names.
+    SeriesFoldProgress,
 }
 
 impl MetaKey {
@@ -214,6 +217,7 @@ impl MetaKey {
             MetaKey::DuplicateGroupsKept => builder.text("duplicate_groups_kept"),
             MetaKey::Count(counted) => builder.text("count").byte(counted as u8),
             MetaKey::OpenedAt => builder.text("opened_at"),
+            MetaKey::SeriesFoldProgress => builder.text("series_fold_progress"),
         }
         .done()
     }

@@ -36,7 +36,7 @@ pub use listings::Listings;
 pub use migrate::{MigrationPolicy, MigrationReport};
 pub use pictures::{DuePage, Pictures};
 pub use price_changes::PriceChanges;
-pub use price_series::{LogEntries, PriceSeries, SeriesLog};
+pub use price_series::{FoldProgress, LogEntries, PriceSeries, SeriesLog};
 pub use rates::{NearestDays, Rates};
 pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn, WriteWatch};

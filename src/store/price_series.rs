@@ -5,7 +5,7 @@
 //! Keyspaces: `PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`.
 
 use super::codec::{decode, encode};
-use super::keys::{self, Keyspace};
+use super::keys::{self, Keyspace, MetaKey};
 use super::write::Operation;
 use super::{Store, StoreResult};
 use crate::domain::price_series::{ActivePrices, Interval, ModelFold, SeriesChunk};
@@ -33,6 +33,21 @@ pub struct SeriesLog {
     pub models: BTreeSet<ModelId>,
     /// An entry asks for every model to be folded again.
     pub every_model: bool,
+    /// An entry a stopped drain had folded up to this model asks for every model: every model
+    /// after it is to be folded.
+    pub every_model_after: Option<ModelId>,
+    /// The model a stopped drain had folded up to, when this log resumes it.
+    pub resumed_after: Option<ModelId>,
+}
+
+/// How far a drain of the log got before it stopped: every model up to `through` that its
+/// `entries` name was folded after their writes. Kept with each commit of folds but the last,
+/// which removes it with the entries, so that a drain after a restart resumes there instead of
+/// folding a million models again (D-235).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoldProgress {
+    pub entries: Vec<Vec<u8>>,
+    pub through: ModelId,
 }
 
 impl SeriesLog {
@@ -44,6 +59,14 @@ impl SeriesLog {
     pub fn entries(&self) -> usize {
         self.keys.len()
     }
+
+    /// The progress of a drain of this log folded through `model`.
+    pub fn folded_through(&self, model: ModelId) -> FoldProgress {
+        FoldProgress {
+            entries: self.keys.clone(),
+            through: model,
+        }
+    }
 }
 
 /// The log's entries as stored: keys and values, not yet decoded.
@@ -51,11 +74,33 @@ pub struct LogEntries(Vec<(sled::IVec, sled::IVec)>);
 
 impl LogEntries {
     pub fn decode(self) -> StoreResult<SeriesLog> {
-        let mut log = SeriesLog::default();
-        for (key, value) in self.0 {
-            let entry: LogEntry = decode(&key, &value)?;
-            log.every_model |= entry.every_model;
-            log.models.extend(entry.models);
+        self.decode_resuming(None)
+    }
+
+    /// The log, the entries `progress` names counting only for the models after its `through`
+    /// (a progress whose entries are not all still there, drained since, counts for nothing).
+    pub fn decode_resuming(self, progress: Option<&FoldProgress>) -> StoreResult<SeriesLog> {
+        let is_logged = |wanted: &Vec<u8>| self.0.iter().any(|(key, _)| key[..] == wanted[..]);
+        let resumed = progress.filter(|p| p.entries.iter().all(is_logged));
+        let mut log = SeriesLog {
+            resumed_after: resumed.map(|p| p.through),
+            ..SeriesLog::default()
+        };
+        for (key, value) in &self.0 {
+            let entry: LogEntry = decode(key, value)?;
+            match resumed.filter(|p| p.entries.iter().any(|k| k[..] == key[..])) {
+                Some(progress) => {
+                    if entry.every_model {
+                        log.every_model_after = Some(progress.through);
+                    }
+                    let after = entry.models.into_iter().filter(|m| *m > progress.through);
+                    log.models.extend(after);
+                }
+                None => {
+                    log.every_model |= entry.every_model;
+                    log.models.extend(entry.models);
+                }
+            }
             log.keys.push(key.to_vec());
         }
         Ok(log)
@@ -78,6 +123,12 @@ impl PriceSeries<'_> {
     pub fn log_entries(self) -> StoreResult<LogEntries> {
         let entries = self.0.db.scan_prefix(Keyspace::PriceSeriesTouched.prefix());
         Ok(LogEntries(entries.collect::<Result<_, _>>()?))
+    }
+
+    /// How far the last drain that stopped had folded, if it left anything to resume.
+    pub fn fold_progress(self) -> StoreResult<Option<FoldProgress>> {
+        let key = MetaKey::SeriesFoldProgress.key();
+        self.0.db.get(&key)?.map(|v| decode(&key, &v)).transpose()
     }
 
     /// The listings active when `model` was last folded; `None` when it never was, or had no

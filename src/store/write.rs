@@ -6,7 +6,7 @@ use super::codec::{encode, encode_u64};
 use super::keys::{self, Counted, Keyspace, MetaKey};
 use super::pending::GroupWrites;
 use super::price_changes::ChangeWrites;
-use super::price_series::{self, SeriesLog};
+use super::price_series::{self, FoldProgress, SeriesLog};
 use super::sources::SourceWrites;
 use super::turn::BatchChanges;
 use super::unmatched::GroupChanges;
@@ -649,11 +649,18 @@ impl WriteBatch<'_> {
         Ok(())
     }
 
-    /// Removes the entries of `log`: what they name is folded.
+    /// Removes the entries of `log`, and the progress of the drains of them: what they name is
+    /// folded.
     pub fn forget_series_log(&mut self, log: &SeriesLog) {
         for (key, _) in price_series::forget_operations(log) {
             self.remove(key);
         }
+        self.remove(MetaKey::SeriesFoldProgress.key());
+    }
+
+    /// Keeps how far a drain of the series log has folded, for a drain after a stop to resume.
+    pub fn keep_fold_progress(&mut self, progress: &FoldProgress) {
+        self.put(MetaKey::SeriesFoldProgress.key(), encode(progress));
     }
 }
 
