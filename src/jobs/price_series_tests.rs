@@ -480,6 +480,47 @@ fn a_drain_after_a_stop_resumes_after_the_models_already_folded() -> Result<(), 
     Ok(())
 }
 
+/// A resumed drain of an entry naming models (not every model) folds only those after the
+/// progress: the entry's models up to it were folded by the drain that stopped.
+#[test]
+fn a_resumed_entry_of_named_models_folds_only_those_after_the_progress() -> Result<(), StoreError> {
+    let dir = tempfile::tempdir().expect("dir");
+    let context = context(dir.path());
+    let at = midnight(parse_day("2025-04-07").expect("day"));
+    fold_logged(&context, at, &|| false).expect("the fixtures' log folded");
+    let per_commit = super::MODELS_PER_COMMIT;
+    let catalogue = context.store().catalogue().model_ids()?;
+    let named = &catalogue[..per_commit + 20];
+    context
+        .writer()
+        .run(|turn| {
+            let mut batch = turn.batch()?;
+            for &model in named {
+                let id = ListingId(batch.allocate_id(RecordKind::Listing)?);
+                batch.put_listing(None, &matched_listing(id, model, (Some(900), "EUR"), at));
+            }
+            turn.commit(batch)
+        })
+        .expect("one write naming them");
+    let log = context.store().price_series().log()?;
+    assert!(!log.every_model && log.models.len() == named.len() && log.entries() == 1);
+
+    let asked = AtomicUsize::new(0);
+    let stop = || asked.fetch_add(1, Ordering::SeqCst) >= per_commit + 10;
+    let stopped = fold_logged(&context, at, &stop).expect("stopped");
+    assert_eq!(stopped.models, per_commit + 10);
+    let resumed = fold_logged(&context, at, &|| false).expect("resumed");
+    assert_eq!(
+        resumed,
+        FoldReport {
+            models: 20,
+            entries: 1
+        }
+    );
+    assert!(context.store().price_series().log()?.is_empty());
+    Ok(())
+}
+
 /// The server's folder folds nothing while a job runs, and folds what the writes logged
 /// meanwhile once the job has ended (D-224).
 #[test]

@@ -73,6 +73,7 @@ impl SeriesLog {
 pub struct LogEntries(Vec<(sled::IVec, sled::IVec)>);
 
 impl LogEntries {
+    /// The log, every entry counting whole.
     pub fn decode(self) -> StoreResult<SeriesLog> {
         self.decode_resuming(None)
     }

@@ -106,8 +106,8 @@ impl GroupOrder {
         let (tag, value) = match self {
             GroupOrder::All => (0u8, 0),
             GroupOrder::Brand(brand) => (1, brand.0),
-            GroupOrder::Provider(provider) => (2, provider.0),
-            GroupOrder::Reason(code) => (3, code),
+            GroupOrder::Provider(provider) => (MERGED_ORDER_TAGS[0], provider.0),
+            GroupOrder::Reason(code) => (MERGED_ORDER_TAGS[1], code),
             // Reason codes are below 16.
             GroupOrder::ProviderReason(provider, code) => (4, provider.0 << 4 | code),
         };
@@ -183,8 +183,9 @@ fn order_key(order: GroupOrder, listings: u64, group: GroupKey) -> Vec<u8> {
     key
 }
 
-/// The tag bytes of the `Provider` and `Reason` orders ([`GroupOrder::prefix`]), whose keys
-/// stores of schema 14 and before hold and step 14 -> 15 removes.
+/// The tag bytes of the `Provider` and `Reason` orders in [`GroupOrder::prefix`]: their counts'
+/// keys have them, and stores of schema 14 and before hold order keys with them, which step
+/// 14 -> 15 removes.
 pub(super) const MERGED_ORDER_TAGS: [u8; 2] = [2, 3];
 
 /// The bytes every order key starts with: keyspace, tag, value.
@@ -1083,6 +1084,7 @@ mod tests {
             );
         }
         assert_eq!(walk(GroupOrder::Reason(unknown_brand)).len(), 3, "b once");
+        assert_eq!(GroupOrder::All.prefix().len(), ORDER_PREFIX_BYTES);
         for tag in MERGED_ORDER_TAGS {
             let prefix = [Keyspace::UnmatchedOrder as u8, tag];
             assert_eq!(db.scan_prefix(prefix).count(), 0, "no keys of tag {tag}");
