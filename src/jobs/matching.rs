@@ -972,9 +972,12 @@ mod tests {
                 Ok(())
             })
             .expect("same decisions");
+        // The seed differs per run; over 2000 cases about 125 match (110-138 in 16 runs, sd
+        // about 10), so 50 is far below chance and a decision that stopped matching still fails.
+        let matched = matched.into_inner();
         assert!(
-            matched.into_inner() > 100,
-            "the random listings match often enough to tell"
+            matched > 50,
+            "the random listings match often enough to tell: {matched} of 2000"
         );
     }
 
