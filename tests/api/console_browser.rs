@@ -333,6 +333,7 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
         merged.contains(models[1]["slug"].as_str().expect("slug")),
         "{merged}"
     );
+    assert!(merged.ends_with("listing(s) moved."), "{merged}");
     // The next group came in without a reload, in the same place.
     assert_eq!(
         text_of(&client, "#group-title").await,
@@ -362,6 +363,60 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
         &["duplicates.dismiss", "duplicates.merge"],
     )
     .await;
+    client.close().await.expect("close");
+}
+
+/// A duplicate with more listings than a merge relinks in its own write: the status says the
+/// rest move after the answer, not that they moved (D-231).
+#[tokio::test]
+async fn a_merge_of_a_duplicate_with_many_listings_says_the_rest_move_in_the_background() {
+    const TWIN: &str = "submariner-126610ln-twin";
+    let Some(driver) = driver() else { return };
+    let dataset = crate::duplicates::planted_dataset();
+    let app = crate::support::admin_app(dataset.path()).await;
+    let many = watch_catalogue::jobs::merge::MOVED_WITH_THE_MERGE + 10;
+    // The twin's own alternate: its listings match it alone.
+    let lines: Vec<String> = (0..many)
+        .map(|i| {
+            format!(
+                r#"{{"sourceId":"twin-{i}","url":"https://www.ebay.com/itm/twin-{i}","title":"Rolex Submariner Date 126610LN-TWIN","brand":"Rolex","reference":"126610LN-TWIN","price":{},"currency":"USD"}}"#,
+                12000 + i
+            )
+        })
+        .collect();
+    crate::support::feed(&app, "ebay", &lines.join("\n"));
+    let ana = app.session("ana").await;
+    let twin = ana.ok(&format!("/v1/models/rolex/{TWIN}")).await;
+    let listed = ana
+        .ok(&format!("/v1/listings?brand=rolex&model={TWIN}&pageSize=1"))
+        .await;
+    assert_eq!(listed["total"].as_u64(), Some(many as u64), "{listed}");
+
+    let client = browser(&driver).await;
+    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}/console/duplicates?q=126610LN", app.base))
+        .await
+        .expect("goto");
+    // The keeper is the model beside the twin, the twin the duplicate.
+    let keeper = client
+        .find(Locator::Css(&format!(
+            "input[name=keeper]:not([value='{}'])",
+            twin["id"].as_str().expect("id")
+        )))
+        .await
+        .expect("the other model");
+    keeper.click().await.expect("choose the keeper");
+    press(&client, "m").await;
+    client.accept_alert().await.expect("accept");
+    let merged = wait_for_status(&client, "Merged").await;
+    assert!(
+        merged.contains(&format!("{many} listing(s) move to it"))
+            && merged.contains("the rest in the background"),
+        "{merged}"
+    );
+    screenshot(&client, "duplicates-large-merge").await;
     client.close().await.expect("close");
 }
 

@@ -102,9 +102,22 @@ async function merge() {
     "Their listings, references and missing pictures move to it, they are deleted, and their " +
     "slugs redirect to it from now on.";
   if (!window.confirm(question)) return;
+  // Read before the merge: the page is replaced by the next group when it answers.
+  const limit = Number(document.getElementById("triage").dataset.movedWithMerge);
+  const later = movedAfterTheAnswer(duplicates, limit);
   await settle("/v1/duplicate-models/merge", { keeperId: chosen.value, duplicateIds: duplicates },
     (reply) => "Merged " + reply.mergedModels + " model(s) into " + reply.keeper.name + " (" +
-      reply.keeper.slug + "): " + reply.movedListings + " listing(s) moved.");
+      reply.keeper.slug + "): " + reply.movedListings + " listing(s) " + (later
+        ? "move to it, the first " + limit + " of each model with the merge and the rest in " +
+          "the background; its listing count grows as they move."
+        : "moved."));
+}
+
+// Whether a duplicate has more listings than a merge relinks in its own write: the server
+// moves the rest after it answers (D-231), so the status must not say they have moved.
+function movedAfterTheAnswer(duplicates, limit) {
+  return Array.from(document.querySelectorAll('input[name="keeper"]'))
+    .some((radio) => duplicates.includes(radio.value) && Number(radio.dataset.listings) > limit);
 }
 
 async function dismiss() {

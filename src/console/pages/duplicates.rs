@@ -21,6 +21,9 @@ struct DuplicatesPage {
     filtered: bool,
     group: Option<DuplicateGroup>,
     model_ids: String,
+    /// Listings of each duplicate a merge relinks in its own write; the script says the rest
+    /// move after its answer.
+    moved_with_merge: usize,
     rows: Vec<Row>,
     position: usize,
     total: usize,
@@ -99,6 +102,7 @@ fn duplicates_page(
                 .join(",")
         }),
         group,
+        moved_with_merge: crate::jobs::merge::MOVED_WITH_THE_MERGE,
         rows,
         position: at.page,
         total: found.total,
