@@ -245,9 +245,14 @@ fn groups_with_text(
         ..ListingFilters::default()
     };
     // The store's text keys and the index's count are apart and each about half the work for
-    // a word thousands of groups share: one on each core.
+    // a word thousands of groups share: one on each core. The text keys are read on the read
+    // pool, many ranges at once, as they wait on the disk after a start (D-236).
     let (starting, counted) = rayon::join(
-        || groups_starting_with(store, &normalize_reference(text)),
+        || {
+            super::read_pool::with_waiting_reads(|| {
+                groups_starting_with(store, &normalize_reference(text))
+            })
+        },
         || listings.unmatched_group_counts(&filters, Some(&super::typed_text(text))),
     );
     let mut found = counted?;

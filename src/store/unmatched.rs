@@ -17,8 +17,10 @@ use super::{Store, StoreResult};
 use crate::domain::{
     BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, ListingId, MatchOutcome, ProviderId,
 };
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 
 /// A group whole: its tally with every price and its listings, assembled from its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +175,99 @@ impl GroupText {
         key.extend_from_slice(text.as_bytes());
         key
     }
+}
+
+/// Bands of a group key's first byte that one text's keys are read in: a text key is the
+/// text, a 0 byte, then its group's key, a hash, so its first byte is spread evenly.
+const TEXT_BANDS: u8 = 16;
+
+/// Texts under a prefix whose keys are read band by band; the keys of the texts after them are
+/// read as one range.
+const TEXTS_SPLIT_AT_MOST: usize = 32;
+
+/// The text keys starting with `prefix` (a [`GroupText::prefix`]), each group with its size,
+/// read as many ranges side by side (on the caller's rayon pool): the keys of each of the first
+/// [`TEXTS_SPLIT_AT_MOST`] texts in [`TEXT_BANDS`] bands of their group keys.
+fn scan_text_prefix(db: &sled::Db, prefix: &[u8]) -> StoreResult<Vec<(GroupKey, u64)>> {
+    let end = prefix_end(prefix);
+    let points = text_split_points(db, prefix, end.as_deref())?;
+    let starts = std::iter::once(prefix.to_vec()).chain(points.iter().cloned());
+    let ends = (points.iter().cloned())
+        .map(Bound::Excluded)
+        .chain(std::iter::once(
+            end.map_or(Bound::Unbounded, Bound::Excluded),
+        ));
+    let ranges: Vec<(Vec<u8>, Bound<Vec<u8>>)> = starts.zip(ends).collect();
+    let parts: Vec<Vec<(GroupKey, u64)>> = ranges
+        .into_par_iter()
+        .map(|(from, to)| {
+            let mut found = Vec::new();
+            for entry in db.range::<Vec<u8>, _>((Bound::Included(from), to)) {
+                let (key, value) = entry?;
+                if !key.starts_with(prefix) {
+                    break;
+                }
+                if let Some(group) = trailing_group(&key) {
+                    found.push((group, decode_u64(&key, &value)?));
+                }
+            }
+            Ok(found)
+        })
+        .collect::<StoreResult<_>>()?;
+    Ok(parts.concat())
+}
+
+/// Keys strictly between `prefix` and `end`, in increasing order, that cut the prefix's range
+/// into the ranges [`scan_text_prefix`] reads: found by seeking each text's first key, taking
+/// its text, cutting its keys into bands and seeking past them. Being increasing and inside
+/// the range, they cut it into ranges that hold each of its keys exactly once, whatever the
+/// keys are.
+fn text_split_points(
+    db: &sled::Db,
+    prefix: &[u8],
+    end: Option<&[u8]>,
+) -> StoreResult<Vec<Vec<u8>>> {
+    let width = u8::MAX / TEXT_BANDS + 1;
+    let mut points: Vec<Vec<u8>> = Vec::new();
+    for _ in 0..TEXTS_SPLIT_AT_MOST {
+        let from = points.last().map_or(prefix, Vec::as_slice);
+        let Some(first) = db.range::<&[u8], _>(from..).keys().next().transpose()? else {
+            break;
+        };
+        // A text key ends in a 0 byte and a group key of 8 bytes.
+        let Some(text) = (first.starts_with(prefix))
+            .then(|| first.len().checked_sub(9))
+            .flatten()
+            .and_then(|at| first.get(..at))
+        else {
+            break;
+        };
+        let before = points.len();
+        let bands = (1..TEXT_BANDS).map(|band| [text, &[0, band * width]].concat());
+        for point in bands.chain(std::iter::once([text, &[1]].concat())) {
+            let after_last =
+                points.last().is_none_or(|last| point > *last) && point.as_slice() > prefix;
+            if after_last && end.is_none_or(|end| point.as_slice() < end) {
+                points.push(point);
+            }
+        }
+        if points.len() == before {
+            break;
+        }
+    }
+    Ok(points)
+}
+
+/// The first key after every key starting with `prefix`; none when it is all 0xFF bytes.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
 }
 
 fn order_key(order: GroupOrder, listings: u64, group: GroupKey) -> Vec<u8> {
@@ -469,20 +564,15 @@ impl<'s> Unmatched<'s> {
         MergedOrders::of(&self.0.db, order)
     }
 
-    /// The groups whose `kind` text starts with `prefix`, each with its size.
+    /// The groups whose `kind` text starts with `prefix`, each with its size. The prefix's keys
+    /// are read as many ranges side by side ([`scan_text_prefix`]): a common text's are
+    /// thousands of sled leaves, each a disk read right after a start (D-236).
     pub fn with_text_prefix(
         self,
         kind: GroupText,
         prefix: &str,
     ) -> StoreResult<Vec<(GroupKey, u64)>> {
-        let mut found = Vec::new();
-        for entry in self.0.db.scan_prefix(kind.prefix(prefix)) {
-            let (key, value) = entry?;
-            if let Some(group) = trailing_group(&key) {
-                found.push((group, decode_u64(&key, &value)?));
-            }
-        }
-        Ok(found)
+        scan_text_prefix(&self.0.db, &kind.prefix(prefix))
     }
 
     /// Every kept group with its key, for a check against a recomputation.
@@ -1089,5 +1179,82 @@ mod tests {
             let prefix = [Keyspace::UnmatchedOrder as u8, tag];
             assert_eq!(db.scan_prefix(prefix).count(), 0, "no keys of tag {tag}");
         }
+    }
+}
+
+#[cfg(test)]
+mod text_range_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text bytes near the bands' edges and the 0 byte a text key's text ends with.
+    fn text_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            Just(0u8),
+            Just(1),
+            Just(15),
+            Just(16),
+            0x61u8..0x64,
+            Just(0xff)
+        ]
+    }
+
+    proptest! {
+        /// Whatever the keys, a prefix's ranges read each key starting with it once and no other.
+        #[test]
+        fn a_prefix_s_text_keys_are_read_whole_and_once(
+            texts in proptest::collection::vec(proptest::collection::vec(text_byte(), 0..4), 1..40),
+            groups in proptest::collection::vec(any::<u64>(), 1..40),
+            odd in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..4),
+            prefix in proptest::collection::vec(text_byte(), 0..3),
+        ) {
+            let db = sled::Config::new().temporary(true).open().expect("db");
+            let head = [Keyspace::UnmatchedText as u8, GroupText::BrandText as u8];
+            for (i, text) in texts.iter().enumerate() {
+                let group = groups[i % groups.len()].wrapping_mul(i as u64 + 1);
+                let key = [&head[..], text, &[0], &group.to_be_bytes()].concat();
+                db.insert(key, encode_u64(i as u64).to_vec()).expect("insert");
+            }
+            // Keys of no text key's shape, and keys of the next keyspace.
+            for tail in &odd {
+                db.insert([&head[..], tail].concat(), encode_u64(7).to_vec()).expect("insert");
+            }
+            db.insert([head[0] + 1], encode_u64(9).to_vec()).expect("insert");
+            let prefix = [&head[..], &prefix].concat();
+            let mut expected: Vec<(GroupKey, u64)> = Vec::new();
+            for entry in db.scan_prefix(&prefix) {
+                let (key, value) = entry.expect("entry");
+                if let Some(group) = trailing_group(&key) {
+                    expected.push((group, decode_u64(&key, &value).expect("size")));
+                }
+            }
+            let mut found = scan_text_prefix(&db, &prefix).expect("scan");
+            expected.sort_unstable();
+            found.sort_unstable();
+            prop_assert_eq!(found, expected);
+        }
+    }
+
+    #[test]
+    fn a_text_s_keys_are_read_in_bands_and_the_rest_in_one_range() {
+        let db = sled::Config::new().temporary(true).open().expect("db");
+        let key = |text: &[u8], group: u64| [&[1, 2], text, &[0], &group.to_be_bytes()].concat();
+        for group in [1u64 << 60, 9 << 60] {
+            db.insert(key(b"ab", group), vec![]).expect("insert");
+            db.insert(key(b"ac", group), vec![]).expect("insert");
+        }
+        let points = text_split_points(&db, &[1, 2, b'a'], Some(&[1, 2, b'b'])).expect("points");
+        // Two texts, each cut into 16 bands.
+        assert_eq!(points.len(), 2 * TEXT_BANDS as usize);
+        assert_eq!(points[0], [&[1, 2], &b"ab"[..], &[0, 16]].concat());
+        assert_eq!(points[15], [&[1, 2], &b"ab"[..], &[1]].concat());
+        assert_eq!(points[31], [&[1, 2], &b"ac"[..], &[1]].concat());
+    }
+
+    #[test]
+    fn a_prefix_ends_at_its_successor() {
+        assert_eq!(prefix_end(&[7, 1, 0xff]), Some(vec![7, 2]));
+        assert_eq!(prefix_end(&[7, 1, 2]), Some(vec![7, 1, 3]));
+        assert_eq!(prefix_end(&[0xff, 0xff]), None);
     }
 }
