@@ -195,7 +195,7 @@ pub fn print_report(report: &BatchReport) {
 /// when a line is wrong): gigabytes of fresh allocations. With transparent huge pages the kernel
 /// zeroes a 2 MiB page at each first touch, and again after mimalloc hands one back, which made
 /// reading and checking a dataset markedly slower. An offline ingest, lighter since, gains from
-/// it too. The server keeps them: nothing was measured there (docs/decisions.md, D-22).
+/// it too, and so does the server (docs/decisions.md, D-22, D-237).
 pub fn without_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     if let Err(error) = rustix::thread::disable_transparent_huge_pages(true) {

@@ -143,6 +143,9 @@ struct ConnectionArgs {
 /// `serve`: the server on a multi-threaded runtime until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs, local: Local) -> anyhow::Result<()> {
     let config = args.config(local)?;
+    // An admin's write or a first search after a start touches memory the process never had;
+    // with huge pages each first touch zeroed 2 MiB, the tails of writes and first reads (D-237).
+    super::batch::without_transparent_huge_pages();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -269,3 +269,16 @@ fn serve_reads_its_search_indexes_ahead_as_it_opens() {
     assert!(bytes > 100_000, "the fixtures' indexes are read: {line}");
     serve.stop();
 }
+
+/// `serve` turns transparent huge pages off for its process, as the batch commands do (D-237).
+/// Kernels before 6.x write no `THP_enabled` line: nothing to check there.
+#[test]
+fn serve_runs_without_transparent_huge_pages() {
+    let data = new_data_dir();
+    let serve = ServeProcess::start(data.path());
+    let enabled = serve.status_line("THP_enabled");
+    serve.stop();
+    if let Some(enabled) = enabled {
+        assert_eq!(enabled, "0", "huge pages left on for the server");
+    }
+}

@@ -600,19 +600,25 @@ impl ServeProcess {
         send_signal(&self.child, signal);
     }
 
-    /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
-    /// cleaned up. Returns the log so far.
     /// The server's resident memory, in kB, as the kernel counts it (`VmRSS`).
     pub fn resident_kb(&self) -> u64 {
+        self.status_line("VmRSS")
+            .and_then(|value| value.trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS")
+    }
+
+    /// The value of the server's `/proc/PID/status` line `name`, when the kernel writes one.
+    pub fn status_line(&self, name: &str) -> Option<String> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("the server's status");
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+            .map(|value| value.trim().to_owned())
     }
 
+    /// SIGKILL by pid, as a crash or the OOM killer would end it: nothing flushed, nothing
+    /// cleaned up. Returns the log so far.
     pub fn kill(mut self) -> String {
         self.signal("-KILL");
         let _ = self.child.wait();
