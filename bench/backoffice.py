@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The back office as one admin uses it, timed against a running server (bench/backoffice.sh
 starts and stops it): every read and write, p50/p99 over REPEAT requests each (a read's first
-request timed apart), and a merge and a link while a provider's snapshot job runs. Prints a
-markdown table; loopback only.
+request timed apart), and a merge and a link while a provider's snapshot job runs; apart, large
+merges with links sent while the listing mover moves their listings. Prints a markdown table;
+loopback only.
 
     backoffice.py BASE USER PASSWORD [--repeat 50] [--json OUT] [--first KIND] [--first-text WORD]
                   [--snapshot FEED --provider SLUG] [--writes-only] [--path PATH]...
+                  [--large-merges N [--least 3000] [--pages 400]]
 """
 import argparse
 import http.client
@@ -227,6 +229,51 @@ def during_job(admin, feed, provider, tries):
     return [row("link during a snapshot job", links), row(merge_name, merges)], still
 
 
+def large_merges(admin, count, least, pages):
+    """Merges of duplicates with at least `least` listings into the other model of their group,
+    each followed by a link every 100 ms until the keeper holds every listing (the listing
+    mover relinks all but the merge's first 250 after it answers, D-231): the merges' answers,
+    the links' times, and how long each keeper took to hold them all."""
+    found, page = [], 1
+    while len(found) < count and page <= pages:
+        _, body = admin.call("GET", f"/v1/duplicate-models?pageSize=50&page={page}")
+        if not body["data"]:
+            break
+        found += [g for g in body["data"]
+                  if len(g["models"]) >= 2 and g["models"][1]["listingCount"] >= least]
+        page += 1
+    if not found:
+        sys.exit(f"no duplicate with {least} listings or more in the first {pages} pages of groups")
+    groups = iter(groups_to_write(admin, 300 * len(found[:count]), 900))
+    merges, links, moved, took = [], [], [], []
+    for group in found[:count]:
+        keeper, duplicate = group["models"][0], group["models"][1]
+        listed = (f"/v1/listings?brand={keeper['brandSlug']}&model={keeper['slug']}"
+                  "&includeDelisted=true&pageSize=1")
+        before = admin.call("GET", listed)[1]["total"]
+        ms, status, value = admin.timed("POST", "/v1/duplicate-models/merge",
+                                        {"keeperId": keeper["id"], "duplicateIds": [duplicate["id"]]})
+        if status != 200:
+            sys.exit(f"merge refused: {status} {value}")
+        started = time.perf_counter()
+        merges.append(ms)
+        moved.extend(moved_listings(value))
+        want = before + value["movedListings"]
+        while admin.call("GET", listed)[1]["total"] < want:
+            if time.perf_counter() - started > 120:
+                sys.exit(f"the keeper {keeper['slug']} did not hold its {want} listings in 120 s")
+            link = next(groups)
+            ms, status, _ = admin.timed("POST", "/v1/reconciliation/link",
+                                        {"group": link["id"], "model": link["candidates"][0]["id"]})
+            if status == 200:
+                links.append(ms)
+            time.sleep(0.1)
+        took.append((time.perf_counter() - started) * 1000)
+    return [row("; ".join(["large merge"] + moved_note(moved)), merges),
+            row("link while a merge's listings move", links),
+            row("merge answered to keeper holding them all", took)]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base")
@@ -239,6 +286,11 @@ def main():
     parser.add_argument("--snapshot")
     parser.add_argument("--provider")
     parser.add_argument("--writes-only", action="store_true")
+    parser.add_argument("--large-merges", type=int, metavar="N",
+                        help="merge N duplicates of --least listings or more, links sent while they move")
+    parser.add_argument("--least", type=int, default=3000)
+    parser.add_argument("--pages", type=int, default=400,
+                        help="pages of duplicate groups searched for --large-merges")
     parser.add_argument("--path", action="append", help="time only this read (repeatable), e.g. "
                         "'/v1/reconciliation?pageSize=50&q=Classic'")
     args = parser.parse_args()
@@ -265,6 +317,11 @@ def main():
         print("| request | first of its kind ms | n | p50 ms | p99 ms | max ms |")
         print("|---|--:|--:|--:|--:|--:|")
         print("\n".join(read_rows))
+        return
+    if args.large_merges:
+        rows = large_merges(admin, args.large_merges, args.least, args.pages)
+        print("| large merges | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
+        print("\n".join(rows))
         return
     if args.writes_only:
         write_rows, _ = writes(admin, args.repeat)
