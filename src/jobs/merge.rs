@@ -41,9 +41,9 @@ pub const MAX_DISMISSED: usize = 50;
 pub const MOVED_WITH_THE_MERGE: usize = 250;
 
 /// Listings the listing mover relinks per write: a person's write waits for one such write,
-/// 50-150 ms warm with its index commits (links sent during a move: at most 96-188 ms with 500,
-/// 130-320 ms with 1,000, cold, D-231).
-pub const MOVED_PER_WRITE: usize = 500;
+/// at most 50 ms of the writer's time with 250 against 81 with 500 (D-238; links sent during a
+/// move at most 62-88 ms against 98-124 ms with 500, 130-320 ms with 1,000, D-231).
+pub const MOVED_PER_WRITE: usize = 250;
 
 /// What a merge did.
 #[derive(Debug, Clone, PartialEq, Eq)]

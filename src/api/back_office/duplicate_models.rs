@@ -128,7 +128,7 @@ pub fn group_page(
 /// references into its alternates, moves the pictures of types it lacks, backfills its empty
 /// fields, then deletes the duplicates, whose paths answer 301 to the keeper's from then on.
 /// One atomic write with its audit entry. Past the first 250 listings, the rest are relinked
-/// after the answer, 500 a write, within seconds; `movedListings` counts them all.
+/// after the answer, 250 a write, within seconds; `movedListings` counts them all.
 #[utoipa::path(post, path = "/duplicate-models/merge", operation_id = "duplicate_models_merge", tag = "duplicate-models",
     request_body = MergeBody,
     responses((status = 200, description = "The duplicates are merged into the keeper", body = MergeView)))]
