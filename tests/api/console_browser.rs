@@ -147,6 +147,18 @@ async fn sign_in_by_keyboard(client: &Client, app: &TestApp, name: &str, passwor
         .expect("type");
 }
 
+/// A browser where `ana` signed in by keyboard and then opened `path`.
+async fn ana_at(driver: &Driver, app: &TestApp, path: &str) -> Client {
+    let client = browser(driver).await;
+    sign_in_by_keyboard(&client, app, "ana", PASSWORD).await;
+    wait_for_path(&client, "/console/").await;
+    client
+        .goto(&format!("{}{path}", app.base))
+        .await
+        .expect("goto");
+    client
+}
+
 async fn text_of(client: &Client, css: &str) -> String {
     let element = client
         .wait()
@@ -310,13 +322,7 @@ async fn an_admin_triages_duplicates_by_keyboard_merging_and_dismissing() {
         .expect("models")
         .clone();
 
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/duplicates", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/duplicates").await;
     assert_eq!(
         text_of(&client, "#group-title").await,
         format!("Group 1 of {total}")
@@ -392,13 +398,7 @@ async fn a_merge_of_a_duplicate_with_many_listings_says_the_rest_move_in_the_bac
         .await;
     assert_eq!(listed["total"].as_u64(), Some(many as u64), "{listed}");
 
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/duplicates?q=126610LN", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/duplicates?q=126610LN").await;
     // The keeper is the model beside the twin, the twin the duplicate.
     let keeper = client
         .find(Locator::Css(&format!(
@@ -437,13 +437,7 @@ async fn an_admin_links_a_group_of_unmatched_listings_to_a_candidate() {
     let count = |item: &serde_json::Value| item["data"][0]["listingCount"].as_u64().expect("count");
     let before = count(&ana.ok(&format!("/v1/models?id={model_id}")).await);
 
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/reconciliation", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/reconciliation").await;
     screenshot(&client, "reconciliation").await;
     let css = format!(r#"article[data-group="{id}"] button.link-group"#);
     client
@@ -487,13 +481,7 @@ async fn an_admin_uploads_a_snapshot_and_watches_its_job_finish() {
     )
     .expect("write");
 
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/jobs", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/jobs").await;
     // A mark on the upload form: what follows puts the list of jobs in place, never the form an
     // admin may be filling in.
     client
@@ -702,13 +690,7 @@ async fn an_admin_creates_a_model_from_a_group_and_teaches_another_model_a_refer
         series_values(&ana, other).await,
     );
 
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/reconciliation", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/reconciliation").await;
     let made_id = made["id"].as_str().expect("id");
     click(
         &client,
@@ -809,13 +791,7 @@ async fn an_admin_adds_a_colleague_changes_their_role_and_revokes_their_access()
     let app = TestApp::build().user("ana", Role::Admin).start().await;
     let ana = app.session("ana").await;
     let password = "bea's own long password";
-    let client = browser(&driver).await;
-    sign_in_by_keyboard(&client, &app, "ana", PASSWORD).await;
-    wait_for_path(&client, "/console/").await;
-    client
-        .goto(&format!("{}/console/users", app.base))
-        .await
-        .expect("goto");
+    let client = ana_at(&driver, &app, "/console/users").await;
     let field = |css: &'static str| {
         let client = client.clone();
         async move { client.find(Locator::Css(css)).await.expect(css) }
