@@ -2,17 +2,20 @@
 # The back office at scale (issue 47): on the data dir of a scale run (bench/run-scale.sh, kept
 # in WORK/data), one admin's every read and write, p50/p99 over REPEAT requests each (begun once
 # the start's own work is done; each read's first request timed apart); the first request of six
-# reads right after a start; and a link and a merge while a snapshot job runs.
+# reads right after a start; merges of duplicates with LEAST listings or more, a link every
+# 100 ms while the listing mover relinks them; and a link and a merge while a snapshot job runs.
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
 #                       [--cold] [--serve-flag FLAG]... [--first-text WORD]... [--bin PATH]
+#                       [--large-merges 3] [--least 1500]
 #
 # --no-first leaves out the first request after a start (six restarts); --first-text adds a
 # start whose first request is `/reconciliation?q=WORD` (a word many groups share, such as a
 # brand sellers write: the dataset's own, e.g. Maison at the scale run); --cold drops the page
 # cache before every start, as after a reboot (root only); --serve-flag passes a flag to every
 # `serve` (e.g. --serve-flag --no-picture-worker); --bin runs that build instead of building the
-# tree's (to alternate two builds on the same data dir).
+# tree's (to alternate two builds on the same data dir); --large-merges 0 leaves the large
+# merges out (each run merges away the largest duplicates it finds among the first groups).
 #
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
@@ -25,6 +28,8 @@ REPEAT=50
 PORT=18432
 FIRST=1
 COLD=0
+LARGE_MERGES=3
+LEAST=1500
 SERVE_FLAGS=()
 FIRST_TEXTS=()
 while [[ $# -gt 0 ]]; do
@@ -37,6 +42,8 @@ while [[ $# -gt 0 ]]; do
     --serve-flag) SERVE_FLAGS+=("$2"); shift 2 ;;
     --first-text) FIRST_TEXTS+=("$2"); shift 2 ;;
     --bin) BIN=$2; shift 2 ;;
+    --large-merges) LARGE_MERGES=$2; shift 2 ;;
+    --least) LEAST=$2; shift 2 ;;
     *) echo "unknown option $1 (see the head of $0)" >&2; exit 2 ;;
   esac
 done
@@ -124,6 +131,11 @@ wait_start_up_work
 python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --repeat "$REPEAT" \
   --json "$WORK/backoffice.json" >> "$OUT"
 echo >> "$OUT"
+if [[ $LARGE_MERGES -gt 0 ]]; then
+  python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
+    --large-merges "$LARGE_MERGES" --least "$LEAST" --pages 6000 >> "$OUT"
+  echo >> "$OUT"
+fi
 feed=$(ls "$WORK"/feeds/*.jsonl | tail -1)
 python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
   --snapshot "$feed" --provider "$(basename "$feed" .jsonl)" >> "$OUT"
