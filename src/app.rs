@@ -22,6 +22,7 @@ use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreRes
 use anyhow::Context;
 use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::sync::{Mutex, RwLock};
 
@@ -43,6 +44,35 @@ pub struct App {
     /// model from four sled reads, a large share of a text search's time over HTTP
     /// (docs/decisions.md, D-81).
     kept: KeptReads,
+    /// Requests whose store and index work runs now.
+    requests: RequestsInFlight,
+}
+
+/// Requests whose store and index work runs now (`api::layers::capacity::Work::run`): what the
+/// start's read-ahead of the indexes gives the disk way to (D-239).
+#[derive(Debug, Default)]
+pub struct RequestsInFlight(AtomicUsize);
+
+impl RequestsInFlight {
+    /// Counts a request until the returned guard is dropped (also when its work panics).
+    pub fn enter(&self) -> InFlight<'_> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        InFlight(self)
+    }
+
+    /// Whether any request's work runs now.
+    pub fn any(&self) -> bool {
+        self.0.load(Ordering::SeqCst) > 0
+    }
+}
+
+/// One request counted by [`RequestsInFlight::enter`].
+pub struct InFlight<'a>(&'a RequestsInFlight);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// Store reads kept per store generation (`api::assemble::Lookups`), a generation's at most
@@ -150,6 +180,7 @@ impl App {
             day_tables: Mutex::new(((0, 0), HashMap::new())),
             dir: data_dir.clone(),
             kept: KeptReads::default(),
+            requests: RequestsInFlight::default(),
         };
         Ok((app, report))
     }
@@ -187,6 +218,11 @@ impl App {
     /// The fetched and cropped pictures (`<data dir>/media`).
     pub fn media(&self) -> &MediaStore {
         self.work.media()
+    }
+
+    /// Requests whose work runs now.
+    pub fn requests_in_flight(&self) -> &RequestsInFlight {
+        &self.requests
     }
 
     /// Pictures a person is waiting for: the image worker takes them first.
@@ -535,6 +571,18 @@ pub fn serving_address(data_dir: &DataDir) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_counts_as_in_flight_until_its_guard_drops() {
+        let requests = RequestsInFlight::default();
+        assert!(!requests.any());
+        let first = requests.enter();
+        let second = requests.enter();
+        drop(first);
+        assert!(requests.any());
+        drop(second);
+        assert!(!requests.any());
+    }
 
     #[test]
     fn the_snapshot_open_waits_for_a_store_another_handle_lets_go_of() {

@@ -90,7 +90,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             })
         }
     });
-    read_indexes_ahead(&config.data_dir);
+    read_indexes_ahead(&config.data_dir, app.clone());
     let listener = socket
         .listen(LISTEN_BACKLOG)
         .with_context(|| format!("listening on {}", config.addr))?;
@@ -134,16 +134,21 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// requests' priority, as the port opens, so that the OS has them cached: the 1.1 GB of the
 /// scale run's indexes take about a second, where the first requests after a cold start read
 /// them a page at a time (a first text search of the groups of unmatched listings took
-/// 287-381 ms, 144-220 ms with them read ahead, D-232). The store is left to sled: 19 GB
-/// there, most of it never read by a request. A folder that is not there reads nothing.
-fn read_indexes_ahead(data_dir: &DataDir) {
+/// 287-381 ms, 144-220 ms with them read ahead, D-232). It gives the disk way to the requests
+/// that run meanwhile ([`give_way`], D-239). The store is left to sled: 19 GB there, most of it
+/// never read by a request. A folder that is not there reads nothing.
+fn read_indexes_ahead(data_dir: &DataDir, app: Arc<App>) {
     let folders = [data_dir.index(), data_dir.listings_index()];
     let spawned = std::thread::Builder::new()
         .name("index-read-ahead".to_owned())
         .spawn(move || {
             crate::jobs::priority::lower_this_thread("index read-ahead");
             let started = std::time::Instant::now();
-            let bytes: u64 = folders.iter().map(|folder| read_folder(folder)).sum();
+            let busy = || app.requests_in_flight().any();
+            let bytes: u64 = folders
+                .iter()
+                .map(|folder| read_folder(folder, &busy))
+                .sum();
             tracing::info!(bytes, took = ?started.elapsed(), "search indexes read ahead");
         });
     if let Err(error) = spawned {
@@ -151,8 +156,24 @@ fn read_indexes_ahead(data_dir: &DataDir) {
     }
 }
 
-/// Reads every file of `folder` to its end; the bytes read.
-fn read_folder(folder: &std::path::Path) -> u64 {
+/// How long the read-ahead waits for the requests running before each of its reads at most:
+/// a cold start's first requests then have the disk to themselves, and a steady load still
+/// lets it go on (a MiB every 100 ms).
+const GIVE_WAY_AT_MOST: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits while `busy` says requests run, for [`GIVE_WAY_AT_MOST`] at most: on a cold start
+/// the read-ahead's reads and a first request's share the disk, and a first text search took
+/// 124-345 ms beside them, 148-193 ms when the read-ahead waited (D-239).
+fn give_way(busy: &dyn Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while busy() && started.elapsed() < GIVE_WAY_AT_MOST {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Reads every file of `folder` to its end, giving way to requests ([`give_way`] asks `busy`)
+/// before each read; the bytes read.
+fn read_folder(folder: &std::path::Path, busy: &dyn Fn() -> bool) -> u64 {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return 0;
     };
@@ -164,7 +185,11 @@ fn read_folder(folder: &std::path::Path) -> u64 {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| std::fs::File::open(e.path()).ok());
     for mut file in files {
-        while let Ok(read @ 1..) = std::io::Read::read(&mut file, &mut buffer) {
+        loop {
+            give_way(busy);
+            let Ok(read @ 1..) = std::io::Read::read(&mut file, &mut buffer) else {
+                break;
+            };
             bytes += read as u64;
         }
     }
@@ -381,7 +406,24 @@ mod tests {
         std::fs::create_dir(dir.path().join("c")).expect("c");
         #[cfg(unix)]
         std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero")).expect("link");
-        assert_eq!(read_folder(dir.path()), (3 << 20 | 5) + 10);
-        assert_eq!(read_folder(&dir.path().join("none")), 0);
+        assert_eq!(read_folder(dir.path(), &|| false), (3 << 20 | 5) + 10);
+        assert_eq!(read_folder(&dir.path().join("none"), &|| false), 0);
+    }
+
+    /// Before each read it asks whether requests run, and a load that never ends still lets
+    /// it read to the end.
+    #[test]
+    fn the_read_ahead_asks_before_each_read_and_ends_beside_a_steady_load() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("a"), vec![7u8; 2 << 20 | 5]).expect("a");
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let busy = || {
+            asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            true
+        };
+        assert_eq!(read_folder(dir.path(), &busy), 2 << 20 | 5);
+        // Three reads of a MiB or less and the one that finds the end, each asked for at least
+        // once.
+        assert!(asked.into_inner() >= 4);
     }
 }

@@ -161,9 +161,34 @@ impl Work {
         // The slot goes with the job: a client that hangs up does not free it while the job runs.
         tokio::task::spawn_blocking(move || {
             let _slot = slot;
+            let _counted = app.requests_in_flight().enter();
             job(&app)
         })
         .await
         .map_err(|error| internal(&error))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data_dir::DataDir;
+
+    /// A request's work counts as in flight while it runs, and no longer once it is done: the
+    /// start's read-ahead gives way to it (D-239).
+    #[tokio::test]
+    async fn a_request_s_work_is_counted_in_flight_while_it_runs() {
+        let dir = tempfile::tempdir().expect("dir");
+        let app = Arc::new(App::open(&DataDir::new(dir.path()), 1 << 20).expect("open"));
+        let work = Work {
+            app: app.clone(),
+            capacity: Arc::new(Capacity::new(CapacityConfig::default())),
+        };
+        let counted = work
+            .run(|app| Ok(app.requests_in_flight().any()))
+            .await
+            .expect("run");
+        assert!(counted, "counted while it ran");
+        assert!(!app.requests_in_flight().any(), "not once it was done");
     }
 }
