@@ -104,20 +104,15 @@ async function merge() {
   if (!window.confirm(question)) return;
   // Read before the merge: the page is replaced by the next group when it answers.
   const limit = Number(document.getElementById("triage").dataset.movedWithMerge);
-  const later = movedAfterTheAnswer(duplicates, limit);
   await settle("/v1/duplicate-models/merge", { keeperId: chosen.value, duplicateIds: duplicates },
     (reply) => "Merged " + reply.mergedModels + " model(s) into " + reply.keeper.name + " (" +
-      reply.keeper.slug + "): " + reply.movedListings + " listing(s) " + (later
-        ? "move to it, the first " + limit + " of each model with the merge and the rest in " +
-          "the background; its listing count grows as they move."
+      reply.keeper.slug + "): " + reply.movedListings + " listing(s) " +
+      // A merge relinks the first `limit` of its duplicates' listings in all and the server the
+      // rest after it answers (D-231): those past the limit have not moved yet.
+      (reply.movedListings > limit
+        ? "move to it, the first " + limit + " with the merge and the rest in the background; " +
+          "its listing count grows as they move."
         : "moved."));
-}
-
-// Whether a duplicate has more listings than a merge relinks in its own write: the server
-// moves the rest after it answers (D-231), so the status must not say they have moved.
-function movedAfterTheAnswer(duplicates, limit) {
-  return Array.from(document.querySelectorAll('input[name="keeper"]'))
-    .some((radio) => duplicates.includes(radio.value) && Number(radio.dataset.listings) > limit);
 }
 
 async function dismiss() {

@@ -21,8 +21,8 @@ struct DuplicatesPage {
     filtered: bool,
     group: Option<DuplicateGroup>,
     model_ids: String,
-    /// Listings of each duplicate a merge relinks in its own write; the script says the rest
-    /// move after its answer.
+    /// Listings a merge relinks in its own write, its duplicates' in all; the script says
+    /// those past it move after its answer.
     moved_with_merge: usize,
     rows: Vec<Row>,
     position: usize,
