@@ -11,6 +11,7 @@ loopback only.
 """
 import argparse
 import http.client
+import itertools
 import json
 import sys
 import time
@@ -116,16 +117,25 @@ def reads(admin, paths, repeat):
     return rows, figures
 
 
-def groups_to_write(admin, count, page_from, reason=None):
-    """Groups of a known brand with a candidate, from pages deep in the list (typical groups);
-    of one reason when given (a model is made only for a reference no model has)."""
-    found, page = [], page_from
+def groups_with_candidates(admin, page_from, reason=None):
+    """Groups of a known brand with a candidate, page after page from pages deep in the list
+    (typical groups), until the list ends; of one reason when given (a model is made only for
+    a reference no model has)."""
+    page = page_from
     only = f"&reason={reason}" if reason else ""
-    while len(found) < count:
+    while True:
         _, body = admin.call("GET", f"/v1/reconciliation?pageSize=50&page={page}{only}")
-        found += [g for g in body["data"] if isinstance(g.get("brand"), dict) and g["candidates"]]
+        if not body["data"]:
+            return
+        yield from (g for g in body["data"] if isinstance(g.get("brand"), dict) and g["candidates"])
         page += 1
-    return found[:count]
+
+
+def groups_to_write(admin, count, page_from, reason=None):
+    found = list(itertools.islice(groups_with_candidates(admin, page_from, reason), count))
+    if len(found) < count:
+        sys.exit(f"only {len(found)} groups to write to from page {page_from}, not {count}")
+    return found
 
 
 def duplicate_groups(admin, count, page_from):
@@ -244,7 +254,7 @@ def large_merges(admin, count, least, pages):
         page += 1
     if not found:
         return [f"| no duplicate with {least:,} listings or more in the first {pages} pages of groups | 0 | | | |"]
-    groups = iter(groups_to_write(admin, 300 * len(found[:count]), 900))
+    groups = groups_with_candidates(admin, 900)
     merges, links, moved, took = [], [], [], []
     for group in found[:count]:
         keeper, duplicate = group["models"][0], group["models"][1]
@@ -262,7 +272,9 @@ def large_merges(admin, count, least, pages):
         while admin.call("GET", listed)[1]["total"] < want:
             if time.perf_counter() - started > 120:
                 sys.exit(f"the keeper {keeper['slug']} did not hold its {want} listings in 120 s")
-            link = next(groups)
+            link = next(groups, None)
+            if link is None:
+                sys.exit("no group left to link")
             ms, status, _ = admin.timed("POST", "/v1/reconciliation/link",
                                         {"group": link["id"], "model": link["candidates"][0]["id"]})
             if status == 200:
