@@ -20,7 +20,7 @@ use crate::jobs::writer::Writer;
 use crate::media::MediaStore;
 use crate::store::{MigrationPolicy, MigrationReport, Store, StoreError, StoreResult};
 use anyhow::Context;
-use catalogue_index::{CatalogueIndex, GenerationCache, ListingIndex};
+use catalogue_index::{CatalogueIndex, FileAccess, GenerationCache, ListingIndex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -123,17 +123,34 @@ impl Default for KeptReads {
     }
 }
 
+/// How [`App::open_with`] opens a data dir: what it does with a store of an older schema, and
+/// how the indexes' files are read in.
+struct Opening {
+    policy: MigrationPolicy,
+    index_access: FileAccess,
+}
+
 impl App {
     /// Opens the data dir, creating it when absent. A store of an older schema is refused
     /// with the advice to run `watch-catalogue migrate`.
     pub fn open(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<App> {
-        Ok(App::open_with(data_dir, cache_bytes, MigrationPolicy::Refuse)?.0)
+        let opening = Opening {
+            policy: MigrationPolicy::Refuse,
+            index_access: FileAccess::ReadAround,
+        };
+        Ok(App::open_with(data_dir, cache_bytes, opening)?.0)
     }
 
     /// Opens the data dir for `serve`: a store of an older schema is migrated first when every
-    /// pending step is safe at start-up (docs/operations.md), and refused otherwise.
+    /// pending step is safe at start-up (docs/operations.md), and refused otherwise. The
+    /// indexes' files are read in a page at a time, as the server reads them all ahead at its
+    /// start ([`FileAccess::PageAlone`]).
     pub fn open_for_serving(data_dir: &DataDir, cache_bytes: u64) -> anyhow::Result<App> {
-        let (app, report) = App::open_with(data_dir, cache_bytes, MigrationPolicy::StartupSafe)?;
+        let opening = Opening {
+            policy: MigrationPolicy::StartupSafe,
+            index_access: FileAccess::PageAlone,
+        };
+        let (app, report) = App::open_with(data_dir, cache_bytes, opening)?;
         for step in &report.steps {
             tracing::info!(
                 from = step.from,
@@ -150,21 +167,23 @@ impl App {
     fn open_with(
         data_dir: &DataDir,
         cache_bytes: u64,
-        policy: MigrationPolicy,
+        opening: Opening,
     ) -> anyhow::Result<(App, MigrationReport)> {
         std::fs::create_dir_all(data_dir.path())
             .with_context(|| format!("creating data dir {}", data_dir.path().display()))?;
         data_dir::ensure_marker(data_dir)?;
-        let (store, report) = open_store(data_dir, cache_bytes, policy)?;
-        let index = CatalogueIndex::open(&data_dir.index()).with_context(|| {
+        let (store, report) = open_store(data_dir, cache_bytes, opening.policy)?;
+        let access = opening.index_access;
+        let index = CatalogueIndex::open_with(&data_dir.index(), access).with_context(|| {
             format!("opening the search index in {}", data_dir.index().display())
         })?;
-        let listings = ListingIndex::open(&data_dir.listings_index()).with_context(|| {
-            format!(
-                "opening the listings index in {}",
-                data_dir.listings_index().display()
-            )
-        })?;
+        let listings =
+            ListingIndex::open_with(&data_dir.listings_index(), access).with_context(|| {
+                format!(
+                    "opening the listings index in {}",
+                    data_dir.listings_index().display()
+                )
+            })?;
         let index = Arc::new(index);
         let listings = Arc::new(listings);
         let app = App {

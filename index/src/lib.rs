@@ -27,6 +27,7 @@ mod typos;
 mod updates_merge;
 
 pub use collector::{CatalogueStats, SortKey};
+pub use derived::FileAccess;
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
 pub use facets::{Facet, FacetCounts, FacetValue};
 pub use listings::{
@@ -107,9 +108,15 @@ pub struct CatalogueIndex {
 impl CatalogueIndex {
     /// Opens the index in `dir`, creating or recreating it as needed (see [`Derived::open`]).
     pub fn open(dir: &Path) -> IndexResult<CatalogueIndex> {
+        CatalogueIndex::open_with(dir, FileAccess::default())
+    }
+
+    /// [`CatalogueIndex::open`], its files read in as `access` says.
+    pub fn open_with(dir: &Path, access: FileAccess) -> IndexResult<CatalogueIndex> {
         let (schema, fields) = schema::build();
+        let settings = derived::sorted_by(schema::names::ID);
         Ok(CatalogueIndex {
-            derived: Derived::open(dir, schema, derived::sorted_by(schema::names::ID))?,
+            derived: Derived::open(dir, schema, settings, access)?,
             fields,
             summaries: Arc::default(),
             dense_words: pruned::DenseWords::default(),

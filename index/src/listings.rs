@@ -19,8 +19,11 @@ mod price_walk;
 #[cfg(test)]
 mod proptests;
 
-use crate::derived::{sorted_by, Derived, RebuildShape};
-use crate::query::{filter, term_u64, text_query, ReferencePrefixes, TextFields, TextQuery};
+use crate::derived::{sorted_by, Derived, FileAccess, RebuildShape};
+use crate::query::{
+    filter, term_u64, terms_starting_with_query, text_query, ReferencePrefixes, TextFields,
+    TextQuery,
+};
 use crate::schema::{exact_number, exact_string, presence_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
@@ -31,8 +34,11 @@ use model_prices::{RunCache, RUN_MIN_LEN};
 use price_walk::PriceWalk;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use tantivy::collector::Collector;
+use tantivy::columnar::ColumnType;
+use tantivy::index::SegmentComponent;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption, Schema, TextOptions, FAST};
 use tantivy::{TantivyDocument, Term};
@@ -94,6 +100,10 @@ pub struct ListingDoc {
     pub scraped_reference: Option<String>,
     /// `scraped_reference`, normalised by the caller.
     pub normalized_reference: Option<String>,
+    /// `scraped_brand`, normalised by the caller, for a listing with a reconciliation group
+    /// whose brand is not the catalogue's: with `normalized_reference`, the text its group is
+    /// found by the start of.
+    pub claimed_brand_text: Option<String>,
     /// Runs of title words that read as a reference, normalised ("126610 LN" -> `126610ln`),
     /// so a reference written only in the title is found exactly.
     pub title_references: Vec<String>,
@@ -102,6 +112,41 @@ pub struct ListingDoc {
     /// from it ([`ListingIndex::unmatched_group_counts`]) without reading a listing, among the
     /// listings with one, whose words are indexed a second time for that search alone.
     pub unmatched_group: Option<u64>,
+}
+
+/// Where `part` lies in `whole`, when it is a slice of it.
+fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<u64>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start as u64..end as u64)
+}
+
+/// Reads `range` of the file at `path`, in order; the bytes read.
+fn read_file_range(path: &Path, range: Range<u64>) -> std::io::Result<u64> {
+    use std::io::{Read, Seek};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(std::io::SeekFrom::Start(range.start))?;
+    std::io::copy(
+        &mut file.take(range.end - range.start),
+        &mut std::io::sink(),
+    )
+}
+
+/// What a term of the `group_starts` field holds: its tag byte, then the text whole.
+#[derive(Debug, Clone, Copy)]
+enum GroupStart {
+    Reference,
+    BrandText,
+}
+
+impl GroupStart {
+    fn term(self, text: &str) -> String {
+        let tag = match self {
+            GroupStart::Reference => 'r',
+            GroupStart::BrandText => 'b',
+        };
+        format!("{tag}{text}")
+    }
 }
 
 /// Exact-value and range filters; `None` or empty means no constraint.
@@ -219,6 +264,10 @@ struct Fields {
     /// with a reconciliation group only: a word's groups are counted from the postings of the
     /// unmatched listings alone, not of every listing that holds it (docs/decisions.md, D-222).
     group_words: Field,
+    /// On the listings with a reconciliation group only, their group's texts whole, each
+    /// tagged ([`GroupStart`]): a group is found by the start of its reference or brand text from
+    /// a range of terms, its listings all sharing both (docs/decisions.md, D-240).
+    group_starts: Field,
     /// Dense: every listing's [`GroupCodes`], 0 when it has none.
     stats_groups: Field,
 }
@@ -253,6 +302,7 @@ fn build_schema() -> (Schema, Fields) {
         reference: s.add_text_field("reference", exact_string()),
         unmatched_group: s.add_u64_field(names::UNMATCHED_GROUP, FAST),
         group_words: s.add_text_field("group_words", presence_options()),
+        group_starts: s.add_text_field("group_starts", exact_string()),
         stats_groups: s.add_u64_field(names::STATS_GROUPS, FAST),
     };
     (s.build(), fields)
@@ -303,6 +353,15 @@ impl Fields {
             let words = [&doc.title, &doc.scraped_brand, &doc.scraped_reference];
             for value in words.into_iter().flatten().filter(|v| !v.is_empty()) {
                 out.add_text(self.group_words, value);
+            }
+            let starts = [
+                (GroupStart::Reference, &doc.normalized_reference),
+                (GroupStart::BrandText, &doc.claimed_brand_text),
+            ];
+            for (kind, value) in starts {
+                if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+                    out.add_text(self.group_starts, kind.term(value));
+                }
             }
         }
         out
@@ -454,6 +513,12 @@ impl Fields {
             ref_exact: self.ref_exact,
             ref_prefix: ReferencePrefixes::Ranges(self.reference),
         }
+    }
+
+    /// The listings with a group whose reference or brand text starts with `prefix`.
+    fn groups_starting_with(&self, prefix: &str) -> [Box<dyn Query>; 2] {
+        [GroupStart::Reference, GroupStart::BrandText]
+            .map(|kind| terms_starting_with_query(self.group_starts, &kind.term(prefix)))
     }
 
     /// The query of everything `filters` and `text` ask but the price range, which the
@@ -611,18 +676,26 @@ pub struct ListingIndex {
     columns: KeptColumns,
     /// The edge buckets of narrow price ranges, for the bucket walk.
     edges: EdgeBuckets,
+    /// The folder of its files; none in memory.
+    dir: Option<PathBuf>,
 }
 
 impl ListingIndex {
     /// Opens the index in `dir`, creating or recreating it as needed.
     pub fn open(dir: &Path) -> IndexResult<ListingIndex> {
+        ListingIndex::open_with(dir, FileAccess::default())
+    }
+
+    /// [`ListingIndex::open`], its files read in as `access` says.
+    pub fn open_with(dir: &Path, access: FileAccess) -> IndexResult<ListingIndex> {
         let (schema, fields) = build_schema();
         Ok(ListingIndex {
-            derived: Derived::open(dir, schema, sorted_by(names::ID))?,
+            derived: Derived::open(dir, schema, sorted_by(names::ID), access)?,
             columns: KeptColumns::new(fields.price_at_max),
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
             edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
+            dir: Some(dir.to_owned()),
         })
     }
 
@@ -635,6 +708,7 @@ impl ListingIndex {
             fields,
             runs: RunCache::new(RUN_MIN_LEN),
             edges: EdgeBuckets::holding_at_most(EDGE_LISTINGS_KEPT),
+            dir: None,
         })
     }
 
@@ -740,14 +814,26 @@ impl ListingIndex {
     /// How many of the listings `filters` and `text` select are in each reconciliation group,
     /// by the key the caller gave ([`ListingDoc::unmatched_group`]): every match counted from
     /// the column, none read. The text's words are looked up among the listings with a group
-    /// only (`group_words`), so they select what the listing-wide fields would among those.
+    /// only (`group_words`), so they select what the listing-wide fields would among those; a
+    /// group whose reference or brand text starts with the text's normalised form has all its
+    /// listings selected, so its count is its size.
     pub fn unmatched_group_counts(
         &self,
         filters: &ListingFilters,
         text: Option<&TextQuery>,
     ) -> IndexResult<GroupCounts> {
         let searcher = self.derived.reader.searcher();
-        let text = text.map(|text| text_query(&self.fields.group_text_fields(), text));
+        let text = text.map(|text| {
+            let mut any = vec![text_query(&self.fields.group_text_fields(), text)];
+            if !text.normalized_reference.is_empty() {
+                any.extend(self.fields.groups_starting_with(&text.normalized_reference));
+            }
+            let any = any
+                .into_iter()
+                .map(|query| (Occur::Should, query))
+                .collect();
+            Box::new(BooleanQuery::new(any)) as Box<dyn Query>
+        });
         let query = self.fields.query_with_text(filters, text);
         Ok(count_groups(&searcher, &*query)?)
     }
@@ -767,6 +853,40 @@ impl ListingIndex {
             &*query,
             &PriceCollector::new(currency, price_range(filters), self.columns.of(&searcher)?),
         )?)
+    }
+
+    /// Reads each segment's column of reconciliation groups from its file, in order, so that
+    /// the OS holds it: a text search over the groups reads it at random, a disk read a page
+    /// on a cold start (docs/decisions.md, D-241). Read from the file rather than through its
+    /// mapping, which a server asks the OS to read a page at a time ([`FileAccess::PageAlone`]).
+    /// The bytes read; none in memory.
+    pub fn read_group_column_ahead(&self) -> IndexResult<u64> {
+        let Some(dir) = &self.dir else {
+            return Ok(0);
+        };
+        let searcher = self.derived.reader.searcher();
+        let mut bytes = 0;
+        for segment in searcher.index().searchable_segments()? {
+            let reader = (searcher.segment_readers().iter())
+                .find(|reader| reader.segment_id() == segment.id());
+            let Some(reader) = reader else {
+                continue;
+            };
+            let column = (reader.fast_fields())
+                .dynamic_column_handle(names::UNMATCHED_GROUP, ColumnType::U64)?;
+            let Some(column) = column else {
+                continue;
+            };
+            let column = column.file_slice().read_bytes()?;
+            let file = segment.open_read(SegmentComponent::FastFields);
+            let file = file.map_err(tantivy::TantivyError::from)?.read_bytes()?;
+            // The column is a slice of the file's one mapping, which the reader holds open.
+            if let Some(range) = range_within(file.as_slice(), column.as_slice()) {
+                let path = dir.join(segment.relative_path(SegmentComponent::FastFields));
+                bytes += read_file_range(&path, range)?;
+            }
+        }
+        Ok(bytes)
     }
 
     /// Keeps the listings of one `status` of every model large enough for
@@ -1079,6 +1199,91 @@ mod tests {
         assert_eq!(counts("diver"), [(70, 2)]);
         assert_eq!(counts("kurofune"), []);
         assert_eq!(counts("nothing"), []);
+    }
+
+    /// The column of groups is read from the files, each segment's bytes of it whole; an index
+    /// in memory has no files to read.
+    #[test]
+    fn the_group_column_is_read_ahead_from_the_files_whole() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = ListingIndex::open_with(dir.path(), FileAccess::PageAlone).expect("index");
+        for (first, generation) in [(0, 1), (5_000, 2)] {
+            let docs: Vec<ListingDoc> = (first..first + 5_000)
+                .map(|id| ListingDoc {
+                    id,
+                    unmatched_group: (id % 3 != 0)
+                        .then_some(id.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+                    ..ListingDoc::default()
+                })
+                .collect();
+            index.upsert(&docs, generation).expect("upsert");
+        }
+        let searcher = index.derived.reader.searcher();
+        let column_bytes: usize = (searcher.segment_readers().iter())
+            .map(|segment| {
+                let handle = (segment.fast_fields())
+                    .dynamic_column_handle(names::UNMATCHED_GROUP, ColumnType::U64)
+                    .expect("column")
+                    .expect("a column of groups");
+                tantivy::HasLen::len(handle.file_slice())
+            })
+            .sum();
+        assert!(column_bytes > 10_000, "{column_bytes}");
+        assert_eq!(
+            index.read_group_column_ahead().expect("read"),
+            column_bytes as u64
+        );
+        let in_memory = ListingIndex::in_memory().expect("index");
+        assert_eq!(in_memory.read_group_column_ahead().expect("read"), 0);
+    }
+
+    /// A group is found by the start of its reference or its brand text, however short or
+    /// wherever the start ends (inside a word, before a reference's third character), with
+    /// all its listings counted whatever their titles; a listing without a group, or one
+    /// whose brand is the catalogue's, is not found by it.
+    #[test]
+    fn a_group_is_found_by_the_start_of_its_reference_or_brand_text_with_all_its_listings() {
+        let index = ListingIndex::in_memory().expect("index");
+        let listing = |id: u64, group: Option<u64>, brand: &str, reference: &str| ListingDoc {
+            id,
+            model_id: group.is_none().then_some(9),
+            brand_id: brand.is_empty().then_some(1),
+            unmatched_group: group,
+            title: Some("a watch".to_owned()),
+            normalized_reference: Some(reference.to_owned()).filter(|r| !r.is_empty()),
+            claimed_brand_text: Some(brand.to_owned()).filter(|b| !b.is_empty()),
+            ..ListingDoc::default()
+        };
+        let docs = vec![
+            listing(1, Some(70), "maisonverdier", "mv100"),
+            listing(2, Some(70), "maisonverdier", "mv100"),
+            listing(3, Some(71), "maisonverdier", ""),
+            listing(4, Some(72), "", "116610ln"),
+            listing(5, Some(73), "", "1"),
+            // Matched: no group, so neither its brand text nor its reference finds one.
+            listing(6, None, "maisonverdier", "116610ln"),
+        ];
+        index.upsert(&docs, 1).expect("upsert");
+        let counts = |prefix: &str| {
+            let text = TextQuery {
+                typo_tolerance: false,
+                text: prefix.to_owned(),
+                normalized_reference: prefix.to_owned(),
+            };
+            let mut counts: Vec<(u64, u64)> = (index
+                .unmatched_group_counts(&ListingFilters::default(), Some(&text)))
+            .expect("counts")
+            .into_iter()
+            .collect();
+            counts.sort_unstable();
+            counts
+        };
+        assert_eq!(counts("maisonv"), [(70, 2), (71, 1)]);
+        assert_eq!(counts("m"), [(70, 2), (71, 1)]);
+        assert_eq!(counts("mv1"), [(70, 2)]);
+        assert_eq!(counts("1"), [(72, 1), (73, 1)]);
+        assert_eq!(counts("11"), [(72, 1)]);
+        assert_eq!(counts("verdier"), []);
     }
 
     /// The group-only fields find exactly what the listing-wide ones find among the listings

@@ -379,13 +379,10 @@ impl ReferencePrefixes {
                 };
                 Box::new(ConstScoreQuery::new(Box::new(starting), score))
             }
-            ReferencePrefixes::Ranges(field) => {
-                // One term: tantivy reads it as the range of terms that start with it.
-                let mut starting =
-                    PhrasePrefixQuery::new(vec![Term::from_field_text(field, prefix)]);
-                starting.set_max_expansions(u32::MAX);
-                Box::new(ConstScoreQuery::new(Box::new(starting), score))
-            }
+            ReferencePrefixes::Ranges(field) => Box::new(ConstScoreQuery::new(
+                terms_starting_with_query(field, prefix),
+                score,
+            )),
         }
     }
 
@@ -402,6 +399,14 @@ impl ReferencePrefixes {
             }
         }
     }
+}
+
+/// The documents of `field`'s terms that start with `prefix`, read as one range of its terms.
+pub(crate) fn terms_starting_with_query(field: Field, prefix: &str) -> Box<dyn Query> {
+    // One term: tantivy reads it as the range of terms that start with it.
+    let mut starting = PhrasePrefixQuery::new(vec![Term::from_field_text(field, prefix)]);
+    starting.set_max_expansions(u32::MAX);
+    Box::new(starting)
 }
 
 /// Either every word matches (as a word of a text field, or as a reference or its prefix), or

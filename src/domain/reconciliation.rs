@@ -52,6 +52,19 @@ impl ClaimedIdentity {
         ClaimedIdentity { brand, reference }
     }
 
+    /// The identity `listing`'s seller claims when it is in a group (unmatched, not DELISTED).
+    pub fn of_grouped(listing: &Listing) -> Option<ClaimedIdentity> {
+        in_a_group(listing).then(|| ClaimedIdentity::of(listing))
+    }
+
+    /// The seller's brand text, when the brand is not the catalogue's.
+    pub fn brand_text(self) -> Option<String> {
+        match self.brand {
+            ClaimedBrand::Text(text) => Some(text),
+            ClaimedBrand::Known(_) => None,
+        }
+    }
+
     /// A stable id: [`GroupKey::of`] the identity, in 16 hex digits.
     pub fn id(&self) -> String {
         GroupKey::of(self).to_string()
@@ -79,7 +92,7 @@ impl GroupKey {
 
     /// The group `listing` is in; `None` for a listing in no group (matched, or DELISTED).
     pub fn of_listing(listing: &Listing) -> Option<GroupKey> {
-        in_a_group(listing).then(|| GroupKey::of(&ClaimedIdentity::of(listing)))
+        ClaimedIdentity::of_grouped(listing).map(|identity| GroupKey::of(&identity))
     }
 
     /// The key a group id names: exactly 16 lowercase hex digits, as [`GroupKey`] shows it.

@@ -1130,7 +1130,6 @@ mod tests {
         use crate::store::RecordKind::{
             Listing, ListingSource, ListingSourceGroup, PendingPictures, PictureDue, PictureState,
             UnmatchedCount, UnmatchedGroup, UnmatchedMember, UnmatchedOrder, UnmatchedPrice,
-            UnmatchedText,
         };
         let dir = tempfile::tempdir().expect("dir");
         let store = fixture_store(dir.path());
@@ -1146,7 +1145,6 @@ mod tests {
             UnmatchedPrice,
             UnmatchedOrder,
             UnmatchedCount,
-            UnmatchedText,
         ];
         let count = |store: &Store| (spaces.map(|s| store.keys_in(s)), store.keys_total());
         let (before, total_before) = count(&store);
@@ -1160,9 +1158,9 @@ mod tests {
         // key: 8 keys, where the old form wrote 240. The 40 are unmatched (the catalogue has
         // no such Tudor), all of one group: its record, a member key each, one key for their
         // one price, its place in three orders (all, brand, provider and reason: those by
-        // provider alone and by reason alone are merged from the last, D-233), the counts of
-        // all five, and its reference's text key.
-        assert_eq!(added, [listings, 0, 1, 8, 0, 0, 1, listings, 1, 3, 5, 1]);
+        // provider alone and by reason alone are merged from the last, D-233) and the counts
+        // of all five.
+        assert_eq!(added, [listings, 0, 1, 8, 0, 0, 1, listings, 1, 3, 5]);
         // Besides: the counters the first listings and pictures of the store start.
         let others = total_after - total_before - added.iter().sum::<usize>();
         assert!(others <= 6, "{others} other keys");

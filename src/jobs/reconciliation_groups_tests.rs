@@ -307,7 +307,6 @@ fn a_rebuild_writes_only_the_keys_that_are_wrong() {
         Space::UnmatchedMember,
         Space::UnmatchedPrice,
         Space::UnmatchedOrder,
-        Space::UnmatchedText,
         Space::UnmatchedCount,
     ] {
         let keys = store.keys_of(space);

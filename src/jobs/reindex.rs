@@ -4,8 +4,8 @@
 
 use crate::domain::rates::ConversionTable;
 use crate::domain::{
-    normalize_reference, text_runs, BoxPapers, Brand, BrandId, Caliber, CaliberId, ComplicationId,
-    GroupKey, Listing, ListingId, Model, ModelId, Series, SeriesId,
+    normalize_reference, text_runs, BoxPapers, Brand, BrandId, Caliber, CaliberId, ClaimedIdentity,
+    ComplicationId, GroupKey, Listing, ListingId, Model, ModelId, Series, SeriesId,
 };
 use crate::store::{Changes, Store, StoreError, StoreGeneration};
 use catalogue_index::{
@@ -504,6 +504,7 @@ pub fn indexed_alike(a: &Listing, b: &Listing) -> bool {
 /// The index document of `listing`, its US dollar price through `table`.
 pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> ListingDoc {
     let details = &listing.details;
+    let claimed = ClaimedIdentity::of_grouped(listing);
     ListingDoc {
         id: listing.id.0,
         provider_id: listing.provider_id.0,
@@ -526,7 +527,8 @@ pub fn listing_doc(listing: &Listing, table: Option<&ConversionTable>) -> Listin
             .as_deref()
             .map(normalize_reference),
         title_references: title_references(details.title.as_deref().unwrap_or("")),
-        unmatched_group: GroupKey::of_listing(listing).map(|key| key.0),
+        unmatched_group: claimed.as_ref().map(|identity| GroupKey::of(identity).0),
+        claimed_brand_text: claimed.and_then(ClaimedIdentity::brand_text),
     }
 }
 

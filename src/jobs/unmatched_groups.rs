@@ -5,10 +5,10 @@
 //! bounds (D-177), never every key it has.
 
 use super::reconciliation::ReconcileError;
-use crate::domain::{normalize_reference, BrandId, ClaimedIdentity, GroupKey, GroupTally};
+use crate::domain::{BrandId, ClaimedIdentity, GroupKey, GroupTally};
 use crate::domain::{MatchOutcome, ProviderId};
 use crate::store::Member;
-use crate::store::{GroupOrder, GroupText, Store, StoreResult};
+use crate::store::{GroupOrder, Store, StoreResult};
 use catalogue_index::{GroupCounts, ListingFilters, ListingIndex};
 use rayon::prelude::*;
 
@@ -143,7 +143,7 @@ pub fn group_page(
     limit: usize,
 ) -> Result<(Vec<ShownGroup>, usize), ReconcileError> {
     if let Some(text) = filter.text.as_deref() {
-        let found = groups_with_text(store, listings, text, filter.brand)?;
+        let found = groups_with_text(listings, text, filter.brand)?;
         return page_of_found(store, filter, found, skip, limit);
     }
     let order = filter.order();
@@ -226,13 +226,12 @@ fn most_found_page(mut found: Vec<(GroupKey, u64)>, skip: usize, limit: usize) -
     found.into_iter().skip(skip).map(|(key, _)| key).collect()
 }
 
-/// The groups `text` finds, each with how many of its listings the text finds: a group whose
-/// reference or brand text starts with it (letters and digits only, any case) with all of them,
-/// and the groups of the unmatched listings whose title, brand or reference holds its words,
-/// counted by the listings index from its group column (D-167). A `brand` is a filter of the
-/// listings searched: a group's listings all have its brand.
+/// The groups `text` finds, each with how many of its listings the text finds, counted by the
+/// listings index from its group column (D-167): a group whose reference or brand text starts
+/// with it (letters and digits only, any case) with all of them, and the groups of the
+/// unmatched listings whose title, brand or reference holds its words (D-240). A `brand` is a
+/// filter of the listings searched: a group's listings all have its brand.
 fn groups_with_text(
-    store: &Store,
     listings: &ListingIndex,
     text: &str,
     brand: Option<BrandId>,
@@ -244,34 +243,7 @@ fn groups_with_text(
         brand_id: brand.map(|b| b.0),
         ..ListingFilters::default()
     };
-    // The store's text keys and the index's count are apart and each about half the work for
-    // a word thousands of groups share: one on each core. The text keys are read on the read
-    // pool, many ranges at once, as they wait on the disk after a start (D-236).
-    let (starting, counted) = rayon::join(
-        || {
-            super::read_pool::with_waiting_reads(|| {
-                groups_starting_with(store, &normalize_reference(text))
-            })
-        },
-        || listings.unmatched_group_counts(&filters, Some(&super::typed_text(text))),
-    );
-    let mut found = counted?;
-    for (key, size) in starting? {
-        let most = found.entry(key.0).or_default();
-        *most = (*most).max(size);
-    }
-    Ok(found)
-}
-
-/// The groups whose reference or brand text starts with `prefix`, each with its size.
-fn groups_starting_with(store: &Store, prefix: &str) -> StoreResult<Vec<(GroupKey, u64)>> {
-    let mut found = Vec::new();
-    if !prefix.is_empty() {
-        for kind in [GroupText::Reference, GroupText::BrandText] {
-            found.extend(store.unmatched().with_text_prefix(kind, prefix)?);
-        }
-    }
-    Ok(found)
+    Ok(listings.unmatched_group_counts(&filters, Some(&super::typed_text(text)))?)
 }
 
 #[cfg(test)]

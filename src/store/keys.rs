@@ -120,8 +120,9 @@ pub enum Keyspace {
     UnmatchedOrder = 94,
     /// Order tag + value -> how many groups the order walks.
     UnmatchedCount = 95,
-    /// Text kind + normalised text + 0 + group key -> the group's size: groups by the start of
-    /// their reference or brand text.
+    /// Retired: text kind + normalised text + 0 + group key -> the group's size, what groups
+    /// were found by the start of their reference or brand text before the listings index
+    /// found them (D-240). Schema 16 drops them; none is written.
     UnmatchedText = 96,
     /// Group key + currency + 0 + price -> how many of the group's listings ask that price.
     /// New in schema 10, when the prices left the group's record.

@@ -132,7 +132,22 @@ pub static STEPS: &[Step] = &[
         safe_at_startup: true,
         run: drop_merged_group_orders,
     },
+    Step {
+        from: 15,
+        to: 16,
+        summary: "the groups of unmatched listings are found by the start of their reference or brand text in the listings index (their text keys dropped)",
+        safe_at_startup: true,
+        run: drop_group_text_keys,
+    },
 ];
+
+/// Step 15 -> 16: removes the text keys of the groups of unmatched listings, [`PICTURE_BATCH`]
+/// a batch: a text search finds groups by the start of their reference or brand text in the
+/// listings index now (D-240), which rebuilds itself with the terms that needs as its schema
+/// changed. Idempotent: a re-run removes what is left. Returns the keys removed.
+fn drop_group_text_keys(db: &sled::Db) -> StoreResult<u64> {
+    super::clear_keyspace(db, Keyspace::UnmatchedText, PICTURE_BATCH)
+}
 
 /// Step 14 -> 15: removes the order keys of the groups of unmatched listings by provider alone
 /// and by reason alone, [`PICTURE_BATCH`] a batch: those orders are now read as merges of the

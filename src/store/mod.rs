@@ -42,9 +42,7 @@ pub use sessions::Sessions;
 pub use turn::{Changes, Interlude, ListingSink, ListingWrite, WriteTurn, WriteWatch};
 #[cfg(test)]
 pub use unmatched::recompute as recompute_unmatched_groups;
-pub use unmatched::{
-    GroupOrder, GroupSummary, GroupText, GroupsRebuilt, KeptGroup, Member, Unmatched,
-};
+pub use unmatched::{GroupOrder, GroupSummary, GroupsRebuilt, KeptGroup, Member, Unmatched};
 pub use write::WriteBatch;
 
 use crate::domain::{AuditEntry, Timestamp};
@@ -76,7 +74,11 @@ use std::sync::{Arc, Mutex};
 ///    (`PriceSeriesTouched`, `PriceSeriesPeriods`, `PriceSeriesState`; D-209).
 /// 14: a merge may leave its duplicates' listings for the listing mover
 ///    (`MergedListingsLeft`, D-231): a binary of 13 would never move them.
-pub const SCHEMA_VERSION: u64 = 15;
+/// 15: the groups of unmatched listings by provider alone and by reason alone are walked
+///    through their provider-and-reason orders (D-233).
+/// 16: no text keys of the groups of unmatched listings (`UnmatchedText`): the listings index
+///    finds a group by the start of its reference or brand text (D-240).
+pub const SCHEMA_VERSION: u64 = 16;
 
 /// Failures of the store layer.
 #[derive(Debug, thiserror::Error)]

@@ -4,23 +4,19 @@
 //! its title, so a page's example titles are one range read: D-203) and a key per price, so a
 //! write costs what it moves, whatever the group's size (D-177); keys order the
 //! groups largest first, alone or by brand or by provider and reason (by provider alone or by
-//! reason alone, those merged: D-233), and find them by the start of their reference or brand
-//! text. A page of groups reads its page (records,
-//! newest members, price bounds), never the unmatched listings.
-//! Keyspaces: `UnmatchedGroup`, `UnmatchedMember`, `UnmatchedPrice`, `UnmatchedOrder`,
-//! `UnmatchedCount`, `UnmatchedText`.
+//! reason alone, those merged: D-233). A page of groups reads its page (records, newest
+//! members, price bounds), never the unmatched listings; a text finds groups in the listings
+//! index (D-240). Keyspaces: `UnmatchedGroup`, `UnmatchedMember`, `UnmatchedPrice`,
+//! `UnmatchedOrder`, `UnmatchedCount` (and the retired `UnmatchedText`, which no store of
+//! today's schema holds).
 
 use super::codec::{decode, decode_u64, encode, encode_u64};
 use super::keys::Keyspace;
 use super::write::Operation;
 use super::{Store, StoreResult};
-use crate::domain::{
-    BrandId, ClaimedBrand, GroupKey, GroupTally, Listing, ListingId, MatchOutcome, ProviderId,
-};
-use rayon::prelude::*;
+use crate::domain::{BrandId, GroupKey, GroupTally, Listing, ListingId, MatchOutcome, ProviderId};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
-use std::ops::Bound;
 
 /// A group whole: its tally with every price and its listings, assembled from its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,116 +154,6 @@ impl GroupOrder {
         }
         orders
     }
-}
-
-/// What the text keys find a group by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupText {
-    /// The reference the sellers claim, normalised.
-    Reference,
-    /// The brand text sellers wrote, normalised, for a brand the catalogue lacks.
-    BrandText,
-}
-
-impl GroupText {
-    fn prefix(self, text: &str) -> Vec<u8> {
-        let mut key = vec![Keyspace::UnmatchedText as u8, self as u8];
-        key.extend_from_slice(text.as_bytes());
-        key
-    }
-}
-
-/// Bands of a group key's first byte that one text's keys are read in: a text key is the
-/// text, a 0 byte, then its group's key, a hash, so its first byte is spread evenly.
-const TEXT_BANDS: u8 = 16;
-
-/// Texts under a prefix whose keys are read band by band; the keys of the texts after them are
-/// read as one range.
-const TEXTS_SPLIT_AT_MOST: usize = 32;
-
-/// The text keys starting with `prefix` (a [`GroupText::prefix`]), each group with its size,
-/// read as many ranges side by side (on the caller's rayon pool): the keys of each of the first
-/// [`TEXTS_SPLIT_AT_MOST`] texts in [`TEXT_BANDS`] bands of their group keys.
-fn scan_text_prefix(db: &sled::Db, prefix: &[u8]) -> StoreResult<Vec<(GroupKey, u64)>> {
-    let end = prefix_end(prefix);
-    let points = text_split_points(db, prefix, end.as_deref())?;
-    let starts = std::iter::once(prefix.to_vec()).chain(points.iter().cloned());
-    let ends = (points.iter().cloned())
-        .map(Bound::Excluded)
-        .chain(std::iter::once(
-            end.map_or(Bound::Unbounded, Bound::Excluded),
-        ));
-    let ranges: Vec<(Vec<u8>, Bound<Vec<u8>>)> = starts.zip(ends).collect();
-    let parts: Vec<Vec<(GroupKey, u64)>> = ranges
-        .into_par_iter()
-        .map(|(from, to)| {
-            let mut found = Vec::new();
-            for entry in db.range::<Vec<u8>, _>((Bound::Included(from), to)) {
-                let (key, value) = entry?;
-                if !key.starts_with(prefix) {
-                    break;
-                }
-                if let Some(group) = trailing_group(&key) {
-                    found.push((group, decode_u64(&key, &value)?));
-                }
-            }
-            Ok(found)
-        })
-        .collect::<StoreResult<_>>()?;
-    Ok(parts.concat())
-}
-
-/// Keys strictly between `prefix` and `end`, in increasing order, that cut the prefix's range
-/// into the ranges [`scan_text_prefix`] reads: found by seeking each text's first key, taking
-/// its text, cutting its keys into bands and seeking past them. Being increasing and inside
-/// the range, they cut it into ranges that hold each of its keys exactly once, whatever the
-/// keys are.
-fn text_split_points(
-    db: &sled::Db,
-    prefix: &[u8],
-    end: Option<&[u8]>,
-) -> StoreResult<Vec<Vec<u8>>> {
-    let width = u8::MAX / TEXT_BANDS + 1;
-    let mut points: Vec<Vec<u8>> = Vec::new();
-    for _ in 0..TEXTS_SPLIT_AT_MOST {
-        let from = points.last().map_or(prefix, Vec::as_slice);
-        let Some(first) = db.range::<&[u8], _>(from..).keys().next().transpose()? else {
-            break;
-        };
-        // A text key ends in a 0 byte and a group key of 8 bytes.
-        let Some(text) = (first.starts_with(prefix))
-            .then(|| first.len().checked_sub(9))
-            .flatten()
-            .and_then(|at| first.get(..at))
-        else {
-            break;
-        };
-        let before = points.len();
-        let bands = (1..TEXT_BANDS).map(|band| [text, &[0, band * width]].concat());
-        for point in bands.chain(std::iter::once([text, &[1]].concat())) {
-            let after_last =
-                points.last().is_none_or(|last| point > *last) && point.as_slice() > prefix;
-            if after_last && end.is_none_or(|end| point.as_slice() < end) {
-                points.push(point);
-            }
-        }
-        if points.len() == before {
-            break;
-        }
-    }
-    Ok(points)
-}
-
-/// The first key after every key starting with `prefix`; none when it is all 0xFF bytes.
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
 }
 
 fn order_key(order: GroupOrder, listings: u64, group: GroupKey) -> Vec<u8> {
@@ -498,40 +384,20 @@ fn read_count(db: &sled::Db, order: GroupOrder) -> StoreResult<u64> {
     db.get(&key)?.map_or(Ok(0), |v| decode_u64(&key, &v))
 }
 
-/// The group in the last 8 bytes of an order or text key.
+/// The group in the last 8 bytes of an order key.
 fn trailing_group(key: &[u8]) -> Option<GroupKey> {
     let tail: [u8; 8] = key.get(key.len().checked_sub(8)?..)?.try_into().ok()?;
     Some(GroupKey(u64::from_be_bytes(tail)))
 }
 
-/// The keys a kept group has besides its record: its place in each order, and its text keys
-/// (valued with its size, so a text search sorts its groups without reading them).
+/// The keys a kept group has besides its record: its place in each order.
 fn derived_keys(group: GroupKey, tally: &GroupTally) -> Vec<(Vec<u8>, Vec<u8>)> {
     let size = tally.listings.max(0) as u64;
-    let mut keys: Vec<(Vec<u8>, Vec<u8>)> = GroupOrder::of(tally)
+    GroupOrder::of(tally)
         .into_iter()
         .filter(|order| order.is_keyed())
         .map(|order| (order_key(order, size, group), Vec::new()))
-        .collect();
-    let texts = [
-        (GroupText::Reference, tally.identity.reference.as_deref()),
-        (
-            GroupText::BrandText,
-            match &tally.identity.brand {
-                ClaimedBrand::Text(text) if !text.is_empty() => Some(text.as_str()),
-                _ => None,
-            },
-        ),
-    ];
-    for (kind, text) in texts {
-        if let Some(text) = text {
-            let mut key = kind.prefix(text);
-            key.push(0);
-            key.extend_from_slice(&group.0.to_be_bytes());
-            keys.push((key, encode_u64(size).to_vec()));
-        }
-    }
-    keys
+        .collect()
 }
 
 /// The store's kept groups: see [`Store::unmatched`].
@@ -562,17 +428,6 @@ impl<'s> Unmatched<'s> {
     /// The groups `order` walks, largest first: keys only, no record decoded.
     pub fn in_order(self, order: GroupOrder) -> impl Iterator<Item = StoreResult<GroupKey>> + 's {
         MergedOrders::of(&self.0.db, order)
-    }
-
-    /// The groups whose `kind` text starts with `prefix`, each with its size. The prefix's keys
-    /// are read as many ranges side by side ([`scan_text_prefix`]): a common text's are
-    /// thousands of sled leaves, each a disk read right after a start (D-236).
-    pub fn with_text_prefix(
-        self,
-        kind: GroupText,
-        prefix: &str,
-    ) -> StoreResult<Vec<(GroupKey, u64)>> {
-        scan_text_prefix(&self.0.db, &kind.prefix(prefix))
     }
 
     /// Every kept group with its key, for a check against a recomputation.
@@ -769,11 +624,10 @@ const REBUILD_CHUNK: usize = 250;
 
 /// The keyspaces of the kept groups, the records last: a rebuild stopped part-way leaves
 /// records of the old state beside keys of the new, which the next rebuild finishes.
-const KEYSPACES: [Keyspace; 6] = [
+const KEYSPACES: [Keyspace; 5] = [
     Keyspace::UnmatchedMember,
     Keyspace::UnmatchedPrice,
     Keyspace::UnmatchedOrder,
-    Keyspace::UnmatchedText,
     Keyspace::UnmatchedCount,
     Keyspace::UnmatchedGroup,
 ];
@@ -994,7 +848,7 @@ impl<'a> Writes<'a> {
     }
 }
 
-/// Checks that every record, member, price, order and text key and every order count is exactly
+/// Checks that every record, member, price and order key and every order count is exactly
 /// what the kept groups call for (a record's priced counts those of its price keys), with no key
 /// left of a group that is gone: what a write's own bookkeeping must leave.
 #[cfg(test)]
@@ -1030,7 +884,7 @@ impl Unmatched<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ClaimedIdentity;
+    use crate::domain::{ClaimedBrand, ClaimedIdentity};
 
     fn apply(db: &sled::Db, operations: Vec<Operation>) -> StoreResult<u64> {
         let mut writes = Writes::new(db);
@@ -1179,82 +1033,5 @@ mod tests {
             let prefix = [Keyspace::UnmatchedOrder as u8, tag];
             assert_eq!(db.scan_prefix(prefix).count(), 0, "no keys of tag {tag}");
         }
-    }
-}
-
-#[cfg(test)]
-mod text_range_tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    /// Text bytes near the bands' edges and the 0 byte a text key's text ends with.
-    fn text_byte() -> impl Strategy<Value = u8> {
-        prop_oneof![
-            Just(0u8),
-            Just(1),
-            Just(15),
-            Just(16),
-            0x61u8..0x64,
-            Just(0xff)
-        ]
-    }
-
-    proptest! {
-        /// Whatever the keys, a prefix's ranges read each key starting with it once and no other.
-        #[test]
-        fn a_prefix_s_text_keys_are_read_whole_and_once(
-            texts in proptest::collection::vec(proptest::collection::vec(text_byte(), 0..4), 1..40),
-            groups in proptest::collection::vec(any::<u64>(), 1..40),
-            odd in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..4),
-            prefix in proptest::collection::vec(text_byte(), 0..3),
-        ) {
-            let db = sled::Config::new().temporary(true).open().expect("db");
-            let head = [Keyspace::UnmatchedText as u8, GroupText::BrandText as u8];
-            for (i, text) in texts.iter().enumerate() {
-                let group = groups[i % groups.len()].wrapping_mul(i as u64 + 1);
-                let key = [&head[..], text, &[0], &group.to_be_bytes()].concat();
-                db.insert(key, encode_u64(i as u64).to_vec()).expect("insert");
-            }
-            // Keys of no text key's shape, and keys of the next keyspace.
-            for tail in &odd {
-                db.insert([&head[..], tail].concat(), encode_u64(7).to_vec()).expect("insert");
-            }
-            db.insert([head[0] + 1], encode_u64(9).to_vec()).expect("insert");
-            let prefix = [&head[..], &prefix].concat();
-            let mut expected: Vec<(GroupKey, u64)> = Vec::new();
-            for entry in db.scan_prefix(&prefix) {
-                let (key, value) = entry.expect("entry");
-                if let Some(group) = trailing_group(&key) {
-                    expected.push((group, decode_u64(&key, &value).expect("size")));
-                }
-            }
-            let mut found = scan_text_prefix(&db, &prefix).expect("scan");
-            expected.sort_unstable();
-            found.sort_unstable();
-            prop_assert_eq!(found, expected);
-        }
-    }
-
-    #[test]
-    fn a_text_s_keys_are_read_in_bands_and_the_rest_in_one_range() {
-        let db = sled::Config::new().temporary(true).open().expect("db");
-        let key = |text: &[u8], group: u64| [&[1, 2], text, &[0], &group.to_be_bytes()].concat();
-        for group in [1u64 << 60, 9 << 60] {
-            db.insert(key(b"ab", group), vec![]).expect("insert");
-            db.insert(key(b"ac", group), vec![]).expect("insert");
-        }
-        let points = text_split_points(&db, &[1, 2, b'a'], Some(&[1, 2, b'b'])).expect("points");
-        // Two texts, each cut into 16 bands.
-        assert_eq!(points.len(), 2 * TEXT_BANDS as usize);
-        assert_eq!(points[0], [&[1, 2], &b"ab"[..], &[0, 16]].concat());
-        assert_eq!(points[15], [&[1, 2], &b"ab"[..], &[1]].concat());
-        assert_eq!(points[31], [&[1, 2], &b"ac"[..], &[1]].concat());
-    }
-
-    #[test]
-    fn a_prefix_ends_at_its_successor() {
-        assert_eq!(prefix_end(&[7, 1, 0xff]), Some(vec![7, 2]));
-        assert_eq!(prefix_end(&[7, 1, 2]), Some(vec![7, 1, 3]));
-        assert_eq!(prefix_end(&[0xff, 0xff]), None);
     }
 }

@@ -194,6 +194,10 @@ async fn groups_gather_unmatched_listings_by_the_identity_their_sellers_claim() 
         ("q=99-9", 1),
         ("q=kermit&brand=rolex", 1),
         ("q=nothing-like-it", 0),
+        // The start of a brand text inside its word, and of a reference too short to be
+        // searched as one: found by the group's texts alone (D-240).
+        ("q=invi", 1),
+        ("q=89", 1),
     ] {
         let page = admin.ok(&format!("/v1/reconciliation?{query}")).await;
         assert_eq!(page["total"], expected, "{query}: {page}");

@@ -270,6 +270,39 @@ fn serve_reads_its_search_indexes_ahead_as_it_opens() {
     serve.stop();
 }
 
+/// `serve` reads the listings index's column of reconciliation groups through before it
+/// listens, and maps its indexes' files asking the OS for the pages it touches alone: a first
+/// text search over the groups after a cold start read 8 MiB around each page it touched
+/// (D-241).
+#[test]
+fn serve_maps_its_index_files_to_be_read_a_page_at_a_time() {
+    let data = new_data_dir();
+    let mut serve = ServeProcess::start(data.path());
+    let column = serve
+        .line_holding("group column read ahead")
+        .unwrap_or_else(|| panic!("no read of the group column:\n{}", serve.log));
+    assert!(
+        !column.contains("bytes=0 "),
+        "the fixtures' unmatched listings have groups: {column}"
+    );
+    assert!(
+        serve.log.find("group column read ahead") < serve.log.find("serving the watch catalogue"),
+        "read before the port opens:\n{}",
+        serve.log
+    );
+    let mut flags = Vec::new();
+    for index in ["index", "listings-index"] {
+        let mapped = serve.flags_of_files_mapped_from(&data.path().join(index));
+        assert!(!mapped.is_empty(), "{index}'s files are mapped");
+        flags.extend(mapped);
+    }
+    serve.stop();
+    for flags in flags {
+        // `rr`: the mapping is advised random, read a page at a time.
+        assert!(flags.split_whitespace().any(|flag| flag == "rr"), "{flags}");
+    }
+}
+
 /// `serve` turns transparent huge pages off for its process, as the batch commands do (D-237).
 /// Kernels before 6.x write no `THP_enabled` line: nothing to check there.
 #[test]

@@ -607,6 +607,31 @@ impl ServeProcess {
             .expect("VmRSS")
     }
 
+    /// The flags (`VmFlags` of `/proc/PID/smaps`) of each of the server's mappings of a file
+    /// in `dir`.
+    pub fn flags_of_files_mapped_from(&self, dir: &Path) -> Vec<String> {
+        let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", self.child.id()))
+            .expect("the server's mappings");
+        let mut flags = Vec::new();
+        let mut mapped_from_dir = false;
+        for line in smaps.lines() {
+            match line.strip_prefix("VmFlags:") {
+                Some(value) if mapped_from_dir => flags.push(value.trim().to_owned()),
+                Some(_) => {}
+                // A mapping's first line ends in its file's path, if any; its other lines
+                // are `Name: value`.
+                None if !line.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                    mapped_from_dir = line
+                        .split_whitespace()
+                        .nth(5)
+                        .is_some_and(|path| Path::new(path).starts_with(dir));
+                }
+                None => {}
+            }
+        }
+        flags
+    }
+
     /// The value of the server's `/proc/PID/status` line `name`, when the kernel writes one.
     pub fn status_line(&self, name: &str) -> Option<String> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))

@@ -124,7 +124,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     let (store, report) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
     assert_eq!(report.found, Some(2));
     assert_eq!(report.schema, SCHEMA_VERSION);
-    assert_eq!(report.steps.len(), 13, "{report}");
+    assert_eq!(report.steps.len(), 14, "{report}");
     assert_eq!(report.steps[0].rewritten, records as u64);
     assert_eq!(report.steps[1].rewritten, Counted::ALL.len() as u64);
     assert!(!report.steps[0].resumed);
@@ -161,7 +161,6 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
         Keyspace::UnmatchedPrice,
         Keyspace::UnmatchedOrder,
         Keyspace::UnmatchedCount,
-        Keyspace::UnmatchedText,
     ];
     let group_keys: Vec<Vec<u8>> = after
         .keys()
@@ -181,7 +180,7 @@ fn a_schema_2_store_migrates_in_place_and_every_record_reads_back_equal() {
     store
         .unmatched()
         .check_derived()
-        .expect("member, price, order and text keys");
+        .expect("member, price and order keys");
     // Schema 12 keeps the rates in force as the first day of the history; schema 13 logs
     // every model for the series folder, under the store's generation.
     let rates_day = [super::super::keys::rates_day("2025-05-09")];
@@ -629,7 +628,8 @@ fn a_schema_7_store_with_an_audit_trail_migrates_to_the_pages_of_a_new_one() {
             (11, 12),
             (12, 13),
             (13, 14),
-            (14, 15)
+            (14, 15),
+            (15, 16)
         ]
     );
     let after = audit_pairs(&migrated.db);
@@ -705,7 +705,10 @@ fn a_schema_10_store_gains_the_titles_of_its_group_members() {
         reopen(|| Store::open_with(dir.path(), 1 << 20, MigrationPolicy::StartupSafe))
             .expect("serve migrates it");
     let steps: Vec<(u64, u64)> = report.steps.iter().map(|s| (s.from, s.to)).collect();
-    assert_eq!(steps, [(10, 11), (11, 12), (12, 13), (13, 14), (14, 15)]);
+    assert_eq!(
+        steps,
+        [(10, 11), (11, 12), (12, 13), (13, 14), (14, 15), (15, 16)]
+    );
     let listings: Vec<Listing> = collect(store.listings().all_listings());
     let kept: BTreeMap<_, _> = store.unmatched().all().map(|g| g.expect("group")).collect();
     assert_eq!(kept, super::super::unmatched::recompute(&listings));
@@ -728,7 +731,16 @@ fn a_schema_11_store_with_rates_in_force_keeps_their_day() {
     write_raw(dir.path(), &schema_11);
 
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(11, 12, 1), (12, 13, 1), (13, 14, 0), (14, 15, 0)]);
+    assert_eq!(
+        steps,
+        [
+            (11, 12, 1),
+            (12, 13, 1),
+            (13, 14, 0),
+            (14, 15, 0),
+            (15, 16, 0)
+        ]
+    );
     let rates_area = store.rates();
     assert_eq!(
         rates_area.day("2025-05-09").expect("day"),
@@ -769,7 +781,7 @@ fn a_schema_12_store_logs_every_model_for_the_series_folder() {
     schema_12.insert(MetaKey::Generation.key(), encode_u64(41).to_vec());
     write_raw(dir.path(), &schema_12);
     let (store, steps) = served(dir.path());
-    assert_eq!(steps, [(12, 13, 1), (13, 14, 0), (14, 15, 0)]);
+    assert_eq!(steps, [(12, 13, 1), (13, 14, 0), (14, 15, 0), (15, 16, 0)]);
     let log = store.price_series().log().expect("log");
     assert!(log.every_model && log.models.is_empty());
     assert_eq!(log.entries(), 1);
@@ -843,10 +855,61 @@ fn a_schema_14_store_drops_the_order_keys_its_merged_orders_replace() {
 
     let (store, steps) = served(dir.path());
     let dropped = schema_14.len() as u64 - 1;
-    assert_eq!(steps, [(14, 15, dropped)]);
+    assert_eq!(steps, [(14, 15, dropped), (15, 16, 0)]);
     assert_eq!(records(&store.db), schema_15, "what schema 15 keeps");
     assert_eq!(walks(&store), walked);
     assert_eq!(drop_merged_group_orders(&store.db).expect("again"), 0);
+}
+
+/// Step 15 -> 16: a schema-15 store's text keys of the groups of unmatched listings go, and
+/// nothing else changes.
+#[test]
+fn a_schema_15_store_drops_the_text_keys_of_its_groups() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_raw(dir.path(), &schema_2_pairs());
+    let (store, _) = reopen(|| Store::open_migrating(dir.path(), 1 << 20)).expect("migrate");
+    let records = |db: &sled::Db| -> Pairs {
+        let mut pairs = raw_pairs(db);
+        pairs.retain(|key, _| key.first() != Some(&(Keyspace::Meta as u8)));
+        pairs
+    };
+    let schema_16 = records(&store.db);
+    // What schema 15 kept besides, as it wrote it: kind, text, 0, group key -> size.
+    let mut schema_15 = Pairs::new();
+    schema_15.insert(MetaKey::SchemaVersion.key(), encode_u64(15).to_vec());
+    for group in store.unmatched().all() {
+        let (key, kept) = group.expect("group");
+        let identity = &kept.tally.identity;
+        let brand_text = match &identity.brand {
+            crate::domain::ClaimedBrand::Text(text) => Some(text.as_str()),
+            crate::domain::ClaimedBrand::Known(_) => None,
+        };
+        for (kind, text) in [(0u8, identity.reference.as_deref()), (1, brand_text)] {
+            if let Some(text) = text.filter(|text| !text.is_empty()) {
+                let text_key = [
+                    &[Keyspace::UnmatchedText as u8, kind],
+                    text.as_bytes(),
+                    &[0],
+                    &key.0.to_be_bytes(),
+                ]
+                .concat();
+                schema_15.insert(text_key, encode_u64(kept.tally.listings as u64).to_vec());
+            }
+        }
+    }
+    assert!(schema_15.len() > 2, "text keys of schema 15 to drop");
+    drop(store);
+    let db = reopen_sled(dir.path());
+    for (key, value) in &schema_15 {
+        db.insert(key, value.as_slice()).expect("write");
+    }
+    db.flush().expect("flush");
+    drop(db);
+
+    let (store, steps) = served(dir.path());
+    assert_eq!(steps, [(15, 16, schema_15.len() as u64 - 1)]);
+    assert_eq!(records(&store.db), schema_16, "what schema 16 keeps");
+    assert_eq!(drop_group_text_keys(&store.db).expect("again"), 0);
 }
 
 /// The store in `dir` opened as `serve` opens it, and the steps it ran: from, to, rewritten.
