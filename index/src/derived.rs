@@ -36,8 +36,8 @@ pub enum FileAccess {
     /// That page alone: for a server, which reads its indexes' files ahead once at its start
     /// and then touches a few scattered pages a request. With read-around, a first text
     /// search over the reconciliation groups after a cold start read 28 pages, 216 MB, and
-    /// took 150-250 ms; with this, 270 pages, 9-37 MB, and 91-93 ms (docs/decisions.md,
-    /// D-241).
+    /// took 150-250 ms; with this (and its column of groups read ahead), 200-340 pages, 6-23
+    /// MB, and 86-107 ms (docs/decisions.md, D-241).
     PageAlone,
 }
 
@@ -402,8 +402,9 @@ mod tests {
                 if in_dir {
                     flags.push(value.trim().to_owned());
                 }
-            } else if !line.contains(':') || line.split_whitespace().count() >= 5 {
-                // A mapping's first line: address range, permissions, offset, device, inode, path.
+            } else if !line.starts_with(|c: char| c.is_ascii_uppercase()) {
+                // A mapping's first line (its others are `Name: value`): address range,
+                // permissions, offset, device, inode, path.
                 in_dir = line
                     .split_whitespace()
                     .nth(5)

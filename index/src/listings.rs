@@ -114,24 +114,6 @@ pub struct ListingDoc {
     pub unmatched_group: Option<u64>,
 }
 
-/// Where `part` lies in `whole`, when it is a slice of it.
-fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<u64>> {
-    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
-    let end = start.checked_add(part.len())?;
-    (end <= whole.len()).then_some(start as u64..end as u64)
-}
-
-/// Reads `range` of the file at `path`, in order; the bytes read.
-fn read_file_range(path: &Path, range: Range<u64>) -> std::io::Result<u64> {
-    use std::io::{Read, Seek};
-    let mut file = std::fs::File::open(path)?;
-    file.seek(std::io::SeekFrom::Start(range.start))?;
-    std::io::copy(
-        &mut file.take(range.end - range.start),
-        &mut std::io::sink(),
-    )
-}
-
 /// What a term of the `group_starts` field holds: its tag byte, then the text whole.
 #[derive(Debug, Clone, Copy)]
 enum GroupStart {
@@ -942,6 +924,24 @@ impl ListingIndex {
     }
 }
 
+/// Where `part` lies in `whole`, when it is a slice of it.
+fn range_within(whole: &[u8], part: &[u8]) -> Option<Range<u64>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start as u64..end as u64)
+}
+
+/// Reads `range` of the file at `path`, in order; the bytes read.
+fn read_file_range(path: &Path, range: Range<u64>) -> std::io::Result<u64> {
+    use std::io::{Read, Seek};
+    let mut file = std::fs::File::open(path)?;
+    file.seek(std::io::SeekFrom::Start(range.start))?;
+    std::io::copy(
+        &mut file.take(range.end - range.start),
+        &mut std::io::sink(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1199,6 +1199,17 @@ mod tests {
         assert_eq!(counts("diver"), [(70, 2)]);
         assert_eq!(counts("kurofune"), []);
         assert_eq!(counts("nothing"), []);
+    }
+
+    #[test]
+    fn a_slice_is_placed_in_what_it_was_cut_from_and_nowhere_else() {
+        let whole = vec![7u8; 100];
+        assert_eq!(range_within(&whole, &whole[10..30]), Some(10..30));
+        assert_eq!(range_within(&whole, &whole[100..]), Some(100..100));
+        let other = vec![7u8; 20];
+        assert_eq!(range_within(&whole[..50], &whole[40..60]), None);
+        // Two live allocations never overlap.
+        assert_eq!(range_within(&whole, &other), None);
     }
 
     /// The column of groups is read from the files, each segment's bytes of it whole; an index

@@ -202,7 +202,7 @@ fn assert_kept_equal_recomputed(store: &Store, after: &[Op]) {
     store
         .unmatched()
         .check_derived()
-        .expect("member, price, order and text keys");
+        .expect("member, price and order keys");
 }
 
 #[test]
@@ -290,7 +290,7 @@ proptest! {
 }
 
 /// `reindex`'s rebuild of the groups: a store whose groups are right is left as it is (no key
-/// written); every kind of wrong key (a record, a member, a price, an order, a text key and a
+/// written); every kind of wrong key (a record, a member, a price, an order and a
 /// count changed, removed or left over) is put right, and only those keys are written.
 #[test]
 fn a_rebuild_writes_only_the_keys_that_are_wrong() {
