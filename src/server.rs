@@ -136,7 +136,9 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
 /// them a page at a time (a first text search of the groups of unmatched listings took
 /// 287-381 ms, 144-220 ms with them read ahead, D-232). It gives the disk way to the requests
 /// that run meanwhile ([`give_way`], D-239). The store is left to sled: 19 GB there, most of it
-/// never read by a request. A folder that is not there reads nothing.
+/// never read by a request. A folder that is not there reads nothing. The column a first text
+/// search over the groups reads at random is read first, before the port opens
+/// ([`read_group_column_ahead`]).
 fn read_indexes_ahead(data_dir: &DataDir, app: Arc<App>) {
     read_group_column_ahead(&app);
     let folders = [data_dir.index(), data_dir.listings_index()];
