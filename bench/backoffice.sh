@@ -3,7 +3,8 @@
 # in WORK/data), one admin's every read and write, p50/p99 over REPEAT requests each (begun once
 # the start's own work is done; each read's first request timed apart); the first request of six
 # reads right after a start; merges of duplicates with LEAST listings or more, a link every
-# 100 ms while the listing mover relinks them; and a link and a merge while a snapshot job runs.
+# 100 ms while the listing mover relinks them (LARGE_MERGES merges, more until REPEAT links were
+# sent); and a link and a merge while a snapshot job runs.
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
 #                       [--cold] [--serve-flag FLAG]... [--first-text WORD]... [--bin PATH]
@@ -133,7 +134,7 @@ python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --repeat "$
 echo >> "$OUT"
 if [[ $LARGE_MERGES -gt 0 ]]; then
   python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
-    --large-merges "$LARGE_MERGES" --least "$LEAST" --pages 6000 >> "$OUT"
+    --large-merges "$LARGE_MERGES" --least "$LEAST" --pages 6000 --repeat "$REPEAT" >> "$OUT"
   echo >> "$OUT"
 fi
 feed=$(ls "$WORK"/feeds/*.jsonl | tail -1)
