@@ -50,6 +50,32 @@ impl FileAccess {
     }
 }
 
+/// The flags (`VmFlags`) of each mapping of a file in `dir` that `smaps`, a process's
+/// `/proc/PID/smaps`, lists: `rr` among them for a file mapped [`FileAccess::PageAlone`]. For
+/// the tests that check how a process maps its indexes (this crate's and a started server's):
+/// not an API.
+#[doc(hidden)]
+pub fn flags_of_mappings_in(smaps: &str, dir: &Path) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut mapped_from_dir = false;
+    for line in smaps.lines() {
+        match line.strip_prefix("VmFlags:") {
+            Some(value) if mapped_from_dir => flags.push(value.trim().to_owned()),
+            Some(_) => {}
+            // A mapping's first line ends in its file's path, if any: address range,
+            // permissions, offset, device, inode, path; its other lines are `Name: value`.
+            None if !line.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                mapped_from_dir = line
+                    .split_whitespace()
+                    .nth(5)
+                    .is_some_and(|path| Path::new(path).starts_with(dir));
+            }
+            None => {}
+        }
+    }
+    flags
+}
+
 /// Settings of an index whose segments keep their documents in ascending order of the u64 fast
 /// field `field`: a collector that meets documents in that order can break ties by it for free.
 pub fn sorted_by(field: &str) -> IndexSettings {
@@ -120,8 +146,7 @@ impl Derived {
         let exists = Index::exists(&directory()?).unwrap_or(false);
         // In the folder, empty here, through a directory with the same advice.
         let create = |schema, settings| -> IndexResult<Index> {
-            let index = Index::builder().schema(schema).settings(settings);
-            Ok(index.open_or_create(directory()?)?)
+            Ok(Index::create(directory()?, schema, settings)?)
         };
         let index = match exists.then(|| Index::open(directory()?)) {
             None => create(schema, settings)?,
@@ -389,29 +414,11 @@ mod tests {
         Derived::open(dir, schema.build(), IndexSettings::default(), access).expect("index")
     }
 
-    /// The flags (`VmFlags` of `/proc/self/smaps`) of each of this process's mappings of a
-    /// file in `dir`.
+    /// The flags of each of this process's mappings of a file in `dir`.
     #[cfg(target_os = "linux")]
     fn flags_of_files_mapped_from(dir: &Path) -> Vec<String> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
-        let dir = dir.to_string_lossy().into_owned();
-        let mut flags = Vec::new();
-        let mut in_dir = false;
-        for line in smaps.lines() {
-            if let Some(value) = line.strip_prefix("VmFlags:") {
-                if in_dir {
-                    flags.push(value.trim().to_owned());
-                }
-            } else if !line.starts_with(|c: char| c.is_ascii_uppercase()) {
-                // A mapping's first line (its others are `Name: value`): address range,
-                // permissions, offset, device, inode, path.
-                in_dir = line
-                    .split_whitespace()
-                    .nth(5)
-                    .is_some_and(|path| path.starts_with(&dir));
-            }
-        }
-        flags
+        flags_of_mappings_in(&smaps, dir)
     }
 
     /// A server's index asks the OS for the page a search touches alone (`rr`: read at

@@ -27,7 +27,7 @@ mod typos;
 mod updates_merge;
 
 pub use collector::{CatalogueStats, SortKey};
-pub use derived::FileAccess;
+pub use derived::{flags_of_mappings_in, FileAccess};
 pub use docs::{BrandDoc, CatalogueDoc, ModelDoc, ModelSpecDoc, SeriesDoc};
 pub use facets::{Facet, FacetCounts, FacetValue};
 pub use listings::{

@@ -612,24 +612,7 @@ impl ServeProcess {
     pub fn flags_of_files_mapped_from(&self, dir: &Path) -> Vec<String> {
         let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", self.child.id()))
             .expect("the server's mappings");
-        let mut flags = Vec::new();
-        let mut mapped_from_dir = false;
-        for line in smaps.lines() {
-            match line.strip_prefix("VmFlags:") {
-                Some(value) if mapped_from_dir => flags.push(value.trim().to_owned()),
-                Some(_) => {}
-                // A mapping's first line ends in its file's path, if any; its other lines
-                // are `Name: value`.
-                None if !line.starts_with(|c: char| c.is_ascii_uppercase()) => {
-                    mapped_from_dir = line
-                        .split_whitespace()
-                        .nth(5)
-                        .is_some_and(|path| Path::new(path).starts_with(dir));
-                }
-                None => {}
-            }
-        }
-        flags
+        catalogue_index::flags_of_mappings_in(&smaps, dir)
     }
 
     /// The value of the server's `/proc/PID/status` line `name`, when the kernel writes one.
