@@ -2,13 +2,14 @@
 //! schema changed), read through a manually reloaded reader, and committed with the store
 //! generation it reflects as payload.
 
+use crate::folder::IndexFolder;
 use crate::tokenizer;
 use crate::updates_merge::UpdatesMergePolicy;
 use crate::{IndexError, IndexResult};
 use rayon::prelude::*;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
-use tantivy::directory::{Advice, MmapDirectory};
+use tantivy::directory::Advice;
 use tantivy::query::Query;
 use tantivy::schema::Schema;
 use tantivy::{
@@ -142,7 +143,7 @@ impl Derived {
         access: FileAccess,
     ) -> IndexResult<Derived> {
         std::fs::create_dir_all(dir)?;
-        let directory = || MmapDirectory::open_with_madvice(dir, access.advice());
+        let directory = || IndexFolder::open(dir, access.advice());
         let exists = Index::exists(&directory()?).unwrap_or(false);
         // In the folder, empty here, through a directory with the same advice.
         let create = |schema, settings| -> IndexResult<Index> {
@@ -469,6 +470,24 @@ mod tests {
             .collect();
         ids.sort_unstable();
         ids
+    }
+
+    /// tantivy's file list is replaced without a sync (`folder`): where a crash leaves it
+    /// empty, the index is made again (and then rebuilt from the store), not refused.
+    #[test]
+    fn an_index_whose_file_list_a_crash_emptied_is_made_again() {
+        let dir = tempfile::tempdir().expect("dir");
+        let index = derived(dir.path());
+        index.replace([put(&index, 3)], 1).expect("update");
+        drop(index);
+        std::fs::write(dir.path().join(".managed.json"), b"").expect("emptied");
+        let index = derived(dir.path());
+        assert_eq!(index.generation().expect("generation"), None);
+        assert!(ids(&index).is_empty());
+        index
+            .replace([put(&index, 4)], 2)
+            .expect("an update after it");
+        assert_eq!(ids(&index), [4]);
     }
 
     #[test]

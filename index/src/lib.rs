@@ -10,6 +10,7 @@ mod collector;
 mod derived;
 mod docs;
 mod facets;
+mod folder;
 mod generation_cache;
 mod listings;
 mod model_texts;
