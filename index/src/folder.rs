@@ -101,17 +101,19 @@ impl Directory for IndexFolder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tantivy::schema::{Schema, FAST, INDEXED};
-    use tantivy::{doc, Index};
+    use tantivy::schema::{Field, Schema, FAST, INDEXED};
+    use tantivy::{doc, Index, IndexWriter};
 
-    fn index_in(dir: &Path) -> (Index, tantivy::schema::Field) {
+    /// An index in `dir` through the folder, a writer of it, and its one field.
+    fn index_in(dir: &Path) -> (Index, IndexWriter, Field) {
         let mut schema = Schema::builder();
         let id = schema.add_u64_field("id", INDEXED | FAST);
         let folder = IndexFolder::open(dir, Advice::Normal).expect("folder");
-        (
-            Index::create(folder, schema.build(), Default::default()).expect("index"),
-            id,
-        )
+        let index = Index::create(folder, schema.build(), Default::default()).expect("index");
+        let writer = index
+            .writer_with_num_threads(1, 15_000_000)
+            .expect("writer");
+        (index, writer, id)
     }
 
     /// tantivy's file list: a JSON array of file names, which hold no quote.
@@ -129,10 +131,7 @@ mod tests {
     #[test]
     fn a_commit_lists_its_segment_s_files_in_tantivy_s_file_list() {
         let dir = tempfile::tempdir().expect("dir");
-        let (index, id) = index_in(dir.path());
-        let mut writer = index
-            .writer_with_num_threads(1, 15_000_000)
-            .expect("writer");
+        let (index, mut writer, id) = index_in(dir.path());
         writer.add_document(doc!(id => 7u64)).expect("add");
         writer.commit().expect("commit");
         let listed = listed_files(dir.path());
@@ -150,10 +149,7 @@ mod tests {
     #[test]
     fn a_merge_s_inputs_are_deleted_as_garbage() {
         let dir = tempfile::tempdir().expect("dir");
-        let (index, id) = index_in(dir.path());
-        let mut writer = index
-            .writer_with_num_threads(1, 15_000_000)
-            .expect("writer");
+        let (index, mut writer, id) = index_in(dir.path());
         for n in 0..3u64 {
             writer.add_document(doc!(id => n)).expect("add");
             writer.commit().expect("commit");
