@@ -19,18 +19,23 @@ use tantivy::directory::{
 const FILE_LIST: &str = ".managed.json";
 
 /// Where the list is written before it replaces the old one. A dotted name: tantivy manages
-/// (and so lists) no such file.
+/// (and so lists) no such file. One fixed name is enough: tantivy writes the list only while it
+/// holds its own lock on the list, and one writer at a time works in a folder (its writer lock).
 const FILE_LIST_NEXT: &str = ".managed.json.next";
 
 /// An index's folder; see the module's doc.
 ///
 /// What a crash can cost: the list is replaced by a rename, so a reader finds the old list or
-/// the new one, and on ext4 (whose rename over a file writes the new file's data first) never
-/// a torn one. Where a file system gives an empty list after a crash, tantivy cannot open the
-/// index, and [`Derived::open`](crate::derived::Derived::open) recreates it: it is derived
-/// data. An old list leaves the files made since unknown to tantivy: never deleted, never read.
-/// Everything else (the segments' files, `meta.json`, which says what the index holds) is
-/// written and synced as tantivy does.
+/// the new one, and on ext4 with its default `auto_da_alloc` (a rename over a file writes the
+/// new file's data first) never a torn one. Where a file system gives an empty list after a
+/// crash, tantivy cannot open the index, and
+/// [`Derived::open`](crate::derived::Derived::open) recreates it: it is derived data. An old
+/// list costs only disk: the files made after it are still read wherever `meta.json` names
+/// them, but tantivy's clean-up, which deletes only listed files, leaves them on disk once a
+/// merge makes them garbage, until the folder is deleted (a start then recreates the index;
+/// `reindex` keeps the folder). Names listed but gone are harmless
+/// (the clean-up counts a missing file as deleted). Everything else (the segments' files,
+/// `meta.json`, which says what the index holds) is written and synced as tantivy does.
 #[derive(Debug, Clone)]
 pub(crate) struct IndexFolder {
     files: MmapDirectory,
