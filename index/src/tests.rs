@@ -122,6 +122,23 @@ fn an_exact_reference_comes_first_in_any_spelling() {
     );
 }
 
+/// The term dictionaries are built by the patched tantivy-fst (D-243), whose node registry
+/// starts small and grows while a dictionary is built: tens of thousands of distinct references
+/// in one segment cross every growth step, and each must still lead to its own model.
+#[test]
+fn every_reference_of_a_large_term_dictionary_is_found() {
+    let reference = |i: u64| format!("zq{:06}", (i * 7_919) % 1_000_000);
+    let index = CatalogueIndex::in_memory().expect("index");
+    let docs: Vec<CatalogueDoc> = (1..=20_000)
+        .map(|id| model(id, 1, &format!("Model {id}"), &[&reference(id)], None))
+        .collect();
+    index.rebuild(docs.into_par_iter(), 1).expect("rebuild");
+    for id in (1..=20_000).step_by(11) {
+        let r = reference(id);
+        assert_eq!(search(&index, &r, &r, SortOrder::Relevance), [id], "{r}");
+    }
+}
+
 #[test]
 fn a_reference_prefix_finds_the_models_it_starts() {
     let index = fixture();

@@ -1,11 +1,22 @@
 use crate::raw::build::BuilderNode;
 use crate::raw::{CompiledAddr, NONE_ADDRESS};
 
+/// Rows a registry starts with. Patched (watch-catalogue, see PATCH.md): upstream
+/// allocates and fills all the rows asked for (10,000 x 2 cells, about 1 MB) for every
+/// fst built, which costs more than building the few-term dictionaries of a small
+/// segment. The table now starts small and grows with the nodes seen.
+const FIRST_TABLE_SIZE: usize = 64;
+
+/// How many times larger the table gets each time it grows.
+const GROWTH_FACTOR: usize = 4;
+
 #[derive(Debug)]
 pub struct Registry {
     table: Vec<RegistryCell>,
-    table_size: usize, // number of rows
-    mru_size: usize,   // number of columns
+    table_size: usize,     // number of rows
+    mru_size: usize,       // number of columns
+    max_table_size: usize, // the rows asked for: the table never grows past them
+    misses: usize,         // nodes not found since the table last grew
 }
 
 #[derive(Debug)]
@@ -29,13 +40,33 @@ pub enum RegistryEntry<'a> {
 impl Registry {
     #[inline]
     pub fn new(table_size: usize, mru_size: usize) -> Registry {
-        let empty_cell = RegistryCell::none();
-        let ncells = table_size.checked_mul(mru_size).unwrap();
+        let max_table_size = table_size;
+        let table_size = table_size.min(FIRST_TABLE_SIZE);
         Registry {
-            table: vec![empty_cell; ncells],
+            table: Registry::empty_table(table_size, mru_size),
             table_size,
             mru_size,
+            max_table_size,
+            misses: 0,
         }
+    }
+
+    fn empty_table(table_size: usize, mru_size: usize) -> Vec<RegistryCell> {
+        let ncells = table_size.checked_mul(mru_size).unwrap();
+        vec![RegistryCell::none(); ncells]
+    }
+
+    /// Grows the table once it has missed as many nodes as it has rows: a small fst
+    /// never pays for the large table, a large one reaches it after a few thousand
+    /// nodes. The registry is a cache, so the new table starts empty; nodes seen
+    /// before growing are only compiled again if they recur, as after any eviction.
+    fn grow_if_full(&mut self) {
+        if self.misses < self.table_size || self.table_size >= self.max_table_size {
+            return;
+        }
+        self.table_size = (self.table_size * GROWTH_FACTOR).min(self.max_table_size);
+        self.table = Registry::empty_table(self.table_size, self.mru_size);
+        self.misses = 0;
     }
 
     #[inline]
@@ -43,13 +74,18 @@ impl Registry {
         if self.table.is_empty() {
             return RegistryEntry::Rejected;
         }
+        self.grow_if_full();
         let bucket = self.hash(node);
         let start = self.mru_size * bucket;
         let end = start + self.mru_size;
-        RegistryCache {
+        let entry = RegistryCache {
             cells: &mut self.table[start..end],
         }
-        .entry(node)
+        .entry(node);
+        if let RegistryEntry::NotFound(_) = entry {
+            self.misses += 1;
+        }
+        entry
     }
 
     #[inline]
@@ -229,6 +265,33 @@ mod tests {
         };
         assert_insert_and_found(&mut reg, &bnode2);
         assert_not_found(reg.entry(&bnode1));
+    }
+
+    #[test]
+    fn starts_small_and_grows_to_the_rows_asked() {
+        let mut reg = Registry::new(10_000, 2);
+        assert_eq!(reg.table_size, super::FIRST_TABLE_SIZE);
+        let nodes: Vec<BuilderNode> = (0..50_000u64)
+            .map(|i| BuilderNode {
+                is_final: true,
+                final_output: Output::new(i),
+                trans: vec![],
+            })
+            .collect();
+        for (addr, node) in nodes.iter().enumerate() {
+            match reg.entry(node) {
+                RegistryEntry::NotFound(cell) => cell.insert(addr),
+                entry => panic!("a new node was found: {:?}", entry),
+            }
+        }
+        assert_eq!(reg.table_size, 10_000);
+        assert_eq!(reg.table.len(), 20_000);
+        // The last node inserted is still cached after the table stopped growing.
+        let last = nodes.len() - 1;
+        match reg.entry(&nodes[last]) {
+            RegistryEntry::Found(addr) => assert_eq!(addr, last),
+            entry => panic!("the last node was not found: {:?}", entry),
+        }
     }
 
     #[test]
