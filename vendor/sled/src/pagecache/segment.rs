@@ -104,19 +104,24 @@ pub(crate) struct SegmentCleaner {
 }
 
 impl SegmentCleaner {
+    /// The next page to rewrite, from the segment of the lowest offset that
+    /// still has one. Patched in this copy (PATCH.md): upstream removed the
+    /// first segment found emptied and answered `None`, which ends the
+    /// flusher's cleaning until its next period, so the flusher cleaned
+    /// about one segment a period and fell behind any sustained write.
     pub(crate) fn pop(&self) -> Option<(PageId, LogOffset)> {
         let mut inner = self.inner.lock();
-        let offset = {
-            let (offset, pids) = inner.iter_mut().next()?;
-            if !pids.is_empty() {
-                let pid = pids.iter().next().copied().unwrap();
-                pids.remove(&pid);
-                return Some((pid, *offset));
-            }
-            *offset
-        };
-        inner.remove(&offset);
-        None
+        loop {
+            let offset = {
+                let (offset, pids) = inner.iter_mut().next()?;
+                if let Some(pid) = pids.iter().next().copied() {
+                    pids.remove(&pid);
+                    return Some((pid, *offset));
+                }
+                *offset
+            };
+            inner.remove(&offset);
+        }
     }
 
     fn add_pids(&self, offset: LogOffset, pids: BTreeSet<PageId>) {
