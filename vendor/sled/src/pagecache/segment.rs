@@ -967,7 +967,13 @@ impl SegmentAccountant {
         let free_segs = self.segments.iter().filter(|s| s.is_free()).count();
         let inactive_segs =
             self.segments.iter().filter(|s| s.is_inactive()).count();
-        let free_ratio = (free_segs * 100) / (1 + free_segs + inactive_segs);
+        // Patched in this copy (PATCH.md): the share of free segments is
+        // taken over the whole file, as the comment above means. Upstream
+        // took it over the free and inactive ones only, but after a restart
+        // every segment holding data is active until its first deactivation,
+        // so a few free ones made "half the file free" and every segment
+        // deactivated then was relocated: the whole file written again.
+        let free_ratio = (free_segs * 100) / (1 + self.segments.len());
 
         if free_ratio >= SEGMENT_CLEANUP_THRESHOLD && inactive_segs > 5 {
             let last_index =
@@ -976,8 +982,18 @@ impl SegmentAccountant {
             let segment_start =
                 (last_index * self.config.segment_size) as LogOffset;
 
-            let to_clean = self.segments[last_index].inactive_to_draining(lsn);
-            self.segment_cleaner.add_pids(segment_start, to_clean);
+            // Patched in this copy (PATCH.md): relocate the last inactive
+            // segment only when `next` would write its pages lower in the
+            // file. Upstream relocated it wherever the lowest free segment
+            // was, so once the live data sat below the free ones the same
+            // pages moved up one segment per sealed segment, for ever.
+            let moves_down =
+                self.free.iter().next().map_or(false, |&free| free < segment_start);
+            if moves_down {
+                let to_clean =
+                    self.segments[last_index].inactive_to_draining(lsn);
+                self.segment_cleaner.add_pids(segment_start, to_clean);
+            }
         }
 
         Ok(())
