@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The scale run of bench/RESULTS.md: generate a dataset, time every batch step of the real binary
-# (wall, CPU, cores, peak RSS, sizes on disk), restart the server and time it to ready, drive it
+# (wall, CPU, cores, peak RSS, sizes on disk) and, after `match`, the floor of issue 50 on the
+# same data dir (bench/floor.sh), restart the server and time it to ready, drive it
 # over HTTP with the load driver (each kind alone, then the default mix, then once with the
 # default rate limiter), and run the same requests against PostgreSQL and SQLite (bench/peers/).
 #
@@ -46,6 +47,7 @@ RESULTS=$WORK/results.md
 BASE=http://127.0.0.1:$PORT
 
 command -v /usr/bin/time >/dev/null || { apt-get update -qq && apt-get install -y -qq time; }
+command -v perf >/dev/null || { apt-get update -qq && apt-get install -y -qq linux-perf; }
 
 # shellcheck source=bench/server-lib.sh
 source "$ROOT/bench/server-lib.sh"
@@ -123,7 +125,7 @@ if (( free_gb < need_gb )); then
   exit 2
 fi
 : > "$RESULTS"
-(cd "$ROOT" && cargo build --release -q -p watch-catalogue -p catalogue-bench)
+(cd "$ROOT" && cargo build --release -q -p watch-catalogue -p catalogue-bench --bins --example sled_floor)
 
 say "# Scale run: $MODELS models, $LISTINGS listings"
 say ""
@@ -140,6 +142,11 @@ for feed in "$FEEDS"/*.jsonl; do
   timed "ingest $provider" "$BIN" --data-dir "$DATA" ingest --provider "$provider" "$feed"
 done
 timed "match" "$BIN" --data-dir "$DATA" match
+# The floor the same hour (issue 50): sled alone and the listings index alone, on this data dir.
+ingest_and_match=$(for t in "$WORK"/step-ingest-*.time "$WORK/step-match.time"; do tail -1 "$t"; done |
+  awk '{ s += $1 } END { printf "%.1f", s }')
+INGEST_SECONDS=$ingest_and_match bash "$ROOT/bench/floor.sh" "$DATA" "$ROOT/target/release" "$LISTINGS" \
+  > "$WORK/floor.out"
 timed "reindex (both indexes)" "$BIN" --data-dir "$DATA" reindex
 timed "re-ingest provider-4 (a revisit)" "$BIN" --data-dir "$DATA" ingest --provider provider-4 "$FEEDS/provider-4.jsonl"
 
@@ -153,6 +160,9 @@ done
 say ""
 raw=$(( $(mib "$DATASET") + $(mib "$FEEDS") ))
 store=$(mib "$DATA/store"); index=$(mib "$DATA/index"); listings_index=$(mib "$DATA/listings-index")
+say "The floor measured after \`match\` (bench/floor.sh):"
+sed 's/^/    /' "$WORK/floor.out" | tee -a "$RESULTS"
+say ""
 say "Raw dataset ${raw} MiB (listings $(mib "$FEEDS") MiB); store ${store} MiB, catalogue index ${index} MiB, listings index ${listings_index} MiB: $(awk -v a=$((store + index + listings_index)) -v b="$raw" 'BEGIN { printf "%.2f", a / b }')x the raw dataset (target < 2.5x)."
 say ""
 
