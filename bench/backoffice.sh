@@ -68,12 +68,7 @@ start_server() {
   fi
   "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
   SERVER_PID=$!
-  for _ in $(seq 1 30000); do
-    curl -fs -o /dev/null "$BASE/readyz" && return
-    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server died; see $WORK/backoffice-server.log" >&2; exit 1; }
-    sleep 0.02
-  done
-  echo "server not ready after 600 s" >&2; exit 1
+  wait_ready "$BASE" 600 "$WORK/backoffice-server.log"
 }
 
 # The warm reads wait for the work a start does beside requests (the duplicate groups read, the

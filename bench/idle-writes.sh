@@ -9,7 +9,7 @@
 #
 # BIN defaults to target/release/watch-catalogue; 12 samples of 10 s. The data dir is written
 # to (sled's own cleaning): run it on a copy when the store's state is still wanted. Listens on
-# 127.0.0.1 only; the server is stopped on exit.
+# 127.0.0.1 only; the server is stopped on exit, its output left in /tmp/idle-writes-server.*.log.
 set -euo pipefail
 DATA=${1:?usage: bench/idle-writes.sh DATA_DIR [BIN] [SAMPLES] [INTERVAL]}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,13 +21,10 @@ PORT=${PORT:-18433}
 
 # shellcheck source=bench/server-lib.sh
 source "$ROOT/bench/server-lib.sh"
-"$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --no-picture-worker > /dev/null 2>&1 &
+LOG=$(mktemp /tmp/idle-writes-server.XXXXXX.log)
+"$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --no-picture-worker > "$LOG" 2>&1 &
 SERVER_PID=$!
-for _ in $(seq 600); do
-  curl -fs -o /dev/null "http://127.0.0.1:$PORT/readyz" && break
-  sleep 1
-done
-curl -fs -o /dev/null "http://127.0.0.1:$PORT/readyz" || { echo "server not ready after 600 s" >&2; exit 1; }
+wait_ready "http://127.0.0.1:$PORT" 600 "$LOG"
 
 written() { awk '/^write_bytes/ { print $2 }' "/proc/$SERVER_PID/io"; }
 # utime + stime of the process, in clock ticks (fields 14 and 15 of /proc/PID/stat).
@@ -37,6 +34,7 @@ echo "seconds  MiB written  CPU %  sled MiB"
 before=$(written); cpu_before=$(ticks)
 for i in $(seq "$SAMPLES"); do
   sleep "$INTERVAL"
+  kill -0 "$SERVER_PID" 2>/dev/null || { echo "the server exited; see $LOG" >&2; exit 1; }
   now=$(written); cpu_now=$(ticks)
   awk -v t=$((i * INTERVAL)) -v b=$((now - before)) -v c=$((cpu_now - cpu_before)) -v hz="$hz" \
       -v n="$INTERVAL" -v s="$(du -sm "$DATA/store" | cut -f1)" \

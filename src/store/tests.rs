@@ -478,6 +478,11 @@ fn a_reopened_store_written_a_little_does_not_rewrite_itself() {
         .output()
         .expect("the test binary runs again");
     let stdout = String::from_utf8_lossy(&child.stdout);
+    assert!(
+        child.status.success(),
+        "the child failed: {stdout}{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
     let figure = |name: &str| -> u64 {
         stdout
             .lines()

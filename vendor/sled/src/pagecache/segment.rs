@@ -985,8 +985,8 @@ impl SegmentAccountant {
             // Patched in this copy (PATCH.md): relocate the last inactive
             // segment only when `next` would write its pages lower in the
             // file. Upstream relocated it wherever the lowest free segment
-            // was, so once the live data sat below the free ones the same
-            // pages moved up one segment per sealed segment, for ever.
+            // was; moving pages up never shortens the file, and with the
+            // miscount above it kept the relocations going (measured).
             let moves_down =
                 self.free.iter().next().map_or(false, |&free| free < segment_start);
             if moves_down {
