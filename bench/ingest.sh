@@ -18,11 +18,7 @@ CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
 BASE=${BASE:-$CACHE.base}
 # shellcheck source=bench/jobs-dataset.sh
 source "$ROOT/bench/jobs-dataset.sh"
-if [[ ! -d $BASE ]]; then
-  echo ">> importing the catalogue into $BASE" >&2
-  "$BIN" --data-dir "$BASE.part" import "$CACHE" > /dev/null
-  mv "$BASE.part" "$BASE"
-fi
+imported_catalogue "$BASE"
 WORK=$(mktemp -d /tmp/catalogue-bench-ingest.XXXXXX)
 [[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$WORK/data"' EXIT
 cp -a "$BASE" "$WORK/data"

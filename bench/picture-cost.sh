@@ -22,11 +22,7 @@ CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
 BASE=${BASE:-$CACHE.base}
 # shellcheck source=bench/jobs-dataset.sh
 source "$ROOT/bench/jobs-dataset.sh"
-if [[ ! -d $BASE ]]; then
-  echo ">> importing the catalogue into $BASE" >&2
-  "$BIN" --data-dir "$BASE.part" import "$CACHE" > /dev/null
-  mv "$BASE.part" "$BASE"
-fi
+imported_catalogue "$BASE"
 BARE=$CACHE/snapshot-without-pictures.jsonl
 if [[ ! -f $BARE ]]; then
   # Every listing's `pictures` array removed, the rest of each line as it was.
