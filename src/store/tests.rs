@@ -427,10 +427,10 @@ static SLED_SPACE_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// Upstream's cleaner stopped at each segment it emptied until the flusher's next period, about
 /// two segments a second. Each round is followed by a little more than one flusher period, so
 /// that the flusher has its share of the machine however many tests run beside this one:
-/// measured without that pause the file ended at 2.0-2.5x patched, and 2.8x in a CI run, as the
-/// cleaning is the flusher's and its share is time. With it (debug builds, 2026-12-03): 2.1-2.2x
-/// patched, also with two busy loops beside it; 3.4-3.5x upstream, which gives nothing back in
-/// 30 s of idling either.
+/// measured without that pause the file ended at 2.0-2.7x patched here, and 2.8x in a CI run, as
+/// the cleaning is the flusher's and its share is time. With it (debug builds, 2026-12-03):
+/// 2.1-2.2x patched, also with two busy loops beside it; 3.4-3.5x upstream, which gives nothing
+/// back in 30 s of idling either. The test allows 2.8x.
 #[test]
 fn a_store_rewritten_over_and_over_gives_its_space_back() {
     let _alone = SLED_SPACE_TESTS.lock();
