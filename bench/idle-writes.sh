@@ -2,8 +2,8 @@
 # What an idle server writes to disk (D-245): starts `serve` on DATA_DIR, waits until it is
 # ready, sends it nothing, and every INTERVAL seconds prints the bytes the process wrote in that
 # interval (/proc/PID/io's write_bytes), its CPU over the interval and sled's file size. A
-# store whose sled keeps relocating the same pages shows here as writes that never stop. A
-# snapshot job left unfinished resumes at the start: its writes come first.
+# store whose sled keeps relocating the same pages shows here as writes that never stop; the
+# work a start does (the store's first flush, what a stopped process left) shows first.
 #
 #   bench/idle-writes.sh DATA_DIR [BIN] [SAMPLES] [INTERVAL]
 #

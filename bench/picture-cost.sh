@@ -16,6 +16,7 @@ BIN=${1:-${CARGO_TARGET_DIR:-$ROOT/target}/release/watch-catalogue}
 ROUNDS=${2:-2}
 BENCH=${3:-$(dirname "$BIN")/catalogue-bench}
 [[ -x $BIN ]] || { echo "no binary at $BIN" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 [[ -w /proc/sys/vm/drop_caches ]] || { echo "dropping the page cache needs root" >&2; exit 2; }
 : "${MODELS:=100000}" "${LISTINGS:=1000000}" "${SEED:=42}"
 CACHE=${CACHE:-/tmp/catalogue-bench-jobs-$MODELS-$LISTINGS-$SEED}
@@ -33,18 +34,22 @@ echo "with pictures: $(grep -c '"pictures"' "$CACHE/snapshot.jsonl") of $(wc -l 
 
 WORK=$(mktemp -d /tmp/picture-cost.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
+# Runs a command with its output kept aside, shown (its end) only if it fails.
+quietly() {
+  "$@" > /dev/null 2> "$WORK/err" || { echo "failed: $*" >&2; tail -5 "$WORK/err" >&2; exit 1; }
+}
+
 # One ingest of `feed` into a fresh copy of the base; sets WALL, CPU (seconds), WRITTEN (MiB the
 # process wrote: rusage's blocks of 512 bytes) and STORE (MiB of store after).
 ingest() {
   local feed=$1
   rm -rf "$WORK/data"
   cp -a "$BASE" "$WORK/data"
-  "$BIN" --data-dir "$WORK/data" migrate > /dev/null 2>&1
+  quietly "$BIN" --data-dir "$WORK/data" migrate
   sync
   echo 3 > /proc/sys/vm/drop_caches
-  /usr/bin/time -f '%e %U %S %O' -o "$WORK/time" \
-    "$BIN" --data-dir "$WORK/data" ingest --provider provider-1 "$feed" > /dev/null 2> "$WORK/err" \
-    || { tail -5 "$WORK/err" >&2; exit 1; }
+  quietly /usr/bin/time -f '%e %U %S %O' -o "$WORK/time" \
+    "$BIN" --data-dir "$WORK/data" ingest --provider provider-1 "$feed"
   local user sys blocks
   read -r WALL user sys blocks < "$WORK/time"
   CPU=$(python3 -c "print(f'{$user + $sys:.1f}')")
