@@ -273,6 +273,34 @@ impl Derived {
         Ok(())
     }
 
+    /// [`Derived::replace`] of many documents at once (a snapshot recounted a fifth of the
+    /// catalogue), then every segment merged into one: the index is left as a rebuild leaves
+    /// it, one segment without deletes, for less than a rebuild's work (the changed documents
+    /// indexed, the others merged rather than indexed again; docs/decisions.md, D-246).
+    pub fn replace_into_one_segment(
+        &self,
+        changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
+        generation: u64,
+    ) -> IndexResult<()> {
+        let started = std::time::Instant::now();
+        let (threads, bytes) = RebuildShape::OneSegment.writer();
+        let mut writer = self.writer(threads, bytes)?;
+        writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        if let Err(error) = Self::replace_with(&mut writer, changes, generation) {
+            let _ = writer.rollback();
+            return Err(error);
+        }
+        let replaced = started.elapsed();
+        let segments = self.segment_ids()?;
+        if segments.len() > 1 {
+            writer.merge(&segments).wait()?;
+        }
+        writer.wait_merging_threads()?;
+        self.reader.reload()?;
+        tracing::debug!(?replaced, segments = segments.len(), took = ?started.elapsed(), "index replaced and merged into one segment");
+        Ok(())
+    }
+
     /// A writer of updates: one thread, and the merges of [`UpdatesMergePolicy`].
     fn updates_writer(&self) -> IndexResult<IndexWriter<TantivyDocument>> {
         let writer = self.open_writer(1, UPDATE_WRITER_BYTES)?;

@@ -215,6 +215,11 @@ impl CatalogueIndex {
         self.derived.keeps_a_writer_of_updates()
     }
 
+    /// How many segments the index is searched across.
+    pub fn segment_count(&self) -> IndexResult<usize> {
+        Ok(self.derived.segment_ids()?.len())
+    }
+
     /// Writes `docs` over the documents of the same kind and id (a model's listing count
     /// changed, a model was added), and commits with `generation`.
     pub fn update(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
@@ -241,9 +246,33 @@ impl CatalogueIndex {
         replaced
     }
 
+    /// [`CatalogueIndex::update_counts`] of a large share of the catalogue (a snapshot's
+    /// recounted models), left in one segment as a rebuild leaves it, for less work than a
+    /// rebuild: only `docs` are indexed, the rest merged.
+    pub fn update_counts_of_many(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
+        let changes = self.changes(docs, &[]);
+        self.derived.replace_into_one_segment(changes, generation)
+    }
+
     /// Writes `docs` over the documents of the same kind and id, removes the models
     /// `removed`, and commits with `generation`.
     fn replace(&self, docs: &[CatalogueDoc], removed: &[u64], generation: u64) -> IndexResult<()> {
+        self.derived
+            .replace(self.changes(docs, removed), generation)
+    }
+
+    /// What writing `docs` and removing the models `removed` is to the index: each document's
+    /// key deleted, and its new document added.
+    fn changes<'a>(
+        &'a self,
+        docs: &'a [CatalogueDoc],
+        removed: &'a [u64],
+    ) -> impl Iterator<
+        Item = (
+            Box<dyn tantivy::query::Query>,
+            Option<tantivy::TantivyDocument>,
+        ),
+    > + 'a {
         let model_key =
             |id| query::term_u64(self.fields.doc_key, schema::doc_key(DocKind::Model, id));
         let updates = docs.iter().map(|doc| {
@@ -258,8 +287,8 @@ impl CatalogueIndex {
                 Some(self.fields.document(doc)),
             )
         });
-        let removals = removed.iter().map(|&id| (model_key(id), None));
-        self.derived.replace(updates.chain(removals), generation)
+        let removals = removed.iter().map(move |&id| (model_key(id), None));
+        updates.chain(removals)
     }
 
     /// Ids of one page of `request`, and the total number of matches. A relevance-ordered text

@@ -385,18 +385,21 @@ pub fn index_listing_changes(
     })
 }
 
-/// Models a turn may change before the catalogue index is rebuilt rather than patched.
-const PATCH_MODELS_AT_MOST: usize = 10_000;
+/// Models a turn may change before the catalogue index takes them as many: their documents
+/// patched and the index merged into one segment, or, when their words changed, rebuilt.
+pub const PATCH_MODELS_AT_MOST: usize = 10_000;
 
 /// Takes a turn's catalogue changes into the catalogue index in one commit: the documents of
 /// the models written or recounted, and of the brands and series whose model counts may have
 /// moved, when the index was current before the turn; else (a rename, a large import, a write between)
-/// a whole rebuild.
+/// a whole rebuild. More than `patch_at_most` models ([`PATCH_MODELS_AT_MOST`]) leave the index
+/// in one segment.
 pub fn index_catalogue_changes(
     store: &Store,
     index: &CatalogueIndex,
     changes: &Changes,
     generation_before: StoreGeneration,
+    patch_at_most: usize,
 ) -> Result<ReindexReport, ReindexError> {
     let generation = changes.generation.0;
     let at = index.generation()?;
@@ -410,38 +413,37 @@ pub fn index_catalogue_changes(
     // A model written with the words it had (its pictures, its specification) moves no
     // listing group's candidates: the model text edition stands (D-207).
     let words_written = changes.model_words;
+    let many = models.len() > patch_at_most;
     if at != Some(generation_before.0)
         || !changes.is_contiguous()
         || changes.renamed
-        || models.len() > PATCH_MODELS_AT_MOST
+        || (many && (words_written || most_of_the_catalogue(index, models.len())?))
     {
         return rebuild(store, index);
     }
-    let mut docs = Vec::with_capacity(models.len());
+    let read: Vec<(ModelId, Option<CatalogueDoc>)> = models
+        .par_iter()
+        .map(|&id| Ok((id, model_document(store, id)?)))
+        .collect::<Result<_, ReindexError>>()?;
+    let mut docs = Vec::with_capacity(read.len());
     let mut removed = Vec::new();
-    for id in models {
-        let Some(model) = store.catalogue().model(id)? else {
-            removed.push(id.0);
-            continue;
-        };
-        let brand = store.catalogue().brand(model.brand_id)?;
-        let series = store.catalogue().series(model.series_id)?;
-        let movement = match model.caliber_id {
-            Some(caliber) => Movement::read(store, caliber)?,
-            None => None,
-        };
-        let count = store.listings().listing_count(id)?;
-        docs.push(CatalogueDoc::Model(model_doc(
-            &model,
-            brand.as_ref(),
-            series.as_ref(),
-            movement.as_ref(),
-            count,
-        )));
+    for (id, doc) in read {
+        match doc {
+            Some(doc) => docs.push(doc),
+            None => removed.push(id.0),
+        }
+    }
+    if many && !removed.is_empty() {
+        return rebuild(store, index);
     }
     // Counted against the index before this commit: it still holds the turn's starting point.
     docs.extend(count_documents(store, index, changes)?);
-    if words_written || !removed.is_empty() {
+    if many {
+        // A snapshot recounted a large share of the catalogue: its documents patched, the
+        // index merged into one segment as a rebuild would leave it (D-246).
+        tracing::debug!(documents = docs.len(), "catalogue patched as many");
+        index.update_counts_of_many(&docs, generation)?;
+    } else if words_written || !removed.is_empty() {
         index.update_and_remove(&docs, &removed, generation)?;
     } else {
         // Listings linked, matched or delisted, or a model's pictures or specification
@@ -452,6 +454,36 @@ pub fn index_catalogue_changes(
         documents: docs.len(),
         generation,
     })
+}
+
+/// Whether `changed` models are enough of the catalogue that indexing every model again costs
+/// less than indexing them and merging the rest: read and indexed, a changed document costs
+/// about seven times what a merged one does (docs/decisions.md, D-246), so past about two in five.
+fn most_of_the_catalogue(index: &CatalogueIndex, changed: usize) -> Result<bool, ReindexError> {
+    let models = index.count(DocKind::Model, &Filters::default())?;
+    Ok(changed * 5 > models * 2)
+}
+
+/// Model `id`'s document as the store holds it now, with its listing count; `None` when the
+/// model is gone (merged away).
+fn model_document(store: &Store, id: ModelId) -> Result<Option<CatalogueDoc>, ReindexError> {
+    let Some(model) = store.catalogue().model(id)? else {
+        return Ok(None);
+    };
+    let brand = store.catalogue().brand(model.brand_id)?;
+    let series = store.catalogue().series(model.series_id)?;
+    let movement = match model.caliber_id {
+        Some(caliber) => Movement::read(store, caliber)?,
+        None => None,
+    };
+    let count = store.listings().listing_count(id)?;
+    Ok(Some(CatalogueDoc::Model(model_doc(
+        &model,
+        brand.as_ref(),
+        series.as_ref(),
+        movement.as_ref(),
+        count,
+    ))))
 }
 
 /// The brand and series documents of a turn's changes, each with its model count: the count

@@ -26,6 +26,9 @@ pub struct Writer {
     listings: Arc<ListingIndex>,
     /// Listings a job writes before its listings go to a load of the index.
     load_from: usize,
+    /// Models a job recounts or writes before the catalogue index takes them as many
+    /// (`reindex::PATCH_MODELS_AT_MOST`).
+    patch_at_most: usize,
     /// Woken when a write logs models for the price series; one fold at a time.
     series: Arc<SeriesFolding>,
     /// Rung when a write leaves listings of a merged model to move (`listing_mover`).
@@ -168,6 +171,7 @@ impl Writer {
             catalogue,
             listings,
             load_from: LOAD_FROM_LISTINGS,
+            patch_at_most: reindex::PATCH_MODELS_AT_MOST,
             series: Arc::default(),
             mover: Arc::default(),
         }
@@ -217,6 +221,14 @@ impl Writer {
     /// [`LOAD_FROM_LISTINGS`]: lets a test's small feed take the path of a large ingest.
     pub fn loading_from(mut self, listings: usize) -> Writer {
         self.load_from = listings;
+        self
+    }
+
+    /// Takes a job's changes to more than `models` models into the catalogue index as many,
+    /// instead of more than [`reindex::PATCH_MODELS_AT_MOST`]: lets a test's small feed take the
+    /// path of a large snapshot.
+    pub fn patching_at_most(mut self, models: usize) -> Writer {
+        self.patch_at_most = models;
         self
     }
 
@@ -330,6 +342,7 @@ struct Parts {
     listings: Arc<ListingIndex>,
     /// The turn's listing sink, loaded anew in each part.
     load: Option<Arc<IndexLoad>>,
+    patch_at_most: usize,
     /// Told when a part logged models for the price series.
     series: Arc<SeriesFolding>,
     /// Told when a part left listings to move.
@@ -357,6 +370,7 @@ impl Parts {
             catalogue: writer.catalogue.clone(),
             listings: writer.listings.clone(),
             load,
+            patch_at_most: writer.patch_at_most,
             series: writer.series.clone(),
             mover: writer.mover.clone(),
             before: Mutex::new(before),
@@ -423,6 +437,7 @@ impl Parts {
                         &self.catalogue,
                         changes,
                         before.generation,
+                        self.patch_at_most,
                     )
                 })
             },
@@ -676,6 +691,57 @@ mod tests {
         let good = model("fine", "1");
         writer.run(|turn| import(turn, &good)).expect("import");
         assert_eq!(models_of_rolex(&writer), 1);
+    }
+
+    #[test]
+    fn a_snapshot_recounting_many_models_leaves_them_patched_in_one_segment_as_rebuilt() {
+        use crate::jobs::import::fixtures::EmbeddedFixtures;
+        use crate::jobs::snapshot_rules::SnapshotRules;
+        let dir = tempfile::tempdir().expect("dir");
+        // Every recounted model counts as many: the fixtures' feed takes a large snapshot's path.
+        let writer = fixture_writer(dir.path()).patching_at_most(1);
+        let whole = reindex::rebuild(&writer.store, &CatalogueIndex::in_memory().expect("index"))
+            .expect("rebuild")
+            .documents;
+        let feed = EmbeddedFixtures::text("listings/chrono24.jsonl").expect("feed");
+        let rules = SnapshotRules::default();
+        let done = writer
+            .run(|turn| {
+                crate::jobs::ingest::ingest(turn, "chrono24", "feed", feed.as_bytes(), &rules)
+            })
+            .expect("ingest");
+        let patched = done.indexed.catalogue.documents;
+        assert!(
+            patched > 1 && patched < whole,
+            "{patched} of {whole}: patched, not rebuilt"
+        );
+        assert_eq!(writer.catalogue.segment_count().expect("segments"), 1);
+        let fresh = CatalogueIndex::in_memory().expect("index");
+        reindex::rebuild(&writer.store, &fresh).expect("rebuild");
+        assert_eq!(
+            catalogue_answers(&writer.catalogue),
+            catalogue_answers(&fresh)
+        );
+        assert!(catalogue_answers(&fresh).1 > 0, "the feed matched listings");
+    }
+
+    /// Models by listing count, those with listings, the listings counted, and brands and
+    /// series by model count, as `index` holds them.
+    fn catalogue_answers(index: &CatalogueIndex) -> (Vec<u64>, u64, Vec<u64>, Vec<Vec<u64>>) {
+        let mut by_listings = SearchRequest::filtered(DocKind::Model, Filters::default());
+        by_listings.sort = SortOrder::Lead;
+        let mut with_listings = Filters::default();
+        with_listings.spec.has_listings = Some(true);
+        let listed = SearchRequest::filtered(DocKind::Model, with_listings);
+        (
+            index.search(&by_listings).expect("search").ids,
+            index
+                .model_stats(&Filters::default())
+                .expect("stats")
+                .listing_count,
+            index.search(&listed).expect("search").ids,
+            by_model_count(index),
+        )
     }
 
     /// Brands, then series, by model count as `index` holds the counts (ties by id).
