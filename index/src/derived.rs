@@ -290,10 +290,16 @@ impl Derived {
             let _ = writer.rollback();
             return Err(error);
         }
+        // Searchable at once; the merge only changes how the same documents are laid out.
+        self.reader.reload()?;
         let replaced = started.elapsed();
         let segments = self.segment_ids()?;
         if segments.len() > 1 {
-            writer.merge(&segments).wait()?;
+            // The commit is what counts: a failed merge leaves the same answers in more
+            // segments, for the next rebuild or merge to take.
+            if let Err(error) = writer.merge(&segments).wait() {
+                tracing::warn!(%error, "merging the catalogue index into one segment failed");
+            }
         }
         writer.wait_merging_threads()?;
         self.reader.reload()?;
