@@ -421,10 +421,20 @@ pub fn index_catalogue_changes(
     {
         return rebuild(store, index);
     }
-    let read: Vec<(ModelId, Option<CatalogueDoc>)> = models
-        .par_iter()
-        .map(|&id| Ok((id, model_document(store, id)?)))
-        .collect::<Result<_, ReindexError>>()?;
+    let read_one = |&id: &ModelId| Ok((id, model_document(store, id)?));
+    // On all cores only for many: a back-office write's few models are read on its own
+    // thread, never queued behind a job's work in rayon's pool.
+    let read: Vec<(ModelId, Option<CatalogueDoc>)> = if many {
+        models
+            .par_iter()
+            .map(read_one)
+            .collect::<Result<_, ReindexError>>()?
+    } else {
+        models
+            .iter()
+            .map(read_one)
+            .collect::<Result<_, ReindexError>>()?
+    };
     let mut docs = Vec::with_capacity(read.len());
     let mut removed = Vec::new();
     for (id, doc) in read {
