@@ -246,12 +246,23 @@ impl CatalogueIndex {
         replaced
     }
 
-    /// [`CatalogueIndex::update_counts`] of a large share of the catalogue (a snapshot's
+    /// [`CatalogueIndex::update_and_remove`] of a large share of the catalogue (a snapshot's
     /// recounted models), left in one segment as a rebuild leaves it, for less work than a
-    /// rebuild: only `docs` are indexed, the rest merged.
-    pub fn update_counts_of_many(&self, docs: &[CatalogueDoc], generation: u64) -> IndexResult<()> {
-        let changes = self.changes(docs, &[]);
-        self.derived.replace_into_one_segment(changes, generation)
+    /// rebuild: only `docs` are indexed, the rest merged. The caller has kept the models' words
+    /// as indexed; a model removed moves the [`CatalogueIndex::model_text_edition`].
+    pub fn update_many(
+        &self,
+        docs: &[CatalogueDoc],
+        removed: &[u64],
+        generation: u64,
+    ) -> IndexResult<()> {
+        let replaced = self
+            .derived
+            .replace_into_one_segment(self.changes(docs, removed), generation);
+        if !removed.is_empty() {
+            self.model_text_edited();
+        }
+        replaced
     }
 
     /// Writes `docs` over the documents of the same kind and id, removes the models

@@ -443,16 +443,13 @@ pub fn index_catalogue_changes(
             None => removed.push(id.0),
         }
     }
-    if many && !removed.is_empty() {
-        return rebuild(store, index);
-    }
     // Counted against the index before this commit: it still holds the turn's starting point.
     docs.extend(count_documents(store, index, changes)?);
     if many {
         // A snapshot recounted a large share of the catalogue: its documents patched, the
         // index merged into one segment as a rebuild would leave it (D-246).
         tracing::debug!(documents = docs.len(), "catalogue patched as many");
-        index.update_counts_of_many(&docs, generation)?;
+        index.update_many(&docs, &removed, generation)?;
     } else if words_written || !removed.is_empty() {
         index.update_and_remove(&docs, &removed, generation)?;
     } else {
