@@ -1116,7 +1116,12 @@ impl SegmentAccountant {
         let config = self.config.clone();
 
         io_fail!(&config, "file truncation");
-        threadpool::spawn(move || {
+        // Patched in this copy (PATCH.md): on a thread of its own, not the
+        // IO threadpool. `next` waits for this truncation while it holds the
+        // segment accountant's lock, and the pool's threads writing buffers
+        // wait for that lock: with every pool thread so blocked and this job
+        // queued behind them, the store hung (seen in an ingest, 2026-12-03).
+        let truncate = move || {
             debug!("truncating file to length {}", at);
             let res = config
                 .file
@@ -1124,7 +1129,13 @@ impl SegmentAccountant {
                 .and_then(|_| config.file.sync_all())
                 .map_err(|e| e.into());
             completer.fill(res);
-        })?;
+        };
+        let spawned = std::thread::Builder::new()
+            .name("sled-truncate".into())
+            .spawn(truncate);
+        if let Err(e) = spawned {
+            return Err(e.into());
+        }
 
         if self.async_truncations.insert(at, promise).is_some() {
             panic!(
