@@ -1,45 +1,55 @@
-//! The folder an index's files live in: tantivy's memory-mapped directory, but for the list of
-//! the files tantivy made (`.managed.json`), which is replaced without waiting for the disk.
-//! tantivy rewrites that list, with an `fdatasync`, for every file it creates and after every
-//! clean-up: about half the disk waits of a small commit (docs/decisions.md, D-242).
+//! The folder an index's files live in: tantivy's memory-mapped directory, but for how a commit
+//! waits for the disk. A commit's new files are synced together just before `meta.json` names
+//! them, instead of one after another as each is written, and small files are replaced by
+//! exchanging names, which ext4 does not flush as it does a rename over a file (D-248).
 
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use tantivy::directory::error::{
     DeleteError, LockError, OpenDirectoryError, OpenReadError, OpenWriteError,
 };
 use tantivy::directory::{
-    Advice, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle,
-    WritePtr,
+    Advice, AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory,
+    TerminatingWrite, WatchCallback, WatchHandle, WritePtr,
 };
 
 /// tantivy's list of the files it made, by which it tells what to delete as garbage. Not
 /// exported by tantivy; [`tests`] checks a commit still writes it under this name.
 const FILE_LIST: &str = ".managed.json";
 
-/// Where the list is written before it replaces the old one. A dotted name: tantivy manages
-/// (and so lists) no such file. One fixed name is enough: tantivy writes the list only while it
-/// holds its own lock on the list, and one writer at a time works in a folder (its writer lock).
-const FILE_LIST_NEXT: &str = ".managed.json.next";
+/// Files synced at once, each on a thread of its own: the disk takes them together (one
+/// journal commit for several) where one after another each waits for the last.
+const SYNCS_AT_ONCE: usize = 8;
 
 /// An index's folder; see the module's doc.
 ///
-/// What a crash can cost: the list is replaced by a rename, so a reader finds the old list or
-/// the new one, and on ext4 with its default `auto_da_alloc` (a rename over a file writes the
-/// new file's data first) never a torn one. Where a file system gives an empty list after a
-/// crash, tantivy cannot open the index, and
-/// [`Derived::open`](crate::derived::Derived::open) recreates it: it is derived data. An old
-/// list costs only disk: the files made after it are still read wherever `meta.json` names
-/// them, but tantivy's clean-up, which deletes only listed files, leaves them on disk once a
-/// merge makes them garbage, until the folder is deleted (a start then recreates the index;
-/// `reindex` keeps the folder). Names listed but gone are harmless
-/// (the clean-up counts a missing file as deleted). Everything else (the segments' files,
-/// `meta.json`, which says what the index holds) is written and synced as tantivy does.
+/// What a crash can cost. Every file `meta.json` names was synced before it was written, and
+/// `meta.json` itself is synced before it takes the old one's name: after any crash the index
+/// is a commit tantivy made whole, as with tantivy's own directory. The file list is replaced
+/// without waiting for the disk (D-242): a crash of the machine can leave the old list or an
+/// empty one. An old list costs only disk: the files made after it are still read wherever
+/// `meta.json` names them, but tantivy's clean-up, which deletes only listed files, leaves
+/// them on disk once a merge makes them garbage, until the folder is deleted (a start then
+/// recreates the index; `reindex` keeps the folder). An empty or torn list is read as every
+/// file of the folder ([`IndexFolder::every_file_listed`]). Names listed but gone are harmless
+/// (the clean-up counts a missing file as deleted).
 #[derive(Debug, Clone)]
 pub(crate) struct IndexFolder {
     files: MmapDirectory,
     root: PathBuf,
+    /// Files written whole since the last sync, kept open to be synced.
+    unsynced: Arc<Mutex<Vec<File>>>,
+}
+
+/// Whether a replaced file must be on the disk before it takes the old one's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// `meta.json`: what the index holds after a crash.
+    Synced,
+    /// The file list: the clean-up's, read as every file of the folder if lost.
+    WhenTheDiskWill,
 }
 
 impl IndexFolder {
@@ -48,16 +58,147 @@ impl IndexFolder {
         Ok(IndexFolder {
             files: MmapDirectory::open_with_madvice(dir, advice)?,
             root: dir.to_owned(),
+            unsynced: Arc::default(),
         })
     }
 
-    /// Replaces the file list with `data`, leaving the disk to write it when it will.
-    fn replace_file_list(&self, data: &[u8]) -> io::Result<()> {
-        let next = self.root.join(FILE_LIST_NEXT);
-        let mut file = std::fs::File::create(&next)?;
+    fn unsynced(&self) -> MutexGuard<'_, Vec<File>> {
+        // Nothing panics while the lock is held: a poisoned list is still whole.
+        self.unsynced
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Syncs every file written whole since the last sync, [`SYNCS_AT_ONCE`] at a time. A file
+    /// whose sync failed is not synced again: the error fails the commit that asked, and
+    /// tantivy writes a failed commit's segments anew.
+    fn sync_written_files(&self) -> io::Result<()> {
+        let files = std::mem::take(&mut *self.unsynced());
+        let threads = files.len().min(SYNCS_AT_ONCE);
+        if threads <= 1 {
+            return files.iter().try_for_each(File::sync_data);
+        }
+        std::thread::scope(|scope| {
+            let syncing: Vec<_> = (0..threads)
+                .map(|first| {
+                    let files = &files;
+                    scope.spawn(move || {
+                        files
+                            .iter()
+                            .skip(first)
+                            .step_by(threads)
+                            .try_for_each(File::sync_data)
+                    })
+                })
+                .collect();
+            syncing.into_iter().try_for_each(|thread| {
+                thread
+                    .join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a sync's thread panicked")))
+            })
+        })
+    }
+
+    /// Replaces the file `name` with `data`: written under a dotted name of its own (tantivy
+    /// manages no such file), synced when `durability` asks, then its name exchanged with the
+    /// old file's, which is then deleted. A rename over the old file would do as much, but ext4
+    /// (`auto_da_alloc`) then writes the new file out first, a disk wait a commit paid for each
+    /// file it made (the list is rewritten for each). Where names cannot be exchanged (no old
+    /// file, a file system without it), a rename.
+    fn replace(&self, name: &Path, data: &[u8], durability: Durability) -> io::Result<()> {
+        let target = self.root.join(name);
+        let next = self.root.join(next_name(name));
+        // Left by a crash between an exchange and its delete: the old version.
+        remove_if_present(&next)?;
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&next)?;
         file.write_all(data)?;
+        if durability == Durability::Synced {
+            file.sync_data()?;
+        }
         drop(file);
-        std::fs::rename(next, self.root.join(FILE_LIST))
+        let exchanged = rustix::fs::renameat_with(
+            rustix::fs::CWD,
+            &next,
+            rustix::fs::CWD,
+            &target,
+            rustix::fs::RenameFlags::EXCHANGE,
+        );
+        match exchanged {
+            Ok(()) => remove_if_present(&next),
+            Err(_) => std::fs::rename(&next, &target),
+        }
+    }
+
+    /// tantivy's file list naming every file in the folder but the dotted ones.
+    fn every_file_listed(&self) -> io::Result<Vec<u8>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(&self.root)? {
+            let name = entry?.file_name();
+            if let Some(name) = name.to_str().filter(|name| !name.starts_with('.')) {
+                names.push(name.to_owned());
+            }
+        }
+        serde_json::to_vec(&names).map_err(io::Error::other)
+    }
+
+    /// How many files written whole wait for their sync, for tests.
+    #[cfg(test)]
+    fn waiting_to_be_synced(&self) -> usize {
+        self.unsynced().len()
+    }
+}
+
+/// The name a replacement of `name` is written under: dotted, as tantivy manages no such file
+/// (`.managed.json.next`, `.meta.json.next`).
+fn next_name(name: &Path) -> std::ffi::OsString {
+    let mut next = std::ffi::OsString::new();
+    if !name.to_string_lossy().starts_with('.') {
+        next.push(".");
+    }
+    next.push(name.as_os_str());
+    next.push(".next");
+    next
+}
+
+fn remove_if_present(path: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
+        _ => Ok(()),
+    }
+}
+
+/// A file tantivy writes: handed to its folder to be synced once written whole, rather than
+/// synced then (tantivy's own directory syncs each file as it ends it).
+struct WrittenFile {
+    file: Option<File>,
+    unsynced: Arc<Mutex<Vec<File>>>,
+}
+
+impl Write for WrittenFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.file {
+            Some(file) => file.write(buf),
+            None => Err(io::Error::other("a write after the file was ended")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl TerminatingWrite for WrittenFile {
+    fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
+        if let Some(file) = self.file.take() {
+            self.unsynced
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(file);
+        }
+        Ok(())
     }
 }
 
@@ -74,23 +215,49 @@ impl Directory for IndexFolder {
         self.files.exists(path)
     }
 
+    /// As tantivy's own directory, but for the sync as the file ends ([`WrittenFile`]).
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        self.files.open_write(path)
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.root.join(path))
+            .map_err(|error| match error.kind() {
+                io::ErrorKind::AlreadyExists => OpenWriteError::FileAlreadyExists(path.to_owned()),
+                _ => OpenWriteError::wrap_io_error(error, path.to_owned()),
+            })?;
+        let written = WrittenFile {
+            file: Some(file),
+            unsynced: self.unsynced.clone(),
+        };
+        Ok(io::BufWriter::new(Box::new(written)))
     }
 
+    /// The file list as written, or, where a crash left it empty or torn, every file of the
+    /// folder but the dotted ones (tantivy's locks, a replacement under way): all made by
+    /// tantivy, so its clean-up still deletes those no commit names.
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
-        self.files.atomic_read(path)
+        let data = self.files.atomic_read(path)?;
+        if path != Path::new(FILE_LIST) || serde_json::from_slice::<Vec<PathBuf>>(&data).is_ok() {
+            return Ok(data);
+        }
+        tracing::warn!(dir = %self.root.display(), "the index's file list was unreadable; every file in its folder is listed");
+        self.every_file_listed()
+            .map_err(|error| OpenReadError::wrap_io_error(error, path.to_owned()))
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        if path == Path::new(FILE_LIST) {
-            self.replace_file_list(data)
-        } else {
-            self.files.atomic_write(path, data)
-        }
+        let durability = match path == Path::new(FILE_LIST) {
+            true => Durability::WhenTheDiskWill,
+            false => Durability::Synced,
+        };
+        self.replace(path, data, durability)
     }
 
+    /// tantivy asks before it writes `meta.json`, and after its clean-up deleted files: the
+    /// files written since are synced first, so `meta.json` never names a file the disk may
+    /// not hold.
     fn sync_directory(&self) -> io::Result<()> {
+        self.sync_written_files()?;
         self.files.sync_directory()
     }
 
@@ -146,7 +313,84 @@ mod tests {
         for file in of_segment {
             assert!(dir.path().join(file).exists(), "{file} listed but absent");
         }
-        assert!(!dir.path().join(FILE_LIST_NEXT).exists());
+        assert!(!dir.path().join(".managed.json.next").exists());
+    }
+
+    /// A commit's files are synced once its segments are made, before `meta.json` names them:
+    /// none waits after the commit.
+    #[test]
+    fn a_commit_syncs_the_files_it_made_before_it_ends() {
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
+        let mut schema = Schema::builder();
+        let id = schema.add_u64_field("id", INDEXED | FAST);
+        let index =
+            Index::create(folder.clone(), schema.build(), Default::default()).expect("index");
+        let mut writer: IndexWriter = index
+            .writer_with_num_threads(1, 15_000_000)
+            .expect("writer");
+        writer.add_document(doc!(id => 1u64)).expect("add");
+        let prepared = writer.prepare_commit().expect("prepare");
+        assert!(
+            folder.waiting_to_be_synced() >= 3,
+            "the segment's files, written whole, wait for the commit"
+        );
+        prepared.commit().expect("commit");
+        assert_eq!(folder.waiting_to_be_synced(), 0);
+    }
+
+    /// What a crash between an exchange of names and the delete after it leaves (the old
+    /// version under the dotted name) is cleared by the next replacement, and the index reads.
+    #[test]
+    fn a_replacement_a_crash_left_behind_is_cleared_by_the_next() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (index, mut writer, id) = index_in(dir.path());
+        std::fs::write(dir.path().join(".meta.json.next"), b"old").expect("left");
+        std::fs::write(dir.path().join(".managed.json.next"), b"old").expect("left");
+        // The first segment's files may be listed before; the second's are listed after.
+        for n in 0..2u64 {
+            writer.add_document(doc!(id => n)).expect("add");
+            writer.commit().expect("commit");
+        }
+        assert!(!dir.path().join(".meta.json.next").exists());
+        assert!(!dir.path().join(".managed.json.next").exists());
+        let reopened = Index::open(IndexFolder::open(dir.path(), Advice::Normal).expect("folder"))
+            .expect("the index reads");
+        assert_eq!(
+            reopened.searchable_segment_ids().expect("segments"),
+            index.searchable_segment_ids().expect("segments")
+        );
+    }
+
+    /// An empty file list (a crash of the machine before the disk wrote it) is read as every
+    /// file of the folder: the index opens, and a merge's inputs are still deleted as garbage.
+    #[test]
+    fn an_emptied_file_list_is_read_as_every_file_of_the_folder() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (_, mut writer, id) = index_in(dir.path());
+        for n in 0..2u64 {
+            writer.add_document(doc!(id => n)).expect("add");
+            writer.commit().expect("commit");
+        }
+        drop(writer);
+        std::fs::write(dir.path().join(FILE_LIST), b"").expect("emptied");
+        let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
+        let index = Index::open(folder).expect("the index opens");
+        let before = index.searchable_segment_ids().expect("segments");
+        assert_eq!(before.len(), 2);
+        let mut writer: IndexWriter = index
+            .writer_with_num_threads(1, 15_000_000)
+            .expect("writer");
+        writer.merge(&before).wait().expect("merge");
+        writer.garbage_collect_files().wait().expect("clean-up");
+        for old in &before {
+            let old = old.uuid_string();
+            let left = std::fs::read_dir(dir.path())
+                .expect("folder")
+                .filter_map(|entry| entry.ok())
+                .any(|entry| entry.file_name().to_string_lossy().starts_with(&old));
+            assert!(!left, "{old}'s files still in the folder");
+        }
     }
 
     /// Files tantivy no longer needs are still found and deleted: a merge's inputs are gone
