@@ -288,6 +288,28 @@ mod tests {
         (index, writer, id)
     }
 
+    /// Commits `count` documents, one a commit: a segment each.
+    fn commit_one_by_one(writer: &mut IndexWriter, id: Field, count: u64) {
+        for n in 0..count {
+            writer.add_document(doc!(id => n)).expect("add");
+            writer.commit().expect("commit");
+        }
+    }
+
+    /// Merges `segments` into one, then deletes what tantivy no longer needs.
+    fn merge_and_clean_up(writer: &mut IndexWriter, segments: &[tantivy::index::SegmentId]) {
+        writer.merge(segments).wait().expect("merge");
+        writer.garbage_collect_files().wait().expect("clean-up");
+    }
+
+    /// Whether the folder `dir` holds a file of the segment `uuid`.
+    fn has_files_of(dir: &Path, uuid: &str) -> bool {
+        std::fs::read_dir(dir)
+            .expect("folder")
+            .filter_map(|entry| entry.ok())
+            .any(|entry| entry.file_name().to_string_lossy().starts_with(uuid))
+    }
+
     /// tantivy's file list: a JSON array of file names, which hold no quote.
     fn listed_files(dir: &Path) -> Vec<String> {
         let list = std::fs::read_to_string(dir.join(FILE_LIST)).expect("tantivy's file list");
@@ -348,10 +370,7 @@ mod tests {
         std::fs::write(dir.path().join(".meta.json.next"), b"old").expect("left");
         std::fs::write(dir.path().join(".managed.json.next"), b"old").expect("left");
         // The first segment's files may be listed before; the second's are listed after.
-        for n in 0..2u64 {
-            writer.add_document(doc!(id => n)).expect("add");
-            writer.commit().expect("commit");
-        }
+        commit_one_by_one(&mut writer, id, 2);
         assert!(!dir.path().join(".meta.json.next").exists());
         assert!(!dir.path().join(".managed.json.next").exists());
         let reopened = Index::open(IndexFolder::open(dir.path(), Advice::Normal).expect("folder"))
@@ -368,10 +387,7 @@ mod tests {
     fn an_emptied_file_list_is_read_as_every_file_of_the_folder() {
         let dir = tempfile::tempdir().expect("dir");
         let (_, mut writer, id) = index_in(dir.path());
-        for n in 0..2u64 {
-            writer.add_document(doc!(id => n)).expect("add");
-            writer.commit().expect("commit");
-        }
+        commit_one_by_one(&mut writer, id, 2);
         drop(writer);
         std::fs::write(dir.path().join(FILE_LIST), b"").expect("emptied");
         let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
@@ -381,15 +397,13 @@ mod tests {
         let mut writer: IndexWriter = index
             .writer_with_num_threads(1, 15_000_000)
             .expect("writer");
-        writer.merge(&before).wait().expect("merge");
-        writer.garbage_collect_files().wait().expect("clean-up");
+        merge_and_clean_up(&mut writer, &before);
         for old in &before {
             let old = old.uuid_string();
-            let left = std::fs::read_dir(dir.path())
-                .expect("folder")
-                .filter_map(|entry| entry.ok())
-                .any(|entry| entry.file_name().to_string_lossy().starts_with(&old));
-            assert!(!left, "{old}'s files still in the folder");
+            assert!(
+                !has_files_of(dir.path(), &old),
+                "{old}'s files still in the folder"
+            );
         }
     }
 
@@ -399,14 +413,10 @@ mod tests {
     fn a_merge_s_inputs_are_deleted_as_garbage() {
         let dir = tempfile::tempdir().expect("dir");
         let (index, mut writer, id) = index_in(dir.path());
-        for n in 0..3u64 {
-            writer.add_document(doc!(id => n)).expect("add");
-            writer.commit().expect("commit");
-        }
+        commit_one_by_one(&mut writer, id, 3);
         let before = index.searchable_segment_ids().expect("segments");
         assert_eq!(before.len(), 3);
-        writer.merge(&before).wait().expect("merge");
-        writer.garbage_collect_files().wait().expect("clean-up");
+        merge_and_clean_up(&mut writer, &before);
         let listed = listed_files(dir.path());
         for old in &before {
             let old = old.uuid_string();
@@ -414,11 +424,10 @@ mod tests {
                 !listed.iter().any(|f| f.starts_with(&old)),
                 "{old} still listed"
             );
-            let left = std::fs::read_dir(dir.path())
-                .expect("folder")
-                .filter_map(|entry| entry.ok())
-                .any(|entry| entry.file_name().to_string_lossy().starts_with(&old));
-            assert!(!left, "{old}'s files still in the folder");
+            assert!(
+                !has_files_of(dir.path(), &old),
+                "{old}'s files still in the folder"
+            );
         }
     }
 }
