@@ -23,6 +23,11 @@ const FILE_LIST: &str = ".managed.json";
 /// journal commit for several) where one after another each waits for the last.
 const SYNCS_AT_ONCE: usize = 8;
 
+/// Files written whole that may wait for their sync at once. A small commit makes about ten; a
+/// load or a rebuild makes hundreds before its one commit, and each waiting file holds a file
+/// descriptor (often 1,024 a process): past this, they are synced as the next one ends.
+const UNSYNCED_AT_MOST: usize = 64;
+
 /// An index's folder; see the module's doc.
 ///
 /// What a crash can cost. Every file `meta.json` names was synced before it was written, and
@@ -39,8 +44,39 @@ const SYNCS_AT_ONCE: usize = 8;
 pub(crate) struct IndexFolder {
     files: MmapDirectory,
     root: PathBuf,
-    /// Files written whole since the last sync, kept open to be synced.
-    unsynced: Arc<Mutex<Vec<File>>>,
+    unsynced: Arc<UnsyncedFiles>,
+}
+
+/// Files written whole since the last sync, kept open to be synced.
+#[derive(Debug, Default)]
+struct UnsyncedFiles(Mutex<Vec<File>>);
+
+impl UnsyncedFiles {
+    fn lock(&self) -> MutexGuard<'_, Vec<File>> {
+        // Nothing panics while the lock is held: a poisoned list is still whole.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Keeps `file` to be synced with the others, or syncs them all now when
+    /// [`UNSYNCED_AT_MOST`] wait.
+    fn add(&self, file: File) -> io::Result<()> {
+        let mut files = self.lock();
+        files.push(file);
+        if files.len() < UNSYNCED_AT_MOST {
+            return Ok(());
+        }
+        let files = std::mem::take(&mut *files);
+        sync_together(&files)
+    }
+
+    /// Syncs every file waiting. A file whose sync failed is not synced again: the error
+    /// fails the commit that asked, and tantivy writes a failed commit's segments anew.
+    fn sync(&self) -> io::Result<()> {
+        let files = std::mem::take(&mut *self.lock());
+        sync_together(&files)
+    }
 }
 
 /// Whether a replaced file must be on the disk before it takes the old one's name.
@@ -59,43 +95,6 @@ impl IndexFolder {
             files: MmapDirectory::open_with_madvice(dir, advice)?,
             root: dir.to_owned(),
             unsynced: Arc::default(),
-        })
-    }
-
-    fn unsynced(&self) -> MutexGuard<'_, Vec<File>> {
-        // Nothing panics while the lock is held: a poisoned list is still whole.
-        self.unsynced
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Syncs every file written whole since the last sync, [`SYNCS_AT_ONCE`] at a time. A file
-    /// whose sync failed is not synced again: the error fails the commit that asked, and
-    /// tantivy writes a failed commit's segments anew.
-    fn sync_written_files(&self) -> io::Result<()> {
-        let files = std::mem::take(&mut *self.unsynced());
-        let threads = files.len().min(SYNCS_AT_ONCE);
-        if threads <= 1 {
-            return files.iter().try_for_each(File::sync_data);
-        }
-        std::thread::scope(|scope| {
-            let syncing: Vec<_> = (0..threads)
-                .map(|first| {
-                    let files = &files;
-                    scope.spawn(move || {
-                        files
-                            .iter()
-                            .skip(first)
-                            .step_by(threads)
-                            .try_for_each(File::sync_data)
-                    })
-                })
-                .collect();
-            syncing.into_iter().try_for_each(|thread| {
-                thread
-                    .join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a sync's thread panicked")))
-            })
         })
     }
 
@@ -147,7 +146,7 @@ impl IndexFolder {
     /// How many files written whole wait for their sync, for tests.
     #[cfg(test)]
     fn waiting_to_be_synced(&self) -> usize {
-        self.unsynced().len()
+        self.unsynced.lock().len()
     }
 }
 
@@ -163,6 +162,32 @@ fn next_name(name: &Path) -> std::ffi::OsString {
     next
 }
 
+/// Syncs `files`, [`SYNCS_AT_ONCE`] at a time.
+fn sync_together(files: &[File]) -> io::Result<()> {
+    let threads = files.len().min(SYNCS_AT_ONCE);
+    if threads <= 1 {
+        return files.iter().try_for_each(File::sync_data);
+    }
+    std::thread::scope(|scope| {
+        let syncing: Vec<_> = (0..threads)
+            .map(|first| {
+                scope.spawn(move || {
+                    files
+                        .iter()
+                        .skip(first)
+                        .step_by(threads)
+                        .try_for_each(File::sync_data)
+                })
+            })
+            .collect();
+        syncing.into_iter().try_for_each(|thread| {
+            thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("a sync's thread panicked")))
+        })
+    })
+}
+
 fn remove_if_present(path: &Path) -> io::Result<()> {
     match std::fs::remove_file(path) {
         Err(error) if error.kind() != io::ErrorKind::NotFound => Err(error),
@@ -174,7 +199,7 @@ fn remove_if_present(path: &Path) -> io::Result<()> {
 /// synced then (tantivy's own directory syncs each file as it ends it).
 struct WrittenFile {
     file: Option<File>,
-    unsynced: Arc<Mutex<Vec<File>>>,
+    unsynced: Arc<UnsyncedFiles>,
 }
 
 impl Write for WrittenFile {
@@ -192,13 +217,10 @@ impl Write for WrittenFile {
 
 impl TerminatingWrite for WrittenFile {
     fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
-        if let Some(file) = self.file.take() {
-            self.unsynced
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(file);
+        match self.file.take() {
+            Some(file) => self.unsynced.add(file),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -257,7 +279,7 @@ impl Directory for IndexFolder {
     /// files written since are synced first, so `meta.json` never names a file the disk may
     /// not hold.
     fn sync_directory(&self) -> io::Result<()> {
-        self.sync_written_files()?;
+        self.unsynced.sync()?;
         self.files.sync_directory()
     }
 
@@ -358,6 +380,25 @@ mod tests {
             "the segment's files, written whole, wait for the commit"
         );
         prepared.commit().expect("commit");
+        assert_eq!(folder.waiting_to_be_synced(), 0);
+    }
+
+    /// A load's or a rebuild's hundreds of files before its one commit do not all wait, each
+    /// holding a file descriptor: past [`UNSYNCED_AT_MOST`] they are synced as the next ends.
+    #[test]
+    fn files_written_past_the_cap_are_synced_as_they_end() {
+        let dir = tempfile::tempdir().expect("dir");
+        let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
+        for n in 0..UNSYNCED_AT_MOST + 6 {
+            let mut file = folder
+                .open_write(Path::new(&format!("file-{n}")))
+                .expect("open");
+            file.write_all(b"data").expect("write");
+            file.terminate().expect("end");
+            assert!(folder.waiting_to_be_synced() < UNSYNCED_AT_MOST);
+        }
+        assert_eq!(folder.waiting_to_be_synced(), 6);
+        folder.sync_directory().expect("sync");
         assert_eq!(folder.waiting_to_be_synced(), 0);
     }
 
