@@ -62,13 +62,16 @@ impl UnsyncedFiles {
     /// Keeps `file` to be synced with the others, or syncs them all now when
     /// [`UNSYNCED_AT_MOST`] wait.
     fn add(&self, file: File) -> io::Result<()> {
-        let mut files = self.lock();
-        files.push(file);
-        if files.len() < UNSYNCED_AT_MOST {
-            return Ok(());
-        }
-        let files = std::mem::take(&mut *files);
-        sync_together(&files)
+        let full = {
+            let mut files = self.lock();
+            files.push(file);
+            if files.len() < UNSYNCED_AT_MOST {
+                return Ok(());
+            }
+            std::mem::take(&mut *files)
+        };
+        // Synced without the lock, so other files end meanwhile.
+        sync_together(&full)
     }
 
     /// Syncs every file waiting. A file whose sync failed is not synced again: the error
