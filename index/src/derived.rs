@@ -234,13 +234,37 @@ impl Derived {
         changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
+        let changes = changes.into_iter().map(|(old, doc)| (Some(old), doc));
+        self.update_through_kept_writer(|writer| Self::replace_with(writer, changes, generation))
+    }
+
+    /// Deletes the documents `old` matches, then adds `docs`, and commits with `generation`,
+    /// through the kept writer of updates: [`Derived::replace`] with one delete for all, when
+    /// no two of `docs` replace the same document (one query per document costs a scorer per
+    /// query and segment as tantivy applies its deletes; docs/decisions.md, D-250).
+    pub fn delete_then_add(
+        &self,
+        old: Box<dyn Query>,
+        docs: impl IntoIterator<Item = TantivyDocument>,
+        generation: u64,
+    ) -> IndexResult<()> {
+        let changes =
+            std::iter::once((Some(old), None)).chain(docs.into_iter().map(|doc| (None, Some(doc))));
+        self.update_through_kept_writer(|writer| Self::replace_with(writer, changes, generation))
+    }
+
+    /// Runs `update` (which commits) through the kept writer of updates, made if none is kept;
+    /// a failure lets that writer go, so nothing it held uncommitted reaches a later commit.
+    fn update_through_kept_writer(
+        &self,
+        update: impl FnOnce(&mut IndexWriter<TantivyDocument>) -> IndexResult<()>,
+    ) -> IndexResult<()> {
         let mut kept = self.kept_updates();
         let mut writer = match kept.take() {
             Some(writer) => writer,
             None => self.updates_writer()?,
         };
-        let done = Self::replace_with(&mut writer, changes, generation);
-        match done {
+        match update(&mut writer) {
             Ok(()) => {
                 *kept = Some(writer);
                 drop(kept);
@@ -254,14 +278,18 @@ impl Derived {
         }
     }
 
+    /// Deletes and adds `changes` in their order, each a query of documents to delete and a
+    /// document to add after them, and commits with `generation`.
     fn replace_with(
         writer: &mut IndexWriter<TantivyDocument>,
-        changes: impl IntoIterator<Item = (Box<dyn Query>, Option<TantivyDocument>)>,
+        changes: impl IntoIterator<Item = (Option<Box<dyn Query>>, Option<TantivyDocument>)>,
         generation: u64,
     ) -> IndexResult<()> {
         let started = std::time::Instant::now();
         for (old, doc) in changes {
-            writer.delete_query(old)?;
+            if let Some(old) = old {
+                writer.delete_query(old)?;
+            }
             if let Some(doc) = doc {
                 writer.add_document(doc)?;
             }
@@ -286,6 +314,7 @@ impl Derived {
         let (threads, bytes) = RebuildShape::OneSegment.writer();
         let mut writer = self.writer(threads, bytes)?;
         writer.set_merge_policy(Box::new(tantivy::indexer::NoMergePolicy));
+        let changes = changes.into_iter().map(|(old, doc)| (Some(old), doc));
         if let Err(error) = Self::replace_with(&mut writer, changes, generation) {
             let _ = writer.rollback();
             return Err(error);

@@ -27,7 +27,7 @@ use crate::query::{
 use crate::schema::{exact_number, exact_string, presence_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
-use by_id::{IdColumns, ListingById};
+use by_id::{IdColumns, ListingById, ListingsByIds};
 use collect::{count_groups, KeptColumns, PageCollector, PriceCollector};
 use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
@@ -727,15 +727,22 @@ impl ListingIndex {
 
     /// Writes `docs` over the documents with their ids, and commits with `generation`.
     pub fn upsert(&self, docs: &[ListingDoc], generation: u64) -> IndexResult<()> {
-        let columns = IdColumns::default();
-        self.derived.replace(
-            docs.iter().map(|doc| {
-                let old: Box<dyn Query> = Box::new(ListingById {
-                    id: doc.id,
-                    columns: columns.clone(),
-                });
-                (old, Some(self.fields.document(doc)))
-            }),
+        // One delete for every id, then each id's last document: a query per listing cost a
+        // scorer per listing and segment (D-250).
+        let mut last_of_each: Vec<&ListingDoc> = Vec::with_capacity(docs.len());
+        let mut seen = std::collections::HashSet::with_capacity(docs.len());
+        for doc in docs.iter().rev() {
+            if seen.insert(doc.id) {
+                last_of_each.push(doc);
+            }
+        }
+        let old = ListingsByIds::new(seen.into_iter().collect(), IdColumns::default());
+        self.derived.delete_then_add(
+            Box::new(old),
+            last_of_each
+                .into_iter()
+                .rev()
+                .map(|doc| self.fields.document(doc)),
             generation,
         )
     }

@@ -85,7 +85,7 @@ impl Query for ListingById {
 impl Weight for ListingById {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let ids = self.columns.of(reader)?;
-        let docs = docs_with_id(&ids, reader.max_doc(), self.id);
+        let docs = docs_with_id(&ids, 0, reader.max_doc(), self.id);
         Ok(Box::new(ConstScorer::new(docs, boost)))
     }
 
@@ -102,10 +102,69 @@ impl Weight for ListingById {
     }
 }
 
-/// The run of documents holding `id` in a segment of `max_doc` documents sorted by id.
-fn docs_with_id(ids: &Column<u64>, max_doc: DocId, id: u64) -> DocRun {
+/// The documents of a set of listing ids: one write's replaced listings, deleted by one query
+/// instead of one per id. tantivy runs each delete query against every segment, so one query
+/// per id cost a scorer per id and segment: a mover's write of 250 listings into an index of 28
+/// segments spent about a fifth of its CPU there (docs/decisions.md, D-250).
+#[derive(Debug, Clone)]
+pub(super) struct ListingsByIds {
+    /// Ascending, without repeats.
+    ids: Arc<[u64]>,
+    columns: IdColumns,
+}
+
+impl ListingsByIds {
+    pub fn new(mut ids: Vec<u64>, columns: IdColumns) -> ListingsByIds {
+        ids.sort_unstable();
+        ids.dedup();
+        ListingsByIds {
+            ids: ids.into(),
+            columns,
+        }
+    }
+}
+
+impl Query for ListingsByIds {
+    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        Ok(Box::new(self.clone()))
+    }
+}
+
+impl Weight for ListingsByIds {
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let ids = self.columns.of(reader)?;
+        let max_doc = reader.max_doc();
+        // Only the ids within the segment's range can be in it.
+        let first = self.ids.partition_point(|&id| id < ids.min_value());
+        let last = self.ids.partition_point(|&id| id <= ids.max_value());
+        let mut docs = Vec::new();
+        let mut from = 0;
+        for &id in &self.ids[first..last.max(first)] {
+            let run = docs_with_id(&ids, from, max_doc, id);
+            docs.extend(run.doc..run.end);
+            from = run.end;
+        }
+        Ok(Box::new(ConstScorer::new(Docs { docs, at: 0 }, boost)))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let ids = self.columns.of(reader)?;
+        match ids.first(doc) {
+            Some(id) if self.ids.binary_search(&id).is_ok() => {
+                Ok(Explanation::new("ListingsByIds", 1.0))
+            }
+            _ => Err(tantivy::TantivyError::InvalidArgument(format!(
+                "document {doc} is none of the listings"
+            ))),
+        }
+    }
+}
+
+/// The run of documents holding `id` among documents `from..max_doc` of a segment sorted by id
+/// (`from` at or before the run).
+fn docs_with_id(ids: &Column<u64>, from: DocId, max_doc: DocId, id: u64) -> DocRun {
     let id_of = |doc: DocId| ids.first(doc).unwrap_or(u64::MAX);
-    let (mut low, mut high) = (0, max_doc);
+    let (mut low, mut high) = (from, max_doc);
     while low < high {
         let middle = low + (high - low) / 2;
         if id_of(middle) < id {
@@ -118,6 +177,27 @@ fn docs_with_id(ids: &Column<u64>, max_doc: DocId, id: u64) -> DocRun {
         .find(|&doc| id_of(doc) != id)
         .unwrap_or(max_doc);
     DocRun { doc: low, end }
+}
+
+/// Documents in ascending order.
+struct Docs {
+    docs: Vec<DocId>,
+    at: usize,
+}
+
+impl DocSet for Docs {
+    fn advance(&mut self) -> DocId {
+        self.at = (self.at + 1).min(self.docs.len());
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.docs.get(self.at).copied().unwrap_or(TERMINATED)
+    }
+
+    fn size_hint(&self) -> u32 {
+        (self.docs.len() - self.at) as u32
+    }
 }
 
 /// Consecutive documents `doc..end`.
@@ -147,7 +227,7 @@ impl DocSet for DocRun {
 
 #[cfg(test)]
 mod tests {
-    use super::{IdColumns, ListingById};
+    use super::{IdColumns, ListingById, ListingsByIds};
     use crate::query::TextQuery;
     use crate::{ListingDoc, ListingIndex, ListingQuery, ListingSort};
     use std::sync::atomic::Ordering;
@@ -223,6 +303,33 @@ mod tests {
             }
         }
         found
+    }
+
+    /// One query for a set of ids finds each id's documents in whichever segment holds them,
+    /// at either end of a segment, and none for ids no segment holds or outside a segment's
+    /// range.
+    #[test]
+    fn one_query_finds_the_documents_of_every_id_of_a_set_across_segments() {
+        let index = ListingIndex::in_memory().expect("index");
+        for (generation, ids) in [(1..=20), (21..=40), (41..=60)].into_iter().enumerate() {
+            let docs: Vec<ListingDoc> = ids.map(|id| doc(id, "watch")).collect();
+            index.upsert(&docs, generation as u64 + 1).expect("upsert");
+        }
+        let searcher = index.derived.reader.searcher();
+        assert!(searcher.segment_readers().len() > 1);
+        let wanted = vec![61, 40, 1, 20, 21, 33, 0, 60, 33, 1_000];
+        let query = ListingsByIds::new(wanted, IdColumns::default());
+        let mut found = Vec::new();
+        for segment in searcher.segment_readers() {
+            let ids = segment.fast_fields().u64(super::names::ID).expect("ids");
+            let mut docs = query.scorer(segment, 1.0).expect("scorer");
+            while docs.doc() != tantivy::TERMINATED {
+                found.extend(ids.first(docs.doc()));
+                docs.advance();
+            }
+        }
+        found.sort_unstable();
+        assert_eq!(found, [1, 20, 21, 33, 40, 60]);
     }
 
     /// The deletes of one write open each segment's id column once, whatever their number,
