@@ -1,7 +1,8 @@
 //! The folder an index's files live in: tantivy's memory-mapped directory, but for how a commit
 //! waits for the disk. A commit's new files are synced together just before `meta.json` names
-//! them, instead of one after another as each is written, and small files are replaced by
-//! exchanging names, which ext4 does not flush as it does a rename over a file (D-248).
+//! them, instead of one after another as each is written; `meta.json` is replaced by exchanging
+//! names, which ext4 does not flush as it does a rename over a file (D-248), and tantivy's file
+//! list is written over in place, making no file (D-250).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -32,9 +33,9 @@ const UNSYNCED_AT_MOST: usize = 64;
 ///
 /// What a crash can cost. Every file `meta.json` names was synced before it was written, and
 /// `meta.json` itself is synced before it takes the old one's name: after any crash the index
-/// is a commit tantivy made whole, as with tantivy's own directory. The file list is replaced
-/// without waiting for the disk (D-242): a crash of the machine can leave the old list or an
-/// empty one. An old list costs only disk: the files made after it are still read wherever
+/// is a commit tantivy made whole, as with tantivy's own directory. The file list is written
+/// over in place without waiting for the disk (D-242, D-250): a crash of the machine can leave
+/// the old list, an empty one or one torn between the two. An old list costs only disk: the files made after it are still read wherever
 /// `meta.json` names them, but tantivy's clean-up, which deletes only listed files, leaves
 /// them on disk once a merge makes them garbage, until the folder is deleted (a start then
 /// recreates the index; `reindex` keeps the folder). An empty or torn list is read as every
@@ -82,15 +83,6 @@ impl UnsyncedFiles {
     }
 }
 
-/// Whether a replaced file must be on the disk before it takes the old one's name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Durability {
-    /// `meta.json`: what the index holds after a crash.
-    Synced,
-    /// The file list: the clean-up's, read as every file of the folder if lost.
-    WhenTheDiskWill,
-}
-
 impl IndexFolder {
     /// The folder `dir`, its files mapped with `advice`.
     pub(crate) fn open(dir: &Path, advice: Advice) -> Result<IndexFolder, OpenDirectoryError> {
@@ -101,13 +93,13 @@ impl IndexFolder {
         })
     }
 
-    /// Replaces the file `name` with `data`: written under a dotted name of its own (tantivy
-    /// manages no such file), synced when `durability` asks, then its name exchanged with the
-    /// old file's, which is then deleted. A rename over the old file would do as much, but ext4
+    /// Replaces the file `name` (`meta.json`) with `data`: written under a dotted name of its
+    /// own (tantivy manages no such file) and synced, then its name exchanged with the old
+    /// file's, which is then deleted. A rename over the old file would do as much, but ext4
     /// (`auto_da_alloc`) then writes the new file out first, a disk wait a commit paid for each
-    /// file it made (the list is rewritten for each). Where names cannot be exchanged (no old
-    /// file, a file system without it), a rename.
-    fn replace(&self, name: &Path, data: &[u8], durability: Durability) -> io::Result<()> {
+    /// file it made. Where names cannot be exchanged (no old file, a file system without it), a
+    /// rename.
+    fn replace(&self, name: &Path, data: &[u8]) -> io::Result<()> {
         let target = self.root.join(name);
         let next = self.root.join(next_name(name));
         // Left by a crash between an exchange and its delete: the old version.
@@ -117,9 +109,7 @@ impl IndexFolder {
             .create_new(true)
             .open(&next)?;
         file.write_all(data)?;
-        if durability == Durability::Synced {
-            file.sync_data()?;
-        }
+        file.sync_data()?;
         drop(file);
         let exchanged = rustix::fs::renameat_with(
             rustix::fs::CWD,
@@ -132,6 +122,25 @@ impl IndexFolder {
             Ok(()) => remove_if_present(&next),
             Err(_) => std::fs::rename(&next, &target),
         }
+    }
+
+    /// Writes `data` over the file `name` (the file list) in place, without waiting for the
+    /// disk: no file is made or deleted. tantivy rewrites its list for every file a commit
+    /// makes, and on ext4 without a journal (this project's machines) each file made searches
+    /// past every inode deleted in the last minutes: a replacement per rewrite, made then
+    /// deleted, was half a small commit's files and took them from 0.07 to 0.5 ms each
+    /// (docs/decisions.md, D-250). Cut to its new length rather than emptied first, which ext4
+    /// (`auto_da_alloc`) would write out as it closes. A crash can leave the list torn, which
+    /// [`IndexFolder::atomic_read`] reads as every file of the folder; the list only tells the
+    /// clean-up which files it may delete, and it deletes none a commit names.
+    fn overwrite(&self, name: &Path, data: &[u8]) -> io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.root.join(name))?;
+        file.write_all(data)?;
+        file.set_len(data.len() as u64)
     }
 
     /// tantivy's file list naming every file in the folder but the dotted ones.
@@ -154,7 +163,7 @@ impl IndexFolder {
 }
 
 /// The name a replacement of `name` is written under: dotted, as tantivy manages no such file
-/// (`.managed.json.next`, `.meta.json.next`).
+/// (`.meta.json.next`).
 fn next_name(name: &Path) -> std::ffi::OsString {
     let mut next = std::ffi::OsString::new();
     if !name.to_string_lossy().starts_with('.') {
@@ -271,11 +280,10 @@ impl Directory for IndexFolder {
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
-        let durability = match path == Path::new(FILE_LIST) {
-            true => Durability::WhenTheDiskWill,
-            false => Durability::Synced,
-        };
-        self.replace(path, data, durability)
+        match path == Path::new(FILE_LIST) {
+            true => self.overwrite(path, data),
+            false => self.replace(path, data),
+        }
     }
 
     /// tantivy asks before it writes `meta.json`, and after its clean-up deleted files: the
@@ -412,11 +420,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let (index, mut writer, id) = index_in(dir.path());
         std::fs::write(dir.path().join(".meta.json.next"), b"old").expect("left");
-        std::fs::write(dir.path().join(".managed.json.next"), b"old").expect("left");
-        // The first segment's files may be listed before; the second's are listed after.
         commit_one_by_one(&mut writer, id, 2);
         assert!(!dir.path().join(".meta.json.next").exists());
-        assert!(!dir.path().join(".managed.json.next").exists());
         let reopened = Index::open(IndexFolder::open(dir.path(), Advice::Normal).expect("folder"))
             .expect("the index reads");
         assert_eq!(
@@ -425,15 +430,55 @@ mod tests {
         );
     }
 
+    /// The file list is written over in place, however many times a commit rewrites it: the
+    /// same file throughout (on ext4 without a journal each file made costs more the more were
+    /// deleted lately), cut to each new list's length.
+    #[cfg(unix)]
+    #[test]
+    fn the_file_list_is_written_over_in_place_and_cut_to_its_length() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let (index, mut writer, id) = index_in(dir.path());
+        commit_one_by_one(&mut writer, id, 1);
+        let inode = |dir: &Path| std::fs::metadata(dir.join(FILE_LIST)).expect("list").ino();
+        let first = inode(dir.path());
+        commit_one_by_one(&mut writer, id, 3);
+        merge_and_clean_up(
+            &mut writer,
+            &index.searchable_segment_ids().expect("segments"),
+        );
+        assert_eq!(inode(dir.path()), first, "the list was made anew");
+
+        let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
+        folder
+            .atomic_write(Path::new(FILE_LIST), br#"["a","b","c"]"#)
+            .expect("longer");
+        folder
+            .atomic_write(Path::new(FILE_LIST), br#"["a"]"#)
+            .expect("shorter");
+        assert_eq!(
+            std::fs::read(dir.path().join(FILE_LIST)).expect("list"),
+            br#"["a"]"#
+        );
+    }
+
     /// An empty file list (a crash of the machine before the disk wrote it) is read as every
     /// file of the folder: the index opens, and a merge's inputs are still deleted as garbage.
     #[test]
     fn an_emptied_file_list_is_read_as_every_file_of_the_folder() {
+        for left in [&b""[..], br#"["a"]"b","c"]"#] {
+            a_file_list_left_as_is_read_as_every_file_of_the_folder(left);
+        }
+    }
+
+    /// [`an_emptied_file_list_is_read_as_every_file_of_the_folder`] with the list left as
+    /// `left`: empty, or a shorter list written over a longer one and not yet cut.
+    fn a_file_list_left_as_is_read_as_every_file_of_the_folder(left: &[u8]) {
         let dir = tempfile::tempdir().expect("dir");
         let (_, mut writer, id) = index_in(dir.path());
         commit_one_by_one(&mut writer, id, 2);
         drop(writer);
-        std::fs::write(dir.path().join(FILE_LIST), b"").expect("emptied");
+        std::fs::write(dir.path().join(FILE_LIST), left).expect("left");
         let folder = IndexFolder::open(dir.path(), Advice::Normal).expect("folder");
         let index = Index::open(folder).expect("the index opens");
         let before = index.searchable_segment_ids().expect("segments");
