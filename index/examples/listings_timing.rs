@@ -26,21 +26,9 @@ const HOT_MODEL: u64 = 1;
 const HOT_LISTINGS: u64 = 116_000;
 const MODELS: u64 = 1_000_000;
 
-/// A small deterministic generator (xorshift64*), so every build makes the same index.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn base_price(model: u64) -> f64 {
     let mut rng = Rng(model.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);

@@ -13,17 +13,9 @@
 use catalogue_index::{ListingDoc, ListingIndex};
 use std::time::Instant;
 
-/// A small deterministic generator (xorshift64*), so every run replaces the same listings.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn listing(id: u64, rng: &mut Rng) -> ListingDoc {
     let model_id = 1 + rng.next() % 1_000_000;

@@ -27,7 +27,7 @@ use crate::query::{
 use crate::schema::{exact_number, exact_string, presence_options, text_options};
 use crate::{Hits, IndexError, IndexResult};
 use bucket_walk::{BucketWalk, EdgeBuckets, EDGE_LISTINGS_KEPT};
-use by_id::{IdColumns, ListingById, ListingsByIds};
+use by_id::{IdColumns, ListingsByIds};
 use collect::{count_groups, KeptColumns, PageCollector, PriceCollector};
 use group_codes::GroupCodes;
 use model_prices::{RunCache, RUN_MIN_LEN};
@@ -260,7 +260,7 @@ fn build_schema() -> (Schema, Fields) {
     // were a sixth of the index (docs/decisions.md, D-41).
     let mut s = Schema::builder();
     let fields = Fields {
-        // Not indexed: a listing's document is found by the id column ([`ListingById`]).
+        // Not indexed: a listing's document is found by the id column ([`ListingsByIds`]).
         id: s.add_u64_field(names::ID, FAST),
         provider_id: s.add_u64_field("provider_id", exact_number()),
         model_id: s.add_u64_field("model_id", exact_number()),
@@ -627,10 +627,10 @@ impl ListingLoad {
 
     /// Writes `doc` over the document with its id, if any.
     pub fn replace(&mut self, doc: &ListingDoc) -> IndexResult<()> {
-        self.writer.delete_query(Box::new(ListingById {
-            id: doc.id,
-            columns: self.id_columns.clone(),
-        }))?;
+        self.writer.delete_query(Box::new(ListingsByIds::new(
+            vec![doc.id],
+            self.id_columns.clone(),
+        )))?;
         self.add(doc)
     }
 

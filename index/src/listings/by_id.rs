@@ -1,5 +1,5 @@
-//! The documents of one listing id, found by a binary search of the id column: what a
-//! replaced listing's old document is deleted by. Segments keep their documents in ascending
+//! The documents of a set of listing ids, found by binary searches of the id column: what
+//! replaced listings' old documents are deleted by, one query for a write's set (D-250). Segments keep their documents in ascending
 //! id order (the index is sorted by id), so no id is indexed as a term: one term of its own
 //! per listing was about a third of what indexing a listing cost (docs/decisions.md, D-41).
 //! The deletes of one write share each segment's opened id column ([`IdColumns`]): opening it
@@ -8,6 +8,7 @@
 
 use super::names;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use tantivy::columnar::Column;
 use tantivy::index::SegmentId;
@@ -68,44 +69,11 @@ impl std::fmt::Debug for IdColumns {
     }
 }
 
-/// The documents whose id is the listing's (more than one only while a replaced one awaits
-/// its delete).
-#[derive(Debug, Clone)]
-pub(super) struct ListingById {
-    pub id: u64,
-    pub columns: IdColumns,
-}
-
-impl Query for ListingById {
-    fn weight(&self, _: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        Ok(Box::new(self.clone()))
-    }
-}
-
-impl Weight for ListingById {
-    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
-        let ids = self.columns.of(reader)?;
-        let docs = docs_with_id(&ids, 0, reader.max_doc(), self.id);
-        Ok(Box::new(ConstScorer::new(docs, boost)))
-    }
-
-    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
-        let ids = self.columns.of(reader)?;
-        if ids.first(doc) == Some(self.id) {
-            Ok(Explanation::new("ListingById", 1.0))
-        } else {
-            Err(tantivy::TantivyError::InvalidArgument(format!(
-                "document {doc} is not listing {}",
-                self.id
-            )))
-        }
-    }
-}
-
-/// The documents of a set of listing ids: one write's replaced listings, deleted by one query
-/// instead of one per id. tantivy runs each delete query against every segment, so one query
-/// per id cost a scorer per id and segment: a mover's write of 250 listings into an index of 28
-/// segments spent about a fifth of its CPU there (docs/decisions.md, D-250).
+/// The documents of a set of listing ids (more than one an id only while a replaced one awaits
+/// its delete): one write's replaced listings, deleted by one query. tantivy runs each delete
+/// query against every segment, so one query per id cost a scorer per id and segment: writes
+/// of 250 listings at random ids into an index of 23 segments spent 12 % of their CPU in those
+/// scorers (docs/decisions.md, D-250).
 #[derive(Debug, Clone)]
 pub(super) struct ListingsByIds {
     /// Ascending, without repeats.
@@ -141,8 +109,8 @@ impl Weight for ListingsByIds {
         let mut from = 0;
         for &id in &self.ids[first..last.max(first)] {
             let run = docs_with_id(&ids, from, max_doc, id);
-            docs.extend(run.doc..run.end);
             from = run.end;
+            docs.extend(run);
         }
         Ok(Box::new(ConstScorer::new(Docs { docs, at: 0 }, boost)))
     }
@@ -162,7 +130,7 @@ impl Weight for ListingsByIds {
 
 /// The run of documents holding `id` among documents `from..max_doc` of a segment sorted by id
 /// (`from` at or before the run).
-fn docs_with_id(ids: &Column<u64>, from: DocId, max_doc: DocId, id: u64) -> DocRun {
+fn docs_with_id(ids: &Column<u64>, from: DocId, max_doc: DocId, id: u64) -> Range<DocId> {
     let id_of = |doc: DocId| ids.first(doc).unwrap_or(u64::MAX);
     let (mut low, mut high) = (from, max_doc);
     while low < high {
@@ -176,7 +144,7 @@ fn docs_with_id(ids: &Column<u64>, from: DocId, max_doc: DocId, id: u64) -> DocR
     let end = (low..max_doc)
         .find(|&doc| id_of(doc) != id)
         .unwrap_or(max_doc);
-    DocRun { doc: low, end }
+    low..end
 }
 
 /// Documents in ascending order.
@@ -200,34 +168,9 @@ impl DocSet for Docs {
     }
 }
 
-/// Consecutive documents `doc..end`.
-struct DocRun {
-    doc: DocId,
-    end: DocId,
-}
-
-impl DocSet for DocRun {
-    fn advance(&mut self) -> DocId {
-        self.doc = (self.doc + 1).min(self.end);
-        self.doc()
-    }
-
-    fn doc(&self) -> DocId {
-        if self.doc < self.end {
-            self.doc
-        } else {
-            TERMINATED
-        }
-    }
-
-    fn size_hint(&self) -> u32 {
-        self.end.saturating_sub(self.doc)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{IdColumns, ListingById, ListingsByIds};
+    use super::{IdColumns, ListingsByIds};
     use crate::query::TextQuery;
     use crate::{ListingDoc, ListingIndex, ListingQuery, ListingSort};
     use std::sync::atomic::Ordering;
@@ -291,10 +234,7 @@ mod tests {
         let mut found = 0;
         for &id in ids {
             for segment in searcher.segment_readers() {
-                let query = ListingById {
-                    id,
-                    columns: columns.clone(),
-                };
+                let query = ListingsByIds::new(vec![id], columns.clone());
                 let mut docs = query.scorer(segment, 1.0).expect("scorer");
                 while docs.doc() != tantivy::TERMINATED {
                     found += 1;
@@ -305,16 +245,22 @@ mod tests {
         found
     }
 
-    /// One query for a set of ids finds each id's documents in whichever segment holds them,
-    /// at either end of a segment, and none for ids no segment holds or outside a segment's
-    /// range.
-    #[test]
-    fn one_query_finds_the_documents_of_every_id_of_a_set_across_segments() {
+    /// Listings 1 to 60, written 20 at a time: a segment each.
+    fn listings_1_to_60_in_three_writes() -> ListingIndex {
         let index = ListingIndex::in_memory().expect("index");
         for (generation, ids) in [(1..=20), (21..=40), (41..=60)].into_iter().enumerate() {
             let docs: Vec<ListingDoc> = ids.map(|id| doc(id, "watch")).collect();
             index.upsert(&docs, generation as u64 + 1).expect("upsert");
         }
+        index
+    }
+
+    /// One query for a set of ids finds each id's documents in whichever segment holds them,
+    /// at either end of a segment, and none for ids no segment holds or outside a segment's
+    /// range.
+    #[test]
+    fn one_query_finds_the_documents_of_every_id_of_a_set_across_segments() {
+        let index = listings_1_to_60_in_three_writes();
         let searcher = index.derived.reader.searcher();
         assert!(searcher.segment_readers().len() > 1);
         let wanted = vec![61, 40, 1, 20, 21, 33, 0, 60, 33, 1_000];
@@ -336,11 +282,7 @@ mod tests {
     /// and a write keeping fewer segments than it meets still finds every id.
     #[test]
     fn one_writes_deletes_open_each_segments_id_column_once() {
-        let index = ListingIndex::in_memory().expect("index");
-        for (generation, ids) in [(1..=20), (21..=40), (41..=60)].into_iter().enumerate() {
-            let docs: Vec<ListingDoc> = ids.map(|id| doc(id, "watch")).collect();
-            index.upsert(&docs, generation as u64 + 1).expect("upsert");
-        }
+        let index = listings_1_to_60_in_three_writes();
         let segments = index.derived.reader.searcher().segment_readers().len();
         assert!(segments > 1, "the index has {segments} segment");
         let ids: Vec<u64> = (1..=60).collect();
