@@ -45,6 +45,7 @@ fn main() {
         .next()
         .expect("usage: update_timing COPY_OF_INDEX [ROUNDS] [BATCH]");
     let rounds: usize = args.next().map_or(100, |n| n.parse().expect("ROUNDS"));
+    assert!(rounds > 0, "ROUNDS must be at least 1");
     let batch: u64 = args.next().map_or(250, |n| n.parse().expect("BATCH"));
     let index = ListingIndex::open(std::path::Path::new(&dir)).expect("open");
     let listings = index.len().max(1);
