@@ -6,14 +6,17 @@
 # turn, the store write, and the index update (the larger of the two indexes' times), p50, p90
 # and the largest, over the turns that updated an index.
 #
-#   bench/index-updates.sh DATA_DIR [BIN] [MERGES] [LEAST]
+#   bench/index-updates.sh [--cold] DATA_DIR [BIN] [MERGES] [LEAST]
 #
-# BIN defaults to target/release/watch-catalogue; 3 merges of 1,500 listings or more. The data
+# --cold syncs and drops the page cache before `serve` starts (root only), so the moves read
+# the data dir from the disk as after a reboot (D-252). BIN defaults to target/release/watch-catalogue; 3 merges of 1,500 listings or more. The data
 # dir is written to (merges, links, an admin user): run it on a copy, and let a start fold the
 # price series a fresh ingest logged first (its fold runs beside the requests). Listens on
 # 127.0.0.1 only; the server is stopped on exit, its log left in /tmp/index-updates.*.log.
 set -euo pipefail
-DATA=${1:?usage: bench/index-updates.sh DATA_DIR [BIN] [MERGES] [LEAST]}
+COLD=0
+if [[ ${1:-} == --cold ]]; then COLD=1; shift; fi
+DATA=${1:?usage: bench/index-updates.sh [--cold] DATA_DIR [BIN] [MERGES] [LEAST]}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${2:-$ROOT/target/release/watch-catalogue}
 MERGES=${3:-3}
@@ -28,6 +31,10 @@ PASSWORD="bench $(date +%s) $RANDOM"
 "$BIN" --data-dir "$DATA" user remove index-bench > /dev/null 2>&1 || true
 printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add index-bench --role admin > /dev/null
 LOG=$(mktemp /tmp/index-updates.XXXXXX.log)
+if [[ $COLD == 1 ]]; then
+  sync
+  echo 3 > /proc/sys/vm/drop_caches || { echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2; exit 2; }
+fi
 RUST_LOG=info,watch_catalogue::jobs::writer=debug "$BIN" --data-dir "$DATA" serve \
   --addr "127.0.0.1:$PORT" --rate-limit 1000000000 --no-picture-worker > "$LOG" 2>&1 &
 SERVER_PID=$!
