@@ -8,6 +8,7 @@
 use super::context::JobContext;
 use super::doorbell::RungThread;
 use super::merge::{move_listings_left, read_ahead_of_move, MergeError};
+use super::priority::LowerPriority;
 use super::progress::TestPacing;
 use super::writer::WriteError;
 use std::sync::Arc;
@@ -31,11 +32,15 @@ pub fn move_all_left(
     stop: &dyn Fn() -> bool,
 ) -> Result<MoveReport, WriteError<MergeError>> {
     let mut report = MoveReport::default();
+    // The read runs while a person's write may hold the turn: at a lower priority, its page
+    // reads leave that write the cores (D-253).
+    let reads = LowerPriority::new("mover-reads");
     loop {
         // Read once before the turn, again (cached) in it: a person's write that waits for the
         // turn then waits for the write alone, not for the disk. Nothing left (a start with
         // none, a merge's listings moved by the drain before): no turn taken.
-        if !read_ahead_of_move(context.store(), context.listings()).map_err(WriteError::Job)? {
+        let left = reads.run(|| read_ahead_of_move(context.store(), context.listings()));
+        if !left.map_err(WriteError::Job)? {
             return Ok(report);
         }
         let moved = context
