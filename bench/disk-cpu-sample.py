@@ -25,7 +25,10 @@ def cpu():
 
 def main():
     device = sys.argv[1] if len(sys.argv) > 1 else "vda"
-    interval = float(sys.argv[2]) if len(sys.argv) > 2 else 0.05
+    try:
+        interval = float(sys.argv[2]) if len(sys.argv) > 2 else 0.05
+    except ValueError:
+        sys.exit(f"INTERVAL is seconds, e.g. 0.05, not {sys.argv[2]!r}")
     last_disk, last_cpu = disk(device), cpu()
     while True:
         time.sleep(interval)

@@ -8,14 +8,19 @@
 #
 #   bench/index-updates.sh [--cold] DATA_DIR [BIN] [MERGES] [LEAST]
 #
-# --cold syncs and drops the page cache before `serve` starts (root only), so the moves read
-# the data dir from the disk as after a reboot (D-252). BIN defaults to target/release/watch-catalogue; 3 merges of 1,500 listings or more. The data
+# --cold syncs and drops the page cache before `serve` starts (root only, checked before
+# anything is written), so the moves read the data dir from the disk as after a reboot (D-252).
+# BIN defaults to target/release/watch-catalogue; 3 merges of 1,500 listings or more. The data
 # dir is written to (merges, links, an admin user): run it on a copy, and let a start fold the
 # price series a fresh ingest logged first (its fold runs beside the requests). Listens on
 # 127.0.0.1 only; the server is stopped on exit, its log left in /tmp/index-updates.*.log.
 set -euo pipefail
 COLD=0
 if [[ ${1:-} == --cold ]]; then COLD=1; shift; fi
+if [[ $COLD == 1 && ! -w /proc/sys/vm/drop_caches ]]; then
+  echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2
+  exit 2
+fi
 DATA=${1:?usage: bench/index-updates.sh [--cold] DATA_DIR [BIN] [MERGES] [LEAST]}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${2:-$ROOT/target/release/watch-catalogue}
