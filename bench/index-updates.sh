@@ -4,7 +4,9 @@
 # (merges of duplicates with L listings or more, a link every 100 ms while the listing mover
 # relinks them), then prints its table and, from the log, each turn's parts: the wait for the
 # turn, the store write, and the index update (the larger of the two indexes' times), p50, p90
-# and the largest, over the turns that updated an index.
+# and the largest, over the turns that updated an index. Last, which links over 100 ms came
+# while the machine itself did not run (`bench/host-stalls.py`, from `disk-cpu-sample.py` run
+# beside the whole bench; D-254).
 #
 #   bench/index-updates.sh [--cold] DATA_DIR [BIN] [MERGES] [LEAST]
 #
@@ -40,7 +42,12 @@ if [[ $COLD == 1 ]]; then
   sync
   echo 3 > /proc/sys/vm/drop_caches || { echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2; exit 2; }
 fi
-RUST_LOG=info,watch_catalogue::jobs::writer=debug "$BIN" --data-dir "$DATA" serve \
+SAMPLES=${LOG%.log}.samples
+TIMELINE=${LOG%.log}.links
+python3 "$ROOT/bench/disk-cpu-sample.py" "${DEVICE:-vda}" 0.1 > "$SAMPLES" &
+SAMPLER_PID=$!
+trap 'kill "$SAMPLER_PID" 2> /dev/null || true; stop_server' EXIT
+RUST_LOG=${RUST_LOG:-info,watch_catalogue::jobs::writer=debug} "$BIN" --data-dir "$DATA" serve \
   --addr "127.0.0.1:$PORT" --rate-limit 1000000000 --no-picture-worker > "$LOG" 2>&1 &
 SERVER_PID=$!
 wait_ready "$BASE" 600 "$LOG"
@@ -51,8 +58,9 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 python3 "$ROOT/bench/backoffice.py" "$BASE" index-bench "$PASSWORD" \
-  --large-merges "$MERGES" --least "$LEAST" --pages 6000 --repeat 50
+  --large-merges "$MERGES" --least "$LEAST" --pages 6000 --repeat 50 --timeline "$TIMELINE"
 stop_server
+kill "$SAMPLER_PID" 2> /dev/null || true
 python3 - "$LOG" <<'PY'
 import re, sys
 UNITS = {"ns": 1e-6, "µs": 1e-3, "ms": 1.0, "s": 1000.0}
@@ -72,3 +80,5 @@ for at, name in enumerate(("wait for the turn", "store write", "index update")):
     if values:
         print(f"| {name} | {values[len(values) // 2]:.1f} | {values[int(len(values) * 0.9)]:.1f} | {values[-1]:.1f} |")
 PY
+echo
+python3 "$ROOT/bench/host-stalls.py" "$TIMELINE" "$SAMPLES" || true
