@@ -26,6 +26,8 @@ class Admin:
         self.host, self.port = url.hostname, url.port
         self.conn = http.client.HTTPConnection(self.host, self.port, timeout=600)
         self.cookie = None
+        # An open file: `timed` adds a line per request for `bench/host-stalls.py`.
+        self.timeline = None
         status, _, headers = self.call("POST", "/v1/auth/login", {"username": user, "password": password}, headers=True)
         if status != 200:
             sys.exit(f"login failed: {status}")
@@ -45,9 +47,14 @@ class Admin:
         return response.status, value
 
     def timed(self, method, path, body=None):
+        """How long a request took (ms), its status and body; with a timeline, a line for it:
+        the time of day it was answered (seconds, UTC), its ms, its method and path."""
         started = time.perf_counter()
         status, value = self.call(method, path, body)
-        return (time.perf_counter() - started) * 1000, status, value
+        ms = (time.perf_counter() - started) * 1000
+        if self.timeline:
+            print(f"{time.time() % 86400:.3f} {ms:.1f} {method} {path}", file=self.timeline, flush=True)
+        return ms, status, value
 
 
 def percentile(values, p):
@@ -239,15 +246,14 @@ def during_job(admin, feed, provider, tries):
     return [row("link during a snapshot job", links), row(merge_name, merges)], still
 
 
-def large_merges(admin, count, least, pages, links_wanted, timeline=None):
+def large_merges(admin, count, least, pages, links_wanted):
     """Merges of duplicates with at least `least` listings into the other model of their group,
     each followed by a link every 100 ms until the keeper holds every listing (the listing
     mover relinks all but the merge's first 250 after it answers, D-231): `count` merges, and
     more while fewer than `links_wanted` links were sent and duplicates are found, so that the
     links' p99 is over that many requests (a merge of a few thousand listings moves them in
     under a second: 4-8 links). The merges' answers, the links' times, and how long each
-    keeper took to hold them all. With `timeline` (an open file), a line per link: the time of
-    day it was answered (seconds, UTC) and how long it took (ms), for `bench/host-stalls.py`."""
+    keeper took to hold them all."""
     found, page = [], 1
     # Enough for the links wanted at a few a merge; the scan stops at the first `pages` pages.
     wanted = max(count, links_wanted // 2)
@@ -287,8 +293,6 @@ def large_merges(admin, count, least, pages, links_wanted, timeline=None):
                                         {"group": link["id"], "model": link["candidates"][0]["id"]})
             if status == 200:
                 links.append(ms)
-                if timeline:
-                    print(f"{time.time() % 86400:.3f} {ms:.1f}", file=timeline, flush=True)
             time.sleep(0.1)
         took.append((time.perf_counter() - started) * 1000)
     rows = [row("; ".join(["large merge"] + moved_note(moved)), merges),
@@ -315,14 +319,16 @@ def main():
                         help="merge N duplicates of --least listings or more, links sent while they "
                         "move, and more merges until --repeat links were sent")
     parser.add_argument("--least", type=int, default=3000)
-    parser.add_argument("--timeline", type=argparse.FileType("w"),
-                        help="with --large-merges, write each link's answer time and ms here")
+    parser.add_argument("--timeline", type=argparse.FileType("a"),
+                        help="add a line per timed request (answered at, ms, method, path) to this "
+                        "file, for bench/host-stalls.py")
     parser.add_argument("--pages", type=int, default=400,
                         help="pages of duplicate groups searched for --large-merges")
     parser.add_argument("--path", action="append", help="time only this read (repeatable), e.g. "
                         "'/v1/reconciliation?pageSize=50&q=Classic'")
     args = parser.parse_args()
     admin = Admin(args.base, args.user, args.password)
+    admin.timeline = args.timeline
     if args.first or args.first_text:
         if args.first_text:
             kind = f"reconciliation q={args.first_text}"
@@ -347,8 +353,7 @@ def main():
         print("\n".join(read_rows))
         return
     if args.large_merges:
-        rows = large_merges(admin, args.large_merges, args.least, args.pages, args.repeat,
-                            args.timeline)
+        rows = large_merges(admin, args.large_merges, args.least, args.pages, args.repeat)
         print("| large merges | n | p50 ms | p99 ms | max ms |\n|---|--:|--:|--:|--:|")
         print("\n".join(rows))
         return

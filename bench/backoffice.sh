@@ -4,7 +4,10 @@
 # the start's own work is done; each read's first request timed apart); the first request of six
 # reads right after a start; merges of duplicates with LEAST listings or more, a link every
 # 100 ms while the listing mover relinks them (LARGE_MERGES merges, more until REPEAT links were
-# sent); and a link and a merge while a snapshot job runs.
+# sent); and a link and a merge while a snapshot job runs. Last, the requests over 50 ms (the
+# reads' target; writes' is 100, a first request after a start's 200), each marked where the
+# machine itself did not run while it waited (`bench/host-stalls.py`, from
+# `disk-cpu-sample.py` run beside the whole bench; D-254, D-255).
 #
 #   bench/backoffice.sh [--work-dir /tmp/watch-scale] [--repeat 50] [--port 18432] [--no-first]
 #                       [--cold] [--serve-flag FLAG]... [--first-text WORD]... [--bin PATH]
@@ -20,7 +23,8 @@
 #
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
-# server is stopped on exit. Figures land in WORK/backoffice.md.
+# server is stopped on exit. Figures land in WORK/backoffice.md; the requests' timeline and the
+# machine's samples in WORK/backoffice.timeline and WORK/backoffice.samples.
 set -euo pipefail
 
 WORK=/tmp/watch-scale
@@ -66,7 +70,7 @@ start_server() {
     sync
     echo 3 > /proc/sys/vm/drop_caches || { echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2; exit 2; }
   fi
-  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
+  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 --admin-rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
   SERVER_PID=$!
   wait_ready "$BASE" 600 "$WORK/backoffice-server.log"
 }
@@ -99,6 +103,13 @@ fi
 "$BIN" --data-dir "$DATA" user remove "$USER_NAME" > /dev/null 2>&1 || true
 printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "$USER_NAME" --role admin > /dev/null
 : > "$WORK/backoffice-server.log"
+TIMELINE=$WORK/backoffice.timeline
+SAMPLES=$WORK/backoffice.samples
+: > "$TIMELINE"
+python3 "$ROOT/bench/disk-cpu-sample.py" "${DEVICE:-vda}" 0.1 > "$SAMPLES" &
+SAMPLER_PID=$!
+trap 'kill "$SAMPLER_PID" 2> /dev/null || true; stop_server' EXIT
+bench() { python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --timeline "$TIMELINE" "$@"; }
 
 {
   echo "# The back office at scale"
@@ -111,29 +122,28 @@ printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "
 for kind in "reconciliation page 1" "duplicate-models page 1" "audit page 1" "unmatched listings page 1" "stats" "jobs"; do
   [[ $FIRST == 1 ]] || break
   start_server
-  python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --first "$kind" >> "$OUT"
+  bench --first "$kind" >> "$OUT"
   stop_server
 done
 for word in "${FIRST_TEXTS[@]}"; do
   [[ $FIRST == 1 ]] || break
   start_server
-  python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --first-text "$word" >> "$OUT"
+  bench --first-text "$word" >> "$OUT"
   stop_server
 done
 echo >> "$OUT"
 
 start_server
 wait_start_up_work
-python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --repeat "$REPEAT" \
-  --json "$WORK/backoffice.json" >> "$OUT"
+bench --repeat "$REPEAT" --json "$WORK/backoffice.json" >> "$OUT"
 echo >> "$OUT"
 if [[ $LARGE_MERGES -gt 0 ]]; then
-  python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
-    --large-merges "$LARGE_MERGES" --least "$LEAST" --pages 6000 --repeat "$REPEAT" >> "$OUT"
+  bench --large-merges "$LARGE_MERGES" --least "$LEAST" --pages 6000 --repeat "$REPEAT" >> "$OUT"
   echo >> "$OUT"
 fi
 feed=$(ls "$WORK"/feeds/*.jsonl | tail -1)
-python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" \
-  --snapshot "$feed" --provider "$(basename "$feed" .jsonl)" >> "$OUT"
+bench --snapshot "$feed" --provider "$(basename "$feed" .jsonl)" >> "$OUT"
 stop_server
+kill "$SAMPLER_PID" 2> /dev/null || true
+{ echo; python3 "$ROOT/bench/host-stalls.py" "$TIMELINE" "$SAMPLES" 50 || true; } >> "$OUT"
 cat "$OUT"

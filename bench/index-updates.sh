@@ -81,4 +81,4 @@ for at, name in enumerate(("wait for the turn", "store write", "index update")):
         print(f"| {name} | {values[len(values) // 2]:.1f} | {values[int(len(values) * 0.9)]:.1f} | {values[-1]:.1f} |")
 PY
 echo
-python3 "$ROOT/bench/host-stalls.py" "$TIMELINE" "$SAMPLES" || true
+python3 "$ROOT/bench/host-stalls.py" --only /v1/reconciliation/link "$TIMELINE" "$SAMPLES" || true
