@@ -25,6 +25,8 @@
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
 # server is stopped on exit. Figures land in WORK/backoffice.md; the requests' timeline and the
 # machine's samples in WORK/backoffice.timeline and WORK/backoffice.samples.
+# The server's public and admin budgets are lifted (--rate-limit, --admin-rate-limit): --repeat
+# 500 sends one admin about 11,000 requests in three minutes, past the default 6,000 a window.
 set -euo pipefail
 
 WORK=/tmp/watch-scale
