@@ -24,9 +24,10 @@
 # The data dir is used as it is and written to (links, models made, merges): run it on a copy
 # when the scale run's figures are still wanted. Everything listens on 127.0.0.1 only; the
 # server is stopped on exit. Figures land in WORK/backoffice.md; the requests' timeline and the
-# machine's samples in WORK/backoffice.timeline and WORK/backoffice.samples.
-# The server's public and admin budgets are lifted (--rate-limit, --admin-rate-limit): --repeat
-# 500 sends one admin about 11,000 requests in three minutes, past the default 6,000 a window.
+# machine's samples in WORK/backoffice.timeline and WORK/backoffice.samples (the disk `vda`
+# unless DEVICE names another).
+# The server's public and admin budgets are lifted (server-lib.sh's UNLIMITED): at --repeat 500
+# one admin sends about 10,000 requests in its busiest minute, past the 6,000 a minute allows.
 set -euo pipefail
 
 WORK=/tmp/watch-scale
@@ -72,7 +73,7 @@ start_server() {
     sync
     echo 3 > /proc/sys/vm/drop_caches || { echo "--cold needs root (/proc/sys/vm/drop_caches)" >&2; exit 2; }
   fi
-  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 --admin-rate-limit 1000000000 "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
+  "$BIN" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" "${UNLIMITED[@]}" "${SERVE_FLAGS[@]}" >> "$WORK/backoffice-server.log" 2>&1 &
   SERVER_PID=$!
   wait_ready "$BASE" 600 "$WORK/backoffice-server.log"
 }
@@ -108,9 +109,7 @@ printf '%s\n%s\n' "$PASSWORD" "$PASSWORD" | "$BIN" --data-dir "$DATA" user add "
 TIMELINE=$WORK/backoffice.timeline
 SAMPLES=$WORK/backoffice.samples
 : > "$TIMELINE"
-python3 "$ROOT/bench/disk-cpu-sample.py" "${DEVICE:-vda}" 0.1 > "$SAMPLES" &
-SAMPLER_PID=$!
-trap 'kill "$SAMPLER_PID" 2> /dev/null || true; stop_server' EXIT
+start_sampler "$SAMPLES"
 bench() { python3 "$ROOT/bench/backoffice.py" "$BASE" "$USER_NAME" "$PASSWORD" --timeline "$TIMELINE" "$@"; }
 
 {
@@ -146,6 +145,6 @@ fi
 feed=$(ls "$WORK"/feeds/*.jsonl | tail -1)
 bench --snapshot "$feed" --provider "$(basename "$feed" .jsonl)" >> "$OUT"
 stop_server
-kill "$SAMPLER_PID" 2> /dev/null || true
+stop_sampler
 { echo; python3 "$ROOT/bench/host-stalls.py" "$TIMELINE" "$SAMPLES" 50 || true; } >> "$OUT"
 cat "$OUT"

@@ -32,7 +32,7 @@ source "$ROOT/bench/server-lib.sh"
 for round in $(seq 1 "$ROUNDS"); do
   for build in A B; do
     bin=$A; [[ $build == B ]] && bin=$B
-    "$bin" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" --rate-limit 1000000000 > "$OUT/server-$build-$round.log" 2>&1 &
+    "$bin" --data-dir "$DATA" serve --addr "127.0.0.1:$PORT" "${UNLIMITED[@]}" > "$OUT/server-$build-$round.log" 2>&1 &
     SERVER_PID=$!
     until curl -fs -o /dev/null "$BASE/readyz"; do sleep 0.1; done
     sleep 25

@@ -15,7 +15,8 @@
 # BIN defaults to target/release/watch-catalogue; 3 merges of 1,500 listings or more. The data
 # dir is written to (merges, links, an admin user): run it on a copy, and let a start fold the
 # price series a fresh ingest logged first (its fold runs beside the requests). Listens on
-# 127.0.0.1 only; the server is stopped on exit, its log left in /tmp/index-updates.*.log.
+# 127.0.0.1 only; the server is stopped on exit, its log left in /tmp/index-updates.*.log. The
+# sampler watches the disk `vda` unless DEVICE names another.
 set -euo pipefail
 COLD=0
 if [[ ${1:-} == --cold ]]; then COLD=1; shift; fi
@@ -44,11 +45,9 @@ if [[ $COLD == 1 ]]; then
 fi
 SAMPLES=${LOG%.log}.samples
 TIMELINE=${LOG%.log}.links
-python3 "$ROOT/bench/disk-cpu-sample.py" "${DEVICE:-vda}" 0.1 > "$SAMPLES" &
-SAMPLER_PID=$!
-trap 'kill "$SAMPLER_PID" 2> /dev/null || true; stop_server' EXIT
+start_sampler "$SAMPLES"
 RUST_LOG=${RUST_LOG:-info,watch_catalogue::jobs::writer=debug} "$BIN" --data-dir "$DATA" serve \
-  --addr "127.0.0.1:$PORT" --rate-limit 1000000000 --no-picture-worker > "$LOG" 2>&1 &
+  --addr "127.0.0.1:$PORT" "${UNLIMITED[@]}" --no-picture-worker > "$LOG" 2>&1 &
 SERVER_PID=$!
 wait_ready "$BASE" 600 "$LOG"
 # The start's own reads first (as bench/backoffice.sh waits for them).
@@ -60,7 +59,7 @@ done
 python3 "$ROOT/bench/backoffice.py" "$BASE" index-bench "$PASSWORD" \
   --large-merges "$MERGES" --least "$LEAST" --pages 6000 --repeat 50 --timeline "$TIMELINE"
 stop_server
-kill "$SAMPLER_PID" 2> /dev/null || true
+stop_sampler
 python3 - "$LOG" <<'PY'
 import re, sys
 UNITS = {"ns": 1e-6, "µs": 1e-3, "ms": 1.0, "s": 1000.0}

@@ -169,7 +169,7 @@ say ""
 # --- Ready after a restart -------------------------------------------------------------------
 ready=()
 for _ in 1 2 3; do
-  start_server --rate-limit 1000000000
+  start_server "${UNLIMITED[@]}"
   ready+=("$READY_SECS s")
   stop_server
 done
@@ -177,7 +177,7 @@ say "Ready after a restart (process start to the first 200 from /readyz): ${read
 say ""
 
 # --- HTTP load, rate limit lifted --------------------------------------------------------------
-start_server --rate-limit 1000000000
+start_server "${UNLIMITED[@]}"
 wait_for_startup_work
 "$BENCH" load --base "$BASE" --dump-requests "$WORK/requests.jsonl" --dump-only > /dev/null
 # Each kind alone: one client (latency alone), LATENCY_CONCURRENCY (the targets' latency under
@@ -238,7 +238,7 @@ if [[ $PEERS == 1 ]]; then
       --duration "$DURATION" --json "$WORK/ours/inprocess-c$c.json" > /dev/null
   done
   # The server is up again only so that the peers' answers are checked against ours.
-  start_server --rate-limit 1000000000
+  start_server "${UNLIMITED[@]}"
   bash "$ROOT/bench/peers/run-peers.sh" "$WORK/peers-export" "$WORK/requests.jsonl" "$WORK/peers" \
     --concurrency "1,$CONCURRENCY" --duration "${DURATION%s}" --base "$BASE" > "$WORK/peers.log" 2>&1
   stop_server
